@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: MIT
+#include "agent/events.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+struct builtin {
+	const char *name;
+	const char *canonical; /* NULL when @name is canonical */
+	uint32_t type;
+	uint64_t config;
+};
+
+static const struct builtin builtins[] = {
+	{"task-clock", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK},
+	{"cpu-clock", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK},
+	{"context-switches", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES},
+	{"cs", "context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES},
+	{"cpu-migrations", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
+	{"migrations", "cpu-migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
+	{"page-faults", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS},
+	{"faults", "page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS},
+	{"minor-faults", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN},
+	{"major-faults", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ},
+	{"alignment-faults", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_ALIGNMENT_FAULTS},
+	{"emulation-faults", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_EMULATION_FAULTS},
+	{"cgroup-switches", NULL, PERF_TYPE_SOFTWARE, 11 /* PERF_COUNT_SW_CGROUP_SWITCHES */},
+	{"cycles", NULL, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
+	{"cpu-cycles", "cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
+	{"instructions", NULL, PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
+	{"cache-references", NULL, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES},
+	{"cache-misses", NULL, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES},
+	{"branches", NULL, PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS},
+	{"branch-instructions", "branches", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS},
+	{"branch-misses", NULL, PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES},
+	{"bus-cycles", NULL, PERF_TYPE_HARDWARE, PERF_COUNT_HW_BUS_CYCLES},
+	{"stalled-cycles-frontend", NULL, PERF_TYPE_HARDWARE,
+	 PERF_COUNT_HW_STALLED_CYCLES_FRONTEND},
+	{"stalled-cycles-backend", NULL, PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_BACKEND},
+	{"ref-cycles", NULL, PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES},
+};
+
+#define NBUILTIN (sizeof(builtins) / sizeof(builtins[0]))
+
+size_t ev_builtin_count(void)
+{
+	return NBUILTIN;
+}
+
+const char *ev_builtin_name(size_t i, const char **kind)
+{
+	if (i >= NBUILTIN)
+		return NULL;
+	if (kind)
+		*kind = builtins[i].type == PERF_TYPE_SOFTWARE ? "Software event" : "Hardware event";
+	return builtins[i].name;
+}
+
+const char *ev_tracefs(void)
+{
+	static char *cached;
+	static int done;
+	FILE *f;
+	char *line = NULL;
+	size_t cap = 0;
+
+	if (done)
+		return cached;
+	done = 1;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return NULL;
+	/* Prefer a tracefs mount; fall back to debugfs's tracing directory. */
+	while (getline(&line, &cap, f) > 0) {
+		char mnt[4096], fstype[64];
+		const char *sep = strstr(line, " - ");
+
+		if (!sep || sscanf(sep, " - %63s", fstype) != 1)
+			continue;
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+			continue;
+		if (!strcmp(fstype, "tracefs") && !cached) {
+			cached = strdup(mnt);
+		} else if (!strcmp(fstype, "debugfs") && !cached) {
+			size_t n = strlen(mnt) + sizeof("/tracing");
+			char *p = malloc(n);
+			DIR *d;
+
+			if (!p)
+				continue;
+			snprintf(p, n, "%s/tracing", mnt);
+			d = opendir(p);
+			if (d) {
+				closedir(d);
+				cached = p;
+			} else {
+				free(p);
+			}
+		}
+	}
+	free(line);
+	fclose(f);
+	return cached;
+}
+
+static int parse_modifiers(const char *mod, struct ev_spec *out)
+{
+	bool u = false, k = false;
+
+	for (const char *p = mod; *p; p++) {
+		switch (*p) {
+		case 'u': u = true; break;
+		case 'k': k = true; break;
+		case 'h': break; /* hypervisor: nothing to exclude on its own */
+		default: return -EINVAL;
+		}
+	}
+	if (u && !k)
+		out->exclude_kernel = true;
+	if (k && !u)
+		out->exclude_user = true;
+	return 0;
+}
+
+static int read_tracepoint_id(const char *tracefs, const char *sys, const char *name,
+			      uint64_t *id)
+{
+	char path[4096], buf[32], *end;
+	FILE *f;
+	unsigned long long v;
+
+	if (!tracefs)
+		return -ENOENT;
+	if (strchr(sys, '/') || strchr(name, '/') || !strcmp(sys, "..") || !strcmp(name, ".."))
+		return -EINVAL;
+	if ((size_t)snprintf(path, sizeof(path), "%s/events/%s/%s/id", tracefs, sys, name) >=
+	    sizeof(path))
+		return -ENAMETOOLONG;
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ENOENT : -errno;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	if (errno || end == buf)
+		return -EIO;
+	*id = v;
+	return 0;
+}
+
+int ev_parse(const char *name, const char *tracefs, struct ev_spec *out)
+{
+	struct ev_spec ev = {0};
+	const char *colon;
+	size_t base_len;
+	int err;
+
+	if (!name || !*name)
+		return -EINVAL;
+	colon = strrchr(name, ':');
+	base_len = colon ? (size_t)(colon - name) : strlen(name);
+
+	for (size_t i = 0; i < NBUILTIN; i++) {
+		const struct builtin *b = &builtins[i];
+
+		if (strlen(b->name) != base_len || strncmp(b->name, name, base_len))
+			continue;
+		if (colon && parse_modifiers(colon + 1, &ev) < 0)
+			return -EINVAL;
+		ev.name = strdup(b->canonical ? b->canonical : b->name);
+		if (!ev.name)
+			return -ENOMEM;
+		ev.kind = b->type == PERF_TYPE_SOFTWARE ? EV_SOFTWARE : EV_HARDWARE;
+		ev.type = b->type;
+		ev.config = b->config;
+		ev.is_clock = b->type == PERF_TYPE_SOFTWARE && (b->config == PERF_COUNT_SW_TASK_CLOCK ||
+								b->config == PERF_COUNT_SW_CPU_CLOCK);
+		*out = ev;
+		return 0;
+	}
+
+	/* rNNNN: raw PMU event in hex, as perf takes it. */
+	if (name[0] == 'r' && name[1] && strspn(name + 1, "0123456789abcdefABCDEF") == base_len - 1) {
+		char *end;
+
+		errno = 0;
+		ev.config = strtoull(name + 1, &end, 16);
+		if (errno)
+			return -EINVAL;
+		if (colon && parse_modifiers(colon + 1, &ev) < 0)
+			return -EINVAL;
+		ev.kind = EV_RAW;
+		ev.type = PERF_TYPE_RAW;
+		ev.name = strdup(name);
+		if (!ev.name)
+			return -ENOMEM;
+		*out = ev;
+		return 0;
+	}
+
+	/* SUBSYS:EVENT tracepoint (the first colon separates them). */
+	colon = strchr(name, ':');
+	if (colon && colon != name && colon[1] && !strchr(colon + 1, ':')) {
+		char sys[256];
+		size_t slen = (size_t)(colon - name);
+
+		if (slen >= sizeof(sys))
+			return -ENOENT;
+		memcpy(sys, name, slen);
+		sys[slen] = '\0';
+		err = read_tracepoint_id(tracefs, sys, colon + 1, &ev.config);
+		if (err)
+			return err == -EACCES || err == -EPERM ? err : -ENOENT;
+		ev.kind = EV_TRACEPOINT;
+		ev.type = PERF_TYPE_TRACEPOINT;
+		ev.name = strdup(name);
+		if (!ev.name)
+			return -ENOMEM;
+		*out = ev;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+void ev_spec_release(struct ev_spec *ev)
+{
+	if (!ev)
+		return;
+	free(ev->name);
+	ev->name = NULL;
+}
+
+size_t ev_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t row[256];
+
+	if (la > 255 || lb > 255)
+		return 1000;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+struct candidate {
+	char *name;
+	size_t score;
+};
+
+struct ranking {
+	struct candidate *v;
+	size_t n, max;
+};
+
+/* Keep the @max best (lowest score) candidates, ties broken by name. */
+static void rank(struct ranking *r, const char *name, size_t score)
+{
+	size_t pos = r->n;
+
+	for (size_t i = 0; i < r->n; i++) {
+		if (!strcmp(r->v[i].name, name))
+			return;
+	}
+	while (pos > 0 && (r->v[pos - 1].score > score ||
+			   (r->v[pos - 1].score == score && strcmp(r->v[pos - 1].name, name) > 0)))
+		pos--;
+	if (pos >= r->max)
+		return;
+	char *dup = strdup(name);
+
+	if (!dup)
+		return;
+	if (r->n == r->max) {
+		free(r->v[r->n - 1].name);
+		r->n--;
+	}
+	memmove(&r->v[pos + 1], &r->v[pos], (r->n - pos) * sizeof(r->v[0]));
+	r->v[pos].name = dup;
+	r->v[pos].score = score;
+	r->n++;
+}
+
+/* Distance, with substring hits ranked as close. */
+static size_t closeness(const char *want, const char *have)
+{
+	size_t d = ev_distance(want, have);
+	size_t lw = strlen(want);
+
+	if (lw >= 3 && strstr(have, want))
+		return d < 2 ? d : 2;
+	return d;
+}
+
+static void consider(struct ranking *r, const char *want, const char *have)
+{
+	size_t d = closeness(want, have);
+	size_t limit = strlen(want) / 3 + 1;
+
+	if (limit < 2)
+		limit = 2;
+	if (d <= limit)
+		rank(r, have, d);
+}
+
+static void scan_tracepoints(struct ranking *r, const char *want, const char *tracefs)
+{
+	char path[4096];
+	DIR *events, *sub;
+	struct dirent *s, *e;
+	const char *colon = strchr(want, ':');
+	size_t wsys = colon ? (size_t)(colon - want) : 0;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/events", tracefs) >= sizeof(path))
+		return;
+	events = opendir(path);
+	if (!events)
+		return;
+	while ((s = readdir(events))) {
+		if (s->d_type != DT_DIR || s->d_name[0] == '.')
+			continue;
+		/* With a subsystem given, only look at subsystems close to it. */
+		if (colon) {
+			char sys[256];
+
+			if (wsys >= sizeof(sys))
+				continue;
+			memcpy(sys, want, wsys);
+			sys[wsys] = '\0';
+			if (ev_distance(sys, s->d_name) > 2)
+				continue;
+		}
+		if ((size_t)snprintf(path, sizeof(path), "%s/events/%s", tracefs, s->d_name) >=
+		    sizeof(path))
+			continue;
+		sub = opendir(path);
+		if (!sub)
+			continue;
+		while ((e = readdir(sub))) {
+			char full[600];
+
+			if (e->d_type != DT_DIR || e->d_name[0] == '.')
+				continue;
+			if ((size_t)snprintf(full, sizeof(full), "%s:%s", s->d_name, e->d_name) >=
+			    sizeof(full))
+				continue;
+			if (colon) {
+				consider(r, want, full);
+			} else {
+				/* "sched_switch" alone: suggest "sched:sched_switch". */
+				size_t d = closeness(want, e->d_name);
+
+				if (d <= 2)
+					rank(r, full, d + 1);
+			}
+		}
+		closedir(sub);
+	}
+	closedir(events);
+}
+
+size_t ev_suggest(const char *name, const char *tracefs, char **out, size_t max)
+{
+	struct ranking r = {.max = max};
+
+	if (!max || !name)
+		return 0;
+	r.v = calloc(max, sizeof(*r.v));
+	if (!r.v)
+		return 0;
+	for (size_t i = 0; i < NBUILTIN; i++)
+		consider(&r, name, builtins[i].name);
+	if (tracefs)
+		scan_tracepoints(&r, name, tracefs);
+	for (size_t i = 0; i < r.n; i++)
+		out[i] = r.v[i].name;
+	free(r.v);
+	return r.n;
+}

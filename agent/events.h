@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CGPERF_AGENT_EVENTS_H
+#define CGPERF_AGENT_EVENTS_H
+
+/*
+ * Event names as perf spells them, resolved to perf_event_attr type/config:
+ * software and hardware events from a built-in table (with perf's aliases and
+ * :u/:k modifiers), tracepoints "SUBSYS:EVENT" by id from tracefs, raw PMU
+ * events "rHEX". Nothing here opens events or prints.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum ev_kind {
+	EV_SOFTWARE,
+	EV_HARDWARE,
+	EV_TRACEPOINT,
+	EV_RAW,
+};
+
+struct ev_spec {
+	char *name;    /* as the user wrote it, canonicalised ("cs" -> "context-switches") */
+	enum ev_kind kind;
+	uint32_t type; /* PERF_TYPE_* */
+	uint64_t config;
+	bool exclude_user, exclude_kernel;
+	bool is_clock; /* task-clock/cpu-clock: nanoseconds, shown as msec */
+};
+
+/* The tracefs mount ("/sys/kernel/tracing" or ".../debug/tracing"), found
+ * from /proc/self/mountinfo; NULL when neither is mounted. Cached. */
+const char *ev_tracefs(void);
+
+/*
+ * Resolve @name into @out. @tracefs may be NULL (tracepoints then fail).
+ * Returns 0, -ENOENT for an unknown name, -EINVAL for a malformed one,
+ * -ENOMEM. On success the caller frees with ev_spec_release().
+ */
+int ev_parse(const char *name, const char *tracefs, struct ev_spec *out);
+void ev_spec_release(struct ev_spec *ev);
+
+/*
+ * Up to @max known names close to @name (edit distance, substrings), best
+ * first, written as malloc'd strings into @out. Returns how many.
+ */
+size_t ev_suggest(const char *name, const char *tracefs, char **out, size_t max);
+
+/* Levenshtein distance, exposed for tests. Strings over 255 bytes compare as far. */
+size_t ev_distance(const char *a, const char *b);
+
+/* The built-in names (canonical and aliases), for listing. */
+size_t ev_builtin_count(void);
+const char *ev_builtin_name(size_t i, const char **kind);
+
+#endif

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cgperf-agent: container- and cgroup-aware profiling agent. A perf-like
+ * command for one-off use; each subcommand lives in agent/cmd_*.c.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/cmd.h"
+
+#ifndef CGPERF_VERSION
+#define CGPERF_VERSION "0.1.0"
+#endif
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+} commands[] = {
+	{"cgroups", cmd_cgroups, "list cgroups with container/pod/unit identity and processes"},
+	{"stat", cmd_stat, "count perf events per cgroup (perf stat -a -G for every cgroup)"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: cgperf-agent COMMAND [OPTIONS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\n'cgperf-agent COMMAND --help' describes a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("cgperf-agent %s\n", CGPERF_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "cgperf-agent: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

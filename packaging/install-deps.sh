@@ -1,0 +1,47 @@
+#!/bin/sh
+# Install the Debian packages that cgperf needs to build, test and run.
+# Idempotent: quiet and fast when everything is present. Needs root for apt.
+#
+#   packaging/install-deps.sh            build + test + run dependencies
+#   packaging/install-deps.sh --build    only what `make` needs
+set -eu
+
+BUILD="gcc make pkg-config libc6-dev libelf-dev libdw-dev libunwind-dev libtraceevent-dev
+libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler libmicrohttpd-dev libsqlite3-dev
+libyaml-dev zlib1g-dev"
+TEST="libcmocka-dev linux-perf postgresql postgresql-contrib procps util-linux python3"
+
+case "${1:-}" in
+--build) want="$BUILD" ;;
+*) want="$BUILD $TEST" ;;
+esac
+
+missing=""
+for p in $want; do
+	# dpkg-query prints "install ok installed" for a fully installed package
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case "$st" in
+	*"ok installed") ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing Debian packages:$missing" >&2
+	echo "install-deps: run as root (or: sudo apt-get install$missing)" >&2
+	exit 1
+fi
+
+echo "install-deps: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+# Refresh the package lists only when an install fails for want of them.
+if ! apt-get install -y -q --no-install-recommends $missing >/tmp/cgperf-apt.log 2>&1; then
+	apt-get update -q >>/tmp/cgperf-apt.log 2>&1 || true
+	if ! apt-get install -y -q --no-install-recommends $missing >>/tmp/cgperf-apt.log 2>&1; then
+		echo "install-deps: apt-get failed; see /tmp/cgperf-apt.log" >&2
+		tail -20 /tmp/cgperf-apt.log >&2
+		exit 1
+	fi
+fi

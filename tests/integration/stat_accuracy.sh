@@ -1,0 +1,194 @@
+#!/bin/bash
+# stat_accuracy: `cgperf-agent stat -G CG -e task-clock` on a cgroup running
+# one CPU-bound busy loop must agree with
+#   - the kernel's own accounting (cgroup2 cpu.stat usage_usec), within 2%, and
+#   - `perf stat -a -G CG -e task-clock` over the same 3 s, within 3%.
+# Also checks the JSON object itself (one line, supported, unit msec,
+# cgroup path and id, raw/value consistency, 100% running).
+#
+# How the cpu.stat window is compared (the honest part):
+#   We cannot read usage_usec at the exact moments the agent enables and reads
+#   its counters, only just before exec'ing it and just after it exits. That
+#   bracket [t0,t1] is longer than the agent's counting window (~DUR) by its
+#   start-up/tear-down time (tens of ms, much more under ASan), and for a
+#   loop burning ~1 CPU every extra ms is an extra ms of usage, so comparing
+#   plain totals would measure the agent's start-up time, not its accuracy.
+#   The primary assertion therefore compares the cgroup's CPU *rate*: the
+#   kernel's rate over the bracket, (u1-u0)/(t1-t0), scaled to the agent's
+#   window, against the agent's total. The loop is steady (single-threaded,
+#   niced to -10 so a concurrent build cannot starve it), so the rate is the
+#   same over both windows. Two rate-free bounds back it up, as the agent's
+#   window lies inside the bracket and the loop can use at most 1 CPU:
+#       usage(bracket) - (T - DUR) * 1 CPU  <=  agent  <=  usage(bracket)
+#   perf runs concurrently with a nominal window of the same length (`sleep
+#   DUR`), so agent and perf totals are compared directly.
+source "$(dirname "$0")/../lib/common.sh"
+export LC_ALL=C  # '.' in $EPOCHREALTIME and awk output
+
+DUR=3
+command -v perf >/dev/null || skip "perf not installed"
+command -v python3 >/dev/null || skip "python3 not installed"
+
+cg=$(cg_make busy)
+_CG_MADE+=("$cg") # cg_make ran in a $(...) subshell: register it here too
+rel=${cg#"$(cg2_mount)"/}
+[[ -r $cg/cpu.stat ]] || skip "no cpu.stat in cgroup2 cgroup $cg"
+
+busy=
+# Kill the loop (our child, by PID), reap it, and wait until the cgroup is
+# really empty so that common.sh's rmdir succeeds.
+_busy_stop() {
+	local i
+	if [[ -n $busy ]]; then
+		kill -KILL "$busy" 2>/dev/null
+		wait "$busy" 2>/dev/null
+		busy=
+	fi
+	for ((i = 0; i < 50; i++)); do
+		[[ -r $cg/cgroup.events ]] || break
+		grep -qx 'populated 0' "$cg/cgroup.events" && break
+		sleep 0.1
+	done
+}
+trap '_busy_stop; _cleanup' EXIT
+
+# The wrapper shell moves itself into the cgroup, then execs the loop (one PID).
+sh -c 'echo $$ >"$1/cgroup.procs" || exit 111
+	exec nice -n -10 sh -c "while :; do :; done"' sh "$cg" &
+busy=$!
+bg_track "$busy"
+sleep 0.5
+grep -qx "$busy" "$cg/cgroup.procs" || fail "busy loop $busy is not in $cg"
+
+# usage_usec of $cg into variable $1 (no fork: keeps the bracket tight).
+read_usage() {
+	local k v
+	while read -r k v; do
+		[[ $k == usage_usec ]] && { printf -v "$1" %s "$v"; return 0; }
+	done <"$cg/cpu.stat"
+	fail "no usage_usec in $cg/cpu.stat"
+}
+
+# agent_field FILE CGROUP EVENT UNIT: check the agent's JSON Lines and print
+# "value raw time_enabled time_running pcnt_running cgroup_id" for that object.
+agent_field() {
+	python3 - "$@" <<'EOF'
+import json, sys
+path, cg, ev, unit = sys.argv[1:5]
+found = []
+for n, line in enumerate(open(path), 1):
+    if not line.strip():
+        continue
+    try:
+        o = json.loads(line)
+    except ValueError as e:
+        sys.exit(f"agent stdout line {n} is not JSON ({e}): {line.strip()!r}")
+    if not isinstance(o, dict):
+        sys.exit(f"agent stdout line {n} is not an object: {line.strip()!r}")
+    if str(o.get("cgroup", "")).lstrip("/") == cg.lstrip("/") and o.get("event") == ev:
+        found.append(o)
+if len(found) != 1:
+    sys.exit(f"expected 1 JSON object for cgroup {cg} event {ev}, got {len(found)}")
+o = found[0]
+if o.get("supported") is not True or not isinstance(o.get("value"), (int, float)):
+    sys.exit(f"event {ev} not counted: {o}")
+if o.get("cgroup") != "/" + cg.lstrip("/"):
+    sys.exit(f"cgroup field {o.get('cgroup')!r}, want {'/' + cg.lstrip('/')!r}")
+if o.get("unit") != unit:
+    sys.exit(f"unit {o.get('unit')!r} for {ev}, want {unit!r}")
+for k in ("raw", "time_enabled", "time_running", "pcnt_running", "cgroup_id"):
+    if not isinstance(o.get(k), (int, float)):
+        sys.exit(f"field {k} missing or not a number: {o}")
+print(o["value"], o["raw"], o["time_enabled"], o["time_running"], o["pcnt_running"], o["cgroup_id"])
+EOF
+}
+
+# perf_value FILE CGROUP EVENT: value of EVENT for CGROUP from perf's -x, output
+# (value,unit,event,cgroup,...); "<not counted>"/"<not supported>" fail.
+perf_value() {
+	python3 - "$@" <<'EOF'
+import sys
+path, cg, ev = sys.argv[1:4]
+vals = []
+for line in open(path):
+    line = line.strip()
+    if not line or line.startswith("#"):
+        continue
+    f = line.split(",")
+    if len(f) < 4 or f[2].split(":")[0] != ev:
+        continue
+    if f[3].lstrip("/") != cg.lstrip("/"):
+        continue
+    if f[0].startswith("<"):
+        sys.exit(f"perf: {ev} in {cg} is {f[0]}: {line}")
+    vals.append(float(f[0]))
+if len(vals) != 1:
+    sys.exit(f"perf: expected 1 line for {ev} in {cg}, got {len(vals)}")
+print(vals[0])
+EOF
+}
+
+# perf first (its start-up is the slower one), then the agent in the foreground,
+# bracketed by cpu.stat reads and wall-clock stamps.
+perf stat -a -e task-clock -G "$rel" -x, -o "$TMP/perf.csv" -- sleep "$DUR" 2>"$TMP/perf.err" &
+perf_pid=$!
+bg_track "$perf_pid"
+t0=$EPOCHREALTIME
+read_usage u0
+timeout $((DUR + 30)) "$AGENT" stat -G "$rel" -e task-clock --duration "$DUR" --json \
+	>"$TMP/agent.json" 2>"$TMP/agent.err"
+arc=$?
+read_usage u1
+t1=$EPOCHREALTIME
+wait "$perf_pid"
+prc=$?
+
+if ((arc != 0)); then
+	sed 's/^/    agent: /' "$TMP/agent.err" "$TMP/agent.json" | tail -n 20 >&2
+	fail "agent exited with $arc"
+fi
+((prc == 0)) || { sed 's/^/    perf: /' "$TMP/perf.err" >&2; fail "perf stat exited with $prc"; }
+
+out=$(agent_field "$TMP/agent.json" "$rel" task-clock msec) || {
+	sed 's/^/    agent: /' "$TMP/agent.json" >&2
+	fail "bad agent output"
+}
+read -r A raw enabled running pcnt cgid <<<"$out"
+P=$(perf_value "$TMP/perf.csv" "$rel" task-clock) || {
+	sed 's/^/    perf: /' "$TMP/perf.csv" >&2
+	fail "bad perf output"
+}
+
+U=$(awk -v a="$u0" -v b="$u1" 'BEGIN { printf "%.3f", (b - a) / 1000 }')          # ms
+T=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) * 1000 }')          # ms
+rate=$(awk -v u="$U" -v t="$T" 'BEGIN { printf "%.4f", u / t }')                  # CPUs
+expA=$(awk -v r="$rate" -v d="$DUR" 'BEGIN { printf "%.3f", r * d * 1000 }')      # ms
+lo=$(awk -v u="$U" -v t="$T" -v d="$DUR" 'BEGIN { printf "%.3f", u - (t - d * 1000) }')
+
+info "cgroup /$rel (id $cgid), busy loop pid $busy, window ${DUR}s"
+info "agent task-clock   $A ms (raw $raw ns, enabled $enabled, running $running, ${pcnt}% running)"
+info "perf  task-clock   $P ms   agent vs perf $(pct_diff "$A" "$P")%"
+info "cpu.stat usage     $U ms over $T ms bracket = $rate CPUs"
+info "cpu.stat at rate x ${DUR}s = $expA ms   agent vs it $(pct_diff "$A" "$expA")%   (raw totals: $(pct_diff "$A" "$U")%)"
+
+awk -v r="$rate" 'BEGIN { exit !(r >= 0.2) }' || fail "busy loop only got $rate CPUs: not running in $cg?"
+awk -v r="$rate" 'BEGIN { exit !(r >= 0.9) }' || info "warning: busy loop got only $rate CPUs (host busy)"
+
+fails=()
+[[ $cgid == "$(stat -c %i "$cg")" ]] || fails+=("cgroup_id $cgid is not the cgroup's id $(stat -c %i "$cg")")
+awk -v p="$pcnt" -v e="$enabled" -v r="$running" 'BEGIN { exit !(p > 99 && r <= e) }' ||
+	fails+=("software event not 100% running: pcnt $pcnt, enabled $enabled, running $running")
+near "$A" "$(awk -v r="$raw" 'BEGIN { print r / 1e6 }')" 0.5 ||
+	fails+=("value $A ms inconsistent with raw $raw ns")
+near "$A" "$expA" 2 ||
+	fails+=("agent $A ms vs cpu.stat rate x ${DUR}s $expA ms: $(pct_diff "$A" "$expA")% (limit 2%)")
+near "$A" "$P" 3 ||
+	fails+=("agent $A ms vs perf $P ms: $(pct_diff "$A" "$P")% (limit 3%)")
+# Rate-free bounds, with 1% slack for usage_usec lagging the running task.
+awk -v a="$A" -v u="$U" 'BEGIN { exit !(a <= u * 1.01) }' ||
+	fails+=("agent $A ms exceeds the cgroup's whole usage $U ms over the bracket")
+awk -v a="$A" -v lo="$lo" -v u="$U" 'BEGIN { exit !(a >= lo - u * 0.01) }' ||
+	fails+=("agent $A ms below cpu.stat usage minus the bracket's extra time ($lo ms)")
+
+((${#fails[@]} == 0)) || { printf 'FAIL: %s\n' "${fails[@]}" >&2; exit 1; }
+info "ok"

@@ -1,0 +1,78 @@
+# Shared helpers for integration tests; source it first.
+#   fail MSG      print and exit 1        skip MSG   print and exit 77
+#   cg2_mount     the cgroup2 mount point (from /proc/self/mountinfo)
+#   cg_make NAME  create $(cg2_mount)/cgperf-test-$$-NAME, removed at exit
+#   cg_enter DIR PID   move PID into DIR
+#   bg_track PID  kill PID (and its process group) at exit
+#   near A B PCT  true when A and B differ by at most PCT percent of B
+set -u
+AGENT=${CGPERF_AGENT:-${CGPERF_ROOT:-$PWD}/build/cgperf-agent}
+ROOT=${CGPERF_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+BUILD_DIR=$ROOT/${BUILD:-build}
+TMP=$(mktemp -d /tmp/cgperf-it.XXXXXX)
+_CG_MADE=()
+_PIDS=()
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP: $*"; exit 77; }
+info() { echo "# $*"; }
+
+cg2_mount() {
+	awk '$0 ~ / - cgroup2 / { print $5; exit }' /proc/self/mountinfo
+}
+
+cg_make() {
+	local d
+	d="$(cg2_mount)/cgperf-test-$$-$1"
+	mkdir -p "$d" || fail "cannot create cgroup $d"
+	_CG_MADE+=("$d")
+	echo "$d"
+}
+
+cg_enter() { echo "$2" >"$1/cgroup.procs"; }
+
+bg_track() { _PIDS+=("$1"); }
+
+# Remove a cgroup tree bottom-up after moving any process left in it to the root.
+_cg_remove() {
+	local d=$1 root
+	root=$(cg2_mount)
+	[[ -d $d ]] || return 0
+	find "$d" -depth -type d | while read -r sub; do
+		while read -r p; do
+			[[ -n $p ]] && echo "$p" >"$root/cgroup.procs" 2>/dev/null
+		done <"$sub/cgroup.procs"
+		rmdir "$sub" 2>/dev/null
+	done
+}
+
+_cleanup() {
+	local p i
+	for p in "${_PIDS[@]}"; do
+		kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null
+	done
+	for p in "${_PIDS[@]}"; do
+		for i in 1 2 3 4 5 6 7 8 9 10; do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.2
+		done
+		kill -KILL -- "-$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null
+	done
+	for ((i = ${#_CG_MADE[@]} - 1; i >= 0; i--)); do
+		_cg_remove "${_CG_MADE[i]}"
+	done
+	[[ -n ${KEEP_TMP:-} ]] || rm -rf "$TMP"
+}
+trap _cleanup EXIT
+
+near() {
+	awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b != 0 && d * 100 <= p * (b < 0 ? -b : b)) }'
+}
+
+pct_diff() {
+	awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) { print "inf"; exit } d = (a - b) * 100 / b; printf "%+.2f", d }'
+}
+
+[[ -x $AGENT ]] || fail "agent binary $AGENT not built"
+[[ $(id -u) -eq 0 ]] || skip "integration tests need root (perf_event_open on cgroups, cgroup creation)"
+[[ -n $(cg2_mount) ]] || skip "no cgroup2 mount on this host"
