@@ -72,6 +72,8 @@ struct stat_ctx {
 	long interval_ms;
 	char *transient; /* absolute path of the cgroup made for "-- CMD" */
 	FILE *out;
+	bool verbose;
+	uint64_t read_ns_total, read_ns_max, nreads;
 	int fatal;       /* exit status decided inside a callback */
 	bool header_done;
 };
@@ -90,6 +92,7 @@ static void usage(FILE *f)
 	      "  -d, --duration SECONDS   stop after this long (default: Ctrl-C or COMMAND's end)\n"
 	      "  -j, --json               JSON Lines on stdout, one object per cgroup and event\n"
 	      "  -l, --list-events        list the event names this command knows\n"
+	      "  -v, --verbose            print the agent's own costs (setup, reads) on stderr\n"
 	      "\n"
 	      "With -- COMMAND and no cgroup option, COMMAND runs in a new cgroup that is counted.\n",
 	      f);
@@ -624,6 +627,18 @@ static void print_totals(struct stat_ctx *c, double elapsed_ns, const char *what
 	fflush(c->out);
 }
 
+static void timed_read(struct stat_ctx *c)
+{
+	uint64_t t = now_ns();
+
+	counters_read(c->ctr);
+	t = now_ns() - t;
+	c->read_ns_total += t;
+	if (t > c->read_ns_max)
+		c->read_ns_max = t;
+	c->nreads++;
+}
+
 /* Close the slots of cgroups that went away, after their last report. */
 static void reap_removed(struct stat_ctx *c)
 {
@@ -769,6 +784,7 @@ int cmd_stat(int argc, char **argv)
 		{"duration", required_argument, NULL, 'd'},
 		{"json", no_argument, NULL, 'j'},
 		{"list-events", no_argument, NULL, 'l'},
+		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -784,7 +800,7 @@ int cmd_stat(int argc, char **argv)
 	bool sigmask_set = false;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+aG:e:I:d:jlh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+aG:e:I:d:jlvh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'a':
 			if (c.mode != SEL_NONE && c.mode != SEL_ALL)
@@ -837,6 +853,9 @@ int cmd_stat(int argc, char **argv)
 			break;
 		case 'j':
 			c.json = true;
+			break;
+		case 'v':
+			c.verbose = true;
 			break;
 		case 'l':
 			list_events();
@@ -901,6 +920,8 @@ int cmd_stat(int argc, char **argv)
 		goto out;
 	}
 	raise_nofile();
+	uint64_t setup_t0 = now_ns();
+
 	c.ctr = counters_new(c.evs, c.nev, cpus, (size_t)ncpu);
 	if (!c.ctr) {
 		ret = 1;
@@ -969,6 +990,12 @@ int cmd_stat(int argc, char **argv)
 	}
 	ret = 0;
 	uint64_t t0 = now_ns(), last = t0;
+
+	if (c.verbose)
+		fprintf(stderr,
+			"%s: setup %.3f ms: %zu cgroups x %zu events x %d CPUs = %zu fds\n",
+			c.prog, (double)(t0 - setup_t0) / 1e6, c.ntg, c.nev, ncpu,
+			counters_nfds(c.ctr));
 	uint64_t end = duration > 0 ? t0 + (uint64_t)(duration * 1e9) : 0;
 	uint64_t next = c.interval_ms ? t0 + (uint64_t)c.interval_ms * 1000000ull : 0;
 	bool stop = false;
@@ -1016,7 +1043,7 @@ int cmd_stat(int argc, char **argv)
 		if (end && now >= end)
 			stop = true;
 		if (c.interval_ms && (now >= next || stop)) {
-			counters_read(c.ctr);
+			timed_read(&c);
 			/* The last interval is printed even when partial, so no count
 			 * between the previous tick and the stop is lost. */
 			if (now > last)
@@ -1031,11 +1058,16 @@ int cmd_stat(int argc, char **argv)
 		ret = c.fatal;
 		goto out;
 	}
+	if (c.verbose && c.interval_ms && c.nreads)
+		fprintf(stderr, "%s: read %.3f ms per interval (max %.3f ms) over %" PRIu64
+				" intervals, %zu fds open\n",
+			c.prog, (double)c.read_ns_total / (double)c.nreads / 1e6,
+			(double)c.read_ns_max / 1e6, c.nreads, counters_nfds(c.ctr));
 	if (!c.interval_ms) {
 		uint64_t now = now_ns();
 		char what[256] = "";
 
-		counters_read(c.ctr);
+		timed_read(&c);
 		if (optind < argc) {
 			size_t o = 0;
 
