@@ -210,7 +210,11 @@ int cmd_cgroups(int argc, char **argv)
 
 		under = cg_path_normalize(mount, argv[optind]);
 		if (!under) {
-			ret = 1;
+			int err = errno;
+
+			fprintf(stderr, "%s: bad cgroup path '%s': %s\n", prog, argv[optind],
+				err == EINVAL ? "'..' is not allowed" : strerror(err));
+			ret = err == EINVAL ? 2 : 1;
 			goto out;
 		}
 		err = cg_path_id(mount, strcmp(under, "/") ? under : "", &id);

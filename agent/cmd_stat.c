@@ -901,7 +901,9 @@ int cmd_stat(int argc, char **argv)
 		int err;
 
 		if (!rel) {
-			ret = 1;
+			ret = errno == EINVAL ? 2 : 1;
+			fprintf(stderr, "%s: bad cgroup path '%s': %s\n", c.prog, groups[i],
+				errno == EINVAL ? "'..' is not allowed" : strerror(errno));
 			goto out;
 		}
 		err = cg_path_id(c.mount, strcmp(rel, "/") ? rel : "", &id);

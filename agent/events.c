@@ -189,7 +189,8 @@ int ev_parse(const char *name, const char *tracefs, struct ev_spec *out)
 	}
 
 	/* rNNNN: raw PMU event in hex, as perf takes it. */
-	if (name[0] == 'r' && name[1] && strspn(name + 1, "0123456789abcdefABCDEF") == base_len - 1) {
+	if (name[0] == 'r' && base_len > 1 &&
+	    strspn(name + 1, "0123456789abcdefABCDEF") == base_len - 1) {
 		char *end;
 
 		errno = 0;
@@ -218,8 +219,9 @@ int ev_parse(const char *name, const char *tracefs, struct ev_spec *out)
 		memcpy(sys, name, slen);
 		sys[slen] = '\0';
 		err = read_tracepoint_id(tracefs, sys, colon + 1, &ev.config);
+		/* -EINVAL: a name that would walk out of events/ is malformed. */
 		if (err)
-			return err == -EACCES || err == -EPERM ? err : -ENOENT;
+			return err == -EACCES || err == -EPERM || err == -EINVAL ? err : -ENOENT;
 		ev.kind = EV_TRACEPOINT;
 		ev.type = PERF_TYPE_TRACEPOINT;
 		ev.name = strdup(name);

@@ -120,13 +120,16 @@ struct cg_mounts *cg_mounts_read(const char *mountinfo_path)
 	FILE *f = fopen(mountinfo_path, "re");
 	char *text = NULL;
 	size_t len = 0;
+	ssize_t r;
 	struct cg_mounts *m;
 	int err;
 
 	if (!f)
 		return NULL;
-	/* getdelim with a NUL delimiter slurps the whole (text) file. */
-	if (getdelim(&text, &len, '\0', f) < 0 && !feof(f)) {
+	/* getdelim with a NUL delimiter slurps the whole (text) file. On an
+	 * empty file it fails at EOF and may leave @text allocated but unset. */
+	r = getdelim(&text, &len, '\0', f);
+	if (r < 0 && !feof(f)) {
 		err = errno;
 		fclose(f);
 		free(text);
@@ -134,7 +137,7 @@ struct cg_mounts *cg_mounts_read(const char *mountinfo_path)
 		return NULL;
 	}
 	fclose(f);
-	m = cg_mounts_parse(text ? text : "");
+	m = cg_mounts_parse(r > 0 ? text : "");
 	err = errno;
 	free(text);
 	errno = err;

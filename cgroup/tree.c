@@ -237,6 +237,14 @@ char *cg_path_normalize(const char *mount, const char *user)
 	if (o > out + 1 && o[-1] == '/')
 		o--;
 	*o = '\0';
+	/* ".." would name something outside the hierarchy. */
+	for (const char *q = out; (q = strstr(q, "/..")); q += 3) {
+		if (q[3] == '/' || q[3] == '\0') {
+			free(out);
+			errno = EINVAL;
+			return NULL;
+		}
+	}
 	return out;
 }
 

@@ -42,7 +42,8 @@ const struct cg_node *cg_tree_find(const struct cg_tree *t, const char *path);
 /*
  * Normalise a user-given cgroup name to the stored form: add a leading '/',
  * drop repeated and trailing '/', and strip @mount when the user passed an
- * absolute filesystem path under it. Returns a malloc'd string or NULL.
+ * absolute filesystem path under it. Returns a malloc'd string, or NULL
+ * with errno EINVAL for a path with a ".." component, ENOMEM.
  */
 char *cg_path_normalize(const char *mount, const char *user);
 

@@ -4,7 +4,8 @@
 #   - the kernel's own accounting (cgroup2 cpu.stat usage_usec), within 2%, and
 #   - `perf stat -a -G CG -e task-clock` over the same 3 s, within 3%.
 # Also checks the JSON object itself (one line, supported, unit msec,
-# cgroup path and id, raw/value consistency, 100% running).
+# cgroup path and id, raw/value consistency, 100% running, time_enabled no
+# longer than the agent's lifetime on every CPU).
 #
 # How the cpu.stat window is compared (the honest part):
 #   We cannot read usage_usec at the exact moments the agent enables and reads
@@ -178,6 +179,11 @@ fails=()
 [[ $cgid == "$(stat -c %i "$cg")" ]] || fails+=("cgroup_id $cgid is not the cgroup's id $(stat -c %i "$cg")")
 awk -v p="$pcnt" -v e="$enabled" -v r="$running" 'BEGIN { exit !(p > 99 && r <= e) }' ||
 	fails+=("software event not 100% running: pcnt $pcnt, enabled $enabled, running $running")
+# Summed over CPUs, a counter cannot have been enabled longer than the
+# agent's lifetime on every online CPU (time_enabled feeds the scaling).
+ncpu=$(getconf _NPROCESSORS_ONLN)
+awk -v e="$enabled" -v t="$T" -v n="$ncpu" 'BEGIN { exit !(e <= t * 1e6 * n) }' ||
+	fails+=("time_enabled $enabled ns exceeds the ${T} ms the agent ran x $ncpu CPUs")
 near "$A" "$(awk -v r="$raw" 'BEGIN { print r / 1e6 }')" 0.5 ||
 	fails+=("value $A ms inconsistent with raw $raw ns")
 near "$A" "$expA" 2 ||

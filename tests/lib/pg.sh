@@ -34,8 +34,8 @@ _pg_have() {
 	id -u "$PG_USER" >/dev/null 2>&1 && command -v setpriv >/dev/null
 }
 
-# Run a command as $PG_USER from $TMP (root's cwd may not be readable by it).
-# The subshell execs, so a backgrounded call's $! is the command's own PID.
+# Run a command as $PG_USER from $TMP (root's cwd may not be readable by it);
+# env and setpriv exec, so `env ... &` would give the command's own PID.
 _pg_as() {
 	env -C "$TMP" setpriv --reuid="$PG_USER" --regid="$PG_USER" --init-groups -- "$@"
 }

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CGPERF_AGENT_PROCMAPS_H
+#define CGPERF_AGENT_PROCMAPS_H
+
+/*
+ * What every sampled process has mapped, kept current from PERF_RECORD_MMAP2,
+ * FORK, COMM and EXIT records, and seeded from /proc/PID/maps the first time
+ * a process is seen (it may predate the sampling). Processes that exit are
+ * kept until procmaps_gc() so samples still in the ring buffer, or not yet
+ * folded, are symbolized against the maps they ran with.
+ *
+ * Files are opened through /proc/PID/root so binaries of containers (other
+ * mount namespaces) are found; the path the process sees is kept for names.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct pmap_entry {
+	uint64_t start, end, pgoff;
+	uint64_t dev, ino;
+	bool exec;
+	char *path; /* as the process sees it; "[anon]", "[vdso]", "//anon" ... */
+};
+
+struct procmaps;
+
+struct procmaps *procmaps_new(const char *procfs);
+void procmaps_free(struct procmaps *pm);
+
+/* The mapping of @pid containing @addr, seeding from /proc on first use.
+ * NULL when unknown. The pointer is valid until the next call that
+ * modifies @pid's maps. */
+const struct pmap_entry *procmaps_find(struct procmaps *pm, uint32_t pid, uint64_t addr);
+
+void procmaps_mmap(struct procmaps *pm, uint32_t pid, uint64_t start, uint64_t len,
+		   uint64_t pgoff, uint64_t dev, uint64_t ino, bool exec, const char *path);
+void procmaps_fork(struct procmaps *pm, uint32_t pid, uint32_t ppid);
+void procmaps_comm(struct procmaps *pm, uint32_t pid, uint32_t tid, const char *comm,
+		   bool exec);
+void procmaps_exit(struct procmaps *pm, uint32_t pid, uint32_t tid);
+
+/* Name of thread @tid of @pid ("" unknown): from COMM records or /proc. */
+const char *procmaps_comm_of(struct procmaps *pm, uint32_t pid, uint32_t tid);
+
+/* A path under which the files of @pid can be opened right now:
+ * "/proc/PID/root" while it lives, "" after (host view). */
+const char *procmaps_root(struct procmaps *pm, uint32_t pid);
+
+/* Forget processes that exited before the last gc. */
+void procmaps_gc(struct procmaps *pm);
+size_t procmaps_nprocs(const struct procmaps *pm);
+
+#endif

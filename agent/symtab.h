@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CGPERF_AGENT_SYMTAB_H
+#define CGPERF_AGENT_SYMTAB_H
+
+/*
+ * Symbols of one ELF object (executable or shared library), looked up by
+ * FILE OFFSET, which is what a sample's address minus its mapping's start
+ * plus the mapping's pgoff gives: independent of where the object is
+ * loaded and of ASLR, so one symtab serves every process mapping the file.
+ *
+ * Sources, best first: .symtab of the file; .symtab of separate debuginfo
+ * found by build-id (/usr/lib/debug/.build-id/xx/yyyy.debug) or
+ * .gnu_debuglink (next to the file, its .debug/ dir, /usr/lib/debug/PATH);
+ * .dynsym. Debuginfo with DWARF also yields inlined frames.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct symtab;
+
+/*
+ * Open @path (may be a /proc/PID/root/... path into another mount
+ * namespace). @debug_root is where /usr/lib/debug is looked up, normally
+ * "" (host) or "/proc/PID/root" (the container's). NULL + errno on failure
+ * (ENOENT, ENOEXEC for a non-ELF file).
+ */
+struct symtab *symtab_open(const char *path, const char *debug_root);
+void symtab_free(struct symtab *s);
+
+/*
+ * Name of the function containing file offset @off. Returns 0 and sets
+ * @name (owned by @s, valid until symtab_free) and @sym_off (offset of
+ * @off into the function); -ENOENT when no symbol covers it.
+ */
+int symtab_lookup(const struct symtab *s, uint64_t off, const char **name, uint64_t *sym_off);
+
+/*
+ * Inlined frames at @off, innermost first, from DWARF debuginfo, not
+ * including the containing function itself. Fills up to @max names (owned
+ * by @s) and returns how many (0 without DWARF).
+ */
+size_t symtab_inlines(struct symtab *s, uint64_t off, const char **names, size_t max);
+
+/* GNU build-id as lowercase hex ("" when the file has none). */
+const char *symtab_build_id(const struct symtab *s);
+/* Number of symbols loaded; where they came from ("symtab", "debuginfo", "dynsym"). */
+size_t symtab_count(const struct symtab *s);
+const char *symtab_source(const struct symtab *s);
+
+/*
+ * Convert a file offset to the ELF virtual address (via PT_LOAD program
+ * headers) and back; used by the unwinder and for probes. 0 or -ENOENT.
+ */
+int symtab_off_to_vaddr(const struct symtab *s, uint64_t off, uint64_t *vaddr);
+int symtab_vaddr_to_off(const struct symtab *s, uint64_t vaddr, uint64_t *off);
+
+/* Kernel symbols from /proc/kallsyms (text symbols only), sorted. */
+struct ksyms;
+struct ksyms *ksyms_load(const char *path);
+/* Name of the kernel function containing @addr; NULL if none (or the
+ * addresses are hidden by kptr_restrict: all zero). Module symbols are
+ * returned as "name" and their module in @module (NULL for vmlinux). */
+const char *ksyms_lookup(const struct ksyms *k, uint64_t addr, const char **module);
+void ksyms_free(struct ksyms *k);
+
+#endif

@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: MIT
+/*
+ * agent/events: every built-in name and alias, modifiers, raw events,
+ * tracepoints resolved from a fake tracefs built in a temp dir (including
+ * names that try to walk out of it), the edit distance and the suggestions
+ * offered for misspelt names.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/events.h"
+
+/* ---- built-ins ---- */
+
+struct builtin_case {
+	const char *name, *canonical;
+	enum ev_kind kind;
+	uint32_t type;
+	uint64_t config;
+	bool is_clock;
+};
+
+#define SW(n, c, cfg) { n, c, EV_SOFTWARE, PERF_TYPE_SOFTWARE, cfg, false }
+#define HW(n, c, cfg) { n, c, EV_HARDWARE, PERF_TYPE_HARDWARE, cfg, false }
+
+static const struct builtin_case builtins[] = {
+	{ "task-clock", "task-clock", EV_SOFTWARE, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, true },
+	{ "cpu-clock", "cpu-clock", EV_SOFTWARE, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, true },
+	SW("context-switches", "context-switches", PERF_COUNT_SW_CONTEXT_SWITCHES),
+	SW("cs", "context-switches", PERF_COUNT_SW_CONTEXT_SWITCHES),
+	SW("cpu-migrations", "cpu-migrations", PERF_COUNT_SW_CPU_MIGRATIONS),
+	SW("migrations", "cpu-migrations", PERF_COUNT_SW_CPU_MIGRATIONS),
+	SW("page-faults", "page-faults", PERF_COUNT_SW_PAGE_FAULTS),
+	SW("faults", "page-faults", PERF_COUNT_SW_PAGE_FAULTS),
+	SW("minor-faults", "minor-faults", PERF_COUNT_SW_PAGE_FAULTS_MIN),
+	SW("major-faults", "major-faults", PERF_COUNT_SW_PAGE_FAULTS_MAJ),
+	SW("alignment-faults", "alignment-faults", PERF_COUNT_SW_ALIGNMENT_FAULTS),
+	SW("emulation-faults", "emulation-faults", PERF_COUNT_SW_EMULATION_FAULTS),
+	SW("cgroup-switches", "cgroup-switches", 11 /* PERF_COUNT_SW_CGROUP_SWITCHES */),
+	HW("cycles", "cycles", PERF_COUNT_HW_CPU_CYCLES),
+	HW("cpu-cycles", "cycles", PERF_COUNT_HW_CPU_CYCLES),
+	HW("instructions", "instructions", PERF_COUNT_HW_INSTRUCTIONS),
+	HW("cache-references", "cache-references", PERF_COUNT_HW_CACHE_REFERENCES),
+	HW("cache-misses", "cache-misses", PERF_COUNT_HW_CACHE_MISSES),
+	HW("branches", "branches", PERF_COUNT_HW_BRANCH_INSTRUCTIONS),
+	HW("branch-instructions", "branches", PERF_COUNT_HW_BRANCH_INSTRUCTIONS),
+	HW("branch-misses", "branch-misses", PERF_COUNT_HW_BRANCH_MISSES),
+	HW("bus-cycles", "bus-cycles", PERF_COUNT_HW_BUS_CYCLES),
+	HW("stalled-cycles-frontend", "stalled-cycles-frontend",
+	   PERF_COUNT_HW_STALLED_CYCLES_FRONTEND),
+	HW("stalled-cycles-backend", "stalled-cycles-backend",
+	   PERF_COUNT_HW_STALLED_CYCLES_BACKEND),
+	HW("ref-cycles", "ref-cycles", PERF_COUNT_HW_REF_CPU_CYCLES),
+};
+
+#define NCASES(a) (sizeof(a) / sizeof((a)[0]))
+
+static void test_builtins(void **state)
+{
+	for (size_t i = 0; i < NCASES(builtins); i++) {
+		const struct builtin_case *c = &builtins[i];
+		struct ev_spec ev;
+		int err = ev_parse(c->name, NULL, &ev);
+
+		if (err)
+			fail_msg("\"%s\": %d", c->name, err);
+		if (strcmp(ev.name, c->canonical))
+			fail_msg("\"%s\": named \"%s\", want \"%s\"", c->name, ev.name, c->canonical);
+		if (ev.kind != c->kind || ev.type != c->type || ev.config != c->config)
+			fail_msg("\"%s\": kind %d type %u config %llu, want %d %u %llu", c->name,
+				 ev.kind, ev.type, (unsigned long long)ev.config, c->kind, c->type,
+				 (unsigned long long)c->config);
+		if (ev.is_clock != c->is_clock || ev.exclude_user || ev.exclude_kernel)
+			fail_msg("\"%s\": is_clock %d excl u%d k%d", c->name, ev.is_clock,
+				 ev.exclude_user, ev.exclude_kernel);
+		ev_spec_release(&ev);
+		assert_null(ev.name);
+	}
+}
+
+/* The table above covers every name the module lists, and the other way. */
+static void test_builtin_listing(void **state)
+{
+	assert_int_equal(ev_builtin_count(), NCASES(builtins));
+	for (size_t i = 0; i < ev_builtin_count(); i++) {
+		const char *kind = NULL, *name = ev_builtin_name(i, &kind);
+		bool found = false;
+
+		assert_non_null(name);
+		for (size_t j = 0; j < NCASES(builtins) && !found; j++) {
+			if (strcmp(builtins[j].name, name))
+				continue;
+			found = true;
+			assert_string_equal(kind, builtins[j].kind == EV_SOFTWARE ? "Software event"
+										   : "Hardware event");
+		}
+		if (!found)
+			fail_msg("listed \"%s\" is not tested", name);
+	}
+	assert_non_null(ev_builtin_name(0, NULL));
+	assert_null(ev_builtin_name(ev_builtin_count(), NULL));
+}
+
+static void test_modifiers(void **state)
+{
+	static const struct {
+		const char *name, *canonical;
+		int err;
+		bool exclude_user, exclude_kernel;
+	} cases[] = {
+		{ .name = "cycles:u", .canonical = "cycles", .exclude_kernel = true },
+		{ .name = "cycles:k", .canonical = "cycles", .exclude_user = true },
+		{ .name = "cycles:uk", .canonical = "cycles" },
+		{ .name = "cycles:ku", .canonical = "cycles" },
+		{ .name = "cycles:h", .canonical = "cycles" },
+		{ .name = "cycles:uh", .canonical = "cycles", .exclude_kernel = true },
+		{ .name = "cs:u", .canonical = "context-switches", .exclude_kernel = true },
+		{ .name = "cpu-cycles:k", .canonical = "cycles", .exclude_user = true },
+		{ .name = "task-clock:u", .canonical = "task-clock", .exclude_kernel = true },
+		{ .name = "cycles:x", .err = -EINVAL },
+		{ .name = "cycles:ux", .err = -EINVAL },
+		{ .name = "cycles:U", .err = -EINVAL },
+		{ .name = "cs:pp", .err = -EINVAL },
+		{ .name = "cycles:u:k", .err = -ENOENT },
+		{ .name = "cycles ", .err = -ENOENT },
+		{ .name = "Cycles", .err = -ENOENT },
+		{ .name = "cycle", .err = -ENOENT },
+		{ .name = "", .err = -EINVAL },
+		{ .name = NULL, .err = -EINVAL },
+	};
+
+	for (size_t i = 0; i < NCASES(cases); i++) {
+		struct ev_spec ev = { 0 };
+		int err = ev_parse(cases[i].name, NULL, &ev);
+
+		if (err != cases[i].err)
+			fail_msg("\"%s\": %d, want %d", cases[i].name ? cases[i].name : "(null)", err,
+				 cases[i].err);
+		if (err) {
+			assert_null(ev.name); /* nothing handed out on failure */
+			continue;
+		}
+		assert_string_equal(ev.name, cases[i].canonical);
+		if (ev.exclude_user != cases[i].exclude_user ||
+		    ev.exclude_kernel != cases[i].exclude_kernel)
+			fail_msg("\"%s\": exclude_user %d exclude_kernel %d", cases[i].name,
+				 ev.exclude_user, ev.exclude_kernel);
+		ev_spec_release(&ev);
+	}
+	ev_spec_release(NULL);
+}
+
+static void test_raw(void **state)
+{
+	static const struct {
+		const char *name;
+		int err;
+		uint64_t config;
+		bool exclude_kernel;
+	} cases[] = {
+		{ .name = "r1a2", .config = 0x1a2 },
+		{ .name = "r1A2", .config = 0x1a2 },
+		{ .name = "r0", .config = 0 },
+		{ .name = "rffffffffffffffff", .config = UINT64_MAX },
+		{ .name = "r1a2:u", .config = 0x1a2, .exclude_kernel = true },
+		{ .name = "r1ffffffffffffffff", .err = -EINVAL },  /* past 64 bits */
+		{ .name = "r1a2:x", .err = -EINVAL },
+		{ .name = "r", .err = -ENOENT },
+		{ .name = "rxyz", .err = -ENOENT },
+		{ .name = "r1g", .err = -ENOENT },
+		{ .name = "r0x1a2", .err = -ENOENT },
+		{ .name = "r-1", .err = -ENOENT },
+		{ .name = "r 1", .err = -ENOENT },
+		/* no digits at all is not raw event 0 */
+		{ .name = "r:u", .err = -ENOENT },
+		{ .name = "r:", .err = -ENOENT },
+	};
+
+	for (size_t i = 0; i < NCASES(cases); i++) {
+		struct ev_spec ev = { 0 };
+		int err = ev_parse(cases[i].name, NULL, &ev);
+
+		if (err != cases[i].err)
+			fail_msg("\"%s\": %d, want %d", cases[i].name, err, cases[i].err);
+		if (err)
+			continue;
+		assert_int_equal(ev.kind, EV_RAW);
+		assert_int_equal(ev.type, PERF_TYPE_RAW);
+		assert_int_equal(ev.config, cases[i].config);
+		assert_string_equal(ev.name, cases[i].name);
+		assert_int_equal(ev.exclude_kernel, cases[i].exclude_kernel);
+		assert_false(ev.exclude_user);
+		assert_false(ev.is_clock);
+		ev_spec_release(&ev);
+	}
+}
+
+/* ---- a fake tracefs ---- */
+
+struct fake {
+	char root[64];    /* holds the tracefs and what lies around it */
+	char tracefs[96]; /* root/tracing */
+};
+
+static void fake_mkdirs(const struct fake *f, const char *rel)
+{
+	char path[PATH_MAX];
+	int n = snprintf(path, sizeof(path), "%s/%s", f->root, rel);
+
+	assert_true(n > 0 && (size_t)n < sizeof(path));
+	for (char *p = path + strlen(f->root) + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+		*p = '/';
+	}
+	assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+}
+
+/* Write @s to root/@dir/@file, creating @dir. */
+static void fake_puts(const struct fake *f, const char *dir, const char *file, const char *s)
+{
+	char path[PATH_MAX];
+	int fd, n;
+
+	fake_mkdirs(f, dir);
+	n = snprintf(path, sizeof(path), "%s/%s/%s", f->root, dir, file);
+	assert_true(n > 0 && (size_t)n < sizeof(path));
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, s, strlen(s)), (ssize_t)strlen(s));
+	assert_int_equal(close(fd), 0);
+}
+
+static int fake_setup(void **state)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	snprintf(f->root, sizeof(f->root), "/tmp/test_events.XXXXXX");
+	assert_non_null(mkdtemp(f->root));
+	snprintf(f->tracefs, sizeof(f->tracefs), "%s/tracing", f->root);
+
+	fake_puts(f, "tracing/events", "enable", "0\n");
+	fake_puts(f, "tracing/events", "header_page", "\tfield: u64 timestamp;\n");
+	fake_puts(f, "tracing/events/sched", "enable", "0\n");
+	fake_puts(f, "tracing/events/sched/sched_switch", "id", "316\n");
+	fake_puts(f, "tracing/events/sched/sched_wakeup", "id", "318\n");
+	fake_puts(f, "tracing/events/sched/sched_process_exec", "id", "312\n");
+	fake_puts(f, "tracing/events/syscalls/sys_enter_read", "id", "655\n");
+	fake_puts(f, "tracing/events/block/block_rq_issue", "id", "1210");
+	/* broken entries: no id, an id that is not a number, an empty id */
+	fake_mkdirs(f, "tracing/events/broken/no_id");
+	fake_puts(f, "tracing/events/broken/bad_id", "id", "bogus\n");
+	fake_puts(f, "tracing/events/broken/empty_id", "id", "");
+	/* What a name walking out of events/ would reach, were it allowed. */
+	fake_puts(f, "tracing/x/y", "id", "999\n");
+	fake_puts(f, "outside/y", "id", "998\n");
+	fake_puts(f, "tracing/events/sched/sched_switch/../../x/y", "id", "997\n");
+	*state = f;
+	return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int fake_teardown(void **state)
+{
+	struct fake *f = *state;
+
+	assert_int_equal(nftw(f->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+	free(f);
+	return 0;
+}
+
+static void test_tracepoints(void **state)
+{
+	static const struct {
+		const char *name;
+		int err;
+		uint64_t id;
+	} cases[] = {
+		{ .name = "sched:sched_switch", .id = 316 },
+		{ .name = "sched:sched_wakeup", .id = 318 },
+		{ .name = "syscalls:sys_enter_read", .id = 655 },
+		{ .name = "block:block_rq_issue", .id = 1210 }, /* no trailing newline */
+		{ .name = "sched:nope", .err = -ENOENT },
+		{ .name = "nope:sched_switch", .err = -ENOENT },
+		{ .name = "sched:sched_switch:u", .err = -ENOENT }, /* no modifiers on tracepoints */
+		{ .name = "sched:", .err = -ENOENT },
+		{ .name = ":sched_switch", .err = -ENOENT },
+		{ .name = "sched", .err = -ENOENT },
+		{ .name = "sched_switch", .err = -ENOENT },
+		{ .name = "broken:no_id", .err = -ENOENT },
+		{ .name = "broken:bad_id", .err = -ENOENT },
+		{ .name = "broken:empty_id", .err = -ENOENT },
+		/* "sched:enable" is a file, not an event directory */
+		{ .name = "sched:enable", .err = -ENOENT },
+		/* walking out of events/ is malformed, whatever lies there */
+		{ .name = "../x:y", .err = -EINVAL },
+		{ .name = "../../outside:y", .err = -EINVAL },
+		{ .name = "..:x", .err = -EINVAL },
+		{ .name = "sched:..", .err = -EINVAL },
+		{ .name = "sched/../../x:y", .err = -EINVAL },
+		{ .name = "sched:sched_switch/../../x/y", .err = -EINVAL },
+		{ .name = "sched:/x", .err = -EINVAL },
+	};
+	struct fake *f = *state;
+
+	for (size_t i = 0; i < NCASES(cases); i++) {
+		struct ev_spec ev = { 0 };
+		int err = ev_parse(cases[i].name, f->tracefs, &ev);
+
+		if (err != cases[i].err)
+			fail_msg("\"%s\": %d, want %d", cases[i].name, err, cases[i].err);
+		if (err) {
+			assert_null(ev.name);
+			continue;
+		}
+		assert_int_equal(ev.kind, EV_TRACEPOINT);
+		assert_int_equal(ev.type, PERF_TYPE_TRACEPOINT);
+		assert_int_equal(ev.config, cases[i].id);
+		assert_string_equal(ev.name, cases[i].name);
+		assert_false(ev.is_clock || ev.exclude_user || ev.exclude_kernel);
+		ev_spec_release(&ev);
+	}
+}
+
+static void test_tracepoint_without_tracefs(void **state)
+{
+	struct fake *f = *state;
+	char missing[PATH_MAX];
+	struct ev_spec ev = { 0 };
+
+	assert_int_equal(ev_parse("sched:sched_switch", NULL, &ev), -ENOENT);
+	snprintf(missing, sizeof(missing), "%s/no-tracefs", f->root);
+	assert_int_equal(ev_parse("sched:sched_switch", missing, &ev), -ENOENT);
+	assert_null(ev.name);
+	/* Built-ins need no tracefs. */
+	assert_int_equal(ev_parse("cs", missing, &ev), 0);
+	ev_spec_release(&ev);
+}
+
+/* ---- distance and suggestions ---- */
+
+static void test_distance(void **state)
+{
+	static const struct {
+		const char *a, *b;
+		size_t d;
+	} cases[] = {
+		{ "", "", 0 },
+		{ "a", "", 1 },
+		{ "", "abc", 3 },
+		{ "same", "same", 0 },
+		{ "kitten", "sitting", 3 },
+		{ "flaw", "lawn", 2 },
+		{ "abc", "acb", 2 },
+		{ "task-clok", "task-clock", 1 },
+		{ "context-switch", "context-switches", 2 },
+		{ "cycles", "cpu-cycles", 4 },
+		{ "sched:sched_swich", "sched:sched_switch", 1 },
+		{ "zzzzzzzzzz", "cs", 10 },
+	};
+	char long_a[257], long_b[256];
+
+	for (size_t i = 0; i < NCASES(cases); i++) {
+		size_t ab = ev_distance(cases[i].a, cases[i].b);
+		size_t ba = ev_distance(cases[i].b, cases[i].a);
+
+		if (ab != cases[i].d || ba != cases[i].d)
+			fail_msg("(\"%s\", \"%s\"): %zu/%zu, want %zu", cases[i].a, cases[i].b, ab,
+				 ba, cases[i].d);
+	}
+	/* 255 bytes is still measured; 256 is "far". */
+	memset(long_b, 'x', 255);
+	long_b[255] = '\0';
+	assert_int_equal(ev_distance(long_b, ""), 255);
+	assert_int_equal(ev_distance(long_b, long_b), 0);
+	memset(long_a, 'x', 256);
+	long_a[256] = '\0';
+	assert_true(ev_distance(long_a, long_b) > 255);
+	assert_true(ev_distance("", long_a) > 255);
+}
+
+#define MAX_SUGG 6
+
+struct suggest_case {
+	const char *name;
+	bool tracefs;
+	const char *first; /* NULL: no suggestion at all */
+	const char *also;  /* must be among the suggestions too, or NULL */
+};
+
+static const struct suggest_case suggest_cases[] = {
+	{ "task-clok", false, "task-clock", NULL },
+	{ "task-clok", true, "task-clock", NULL },
+	{ "context-switch", false, "context-switches", NULL },
+	{ "cycle", false, "cycles", "cpu-cycles" },
+	{ "instructons", false, "instructions", NULL },
+	{ "sched:sched_swich", true, "sched:sched_switch", NULL },
+	{ "shed:sched_switch", true, "sched:sched_switch", NULL },
+	{ "sched:sched_wakup", true, "sched:sched_wakeup", NULL },
+	{ "sched_switch", true, "sched:sched_switch", NULL },
+	{ "sys_enter_red", true, "syscalls:sys_enter_read", NULL },
+	{ "sched:sched_swich", false, NULL, NULL },
+	{ "zzzzzzzzzz", false, NULL, NULL },
+	{ "zzzzzzzzzz", true, NULL, NULL },
+	{ "zz:zzzzzzzz", true, NULL, NULL },
+};
+
+static void free_suggestions(char **s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(s[i]);
+}
+
+static void test_suggest(void **state)
+{
+	struct fake *f = *state;
+
+	for (size_t i = 0; i < NCASES(suggest_cases); i++) {
+		const struct suggest_case *c = &suggest_cases[i];
+		char *s[MAX_SUGG] = { 0 };
+		size_t n = ev_suggest(c->name, c->tracefs ? f->tracefs : NULL, s, MAX_SUGG);
+		bool also = !c->also;
+
+		assert_true(n <= MAX_SUGG);
+		if (!c->first && n)
+			fail_msg("\"%s\": suggested \"%s\", want nothing", c->name, s[0]);
+		if (c->first && (!n || strcmp(s[0], c->first)))
+			fail_msg("\"%s\": first suggestion \"%s\", want \"%s\"", c->name,
+				 n ? s[0] : "(none)", c->first);
+		for (size_t j = 0; j < n; j++) {
+			assert_non_null(s[j]);
+			also |= c->also && !strcmp(s[j], c->also);
+			/* no name twice */
+			for (size_t k = 0; k < j; k++)
+				assert_string_not_equal(s[j], s[k]);
+			/* every suggestion is something ev_parse accepts */
+			{
+				struct ev_spec ev;
+
+				if (ev_parse(s[j], f->tracefs, &ev))
+					fail_msg("\"%s\": suggested \"%s\" does not parse", c->name, s[j]);
+				ev_spec_release(&ev);
+			}
+		}
+		if (!also)
+			fail_msg("\"%s\": \"%s\" not suggested", c->name, c->also);
+		free_suggestions(s, n);
+	}
+}
+
+/* @max bounds the answer; the best stays first whatever the bound. */
+static void test_suggest_bounds(void **state)
+{
+	struct fake *f = *state;
+	char *s[MAX_SUGG], *one[1];
+	size_t n;
+
+	n = ev_suggest("cycle", f->tracefs, s, MAX_SUGG);
+	assert_true(n >= 2);
+	assert_int_equal(ev_suggest("cycle", f->tracefs, one, 1), 1);
+	assert_string_equal(one[0], s[0]);
+	free(one[0]);
+	free_suggestions(s, n);
+
+	assert_int_equal(ev_suggest("cycle", NULL, s, 0), 0);
+	assert_int_equal(ev_suggest(NULL, NULL, s, MAX_SUGG), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_builtins),
+		cmocka_unit_test(test_builtin_listing),
+		cmocka_unit_test(test_modifiers),
+		cmocka_unit_test(test_raw),
+		cmocka_unit_test_setup_teardown(test_tracepoints, fake_setup, fake_teardown),
+		cmocka_unit_test_setup_teardown(test_tracepoint_without_tracefs, fake_setup,
+						fake_teardown),
+		cmocka_unit_test(test_distance),
+		cmocka_unit_test_setup_teardown(test_suggest, fake_setup, fake_teardown),
+		cmocka_unit_test_setup_teardown(test_suggest_bounds, fake_setup, fake_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cgroup/tree: cg_path_normalize() table-driven; cg_tree_scan() over a fake
+ * hierarchy built in a temp dir (order, depths, process counts, ids, what is
+ * not a cgroup, the depth cap); cg_path_id(); and a scan of the host's real
+ * cgroup2 hierarchy.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cgroup/mount.h"
+#include "cgroup/tree.h"
+
+#define MNT "/sys/fs/cgroup/unified"
+
+static void test_normalize(void **state)
+{
+	static const struct {
+		const char *mount, *user, *want;
+	} cases[] = {
+		{ MNT, "foo", "/foo" },
+		{ MNT, "/foo", "/foo" },
+		{ MNT, "/foo/", "/foo" },
+		{ MNT, "//a//b/", "/a/b" },
+		{ MNT, "a/b///", "/a/b" },
+		{ MNT, "/", "/" },
+		{ MNT, "///", "/" },
+		{ MNT, "", "/" },
+		{ MNT, MNT "/x/y", "/x/y" },
+		{ MNT, MNT "//x//y//", "/x/y" },
+		{ MNT, MNT, "/" },
+		{ MNT, MNT "/", "/" },
+		/* a sibling whose name merely starts with the mount's */
+		{ MNT, MNT "x", MNT "x" },
+		{ MNT, MNT "x/y", MNT "x/y" },
+		/* the mount itself given with trailing slashes */
+		{ MNT "//", MNT "/x", "/x" },
+		/* a cgroup path that only looks like part of the mount stays */
+		{ MNT, "/sys/fs/cgroup", "/sys/fs/cgroup" },
+		{ MNT, "sys/fs/cgroup/unified/x", "/sys/fs/cgroup/unified/x" },
+		/* "/" or no mount: nothing to strip */
+		{ "/", "/a/b/", "/a/b" },
+		{ NULL, "a//b", "/a/b" },
+		/* hostile names pass through untouched apart from slashes */
+		{ MNT, "/system.slice/we\"ird \\name\n.service/",
+		  "/system.slice/we\"ird \\name\n.service" },
+		{ MNT, "/caf\xc3\xa9.slice", "/caf\xc3\xa9.slice" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = cg_path_normalize(cases[i].mount, cases[i].user);
+
+		if (!got)
+			fail_msg("(\"%s\", \"%s\"): NULL", cases[i].mount ? cases[i].mount : "(null)",
+				 cases[i].user);
+		if (strcmp(got, cases[i].want))
+			fail_msg("(\"%s\", \"%s\"): \"%s\", want \"%s\"",
+				 cases[i].mount ? cases[i].mount : "(null)", cases[i].user, got,
+				 cases[i].want);
+		free(got);
+	}
+	errno = 0;
+	assert_null(cg_path_normalize(MNT, NULL));
+	assert_int_equal(errno, EINVAL);
+}
+
+struct fake {
+	char root[64];
+};
+
+static void fake_path(const struct fake *f, const char *rel, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/%s", f->root, rel);
+
+	assert_true(n > 0 && (size_t)n < len);
+}
+
+static void fake_mkdir(const struct fake *f, const char *rel)
+{
+	char path[PATH_MAX];
+
+	fake_path(f, rel, path, sizeof(path));
+	assert_int_equal(mkdir(path, 0755), 0);
+}
+
+static void fake_puts(const struct fake *f, const char *rel, const char *s)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	fake_path(f, rel, path, sizeof(path));
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, s, strlen(s)), (ssize_t)strlen(s));
+	assert_int_equal(close(fd), 0);
+}
+
+static uint64_t fake_ino(const struct fake *f, const char *rel)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	fake_path(f, rel, path, sizeof(path));
+	assert_int_equal(stat(path, &st), 0);
+	return (uint64_t)st.st_ino;
+}
+
+/*
+ * Created out of order on purpose. "a-b" sorts before "a/b" as a whole
+ * path ('-' < '/') but after the subtree of "a" in pre-order.
+ */
+static int fake_setup(void **state)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+	char path[PATH_MAX];
+
+	assert_non_null(f);
+	snprintf(f->root, sizeof(f->root), "/tmp/test_tree.XXXXXX");
+	assert_non_null(mkdtemp(f->root));
+
+	fake_mkdir(f, "c");
+	fake_mkdir(f, "a-b");
+	fake_mkdir(f, "a");
+	fake_mkdir(f, "a/b");
+	fake_mkdir(f, "system.slice");
+	fake_mkdir(f, "system.slice/nginx.service");
+	fake_puts(f, "cgroup.procs", "1\n2\n3\n");
+	fake_puts(f, "cgroup.controllers", "cpu memory pids\n");
+	fake_puts(f, "a/cgroup.procs", "");
+	fake_puts(f, "a/b/cgroup.procs", "100\n101\n");
+	/* "c" has no cgroup.procs at all */
+	fake_puts(f, "a-b/cgroup.procs", "7\n");
+	fake_puts(f, "system.slice/nginx.service/cgroup.procs", "4242\n4243\n4244\n4245\n");
+	/* Not cgroups: a hidden directory and a symlink to a directory. */
+	fake_mkdir(f, ".hidden");
+	fake_path(f, "link", path, sizeof(path));
+	assert_int_equal(symlink("a", path), 0);
+	*state = f;
+	return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int fake_teardown(void **state)
+{
+	struct fake *f = *state;
+
+	assert_int_equal(nftw(f->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+	free(f);
+	return 0;
+}
+
+static void test_scan_fake(void **state)
+{
+	static const struct {
+		const char *path, *rel; /* rel: under the fake root, for stat() */
+		int depth;
+		long nprocs;
+	} want[] = {
+		{ "/", ".", 0, 3 },
+		{ "/a", "a", 1, 0 },
+		{ "/a/b", "a/b", 2, 2 },
+		{ "/a-b", "a-b", 1, 1 },
+		{ "/c", "c", 1, -1 },
+		{ "/system.slice", "system.slice", 1, -1 },
+		{ "/system.slice/nginx.service", "system.slice/nginx.service", 2, 4 },
+	};
+	struct fake *f = *state;
+	struct cg_tree *t = cg_tree_scan(f->root);
+	const struct cg_node *n;
+
+	assert_non_null(t);
+	assert_int_equal(cg_tree_count(t), sizeof(want) / sizeof(want[0]));
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		n = cg_tree_get(t, i);
+		assert_non_null(n);
+		if (strcmp(n->path, want[i].path))
+			fail_msg("node %zu is \"%s\", want \"%s\"", i, n->path, want[i].path);
+		if (n->depth != want[i].depth || n->nprocs != want[i].nprocs)
+			fail_msg("%s: depth %d nprocs %ld, want depth %d nprocs %ld", n->path,
+				 n->depth, n->nprocs, want[i].depth, want[i].nprocs);
+		assert_int_equal(n->id, fake_ino(f, want[i].rel));
+		assert_ptr_equal(cg_tree_find(t, want[i].path), n);
+	}
+	assert_null(cg_tree_get(t, sizeof(want) / sizeof(want[0])));
+
+	/* The identity comes from the path. */
+	n = cg_tree_find(t, "/system.slice/nginx.service");
+	assert_non_null(n);
+	assert_string_equal(n->ident.unit, "nginx.service");
+	assert_string_equal(n->ident.slice, "system.slice");
+	assert_string_equal(cg_tree_find(t, "/")->ident.unit, "");
+
+	/* Lookup is exact: stored form only. */
+	assert_null(cg_tree_find(t, "/a/b/"));
+	assert_null(cg_tree_find(t, "a/b"));
+	assert_null(cg_tree_find(t, "//a/b"));
+	assert_null(cg_tree_find(t, "/link"));
+	assert_null(cg_tree_find(t, "/.hidden"));
+	assert_null(cg_tree_find(t, "/cgroup.procs"));
+	assert_null(cg_tree_find(t, ""));
+	cg_tree_free(t);
+
+	/* Scanning from a subtree: paths are relative to where the scan starts. */
+	{
+		char sub[PATH_MAX];
+
+		fake_path(f, "a", sub, sizeof(sub));
+		t = cg_tree_scan(sub);
+		assert_non_null(t);
+		assert_int_equal(cg_tree_count(t), 2);
+		assert_string_equal(cg_tree_get(t, 0)->path, "/");
+		assert_string_equal(cg_tree_get(t, 1)->path, "/b");
+		assert_int_equal(cg_tree_get(t, 1)->depth, 1);
+		assert_int_equal(cg_tree_get(t, 1)->id, fake_ino(f, "a/b"));
+		cg_tree_free(t);
+	}
+}
+
+/* A hierarchy deeper than CG_TREE_MAX_DEPTH is cut there, not failed. */
+static void test_scan_depth_cap(void **state)
+{
+	struct fake *f = *state;
+	char rel[PATH_MAX] = "deep";
+	struct cg_tree *t;
+	size_t len = strlen(rel);
+	int deepest = -1;
+
+	fake_mkdir(f, rel);
+	for (int d = 2; d <= CG_TREE_MAX_DEPTH + 6; d++) {
+		assert_true(len + 3 < sizeof(rel));
+		memcpy(rel + len, "/d", 3);
+		len += 2;
+		fake_mkdir(f, rel);
+	}
+	t = cg_tree_scan(f->root);
+	assert_non_null(t);
+	for (size_t i = 0; i < cg_tree_count(t); i++) {
+		const struct cg_node *n = cg_tree_get(t, i);
+
+		if (!strncmp(n->path, "/deep", 5) && n->depth > deepest)
+			deepest = n->depth;
+	}
+	assert_int_equal(deepest, CG_TREE_MAX_DEPTH);
+	/* 7 nodes from the fixture, then /deep at depth 1 down to depth 64 */
+	assert_int_equal(cg_tree_count(t), 7 + CG_TREE_MAX_DEPTH);
+	cg_tree_free(t);
+}
+
+static void test_scan_errors(void **state)
+{
+	struct fake *f = *state;
+	char path[PATH_MAX];
+
+	fake_path(f, "no-such-dir", path, sizeof(path));
+	errno = 0;
+	assert_null(cg_tree_scan(path));
+	assert_int_equal(errno, ENOENT);
+
+	fake_path(f, "cgroup.procs", path, sizeof(path));
+	errno = 0;
+	assert_null(cg_tree_scan(path));
+	assert_int_equal(errno, ENOTDIR);
+
+	assert_int_equal(cg_tree_count(NULL), 0);
+	assert_null(cg_tree_get(NULL, 0));
+	assert_null(cg_tree_find(NULL, "/"));
+	cg_tree_free(NULL);
+}
+
+static void test_path_id(void **state)
+{
+	struct fake *f = *state;
+	uint64_t id = 0;
+
+	assert_int_equal(cg_path_id(f->root, "/a/b", &id), 0);
+	assert_int_equal(id, fake_ino(f, "a/b"));
+	/* "" is the root, as the callers pass it */
+	assert_int_equal(cg_path_id(f->root, "", &id), 0);
+	assert_int_equal(id, fake_ino(f, "."));
+	assert_int_equal(cg_path_id(f->root, "/system.slice/nginx.service", &id), 0);
+	assert_int_equal(id, fake_ino(f, "system.slice/nginx.service"));
+
+	/* Failures leave the out-parameter alone. */
+	id = 12345;
+	assert_int_equal(cg_path_id(f->root, "/nope", &id), -ENOENT);
+	assert_int_equal(cg_path_id(f->root, "/cgroup.procs", &id), -ENOTDIR);
+	assert_int_equal(cg_path_id(f->root, "/c/cgroup.procs", &id), -ENOENT);
+	assert_int_equal(id, 12345);
+}
+
+/* The host's own unified hierarchy: the root's id is the mount's inode,
+ * and every node is findable and a real directory with that inode. */
+static void test_scan_real(void **state)
+{
+	struct cg_mounts *m = cg_mounts_read("/proc/self/mountinfo");
+	const struct cg_mount *v2;
+	struct cg_tree *t;
+	char *mount;
+	struct stat st;
+	uint64_t id;
+
+	assert_non_null(m);
+	v2 = cg_mounts_v2(m);
+	if (!v2) {
+		cg_mounts_free(m);
+		print_message("host has no cgroup2 mount\n");
+		skip();
+	}
+	mount = strdup(v2->path);
+	assert_non_null(mount);
+	cg_mounts_free(m);
+
+	t = cg_tree_scan(mount);
+	assert_non_null(t);
+	assert_true(cg_tree_count(t) >= 1);
+	assert_string_equal(cg_tree_get(t, 0)->path, "/");
+	assert_int_equal(cg_tree_get(t, 0)->depth, 0);
+	assert_int_equal(stat(mount, &st), 0);
+	assert_int_equal(cg_tree_get(t, 0)->id, (uint64_t)st.st_ino);
+	/* Readable cgroup.procs everywhere on a real hierarchy (we are root). */
+	assert_true(cg_tree_get(t, 0)->nprocs >= 0);
+	assert_int_equal(cg_path_id(mount, "", &id), 0);
+	assert_int_equal(id, (uint64_t)st.st_ino);
+	for (size_t i = 1; i < cg_tree_count(t); i++) {
+		const struct cg_node *n = cg_tree_get(t, i), *prev = cg_tree_get(t, i - 1);
+
+		assert_int_equal(n->path[0], '/');
+		assert_true(n->depth >= 1 && n->depth <= prev->depth + 1);
+		assert_ptr_equal(cg_tree_find(t, n->path), n);
+	}
+	cg_tree_free(t);
+	free(mount);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_normalize),
+		cmocka_unit_test_setup_teardown(test_scan_fake, fake_setup, fake_teardown),
+		cmocka_unit_test_setup_teardown(test_scan_depth_cap, fake_setup, fake_teardown),
+		cmocka_unit_test_setup_teardown(test_scan_errors, fake_setup, fake_teardown),
+		cmocka_unit_test_setup_teardown(test_path_id, fake_setup, fake_teardown),
+		cmocka_unit_test(test_scan_real),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
