@@ -210,8 +210,7 @@ int cmd_cgroups(int argc, char **argv)
 
 		under = cg_path_normalize(mount, argv[optind]);
 		if (!under) {
-			int err = errno;
-
+			err = errno;
 			fprintf(stderr, "%s: bad cgroup path '%s': %s\n", prog, argv[optind],
 				err == EINVAL ? "'..' is not allowed" : strerror(err));
 			ret = err == EINVAL ? 2 : 1;
