@@ -493,25 +493,40 @@ static void print_json(struct stat_ctx *c, const struct target *t, size_t e, boo
 		fputs(",\"identity\":", f);
 		json_write_string(f, label);
 	}
+	if (t->ident.runtime != CG_RT_NONE) {
+		fputs(",\"runtime\":", f);
+		json_write_string(f, cg_runtime_name(t->ident.runtime));
+	}
 	if (t->ident.container_id[0]) {
 		fputs(",\"container_id\":", f);
 		json_write_string(f, t->ident.container_id);
-		fputs(",\"runtime\":", f);
-		json_write_string(f, cg_runtime_name(t->ident.runtime));
+	}
+	if (t->ident.container_name[0]) {
+		fputs(",\"container_name\":", f);
+		json_write_string(f, t->ident.container_name);
 	}
 	if (t->ident.pod_uid[0]) {
 		fputs(",\"pod_uid\":", f);
 		json_write_string(f, t->ident.pod_uid);
+		fputs(",\"qos\":", f);
+		json_write_string(f, cg_qos_name(t->ident.qos));
 	}
+	/* "unit" is the value's unit below; the systemd unit gets its own key. */
 	if (t->ident.unit[0]) {
-		fputs(",\"unit\":", f);
+		fputs(",\"systemd_unit\":", f);
 		json_write_string(f, t->ident.unit);
+	}
+	if (t->ident.slice[0]) {
+		fputs(",\"slice\":", f);
+		json_write_string(f, t->ident.slice);
 	}
 	fputs(",\"event\":", f);
 	json_write_string(f, ev->name);
 	if (v.err) {
 		fputs(",\"value\":null,\"supported\":false,\"error\":", f);
-		json_write_string(f, strerror(-v.err));
+		json_write_string(f, v.err == -ENOENT || v.err == -EOPNOTSUPP || v.err == -ENODEV
+					     ? "not supported by this host"
+					     : strerror(-v.err));
 		fputs("}\n", f);
 		return;
 	}

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,41 @@ static int sys_perf_event_open(struct perf_event_attr *attr, int pid, int cpu, i
 			       unsigned long flags)
 {
 	return (int)syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+/*
+ * Enable and read each CPU's events while running on that CPU, as perf does:
+ * a cgroup event is only updated by the CPU it counts on, and reading or
+ * enabling it from elsewhere has returned stale time_enabled (time from
+ * before the enable leaking in) on the kernels we met. Being on the CPU also
+ * saves an IPI per read.
+ */
+struct affinity {
+	cpu_set_t saved;
+	bool ok;
+};
+
+static void affinity_save(struct affinity *a)
+{
+	a->ok = sched_getaffinity(0, sizeof(a->saved), &a->saved) == 0;
+}
+
+static void affinity_set(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0 || cpu >= CPU_SETSIZE)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set); /* best effort: correctness of
+						  * counts does not depend on it */
+}
+
+static void affinity_restore(const struct affinity *a)
+{
+	if (a->ok)
+		sched_setaffinity(0, sizeof(a->saved), &a->saved);
 }
 
 struct counters *counters_new(const struct ev_spec *evs, size_t nev, const int *cpus,
@@ -176,10 +212,6 @@ int counters_add(struct counters *c, const char *dir)
 			}
 			s->fds[e * c->ncpu + k] = fd;
 			c->nfds++;
-			if (c->started && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
-				ret = -errno;
-				goto fail;
-			}
 		}
 		if (s->err[e]) {
 			/* Partial opens of a failed event would count a subset of CPUs. */
@@ -195,6 +227,21 @@ int counters_add(struct counters *c, const char *dir)
 		}
 	}
 	close(cgfd);
+	if (c->started) {
+		struct affinity a;
+
+		affinity_save(&a);
+		for (size_t k = 0; k < c->ncpu; k++) {
+			affinity_set(c->cpus[k]);
+			for (size_t e = 0; e < c->nev; e++) {
+				int fd = s->fds[e * c->ncpu + k];
+
+				if (fd >= 0)
+					ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+			}
+		}
+		affinity_restore(&a);
+	}
 	return idx;
 fail:
 	close(cgfd);
@@ -210,19 +257,34 @@ void counters_remove(struct counters *c, int slot)
 
 int counters_start(struct counters *c)
 {
-	for (size_t i = 0; i < c->nslots; i++) {
-		struct slot *s = &c->slots[i];
+	struct affinity a;
+	int ret = 0;
 
-		for (size_t j = 0; s->used && j < c->nev * c->ncpu; j++)
-			if (s->fds[j] >= 0 && ioctl(s->fds[j], PERF_EVENT_IOC_ENABLE, 0) < 0)
-				return -errno;
+	affinity_save(&a);
+	for (size_t k = 0; k < c->ncpu && !ret; k++) {
+		affinity_set(c->cpus[k]);
+		for (size_t i = 0; i < c->nslots && !ret; i++) {
+			struct slot *s = &c->slots[i];
+
+			for (size_t e = 0; s->used && e < c->nev; e++) {
+				int fd = s->fds[e * c->ncpu + k];
+
+				if (fd >= 0 && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
+					ret = -errno;
+					break;
+				}
+			}
+		}
 	}
-	c->started = true;
-	return 0;
+	affinity_restore(&a);
+	if (!ret)
+		c->started = true;
+	return ret;
 }
 
 int counters_read(struct counters *c)
 {
+	struct affinity a;
 	int ret = 0;
 
 	for (size_t i = 0; i < c->nslots; i++) {
@@ -231,28 +293,31 @@ int counters_read(struct counters *c)
 		if (!s->used)
 			continue;
 		memcpy(s->prev, s->cur, c->nev * sizeof(*s->cur));
-		for (size_t e = 0; e < c->nev; e++) {
-			struct reading sum = {0};
+		memset(s->cur, 0, c->nev * sizeof(*s->cur));
+	}
+	affinity_save(&a);
+	for (size_t k = 0; k < c->ncpu; k++) {
+		affinity_set(c->cpus[k]);
+		for (size_t i = 0; i < c->nslots; i++) {
+			struct slot *s = &c->slots[i];
 
-			if (s->err[e])
-				continue;
-			for (size_t k = 0; k < c->ncpu; k++) {
-				uint64_t buf[3];
+			for (size_t e = 0; s->used && e < c->nev; e++) {
 				int fd = s->fds[e * c->ncpu + k];
+				uint64_t buf[3];
 
-				if (fd < 0)
+				if (fd < 0 || s->err[e])
 					continue;
 				if (read(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf)) {
 					ret = -EIO;
 					continue;
 				}
-				sum.val += buf[0];
-				sum.enabled += buf[1];
-				sum.running += buf[2];
+				s->cur[e].val += buf[0];
+				s->cur[e].enabled += buf[1];
+				s->cur[e].running += buf[2];
 			}
-			s->cur[e] = sum;
 		}
 	}
+	affinity_restore(&a);
 	return ret;
 }
 

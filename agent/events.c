@@ -176,9 +176,15 @@ int ev_parse(const char *name, const char *tracefs, struct ev_spec *out)
 			continue;
 		if (colon && parse_modifiers(colon + 1, &ev) < 0)
 			return -EINVAL;
-		ev.name = strdup(b->canonical ? b->canonical : b->name);
+		/* Canonical name, keeping the modifier: "cs:u" -> "context-switches:u". */
+		const char *canon = b->canonical ? b->canonical : b->name;
+		size_t clen = strlen(canon), mlen = colon ? strlen(colon) : 0;
+
+		ev.name = malloc(clen + mlen + 1);
 		if (!ev.name)
 			return -ENOMEM;
+		memcpy(ev.name, canon, clen);
+		memcpy(ev.name + clen, colon ? colon : "", mlen + 1);
 		ev.kind = b->type == PERF_TYPE_SOFTWARE ? EV_SOFTWARE : EV_HARDWARE;
 		ev.type = b->type;
 		ev.config = b->config;

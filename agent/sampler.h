@@ -75,6 +75,9 @@ struct sampler_cb {
 
 struct sampler_stats {
 	uint64_t samples, lost, malformed, throttled, wakeups;
+	/* Additions: */
+	uint64_t wrapped;            /* records reassembled across the ring's end */
+	uint64_t records;            /* records walked, of every type */
 };
 
 struct sampler;
@@ -91,5 +94,79 @@ size_t sampler_fds(const struct sampler *s, int *fds, size_t max);
 int sampler_drain(struct sampler *s, const struct sampler_cb *cb);
 void sampler_stats(const struct sampler *s, struct sampler_stats *out);
 void sampler_close(struct sampler *s);
+
+/*
+ * Additions.
+ *
+ * Callback lifetime: every pointer handed to a callback (callchain, regs,
+ * stack, filename, comm) points into the ring or a scratch buffer and is
+ * valid only during that call; copy what must outlive it. Samples of one
+ * ring arrive in the order the kernel wrote them (time order for samples of
+ * one CPU); rings are drained one after the other, so callers that need a
+ * global order sort by time. sampler_stats.wakeups counts ring reads that
+ * found new data; samples/lost/throttled/malformed are running totals.
+ * sampler_drain accepts a NULL @cb (records are then only counted).
+ *
+ * Event layout (see the design note in sampler.c): one ring per CPU. In
+ * cgroup mode the events of the other cgroups on a CPU are redirected into
+ * that CPU's ring with PERF_EVENT_IOC_SET_OUTPUT, and every event asks for
+ * the side-band records (mmap, comm, fork/exit): the kernel filters those
+ * by the event's cgroup, so each event reports exactly the tasks it
+ * samples. Nested directories in cgroup_dirs sample (and report) a task
+ * once per matching directory. In pid mode every thread of the process at
+ * open time gets one event per CPU (inherit=1 follows threads and children
+ * created later), all redirected into the CPU's ring.
+ *
+ * opts: mmap_pages 0 means 64; otherwise a power of two. stack_bytes must
+ * be a non-zero multiple of 8 up to 65528 when user_stack is set.
+ * cgroup_dirs and pid > 0 are exclusive (EINVAL). max_stack above the
+ * sysctl fails with EOVERFLOW from the kernel.
+ */
+
+/* What a parser must know about the records of a ring. */
+struct sampler_layout {
+	uint64_t sample_type; /* PERF_SAMPLE_* the events were opened with */
+	uint64_t regs_mask;   /* sample_regs_user */
+	bool sample_id_all;   /* non-sample records end with the sample_id fields */
+};
+
+/* The layout @s opened its events with. PERF_SAMPLE_CGROUP is absent when
+ * the kernel rejected it (samples then carry cgroup_id 0). */
+void sampler_layout(const struct sampler *s, struct sampler_layout *out);
+
+/*
+ * Parse one record at @rec (8-byte aligned), of which @len bytes are
+ * readable; the record's own header.size must fit in @len. Calls the
+ * matching callback of @cb (may be NULL) and updates @st. Returns 0 when
+ * the record was parsed or is of a type not handled here (ignored),
+ * -EBADMSG when it is malformed (counted in st->malformed, no callback),
+ * -EINVAL for a layout this parser cannot read (sample types other than
+ * IDENTIFIER, IP, TID, TIME, ADDR, ID, STREAM_ID, CPU, PERIOD, CALLCHAIN,
+ * REGS_USER, STACK_USER, CGROUP) or a misaligned @rec.
+ */
+int sampler_parse_record(const struct sampler_layout *l, const void *rec, size_t len,
+			 const struct sampler_cb *cb, struct sampler_stats *st);
+
+struct perf_event_mmap_page;
+
+/*
+ * Walk one ring: @pg is its control page, @data its @data_size bytes (a
+ * power of two) of records. Reads data_head with acquire semantics, parses
+ * every record from data_tail up to it (records that wrap around the end
+ * are copied into @scratch, @scratch_size bytes, 65536 holds any record)
+ * and stores data_tail with release semantics. A record whose size is
+ * under 8, not a multiple of 8, or beyond data_head, or a head more than
+ * @data_size ahead of the tail, means the ring is corrupt: one malformed
+ * is counted and everything up to data_head is dropped. Returns the
+ * number of records walked or -EINVAL. Exposed for tests and fuzzing;
+ * sampler_drain calls it for every ring.
+ */
+int sampler_ring_read(const struct sampler_layout *l, struct perf_event_mmap_page *pg,
+		      const uint8_t *data, uint64_t data_size, uint8_t *scratch,
+		      size_t scratch_size, const struct sampler_cb *cb, struct sampler_stats *st);
+
+/* /proc/sys/kernel/perf_event_max_stack, the default and the cap for
+ * opts.max_stack: the value (> 0) or -errno. */
+int sampler_max_stack_default(void);
 
 #endif

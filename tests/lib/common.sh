@@ -58,8 +58,13 @@ _cleanup() {
 		done
 		kill -KILL -- "-$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null
 	done
+	# cg_make usually runs in a $(...) subshell, so _CG_MADE may not know
+	# every cgroup: remove all of this test's by their name prefix.
 	for ((i = ${#_CG_MADE[@]} - 1; i >= 0; i--)); do
 		_cg_remove "${_CG_MADE[i]}"
+	done
+	for p in "$(cg2_mount)"/cgperf-test-$$-*; do
+		[[ -d $p ]] && _cg_remove "$p"
 	done
 	[[ -n ${KEEP_TMP:-} ]] || rm -rf "$TMP"
 }
