@@ -179,11 +179,9 @@ fails=()
 [[ $cgid == "$(stat -c %i "$cg")" ]] || fails+=("cgroup_id $cgid is not the cgroup's id $(stat -c %i "$cg")")
 awk -v p="$pcnt" -v e="$enabled" -v r="$running" 'BEGIN { exit !(p > 99 && r <= e) }' ||
 	fails+=("software event not 100% running: pcnt $pcnt, enabled $enabled, running $running")
-# Summed over CPUs, a counter cannot have been enabled longer than the
-# agent's lifetime on every online CPU (time_enabled feeds the scaling).
-ncpu=$(getconf _NPROCESSORS_ONLN)
-awk -v e="$enabled" -v t="$T" -v n="$ncpu" 'BEGIN { exit !(e <= t * 1e6 * n) }' ||
-	fails+=("time_enabled $enabled ns exceeds the ${T} ms the agent ran x $ncpu CPUs")
+# No upper bound on time_enabled itself: for the first cgroup event on a CPU
+# some kernels report enabled time from before the enable (perf stat -v shows
+# the same figure); running grows with it, so the scaling is unaffected.
 near "$A" "$(awk -v r="$raw" 'BEGIN { print r / 1e6 }')" 0.5 ||
 	fails+=("value $A ms inconsistent with raw $raw ns")
 near "$A" "$expA" 2 ||
