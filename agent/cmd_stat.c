@@ -37,6 +37,7 @@
 #include "agent/cpumap.h"
 #include "agent/events.h"
 #include "agent/json.h"
+#include "agent/spawn.h"
 #include "cgroup/identity.h"
 #include "cgroup/mount.h"
 #include "cgroup/tree.h"
@@ -682,22 +683,19 @@ static void raise_nofile(void)
 
 static int make_transient(struct stat_ctx *c)
 {
-	char rel[64];
-	int err;
+	char *rel = NULL;
+	int err = spawn_make_cgroup(c->mount, "stat", &rel, &c->transient);
 
-	snprintf(rel, sizeof(rel), "/cgperf-stat-%d", (int)getpid());
-	c->transient = abs_path(c, rel);
-	if (!c->transient)
-		return 1;
-	if (mkdir(c->transient, 0755) < 0) {
-		fprintf(stderr, "%s: cannot create cgroup %s for the command: %s\n", c->prog,
-			c->transient, strerror(errno));
-		free(c->transient);
-		c->transient = NULL;
+	if (err) {
+		fprintf(stderr, "%s: cannot create a cgroup under %s for the command: %s\n",
+			c->prog, c->mount, strerror(-err));
 		return 1;
 	}
 	err = add_target(c, rel);
-	return err ? report_add_error(c, rel, err) : 0;
+	if (err)
+		err = report_add_error(c, rel, err);
+	free(rel);
+	return err;
 }
 
 static void remove_transient(struct stat_ctx *c)
@@ -709,54 +707,6 @@ static void remove_transient(struct stat_ctx *c)
 			c->transient, strerror(errno));
 	free(c->transient);
 	c->transient = NULL;
-}
-
-/* Fork COMMAND, held on a pipe until counting has started. */
-static pid_t spawn(struct stat_ctx *c, char **argv, const sigset_t *oldmask, int *go_fd)
-{
-	int pipefd[2];
-	pid_t pid;
-
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return -1;
-	pid = fork();
-	if (pid < 0) {
-		close(pipefd[0]);
-		close(pipefd[1]);
-		return -1;
-	}
-	if (pid == 0) {
-		char b;
-
-		close(pipefd[1]);
-		sigprocmask(SIG_SETMASK, oldmask, NULL);
-		if (c->transient) {
-			size_t n = strlen(c->transient) + sizeof("/cgroup.procs");
-			char *procs = malloc(n);
-			int fd;
-
-			if (!procs)
-				_exit(127);
-			snprintf(procs, n, "%s/cgroup.procs", c->transient);
-			fd = open(procs, O_WRONLY | O_CLOEXEC);
-			if (fd < 0 || write(fd, "0\n", 2) != 2) {
-				fprintf(stderr, "%s: cannot enter cgroup %s: %s\n", c->prog,
-					c->transient, strerror(errno));
-				_exit(127);
-			}
-			close(fd);
-			free(procs);
-		}
-		/* EOF (parent closed its end) means go; a byte means abort. */
-		if (read(pipefd[0], &b, 1) != 0)
-			_exit(127);
-		execvp(argv[0], argv);
-		fprintf(stderr, "%s: cannot run '%s': %s\n", c->prog, argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(pipefd[0]);
-	*go_fd = pipefd[1];
-	return pid;
 }
 
 static int parse_positive(const char *prog, const char *what, const char *s, double *out)
@@ -807,7 +757,8 @@ int cmd_stat(int argc, char **argv)
 	char **evnames = NULL, **groups = NULL;
 	size_t nevnames = 0, evcap = 0, ngroups = 0, gcap = 0;
 	double duration = 0, interval = 0;
-	int opt, ret = 0, *cpus = NULL, ncpu, sfd = -1, go_fd = -1;
+	int opt, ret = 0, *cpus = NULL, ncpu, sfd = -1;
+	struct spawn sp = {.pid = -1, .go_fd = -1};
 	struct cg_watch *watch = NULL;
 	sigset_t mask, oldmask;
 	pid_t child = -1;
@@ -992,12 +943,14 @@ int cmd_stat(int argc, char **argv)
 		goto out;
 	}
 	if (optind < argc) {
-		child = spawn(&c, argv + optind, &oldmask, &go_fd);
-		if (child < 0) {
-			fprintf(stderr, "%s: fork: %s\n", c.prog, strerror(errno));
+		int err = spawn_held(&sp, argv + optind, c.transient, &oldmask, c.prog);
+
+		if (err) {
+			fprintf(stderr, "%s: fork: %s\n", c.prog, strerror(-err));
 			ret = 1;
 			goto out;
 		}
+		child = sp.pid;
 	}
 
 	if ((ret = counters_start(c.ctr)) < 0) {
@@ -1017,10 +970,7 @@ int cmd_stat(int argc, char **argv)
 	uint64_t next = c.interval_ms ? t0 + (uint64_t)c.interval_ms * 1000000ull : 0;
 	bool stop = false;
 
-	if (go_fd >= 0) {
-		close(go_fd); /* let the command run */
-		go_fd = -1;
-	}
+	spawn_release(&sp); /* let the command run */
 	counters_read(c.ctr);
 	while (!stop && !c.fatal) {
 		struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN},
@@ -1108,13 +1058,9 @@ int cmd_stat(int argc, char **argv)
 			ret = 128 + WTERMSIG(child_status);
 	}
 out:
-	if (go_fd >= 0) {
-		if (write(go_fd, "x", 1) < 0) {
-			/* the child exits either way once the pipe closes */
-		}
-		close(go_fd);
-	}
-	if (child > 0)
+	if (sp.go_fd >= 0)
+		spawn_abort(&sp);
+	else if (child > 0)
 		waitpid(child, NULL, 0);
 	if (sfd >= 0)
 		close(sfd);
