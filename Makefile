@@ -36,13 +36,14 @@ AGENT_OBJ := $(O)/agent/main.o
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
 WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
-WORKLOAD_BIN := $(patsubst tests/workloads/%.c,$(O)/workloads/%,$(WORKLOAD_SRC))
+WORKLOAD_BIN := $(patsubst tests/workloads/%.c,$(O)/workloads/%,$(filter-out tests/workloads/chain.c,$(WORKLOAD_SRC))) \
+	$(O)/workloads/chain-fp $(O)/workloads/chain-nofp
 
 ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all deps run test check check-asan bench clean format
+.PHONY: all deps run test check check-asan bench clean format build-tests
 all: $(O)/cgperf-agent
 
 deps:
@@ -69,6 +70,16 @@ $(O)/tests/%: tests/unit/%.c $(O)/libcgperf.a
 $(O)/workloads/%: tests/workloads/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -o $@ $< -lm
+
+# The known call chain, with and without frame pointers; no sibling calls so
+# every level keeps its frame.
+$(O)/workloads/chain-fp: tests/workloads/chain.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls -o $@ $<
+
+$(O)/workloads/chain-nofp: tests/workloads/chain.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -fomit-frame-pointer -fno-optimize-sibling-calls -o $@ $<
 
 build-tests: $(O)/cgperf-agent $(UNIT_BIN) $(WORKLOAD_BIN)
 

@@ -13,7 +13,7 @@
 struct proc {
 	uint32_t pid; /* 0 = empty slot */
 	bool seeded;  /* /proc/PID/maps read (or the process was born from FORK) */
-	bool exited;
+	int exited;   /* 0 alive; 1 exited; 2 exited before the previous gc */
 	bool tomb;    /* deleted slot, keeps probe chains intact */
 	struct pmap_entry *maps;
 	size_t nmaps, cap;
@@ -23,7 +23,7 @@ struct proc {
 struct thread {
 	uint32_t tid; /* 0 = empty */
 	bool tomb;
-	bool exited;
+	int exited;
 	char comm[COMM_LEN + 1];
 };
 
@@ -211,6 +211,7 @@ static int maps_insert(struct proc *p, const struct pmap_entry *e)
 		p->cap = nc;
 	}
 	p->maps[p->nmaps] = *e;
+	p->maps[p->nmaps].tag = -1;
 	p->maps[p->nmaps].path = strdup(e->path ? e->path : "");
 	if (!p->maps[p->nmaps].path)
 		return -ENOMEM;
@@ -328,7 +329,7 @@ void procmaps_fork(struct procmaps *pm, uint32_t pid, uint32_t ppid)
 	if (!child)
 		return;
 	proc_clear(child);
-	child->exited = false;
+	child->exited = 0;
 	child->seeded = true;
 	if (!parent || !parent->seeded) {
 		child->seeded = false;
@@ -392,7 +393,7 @@ void procmaps_comm(struct procmaps *pm, uint32_t pid, uint32_t tid, const char *
 	if (t) {
 		strncpy(t->comm, comm, COMM_LEN);
 		t->comm[COMM_LEN] = '\0';
-		t->exited = false;
+		t->exited = 0;
 	}
 	if (exec) {
 		/* exec replaced the address space: MMAP2 records for it follow. */
@@ -401,7 +402,7 @@ void procmaps_comm(struct procmaps *pm, uint32_t pid, uint32_t tid, const char *
 		if (p) {
 			proc_clear(p);
 			p->seeded = true;
-			p->exited = false;
+			p->exited = 0;
 		}
 	}
 }
@@ -412,9 +413,9 @@ void procmaps_exit(struct procmaps *pm, uint32_t pid, uint32_t tid)
 	struct proc *p;
 
 	if (t)
-		t->exited = true;
+		t->exited = 1;
 	if (pid == tid && (p = proc_lookup(pm, pid)))
-		p->exited = true;
+		p->exited = 1;
 }
 
 const char *procmaps_comm_of(struct procmaps *pm, uint32_t pid, uint32_t tid)
@@ -453,7 +454,9 @@ void procmaps_gc(struct procmaps *pm)
 	for (size_t i = 0; i < pm->pcap; i++) {
 		struct proc *p = &pm->procs[i];
 
-		if (p->pid && p->exited) {
+		if (p->pid && p->exited == 1) {
+			p->exited = 2; /* samples of it may still be in other rings */
+		} else if (p->pid && p->exited == 2) {
 			proc_clear(p);
 			p->pid = 0;
 			p->tomb = true;
@@ -463,7 +466,9 @@ void procmaps_gc(struct procmaps *pm)
 	for (size_t i = 0; i < pm->tcap; i++) {
 		struct thread *t = &pm->threads[i];
 
-		if (t->tid && t->exited) {
+		if (t->tid && t->exited == 1) {
+			t->exited = 2;
+		} else if (t->tid && t->exited == 2) {
 			t->tid = 0;
 			t->tomb = true;
 			pm->tcount--;

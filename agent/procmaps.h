@@ -22,6 +22,7 @@ struct pmap_entry {
 	uint64_t dev, ino;
 	bool exec;
 	char *path; /* as the process sees it; "[anon]", "[vdso]", "//anon" ... */
+	int32_t tag; /* free for the caller (record caches its object id); -1 when new */
 };
 
 struct procmaps;
@@ -48,7 +49,8 @@ const char *procmaps_comm_of(struct procmaps *pm, uint32_t pid, uint32_t tid);
  * "/proc/PID/root" while it lives, "" after (host view). */
 const char *procmaps_root(struct procmaps *pm, uint32_t pid);
 
-/* Forget processes that exited before the last gc. */
+/* Forget processes that had already exited at the previous gc (two calls
+ * after their EXIT), so late samples from other CPUs' rings still resolve. */
 void procmaps_gc(struct procmaps *pm);
 size_t procmaps_nprocs(const struct procmaps *pm);
 

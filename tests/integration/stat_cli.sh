@@ -31,6 +31,17 @@ grep -q "$(cg2_mount)/no/such" <<<"$out" || fail "full path not shown: $out"
 "$AGENT" stat --bogus >/dev/null 2>&1; [[ $? -eq 2 ]] || fail "unknown option accepted"
 "$AGENT" nosuchcmd >/dev/null 2>&1; [[ $? -eq 2 ]] || fail "unknown subcommand accepted"
 
+# No permission: an unprivileged user is told about perf_event_paranoid and
+# the capability, and nothing is left behind.
+if [[ $(cat /proc/sys/kernel/perf_event_paranoid) -ge 1 ]]; then
+	out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$AGENT" stat -G / --duration 0.2 2>&1); rc=$?
+	[[ $rc -eq 1 ]] || fail "unprivileged stat: rc=$rc, want 1: $out"
+	grep -q 'perf_event_paranoid = ' <<<"$out" || fail "no perf_event_paranoid explanation: $out"
+	grep -q 'CAP_PERFMON' <<<"$out" || fail "capability not named: $out"
+else
+	info "perf_event_paranoid < 1 here: an unprivileged user may count; permission check not exercised"
+fi
+
 # -- CMD: exact tracepoint count in the command's own cgroup, exit status passed on.
 json=$("$AGENT" stat -e syscalls:sys_enter_write,task-clock --json -- "$W/writer" 12345) ||
 	fail "stat -- writer failed"
