@@ -19,6 +19,7 @@ static const struct {
 } commands[] = {
 	{"cgroups", cmd_cgroups, "list cgroups with container/pod/unit identity and processes"},
 	{"stat", cmd_stat, "count perf events per cgroup (perf stat -a -G for every cgroup)"},
+	{"record", cmd_record, "sample CPU stacks, fold them per cgroup (perf record -g + stackcollapse)"},
 };
 
 static void usage(FILE *f)

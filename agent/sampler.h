@@ -87,7 +87,8 @@ struct sampler;
 struct sampler *sampler_open(const struct sampler_opts *o);
 int sampler_enable(struct sampler *s);
 int sampler_disable(struct sampler *s);
-/* Fds to poll() for POLLIN (one per ring). */
+/* Fds to poll() for POLLIN (one per ring): writes at most @max into @fds
+ * and returns how many there are in all (call with @max 0 to size @fds). */
 size_t sampler_fds(const struct sampler *s, int *fds, size_t max);
 /* Consume everything available in every ring, calling @cb. Returns the
  * number of records or -errno. */

@@ -12,6 +12,10 @@
  * found by build-id (/usr/lib/debug/.build-id/xx/yyyy.debug) or
  * .gnu_debuglink (next to the file, its .debug/ dir, /usr/lib/debug/PATH);
  * .dynsym. Debuginfo with DWARF also yields inlined frames.
+ *
+ * A symtab costs 16 bytes per symbol plus the names; the file is closed
+ * when symtab_open() returns. Lookups are read-only and may run
+ * concurrently; symtab_inlines() is not (it opens DWARF on first use).
  */
 
 #include <stddef.h>
@@ -39,12 +43,16 @@ int symtab_lookup(const struct symtab *s, uint64_t off, const char **name, uint6
  * Inlined frames at @off, innermost first, from DWARF debuginfo, not
  * including the containing function itself. Fills up to @max names (owned
  * by @s) and returns how many (0 without DWARF).
+ * The DWARF file is opened (by path) on the first call and kept until
+ * symtab_free(); each call walks one compile unit, so callers should cache
+ * results per offset.
  */
 size_t symtab_inlines(struct symtab *s, uint64_t off, const char **names, size_t max);
 
 /* GNU build-id as lowercase hex ("" when the file has none). */
 const char *symtab_build_id(const struct symtab *s);
-/* Number of symbols loaded; where they came from ("symtab", "debuginfo", "dynsym"). */
+/* Number of symbols loaded; where they came from ("symtab", "debuginfo",
+ * "dynsym", or "none" when the file has no function symbols). */
 size_t symtab_count(const struct symtab *s);
 const char *symtab_source(const struct symtab *s);
 
@@ -57,10 +65,15 @@ int symtab_vaddr_to_off(const struct symtab *s, uint64_t vaddr, uint64_t *off);
 
 /* Kernel symbols from /proc/kallsyms (text symbols only), sorted. */
 struct ksyms;
+/* NULL + errno when @path cannot be read; malformed and over-long lines
+ * are skipped. */
 struct ksyms *ksyms_load(const char *path);
+/* Number of text symbols kept (0 when kptr_restrict hides them). */
+size_t ksyms_count(const struct ksyms *k);
 /* Name of the kernel function containing @addr; NULL if none (or the
  * addresses are hidden by kptr_restrict: all zero). Module symbols are
- * returned as "name" and their module in @module (NULL for vmlinux). */
+ * returned as "name" and their module in @module (NULL for vmlinux; set
+ * only when a name is returned; @module may be NULL). */
 const char *ksyms_lookup(const struct ksyms *k, uint64_t addr, const char **module);
 void ksyms_free(struct ksyms *k);
 

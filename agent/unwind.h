@@ -35,12 +35,29 @@ struct unwind_sample {
 	void *ctx;
 };
 
-/* Per-binary unwind tables, cached by (dev, ino) across samples/processes. */
+/*
+ * Per-binary unwind tables, cached by (dev, ino) across samples/processes
+ * (by path when both are 0). Each entry holds the binary's .eh_frame_hdr and
+ * .eh_frame bytes, read once from unwind_map.path; a binary without usable
+ * tables is remembered too, so it is not reopened per sample. At most
+ * @max_entries (1..2^20) binaries stay cached between unwind_dwarf() calls,
+ * least recently used evicted first; one call may hold more while it needs
+ * them. Returns NULL with errno set (EINVAL, ENOMEM, ...) on failure. Not
+ * thread-safe: one cache per unwinding thread.
+ */
 struct unwind_cache;
 struct unwind_cache *unwind_cache_new(size_t max_entries);
 void unwind_cache_free(struct unwind_cache *c);
-/* Drop the entry of a binary no longer mapped by anyone. */
+/* Drop the entry of a binary no longer mapped by anyone (or changed on disk). */
 void unwind_cache_forget(struct unwind_cache *c, uint64_t dev, uint64_t ino);
+/*
+ * How many times a binary's unwind tables were read from its file since
+ * unwind_cache_new() (failed attempts included: they are cached too), and
+ * how many binaries the cache holds now. For tests and self-metrics: a
+ * steady workload should see the first stop growing.
+ */
+uint64_t unwind_cache_loads(const struct unwind_cache *c);
+size_t unwind_cache_entries(const struct unwind_cache *c);
 
 /* The register mask the DWARF backend needs (for perf_event_attr.sample_regs_user). */
 uint64_t unwind_dwarf_regs_mask(void);
@@ -49,6 +66,16 @@ uint64_t unwind_dwarf_regs_mask(void);
  * Unwind @s with DWARF CFI: writes the user IPs, leaf first, into @ips
  * (at most @max) and returns how many (>= 1 when the IP register was
  * present), or -errno. Never reads outside @s->stack.
+ *
+ * @s->regs holds one value per bit set in @s->regs_mask. ips[0] is the
+ * sampled IP; the others are return addresses as found on the stack (the
+ * instruction after each call: subtract 1 before a line lookup). The walk
+ * ends where the CFI says the stack ends, where the stack copy or the
+ * unwind info runs out, at a zero IP, or at a frame whose SP is not above
+ * the previous one (a loop, or junk). -EINVAL: bad arguments or no IP in
+ * the sample. Files are read through @s->find_map's paths: the binaries'
+ * unwind tables (once, into @c) and, when CFI is missing, a few words of
+ * text for libunwind's PLT and signal-frame checks.
  */
 int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t *ips, size_t max);
 

@@ -1,0 +1,933 @@
+// SPDX-License-Identifier: MIT
+/*
+ * DWARF unwinding of a perf sample, without the process.
+ *
+ * What the kernel gives us. With PERF_SAMPLE_REGS_USER and
+ * PERF_SAMPLE_STACK_USER a sample carries the user registers at the moment
+ * of the interrupt and a copy of the stack from SP upwards (dyn_size valid
+ * bytes). By the time we read the ring buffer the thread has moved on, may
+ * have exited, and may live in another mount namespace: everything has to
+ * come from the sample and from the files the process had mapped.
+ *
+ * Who does the work. libunwind's "remote" interface runs the CFI
+ * interpreter against an address space we describe with callbacks
+ * (unw_accessors_t). The callbacks here answer from three places:
+ *
+ *   registers  access_reg() maps UNW_X86_64_* onto perf's register numbers
+ *              and picks the value out of the packed regs array (values are
+ *              packed in increasing bit order of the mask).
+ *   memory     access_mem() serves, in order: the stack copy (only a whole
+ *              8-byte word inside [SP, SP + dyn_size)); the cached
+ *              .eh_frame_hdr/.eh_frame bytes of binaries this sample has
+ *              touched; and lastly the mapped file itself (text, for
+ *              libunwind's PLT and signal-trampoline checks), read through
+ *              one small window per sample.
+ *   tables     find_proc_info() finds the mapping of an IP, gets the
+ *              binary's tables from the cache and hands libunwind an
+ *              UNW_INFO_FORMAT_REMOTE_TABLE descriptor: the binary-search
+ *              table inside .eh_frame_hdr, at its runtime address.
+ *              dwarf_search_unwind_table() then reads the table, the FDE
+ *              and the CIE through access_mem() by runtime address.
+ *
+ * Runtime addresses. A cache entry is about a file and knows only link-time
+ * addresses (vaddr). The load bias is per process: a mapping whose file
+ * offset pgoff falls in PT_LOAD (p_offset, p_vaddr) starts at the runtime
+ * address of vaddr p_vaddr - p_offset + pgoff, so bias = start - that. The
+ * bias lives in the per-sample state next to the entry ("active" list), so
+ * one entry serves every process that maps the binary, at any address.
+ *
+ * The cache. Reading .eh_frame is the expensive part (open, ELF headers,
+ * up to megabytes of tables), so an entry per binary, keyed by (dev, ino),
+ * keeps the bytes in memory; failures are cached too, so a binary without
+ * tables costs one open, not one per sample. Entries form an LRU bounded by
+ * max_entries; the entries a running unwind uses are pinned (libunwind
+ * holds addresses into them between callbacks), so during one call the
+ * cache may exceed its bound by the binaries of that one stack, and is
+ * trimmed when the call ends.
+ *
+ * libunwind's own cache of register rules is keyed by IP alone, which is
+ * wrong across processes (the same address is different code in two
+ * processes), so the address space runs with UNW_CACHE_NONE. That costs:
+ * every frame re-reads its FDE and CIE through access_mem(), a byte per
+ * call (~2 us a frame here; ~0.5 us with the IP cache on). An address
+ * space per process, flushed on exec and munmap, would earn that back.
+ *
+ * Not covered: .debug_frame (this libunwind does not export
+ * dwarf_find_debug_frame), the vDSO and JIT code (no file to read; libunwind
+ * then falls back to its own heuristics), and a file replaced on disk under
+ * the same path while the old inode is still mapped.
+ */
+#include "agent/unwind.h"
+
+#include <asm/perf_regs.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <libunwind.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Exported by libunwind-x86_64 but not declared by its headers. */
+extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip,
+					      unw_dyn_info_t *di, unw_proc_info_t *pi,
+					      int need_unwind_info, void *arg);
+
+#define UNWIND_HDR_MAX (64u << 20)     /* .eh_frame_hdr bytes we accept */
+#define UNWIND_REGION_MAX (256u << 20) /* cached bytes per region */
+#define UNWIND_MERGE_GAP (64u << 10)   /* hdr and eh_frame closer than this: one region */
+#define UNWIND_MAX_LOADS 64            /* PT_LOAD headers kept per binary */
+#define UNWIND_MAX_SECTIONS 65536      /* sections scanned for names */
+#define UNWIND_MAX_ENTRIES (1u << 20)  /* bound on max_entries */
+#define UNWIND_ACTIVE 16               /* binaries one sample can use at once */
+#define UNWIND_WIN 128                 /* file-read window for text reads */
+#define UNWIND_PAGE 4096ull
+
+/* DWARF pointer encodings used by .eh_frame_hdr. */
+#define EH_PE_absptr 0x00
+#define EH_PE_udata2 0x02
+#define EH_PE_udata4 0x03
+#define EH_PE_udata8 0x04
+#define EH_PE_sdata2 0x0a
+#define EH_PE_sdata4 0x0b
+#define EH_PE_sdata8 0x0c
+#define EH_PE_pcrel 0x10
+#define EH_PE_datarel 0x30
+#define EH_PE_omit 0xff
+
+struct unwind_seg {
+	uint64_t offset, vaddr, filesz;
+	bool exec;
+};
+
+/* File bytes kept in memory, 8-byte aligned at both ends (libunwind reads aligned words). */
+struct unwind_region {
+	uint64_t vaddr, size;
+	uint8_t *data;
+};
+
+struct unwind_entry {
+	struct unwind_entry *prev, *next; /* LRU list, head is the most recent */
+	struct unwind_entry *hnext;       /* hash chain */
+	uint64_t dev, ino;
+	char *path; /* kept only when dev and ino are both 0 (then it is the key) */
+	int err;    /* 0, or why this binary has no usable table */
+	uint64_t pin;
+	uint64_t hdr_vaddr, table_vaddr, fde_count;
+	struct unwind_seg segs[UNWIND_MAX_LOADS];
+	size_t nsegs;
+	struct unwind_region reg[2];
+	size_t nreg;
+};
+
+struct unwind_cache {
+	unw_addr_space_t as;
+	size_t max, count;
+	struct unwind_entry *head, *tail;
+	struct unwind_entry **buckets;
+	size_t nbuckets; /* power of two */
+	uint64_t gen;    /* entries with pin == gen are in use by the running unwind */
+	uint64_t loads;
+};
+
+struct unwind_active {
+	struct unwind_entry *e;
+	uint64_t bias;
+};
+
+/* Everything one unwind_dwarf() call needs; the libunwind callbacks' arg. */
+struct unwind_state {
+	struct unwind_cache *c;
+	const struct unwind_sample *s;
+	uint64_t sp;
+	struct unwind_active act[UNWIND_ACTIVE];
+	size_t nact, next_act, hint;
+	const struct unwind_map *fmap; /* map whose file fd is open, or NULL */
+	int fd;
+	uint64_t win_start;
+	size_t win_len;
+	uint8_t win[UNWIND_WIN];
+};
+
+/* ---- registers ---- */
+
+/* UNW_X86_64_* (DWARF order) to PERF_REG_X86_*. */
+static const int unwind_perf_reg[] = {
+	[UNW_X86_64_RAX] = PERF_REG_X86_AX, [UNW_X86_64_RDX] = PERF_REG_X86_DX,
+	[UNW_X86_64_RCX] = PERF_REG_X86_CX, [UNW_X86_64_RBX] = PERF_REG_X86_BX,
+	[UNW_X86_64_RSI] = PERF_REG_X86_SI, [UNW_X86_64_RDI] = PERF_REG_X86_DI,
+	[UNW_X86_64_RBP] = PERF_REG_X86_BP, [UNW_X86_64_RSP] = PERF_REG_X86_SP,
+	[UNW_X86_64_R8] = PERF_REG_X86_R8,  [UNW_X86_64_R9] = PERF_REG_X86_R9,
+	[UNW_X86_64_R10] = PERF_REG_X86_R10, [UNW_X86_64_R11] = PERF_REG_X86_R11,
+	[UNW_X86_64_R12] = PERF_REG_X86_R12, [UNW_X86_64_R13] = PERF_REG_X86_R13,
+	[UNW_X86_64_R14] = PERF_REG_X86_R14, [UNW_X86_64_R15] = PERF_REG_X86_R15,
+	[UNW_X86_64_RIP] = PERF_REG_X86_IP,
+};
+
+uint64_t unwind_dwarf_regs_mask(void)
+{
+	uint64_t mask = 0;
+
+	for (size_t i = 0; i < sizeof(unwind_perf_reg) / sizeof(unwind_perf_reg[0]); i++)
+		mask |= 1ull << unwind_perf_reg[i];
+	return mask;
+}
+
+static int sample_reg(const struct unwind_sample *s, int perf_reg, uint64_t *val)
+{
+	uint64_t bit = 1ull << perf_reg;
+
+	if (!(s->regs_mask & bit))
+		return -ENOENT;
+	*val = s->regs[__builtin_popcountll(s->regs_mask & (bit - 1))];
+	return 0;
+}
+
+/* ---- cache ---- */
+
+static size_t cache_hash(const struct unwind_cache *c, uint64_t dev, uint64_t ino)
+{
+	uint64_t h = (ino ^ (dev * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+
+	return (size_t)(h >> 32) & (c->nbuckets - 1);
+}
+
+static bool entry_matches(const struct unwind_entry *e, uint64_t dev, uint64_t ino,
+			  const char *path)
+{
+	if (e->dev != dev || e->ino != ino)
+		return false;
+	if (dev || ino)
+		return true;
+	return e->path && path && !strcmp(e->path, path);
+}
+
+static void entry_free(struct unwind_entry *e)
+{
+	if (!e)
+		return;
+	for (size_t i = 0; i < e->nreg; i++)
+		free(e->reg[i].data);
+	free(e->path);
+	free(e);
+}
+
+static void lru_unlink(struct unwind_cache *c, struct unwind_entry *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		c->head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		c->tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void lru_push_head(struct unwind_cache *c, struct unwind_entry *e)
+{
+	e->prev = NULL;
+	e->next = c->head;
+	if (c->head)
+		c->head->prev = e;
+	c->head = e;
+	if (!c->tail)
+		c->tail = e;
+}
+
+static void cache_evict(struct unwind_cache *c, struct unwind_entry *e)
+{
+	struct unwind_entry **pp = &c->buckets[cache_hash(c, e->dev, e->ino)];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+	lru_unlink(c, e);
+	c->count--;
+	entry_free(e);
+}
+
+/* Evict least recently used entries down to the bound, sparing pinned ones. */
+static void cache_trim(struct unwind_cache *c)
+{
+	/* Pinned entries were moved to the head when used: stop at the first one. */
+	while (c->count > c->max && c->tail && c->tail->pin != c->gen)
+		cache_evict(c, c->tail);
+}
+
+void unwind_cache_forget(struct unwind_cache *c, uint64_t dev, uint64_t ino)
+{
+	struct unwind_entry *e, *next;
+
+	if (!c)
+		return;
+	for (e = c->buckets[cache_hash(c, dev, ino)]; e; e = next) {
+		next = e->hnext;
+		if (e->dev == dev && e->ino == ino)
+			cache_evict(c, e);
+	}
+}
+
+uint64_t unwind_cache_loads(const struct unwind_cache *c)
+{
+	return c ? c->loads : 0;
+}
+
+size_t unwind_cache_entries(const struct unwind_cache *c)
+{
+	return c ? c->count : 0;
+}
+
+/* ---- reading one binary's tables ---- */
+
+static int pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -ENODATA; /* file shorter than its headers say */
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static const struct unwind_seg *seg_of_vaddr(const struct unwind_entry *e, uint64_t vaddr)
+{
+	for (size_t i = 0; i < e->nsegs; i++) {
+		const struct unwind_seg *s = &e->segs[i];
+
+		if (vaddr >= s->vaddr && vaddr - s->vaddr < s->filesz)
+			return s;
+	}
+	return NULL;
+}
+
+/*
+ * Read [vaddr, vaddr + size) into a new region, widened to 8-byte alignment.
+ * The widening may step outside the segment's file bytes: those read as 0.
+ */
+static int region_load(struct unwind_entry *e, int fd, uint64_t vaddr, uint64_t size)
+{
+	const struct unwind_seg *s = seg_of_vaddr(e, vaddr);
+	struct unwind_region *r = &e->reg[e->nreg];
+	uint64_t lo, hi, rlo, rhi, seg_end;
+	int ret;
+
+	if (!s || !size)
+		return -ENOENT;
+	seg_end = s->vaddr + s->filesz;
+	if (size > seg_end - vaddr)
+		size = seg_end - vaddr;
+	if (size > UNWIND_REGION_MAX)
+		size = UNWIND_REGION_MAX; /* FDEs past the cap just go unfound */
+	lo = vaddr & ~7ull;
+	hi = (vaddr + size + 7) & ~7ull;
+	r->data = calloc(1, hi - lo);
+	if (!r->data)
+		return -ENOMEM;
+	rlo = lo < s->vaddr ? s->vaddr : lo;
+	rhi = hi > seg_end ? seg_end : hi;
+	ret = pread_full(fd, r->data + (rlo - lo), rhi - rlo, s->offset + (rlo - s->vaddr));
+	if (ret < 0) {
+		free(r->data);
+		r->data = NULL;
+		return ret;
+	}
+	r->vaddr = lo;
+	r->size = hi - lo;
+	e->nreg++;
+	return 0;
+}
+
+/* Decode one encoded pointer of .eh_frame_hdr at *pos. */
+static int hdr_read_ptr(const uint8_t *buf, size_t len, size_t *pos, uint8_t enc,
+			uint64_t hdr_vaddr, uint64_t *out)
+{
+	size_t p = *pos, n;
+	uint64_t base, v = 0;
+
+	switch (enc & 0x70) {
+	case 0:
+		base = 0;
+		break;
+	case EH_PE_pcrel:
+		base = hdr_vaddr + p;
+		break;
+	case EH_PE_datarel:
+		base = hdr_vaddr;
+		break;
+	default:
+		return -ENOTSUP;
+	}
+	switch (enc & 0x8f) {
+	case EH_PE_absptr:
+	case EH_PE_udata8:
+	case EH_PE_sdata8:
+		n = 8;
+		break;
+	case EH_PE_udata4:
+	case EH_PE_sdata4:
+		n = 4;
+		break;
+	case EH_PE_udata2:
+	case EH_PE_sdata2:
+		n = 2;
+		break;
+	default:
+		return -ENOTSUP; /* also DW_EH_PE_indirect */
+	}
+	if (p > len || len - p < n)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)buf[p + i] << (8 * i);
+	if ((enc & 0x0f) == EH_PE_sdata4)
+		v = (uint64_t)(int64_t)(int32_t)(uint32_t)v;
+	else if ((enc & 0x0f) == EH_PE_sdata2)
+		v = (uint64_t)(int64_t)(int16_t)(uint16_t)v;
+	*out = base + v;
+	*pos = p + n;
+	return 0;
+}
+
+struct unwind_elf_info {
+	uint64_t hdr_vaddr, hdr_size;
+	uint64_t eh_vaddr, eh_size; /* eh_size 0: unknown */
+};
+
+static int elf_scan(Elf *elf, struct unwind_entry *e, struct unwind_elf_info *info)
+{
+	GElf_Ehdr ehdr;
+	size_t phnum, shnum, shstrndx;
+	bool have_hdr = false;
+
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
+		return -ENOEXEC;
+	if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_machine != EM_X86_64)
+		return -ENOEXEC;
+	if (elf_getphdrnum(elf, &phnum) < 0)
+		return -ENOEXEC;
+	for (size_t i = 0; i < phnum && i < 65536; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return -ENOEXEC;
+		if (ph.p_type == PT_LOAD && ph.p_filesz) {
+			if (e->nsegs == UNWIND_MAX_LOADS)
+				return -E2BIG;
+			/* Headroom for 8-byte rounding past the end. */
+			if (ph.p_vaddr > UINT64_MAX - 16 - ph.p_filesz ||
+			    ph.p_offset > UINT64_MAX - 16 - ph.p_filesz)
+				return -ENOEXEC;
+			e->segs[e->nsegs++] = (struct unwind_seg){
+				.offset = ph.p_offset,
+				.vaddr = ph.p_vaddr,
+				.filesz = ph.p_filesz,
+				.exec = ph.p_flags & PF_X,
+			};
+		} else if (ph.p_type == PT_GNU_EH_FRAME && ph.p_filesz) {
+			info->hdr_vaddr = ph.p_vaddr;
+			info->hdr_size = ph.p_filesz;
+			have_hdr = true;
+		}
+	}
+	/* Section headers, when present, also give .eh_frame's size. */
+	if (elf_getshdrnum(elf, &shnum) == 0 && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+		Elf_Scn *scn = NULL;
+		size_t seen = 0;
+
+		while ((scn = elf_nextscn(elf, scn)) && seen++ < UNWIND_MAX_SECTIONS) {
+			GElf_Shdr sh;
+			const char *name;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
+				continue;
+			name = elf_strptr(elf, shstrndx, sh.sh_name);
+			if (!name)
+				continue;
+			if (!strcmp(name, ".eh_frame_hdr")) {
+				info->hdr_vaddr = sh.sh_addr;
+				info->hdr_size = sh.sh_size;
+				have_hdr = true;
+			} else if (!strcmp(name, ".eh_frame")) {
+				info->eh_vaddr = sh.sh_addr;
+				info->eh_size = sh.sh_size;
+			}
+		}
+	}
+	return have_hdr ? 0 : -ENOENT;
+}
+
+/* Parse .eh_frame_hdr: where .eh_frame is, where the sorted table is. */
+static int hdr_parse(struct unwind_entry *e, int fd, struct unwind_elf_info *info)
+{
+	const struct unwind_seg *s = seg_of_vaddr(e, info->hdr_vaddr);
+	uint64_t eh_frame, count, size = info->hdr_size;
+	size_t pos = 4;
+	uint8_t *buf;
+	int ret;
+
+	if (!s)
+		return -ENOENT;
+	if (size > s->vaddr + s->filesz - info->hdr_vaddr)
+		size = s->vaddr + s->filesz - info->hdr_vaddr;
+	if (size < 12 || size > UNWIND_HDR_MAX)
+		return -EINVAL;
+	buf = malloc(size);
+	if (!buf)
+		return -ENOMEM;
+	ret = pread_full(fd, buf, size, s->offset + (info->hdr_vaddr - s->vaddr));
+	if (ret < 0)
+		goto out;
+	ret = -ENOTSUP;
+	/*
+	 * Version 1; a plain count; the table must be datarel sdata4, the only
+	 * form libunwind's remote lookup reads.
+	 */
+	if (buf[0] != 1 || (buf[2] & 0x70) || buf[3] != (EH_PE_datarel | EH_PE_sdata4))
+		goto out;
+	ret = hdr_read_ptr(buf, size, &pos, buf[1], info->hdr_vaddr, &eh_frame);
+	if (ret < 0)
+		goto out;
+	ret = hdr_read_ptr(buf, size, &pos, buf[2], 0, &count);
+	if (ret < 0)
+		goto out;
+	ret = -EINVAL;
+	if (!count || count > (size - pos) / 8)
+		goto out;
+	/* The header's pointer wins over a section of that name elsewhere. */
+	if (info->eh_vaddr != eh_frame)
+		info->eh_size = 0;
+	info->eh_vaddr = eh_frame;
+	info->hdr_size = size;
+	e->hdr_vaddr = info->hdr_vaddr;
+	e->table_vaddr = info->hdr_vaddr + pos;
+	e->fde_count = count;
+	ret = 0;
+out:
+	free(buf);
+	return ret;
+}
+
+static int entry_load(struct unwind_entry *e, const char *path)
+{
+	struct unwind_elf_info info = { 0 };
+	const struct unwind_seg *hs, *es;
+	uint64_t lo, hi, eh_end;
+	struct stat st;
+	Elf *elf;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = -ENOEXEC;
+		goto out_close;
+	}
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf) {
+		ret = -ENOEXEC;
+		goto out_close;
+	}
+	ret = elf_scan(elf, e, &info);
+	elf_end(elf);
+	if (ret < 0)
+		goto out_close;
+	ret = hdr_parse(e, fd, &info);
+	if (ret < 0)
+		goto out_close;
+
+	hs = seg_of_vaddr(e, info.hdr_vaddr);
+	es = seg_of_vaddr(e, info.eh_vaddr);
+	if (!es) {
+		ret = -ENOENT;
+		goto out_close;
+	}
+	/* Unknown .eh_frame size (no section headers): up to the end of its segment. */
+	eh_end = es->vaddr + es->filesz;
+	if (info.eh_size && info.eh_size < eh_end - info.eh_vaddr)
+		eh_end = info.eh_vaddr + info.eh_size;
+
+	lo = info.hdr_vaddr < info.eh_vaddr ? info.hdr_vaddr : info.eh_vaddr;
+	hi = info.hdr_vaddr + info.hdr_size > eh_end ? info.hdr_vaddr + info.hdr_size : eh_end;
+	if (hs == es && hi - lo <= info.hdr_size + (eh_end - info.eh_vaddr) + UNWIND_MERGE_GAP) {
+		ret = region_load(e, fd, lo, hi - lo);
+	} else {
+		ret = region_load(e, fd, info.hdr_vaddr, info.hdr_size);
+		if (ret == 0)
+			ret = region_load(e, fd, info.eh_vaddr, eh_end - info.eh_vaddr);
+	}
+out_close:
+	close(fd);
+	return ret;
+}
+
+/* The entry of @m's binary, loaded on a miss; NULL only when out of memory. */
+static struct unwind_entry *cache_get(struct unwind_cache *c, const struct unwind_map *m)
+{
+	size_t b = cache_hash(c, m->dev, m->ino);
+	struct unwind_entry *e;
+
+	for (e = c->buckets[b]; e; e = e->hnext)
+		if (entry_matches(e, m->dev, m->ino, m->path))
+			break;
+	if (e) {
+		lru_unlink(c, e);
+		lru_push_head(c, e);
+		e->pin = c->gen;
+		return e;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->dev = m->dev;
+	e->ino = m->ino;
+	if (!m->dev && !m->ino) {
+		e->path = strndup(m->path, 4096);
+		if (!e->path) {
+			free(e);
+			return NULL;
+		}
+	}
+	c->loads++;
+	e->err = entry_load(e, m->path);
+	if (e->err) {
+		/* Keep the negative answer, not the half-read bytes. */
+		for (size_t i = 0; i < e->nreg; i++)
+			free(e->reg[i].data);
+		e->nreg = 0;
+	}
+	e->pin = c->gen;
+	e->hnext = c->buckets[b];
+	c->buckets[b] = e;
+	lru_push_head(c, e);
+	c->count++;
+	cache_trim(c);
+	return e;
+}
+
+/* Runtime address minus link-time address of @e's binary as mapped by @m. */
+static uint64_t entry_bias(const struct unwind_entry *e, const struct unwind_map *m)
+{
+	const struct unwind_seg *best = NULL;
+
+	for (size_t i = 0; i < e->nsegs; i++) {
+		const struct unwind_seg *s = &e->segs[i];
+
+		if ((s->offset & ~(UNWIND_PAGE - 1)) <= m->pgoff &&
+		    m->pgoff < s->offset + s->filesz && (!best || (s->exec && !best->exec)))
+			best = s;
+	}
+	/* The map starts at file offset pgoff, which is vaddr s->vaddr - s->offset + pgoff. */
+	if (best)
+		return m->start - (best->vaddr - best->offset + m->pgoff);
+	return m->start - m->pgoff;
+}
+
+/* ---- libunwind callbacks ---- */
+
+static void state_activate(struct unwind_state *st, struct unwind_entry *e, uint64_t bias)
+{
+	size_t i;
+
+	for (i = 0; i < st->nact; i++)
+		if (st->act[i].e == e && st->act[i].bias == bias)
+			goto out;
+	if (st->nact < UNWIND_ACTIVE) {
+		i = st->nact++;
+	} else {
+		i = st->next_act;
+		st->next_act = (st->next_act + 1) % UNWIND_ACTIVE;
+	}
+	st->act[i] = (struct unwind_active){ .e = e, .bias = bias };
+out:
+	st->hint = i;
+}
+
+static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+			      int need_unwind_info, void *arg)
+{
+	struct unwind_state *st = arg;
+	const struct unwind_map *m = st->s->find_map(st->s->ctx, ip);
+	struct unwind_entry *e;
+	unw_dyn_info_t di;
+	uint64_t bias;
+
+	if (!m || !m->path || ip < m->start || ip >= m->end)
+		return -UNW_ENOINFO;
+	e = cache_get(st->c, m);
+	if (!e)
+		return -UNW_ENOMEM;
+	if (e->err)
+		return -UNW_ENOINFO;
+	bias = entry_bias(e, m);
+	state_activate(st, e, bias);
+
+	memset(&di, 0, sizeof(di));
+	di.start_ip = m->start;
+	di.end_ip = m->end;
+	di.gp = 0;
+	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	di.u.rti.segbase = bias + e->hdr_vaddr;
+	di.u.rti.table_data = bias + e->table_vaddr;
+	/* In words: two int32 per entry. */
+	di.u.rti.table_len = e->fde_count * 8 / sizeof(unw_word_t);
+	return UNW_OBJ(dwarf_search_unwind_table)(as, ip, &di, pi, need_unwind_info, arg);
+}
+
+static void acc_put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
+{
+	/* dwarf_search_unwind_table()'s info is libunwind's to free. */
+}
+
+static int acc_get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *dilap, void *arg)
+{
+	return -UNW_ENOINFO; /* no JIT registration list in a sample */
+}
+
+static bool read_cached(struct unwind_state *st, uint64_t addr, uint64_t *val)
+{
+	for (size_t n = 0, i = st->hint; n < st->nact; n++, i = (i + 1) % st->nact) {
+		const struct unwind_active *a = &st->act[i];
+		uint64_t vaddr = addr - a->bias;
+
+		for (size_t k = 0; k < a->e->nreg; k++) {
+			const struct unwind_region *r = &a->e->reg[k];
+
+			if (vaddr >= r->vaddr && vaddr - r->vaddr < r->size &&
+			    r->size - (vaddr - r->vaddr) >= 8) {
+				memcpy(val, r->data + (vaddr - r->vaddr), 8);
+				st->hint = i;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* Text and rodata straight from the mapped file, through a small window. */
+static bool read_file(struct unwind_state *st, uint64_t addr, uint64_t *val)
+{
+	const struct unwind_map *m = st->s->find_map(st->s->ctx, addr);
+	uint64_t ws;
+	ssize_t n;
+
+	if (!m || !m->path || addr < m->start || addr >= m->end || m->end - addr < 8)
+		return false;
+	if (m != st->fmap) {
+		if (st->fd >= 0)
+			close(st->fd);
+		st->fmap = m;
+		st->win_len = 0;
+		st->fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	}
+	if (st->fd < 0)
+		return false;
+	if (addr < st->win_start || addr - st->win_start > st->win_len ||
+	    st->win_len - (addr - st->win_start) < 8) {
+		ws = addr & ~63ull;
+		if (ws < m->start)
+			ws = m->start;
+		n = m->end - ws < UNWIND_WIN ? (size_t)(m->end - ws) : UNWIND_WIN;
+		n = pread(st->fd, st->win, (size_t)n, (off_t)(ws - m->start + m->pgoff));
+		if (n < 0) {
+			st->win_len = 0;
+			return false;
+		}
+		st->win_start = ws;
+		st->win_len = (size_t)n;
+		if (addr - ws > st->win_len || st->win_len - (addr - ws) < 8)
+			return false;
+	}
+	memcpy(val, st->win + (addr - st->win_start), 8);
+	return true;
+}
+
+static int acc_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *valp, int write,
+			  void *arg)
+{
+	struct unwind_state *st = arg;
+	const struct unwind_sample *s = st->s;
+	uint64_t val = 0;
+
+	*valp = 0;
+	if (write)
+		return -UNW_EINVAL;
+	if (addr >= st->sp && addr - st->sp < s->stack_size) {
+		/* Inside the copy: the whole word or nothing. */
+		if (s->stack_size - (addr - st->sp) < 8)
+			return -UNW_EINVAL;
+		memcpy(&val, s->stack + (addr - st->sp), 8);
+	} else if (!read_cached(st, addr, &val) && !read_file(st, addr, &val)) {
+		return -UNW_EINVAL;
+	}
+	*valp = val;
+	return 0;
+}
+
+static int acc_access_reg(unw_addr_space_t as, unw_regnum_t regnum, unw_word_t *valp, int write,
+			  void *arg)
+{
+	struct unwind_state *st = arg;
+	uint64_t val;
+
+	if (write)
+		return -UNW_EREADONLYREG;
+	if (regnum < 0 || (size_t)regnum >= sizeof(unwind_perf_reg) / sizeof(unwind_perf_reg[0]))
+		return -UNW_EBADREG;
+	if (sample_reg(st->s, unwind_perf_reg[regnum], &val) < 0)
+		return -UNW_EBADREG;
+	*valp = val;
+	return 0;
+}
+
+static int acc_access_fpreg(unw_addr_space_t as, unw_regnum_t regnum, unw_fpreg_t *fpvalp,
+			    int write, void *arg)
+{
+	return -UNW_EINVAL;
+}
+
+static int acc_resume(unw_addr_space_t as, unw_cursor_t *cu, void *arg)
+{
+	return -UNW_EINVAL;
+}
+
+static int acc_get_proc_name(unw_addr_space_t as, unw_word_t addr, char *bufp, size_t buf_len,
+			     unw_word_t *offp, void *arg)
+{
+	return -UNW_EINVAL; /* symbols are symtab's business */
+}
+
+static const unw_accessors_t unwind_accessors = {
+	.find_proc_info = acc_find_proc_info,
+	.put_unwind_info = acc_put_unwind_info,
+	.get_dyn_info_list_addr = acc_get_dyn_info_list_addr,
+	.access_mem = acc_access_mem,
+	.access_reg = acc_access_reg,
+	.access_fpreg = acc_access_fpreg,
+	.resume = acc_resume,
+	.get_proc_name = acc_get_proc_name,
+};
+
+struct unwind_cache *unwind_cache_new(size_t max_entries)
+{
+	unw_accessors_t acc = unwind_accessors; /* libunwind keeps a copy */
+	struct unwind_cache *c;
+	size_t nb = 16;
+
+	if (!max_entries || max_entries > UNWIND_MAX_ENTRIES) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		errno = ENOTSUP;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	while (nb < max_entries)
+		nb <<= 1;
+	c->buckets = calloc(nb, sizeof(*c->buckets));
+	if (!c->buckets)
+		goto err_free;
+	c->nbuckets = nb;
+	c->max = max_entries;
+	c->gen = 1;
+
+	c->as = unw_create_addr_space(&acc, 0);
+	if (!c->as) {
+		errno = ENOMEM;
+		goto err_free;
+	}
+	if (unw_set_caching_policy(c->as, UNW_CACHE_NONE) < 0) {
+		unw_destroy_addr_space(c->as);
+		errno = EINVAL;
+		goto err_free;
+	}
+	return c;
+
+err_free:
+	free(c->buckets);
+	free(c);
+	return NULL;
+}
+
+void unwind_cache_free(struct unwind_cache *c)
+{
+	if (!c)
+		return;
+	while (c->head)
+		cache_evict(c, c->head);
+	if (c->as)
+		unw_destroy_addr_space(c->as);
+	free(c->buckets);
+	free(c);
+}
+
+/* ---- the walk ---- */
+
+int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t *ips, size_t max)
+{
+	struct unwind_state st = { .c = c, .s = s, .fd = -1 };
+	uint64_t ip, sp, prev_sp;
+	unw_cursor_t cur;
+	size_t n = 0;
+
+	if (!c || !s || !s->regs || !s->find_map || (!s->stack && s->stack_size) || (!ips && max))
+		return -EINVAL;
+	if (sample_reg(s, PERF_REG_X86_IP, &ip) < 0)
+		return -EINVAL;
+	if (!max)
+		return 0;
+	if (max > INT_MAX)
+		max = INT_MAX;
+	ips[n++] = ip;
+	if (sample_reg(s, PERF_REG_X86_SP, &sp) < 0 || !ip)
+		return 1;
+	st.sp = sp;
+	prev_sp = sp;
+
+	if (unw_init_remote(&cur, c->as, &st) < 0)
+		goto out;
+	while (n < max) {
+		unw_word_t nip, nsp;
+
+		if (unw_step(&cur) <= 0)
+			break;
+		if (unw_get_reg(&cur, UNW_REG_IP, &nip) < 0 ||
+		    unw_get_reg(&cur, UNW_REG_SP, &nsp) < 0)
+			break;
+		/* A caller's frame sits above its callee's: anything else is a loop or junk. */
+		if (!nip || nsp <= prev_sp)
+			break;
+		ips[n++] = nip;
+		prev_sp = nsp;
+	}
+out:
+	if (st.fd >= 0)
+		close(st.fd);
+	c->gen++; /* unpin this call's entries */
+	cache_trim(c);
+	return (int)n;
+}

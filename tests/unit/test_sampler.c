@@ -1,0 +1,1633 @@
+// SPDX-License-Identifier: MIT
+/*
+ * agent/sampler: the record parser fed hand-made and malformed records
+ * (table-driven, plus every truncation and random bytes), the ring walker
+ * on a fake ring (records across the end, corrupt sizes), then real perf
+ * events: system-wide cpu-clock sampling with call chains, the side-band
+ * records of a child that forks and execs /bin/true, user stack copies,
+ * sampling one cgroup, following one process, and a tiny ring that wraps
+ * and overruns. The live tests need root (perf_event_open system-wide and
+ * cgroup creation).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <asm/perf_regs.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/cpumap.h"
+#include "agent/events.h"
+#include "agent/sampler.h"
+#include "cgroup/mount.h"
+
+#ifndef PERF_SAMPLE_CGROUP
+#define PERF_SAMPLE_CGROUP (1U << 21)
+#endif
+#ifndef PERF_RECORD_MISC_MMAP_BUILD_ID
+#define PERF_RECORD_MISC_MMAP_BUILD_ID (1 << 14)
+#endif
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* x86_64 user registers as perf's DWARF mode asks for them (no segments). */
+#define REGS_MASK                                                                      \
+	(((1ULL << PERF_REG_X86_64_MAX) - 1) &                                         \
+	 ~((1ULL << PERF_REG_X86_DS) | (1ULL << PERF_REG_X86_ES) |                     \
+	   (1ULL << PERF_REG_X86_FS) | (1ULL << PERF_REG_X86_GS)))
+
+/* ================= hand-made records ================= */
+
+/* Parse layout used by the table: every field the agent asks for, 3 regs. */
+static const struct sampler_layout L = {
+	.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+		       PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER |
+		       PERF_SAMPLE_STACK_USER | PERF_SAMPLE_CGROUP,
+	.regs_mask = 0x7,
+	.sample_id_all = true,
+};
+
+struct rec {
+	uint64_t w[64];
+	size_t n;
+};
+
+static void rec_start(struct rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->n = 1; /* header, written by rec_end */
+}
+
+static void put(struct rec *r, uint64_t v)
+{
+	assert_true(r->n < NELEM(r->w));
+	r->w[r->n++] = v;
+}
+
+static void put2(struct rec *r, uint32_t lo, uint32_t hi)
+{
+	put(r, lo | (uint64_t)hi << 32);
+}
+
+/* NUL-terminated unless @nul is false, padded with zeros to 8 bytes. */
+static void put_str(struct rec *r, const char *s, bool nul)
+{
+	size_t len = strlen(s) + (nul ? 1 : 0), words = (len + 7) / 8;
+
+	assert_true(r->n + words <= NELEM(r->w));
+	memcpy(&r->w[r->n], s, strlen(s));
+	r->n += words;
+}
+
+/* sample_id trailer: TID, TIME, CPU. Zeros would hide a missing NUL. */
+static void put_trailer(struct rec *r)
+{
+	put2(r, 0, 0);
+	put(r, 0);
+	put2(r, 0, 0);
+}
+
+static void rec_end(struct rec *r, uint32_t type, uint16_t misc)
+{
+	r->w[0] = type | (uint64_t)misc << 32 | (uint64_t)(r->n * 8) << 48;
+}
+
+static size_t rec_len(const struct rec *r)
+{
+	return r->n * 8;
+}
+
+/* What the callbacks saw. */
+struct seen {
+	int samples, mmaps, comms, forks, exits, losts;
+	struct sample s;
+	uint64_t chain[4], regs[3];
+	uint8_t stack[16];
+	struct sample_mmap m;
+	char name[64];
+	bool exec;
+	uint32_t pid, ppid, tid;
+	uint64_t lost;
+};
+
+static void seen_sample(void *ctx, const struct sample *s)
+{
+	struct seen *v = ctx;
+
+	v->samples++;
+	v->s = *s;
+	if (s->callchain && s->nr_callchain <= NELEM(v->chain))
+		memcpy(v->chain, s->callchain, s->nr_callchain * 8);
+	if (s->regs)
+		memcpy(v->regs, s->regs, sizeof(v->regs));
+	if (s->stack && s->stack_size <= sizeof(v->stack))
+		memcpy(v->stack, s->stack, s->stack_size);
+}
+
+static void seen_mmap(void *ctx, const struct sample_mmap *m)
+{
+	struct seen *v = ctx;
+
+	v->mmaps++;
+	v->m = *m;
+	snprintf(v->name, sizeof(v->name), "%s", m->filename);
+	v->m.filename = v->name;
+}
+
+static void seen_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec)
+{
+	struct seen *v = ctx;
+
+	v->comms++;
+	v->pid = pid;
+	v->tid = tid;
+	v->exec = exec;
+	snprintf(v->name, sizeof(v->name), "%s", comm);
+}
+
+static void seen_fork(void *ctx, uint32_t pid, uint32_t ppid, uint32_t tid)
+{
+	struct seen *v = ctx;
+
+	v->forks++;
+	v->pid = pid;
+	v->ppid = ppid;
+	v->tid = tid;
+}
+
+static void seen_exit(void *ctx, uint32_t pid, uint32_t tid)
+{
+	struct seen *v = ctx;
+
+	v->exits++;
+	v->pid = pid;
+	v->tid = tid;
+}
+
+static void seen_lost(void *ctx, uint64_t lost)
+{
+	struct seen *v = ctx;
+
+	v->losts++;
+	v->lost += lost;
+}
+
+static struct sampler_cb seen_cb(struct seen *v)
+{
+	return (struct sampler_cb){ .ctx = v, .sample = seen_sample, .mmap = seen_mmap,
+				    .comm = seen_comm, .fork = seen_fork, .exit = seen_exit,
+				    .lost = seen_lost };
+}
+
+/* A sample record; each knob breaks one field. */
+struct sample_knobs {
+	uint64_t nr, nr_written; /* callchain nr as claimed / ips actually present */
+	uint64_t abi, regs_written;
+	uint64_t stack_size, stack_written, dyn;
+	bool no_dyn, no_cgroup, trailing;
+};
+
+static void build_sample(struct rec *r, const struct sample_knobs *k)
+{
+	rec_start(r);
+	put(r, 0x401000);        /* ip */
+	put2(r, 1234, 1235);     /* pid, tid */
+	put(r, 987654321);       /* time */
+	put2(r, 1, 0);           /* cpu, res */
+	put(r, 1001001);         /* period */
+	put(r, k->nr);
+	for (uint64_t i = 0; i < k->nr_written; i++)
+		put(r, 0xffffffff81000000ULL + i);
+	put(r, k->abi);
+	for (uint64_t i = 0; i < k->regs_written; i++)
+		put(r, 0x1000 + i);
+	put(r, k->stack_size);
+	for (uint64_t i = 0; i < k->stack_written / 8; i++)
+		put(r, 0x0101010101010101ULL * (i + 1));
+	if (k->stack_size && !k->no_dyn)
+		put(r, k->dyn);
+	if (!k->no_cgroup)
+		put(r, 42);
+	if (k->trailing)
+		put(r, 0);
+	rec_end(r, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER);
+}
+
+static const struct sample_knobs good_knobs = {
+	.nr = 3, .nr_written = 3, .abi = PERF_SAMPLE_REGS_ABI_64, .regs_written = 3,
+	.stack_size = 16, .stack_written = 16, .dyn = 8,
+};
+
+static void build_mmap2(struct rec *r, uint16_t misc, const char *name, bool nul)
+{
+	rec_start(r);
+	put2(r, 77, 78);
+	put(r, 0x7f0000000000ULL);
+	put(r, 0x2000);
+	put(r, 0x1000);
+	if (misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+		put(r, 20);            /* build_id_size, reserved */
+		put(r, 0x1122334455667788ULL);
+		put(r, 0x99aabbccddeeff00ULL);
+	} else {
+		put2(r, 8, 1);         /* maj, min */
+		put(r, 123456);        /* ino */
+		put(r, 9);             /* ino_generation */
+	}
+	put2(r, 5, 2);                 /* prot, flags */
+	put_str(r, name, nul);
+	put_trailer(r);
+	rec_end(r, PERF_RECORD_MMAP2, misc);
+}
+
+/* Each case builds one record; len 0 means the record's own length. */
+struct parse_case {
+	const char *name;
+	void (*build)(struct rec *r);
+	size_t len;
+	int ret;          /* 0 or -EBADMSG */
+	int samples, mmaps, comms, forks, exits, losts, throttled;
+};
+
+#define SAMPLE_CASE(fn, ...)                                                  \
+	static void fn(struct rec *r)                                         \
+	{                                                                     \
+		struct sample_knobs k = good_knobs;                           \
+		__VA_ARGS__;                                                  \
+		build_sample(r, &k);                                          \
+	}
+
+SAMPLE_CASE(b_sample_good, (void)0)
+SAMPLE_CASE(b_sample_bare, k.nr = 0; k.nr_written = 0; k.abi = 0; k.regs_written = 0;
+	    k.stack_size = 0; k.stack_written = 0)
+SAMPLE_CASE(b_chain_past_end, k.nr = 100; k.nr_written = 2)
+SAMPLE_CASE(b_chain_overflow, k.nr = 1ULL << 61; k.nr_written = 1)
+SAMPLE_CASE(b_chain_huge, k.nr = UINT64_MAX; k.nr_written = 1)
+SAMPLE_CASE(b_regs_truncated, k.regs_written = 1; k.stack_size = 0; k.stack_written = 0;
+	    k.no_cgroup = true)
+SAMPLE_CASE(b_stack_past_end, k.stack_size = 4096)
+SAMPLE_CASE(b_stack_huge, k.stack_size = UINT64_MAX)
+SAMPLE_CASE(b_dyn_past_size, k.dyn = 24)
+SAMPLE_CASE(b_dyn_missing, k.no_dyn = true; k.no_cgroup = true)
+SAMPLE_CASE(b_no_cgroup, k.no_cgroup = true)
+SAMPLE_CASE(b_trailing, k.trailing = true)
+
+static void b_header_small(struct rec *r)
+{
+	build_sample(r, &good_knobs);
+	r->w[0] = (r->w[0] & 0x0000ffffffffffffULL) | (uint64_t)4 << 48;
+}
+
+static void b_mmap2_good(struct rec *r)
+{
+	build_mmap2(r, PERF_RECORD_MISC_USER, "/usr/lib/x86_64-linux-gnu/libc.so.6", true);
+}
+
+static void b_mmap2_build_id(struct rec *r)
+{
+	build_mmap2(r, PERF_RECORD_MISC_USER | PERF_RECORD_MISC_MMAP_BUILD_ID, "/bin/true", true);
+}
+
+/* Exactly 8 name bytes and no NUL before the (zero-filled) trailer. */
+static void b_mmap2_no_nul(struct rec *r)
+{
+	build_mmap2(r, 0, "/bin/abc", false);
+}
+
+static void b_mmap2_truncated(struct rec *r)
+{
+	rec_start(r);
+	put2(r, 77, 78);
+	put(r, 0x7f0000000000ULL);
+	put_trailer(r);
+	rec_end(r, PERF_RECORD_MMAP2, 0);
+}
+
+static void b_mmap_v1(struct rec *r)
+{
+	rec_start(r);
+	put2(r, 77, 78);
+	put(r, 0x400000);
+	put(r, 0x1000);
+	put(r, 0);
+	put_str(r, "/bin/old", true);
+	put_trailer(r);
+	rec_end(r, PERF_RECORD_MMAP, 0);
+}
+
+static void b_comm_exec(struct rec *r)
+{
+	rec_start(r);
+	put2(r, 300, 301);
+	put_str(r, "true", true);
+	put_trailer(r);
+	rec_end(r, PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC);
+}
+
+static void b_comm_no_nul(struct rec *r)
+{
+	rec_start(r);
+	put2(r, 300, 301);
+	put_str(r, "abcdefgh", false);
+	put_trailer(r);
+	rec_end(r, PERF_RECORD_COMM, 0);
+}
+
+static void b_comm_shorter_than_trailer(struct rec *r)
+{
+	rec_start(r);
+	put2(r, 300, 301);
+	rec_end(r, PERF_RECORD_COMM, 0);
+}
+
+static void build_task(struct rec *r, uint32_t type, bool truncated)
+{
+	rec_start(r);
+	put2(r, 500, 400); /* pid, ppid */
+	put2(r, 501, 401); /* tid, ptid */
+	if (!truncated)
+		put(r, 1111); /* time */
+	put_trailer(r);
+	rec_end(r, type, 0);
+}
+
+static void b_fork(struct rec *r)
+{
+	build_task(r, PERF_RECORD_FORK, false);
+}
+
+static void b_exit(struct rec *r)
+{
+	build_task(r, PERF_RECORD_EXIT, false);
+}
+
+static void b_fork_truncated(struct rec *r)
+{
+	build_task(r, PERF_RECORD_FORK, true);
+}
+
+static void b_lost(struct rec *r)
+{
+	rec_start(r);
+	put(r, 9); /* id */
+	put(r, 7);
+	put_trailer(r);
+	rec_end(r, PERF_RECORD_LOST, 0);
+}
+
+static void b_lost_samples(struct rec *r)
+{
+	rec_start(r);
+	put(r, 3);
+	put_trailer(r);
+	rec_end(r, PERF_RECORD_LOST_SAMPLES, 0);
+}
+
+static void b_lost_truncated(struct rec *r)
+{
+	rec_start(r);
+	put(r, 9);
+	put_trailer(r);
+	rec_end(r, PERF_RECORD_LOST, 0);
+}
+
+static void build_throttle(struct rec *r, uint32_t type)
+{
+	rec_start(r);
+	put(r, 1);
+	put(r, 2);
+	put(r, 3);
+	put_trailer(r);
+	rec_end(r, type, 0);
+}
+
+static void b_throttle(struct rec *r)
+{
+	build_throttle(r, PERF_RECORD_THROTTLE);
+}
+
+static void b_unthrottle(struct rec *r)
+{
+	build_throttle(r, PERF_RECORD_UNTHROTTLE);
+}
+
+static void b_unknown(struct rec *r)
+{
+	rec_start(r);
+	put(r, 1);
+	rec_end(r, 200, 0);
+}
+
+static const struct parse_case parse_cases[] = {
+	{ .name = "sample", .build = b_sample_good, .len = 0, .ret = 0, .samples = 1 },
+	{ .name = "sample without chain/regs/stack", .build = b_sample_bare, .len = 0, .ret = 0, .samples = 1 },
+	{ .name = "callchain nr past the record", .build = b_chain_past_end, .len = 0, .ret = -EBADMSG },
+	{ .name = "callchain nr*8 overflows", .build = b_chain_overflow, .len = 0, .ret = -EBADMSG },
+	{ .name = "callchain nr UINT64_MAX", .build = b_chain_huge, .len = 0, .ret = -EBADMSG },
+	{ .name = "regs past the record", .build = b_regs_truncated, .len = 0, .ret = -EBADMSG },
+	{ .name = "stack size past the record", .build = b_stack_past_end, .len = 0, .ret = -EBADMSG },
+	{ .name = "stack size UINT64_MAX", .build = b_stack_huge, .len = 0, .ret = -EBADMSG },
+	{ .name = "dyn_size > size", .build = b_dyn_past_size, .len = 0, .ret = -EBADMSG },
+	{ .name = "dyn_size missing", .build = b_dyn_missing, .len = 0, .ret = -EBADMSG },
+	{ .name = "cgroup id missing", .build = b_no_cgroup, .len = 0, .ret = -EBADMSG },
+	{ .name = "bytes after the last field", .build = b_trailing, .len = 0, .ret = -EBADMSG },
+	{ .name = "header.size 4", .build = b_header_small, .len = 0, .ret = -EBADMSG },
+	{ .name = "header.size beyond the buffer", .build = b_sample_good, .len = 24, .ret = -EBADMSG },
+	{ .name = "buffer shorter than a header", .build = b_sample_good, .len = 4, .ret = -EBADMSG },
+	{ .name = "mmap2", .build = b_mmap2_good, .len = 0, .ret = 0, .mmaps = 1 },
+	{ .name = "mmap2 with build id", .build = b_mmap2_build_id, .len = 0, .ret = 0, .mmaps = 1 },
+	{ .name = "mmap2 name without NUL", .build = b_mmap2_no_nul, .len = 0, .ret = -EBADMSG },
+	{ .name = "mmap2 truncated", .build = b_mmap2_truncated, .len = 0, .ret = -EBADMSG },
+	{ .name = "mmap", .build = b_mmap_v1, .len = 0, .ret = 0, .mmaps = 1 },
+	{ .name = "comm exec", .build = b_comm_exec, .len = 0, .ret = 0, .comms = 1 },
+	{ .name = "comm without NUL", .build = b_comm_no_nul, .len = 0, .ret = -EBADMSG },
+	{ .name = "comm shorter than sample_id", .build = b_comm_shorter_than_trailer, .len = 0, .ret = -EBADMSG },
+	{ .name = "fork", .build = b_fork, .len = 0, .ret = 0, .forks = 1 },
+	{ .name = "exit", .build = b_exit, .len = 0, .ret = 0, .exits = 1 },
+	{ .name = "fork truncated", .build = b_fork_truncated, .len = 0, .ret = -EBADMSG },
+	{ .name = "lost", .build = b_lost, .len = 0, .ret = 0, .losts = 1 },
+	{ .name = "lost samples", .build = b_lost_samples, .len = 0, .ret = 0, .losts = 1 },
+	{ .name = "lost truncated", .build = b_lost_truncated, .len = 0, .ret = -EBADMSG },
+	{ .name = "throttle", .build = b_throttle, .len = 0, .ret = 0, .throttled = 1 },
+	{ .name = "unthrottle", .build = b_unthrottle, .len = 0, .ret = 0 },
+	{ .name = "unknown type", .build = b_unknown, .len = 0, .ret = 0 },
+};
+
+static void test_parse_table(void **state)
+{
+	for (size_t i = 0; i < NELEM(parse_cases); i++) {
+		const struct parse_case *c = &parse_cases[i];
+		struct sampler_stats st = { 0 };
+		struct seen v = { 0 };
+		struct sampler_cb cb = seen_cb(&v);
+		struct rec r;
+		int ret;
+
+		c->build(&r);
+		ret = sampler_parse_record(&L, r.w, c->len ? c->len : rec_len(&r), &cb, &st);
+		if (ret != c->ret)
+			fail_msg("%s: returned %d, want %d", c->name, ret, c->ret);
+		if (st.malformed != (c->ret ? 1u : 0u))
+			fail_msg("%s: malformed %llu", c->name, (unsigned long long)st.malformed);
+		if (v.samples != c->samples || v.mmaps != c->mmaps || v.comms != c->comms ||
+		    v.forks != c->forks || v.exits != c->exits || v.losts != c->losts ||
+		    st.throttled != (uint64_t)c->throttled || st.samples != (uint64_t)c->samples)
+			fail_msg("%s: callbacks s%d m%d c%d f%d e%d l%d t%llu", c->name, v.samples,
+				 v.mmaps, v.comms, v.forks, v.exits, v.losts,
+				 (unsigned long long)st.throttled);
+	}
+}
+
+/* The values, not just the callbacks, of the good records. */
+static void test_parse_values(void **state)
+{
+	struct sampler_stats st = { 0 };
+	struct seen v = { 0 };
+	struct sampler_cb cb = seen_cb(&v);
+	struct rec r;
+
+	b_sample_good(&r);
+	assert_int_equal(sampler_parse_record(&L, r.w, rec_len(&r), &cb, &st), 0);
+	assert_int_equal(v.s.ip, 0x401000);
+	assert_int_equal(v.s.pid, 1234);
+	assert_int_equal(v.s.tid, 1235);
+	assert_int_equal(v.s.time, 987654321);
+	assert_int_equal(v.s.cpu, 1);
+	assert_int_equal(v.s.period, 1001001);
+	assert_true(v.s.user_mode);
+	assert_int_equal(v.s.nr_callchain, 3);
+	assert_int_equal(v.chain[2], 0xffffffff81000002ULL);
+	assert_int_equal(v.s.regs_abi, PERF_SAMPLE_REGS_ABI_64);
+	assert_int_equal(v.regs[0], 0x1000);
+	assert_int_equal(v.regs[2], 0x1002);
+	assert_int_equal(v.s.stack_size, 8); /* dyn_size, not size */
+	assert_int_equal(v.stack[0], 0x01);
+	assert_int_equal(v.s.cgroup_id, 42);
+
+	b_sample_bare(&r);
+	assert_int_equal(sampler_parse_record(&L, r.w, rec_len(&r), &cb, &st), 0);
+	assert_null(v.s.regs);
+	assert_null(v.s.stack);
+	assert_int_equal(v.s.stack_size, 0);
+	assert_int_equal(v.s.nr_callchain, 0);
+
+	b_mmap2_good(&r);
+	assert_int_equal(sampler_parse_record(&L, r.w, rec_len(&r), &cb, &st), 0);
+	assert_int_equal(v.m.pid, 77);
+	assert_int_equal(v.m.tid, 78);
+	assert_int_equal(v.m.start, 0x7f0000000000ULL);
+	assert_int_equal(v.m.len, 0x2000);
+	assert_int_equal(v.m.pgoff, 0x1000);
+	assert_int_equal(v.m.maj, 8);
+	assert_int_equal(v.m.min, 1);
+	assert_int_equal(v.m.ino, 123456);
+	assert_int_equal(v.m.prot, 5);
+	assert_int_equal(v.m.flags, 2);
+	assert_string_equal(v.name, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+
+	b_mmap2_build_id(&r);
+	assert_int_equal(sampler_parse_record(&L, r.w, rec_len(&r), &cb, &st), 0);
+	assert_int_equal(v.m.ino, 0);
+	assert_int_equal(v.m.maj, 0);
+	assert_int_equal(v.m.prot, 5);
+	assert_string_equal(v.name, "/bin/true");
+
+	b_comm_exec(&r);
+	assert_int_equal(sampler_parse_record(&L, r.w, rec_len(&r), &cb, &st), 0);
+	assert_string_equal(v.name, "true");
+	assert_true(v.exec);
+	assert_int_equal(v.pid, 300);
+	assert_int_equal(v.tid, 301);
+
+	b_fork(&r);
+	assert_int_equal(sampler_parse_record(&L, r.w, rec_len(&r), &cb, &st), 0);
+	assert_int_equal(v.pid, 500);
+	assert_int_equal(v.ppid, 400);
+	assert_int_equal(v.tid, 501);
+
+	b_lost(&r);
+	assert_int_equal(sampler_parse_record(&L, r.w, rec_len(&r), &cb, &st), 0);
+	b_lost_samples(&r);
+	assert_int_equal(sampler_parse_record(&L, r.w, rec_len(&r), &cb, &st), 0);
+	assert_int_equal(v.lost, 10);
+	assert_int_equal(st.lost, 10);
+	assert_int_equal(st.malformed, 0);
+
+	/* NULL callbacks: counted only. */
+	b_sample_good(&r);
+	assert_int_equal(sampler_parse_record(&L, r.w, rec_len(&r), NULL, &st), 0);
+}
+
+/* Every shorter header.size of a good record is malformed, never read past. */
+static void test_parse_truncations(void **state)
+{
+	void (*builds[])(struct rec *) = { b_sample_good, b_mmap2_good, b_comm_exec, b_fork,
+					   b_lost, b_throttle };
+
+	for (size_t b = 0; b < NELEM(builds); b++) {
+		struct rec full;
+
+		builds[b](&full);
+		for (size_t len = 8; len < rec_len(&full); len += 8) {
+			struct sampler_stats st = { 0 };
+			struct seen v = { 0 };
+			struct sampler_cb cb = seen_cb(&v);
+			/* Heap copy of exactly @len bytes: ASan sees any overread. */
+			uint64_t *buf = malloc(len);
+
+			assert_non_null(buf);
+			memcpy(buf, full.w, len);
+			buf[0] = (buf[0] & 0x0000ffffffffffffULL) | (uint64_t)len << 48;
+			if (sampler_parse_record(&L, buf, len, &cb, &st) != -EBADMSG)
+				fail_msg("builder %zu truncated to %zu parsed", b, len);
+			assert_int_equal(st.malformed, 1);
+			assert_int_equal(v.samples + v.mmaps + v.comms + v.forks, 0);
+			free(buf);
+		}
+	}
+}
+
+/* Random bytes with random types and sizes: no crash, no overread. */
+static void test_parse_random(void **state)
+{
+	static const uint32_t types[] = { PERF_RECORD_SAMPLE, PERF_RECORD_MMAP2, PERF_RECORD_MMAP,
+					  PERF_RECORD_COMM, PERF_RECORD_FORK, PERF_RECORD_EXIT,
+					  PERF_RECORD_LOST, PERF_RECORD_LOST_SAMPLES,
+					  PERF_RECORD_THROTTLE };
+	struct sampler_stats st = { 0 };
+	struct seen v = { 0 };
+	struct sampler_cb cb = seen_cb(&v);
+	unsigned seed = 12345;
+
+	for (int i = 0; i < 20000; i++) {
+		size_t words = 1 + (size_t)rand_r(&seed) % 40;
+		uint64_t *buf = malloc(words * 8);
+
+		assert_non_null(buf);
+		for (size_t w = 0; w < words; w++) {
+			uint64_t x = (uint64_t)rand_r(&seed) << 33 ^ (uint64_t)rand_r(&seed) << 11 ^
+				     (uint64_t)rand_r(&seed);
+
+			/* Small values now and then, so counts look plausible. */
+			buf[w] = rand_r(&seed) % 3 ? x % 64 : x;
+		}
+		buf[0] = types[rand_r(&seed) % NELEM(types)] |
+			 (uint64_t)(rand_r(&seed) & 0xffff) << 32 |
+			 (uint64_t)(rand_r(&seed) % 2 ? words * 8 : (size_t)rand_r(&seed) % 400) << 48;
+		int ret = sampler_parse_record(&L, buf, words * 8, &cb, &st);
+
+		assert_true(ret == 0 || ret == -EBADMSG);
+		free(buf);
+	}
+	assert_true(st.malformed > 0);
+}
+
+static void test_parse_bad_args(void **state)
+{
+	struct sampler_layout raw = L;
+	struct sampler_stats st = { 0 };
+	struct rec r;
+
+	b_sample_good(&r);
+	raw.sample_type |= PERF_SAMPLE_RAW;
+	assert_int_equal(sampler_parse_record(&raw, r.w, rec_len(&r), NULL, &st), -EINVAL);
+	assert_int_equal(sampler_parse_record(&L, (const char *)r.w + 4, 64, NULL, &st), -EINVAL);
+	assert_int_equal(sampler_parse_record(&L, NULL, 64, NULL, &st), -EINVAL);
+	assert_int_equal(st.malformed, 0);
+}
+
+/* ================= the ring walker on a fake ring ================= */
+
+#define FAKE_SIZE 256
+
+struct fake_ring {
+	struct perf_event_mmap_page pg;
+	uint64_t data[FAKE_SIZE / 8];
+	uint64_t scratch[8192];
+};
+
+/* Write @len bytes at free-running position @pos, wrapping at the end. */
+static void fake_put(struct fake_ring *f, uint64_t pos, const void *p, size_t len)
+{
+	uint8_t *d = (uint8_t *)f->data;
+
+	for (size_t i = 0; i < len; i++)
+		d[(pos + i) % FAKE_SIZE] = ((const uint8_t *)p)[i];
+}
+
+static int fake_read(struct fake_ring *f, struct seen *v, struct sampler_stats *st, bool scratch)
+{
+	struct sampler_cb cb = seen_cb(v);
+
+	return sampler_ring_read(&L, &f->pg, (const uint8_t *)f->data, FAKE_SIZE,
+				 scratch ? (uint8_t *)f->scratch : NULL, sizeof(f->scratch), &cb,
+				 st);
+}
+
+static void test_ring_wrap(void **state)
+{
+	struct fake_ring *f = calloc(1, sizeof(*f));
+	struct sampler_stats st = { 0 };
+	struct seen v = { 0 };
+	struct rec comm, fork, sample;
+	/* Free-running counters far from zero: only "& (size - 1)" places them. */
+	uint64_t tail = 10 * FAKE_SIZE + FAKE_SIZE - 24, pos = tail;
+
+	assert_non_null(f);
+	b_comm_exec(&comm);   /* 48 bytes from 24 before the end: straddles */
+	b_fork(&fork);
+	b_sample_bare(&sample);
+	fake_put(f, pos, comm.w, rec_len(&comm));
+	pos += rec_len(&comm);
+	fake_put(f, pos, fork.w, rec_len(&fork));
+	pos += rec_len(&fork);
+	fake_put(f, pos, sample.w, rec_len(&sample));
+	pos += rec_len(&sample);
+	f->pg.data_tail = tail;
+	f->pg.data_head = pos;
+
+	assert_int_equal(fake_read(f, &v, &st, true), 3);
+	assert_int_equal(v.comms, 1);
+	assert_int_equal(v.forks, 1);
+	assert_int_equal(v.samples, 1);
+	assert_int_equal(v.s.cgroup_id, 42);
+	assert_int_equal(st.wrapped, 1);
+	assert_int_equal(st.malformed, 0);
+	assert_int_equal(st.records, 3);
+	assert_int_equal(f->pg.data_tail, pos);
+	/* Nothing new: nothing read, no wakeup counted. */
+	assert_int_equal(fake_read(f, &v, &st, true), 0);
+	assert_int_equal(st.wakeups, 1);
+
+	/* Without scratch the straddling record is skipped, the rest parsed. */
+	memset(&st, 0, sizeof(st));
+	memset(&v, 0, sizeof(v));
+	f->pg.data_tail = tail;
+	assert_int_equal(fake_read(f, &v, &st, false), 3);
+	assert_int_equal(st.malformed, 1);
+	assert_int_equal(v.comms, 0);
+	assert_int_equal(v.forks + v.samples, 2);
+	free(f);
+}
+
+static void test_ring_corrupt(void **state)
+{
+	static const uint16_t bad_sizes[] = { 0, 4, 12, 4096 };
+	struct fake_ring *f = calloc(1, sizeof(*f));
+	struct rec fork;
+
+	assert_non_null(f);
+	b_fork(&fork);
+	for (size_t i = 0; i < NELEM(bad_sizes); i++) {
+		struct sampler_stats st = { 0 };
+		struct seen v = { 0 };
+		uint64_t hdr = PERF_RECORD_FORK | (uint64_t)bad_sizes[i] << 48, pos = 40;
+
+		memset(f->data, 0, sizeof(f->data));
+		fake_put(f, pos, fork.w, rec_len(&fork));
+		fake_put(f, pos + rec_len(&fork), &hdr, 8);
+		f->pg.data_tail = pos;
+		f->pg.data_head = pos + rec_len(&fork) + 64;
+		assert_int_equal(fake_read(f, &v, &st, true), 1);
+		assert_int_equal(v.forks, 1);
+		assert_int_equal(st.malformed, 1);
+		/* The rest was dropped: the ring is usable again. */
+		assert_int_equal(f->pg.data_tail, f->pg.data_head);
+	}
+
+	/* A head more than a ring ahead of the tail. */
+	struct sampler_stats st = { 0 };
+	struct seen v = { 0 };
+
+	f->pg.data_tail = 8;
+	f->pg.data_head = 8 + FAKE_SIZE + 8;
+	assert_int_equal(fake_read(f, &v, &st, true), 0);
+	assert_int_equal(st.malformed, 1);
+	assert_int_equal(f->pg.data_tail, f->pg.data_head);
+
+	/* Sizes that are not a power of two are refused. */
+	assert_int_equal(sampler_ring_read(&L, &f->pg, (const uint8_t *)f->data, 96, NULL, 0, NULL,
+					   &st),
+			 -EINVAL);
+	free(f);
+}
+
+/* ================= live sampling ================= */
+
+static struct ev_spec g_clock;
+static int *g_cpus;
+static size_t g_ncpu;
+static uint64_t g_max_rate;
+
+static int group_setup(void **state)
+{
+	FILE *f;
+	unsigned long long rate = 0;
+	int n;
+
+	if (ev_parse("cpu-clock", NULL, &g_clock))
+		return -1;
+	n = cpumap_online(&g_cpus);
+	if (n <= 0)
+		return -1;
+	g_ncpu = (size_t)n;
+	/* The kernel lowers this when sampling interrupts take long: stay under it. */
+	f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "r");
+	if (f) {
+		if (fscanf(f, "%llu", &rate) != 1)
+			rate = 0;
+		fclose(f);
+	}
+	g_max_rate = rate ? rate : 1000;
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	ev_spec_release(&g_clock);
+	free(g_cpus);
+	return 0;
+}
+
+static void need_root(void)
+{
+	if (geteuid() != 0) {
+		print_message("needs root: system-wide and cgroup perf events\n");
+		skip();
+	}
+}
+
+static uint64_t freq(uint64_t want)
+{
+	return want < g_max_rate ? want : g_max_rate;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static volatile uint64_t g_sink;
+
+static __attribute__((noinline)) void spin_leaf(void)
+{
+	for (int i = 0; i < 1000; i++)
+		g_sink += (uint64_t)i;
+}
+
+static __attribute__((noinline)) void spin_ms(unsigned ms)
+{
+	uint64_t end = now_ns() + (uint64_t)ms * 1000000u;
+
+	while (now_ns() < end)
+		spin_leaf();
+}
+
+static struct sampler_opts base_opts(void)
+{
+	return (struct sampler_opts){ .event = &g_clock, .freq = freq(999), .cpus = g_cpus,
+				      .ncpu = g_ncpu, .mmap_pages = 64 };
+}
+
+static struct sampler *open_or_fail(const struct sampler_opts *o)
+{
+	struct sampler *s = sampler_open(o);
+
+	if (!s)
+		fail_msg("sampler_open: %s", strerror(errno));
+	return s;
+}
+
+/* What the live callbacks collect. */
+#define MAX_PIDS 64
+#define MAX_SB 4096
+
+struct pidcount {
+	uint32_t pid, tid;
+	uint64_t n;
+};
+
+struct sb {
+	char kind; /* 'f'ork, 'c'omm, 'x' exit, 'm'map */
+	uint32_t pid, ppid, tid;
+	bool exec;
+	char name[64];
+};
+
+struct live {
+	uint64_t samples, self, self_user;
+	uint64_t bad_cpu, time_back, no_chain;
+	uint64_t *last_time; /* by CPU number */
+	size_t ncpu_ids;
+	bool want_chain;
+	/* user_stack checks, on our own user-mode samples */
+	bool want_stack;
+	uint32_t stack_bytes;
+	uintptr_t stack_lo, stack_hi;
+	uint64_t stack_ok, stack_bad;
+	/* cgroup checks */
+	uint64_t want_cgroup_id, cgroup_bad;
+	struct pidcount tids[MAX_PIDS];
+	size_t ntids;
+	uint64_t tids_overflow;
+	struct sb sb[MAX_SB];
+	size_t nsb;
+	uint64_t lost;
+};
+
+static void live_init(struct live *c)
+{
+	int max = 0;
+
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < g_ncpu; i++)
+		if (g_cpus[i] > max)
+			max = g_cpus[i];
+	c->ncpu_ids = (size_t)max + 1;
+	c->last_time = calloc(c->ncpu_ids, sizeof(*c->last_time));
+	assert_non_null(c->last_time);
+}
+
+static void live_release(struct live *c)
+{
+	free(c->last_time);
+	c->last_time = NULL;
+}
+
+static bool cpu_listed(uint32_t cpu)
+{
+	for (size_t i = 0; i < g_ncpu; i++)
+		if ((uint32_t)g_cpus[i] == cpu)
+			return true;
+	return false;
+}
+
+static void live_sample(void *ctx, const struct sample *s)
+{
+	struct live *c = ctx;
+	size_t i;
+
+	c->samples++;
+	if (!cpu_listed(s->cpu) || s->cpu >= c->ncpu_ids) {
+		c->bad_cpu++;
+	} else {
+		if (s->time <= c->last_time[s->cpu])
+			c->time_back++;
+		c->last_time[s->cpu] = s->time;
+	}
+	if (c->want_chain && (!s->callchain || s->nr_callchain == 0))
+		c->no_chain++;
+	if (s->pid == (uint32_t)getpid()) {
+		c->self++;
+		if (s->user_mode)
+			c->self_user++;
+		if (c->want_stack && s->user_mode) {
+			int sp = __builtin_popcountll(REGS_MASK & ((1ULL << PERF_REG_X86_SP) - 1));
+			bool ok = s->regs_abi != PERF_SAMPLE_REGS_ABI_NONE && s->regs && s->stack &&
+				  s->stack_size > 0 && s->stack_size <= c->stack_bytes &&
+				  s->regs[sp] >= c->stack_lo && s->regs[sp] <= c->stack_hi;
+
+			if (ok)
+				c->stack_ok++;
+			else
+				c->stack_bad++;
+		}
+	}
+	if (c->want_cgroup_id && s->cgroup_id != c->want_cgroup_id)
+		c->cgroup_bad++;
+	for (i = 0; i < c->ntids; i++) {
+		if (c->tids[i].tid == s->tid && c->tids[i].pid == s->pid) {
+			c->tids[i].n++;
+			return;
+		}
+	}
+	if (c->ntids == MAX_PIDS) {
+		c->tids_overflow++;
+		return;
+	}
+	c->tids[c->ntids++] = (struct pidcount){ s->pid, s->tid, 1 };
+}
+
+static struct sb *live_sb(struct live *c, char kind)
+{
+	if (c->nsb == MAX_SB)
+		return NULL;
+	c->sb[c->nsb] = (struct sb){ .kind = kind };
+	return &c->sb[c->nsb++];
+}
+
+static void live_mmap(void *ctx, const struct sample_mmap *m)
+{
+	struct sb *e = live_sb(ctx, 'm');
+
+	if (e) {
+		e->pid = m->pid;
+		e->tid = m->tid;
+		snprintf(e->name, sizeof(e->name), "%s", m->filename);
+	}
+}
+
+static void live_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec)
+{
+	struct sb *e = live_sb(ctx, 'c');
+
+	if (e) {
+		e->pid = pid;
+		e->tid = tid;
+		e->exec = exec;
+		snprintf(e->name, sizeof(e->name), "%s", comm);
+	}
+}
+
+static void live_fork(void *ctx, uint32_t pid, uint32_t ppid, uint32_t tid)
+{
+	struct sb *e = live_sb(ctx, 'f');
+
+	if (e) {
+		e->pid = pid;
+		e->ppid = ppid;
+		e->tid = tid;
+	}
+}
+
+static void live_exit(void *ctx, uint32_t pid, uint32_t tid)
+{
+	struct sb *e = live_sb(ctx, 'x');
+
+	if (e) {
+		e->pid = pid;
+		e->tid = tid;
+	}
+}
+
+static void live_lost(void *ctx, uint64_t lost)
+{
+	((struct live *)ctx)->lost += lost;
+}
+
+static struct sampler_cb live_cb(struct live *c)
+{
+	return (struct sampler_cb){ .ctx = c, .sample = live_sample, .mmap = live_mmap,
+				    .comm = live_comm, .fork = live_fork, .exit = live_exit,
+				    .lost = live_lost };
+}
+
+/* First side-band record of @kind for @pid (and @ppid, @name if given). */
+static const struct sb *find_sb(const struct live *c, char kind, uint32_t pid, uint32_t ppid,
+				const char *name)
+{
+	for (size_t i = 0; i < c->nsb; i++) {
+		const struct sb *e = &c->sb[i];
+
+		if (e->kind != kind || (pid && e->pid != pid) || (ppid && e->ppid != ppid))
+			continue;
+		if (name && !strstr(e->name, name))
+			continue;
+		return e;
+	}
+	return NULL;
+}
+
+static bool forked_by(const struct live *c, uint32_t pid, uint32_t parent)
+{
+	for (size_t i = 0; i < c->nsb; i++)
+		if (c->sb[i].kind == 'f' && c->sb[i].pid == pid && c->sb[i].ppid == parent)
+			return true;
+	return false;
+}
+
+/* Drain every @every_ms for @total_ms, spinning or sleeping in between. */
+static void run_for(struct sampler *s, const struct sampler_cb *cb, unsigned total_ms,
+		    unsigned every_ms, bool spin)
+{
+	uint64_t end = now_ns() + (uint64_t)total_ms * 1000000u;
+
+	while (now_ns() < end) {
+		if (spin)
+			spin_ms(every_ms);
+		else
+			usleep(every_ms * 1000);
+		assert_true(sampler_drain(s, cb) >= 0);
+	}
+}
+
+static void finish(struct sampler *s, const struct sampler_cb *cb)
+{
+	assert_int_equal(sampler_disable(s), 0);
+	assert_true(sampler_drain(s, cb) >= 0);
+}
+
+static void test_system_wide(void **state)
+{
+	struct sampler_opts o = base_opts();
+	struct sampler_stats st;
+	struct pollfd pfd[64];
+	int fds[64];
+	struct live c;
+	struct sampler_cb cb = live_cb(&c);
+	struct sampler *s;
+	size_t n;
+
+	need_root();
+	live_init(&c);
+	c.want_chain = true;
+	o.callchain = true;
+	s = open_or_fail(&o);
+	n = sampler_fds(s, fds, NELEM(fds));
+	assert_int_equal(n, g_ncpu);
+	assert_int_equal(sampler_enable(s), 0);
+
+	/* The watermark: 20 samples per CPU (a few KiB) wake nobody; the
+	 * small-ring test sees the wake-up once a quarter is full. */
+	for (size_t i = 0; i < n; i++)
+		pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	spin_ms(20);
+	assert_int_equal(poll(pfd, n, 0), 0);
+
+	run_for(s, &cb, 1000, 100, true);
+	finish(s, &cb);
+	sampler_stats(s, &st);
+	print_message("system-wide: %llu samples (%llu ours), %llu records, %llu lost\n",
+		      (unsigned long long)c.samples, (unsigned long long)c.self,
+		      (unsigned long long)st.records, (unsigned long long)st.lost);
+	assert_true(c.samples > 500);
+	assert_true(c.self > 0);
+	assert_int_equal(c.bad_cpu, 0);
+	assert_int_equal(c.time_back, 0);
+	assert_int_equal(c.no_chain, 0);
+	assert_int_equal(st.samples, c.samples);
+	assert_int_equal(st.malformed, 0);
+	assert_true(st.wakeups > 0);
+	sampler_close(s);
+	live_release(&c);
+}
+
+static void test_fork_exec(void **state)
+{
+	struct sampler_opts o = base_opts();
+	struct sampler_stats st;
+	struct live c;
+	struct sampler_cb cb = live_cb(&c);
+	struct sampler *s;
+	pid_t child;
+	int status;
+
+	need_root();
+	live_init(&c);
+	s = open_or_fail(&o);
+	assert_int_equal(sampler_enable(s), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	run_for(s, &cb, 100, 50, false);
+	finish(s, &cb);
+	sampler_stats(s, &st);
+	assert_int_equal(st.malformed, 0);
+
+	assert_non_null(find_sb(&c, 'f', (uint32_t)child, (uint32_t)getpid(), NULL));
+	const struct sb *e = find_sb(&c, 'c', (uint32_t)child, 0, "true");
+
+	assert_non_null(e);
+	assert_true(e->exec);
+	assert_non_null(find_sb(&c, 'x', (uint32_t)child, 0, NULL));
+	if (!find_sb(&c, 'm', (uint32_t)child, 0, "true") &&
+	    !find_sb(&c, 'm', (uint32_t)child, 0, "libc"))
+		fail_msg("no MMAP2 of /bin/true or libc for pid %d", (int)child);
+	sampler_close(s);
+	live_release(&c);
+}
+
+static void test_user_stack(void **state)
+{
+	struct sampler_opts o = base_opts();
+	struct sampler_stats st;
+	struct live c;
+	struct sampler_cb cb = live_cb(&c);
+	struct sampler *s;
+	volatile char here = 0;
+
+	need_root();
+	live_init(&c);
+	c.want_stack = true;
+	c.stack_bytes = 8192;
+	/* Our stack pointer, during the spin below, sits under this frame. */
+	c.stack_hi = (uintptr_t)&here + 4096;
+	c.stack_lo = (uintptr_t)&here - (1u << 20);
+	o.user_stack = true;
+	o.stack_bytes = 8192;
+	o.regs_mask = REGS_MASK;
+	s = open_or_fail(&o);
+	assert_int_equal(sampler_enable(s), 0);
+	run_for(s, &cb, 500, 25, true);
+	finish(s, &cb);
+	sampler_stats(s, &st);
+	print_message("user stack: %llu of our %llu user samples (%llu in all) ok, %llu bad\n",
+		      (unsigned long long)c.stack_ok, (unsigned long long)c.self_user,
+		      (unsigned long long)c.self, (unsigned long long)c.stack_bad);
+	assert_true(c.self_user > 50);
+	assert_int_equal(c.stack_bad, 0);
+	assert_int_equal(c.stack_ok, c.self_user);
+	assert_int_equal(st.malformed, 0);
+	sampler_close(s);
+	live_release(&c);
+	(void)here;
+}
+
+/* Children and cgroups the live tests make; teardown removes them. */
+struct fixture {
+	pid_t child;
+	int ready[2], go[2];
+	char dir[PATH_MAX], idle[PATH_MAX];
+};
+
+static int fixture_setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	f->ready[0] = f->ready[1] = f->go[0] = f->go[1] = -1;
+	*state = f;
+	return 0;
+}
+
+static void rmdir_retry(const char *dir)
+{
+	/* A reaped child may leave the cgroup populated for a moment. */
+	for (int i = 0; i < 100 && rmdir(dir) < 0 && errno == EBUSY; i++)
+		usleep(10000);
+}
+
+static int fixture_teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	if (f->child > 0) {
+		kill(f->child, SIGKILL);
+		waitpid(f->child, NULL, 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		if (f->ready[i] >= 0)
+			close(f->ready[i]);
+		if (f->go[i] >= 0)
+			close(f->go[i]);
+	}
+	if (f->dir[0])
+		rmdir_retry(f->dir);
+	if (f->idle[0])
+		rmdir_retry(f->idle);
+	free(f);
+	return 0;
+}
+
+static void wait_byte(int fd)
+{
+	char b;
+
+	while (read(fd, &b, 1) < 0 && errno == EINTR)
+		;
+}
+
+static void fork_true(void)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	if (p > 0)
+		waitpid(p, NULL, 0);
+}
+
+/* Child of the cgroup test: spins, forks+execs /bin/true once, spins on. */
+static __attribute__((noreturn)) void cgroup_child(struct fixture *f)
+{
+	wait_byte(f->go[0]);
+	spin_ms(200);
+	fork_true();
+	for (;;)
+		spin_leaf();
+}
+
+static void write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		fail_msg("open %s: %s", path, strerror(errno));
+	if (write(fd, text, strlen(text)) < 0)
+		fail_msg("write %s: %s", path, strerror(errno));
+	close(fd);
+}
+
+static void test_cgroup(void **state)
+{
+	struct fixture *f = *state;
+	struct sampler_opts o = base_opts();
+	struct sampler_layout lay;
+	struct sampler_stats st;
+	struct cg_mounts *mounts;
+	const struct cg_mount *perf;
+	const char *dirs[2];
+	char procs[PATH_MAX + 32], pid[32];
+	struct live c;
+	struct sampler_cb cb = live_cb(&c);
+	struct sampler *s;
+	struct stat sb;
+	pid_t child;
+
+	need_root();
+	mounts = cg_mounts_read("/proc/self/mountinfo");
+	assert_non_null(mounts);
+	perf = cg_mounts_perf(mounts);
+	if (!perf) {
+		cg_mounts_free(mounts);
+		print_message("no cgroup hierarchy with perf_event\n");
+		skip();
+	}
+	snprintf(f->dir, sizeof(f->dir), "%s/cgperf-test-sampler-%d", perf->path, (int)getpid());
+	snprintf(f->idle, sizeof(f->idle), "%s/cgperf-test-sampler-%d-idle", perf->path,
+		 (int)getpid());
+	cg_mounts_free(mounts);
+	if (mkdir(f->dir, 0755) < 0) {
+		f->dir[0] = '\0';
+		fail_msg("mkdir: %s", strerror(errno));
+	}
+	if (mkdir(f->idle, 0755) < 0) {
+		f->idle[0] = '\0';
+		fail_msg("mkdir: %s", strerror(errno));
+	}
+	assert_int_equal(stat(f->dir, &sb), 0);
+
+	assert_int_equal(pipe2(f->go, O_CLOEXEC), 0);
+	f->child = fork();
+	assert_true(f->child >= 0);
+	if (f->child == 0)
+		cgroup_child(f);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", f->dir);
+	snprintf(pid, sizeof(pid), "%d", (int)f->child);
+	write_file(procs, pid);
+
+	live_init(&c);
+	/* The busy cgroup second: its side-band comes from a redirected event. */
+	dirs[0] = f->idle;
+	dirs[1] = f->dir;
+	o.cgroup_dirs = dirs;
+	o.ncgroups = 2;
+	o.callchain = true;
+	c.want_chain = true;
+	s = open_or_fail(&o);
+	assert_int_equal(sampler_fds(s, (int[64]){ 0 }, 64), g_ncpu); /* one ring per CPU */
+	sampler_layout(s, &lay);
+	if (lay.sample_type & PERF_SAMPLE_CGROUP)
+		c.want_cgroup_id = (uint64_t)sb.st_ino;
+	else
+		print_message("kernel without PERF_SAMPLE_CGROUP: cgroup ids not checked\n");
+	assert_int_equal(sampler_enable(s), 0);
+	assert_int_equal(write(f->go[1], "g", 1), 1);
+	run_for(s, &cb, 600, 100, false);
+	finish(s, &cb);
+	sampler_stats(s, &st);
+	child = f->child;
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	f->child = 0;
+
+	print_message("cgroup: %llu samples from %zu threads\n", (unsigned long long)c.samples,
+		      c.ntids);
+	assert_true(c.samples > 100);
+	assert_int_equal(c.tids_overflow, 0);
+	for (size_t i = 0; i < c.ntids; i++) {
+		uint32_t p = c.tids[i].pid;
+
+		if (p != (uint32_t)child && !forked_by(&c, p, (uint32_t)child))
+			fail_msg("%llu samples of pid %u, not in the cgroup (child %d)",
+				 (unsigned long long)c.tids[i].n, p, (int)child);
+	}
+	assert_int_equal(c.cgroup_bad, 0);
+	assert_int_equal(c.self, 0);
+	assert_int_equal(st.malformed, 0);
+	/* The grandchild's exec, reported by the second cgroup's event. */
+	const struct sb *fk = find_sb(&c, 'f', 0, (uint32_t)child, NULL);
+
+	assert_non_null(fk);
+	const struct sb *ex = find_sb(&c, 'c', fk->pid, 0, "true");
+
+	assert_non_null(ex);
+	assert_true(ex->exec);
+	sampler_close(s);
+	live_release(&c);
+}
+
+static void *spin_thread(void *arg)
+{
+	for (;;)
+		spin_leaf();
+	return arg;
+}
+
+/* Child of the pid test: a thread that exists before the sampler opens,
+ * then (once sampled) a forked grandchild that spins for a while. */
+static __attribute__((noreturn)) void pid_child(struct fixture *f)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, spin_thread, NULL))
+		_exit(1);
+	if (write(f->ready[1], "r", 1) != 1)
+		_exit(1);
+	wait_byte(f->go[0]);
+	pid_t g = fork();
+
+	if (g == 0) {
+		spin_ms(200);
+		_exit(0);
+	}
+	for (;;)
+		spin_leaf();
+}
+
+static void test_pid(void **state)
+{
+	struct fixture *f = *state;
+	struct sampler_opts o = base_opts();
+	struct sampler_stats st;
+	struct live c;
+	struct sampler_cb cb = live_cb(&c);
+	struct sampler *s;
+	uint64_t main_thread = 0, other_thread = 0, grandchild = 0;
+
+	need_root();
+	assert_int_equal(pipe2(f->ready, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(f->go, O_CLOEXEC), 0);
+	f->child = fork();
+	assert_true(f->child >= 0);
+	if (f->child == 0)
+		pid_child(f);
+	wait_byte(f->ready[0]);
+
+	live_init(&c);
+	o.pid = f->child;
+	s = open_or_fail(&o);
+	assert_int_equal(sampler_fds(s, (int[64]){ 0 }, 64), g_ncpu);
+	assert_int_equal(sampler_enable(s), 0);
+	assert_int_equal(write(f->go[1], "g", 1), 1);
+	run_for(s, &cb, 600, 100, false);
+	finish(s, &cb);
+	sampler_stats(s, &st);
+
+	for (size_t i = 0; i < c.ntids; i++) {
+		const struct pidcount *p = &c.tids[i];
+
+		if (p->pid == (uint32_t)f->child && p->tid == p->pid)
+			main_thread += p->n;
+		else if (p->pid == (uint32_t)f->child)
+			other_thread += p->n;
+		else if (forked_by(&c, p->pid, (uint32_t)f->child))
+			grandchild += p->n;
+		else
+			fail_msg("%llu samples of %u/%u, not the followed process",
+				 (unsigned long long)p->n, p->pid, p->tid);
+	}
+	print_message("pid: main thread %llu, older thread %llu, forked child %llu samples\n",
+		      (unsigned long long)main_thread, (unsigned long long)other_thread,
+		      (unsigned long long)grandchild);
+	assert_true(main_thread > 0);
+	assert_true(other_thread > 0); /* a thread that existed before the open */
+	assert_true(grandchild > 0);   /* inherit=1 */
+	assert_int_equal(st.malformed, 0);
+	sampler_close(s);
+	live_release(&c);
+}
+
+/* A two-page ring, big records, slow drains: wraps and overruns. */
+static void test_small_ring(void **state)
+{
+	struct sampler_opts o = base_opts();
+	struct sampler_stats st;
+	struct live c;
+	struct sampler_cb cb = live_cb(&c);
+	struct sampler *s;
+	uint64_t t0, dt = 0;
+	struct pollfd pfd[64];
+	int fds[64], n;
+
+	need_root();
+	live_init(&c);
+	o.freq = freq(4000);
+	o.mmap_pages = 2;
+	o.user_stack = true;
+	o.stack_bytes = 4096;
+	o.regs_mask = REGS_MASK;
+	o.callchain = true;
+	s = open_or_fail(&o);
+	n = (int)sampler_fds(s, fds, NELEM(fds));
+	for (int i = 0; i < n; i++)
+		pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	assert_int_equal(sampler_enable(s), 0);
+	/* One 4 KiB stack sample passes the 2 KiB watermark. */
+	assert_true(poll(pfd, (nfds_t)n, 2000) > 0);
+	for (int i = 0; i < 20; i++) {
+		spin_ms(50);
+		t0 = now_ns();
+		n = sampler_drain(s, &cb);
+		dt += now_ns() - t0;
+		assert_true(n >= 0);
+	}
+	finish(s, &cb);
+	sampler_stats(s, &st);
+	print_message("small ring: %llu samples, %llu wrapped, %llu lost, %llu records in "
+		      "%.2f ms of drains\n",
+		      (unsigned long long)st.samples, (unsigned long long)st.wrapped,
+		      (unsigned long long)st.lost, (unsigned long long)st.records, dt / 1e6);
+	assert_true(st.samples > 20);
+	assert_true(st.wrapped > 0);
+	assert_true(st.lost > 0);
+	assert_int_equal(c.lost, st.lost);
+	assert_int_equal(st.malformed, 0);
+	assert_int_equal(c.time_back, 0);
+	sampler_close(s);
+	live_release(&c);
+}
+
+static size_t count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	size_t n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static void test_open_errors(void **state)
+{
+	struct sampler_opts o;
+	const char *dirs[2];
+	size_t fds;
+	int max;
+	pid_t dead;
+
+	/* Options refused before any event is opened. */
+	o = base_opts();
+	o.mmap_pages = 3;
+	errno = 0;
+	assert_null(sampler_open(&o));
+	assert_int_equal(errno, EINVAL);
+	o = base_opts();
+	o.user_stack = true;
+	o.stack_bytes = 12;
+	assert_null(sampler_open(&o));
+	assert_int_equal(errno, EINVAL);
+	o = base_opts();
+	o.freq = 0;
+	assert_null(sampler_open(&o));
+	assert_int_equal(errno, EINVAL);
+	o = base_opts();
+	dirs[0] = "/";
+	o.cgroup_dirs = dirs;
+	o.ncgroups = 1;
+	o.pid = getpid();
+	assert_null(sampler_open(&o));
+	assert_int_equal(errno, EINVAL);
+	assert_null(sampler_open(NULL));
+	assert_int_equal(errno, EINVAL);
+	sampler_close(NULL);
+	assert_int_equal(sampler_drain(NULL, NULL), -EINVAL);
+
+	max = sampler_max_stack_default();
+	assert_true(max > 0);
+
+	need_root();
+	fds = count_fds();
+	o = base_opts();
+	dirs[0] = "/nonexistent-cgroup";
+	o.cgroup_dirs = dirs;
+	o.ncgroups = 1;
+	assert_null(sampler_open(&o));
+	assert_int_equal(errno, ENOENT);
+
+	/* A directory that is no cgroup, after a good one: the first CPU's event
+	 * and ring exist when the second fails, and must be undone. */
+	struct cg_mounts *m = cg_mounts_read("/proc/self/mountinfo");
+	const struct cg_mount *perf = m ? cg_mounts_perf(m) : NULL;
+
+	if (perf) {
+		dirs[0] = perf->path;
+		dirs[1] = "/tmp";
+		o.ncgroups = 2;
+		assert_null(sampler_open(&o));
+		assert_int_equal(errno, EBADF);
+	}
+	cg_mounts_free(m);
+
+	/* A process that is gone. */
+	dead = fork();
+	assert_true(dead >= 0);
+	if (dead == 0)
+		_exit(0);
+	waitpid(dead, NULL, 0);
+	o = base_opts();
+	o.pid = dead;
+	assert_null(sampler_open(&o));
+	assert_int_equal(errno, ESRCH);
+
+	/* Deeper chains than the sysctl allows. */
+	o = base_opts();
+	o.callchain = true;
+	o.max_stack = (uint32_t)max + 1;
+	if (o.max_stack <= UINT16_MAX) {
+		assert_null(sampler_open(&o));
+		assert_int_equal(errno, EOVERFLOW);
+	}
+	assert_int_equal(count_fds(), fds);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_table),
+		cmocka_unit_test(test_parse_values),
+		cmocka_unit_test(test_parse_truncations),
+		cmocka_unit_test(test_parse_random),
+		cmocka_unit_test(test_parse_bad_args),
+		cmocka_unit_test(test_ring_wrap),
+		cmocka_unit_test(test_ring_corrupt),
+		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_system_wide),
+		cmocka_unit_test(test_fork_exec),
+		cmocka_unit_test(test_user_stack),
+		cmocka_unit_test_setup_teardown(test_cgroup, fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_pid, fixture_setup, fixture_teardown),
+		cmocka_unit_test(test_small_ring),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
