@@ -357,6 +357,14 @@ static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
 			t->removed = true; /* reported once more, then closed */
 		break;
 	case CG_WATCH_OVERFLOW:
+		/* Events were lost: drop what vanished, add what appeared. */
+		for (size_t i = 0; i < c->ntg; i++) {
+			uint64_t id;
+
+			if (cg_path_id(c->mount, strcmp(c->tg[i].path, "/") ? c->tg[i].path : "",
+				       &id) < 0)
+				c->tg[i].removed = true;
+		}
 		if (!c->fatal)
 			c->fatal = select_from_tree(c);
 		break;
