@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -38,6 +39,7 @@
 #include "agent/cpumap.h"
 #include "agent/events.h"
 #include "agent/fold.h"
+#include "agent/perfmap.h"
 #include "agent/procmaps.h"
 #include "agent/sampler.h"
 #include "agent/spawn.h"
@@ -62,6 +64,7 @@ struct object {
 	char *open_path; /* where it could be opened when first seen */
 	const char *base;
 	struct symtab *st;
+	struct perfmap *jit; /* JIT code: names by absolute address */
 };
 
 struct record {
@@ -121,6 +124,44 @@ static uint32_t intern_comm(struct record *r, const char *comm)
 	return (uint32_t)(*slot - 1);
 }
 
+/* Anonymous executable memory: where JITs put code. */
+static bool anon_path(const char *path)
+{
+	return !path[0] || !strncmp(path, "//anon", 6) || !strncmp(path, "[anon", 5) ||
+	       !strncmp(path, "/memfd:", 7);
+}
+
+/*
+ * The vDSO has no file; every process of this kernel maps the same image,
+ * so a copy of our own, in a memfd, gives its symbols.
+ */
+static struct symtab *open_vdso(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512], path[64];
+	unsigned long long lo = 0, hi = 0;
+	struct symtab *st = NULL;
+	int fd;
+
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "[vdso]") && sscanf(line, "%llx-%llx", &lo, &hi) == 2)
+			break;
+	fclose(f);
+	if (!lo || hi <= lo || hi - lo > (1u << 20))
+		return NULL;
+	fd = memfd_create("cgperf-vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (write(fd, (const void *)(uintptr_t)lo, hi - lo) == (ssize_t)(hi - lo)) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		st = symtab_open(path, "");
+	}
+	close(fd);
+	return st;
+}
+
 static bool pseudo_path(const char *path)
 {
 	return !path[0] || path[0] == '[' || !strncmp(path, "//anon", 6) ||
@@ -134,13 +175,23 @@ static uint32_t intern_object(struct record *r, uint32_t pid, struct pmap_entry 
 	uint64_t *slot;
 	struct object *o;
 
+	char jitkey[48];
+	char jitpath[4096] = "";
+
 	if (m->tag >= 0)
 		return (uint32_t)m->tag;
-	/* Files by (dev, ino); pseudo mappings by name. */
-	if (m->ino && !pseudo_path(m->path))
+	/* Files by (dev, ino); JIT code by process; other pseudo maps by name. */
+	if (anon_path(m->path) && perfmap_path("/proc", (pid_t)pid, jitpath, sizeof(jitpath)) == 0 &&
+	    access(jitpath, R_OK) == 0) {
+		snprintf(jitkey, sizeof(jitkey), "jit:%" PRIu32, pid);
+		slot = fold_slot(r->objkey, jitkey, strlen(jitkey));
+	} else if (m->ino && !pseudo_path(m->path)) {
+		jitpath[0] = '\0';
 		slot = fold_slot(r->objkey, &k, sizeof(k));
-	else
+	} else {
+		jitpath[0] = '\0';
 		slot = fold_slot(r->objkey, m->path, strlen(m->path));
+	}
 	if (!slot)
 		return OBJ_UNKNOWN;
 	if (*slot) {
@@ -166,7 +217,17 @@ static uint32_t intern_object(struct record *r, uint32_t pid, struct pmap_entry 
 	if (!o->path)
 		return OBJ_UNKNOWN;
 	o->base = strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path;
-	if (!pseudo_path(m->path)) {
+	if (jitpath[0]) {
+		/* Loaded now, while the process lives; its name for unnamed frames. */
+		o->jit = perfmap_load(jitpath);
+		free(o->path);
+		o->path = strdup(strrchr(jitpath, '/') + 1);
+		if (!o->path)
+			return OBJ_UNKNOWN;
+		o->base = o->path;
+	} else if (!strcmp(m->path, "[vdso]")) {
+		o->st = open_vdso();
+	} else if (!pseudo_path(m->path)) {
 		const char *root = procmaps_root(r->pm, pid);
 		size_t n = strlen(root) + strlen(m->path) + 1;
 
@@ -356,8 +417,10 @@ static void on_sample(void *ctx, const struct sample *s)
 			continue;
 		}
 		uint32_t obj = intern_object(r, s->pid, m);
+		const struct object *o = object_at(r, obj);
+		uint64_t off = o && o->jit ? ip : ip - m->start + m->pgoff;
 
-		key[n++] = ((uint64_t)obj << 48) | ((ip - m->start + m->pgoff) & 0xffffffffffffull);
+		key[n++] = ((uint64_t)obj << 48) | (off & 0xffffffffffffull);
 	}
 	key[2] = n - 3;
 	slot = fold_slot(r->raw, key, n * sizeof(key[0]));
@@ -455,6 +518,12 @@ static char *name_frame(struct record *r, uint64_t frame)
 	const char *name = NULL;
 	uint64_t symoff;
 
+	if (o && o->jit && (name = perfmap_lookup(o->jit, off))) {
+		s = strdup(name);
+		if (s)
+			fold_sanitize(s);
+		return s;
+	}
 	if (o && o->st && symtab_lookup(o->st, off, &name, &symoff) == 0) {
 		const char *inl[8];
 		size_t ni = symtab_inlines(o->st, off, inl, 8);
@@ -687,6 +756,7 @@ static void record_free(struct record *r)
 {
 	for (size_t i = 0; i < r->nobjs; i++) {
 		symtab_free(r->objs[i].st);
+		perfmap_free(r->objs[i].jit);
 		free(r->objs[i].path);
 		free(r->objs[i].open_path);
 	}

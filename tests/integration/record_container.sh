@@ -31,4 +31,21 @@ info "samples $total, with chain_b;chain_c;chain_leaf named: $named"
 ((named * 100 >= total * 90)) || fail "container binary not symbolized: $named of $total"
 # --per-cgroup puts the cgroup first.
 awk -F';' -v c="$rel" '$1 != c { bad = 1 } END { exit bad }' "$TMP/c.folded" || fail "first frame is not the cgroup $rel"
+wait $ctr
+
+# JIT code in the container, in its own pid namespace: the map is the
+# container's /tmp/perf-NSPID.map, named with the pid the process sees.
+cp "$W/jit" "$root/opt/app/jit-$$"
+mkdir -p "$root/tmp"
+sh -c "echo \$\$ > '$cg/cgroup.procs'; exec unshare -m -p --fork --propagation private chroot '$root' /opt/app/jit-$$ 3" &
+jp=$!; bg_track $jp
+sleep 0.5
+ls "$root"/tmp/perf-*.map >/dev/null 2>&1 || fail "JIT workload wrote no perf map in its root"
+[[ ! -e /tmp/perf-1.map && ! -e /tmp/perf-2.map ]] || info "note: a perf-1/2.map exists on the host too"
+"$AGENT" record -g -G "$rel" -F 199 --duration 1.5 -o "$TMP/j.folded" 2>"$TMP/err" || fail "record (jit) failed: $(cat "$TMP/err")"
+head -3 "$TMP/j.folded"
+total=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/j.folded")
+named=$(awk '/jit_spin_loop/ { s += $NF } END { print s + 0 }' "$TMP/j.folded")
+info "JIT samples $total, named jit_spin_loop: $named"
+((total >= 100 && named * 100 >= total * 90)) || fail "JIT frames not named from the container's perf map: $named of $total"
 exit 0

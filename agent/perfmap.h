@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CGPERF_AGENT_PERFMAP_H
+#define CGPERF_AGENT_PERFMAP_H
+
+/*
+ * JIT symbol maps, /tmp/perf-PID.map, as JITs (V8, the JVM with an agent,
+ * LuaJIT, PostgreSQL's LLVM JIT with jit_profiling_support) write them:
+ * one "START SIZE NAME" line per function, START and SIZE in hex, addresses
+ * absolute in the process. PID is the process's own view of its pid (its
+ * pid namespace), and /tmp is its own /tmp: callers look the file up under
+ * /proc/HOSTPID/root with the namespaced pid (perfmap_path()).
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct perfmap;
+
+/* Load @path. NULL + errno (ENOENT when the process has no map). */
+struct perfmap *perfmap_load(const char *path);
+void perfmap_free(struct perfmap *m);
+
+/* Function containing absolute address @addr, or NULL. */
+const char *perfmap_lookup(const struct perfmap *m, uint64_t addr);
+size_t perfmap_count(const struct perfmap *m);
+
+/*
+ * "/proc/PID/root/tmp/perf-NSPID.map" for host pid @pid, NSPID read from
+ * the NSpid line of /proc/PID/status (innermost namespace). 0 or -errno.
+ */
+int perfmap_path(const char *procfs, pid_t pid, char *buf, size_t len);
+
+#endif
