@@ -1,0 +1,49 @@
+#!/bin/bash
+# record: -p PID, --target SELECTOR, and short-lived processes (each exits
+# long before the stacks are folded) all come out named.
+source "$(dirname "$0")/../lib/common.sh"
+W=$BUILD_DIR/workloads
+share() { # FILE COMM PATTERN -> "named total"
+	awk -v c="$2" -v p="$3" -F' ' '{ n = $NF; split($0, f, ";"); if (f[1] != c) next; t += n; if (index($0, p)) g += n }
+		END { print g + 0, t + 0 }' "$1"
+}
+
+"$W/chain-fp" 4 & a=$!; bg_track $a
+"$W/chain-nofp" 4 & b=$!; bg_track $b
+sleep 0.2
+
+# -p: only that process.
+"$AGENT" record -g -p $a --duration 1 -o "$TMP/p.folded" 2>"$TMP/err" || fail "record -p: $(cat "$TMP/err")"
+others=$(awk -F';' '$1 != "chain-fp"' "$TMP/p.folded" | wc -l)
+((others == 0)) || fail "record -p $a has other processes: $(awk -F';' '$1 != "chain-fp"' "$TMP/p.folded" | head -3)"
+read -r g t < <(share "$TMP/p.folded" chain-fp "main;chain_a;chain_b;chain_c;chain_leaf")
+info "-p: $g of $t samples with the full chain"
+((t >= 50 && g * 100 >= t * 90)) || fail "-p: $g of $t"
+
+# --target: by comm, across the host; the other workload is left out.
+"$AGENT" record -g --target comm=chain-nofp --call-graph dwarf --duration 1 -o "$TMP/t.folded" 2>"$TMP/err" ||
+	fail "record --target: $(cat "$TMP/err")"
+others=$(awk -F';' '$1 != "chain-nofp"' "$TMP/t.folded" | wc -l)
+((others == 0)) || fail "--target kept other processes"
+read -r g t < <(share "$TMP/t.folded" chain-nofp "main;chain_a;chain_b;chain_c;chain_leaf")
+info "--target: $g of $t samples with the full chain"
+((t >= 50 && g * 100 >= t * 90)) || fail "--target: $g of $t"
+"$AGENT" record --target 'bogus=1' --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
+[[ $rc -eq 2 ]] && grep -q "unknown selector key" "$TMP/err" || fail "bad selector: rc=$rc $(cat "$TMP/err")"
+
+# Short-lived processes: 40 runs of 30 ms each, every one gone before folding.
+"$AGENT" record -g -F 499 -o "$TMP/s.folded" -- sh -c "for i in \$(seq 40); do '$W/chain-fp' 0.03; done" 2>"$TMP/err" ||
+	fail "record short-lived: $(cat "$TMP/err")"
+read -r g t < <(share "$TMP/s.folded" chain-fp "main;chain_a;chain_b;chain_c;chain_leaf")
+info "short-lived: $g of $t samples with the full chain"
+((t >= 200 && g * 100 >= t * 90)) || fail "short-lived processes not symbolized: $g of $t"
+
+# Bad input: unknown event with suggestions, missing cgroup, missing pid.
+"$AGENT" record -e cpu-clok --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
+[[ $rc -eq 2 ]] && grep -q 'cpu-clock' "$TMP/err" || fail "unknown event: rc=$rc $(cat "$TMP/err")"
+"$AGENT" record -G /no/such-$$ --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
+[[ $rc -eq 2 ]] && grep -q "/no/such-$$" "$TMP/err" || fail "missing cgroup: rc=$rc $(cat "$TMP/err")"
+"$AGENT" record -p 999999999 --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
+[[ $rc -eq 2 ]] || fail "missing pid: rc=$rc $(cat "$TMP/err")"
+"$AGENT" record --call-graph lbr --duration 1 >/dev/null 2>&1; [[ $? -eq 2 ]] || fail "bad --call-graph accepted"
+exit 0
