@@ -243,6 +243,9 @@ static uint32_t intern_object(struct record *r, uint32_t pid, struct pmap_entry 
 			}
 		}
 	}
+	/* Inlined frames are named at the end, maybe after the process (and
+	 * its root) is gone: keep the debuginfo file open from now on. */
+	symtab_hold_dwarf(o->st);
 	*slot = r->nobjs + 1 + OBJ_FIRST;
 	m->tag = (int32_t)(r->nobjs + OBJ_FIRST);
 	r->nobjs++;
@@ -364,7 +367,7 @@ static bool selected(struct record *r, uint32_t pid)
 			cg_proc_release(&p);
 		}
 	}
-	return *slot == 1;
+	return *slot == 1 || *slot == 3;
 }
 
 /*
@@ -386,7 +389,7 @@ static void on_sample(void *ctx, const struct sample *s)
 		return;
 	}
 	key[0] = r->per_cgroup ? s->cgroup_id : 0;
-	key[1] = intern_comm(r, procmaps_comm_of(r->pm, s->pid, s->tid));
+	key[1] = intern_comm(r, s->pid ? procmaps_comm_of(r->pm, s->pid, s->tid) : "swapper");
 
 	/* Kernel part of the callchain, leaf first. */
 	bool kernel = false, first = true;
@@ -446,8 +449,10 @@ static void on_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, boo
 	if (exec && r->sel) {
 		uint64_t *slot = fold_slot(r->pidsel, &pid, sizeof(pid));
 
-		if (slot)
-			*slot = 0; /* a new program: ask the selector again */
+		/* A new program: ask the selector again, except for the command
+		 * we ran and its descendants (3), which are targets by definition. */
+		if (slot && *slot != 3)
+			*slot = 0;
 	}
 }
 
@@ -462,7 +467,7 @@ static void on_fork(void *ctx, uint32_t pid, uint32_t ppid, uint32_t tid)
 		uint64_t *cs = fold_slot(r->pidsel, &pid, sizeof(pid));
 
 		if (cs)
-			*cs = v == 1 ? 1 : 0; /* children of a target are targets */
+			*cs = v == 1 || v == 3 ? v : 0; /* children of a target are targets */
 	}
 }
 
@@ -826,7 +831,9 @@ int cmd_record(int argc, char **argv)
 	struct sampler_opts so = {.freq = 99, .stack_bytes = 8192, .mmap_pages = 64};
 	struct sampler *smp = NULL;
 	struct ev_spec ev = {0};
-	const char *evname = "cpu-clock", *outpath = NULL, *groups_arg = NULL;
+	const char *evname = "cpu-clock", *outpath = NULL;
+	char *groups_arg = NULL;
+	bool all = false;
 	char *groups_copy = NULL, **cgdirs = NULL, *trans_rel = NULL, *trans_abs = NULL;
 	size_t ncgdirs = 0;
 	double duration = 0;
@@ -842,13 +849,32 @@ int cmd_record(int argc, char **argv)
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+aG:p:t:F:c:e:go:d:vh", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'a': break;
-		case 'G': groups_arg = optarg; break;
+		case 'a': all = true; break;
+		case 'G': {
+			/* Repeated -G options add up, as in stat. */
+			size_t n = (groups_arg ? strlen(groups_arg) + 1 : 0) + strlen(optarg) + 1;
+			char *g = malloc(n);
+
+			if (!g) {
+				ret = 1;
+				goto out;
+			}
+			snprintf(g, n, "%s%s%s", groups_arg ? groups_arg : "", groups_arg ? "," : "",
+				 optarg);
+			free(groups_arg);
+			groups_arg = g;
+			break;
+		}
 		case 'p': {
 			uint64_t v;
 
 			if ((ret = parse_u64(r.prog, "-p", optarg, &v)))
 				goto out;
+			if (v > 4194304) { /* PID_MAX_LIMIT */
+				fprintf(stderr, "%s: no process %s\n", r.prog, optarg);
+				ret = 2;
+				goto out;
+			}
 			so.pid = (pid_t)v;
 			break;
 		}
@@ -919,8 +945,8 @@ int cmd_record(int argc, char **argv)
 		default: usage(stderr); ret = 2; goto out;
 		}
 	}
-	if ((groups_arg != NULL) + (so.pid > 0) + (r.sel != NULL) > 1) {
-		fprintf(stderr, "%s: choose one of -G, -p and --target\n", r.prog);
+	if (all + (groups_arg != NULL) + (so.pid > 0) + (r.sel != NULL) > 1) {
+		fprintf(stderr, "%s: choose one of -a, -G, -p and --target\n", r.prog);
 		ret = 2;
 		goto out;
 	}
@@ -982,7 +1008,7 @@ int cmd_record(int argc, char **argv)
 			free(rel);
 		}
 	}
-	if (optind < argc && !groups_arg && !r.sel) {
+	if (optind < argc && !groups_arg && !r.sel && !all) {
 		int err;
 
 		if (!r.mount) {
@@ -1098,7 +1124,7 @@ int cmd_record(int argc, char **argv)
 			uint64_t *slot = fold_slot(r.pidsel, &cp, sizeof(cp));
 
 			if (slot)
-				*slot = 1;
+				*slot = 3;
 		}
 	}
 
@@ -1166,6 +1192,8 @@ int cmd_record(int argc, char **argv)
 		procmaps_gc(r.pm);
 		if (end && now_ns() >= end)
 			stop = true;
+		if (so.pid > 0 && kill(so.pid, 0) < 0 && errno == ESRCH)
+			stop = true; /* as perf record -p: done when the process is */
 	}
 	sampler_disable(smp);
 	sampler_drain(smp, &cb);
@@ -1192,7 +1220,7 @@ int cmd_record(int argc, char **argv)
 	fprintf(stderr,
 		"%s: %" PRIu64 " samples in %.2f s, %" PRIu64 " kept, %" PRIu64
 		" lost, %zu distinct stacks%s%s\n",
-		r.prog, r.samples, elapsed, r.kept, r.lost + st.lost, nlines,
+		r.prog, r.samples, elapsed, r.kept, st.lost, nlines,
 		outpath ? " -> " : "", outpath ? outpath : "");
 	if (verbose) {
 		fprintf(stderr,
@@ -1237,6 +1265,7 @@ out:
 		free(cgdirs[i]);
 	free(cgdirs);
 	free(groups_copy);
+	free(groups_arg);
 	free(fds);
 	free(cpus);
 	if (have_ev)

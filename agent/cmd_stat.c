@@ -139,7 +139,7 @@ void cmd_explain_perf_permission(const char *prog, int err)
 	}
 	fprintf(stderr,
 		"%s: perf_event_open: %s.\n"
-		"  Counting events of a cgroup is system-wide monitoring: it needs CAP_PERFMON\n"
+		"  Monitoring a cgroup or the whole host is system-wide monitoring: it needs CAP_PERFMON\n"
 		"  (or CAP_SYS_ADMIN on kernels before 5.8), or kernel.perf_event_paranoid <= 0.\n"
 		"  This host has kernel.perf_event_paranoid = %s. Run as root, grant the\n"
 		"  capability (setcap cap_perfmon+ep cgperf-agent), or as root:\n"

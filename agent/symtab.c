@@ -810,7 +810,8 @@ static Dwarf *symtab_dwarf(struct symtab *s)
 {
 	if (s->dwarf || s->dwarf_failed || !s->dwarf_path)
 		return s->dwarf;
-	s->dwarf_fd = open(s->dwarf_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (s->dwarf_fd < 0)
+		s->dwarf_fd = open(s->dwarf_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (s->dwarf_fd >= 0)
 		s->dwarf = dwarf_begin(s->dwarf_fd, DWARF_C_READ);
 	if (!s->dwarf) {
@@ -821,6 +822,14 @@ static Dwarf *symtab_dwarf(struct symtab *s)
 		s->dwarf_fd = -1;
 	}
 	return s->dwarf;
+}
+
+int symtab_hold_dwarf(struct symtab *s)
+{
+	if (!s || !s->dwarf_path || s->dwarf || s->dwarf_failed || s->dwarf_fd >= 0)
+		return 0;
+	s->dwarf_fd = open(s->dwarf_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	return s->dwarf_fd < 0 ? -errno : 0;
 }
 
 static const char *inline_name(Dwarf_Die *die)

@@ -49,6 +49,14 @@ int symtab_lookup(const struct symtab *s, uint64_t off, const char **name, uint6
  */
 size_t symtab_inlines(struct symtab *s, uint64_t off, const char **names, size_t max);
 
+/*
+ * Open the file that holds DWARF now (keeping one fd), so symtab_inlines()
+ * still works after the path has become unreachable, e.g. a container
+ * process that exited. Cheap: the DWARF itself is read on first use.
+ * 0 (also when there is no DWARF) or -errno.
+ */
+int symtab_hold_dwarf(struct symtab *s);
+
 /* GNU build-id as lowercase hex ("" when the file has none). */
 const char *symtab_build_id(const struct symtab *s);
 /* Number of symbols loaded; where they came from ("symtab", "debuginfo",
