@@ -299,8 +299,11 @@ static int fp_user(struct record *r, const struct sample *s, uint64_t *ips, size
 			user = ip == (uint64_t)PERF_CONTEXT_USER;
 			continue;
 		}
-		if (user)
-			ips[n++] = ip;
+		if (!user)
+			continue;
+		if (!ip)
+			break; /* the walk ran off the end of the frame chain */
+		ips[n++] = ip;
 	}
 	if (!s->nr_callchain && s->user_mode && max)
 		ips[n++] = s->ip;
@@ -412,7 +415,7 @@ static void on_sample(void *ctx, const struct sample *s)
 
 	nu = unwinders[r->mode].unwind(r, s, ips, 3 + MAX_FRAMES - n);
 	for (int i = 0; i < nu; i++) {
-		uint64_t ip = i ? ips[i] - 1 : ips[i];
+		uint64_t ip = i && ips[i] ? ips[i] - 1 : ips[i];
 		struct pmap_entry *m = (struct pmap_entry *)procmaps_find(r->pm, s->pid, ip);
 
 		if (!m) {
@@ -552,6 +555,13 @@ static char *name_frame(struct record *r, uint64_t frame)
 		}
 		return s;
 	}
+	/* No symbol: name the function by where it starts (from .eh_frame), so
+	 * its samples fold together; the file offset can be symbolized later
+	 * against debuginfo with the object's build-id. */
+	uint64_t start;
+
+	if (o && o->st && symtab_func_start(o->st, off, &start) == 0)
+		off = start;
 	if (asprintf(&s, "%s+0x%" PRIx64, o ? o->base : "[unknown-object]", off) < 0)
 		return NULL;
 	fold_sanitize(s);

@@ -89,6 +89,9 @@ struct symtab {
 	int dwarf_fd;
 	Dwarf *dwarf;
 	bool dwarf_failed;
+	/* function extents from .eh_frame FDEs: for code no symbol covers */
+	uint64_t *fde_start, *fde_end;
+	size_t nfde;
 };
 
 /* ---- opening ELF files ---- */
@@ -269,6 +272,8 @@ struct cand {
 struct builder {
 	struct cand *v;
 	size_t n, cap;
+	char *owned; /* names made here ("memset@plt"), one buffer */
+	size_t olen, ocap;
 };
 
 static int builder_push(struct builder *b, const struct cand *c)
@@ -380,6 +385,125 @@ static long add_symbols(struct builder *b, Elf *elf, Elf_Scn *scn, uint8_t sourc
 	return added;
 }
 
+static Elf_Scn *section_named(Elf *elf, const char *want, GElf_Shdr *out)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, out))
+			continue;
+		name = elf_strptr(elf, shstrndx, out->sh_name);
+		if (name && strcmp(name, want) == 0)
+			return scn;
+	}
+	return NULL;
+}
+
+/*
+ * PLT stubs have no symbols; name them "func@plt" as perf and objdump do.
+ * On x86_64 the i-th R_X86_64_JUMP_SLOT relocation of .rela.plt belongs to
+ * the i-th 16-byte entry of .plt.sec when the binary has one (IBT builds),
+ * else to entry i + 1 of .plt (entry 0 is the resolver trampoline).
+ * Names are built in b->owned; their offsets are turned into pointers by
+ * builder_fix_owned() once the buffer stops moving. Best effort: any
+ * inconsistency just means no PLT names.
+ */
+#define PLT_ENTRY 16
+#define OWNED_TAG ((const char *)1) /* cand.name placeholder until builder_fix_owned() */
+
+static int add_plt(struct builder *b, Elf *elf)
+{
+	GElf_Shdr rsh, psh, dsh;
+	Elf_Scn *rela = section_named(elf, ".rela.plt", &rsh), *plt, *dyn;
+	Elf_Data *rd, *dd;
+	GElf_Ehdr eh;
+	uint64_t base, limit, first;
+	size_t entsize, nrel;
+
+	if (!rela || !gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 ||
+	    rsh.sh_type != SHT_RELA)
+		return 0;
+	plt = section_named(elf, ".plt.sec", &psh);
+	first = 0;
+	if (!plt) {
+		plt = section_named(elf, ".plt", &psh);
+		first = 1;
+	}
+	dyn = elf_getscn(elf, rsh.sh_link);
+	if (!plt || !dyn || !gelf_getshdr(dyn, &dsh) || dsh.sh_type != SHT_DYNSYM)
+		return 0;
+	rd = elf_getdata(rela, NULL);
+	dd = elf_getdata(dyn, NULL);
+	entsize = gelf_fsize(elf, ELF_T_RELA, 1, EV_CURRENT);
+	if (!rd || !dd || rd->d_type != ELF_T_RELA || !entsize)
+		return 0;
+	nrel = rd->d_size / entsize;
+	base = psh.sh_addr;
+	limit = psh.sh_addr + psh.sh_size;
+	for (size_t i = 0; i < nrel && i < (size_t)INT_MAX; i++) {
+		struct cand c = { .limit = limit, .size = PLT_ENTRY, .rank = 3 * 4 };
+		GElf_Rela r;
+		GElf_Sym sym;
+		const char *name;
+		size_t len;
+		uint64_t addr = base + (i + first) * PLT_ENTRY;
+
+		if (!gelf_getrela(rd, (int)i, &r))
+			break;
+		if (addr + PLT_ENTRY > limit || addr < base)
+			break;
+		if (GELF_R_TYPE(r.r_info) != R_X86_64_JUMP_SLOT ||
+		    GELF_R_SYM(r.r_info) > (uint64_t)INT_MAX ||
+		    !gelf_getsym(dd, (int)GELF_R_SYM(r.r_info), &sym) ||
+		    !(name = elf_strptr(elf, dsh.sh_link, sym.st_name)))
+			continue;
+		len = strnlen(name, SYMTAB_MAX_NAME - 8);
+		if (memchr(name, '@', len))
+			len = (size_t)((const char *)memchr(name, '@', len) - name);
+		if (!len)
+			continue;
+		if (b->olen + len + 5 > b->ocap) {
+			size_t nc = (b->olen + len + 5) * 2;
+			char *nb = realloc(b->owned, nc);
+
+			if (!nb)
+				return -ENOMEM;
+			b->owned = nb;
+			b->ocap = nc;
+		}
+		memcpy(b->owned + b->olen, name, len);
+		memcpy(b->owned + b->olen + len, "@plt", 4);
+		c.addr = addr;
+		c.name = OWNED_TAG;
+		c.len = (uint32_t)(len + 4);
+		/* The offset into b->owned rides in .size's upper half until fixed. */
+		c.size = PLT_ENTRY | ((uint64_t)b->olen << 32);
+		b->olen += len + 4;
+		if (builder_push(b, &c) < 0)
+			break;
+	}
+	return 0;
+}
+
+/* Turn the placeholder names of add_plt() into pointers into b->owned. */
+static void builder_fix_owned(struct builder *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		struct cand *c = &b->v[i];
+
+		if (c->name != OWNED_TAG)
+			continue;
+		c->name = b->owned + (c->size >> 32);
+		c->size &= 0xffffffffu;
+		c->unders = 0;
+	}
+}
+
 static int cand_cmp(const void *pa, const void *pb)
 {
 	const struct cand *a = pa, *b = pb;
@@ -458,6 +582,103 @@ static int symtab_finish(struct symtab *s, struct builder *b)
 	}
 	s->nsyms = n;
 	return 0;
+}
+
+static bool get_le32(const Elf_Data *d, uint64_t at, uint32_t *v)
+{
+	const unsigned char *p = d->d_buf;
+
+	if (!p || at > d->d_size || d->d_size - at < 4)
+		return false;
+	*v = (uint32_t)p[at] | (uint32_t)p[at + 1] << 8 | (uint32_t)p[at + 2] << 16 |
+	     (uint32_t)p[at + 3] << 24;
+	return true;
+}
+
+/*
+ * Function extents from .eh_frame, for code that has unwind info but no
+ * symbol (static functions of a stripped binary): an unnamed frame is then
+ * reported at its function's start, so all samples of one function fold
+ * into one frame instead of one per instruction. Reads the sorted search
+ * table of .eh_frame_hdr and each FDE's pc_begin/pc_range; only the
+ * encodings x86_64 toolchains emit (table datarel|sdata4, FDE pointers
+ * pcrel|sdata4) are understood, anything else is skipped.
+ */
+static int read_fdes(struct symtab *s, Elf *elf)
+{
+	GElf_Shdr hsh, fsh;
+	Elf_Scn *hdr = section_named(elf, ".eh_frame_hdr", &hsh);
+	Elf_Scn *frame = section_named(elf, ".eh_frame", &fsh);
+	Elf_Data *hd, *fd;
+	const unsigned char *h;
+	uint32_t count;
+	size_t n = 0;
+
+	if (!hdr || !frame || hsh.sh_type == SHT_NOBITS || fsh.sh_type == SHT_NOBITS)
+		return 0;
+	hd = elf_getdata(hdr, NULL);
+	fd = elf_getdata(frame, NULL);
+	if (!hd || !fd || !hd->d_buf || hd->d_size < 12)
+		return 0;
+	h = hd->d_buf;
+	/* version 1; eh_frame_ptr pcrel|sdata4; count udata4; table datarel|sdata4 */
+	if (h[0] != 1 || h[1] != 0x1b || h[2] != 0x03 || h[3] != 0x3b || !get_le32(hd, 8, &count))
+		return 0;
+	if (count == 0 || count > SYMTAB_MAX_SYMS || (uint64_t)count * 8 > hd->d_size - 12)
+		return 0;
+	s->fde_start = malloc(count * sizeof(*s->fde_start));
+	s->fde_end = malloc(count * sizeof(*s->fde_end));
+	if (!s->fde_start || !s->fde_end)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t loc, fde, len, range;
+		int32_t pcrel;
+		uint64_t start, fde_vaddr, at;
+
+		if (!get_le32(hd, 12 + (uint64_t)i * 8, &loc) ||
+		    !get_le32(hd, 16 + (uint64_t)i * 8, &fde))
+			break;
+		start = hsh.sh_addr + (uint64_t)(int64_t)(int32_t)loc;
+		fde_vaddr = hsh.sh_addr + (uint64_t)(int64_t)(int32_t)fde;
+		if (fde_vaddr < fsh.sh_addr)
+			continue;
+		at = fde_vaddr - fsh.sh_addr;
+		/* length, CIE pointer, pc_begin (pcrel sdata4), pc_range (udata4) */
+		if (!get_le32(fd, at, &len) || len == 0xffffffffu || len < 12 ||
+		    !get_le32(fd, at + 8, (uint32_t *)&pcrel) || !get_le32(fd, at + 12, &range))
+			continue;
+		if (fde_vaddr + 8 + (uint64_t)(int64_t)pcrel != start || range == 0)
+			continue;
+		/* sorted by start in the table; keep it so */
+		if (n && start < s->fde_start[n - 1])
+			continue;
+		s->fde_start[n] = start;
+		s->fde_end[n] = start + range;
+		n++;
+	}
+	s->nfde = n;
+	return 0;
+}
+
+int symtab_func_start(const struct symtab *s, uint64_t off, uint64_t *start_off)
+{
+	uint64_t vaddr;
+	size_t lo = 0, hi;
+
+	if (!s || symtab_off_to_vaddr(s, off, &vaddr) < 0)
+		return -ENOENT;
+	hi = s->nfde;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->fde_start[mid] <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || vaddr >= s->fde_end[lo - 1])
+		return -ENOENT;
+	return symtab_vaddr_to_off(s, s->fde_start[lo - 1], start_off);
 }
 
 static int read_loads(struct symtab *s, Elf *elf)
@@ -712,16 +933,25 @@ struct symtab *symtab_open(const char *path, const char *debug_root)
 	}
 	if (added > 0 && strcmp(s->source, "none") == 0)
 		s->source = "dynsym";
+	err = add_plt(&b, mf.elf);
+	if (err < 0)
+		goto err_close;
+	err = read_fdes(s, mf.elf);
+	if (err < 0)
+		goto err_close;
+	builder_fix_owned(&b);
 	err = symtab_finish(s, &b);
 	if (err < 0)
 		goto err_close;
 	free(b.v);
+	free(b.owned);
 	elf_file_close(&df);
 	elf_file_close(&mf);
 	return s;
 
 err_close:
 	free(b.v);
+	free(b.owned);
 	elf_file_close(&df);
 	elf_file_close(&mf);
 err_free:
@@ -742,6 +972,8 @@ void symtab_free(struct symtab *s)
 	free(s->syms);
 	free(s->names);
 	free(s->loads);
+	free(s->fde_start);
+	free(s->fde_end);
 	free(s);
 }
 

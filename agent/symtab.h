@@ -57,6 +57,12 @@ size_t symtab_inlines(struct symtab *s, uint64_t off, const char **names, size_t
  */
 int symtab_hold_dwarf(struct symtab *s);
 
+/*
+ * For code no symbol covers: the file offset where its function starts,
+ * from the .eh_frame FDE containing @off. 0, or -ENOENT when no FDE does.
+ */
+int symtab_func_start(const struct symtab *s, uint64_t off, uint64_t *start_off);
+
 /* GNU build-id as lowercase hex ("" when the file has none). */
 const char *symtab_build_id(const struct symtab *s);
 /* Number of symbols loaded; where they came from ("symtab", "debuginfo",

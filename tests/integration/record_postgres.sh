@@ -15,7 +15,7 @@
 # sides, sample counts that agree, the agent's folded total equal to the
 # samples it says it kept, no lost samples.
 #
-#   RECORD_PG_RATE=N   pgbench -R (default 12000, ~0.6 CPU of backends here)
+#   RECORD_PG_RATE=N   pgbench -R (default 12000, ~0.65 CPU of backends here)
 #   KEEP_TMP=1         keep the profiles and perf.data in the $TMP directory
 source "$(dirname "$0")/../lib/common.sh" || exit 1
 source "$(dirname "$0")/../lib/pg.sh" || exit 1
@@ -37,10 +37,10 @@ pg_bench_init 5
 
 # Select-only at a fixed rate (-R), as in stat_postgres: the work done in the
 # window is set by the schedule, not by the CPU left over, and the two vCPUs
-# are not saturated (~0.6 CPU of backends, ~0.3 of pgbench), so both
-# profilers see the same load. The rate is as high as that allows because
-# every sample counts in (a): ~700 samples in 6 s at 199 Hz. pgbench runs
-# past the window on both sides.
+# are not saturated (measured: ~0.65 CPU of backends, ~0.35 of pgbench, the
+# host half busy), so both profilers see the same load. The rate is as high
+# as that allows because every sample counts in (a): ~700 samples in 6 s at
+# 199 Hz. pgbench runs past the window on both sides.
 pg_bench_start "$TMP/pgbench.log" -S -c 4 -j 2 -T $((DUR + 6)) -R "$RATE"
 sleep 2
 kill -0 "$PG_BENCH_PID" 2>/dev/null || { cat "$TMP/pgbench.log" >&2; fail "pgbench died early"; }
@@ -147,7 +147,7 @@ python3 "$TMP/collapse.py" "$TMP/perf.dsos" "$TMP/perf.addrs" "$TMP/perf.markers
 # of the DSOs perf saw, from the file and from its separate debuginfo found by
 # build-id (where both tools get their names), maps to one canonical name per
 # (DSO, address), so a leaf compares as the same function in both profiles.
-for dso in $(cat "$TMP/perf.dsos"); do
+while read -r dso; do
 	files=("$dso")
 	bid=$(readelf -n "$dso" 2>/dev/null | awk '/Build ID:/ { print $3; exit }')
 	[[ -n $bid && -r /usr/lib/debug/.build-id/${bid:0:2}/${bid:2}.debug ]] &&
@@ -156,7 +156,7 @@ for dso in $(cat "$TMP/perf.dsos"); do
 		readelf -sW --dyn-syms "$f" 2>/dev/null
 		readelf -sW --syms "$f" 2>/dev/null
 	done | awk -v d="$dso" '$4 == "FUNC" || $4 == "IFUNC" { print d, $2, $8 }'
-done >"$TMP/aliases"
+done <"$TMP/perf.dsos" >"$TMP/aliases"
 
 python3 - "$TMP" "$MIN_SAMPLES" <<'EOF'
 import math, re, sys
