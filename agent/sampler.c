@@ -75,8 +75,8 @@
 #define SAMPLER_PARSABLE                                                                    \
 	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |      \
 	 PERF_SAMPLE_ADDR | PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU |      \
-	 PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER |               \
-	 PERF_SAMPLE_STACK_USER | (uint64_t)PERF_SAMPLE_CGROUP)
+	 PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW |                      \
+	 PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER | (uint64_t)PERF_SAMPLE_CGROUP)
 
 struct ring {
 	int fd;                         /* the event that owns the mapping */
@@ -200,6 +200,17 @@ static bool parse_sample(const struct sampler_layout *l, const struct perf_event
 		s.callchain = (const uint64_t *)(const void *)r->p;
 		s.nr_callchain = v;
 		r->p += v * 8;
+	}
+	if (t & PERF_SAMPLE_RAW) {
+		uint32_t n;
+
+		/* u32 size, then size bytes; the kernel pads so 4 + size keeps
+		 * the record 8-byte aligned. */
+		if (!rd_u32(r, &n) || n > rd_left(r) || ((4 + (uint64_t)n) & 7))
+			return false;
+		s.raw = r->p;
+		s.raw_size = n;
+		r->p += n;
 	}
 	if (t & PERF_SAMPLE_REGS_USER) {
 		if (!rd_u64(r, &s.regs_abi))
@@ -563,11 +574,19 @@ static int ring_map(struct ring *r, int fd, size_t pages, size_t page)
 static void attr_init(struct perf_event_attr *a, const struct sampler_opts *o, size_t ring_bytes)
 {
 	memset(a, 0, sizeof(*a));
+	if (o->base_attr) {
+		/* Probes: type and config1/config2 (uprobe path and offset) as given. */
+		a->type = o->base_attr->type;
+		a->config = o->base_attr->config;
+		a->config1 = o->base_attr->config1;
+		a->config2 = o->base_attr->config2;
+	} else {
+		a->type = o->event->type;
+		a->config = o->event->config;
+		a->exclude_user = o->event->exclude_user;
+		a->exclude_kernel = o->event->exclude_kernel;
+	}
 	a->size = sizeof(*a);
-	a->type = o->event->type;
-	a->config = o->event->config;
-	a->exclude_user = o->event->exclude_user;
-	a->exclude_kernel = o->event->exclude_kernel;
 	if (o->freq) {
 		a->freq = 1;
 		a->sample_freq = o->freq;
@@ -584,7 +603,12 @@ static void attr_init(struct perf_event_attr *a, const struct sampler_opts *o, s
 		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 		a->sample_regs_user = o->regs_mask;
 		a->sample_stack_user = o->stack_bytes;
+	} else if (o->regs_mask) {
+		a->sample_type |= PERF_SAMPLE_REGS_USER; /* argument registers only */
+		a->sample_regs_user = o->regs_mask;
 	}
+	if (o->raw)
+		a->sample_type |= PERF_SAMPLE_RAW;
 	a->mmap = 1;
 	a->mmap2 = 1;
 	a->comm = 1;
@@ -599,7 +623,7 @@ static void attr_init(struct perf_event_attr *a, const struct sampler_opts *o, s
 
 static int opts_check(const struct sampler_opts *o, size_t *pages)
 {
-	if (!o || !o->event || !o->cpus || !o->ncpu || (!o->freq && !o->period))
+	if (!o || (!o->event && !o->base_attr) || !o->cpus || !o->ncpu || (!o->freq && !o->period))
 		return -EINVAL;
 	if (o->ncgroups && !o->cgroup_dirs)
 		return -EINVAL;

@@ -21,6 +21,8 @@
 
 #include "agent/events.h"
 
+struct perf_event_attr;
+
 struct sampler_opts {
 	const struct ev_spec *event; /* driving event (cpu-clock by default) */
 	uint64_t freq;               /* samples/s per CPU, or 0 to use period */
@@ -36,6 +38,12 @@ struct sampler_opts {
 	size_t ncgroups;
 	pid_t pid;                   /* > 0: follow this process (and its children) only */
 	size_t mmap_pages;           /* data pages per ring (power of two), e.g. 64 */
+	/* Probes: when set, type/config/config1/config2 come from here and
+	 * @event is not used (uprobe PMU: config1 = path, config2 = offset). */
+	const struct perf_event_attr *base_attr;
+	bool raw;                    /* PERF_SAMPLE_RAW: tracepoint fields */
+	/* Without @user_stack, a nonzero @regs_mask still asks for
+	 * PERF_SAMPLE_REGS_USER alone (probe arguments in registers). */
 };
 
 struct sample {
@@ -48,6 +56,8 @@ struct sample {
 	bool user_mode;              /* sample taken in user space */
 	const uint64_t *callchain;   /* raw, with PERF_CONTEXT_* markers */
 	uint64_t nr_callchain;
+	const void *raw;             /* PERF_SAMPLE_RAW payload (tracepoint record) */
+	uint32_t raw_size;
 	const uint64_t *regs;        /* REGS_USER, NULL if abi == NONE */
 	uint64_t regs_abi;
 	const uint8_t *stack;        /* STACK_USER copy, valid bytes = stack_size */

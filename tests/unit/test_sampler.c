@@ -645,7 +645,7 @@ static void test_parse_bad_args(void **state)
 	struct rec r;
 
 	b_sample_good(&r);
-	raw.sample_type |= PERF_SAMPLE_RAW;
+	raw.sample_type |= PERF_SAMPLE_BRANCH_STACK; /* not parsed: refused */
 	assert_int_equal(sampler_parse_record(&raw, r.w, rec_len(&r), NULL, &st), -EINVAL);
 	assert_int_equal(sampler_parse_record(&L, (const char *)r.w + 4, 64, NULL, &st), -EINVAL);
 	assert_int_equal(sampler_parse_record(&L, NULL, 64, NULL, &st), -EINVAL);
