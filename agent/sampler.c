@@ -735,6 +735,16 @@ out:
 
 /* ---- running ---- */
 
+int sampler_set_filter(struct sampler *s, const char *filter)
+{
+	if (!s || !filter)
+		return -EINVAL;
+	for (size_t i = 0; i < s->nfds; i++)
+		if (ioctl(s->fds[i], PERF_EVENT_IOC_SET_FILTER, filter) < 0)
+			return -errno;
+	return 0;
+}
+
 static int sampler_ioctl_all(struct sampler *s, unsigned long req)
 {
 	if (!s)

@@ -96,6 +96,9 @@ struct sampler;
  * permissions, ENOENT/EOPNOTSUPP when the event cannot sample here). */
 struct sampler *sampler_open(const struct sampler_opts *o);
 int sampler_enable(struct sampler *s);
+/* Kernel filter for tracepoint events ("nr_sector > 200"), on every event.
+ * 0 or -errno (-EINVAL when the kernel rejects the expression). */
+int sampler_set_filter(struct sampler *s, const char *filter);
 int sampler_disable(struct sampler *s);
 /* Fds to poll() for POLLIN (one per ring): writes at most @max into @fds
  * and returns how many there are in all (call with @max 0 to size @fds). */
