@@ -1169,6 +1169,27 @@ size_t symtab_inlines(struct symtab *s, uint64_t off, const char **names, size_t
 	return count;
 }
 
+int symtab_find(const struct symtab *s, const char *name, uint64_t *off)
+{
+	if (!s || !name)
+		return -ENOENT;
+	/* sorted by address, not name: a probe is resolved once, a scan is fine */
+	for (size_t i = 0; i < s->nsyms; i++) {
+		if (strcmp(s->names + s->syms[i].name, name) == 0)
+			return symtab_vaddr_to_off(s, s->syms[i].addr, off);
+	}
+	return -ENOENT;
+}
+
+const char *symtab_name_at(const struct symtab *s, size_t i, uint64_t *off)
+{
+	if (!s || i >= s->nsyms)
+		return NULL;
+	if (off && symtab_vaddr_to_off(s, s->syms[i].addr, off) < 0)
+		*off = UINT64_MAX;
+	return s->names + s->syms[i].name;
+}
+
 const char *symtab_build_id(const struct symtab *s)
 {
 	return s ? s->build_id : "";

@@ -71,6 +71,23 @@ size_t symtab_count(const struct symtab *s);
 const char *symtab_source(const struct symtab *s);
 
 /*
+ * File offset of the function named @name (exact match, no demangling).
+ * Where one address has several names only the one symtab kept is known
+ * (see symtab.c: malloc, not __libc_malloc); where several local
+ * functions share a name, the lowest address wins. 0, -ENOENT when no
+ * kept symbol has that name or its address has no file bytes.
+ */
+int symtab_find(const struct symtab *s, const char *name, uint64_t *off);
+
+/*
+ * Symbol @i (0 <= i < symtab_count(), in address order) for listings and
+ * near-match suggestions: its name (owned by @s), and in @off (may be
+ * NULL) its file offset, or UINT64_MAX when its address maps to no file
+ * bytes. NULL when @i is out of range.
+ */
+const char *symtab_name_at(const struct symtab *s, size_t i, uint64_t *off);
+
+/*
  * Convert a file offset to the ELF virtual address (via PT_LOAD program
  * headers) and back; used by the unwinder and for probes. 0 or -ENOENT.
  */

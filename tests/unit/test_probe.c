@@ -1,0 +1,1271 @@
+// SPDX-License-Identifier: MIT
+/*
+ * agent/probe: probe specs resolved against the host (libc, PostgreSQL's
+ * server binary, tracefs) and opened for real.
+ *
+ * Expected offsets come from outside probe.c where that is possible: the
+ * address the dynamic linker gives for libc's malloc turned into a file
+ * offset through /proc/self/maps; SDT offsets from usdt.c; tracepoint
+ * fields from the format file read here. Then the uprobe PMU is asked to
+ * count and sample a function of this binary (entry and return, with its
+ * argument registers), a tracepoint's raw record is decoded with the field
+ * offsets, and the sdtprobe workload shows a USDT semaphore raised by the
+ * ref_ctr_offset probe_attr() encodes. Malformed specs are table-driven;
+ * the PMU description is also read from fake directories.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <asm/perf_regs.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/events.h"
+#include "agent/probe.h"
+#include "agent/symtab.h"
+#include "agent/usdt.h"
+
+#define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
+#define CALLS 1000
+/* This very file even if a rebuild replaces it under its name meanwhile:
+ * the uprobe PMU resolves the path in our context, symtab reads it here. */
+#define SELF "/proc/self/exe"
+
+/* ---- the function this binary probes in itself ---- */
+
+static volatile unsigned long sink;
+
+__attribute__((noinline, noclone)) unsigned long probe_target(unsigned long x);
+
+__attribute__((noinline, noclone)) unsigned long probe_target(unsigned long x)
+{
+	__asm__ volatile("" ::: "memory");
+	sink += x;
+	return x * 3;
+}
+
+/* ---- helpers ---- */
+
+static char *self_exe(void)
+{
+	static char path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+
+	assert_true(n > 0);
+	path[n] = '\0';
+	return path;
+}
+
+static const char *build_dir(void)
+{
+	const char *b = getenv("BUILD");
+
+	return b && *b ? b : "build";
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t ls = strlen(s), lx = strlen(suffix);
+
+	return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+/* Resolve, failing the test with probe_resolve's own message. */
+static void resolve_ok(const char *spec, const int *pids, size_t npids, struct probe *p)
+{
+	char err[1024] = "";
+	int ret = probe_resolve(spec, pids, npids, p, err, sizeof(err));
+
+	if (ret != 0)
+		fail_msg("\"%s\": %d: %s", spec, ret, err);
+}
+
+/* Resolve expecting failure @want, with every one of @needles in the message. */
+static void resolve_fails(const char *spec, const int *pids, size_t npids, int want,
+			  const char *const *needles)
+{
+	struct probe p;
+	char err[2048] = "";
+	int ret;
+
+	memset(&p, 0xa5, sizeof(p));
+	ret = probe_resolve(spec, pids, npids, &p, err, sizeof(err));
+	if (ret != want)
+		fail_msg("\"%s\": got %d, want %d (%s)", spec, ret, want, err);
+	/* out-parameters are written only on success */
+	for (size_t i = 0; i < sizeof(p); i++) {
+		if (((unsigned char *)&p)[i] != 0xa5)
+			fail_msg("\"%s\": output written on failure", spec);
+	}
+	if (!err[0])
+		fail_msg("\"%s\": no message", spec);
+	for (size_t i = 0; needles && needles[i]; i++) {
+		if (!strstr(err, needles[i]))
+			fail_msg("\"%s\": message lacks \"%s\": %s", spec, needles[i], err);
+	}
+}
+
+/* File offset of @addr in this process, from /proc/self/maps. */
+static uint64_t self_file_offset(const void *addr, char *path, size_t size)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[PATH_MAX + 256];
+	uint64_t a = (uint64_t)(uintptr_t)addr, off = UINT64_MAX;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, pgoff;
+		int at = 0;
+
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &start, &end, &pgoff, &at) != 3)
+			continue;
+		if (a >= start && a < end) {
+			off = a - start + pgoff;
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(path, size, "%s", line + at);
+			break;
+		}
+	}
+	fclose(f);
+	assert_true(off != UINT64_MAX);
+	return off;
+}
+
+static long perf_open(struct perf_event_attr *attr, pid_t pid)
+{
+	return syscall(SYS_perf_event_open, attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static uint64_t read_count(int fd)
+{
+	uint64_t v = 0;
+
+	assert_int_equal(read(fd, &v, sizeof(v)), sizeof(v));
+	return v;
+}
+
+/* A perf ring buffer read once, after the event is disabled. */
+struct ring {
+	int fd;
+	unsigned char *base;
+	size_t size, data_size;
+	uint64_t pos, head;
+};
+
+#define RING_PAGES 16
+
+static void ring_open(struct perf_event_attr *attr, pid_t pid, struct ring *r)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	long fd = perf_open(attr, pid);
+
+	if (fd < 0)
+		fail_msg("perf_event_open: %s", strerror(errno));
+	r->fd = (int)fd;
+	r->data_size = RING_PAGES * page;
+	r->size = r->data_size + page;
+	r->base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	assert_true(r->base != MAP_FAILED);
+}
+
+static void ring_stop(struct ring *r)
+{
+	struct perf_event_mmap_page *mp = (void *)r->base;
+
+	assert_int_equal(ioctl(r->fd, PERF_EVENT_IOC_DISABLE, 0), 0);
+	r->head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+	r->pos = mp->data_tail;
+}
+
+/* Next record, copied out of the ring (records may wrap); false at the end. */
+static bool ring_next(struct ring *r, unsigned char *buf, size_t size)
+{
+	const unsigned char *data = r->base + (r->size - r->data_size);
+	struct perf_event_header h;
+
+	if (r->pos + sizeof(h) > r->head)
+		return false;
+	for (size_t i = 0; i < sizeof(h); i++)
+		((unsigned char *)&h)[i] = data[(r->pos + i) % r->data_size];
+	assert_true(h.size >= sizeof(h) && h.size <= size && r->pos + h.size <= r->head);
+	for (size_t i = 0; i < h.size; i++)
+		buf[i] = data[(r->pos + i) % r->data_size];
+	r->pos += h.size;
+	return true;
+}
+
+static void ring_close(struct ring *r)
+{
+	munmap(r->base, r->size);
+	close(r->fd);
+}
+
+/* ---- uprobes on libc ---- */
+
+static void test_libc_malloc(void **state)
+{
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	char mapped[PATH_MAX];
+	struct symtab *s;
+	struct probe p, q;
+	uint64_t want, off;
+	void *addr;
+
+	/* libc's own malloc (under ASan, RTLD_DEFAULT would give the interposer) */
+	assert_non_null(libc);
+	addr = dlsym(libc, "malloc");
+	assert_non_null(addr);
+	want = self_file_offset(addr, mapped, sizeof(mapped));
+	dlclose(libc);
+
+	resolve_ok("u:libc:malloc", NULL, 0, &p);
+	assert_int_equal(p.kind, PROBE_UPROBE);
+	assert_true(ends_with(p.path, "/libc.so.6"));
+	assert_true(same_file(p.path, mapped));
+	assert_string_equal(p.symbol, "malloc");
+	assert_string_equal(p.label, "u:libc:malloc");
+	assert_string_equal(p.spec, "u:libc:malloc");
+	assert_int_equal(p.offset, want);
+	assert_false(p.retprobe);
+	assert_int_equal(p.ref_ctr, 0);
+	assert_int_equal(p.nargs, 0);
+	assert_int_equal(p.regs_mask, 0);
+	assert_int_equal(p.nsites, 1);
+
+	s = symtab_open(p.path, "");
+	assert_non_null(s);
+	assert_int_equal(symtab_find(s, "malloc", &off), 0);
+	assert_int_equal(off, p.offset);
+	symtab_free(s);
+
+	/* "c", the exact file name and the path find the same file */
+	const char *const same[] = { "u:c:malloc", "u:libc.so.6:malloc" };
+
+	for (size_t i = 0; i < 2; i++) {
+		resolve_ok(same[i], NULL, 0, &q);
+		assert_string_equal(q.path, p.path);
+		assert_int_equal(q.offset, p.offset);
+		probe_release(&q);
+	}
+	{
+		char spec[PATH_MAX + 16];
+
+		snprintf(spec, sizeof(spec), "u:%s:malloc", mapped);
+		resolve_ok(spec, NULL, 0, &q);
+		assert_string_equal(q.path, mapped);
+		assert_int_equal(q.offset, p.offset);
+		assert_string_equal(q.label, "u:libc.so.6:malloc");
+		probe_release(&q);
+	}
+	probe_release(&p);
+	probe_release(&p); /* released twice: harmless */
+	probe_release(NULL);
+}
+
+static void test_libc_variants(void **state)
+{
+	struct probe base, p;
+
+	resolve_ok("u:libc:malloc", NULL, 0, &base);
+
+	resolve_ok("u:libc:malloc%return", NULL, 0, &p);
+	assert_true(p.retprobe);
+	assert_int_equal(p.offset, base.offset);
+	assert_string_equal(p.label, "u:libc:malloc%return");
+	probe_release(&p);
+
+	resolve_ok("u:libc:malloc+4", NULL, 0, &p);
+	assert_false(p.retprobe);
+	assert_int_equal(p.offset, base.offset + 4);
+	assert_string_equal(p.symbol, "malloc");
+	assert_string_equal(p.label, "u:libc:malloc+0x4");
+	probe_release(&p);
+
+	resolve_ok("u:libc:malloc+0x8", NULL, 0, &p);
+	assert_int_equal(p.offset, base.offset + 8);
+	probe_release(&p);
+	resolve_ok("u:libc:malloc+010", NULL, 0, &p); /* decimal, not octal */
+	assert_int_equal(p.offset, base.offset + 10);
+	probe_release(&p);
+
+	/* +0 is no offset: allowed with %return */
+	resolve_ok("u:libc:malloc+0%return", NULL, 0, &p);
+	assert_true(p.retprobe);
+	assert_int_equal(p.offset, base.offset);
+	probe_release(&p);
+
+	resolve_ok("u:libc:malloc size=%di", NULL, 0, &p);
+	assert_int_equal(p.nargs, 1);
+	assert_string_equal(p.args[0].name, "size");
+	assert_null(p.args[0].field);
+	assert_int_equal(p.args[0].a.kind, USDT_ARG_REG);
+	assert_int_equal(p.args[0].a.size, 8);
+	assert_int_equal(p.args[0].a.reg, PERF_REG_X86_DI);
+	assert_int_equal(p.args[0].a.reg_bytes, 8); /* perf's %di is all of %rdi */
+	assert_int_equal(p.regs_mask, UINT64_C(1) << PERF_REG_X86_DI);
+	probe_release(&p);
+
+	/* several registers, spelt every way, and ABI argument numbers */
+	resolve_ok("u:libc:malloc\ta=%rdi  b=%esi c=arg2 arg3 %r8 d=%r9d", NULL, 0, &p);
+	assert_int_equal(p.nargs, 6);
+	assert_string_equal(p.args[3].name, "arg3");
+	assert_string_equal(p.args[4].name, "r8");
+	assert_int_equal(p.args[1].a.reg, PERF_REG_X86_SI);
+	assert_int_equal(p.args[1].a.reg_bytes, 4);
+	assert_int_equal(p.args[2].a.reg, PERF_REG_X86_DX);
+	assert_int_equal(p.args[3].a.reg, PERF_REG_X86_CX);
+	assert_int_equal(p.args[5].a.reg, PERF_REG_X86_R9);
+	assert_int_equal(p.args[5].a.reg_bytes, 4);
+	assert_int_equal(p.regs_mask,
+			 (UINT64_C(1) << PERF_REG_X86_DI) | (UINT64_C(1) << PERF_REG_X86_SI) |
+				 (UINT64_C(1) << PERF_REG_X86_DX) | (UINT64_C(1) << PERF_REG_X86_CX) |
+				 (UINT64_C(1) << PERF_REG_X86_R8) | (UINT64_C(1) << PERF_REG_X86_R9));
+	probe_release(&p);
+
+	resolve_ok("u:libc:malloc pc=%ip", NULL, 0, &p);
+	assert_int_equal(p.args[0].a.reg, PERF_REG_X86_IP);
+	assert_int_equal(p.args[0].a.reg_bytes, 8);
+	probe_release(&p);
+
+	/* the return value at return */
+	resolve_ok("u:libc:malloc%return ret=%ax", NULL, 0, &p);
+	assert_int_equal(p.args[0].a.reg, PERF_REG_X86_AX);
+	assert_int_equal(p.regs_mask, UINT64_C(1) << PERF_REG_X86_AX);
+	probe_release(&p);
+	probe_release(&base);
+}
+
+static void test_unknown_symbol(void **state)
+{
+	const char *const mallok[] = { "mallok", "malloc", "did you mean", NULL };
+
+	resolve_fails("u:libc:mallok", NULL, 0, -ENOENT, mallok);
+	/* a name within a longer one is offered */
+	resolve_fails("u:libc:xx_pthread_mutex_lock_xx", NULL, 0, -ENOENT,
+		      (const char *const[]){ "pthread_mutex_lock", NULL });
+	/* something far from everything: no suggestions, still what was searched */
+	resolve_fails("u:libc:qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq", NULL, 0, -ENOENT,
+		      (const char *const[]){ "libc.so.6", "functions", NULL });
+}
+
+static void test_unknown_binary(void **state)
+{
+	const char *const needles[] = { "nosuchbinary", "PATH", "/usr/lib/x86_64-linux-gnu",
+					"give its path", NULL };
+	const char *const with_pid[] = { "not mapped by pid", NULL };
+	int pid = getpid();
+
+	resolve_fails("u:nosuchbinary:x", NULL, 0, -ENOENT, needles);
+	resolve_fails("u:nosuchbinary:x", &pid, 1, -ENOENT, with_pid);
+	resolve_fails("u:/no/such/file:x", NULL, 0, -ENOENT,
+		      (const char *const[]){ "/no/such/file", NULL });
+	resolve_fails("u:/etc/hostname:x", NULL, 0, -ENOEXEC,
+		      (const char *const[]){ "not an ELF file", NULL });
+	resolve_fails("u:/tmp:x", NULL, 0, -EINVAL,
+		      (const char *const[]){ "not a regular file", NULL });
+}
+
+static void test_postgres(void **state)
+{
+	const char *spec = "u:" POSTGRES ":exec_simple_query";
+	struct symtab *s;
+	struct probe p;
+	uint64_t off;
+
+	if (access(POSTGRES, R_OK) != 0) {
+		print_message("%s missing: PostgreSQL 15 not installed\n", POSTGRES);
+		skip();
+	}
+	s = symtab_open(POSTGRES, "");
+	assert_non_null(s);
+	if (symtab_find(s, "exec_simple_query", &off) == 0) {
+		/* debuginfo installed: the static function is known */
+		resolve_ok(spec, NULL, 0, &p);
+		assert_string_equal(p.path, POSTGRES);
+		assert_int_equal(p.offset, off);
+		probe_release(&p);
+	} else {
+		/* stripped, exported symbols only: say so */
+		print_message("exec_simple_query is static and %s has no debuginfo here\n",
+			      POSTGRES);
+		resolve_fails(spec, NULL, 0, -ENOENT,
+			      (const char *const[]){ "exec_simple_query", "no debuginfo", NULL });
+	}
+	/* an exported function resolves either way */
+	assert_int_equal(symtab_find(s, "PostgresMain", &off), 0);
+	resolve_ok("u:" POSTGRES ":PostgresMain", NULL, 0, &p);
+	assert_int_equal(p.offset, off);
+	assert_string_equal(p.label, "u:postgres:PostgresMain");
+	probe_release(&p);
+	symtab_free(s);
+}
+
+/* symtab_find() and symtab_name_at(), added for probes */
+static void test_symtab_names(void **state)
+{
+	struct symtab *s = symtab_open(SELF, "");
+	size_t n = symtab_count(s), found = 0;
+	uint64_t off, off2, in;
+	const char *name, *back;
+
+	assert_non_null(s);
+	assert_true(n > 10);
+	assert_null(symtab_name_at(s, n, &off));
+	assert_null(symtab_name_at(NULL, 0, &off));
+	assert_int_equal(symtab_find(NULL, "probe_target", &off), -ENOENT);
+	assert_int_equal(symtab_find(s, NULL, &off), -ENOENT);
+	assert_int_equal(symtab_find(s, "no_such_function_here", &off), -ENOENT);
+	/* the function's own address, through our maps */
+	{
+		char mapped[PATH_MAX];
+
+		assert_int_equal(symtab_find(s, "probe_target", &off), 0);
+		assert_int_equal(off, self_file_offset((const void *)probe_target, mapped,
+						       sizeof(mapped)));
+	}
+	/* every name leads back to itself (where it is the only one) */
+	for (size_t i = 0; i < n; i++) {
+		name = symtab_name_at(s, i, &off);
+		assert_non_null(name);
+		assert_ptr_equal(symtab_name_at(s, i, NULL), name);
+		if (off == UINT64_MAX || symtab_find(s, name, &off2) < 0 || off2 != off)
+			continue;
+		assert_int_equal(symtab_lookup(s, off, &back, &in), 0);
+		assert_string_equal(back, name);
+		assert_int_equal(in, 0);
+		found++;
+	}
+	assert_true(found * 10 >= n * 9);
+	symtab_free(s);
+}
+
+/* ---- binaries found through PATH and through processes' maps ---- */
+
+static char tmpdir[] = "/tmp/test_probe.XXXXXX";
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void copy_file(const char *from, const char *to, mode_t mode)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+	char buf[65536];
+	ssize_t n;
+
+	assert_true(in >= 0);
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	assert_true(out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+static void test_path_and_pids(void **state)
+{
+	char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+	char prog[PATH_MAX], script[PATH_MAX], spec[PATH_MAX + 64];
+	int pid = getpid();
+	struct probe p, q;
+	FILE *f;
+
+	assert_non_null(mkdtemp(tmpdir));
+	snprintf(prog, sizeof(prog), "%s/myprog", tmpdir);
+	snprintf(script, sizeof(script), "%s/myscript", tmpdir);
+	copy_file(SELF, prog, 0755);
+	f = fopen(script, "we");
+	assert_non_null(f);
+	fputs("#!/bin/sh\nexit 0\n", f);
+	fclose(f);
+	assert_int_equal(chmod(script, 0755), 0);
+
+	/* PATH: the ELF executable, not a script; relative entries ignored */
+	snprintf(spec, sizeof(spec), ".:%s:/usr/bin:/bin", tmpdir);
+	setenv("PATH", spec, 1);
+	resolve_ok("u:myprog:probe_target", NULL, 0, &p);
+	assert_string_equal(p.path, prog);
+	resolve_fails("u:myscript:x", NULL, 0, -ENOENT,
+		      (const char *const[]){ "is not ELF", NULL });
+	if (old)
+		setenv("PATH", old, 1);
+	else
+		unsetenv("PATH");
+	free(old);
+
+	/* this test binary is in no PATH; our own maps find it */
+	snprintf(spec, sizeof(spec), "u:%s:probe_target", strrchr(self_exe(), '/') + 1);
+	resolve_ok(spec, &pid, 1, &q);
+	assert_true(same_file(q.path, SELF));
+	assert_int_equal(q.offset, p.offset); /* the copy has the same layout */
+	probe_release(&q);
+	/* libc through the maps: the same file, named plainly (same mount namespace) */
+	resolve_ok("u:libc:malloc", &pid, 1, &q);
+	assert_true(ends_with(q.path, "/libc.so.6"));
+	assert_null(strstr(q.path, "/proc/"));
+	probe_release(&q);
+	/* a pid that does not exist is passed over */
+	{
+		int pids[] = { INT_MAX - 1, 0, -3 };
+
+		resolve_ok("u:libc:malloc", pids, 3, &q);
+		probe_release(&q);
+	}
+	probe_release(&p);
+	nftw(tmpdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- malformed specs ---- */
+
+struct bad_case {
+	const char *spec;
+	int err;
+	const char *needle;
+};
+
+static const struct bad_case bad[] = {
+	{ "", -EINVAL, "empty" },
+	{ " \t ", -EINVAL, "empty" },
+	{ "u:", -EINVAL, "u:BINARY:SYMBOL" },
+	{ "u:libc", -EINVAL, "u:BINARY:SYMBOL" },
+	{ "u:libc:", -EINVAL, "u:BINARY:SYMBOL" },
+	{ "u::malloc", -EINVAL, "u:BINARY:SYMBOL" },
+	{ "u:libc:malloc+", -EINVAL, "bad offset" },
+	{ "u:libc:malloc+zz", -EINVAL, "bad offset" },
+	{ "u:libc:malloc+-4", -EINVAL, "bad offset" },
+	{ "u:libc:malloc+4x", -EINVAL, "bad offset" },
+	{ "u:libc:malloc+0x", -EINVAL, "bad offset" },
+	{ "u:libc:malloc+0x-4", -EINVAL, "bad offset" },
+	{ "u:libc:malloc+ 4", -EINVAL, "bad offset" },
+	{ "u:libc:malloc+99999999999999999999999", -EINVAL, "bad offset" },
+	{ "u:libc:+4", -EINVAL, "bad offset" },
+	{ "u:libc:malloc+4%return", -EINVAL, "%return" },
+	{ "u:libc:malloc%ret", -EINVAL, "%return" },
+	{ "u:libc:malloc%return%return", -EINVAL, "%return" },
+	{ "u:libc:malloc+0x100000", -EINVAL, "outside malloc" },
+	{ "u:libc:malloc x=%nosuch", -EINVAL, "unknown register" },
+	{ "u:libc:malloc x=%ah", -EINVAL, "unknown register" },
+	{ "u:libc:malloc x=%", -EINVAL, "unknown register" },
+	{ "u:libc:malloc x=di", -EINVAL, "%REG or argN" },
+	{ "u:libc:malloc =%di", -EINVAL, "bad argument name" },
+	{ "u:libc:malloc 1x=%di", -EINVAL, "bad argument name" },
+	{ "u:libc:malloc a-b=%di", -EINVAL, "bad argument name" },
+	{ "u:libc:malloc a=%di a=%si", -EINVAL, "named twice" },
+	{ "u:libc:malloc %di %di", -EINVAL, "named twice" },
+	{ "u:libc:malloc a=arg6", -EINVAL, "arg0..arg5" },
+	{ "u:libc:malloc a=arg01", -EINVAL, "%REG or argN" },
+	{ "u:libc:malloc a=arg", -EINVAL, "%REG or argN" },
+	{ "u:libc:malloc%return a=arg0", -EINVAL, "return value" },
+	{ "u:libc:malloc a b c d e f g h i j k l m", -E2BIG, "too many" },
+	{ "sdt:a", -EINVAL, "sdt:PROVIDER:NAME" },
+	{ "sdt::x@/bin/true", -EINVAL, "sdt:PROVIDER:NAME" },
+	{ "sdt:a:@/bin/true", -EINVAL, "sdt:PROVIDER:NAME" },
+	{ "sdt:a:b@", -EINVAL, "sdt:PROVIDER:NAME" },
+	{ "sdt:a:b:c@/bin/true", -EINVAL, "sdt:PROVIDER:NAME" },
+	{ "nocolon", -EINVAL, "not a probe" },
+	{ "a:b:c", -EINVAL, "not a probe" },
+	{ ":x", -EINVAL, "not a probe" },
+	{ "x:", -EINVAL, "not a probe" },
+	{ "cycles:u", -EINVAL, "not a tracepoint" },
+	{ "..:x", -EINVAL, "malformed" },
+};
+
+static void test_malformed(void **state)
+{
+	char *huge;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *const needles[] = { bad[i].needle, NULL };
+
+		resolve_fails(bad[i].spec, NULL, 0, bad[i].err, needles);
+	}
+	huge = malloc(8192);
+	assert_non_null(huge);
+	memset(huge, 'a', 8191);
+	huge[8191] = '\0';
+	memcpy(huge, "u:libc:", 7);
+	resolve_fails(huge, NULL, 0, -E2BIG, (const char *const[]){ "longer than", NULL });
+	free(huge);
+}
+
+static void test_message_buffer(void **state)
+{
+	struct probe p;
+	char small[12];
+
+	/* no buffer at all, or none to write in */
+	assert_int_equal(probe_resolve("u:libc:mallok", NULL, 0, &p, NULL, 0), -ENOENT);
+	assert_int_equal(probe_resolve("u:libc:mallok", NULL, 0, &p, small, 0), -ENOENT);
+	/* a short buffer is cut and terminated */
+	memset(small, 'x', sizeof(small));
+	assert_int_equal(probe_resolve("u:nosuchbinary:x", NULL, 0, &p, small, sizeof(small)),
+			 -ENOENT);
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+	assert_int_equal(probe_resolve(NULL, NULL, 0, &p, small, sizeof(small)), -EINVAL);
+	assert_int_equal(probe_resolve("u:libc:malloc", NULL, 0, NULL, small, sizeof(small)),
+			 -EINVAL);
+	/* success leaves an empty message */
+	memset(small, 'x', sizeof(small));
+	assert_int_equal(probe_resolve("u:libc:malloc a=%di", NULL, 0, &p, small, sizeof(small)),
+			 0);
+	assert_string_equal(small, "");
+	probe_release(&p);
+}
+
+/* ---- USDT ---- */
+
+static void test_sdt_postgres(void **state)
+{
+	const char *spec = "sdt:postgresql:query__start@" POSTGRES;
+	const struct usdt_probe *up;
+	struct usdt_list *l;
+	struct probe p;
+	int sites = 0;
+
+	if (access(POSTGRES, R_OK) != 0) {
+		print_message("%s missing: PostgreSQL 15 not installed\n", POSTGRES);
+		skip();
+	}
+	l = usdt_read(POSTGRES);
+	assert_non_null(l);
+	up = usdt_find(l, "postgresql", "query__start");
+	assert_non_null(up);
+	for (const struct usdt_probe *o = up; o; o = usdt_find_next(l, o, "postgresql", "query__start"))
+		sites++;
+
+	resolve_ok(spec, NULL, 0, &p);
+	assert_int_equal(p.kind, PROBE_USDT);
+	assert_string_equal(p.path, POSTGRES);
+	assert_string_equal(p.symbol, "postgresql:query__start");
+	assert_string_equal(p.label, "sdt:postgresql:query__start");
+	assert_int_equal(p.offset, up->pc_off);
+	assert_int_equal(p.ref_ctr, up->sema_off);
+	assert_true(p.ref_ctr != 0);
+	assert_int_equal(p.nsites, sites);
+	assert_int_equal(p.nargs, 0);
+	probe_release(&p);
+
+	/* its one argument, by number and by name */
+	assert_int_equal(up->nargs, 1);
+	resolve_ok("sdt:postgresql:query__start@" POSTGRES " query=arg0", NULL, 0, &p);
+	assert_int_equal(p.nargs, 1);
+	assert_string_equal(p.args[0].name, "query");
+	assert_memory_equal(&p.args[0].a, &up->args[0], sizeof(up->args[0]));
+	if (up->args[0].kind != USDT_ARG_CONST)
+		assert_int_equal(p.regs_mask, UINT64_C(1) << up->args[0].reg);
+	probe_release(&p);
+
+	resolve_fails("sdt:postgresql:query__start@" POSTGRES " arg1", NULL, 0, -EINVAL,
+		      (const char *const[]){ "1 argument", "arg0..arg0", NULL });
+	resolve_fails("sdt:postgresql:query__start@" POSTGRES " x=%di", NULL, 0, -EINVAL,
+		      (const char *const[]){ "takes argN", NULL });
+	resolve_fails("sdt:postgresql:query__strat@" POSTGRES, NULL, 0, -ENOENT,
+		      (const char *const[]){ "postgresql:query__start", "did you mean", NULL });
+	resolve_fails("sdt:postgres:query__start@" POSTGRES, NULL, 0, -ENOENT,
+		      (const char *const[]){ "postgresql:query__start", NULL });
+	/* "postgres" through PATH would not be found; named, it is */
+	resolve_fails("sdt:postgresql:query__start", NULL, 0, -ENOENT,
+		      (const char *const[]){ "@BINARY", NULL });
+	usdt_free(l);
+}
+
+static void test_sdt_no_notes(void **state)
+{
+	resolve_fails("sdt:x:y@/bin/true", NULL, 0, -ENOENT,
+		      (const char *const[]){ "/bin/true has no SDT notes", NULL });
+	resolve_fails("sdt:x:y@/etc/hostname", NULL, 0, -ENOEXEC,
+		      (const char *const[]){ "not an ELF file", NULL });
+	resolve_fails("sdt:x:y@nosuchbinary", NULL, 0, -ENOENT,
+		      (const char *const[]){ "cannot find binary", NULL });
+}
+
+/* The sdtprobe workload, or NULL (with the reason printed) when not built. */
+static const char *sdtprobe_path(void)
+{
+	static char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/workloads/sdtprobe", build_dir());
+	if (access(path, X_OK) != 0) {
+		print_message("%s not built\n", path);
+		return NULL;
+	}
+	return path;
+}
+
+/* Start @path with @argv, stdout to a pipe (returned in *out), held until
+ * *go is written. */
+static pid_t spawn_held(char *const argv[], int *out, int *go)
+{
+	int o[2], g[2];
+	pid_t pid;
+
+	assert_int_equal(pipe2(o, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(g, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char c;
+
+		dup2(o[1], 1);
+		if (read(g[0], &c, 1) != 1)
+			_exit(126);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(o[1]);
+	close(g[0]);
+	*out = o[0];
+	*go = g[1];
+	return pid;
+}
+
+static long wait_armed(pid_t pid, int out)
+{
+	char buf[128] = "";
+	ssize_t n, len = 0;
+	int status;
+	long armed = -1;
+
+	while ((n = read(out, buf + len, sizeof(buf) - 1 - (size_t)len)) > 0)
+		len += n;
+	close(out);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(sscanf(buf, "armed %ld", &armed), 1);
+	return armed;
+}
+
+static void test_sdt_workload(void **state)
+{
+	const char *path = sdtprobe_path();
+	char spec[PATH_MAX + 64];
+	struct probe p;
+	pid_t pid;
+	int out, go, ipid;
+
+	if (!path)
+		skip();
+
+	snprintf(spec, sizeof(spec), "sdt:cgperf_test:hit@%s v=arg0 k=arg1 b=arg2", path);
+	resolve_ok(spec, NULL, 0, &p);
+	assert_true(p.ref_ctr != 0);
+	assert_int_equal(p.nargs, 3);
+	assert_int_equal(p.args[1].a.kind, USDT_ARG_CONST);
+	assert_int_equal(p.args[1].a.value, -7);
+	probe_release(&p);
+	snprintf(spec, sizeof(spec), "sdt:cgperf_test:mem@%s a=arg0", path);
+	resolve_ok(spec, NULL, 0, &p);
+	assert_int_equal(p.args[0].a.kind, USDT_ARG_MEM);
+	assert_int_equal(p.regs_mask, UINT64_C(1) << p.args[0].a.reg);
+	probe_release(&p);
+
+	/* no @BINARY: found in what a running process maps */
+	{
+		char *argv[] = { (char *)path, "100000", "1000", NULL };
+
+		pid = spawn_held(argv, &out, &go);
+		assert_int_equal(write(go, "g", 1), 1);
+		close(go);
+		ipid = (int)pid;
+		/* until it has exec'd, the child maps this test binary */
+		for (int i = 0; i < 500; i++) {
+			char exe[PATH_MAX], proc[64];
+			ssize_t n;
+
+			snprintf(proc, sizeof(proc), "/proc/%d/exe", ipid);
+			n = readlink(proc, exe, sizeof(exe) - 1);
+			if (n > 0 && (exe[n] = '\0', ends_with(exe, "/sdtprobe")))
+				break;
+			usleep(10000);
+		}
+		resolve_ok("sdt:cgperf_test:hit", &ipid, 1, &p);
+		assert_true(same_file(p.path, path));
+		probe_release(&p);
+		resolve_fails("sdt:cgperf_test:hitt", &ipid, 1, -ENOENT,
+			      (const char *const[]){ "cgperf_test:hit", NULL });
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(out);
+	}
+}
+
+/* The semaphore: raised in the workload exactly while the probe exists. */
+static void test_sdt_semaphore(void **state)
+{
+	const char *path = sdtprobe_path();
+	char spec[PATH_MAX + 64], err[512];
+	struct perf_event_attr attr;
+	struct probe p;
+	pid_t pid;
+	int out, go;
+	long fd;
+
+	if (!path)
+		skip();
+
+	/* nobody attached: never armed */
+	{
+		char *argv[] = { (char *)path, "50", NULL };
+
+		pid = spawn_held(argv, &out, &go);
+		assert_int_equal(write(go, "g", 1), 1);
+		close(go);
+		assert_int_equal(wait_armed(pid, out), 0);
+	}
+
+	snprintf(spec, sizeof(spec), "sdt:cgperf_test:hit@%s", path);
+	resolve_ok(spec, NULL, 0, &p);
+	memset(&attr, 0, sizeof(attr));
+	assert_int_equal(probe_attr_at(&p, NULL, &attr, err, sizeof(err)), 0);
+	assert_int_equal(attr.config >> 32, p.ref_ctr);
+	attr.disabled = 0;
+	{
+		char *argv[] = { (char *)path, "500", NULL };
+
+		pid = spawn_held(argv, &out, &go);
+		/* attached before exec: follows the task into the new image */
+		fd = perf_open(&attr, pid);
+		if (fd < 0)
+			fail_msg("perf_event_open: %s", strerror(errno));
+		assert_int_equal(write(go, "g", 1), 1);
+		close(go);
+		assert_int_equal(wait_armed(pid, out), 500);
+		assert_int_equal(read_count((int)fd), 500);
+		close((int)fd);
+	}
+	probe_release(&p);
+}
+
+/* ---- tracepoints ---- */
+
+/* The field line of @name in tracefs's format of @event: offset and size. */
+static bool format_lookup(const char *event, const char *name, int *offset, int *size)
+{
+	char path[PATH_MAX], line[512], want[128];
+	const char *tracefs = ev_tracefs();
+	bool found = false;
+	FILE *f;
+
+	assert_non_null(tracefs);
+	snprintf(path, sizeof(path), "%s/events/%s/format", tracefs, event);
+	f = fopen(path, "re");
+	assert_non_null(f);
+	snprintf(want, sizeof(want), " %s;", name);
+	while (fgets(line, sizeof(line), f)) {
+		char *at = strstr(line, want);
+
+		if (at && strstr(line, "field:") &&
+		    sscanf(strchr(at, ';'), ";\toffset:%d;\tsize:%d;", offset, size) == 2) {
+			found = true;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+static uint64_t tracepoint_id(const char *event)
+{
+	char path[PATH_MAX];
+	unsigned long long id = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/events/%s/id", ev_tracefs(), event);
+	f = fopen(path, "re");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%llu", &id), 1);
+	fclose(f);
+	return id;
+}
+
+static void test_tracepoint(void **state)
+{
+	struct probe p;
+	int off, size;
+
+	if (!ev_tracefs()) {
+		print_message("tracefs not mounted\n");
+		skip();
+	}
+	resolve_ok("syscalls:sys_enter_write count", NULL, 0, &p);
+	assert_int_equal(p.kind, PROBE_TRACEPOINT);
+	assert_int_equal(p.tp_id, tracepoint_id("syscalls/sys_enter_write"));
+	assert_string_equal(p.label, "syscalls:sys_enter_write");
+	assert_null(p.path);
+	assert_int_equal(p.nargs, 1);
+	assert_string_equal(p.args[0].name, "count");
+	assert_string_equal(p.args[0].field, "count");
+	assert_true(format_lookup("syscalls/sys_enter_write", "count", &off, &size));
+	assert_int_equal(p.args[0].field_offset, off);
+	assert_int_equal(p.args[0].field_size, size);
+	assert_false(p.args[0].field_signed);
+	assert_false(p.args[0].field_dynamic);
+	assert_int_equal(p.regs_mask, 0);
+	probe_release(&p);
+
+	/* renamed, several, the common ones too */
+	resolve_ok("syscalls:sys_enter_write n=count fd pid=common_pid", NULL, 0, &p);
+	assert_int_equal(p.nargs, 3);
+	assert_string_equal(p.args[0].name, "n");
+	assert_string_equal(p.args[0].field, "count");
+	assert_string_equal(p.args[2].field, "common_pid");
+	assert_true(p.args[2].field_signed);
+	probe_release(&p);
+
+	/* an array and a dynamic string */
+	resolve_ok("sched:sched_switch prev_comm next_pid", NULL, 0, &p);
+	assert_true(format_lookup("sched/sched_switch", "prev_comm[16]", &off, &size));
+	assert_int_equal(p.args[0].field_offset, off);
+	assert_int_equal(p.args[0].field_size, 16);
+	assert_true(p.args[1].field_signed);
+	probe_release(&p);
+	resolve_ok("sched:sched_process_exec filename", NULL, 0, &p);
+	assert_true(p.args[0].field_dynamic);
+	assert_int_equal(p.args[0].field_size, 4);
+	probe_release(&p);
+
+	/* without arguments the format is not needed */
+	resolve_ok("sched:sched_switch", NULL, 0, &p);
+	assert_int_equal(p.nargs, 0);
+	probe_release(&p);
+}
+
+static void test_tracepoint_errors(void **state)
+{
+	const char *err_field[] = { "nosuch", "fields:", "count", "fd", "buf", NULL };
+	struct probe p;
+	char err[2048];
+
+	if (!ev_tracefs()) {
+		print_message("tracefs not mounted\n");
+		skip();
+	}
+	resolve_fails("syscalls:sys_enter_write nosuch", NULL, 0, -ENOENT, err_field);
+	assert_int_equal(probe_resolve("syscalls:sys_enter_write nosuch", NULL, 0, &p, err,
+				       sizeof(err)),
+			 -ENOENT);
+	assert_null(strstr(err, "common_")); /* the list is the event's own fields */
+	resolve_fails("sched:nosuch", NULL, 0, -ENOENT,
+		      (const char *const[]){ "sched:nosuch", "no such tracepoint", NULL });
+	resolve_fails("sched:sched_swich", NULL, 0, -ENOENT,
+		      (const char *const[]){ "sched:sched_switch", NULL });
+	resolve_fails("nosuchsys:nosuch", NULL, 0, -ENOENT, NULL);
+	resolve_fails("syscalls:sys_enter_write count count", NULL, 0, -EINVAL,
+		      (const char *const[]){ "named twice", NULL });
+}
+
+/* ---- probe_attr ---- */
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "we");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_attr_fake_pmu(void **state)
+{
+	char dir[] = "/tmp/test_probe_pmu.XXXXXX", sub[PATH_MAX], err[512];
+	struct probe p = { .kind = PROBE_UPROBE, .path = "/bin/true", .offset = 0x1234 };
+	struct perf_event_attr attr;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/format", dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	write_file(dir, "type", "42\n");
+	write_file(dir, "format/retprobe", "config:0\n");
+	write_file(dir, "format/ref_ctr_offset", "config:32-63\n");
+
+	memset(&attr, 0, sizeof(attr));
+	attr.sample_period = 7; /* the caller's fields stay */
+	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), 0);
+	assert_int_equal(attr.type, 42);
+	assert_int_equal(attr.size, sizeof(attr));
+	assert_int_equal(attr.config, 0);
+	assert_int_equal(attr.config1, (uint64_t)(uintptr_t)p.path);
+	assert_int_equal(attr.config2, 0x1234);
+	assert_int_equal(attr.sample_period, 7);
+
+	p.retprobe = true;
+	p.ref_ctr = 0x88595e;
+	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), 0);
+	assert_int_equal(attr.config, (UINT64_C(0x88595e) << 32) | 1);
+
+	/* another bit, as a range of one */
+	write_file(dir, "format/retprobe", "config:5-5\n");
+	p.ref_ctr = 0;
+	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), 0);
+	assert_int_equal(attr.config, UINT64_C(1) << 5);
+
+	/* a semaphore offset too wide for the field */
+	p.ref_ctr = UINT64_C(1) << 32;
+	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), -ERANGE);
+	assert_non_null(strstr(err, "does not fit"));
+
+	/* format entries not understood */
+	const char *const bad_formats[] = { "config1:0", "config:64", "config:9-3", "config:",
+					    "config:1x", "" };
+
+	p.ref_ctr = 0;
+	for (size_t i = 0; i < sizeof(bad_formats) / sizeof(bad_formats[0]); i++) {
+		write_file(dir, "format/retprobe", bad_formats[i]);
+		assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), -EIO);
+	}
+	write_file(dir, "format/retprobe", "config:0-1");
+	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), -EIO);
+
+	/* an old kernel: no ref_ctr_offset, no retprobe */
+	snprintf(sub, sizeof(sub), "%s/format/ref_ctr_offset", dir);
+	assert_int_equal(unlink(sub), 0);
+	snprintf(sub, sizeof(sub), "%s/format/retprobe", dir);
+	assert_int_equal(unlink(sub), 0);
+	p.ref_ctr = 0x10;
+	p.retprobe = false;
+	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), -EOPNOTSUPP);
+	assert_non_null(strstr(err, "ref_ctr_offset"));
+	p.ref_ctr = 0;
+	p.retprobe = true;
+	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), -EOPNOTSUPP);
+
+	/* a type that is not a number */
+	write_file(dir, "type", "uprobe\n");
+	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), -EIO);
+
+	nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	/* no PMU at all */
+	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "no uprobe PMU"));
+	assert_int_equal(probe_attr_at(&p, dir, &attr, NULL, 0), -ENOENT);
+	assert_int_equal(probe_attr_at(NULL, dir, &attr, NULL, 0), -EINVAL);
+}
+
+static void test_attr_system(void **state)
+{
+	struct perf_event_attr attr;
+	struct probe p;
+	unsigned type;
+	FILE *f;
+
+	f = fopen("/sys/bus/event_source/devices/uprobe/type", "re");
+	assert_non_null(f); /* these machines have the uprobe PMU */
+	assert_int_equal(fscanf(f, "%u", &type), 1);
+	fclose(f);
+
+	resolve_ok("u:libc:malloc%return", NULL, 0, &p);
+	memset(&attr, 0, sizeof(attr));
+	assert_int_equal(probe_attr(&p, &attr), 0);
+	assert_int_equal(attr.type, type);
+	assert_int_equal(attr.config, 1); /* config:0 here */
+	assert_string_equal((const char *)(uintptr_t)attr.config1, p.path);
+	assert_int_equal(attr.config2, p.offset);
+	probe_release(&p);
+
+	resolve_ok("sched:sched_switch", NULL, 0, &p);
+	memset(&attr, 0, sizeof(attr));
+	assert_int_equal(probe_attr(&p, &attr), 0);
+	assert_int_equal(attr.type, PERF_TYPE_TRACEPOINT);
+	assert_int_equal(attr.config, tracepoint_id("sched/sched_switch"));
+	probe_release(&p);
+}
+
+/* ---- opened for real ---- */
+
+static void count_self(bool ret)
+{
+	char spec[PATH_MAX + 64];
+	struct perf_event_attr attr;
+	struct probe p;
+	long fd;
+
+	snprintf(spec, sizeof(spec), "u:%s:probe_target%s", SELF, ret ? "%return" : "");
+	resolve_ok(spec, NULL, 0, &p);
+	memset(&attr, 0, sizeof(attr));
+	assert_int_equal(probe_attr(&p, &attr), 0);
+	attr.disabled = 1;
+	fd = perf_open(&attr, getpid());
+	if (fd < 0)
+		fail_msg("perf_event_open(%s): %s", spec, strerror(errno));
+	assert_int_equal(ioctl((int)fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+	for (unsigned long i = 0; i < CALLS; i++)
+		probe_target(i);
+	assert_int_equal(ioctl((int)fd, PERF_EVENT_IOC_DISABLE, 0), 0);
+	probe_target(0); /* not counted */
+	assert_int_equal(read_count((int)fd), CALLS);
+	close((int)fd);
+	probe_release(&p);
+}
+
+static void test_count_entry(void **state)
+{
+	count_self(false);
+}
+
+static void test_count_return(void **state)
+{
+	count_self(true);
+}
+
+/* Sample the argument (at entry) or the return value (at return) through
+ * regs_mask and read it back with usdt_arg_value(). */
+static void sample_self(const char *suffix, const char *arg, unsigned long mul)
+{
+	unsigned char rec[1024];
+	char spec[PATH_MAX + 64];
+	struct perf_event_attr attr;
+	struct probe p;
+	struct ring r;
+	unsigned long seen = 0;
+
+	snprintf(spec, sizeof(spec), "u:%s:probe_target%s v=%s", SELF, suffix, arg);
+	resolve_ok(spec, NULL, 0, &p);
+	memset(&attr, 0, sizeof(attr));
+	assert_int_equal(probe_attr(&p, &attr), 0);
+	attr.sample_period = 1;
+	attr.sample_type = PERF_SAMPLE_REGS_USER;
+	attr.sample_regs_user = p.regs_mask;
+	attr.disabled = 1;
+	ring_open(&attr, getpid(), &r);
+	assert_int_equal(ioctl(r.fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+	for (unsigned long i = 0; i < 100; i++)
+		probe_target(1000 + i);
+	ring_stop(&r);
+	while (ring_next(&r, rec, sizeof(rec))) {
+		const struct perf_event_header *h = (const void *)rec;
+		uint64_t regs[64] = { 0 }, abi, v;
+		const unsigned char *at = rec + sizeof(*h);
+		int64_t got;
+
+		if (h->type != PERF_RECORD_SAMPLE)
+			continue;
+		memcpy(&abi, at, 8);
+		at += 8;
+		assert_int_equal(abi, PERF_SAMPLE_REGS_ABI_64);
+		for (int b = 0; b < 64; b++) {
+			if (!(p.regs_mask & (UINT64_C(1) << b)))
+				continue;
+			memcpy(&v, at, 8);
+			at += 8;
+			regs[b] = v;
+		}
+		assert_int_equal(usdt_arg_value(&p.args[0].a, regs, p.regs_mask, NULL, NULL, &got),
+				 0);
+		assert_int_equal(got, (int64_t)((1000 + seen) * mul));
+		seen++;
+	}
+	assert_int_equal(seen, 100);
+	ring_close(&r);
+	probe_release(&p);
+}
+
+static void test_sample_args(void **state)
+{
+	sample_self("", "%di", 1);
+	sample_self("", "arg0", 1);
+	sample_self("%return", "%ax", 3);
+}
+
+/* sys_enter_write's raw record decoded with the field offsets */
+static void test_tracepoint_raw(void **state)
+{
+	static char payload[12345];
+	unsigned char rec[4096];
+	struct perf_event_attr attr;
+	struct probe p;
+	struct ring r;
+	int devnull, hits = 0;
+
+	resolve_ok("syscalls:sys_enter_write fd count", NULL, 0, &p);
+	memset(&attr, 0, sizeof(attr));
+	assert_int_equal(probe_attr(&p, &attr), 0);
+	attr.sample_period = 1;
+	attr.sample_type = PERF_SAMPLE_RAW;
+	attr.disabled = 1;
+	devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	assert_true(devnull >= 0);
+	ring_open(&attr, getpid(), &r);
+	assert_int_equal(ioctl(r.fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+	assert_int_equal(write(devnull, payload, sizeof(payload)), sizeof(payload));
+	ring_stop(&r);
+	while (ring_next(&r, rec, sizeof(rec))) {
+		const struct perf_event_header *h = (const void *)rec;
+		const unsigned char *raw = rec + sizeof(*h) + 4;
+		uint32_t size;
+		uint64_t fd = 0, count = 0;
+
+		if (h->type != PERF_RECORD_SAMPLE)
+			continue;
+		memcpy(&size, rec + sizeof(*h), 4);
+		assert_true(p.args[1].field_offset + p.args[1].field_size <= (int)size);
+		assert_int_equal(p.args[0].field_size, 8);
+		assert_int_equal(p.args[1].field_size, 8);
+		memcpy(&fd, raw + p.args[0].field_offset, 8);
+		memcpy(&count, raw + p.args[1].field_offset, 8);
+		if (fd == (uint64_t)devnull && count == sizeof(payload))
+			hits++;
+	}
+	assert_int_equal(hits, 1);
+	ring_close(&r);
+	close(devnull);
+	probe_release(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_libc_malloc),
+		cmocka_unit_test(test_libc_variants),
+		cmocka_unit_test(test_unknown_symbol),
+		cmocka_unit_test(test_unknown_binary),
+		cmocka_unit_test(test_postgres),
+		cmocka_unit_test(test_symtab_names),
+		cmocka_unit_test(test_path_and_pids),
+		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_message_buffer),
+		cmocka_unit_test(test_sdt_postgres),
+		cmocka_unit_test(test_sdt_no_notes),
+		cmocka_unit_test(test_sdt_workload),
+		cmocka_unit_test(test_sdt_semaphore),
+		cmocka_unit_test(test_tracepoint),
+		cmocka_unit_test(test_tracepoint_errors),
+		cmocka_unit_test(test_attr_fake_pmu),
+		cmocka_unit_test(test_attr_system),
+		cmocka_unit_test(test_count_entry),
+		cmocka_unit_test(test_count_return),
+		cmocka_unit_test(test_sample_args),
+		cmocka_unit_test(test_tracepoint_raw),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
