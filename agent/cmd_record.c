@@ -39,317 +39,21 @@
 #include "agent/cpumap.h"
 #include "agent/events.h"
 #include "agent/fold.h"
-#include "agent/perfmap.h"
-#include "agent/procmaps.h"
 #include "agent/sampler.h"
 #include "agent/spawn.h"
-#include "agent/symtab.h"
-#include "agent/unwind.h"
-#include "cgroup/identity.h"
+#include "agent/stacks.h"
 #include "cgroup/proc.h"
 #include "cgroup/tree.h"
 
-#define MAX_FRAMES 254
-#define OBJ_KERNEL 0u
-#define OBJ_UNKNOWN 1u /* no mapping: the frame keeps its raw address */
-#define OBJ_FIRST 2u
-#define MAX_OBJECTS 65000 /* ids live in the top 16 bits of a frame */
-#define MAX_DISTINCT_STACKS 2000000
-
-enum cg_mode { CGM_FP, CGM_DWARF, CGM_NONE };
-
-struct object {
-	uint64_t dev, ino;
-	char *path;      /* as the process saw it */
-	char *open_path; /* where it could be opened when first seen */
-	const char *base;
-	struct symtab *st;
-	struct perfmap *jit; /* JIT code: names by absolute address */
-};
-
 struct record {
 	const char *prog;
-	enum cg_mode mode;
-	bool per_cgroup;
-	struct procmaps *pm;
-	struct unwind_cache *uc;
-	struct ksyms *ks;
-	struct fold *raw;     /* raw stack -> samples */
-	struct fold *objkey;  /* (dev, ino) or path -> object index */
-	struct fold *strings; /* comm -> id + 1 */
-	struct fold *pidsel;  /* pid -> 1 match, 2 no match (with --target) */
+	enum stacks_mode mode;
+	struct stacks *st;
+	struct fold *pidsel; /* pid -> 1 match, 2 no match, 3 the command's tree (--target) */
 	struct cg_selector *sel;
-	char **comms;
-	size_t ncomms, capcomms;
-	struct object *objs;
-	size_t nobjs, capobjs;
-	/* cgroup id -> label, for --per-cgroup */
-	struct fold *cglabels;
-	char **labels;
-	size_t nlabels, caplabels;
 	char *mount;
-	time_t last_rescan;
-	/* unwind_map results handed to the unwinder: a small ring, since it
-	 * may hold on to one while asking for another */
-	struct unwind_map umaps[16];
-	unsigned umap_next;
-	uint32_t cur_pid;
-	/* self figures */
-	uint64_t samples, kept, lost, unwind_errors, no_user_stack, filtered;
+	uint64_t samples, lost, filtered;
 };
-
-/* ---- interning ---------------------------------------------------------- */
-
-static uint32_t intern_comm(struct record *r, const char *comm)
-{
-	uint64_t *slot = fold_slot(r->strings, comm, strlen(comm));
-
-	if (!slot)
-		return 0;
-	if (!*slot) {
-		if (r->ncomms == r->capcomms) {
-			size_t nc = r->capcomms ? r->capcomms * 2 : 64;
-			char **v = realloc(r->comms, nc * sizeof(*v));
-
-			if (!v)
-				return 0;
-			r->comms = v;
-			r->capcomms = nc;
-		}
-		r->comms[r->ncomms] = strdup(comm);
-		if (!r->comms[r->ncomms])
-			return 0;
-		*slot = ++r->ncomms;
-	}
-	return (uint32_t)(*slot - 1);
-}
-
-/* Anonymous executable memory: where JITs put code. */
-static bool anon_path(const char *path)
-{
-	return !path[0] || !strncmp(path, "//anon", 6) || !strncmp(path, "[anon", 5) ||
-	       !strncmp(path, "/memfd:", 7);
-}
-
-/*
- * The vDSO has no file; every process of this kernel maps the same image,
- * so a copy of our own, in a memfd, gives its symbols.
- */
-static struct symtab *open_vdso(void)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[512], path[64];
-	unsigned long long lo = 0, hi = 0;
-	struct symtab *st = NULL;
-	int fd;
-
-	if (!f)
-		return NULL;
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "[vdso]") && sscanf(line, "%llx-%llx", &lo, &hi) == 2)
-			break;
-	fclose(f);
-	if (!lo || hi <= lo || hi - lo > (1u << 20))
-		return NULL;
-	fd = memfd_create("cgperf-vdso", MFD_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	if (write(fd, (const void *)(uintptr_t)lo, hi - lo) == (ssize_t)(hi - lo)) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		st = symtab_open(path, "");
-	}
-	close(fd);
-	return st;
-}
-
-static bool pseudo_path(const char *path)
-{
-	return !path[0] || path[0] == '[' || !strncmp(path, "//anon", 6) ||
-	       !strncmp(path, "/memfd:", 7) || strstr(path, " (deleted)");
-}
-
-/* Object index for @m of @pid, opening its symbols on first sight. */
-static uint32_t intern_object(struct record *r, uint32_t pid, struct pmap_entry *m)
-{
-	struct { uint64_t dev, ino; } k = {m->dev, m->ino};
-	uint64_t *slot;
-	struct object *o;
-
-	char jitkey[48];
-	char jitpath[4096] = "";
-
-	if (m->tag >= 0)
-		return (uint32_t)m->tag;
-	/* Files by (dev, ino); JIT code by process; other pseudo maps by name. */
-	if (anon_path(m->path) && perfmap_path("/proc", (pid_t)pid, jitpath, sizeof(jitpath)) == 0 &&
-	    access(jitpath, R_OK) == 0) {
-		snprintf(jitkey, sizeof(jitkey), "jit:%" PRIu32, pid);
-		slot = fold_slot(r->objkey, jitkey, strlen(jitkey));
-	} else if (m->ino && !pseudo_path(m->path)) {
-		jitpath[0] = '\0';
-		slot = fold_slot(r->objkey, &k, sizeof(k));
-	} else {
-		jitpath[0] = '\0';
-		slot = fold_slot(r->objkey, m->path, strlen(m->path));
-	}
-	if (!slot)
-		return OBJ_UNKNOWN;
-	if (*slot) {
-		m->tag = (int32_t)(*slot - 1);
-		return (uint32_t)m->tag;
-	}
-	if (r->nobjs >= MAX_OBJECTS)
-		return OBJ_UNKNOWN;
-	if (r->nobjs == r->capobjs) {
-		size_t nc = r->capobjs ? r->capobjs * 2 : 64;
-		struct object *v = realloc(r->objs, nc * sizeof(*v));
-
-		if (!v)
-			return OBJ_UNKNOWN;
-		r->objs = v;
-		r->capobjs = nc;
-	}
-	o = &r->objs[r->nobjs];
-	memset(o, 0, sizeof(*o));
-	o->dev = m->dev;
-	o->ino = m->ino;
-	o->path = strdup(m->path);
-	if (!o->path)
-		return OBJ_UNKNOWN;
-	o->base = strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path;
-	if (jitpath[0]) {
-		/* Loaded now, while the process lives; its name for unnamed frames. */
-		o->jit = perfmap_load(jitpath);
-		free(o->path);
-		o->path = strdup(strrchr(jitpath, '/') + 1);
-		if (!o->path)
-			return OBJ_UNKNOWN;
-		o->base = o->path;
-	} else if (!strcmp(m->path, "[vdso]")) {
-		o->st = open_vdso();
-	} else if (!pseudo_path(m->path)) {
-		const char *root = procmaps_root(r->pm, pid);
-		size_t n = strlen(root) + strlen(m->path) + 1;
-
-		o->open_path = malloc(n);
-		if (o->open_path) {
-			snprintf(o->open_path, n, "%s%s", root, m->path);
-			o->st = symtab_open(o->open_path, root);
-			if (!o->st && root[0]) {
-				/* The process may be gone; the host view may still do. */
-				o->st = symtab_open(m->path, "");
-				if (o->st)
-					snprintf(o->open_path, n, "%s", m->path);
-			}
-		}
-	}
-	/* Inlined frames are named at the end, maybe after the process (and
-	 * its root) is gone: keep the debuginfo file open from now on. */
-	symtab_hold_dwarf(o->st);
-	*slot = r->nobjs + 1 + OBJ_FIRST;
-	m->tag = (int32_t)(r->nobjs + OBJ_FIRST);
-	r->nobjs++;
-	return (uint32_t)m->tag;
-}
-
-static struct object *object_at(struct record *r, uint32_t id)
-{
-	return id >= OBJ_FIRST && id - OBJ_FIRST < r->nobjs ? &r->objs[id - OBJ_FIRST] : NULL;
-}
-
-/* ---- unwinders ---------------------------------------------------------- */
-
-static const struct unwind_map *find_umap(void *ctx, uint64_t ip)
-{
-	struct record *r = ctx;
-	struct pmap_entry *m = (struct pmap_entry *)procmaps_find(r->pm, r->cur_pid, ip);
-	struct unwind_map *u;
-	struct object *o;
-
-	if (!m)
-		return NULL;
-	o = object_at(r, intern_object(r, r->cur_pid, m));
-	if (!o || !o->open_path)
-		return NULL;
-	u = &r->umaps[r->umap_next++ % (sizeof(r->umaps) / sizeof(r->umaps[0]))];
-	u->start = m->start;
-	u->end = m->end;
-	u->pgoff = m->pgoff;
-	u->path = o->open_path;
-	u->dev = m->dev;
-	u->ino = m->ino;
-	return u;
-}
-
-/* User IPs of @s, leaf first, into @ips. */
-struct user_unwinder {
-	const char *name;
-	int (*unwind)(struct record *r, const struct sample *s, uint64_t *ips, size_t max);
-};
-
-static int fp_user(struct record *r, const struct sample *s, uint64_t *ips, size_t max)
-{
-	size_t n = 0;
-	bool user = false;
-
-	for (uint64_t i = 0; i < s->nr_callchain && n < max; i++) {
-		uint64_t ip = s->callchain[i];
-
-		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
-			user = ip == (uint64_t)PERF_CONTEXT_USER;
-			continue;
-		}
-		if (!user)
-			continue;
-		if (!ip)
-			break; /* the walk ran off the end of the frame chain */
-		ips[n++] = ip;
-	}
-	if (!s->nr_callchain && s->user_mode && max)
-		ips[n++] = s->ip;
-	return (int)n;
-}
-
-static int dwarf_user(struct record *r, const struct sample *s, uint64_t *ips, size_t max)
-{
-	struct unwind_sample us = {
-		.regs = s->regs,
-		.regs_mask = unwind_dwarf_regs_mask(),
-		.stack = s->stack,
-		.stack_size = s->stack_size,
-		.find_map = find_umap,
-		.ctx = r,
-	};
-	int n;
-
-	if (!s->regs || !s->regs_abi) {
-		r->no_user_stack++;
-		return 0;
-	}
-	r->cur_pid = s->pid;
-	n = unwind_dwarf(r->uc, &us, ips, max);
-	if (n < 0) {
-		r->unwind_errors++;
-		return 0;
-	}
-	return n;
-}
-
-static int leaf_only(struct record *r, const struct sample *s, uint64_t *ips, size_t max)
-{
-	if (!s->user_mode || !max)
-		return 0;
-	ips[0] = s->ip;
-	return 1;
-}
-
-static const struct user_unwinder unwinders[] = {
-	[CGM_FP] = {"fp", fp_user},
-	[CGM_DWARF] = {"dwarf", dwarf_user},
-	[CGM_NONE] = {"none", leaf_only},
-};
-
-/* ---- the hot path ------------------------------------------------------- */
 
 static bool selected(struct record *r, uint32_t pid)
 {
@@ -381,74 +85,27 @@ static bool selected(struct record *r, uint32_t pid)
 static void on_sample(void *ctx, const struct sample *s)
 {
 	struct record *r = ctx;
-	uint64_t key[3 + MAX_FRAMES], ips[MAX_FRAMES];
-	size_t n = 3;
-	int nu;
-	uint64_t *slot;
 
 	r->samples++;
 	if (!selected(r, s->pid)) {
 		r->filtered++;
 		return;
 	}
-	key[0] = r->per_cgroup ? s->cgroup_id : 0;
-	key[1] = intern_comm(r, s->pid ? procmaps_comm_of(r->pm, s->pid, s->tid) : "swapper");
-
-	/* Kernel part of the callchain, leaf first. */
-	bool kernel = false, first = true;
-
-	for (uint64_t i = 0; i < s->nr_callchain && n < 3 + MAX_FRAMES / 2; i++) {
-		uint64_t ip = s->callchain[i];
-
-		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
-			kernel = ip == (uint64_t)PERF_CONTEXT_KERNEL;
-			continue;
-		}
-		if (!kernel)
-			break;
-		/* Return addresses point after the call: name the call itself. */
-		key[n++] = ((uint64_t)OBJ_KERNEL << 48) | ((first ? ip : ip - 1) & 0xffffffffffffull);
-		first = false;
-	}
-	if (!s->nr_callchain && !s->user_mode)
-		key[n++] = ((uint64_t)OBJ_KERNEL << 48) | (s->ip & 0xffffffffffffull);
-
-	nu = unwinders[r->mode].unwind(r, s, ips, 3 + MAX_FRAMES - n);
-	for (int i = 0; i < nu; i++) {
-		uint64_t ip = i && ips[i] ? ips[i] - 1 : ips[i];
-		struct pmap_entry *m = (struct pmap_entry *)procmaps_find(r->pm, s->pid, ip);
-
-		if (!m) {
-			key[n++] = ((uint64_t)OBJ_UNKNOWN << 48) | (ip & 0xffffffffffffull);
-			continue;
-		}
-		uint32_t obj = intern_object(r, s->pid, m);
-		const struct object *o = object_at(r, obj);
-		uint64_t off = o && o->jit ? ip : ip - m->start + m->pgoff;
-
-		key[n++] = ((uint64_t)obj << 48) | (off & 0xffffffffffffull);
-	}
-	key[2] = n - 3;
-	slot = fold_slot(r->raw, key, n * sizeof(key[0]));
-	if (slot) {
-		(*slot)++;
-		r->kept++;
-	}
+	stacks_add(r->st, s, NULL);
 }
 
 static void on_mmap(void *ctx, const struct sample_mmap *m)
 {
 	struct record *r = ctx;
 
-	procmaps_mmap(r->pm, m->pid, m->start, m->len, m->pgoff, makedev(m->maj, m->min), m->ino,
-		      (m->prot & 4 /* PROT_EXEC */) != 0, m->filename);
+	stacks_mmap(r->st, m);
 }
 
 static void on_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec)
 {
 	struct record *r = ctx;
 
-	procmaps_comm(r->pm, pid, tid, comm, exec);
+	stacks_comm(r->st, pid, tid, comm, exec);
 	if (exec && r->sel) {
 		uint64_t *slot = fold_slot(r->pidsel, &pid, sizeof(pid));
 
@@ -463,7 +120,7 @@ static void on_fork(void *ctx, uint32_t pid, uint32_t ppid, uint32_t tid)
 {
 	struct record *r = ctx;
 
-	procmaps_fork(r->pm, pid, ppid);
+	stacks_fork(r->st, pid, ppid, tid);
 	if (r->sel && pid != ppid) {
 		uint64_t *ps = fold_slot(r->pidsel, &ppid, sizeof(ppid));
 		uint64_t v = ps ? *ps : 0;
@@ -478,7 +135,7 @@ static void on_exit_rec(void *ctx, uint32_t pid, uint32_t tid)
 {
 	struct record *r = ctx;
 
-	procmaps_exit(r->pm, pid, tid);
+	stacks_exit(r->st, pid, tid);
 }
 
 static void on_lost(void *ctx, uint64_t lost)
@@ -487,230 +144,6 @@ static void on_lost(void *ctx, uint64_t lost)
 
 	r->lost += lost;
 }
-
-/* ---- naming ------------------------------------------------------------- */
-
-struct namer {
-	struct record *r;
-	struct fold *names; /* 8-byte frame -> index + 1 into strs */
-	char **strs;
-	size_t nstrs, cap;
-	struct fold *out;
-	char *line;
-	size_t linecap;
-	int err;
-};
-
-static char *name_frame(struct record *r, uint64_t frame)
-{
-	uint32_t obj = (uint32_t)(frame >> 48);
-	uint64_t off = frame & 0xffffffffffffull;
-	char *s = NULL;
-
-	if (obj == OBJ_KERNEL) {
-		uint64_t addr = off | 0xffff000000000000ull;
-		const char *mod = NULL, *name = r->ks ? ksyms_lookup(r->ks, addr, &mod) : NULL;
-
-		if (name && asprintf(&s, "%s_[k]", name) < 0)
-			s = NULL;
-		else if (!name && asprintf(&s, "kernel+0x%" PRIx64 "_[k]", addr) < 0)
-			s = NULL;
-		return s;
-	}
-	if (obj == OBJ_UNKNOWN) {
-		if (asprintf(&s, "[unmapped]+0x%" PRIx64, off) < 0)
-			s = NULL;
-		return s;
-	}
-	struct object *o = object_at(r, obj);
-	const char *name = NULL;
-	uint64_t symoff;
-
-	if (o && o->jit && (name = perfmap_lookup(o->jit, off))) {
-		s = strdup(name);
-		if (s)
-			fold_sanitize(s);
-		return s;
-	}
-	if (o && o->st && symtab_lookup(o->st, off, &name, &symoff) == 0) {
-		const char *inl[8];
-		size_t ni = symtab_inlines(o->st, off, inl, 8);
-		size_t len = strlen(name) + 1;
-
-		for (size_t i = 0; i < ni; i++)
-			len += strlen(inl[i]) + 1;
-		s = malloc(len);
-		if (!s)
-			return NULL;
-		/* Folded order is root first: the function, then the inlined
-		 * calls from outermost to innermost. */
-		memcpy(s, name, strlen(name) + 1);
-		fold_sanitize(s);
-		for (size_t i = ni; i-- > 0;) {
-			size_t at = strlen(s);
-
-			s[at] = ';';
-			memcpy(s + at + 1, inl[i], strlen(inl[i]) + 1);
-			fold_sanitize(s + at + 1);
-		}
-		return s;
-	}
-	/* No symbol: name the function by where it starts (from .eh_frame), so
-	 * its samples fold together; the file offset can be symbolized later
-	 * against debuginfo with the object's build-id. */
-	uint64_t start;
-
-	if (o && o->st && symtab_func_start(o->st, off, &start) == 0)
-		off = start;
-	if (asprintf(&s, "%s+0x%" PRIx64, o ? o->base : "[unknown-object]", off) < 0)
-		return NULL;
-	fold_sanitize(s);
-	return s;
-}
-
-static const char *frame_name(struct namer *nm, uint64_t frame)
-{
-	uint64_t *slot = fold_slot(nm->names, &frame, sizeof(frame));
-
-	if (!slot)
-		return "?";
-	if (!*slot) {
-		char *s = name_frame(nm->r, frame);
-
-		if (!s)
-			return "?";
-		if (nm->nstrs == nm->cap) {
-			size_t nc = nm->cap ? nm->cap * 2 : 1024;
-			char **v = realloc(nm->strs, nc * sizeof(*v));
-
-			if (!v) {
-				free(s);
-				return "?";
-			}
-			nm->strs = v;
-			nm->cap = nc;
-		}
-		nm->strs[nm->nstrs] = s;
-		*slot = ++nm->nstrs;
-	}
-	return nm->strs[*slot - 1];
-}
-
-static const char *cgroup_label(struct record *r, uint64_t id);
-
-static int append(struct namer *nm, size_t *len, const char *s)
-{
-	size_t n = strlen(s);
-
-	if (*len + n + 2 > nm->linecap) {
-		size_t nc = (*len + n + 2) * 2;
-		char *v = realloc(nm->line, nc);
-
-		if (!v)
-			return -ENOMEM;
-		nm->line = v;
-		nm->linecap = nc;
-	}
-	if (*len)
-		nm->line[(*len)++] = ';';
-	memcpy(nm->line + *len, s, n + 1);
-	*len += n;
-	return 0;
-}
-
-static void name_stack(void *ctx, const void *keyp, size_t klen, uint64_t count)
-{
-	struct namer *nm = ctx;
-	const uint64_t *key = keyp;
-	size_t nframes = key[2], len = 0, nk = 0;
-	uint64_t *slot;
-
-	if (nm->err || klen < 3 * sizeof(uint64_t))
-		return;
-	if (nm->r->per_cgroup && append(nm, &len, cgroup_label(nm->r, key[0])) < 0)
-		goto nomem;
-	char comm[64];
-
-	snprintf(comm, sizeof(comm), "%s",
-		 key[1] < nm->r->ncomms && nm->r->comms[key[1]][0] ? nm->r->comms[key[1]] : "[unknown-comm]");
-	fold_sanitize(comm);
-	if (append(nm, &len, comm) < 0)
-		goto nomem;
-	/* Count the kernel frames: they come first (leaf first) in the key. */
-	while (nk < nframes && (key[3 + nk] >> 48) == OBJ_KERNEL)
-		nk++;
-	/* User frames, root first. */
-	for (size_t i = nframes; i-- > nk;)
-		if (append(nm, &len, frame_name(nm, key[3 + i])) < 0)
-			goto nomem;
-	for (size_t i = nk; i-- > 0;)
-		if (append(nm, &len, frame_name(nm, key[3 + i])) < 0)
-			goto nomem;
-	slot = fold_slot(nm->out, nm->line, len);
-	if (!slot)
-		goto nomem;
-	*slot += count;
-	return;
-nomem:
-	nm->err = -ENOMEM;
-}
-
-/* ---- cgroup labels ------------------------------------------------------ */
-
-static void rescan_cgroups(struct record *r)
-{
-	struct cg_tree *t;
-	time_t now = time(NULL);
-
-	if (!r->mount || now == r->last_rescan)
-		return;
-	r->last_rescan = now;
-	t = cg_tree_scan(r->mount);
-	for (size_t i = 0; t && i < cg_tree_count(t); i++) {
-		const struct cg_node *n = cg_tree_get(t, i);
-		uint64_t *slot = fold_slot(r->cglabels, &n->id, sizeof(n->id));
-		char label[600];
-
-		if (!slot || *slot)
-			continue;
-		cg_identity_label(&n->ident, label, sizeof(label));
-		/* Containers by identity; anything else by its path. */
-		if (!n->ident.container_id[0] && !n->ident.pod_uid[0] &&
-		    !n->ident.container_name[0])
-			snprintf(label, sizeof(label), "%s", n->path);
-		if (r->nlabels == r->caplabels) {
-			size_t nc = r->caplabels ? r->caplabels * 2 : 64;
-			char **v = realloc(r->labels, nc * sizeof(*v));
-
-			if (!v)
-				break;
-			r->labels = v;
-			r->caplabels = nc;
-		}
-		r->labels[r->nlabels] = strdup(label);
-		if (!r->labels[r->nlabels])
-			break;
-		fold_sanitize(r->labels[r->nlabels]);
-		*slot = ++r->nlabels;
-	}
-	cg_tree_free(t);
-}
-
-static const char *cgroup_label(struct record *r, uint64_t id)
-{
-	uint64_t *slot;
-
-	if (!id)
-		return "[no-cgroup]";
-	slot = fold_slot(r->cglabels, &id, sizeof(id));
-	if (slot && !*slot) {
-		rescan_cgroups(r);
-		slot = fold_slot(r->cglabels, &id, sizeof(id));
-	}
-	return slot && *slot ? r->labels[*slot - 1] : "[removed-cgroup]";
-}
-
-/* ---- command ------------------------------------------------------------ */
 
 static void usage(FILE *f)
 {
@@ -767,57 +200,6 @@ static int parse_u64(const char *prog, const char *what, const char *s, uint64_t
 	return 0;
 }
 
-static void record_free(struct record *r)
-{
-	for (size_t i = 0; i < r->nobjs; i++) {
-		symtab_free(r->objs[i].st);
-		perfmap_free(r->objs[i].jit);
-		free(r->objs[i].path);
-		free(r->objs[i].open_path);
-	}
-	free(r->objs);
-	for (size_t i = 0; i < r->ncomms; i++)
-		free(r->comms[i]);
-	free(r->comms);
-	for (size_t i = 0; i < r->nlabels; i++)
-		free(r->labels[i]);
-	free(r->labels);
-	fold_free(r->raw);
-	fold_free(r->objkey);
-	fold_free(r->strings);
-	fold_free(r->pidsel);
-	fold_free(r->cglabels);
-	cg_selector_free(r->sel);
-	procmaps_free(r->pm);
-	unwind_cache_free(r->uc);
-	ksyms_free(r->ks);
-	free(r->mount);
-}
-
-static int write_folded(struct record *r, FILE *out, size_t *nlines)
-{
-	struct namer nm = {.r = r};
-	int err;
-
-	nm.names = fold_new();
-	nm.out = fold_new();
-	if (!nm.names || !nm.out) {
-		fold_free(nm.names);
-		fold_free(nm.out);
-		return -ENOMEM;
-	}
-	fold_foreach(r->raw, name_stack, &nm);
-	err = nm.err ? nm.err : fold_write(nm.out, out);
-	*nlines = fold_count(nm.out);
-	for (size_t i = 0; i < nm.nstrs; i++)
-		free(nm.strs[i]);
-	free(nm.strs);
-	free(nm.line);
-	fold_free(nm.names);
-	fold_free(nm.out);
-	return err;
-}
-
 int cmd_record(int argc, char **argv)
 {
 	enum { OPT_CALLGRAPH = 256, OPT_PERCG };
@@ -837,7 +219,7 @@ int cmd_record(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct record r = {.prog = "cgperf-agent record", .mode = CGM_NONE};
+	struct record r = {.prog = "cgperf-agent record", .mode = STACKS_LEAF};
 	struct sampler_opts so = {.freq = 99, .stack_bytes = 8192, .mmap_pages = 64};
 	struct sampler *smp = NULL;
 	struct ev_spec ev = {0};
@@ -847,7 +229,7 @@ int cmd_record(int argc, char **argv)
 	char *groups_copy = NULL, **cgdirs = NULL, *trans_rel = NULL, *trans_abs = NULL;
 	size_t ncgdirs = 0;
 	double duration = 0;
-	bool verbose = false, have_ev = false;
+	bool verbose = false, have_ev = false, per_cgroup = false;
 	int opt, ret = 0, *cpus = NULL, ncpu, sfd = -1, *fds = NULL;
 	struct spawn sp = {.pid = -1, .go_fd = -1};
 	sigset_t mask, oldmask;
@@ -910,12 +292,12 @@ int cmd_record(int argc, char **argv)
 			so.freq = 0;
 			break;
 		case 'e': evname = optarg; break;
-		case 'g': r.mode = CGM_FP; break;
+		case 'g': r.mode = STACKS_FP; break;
 		case OPT_CALLGRAPH:
 			if (!strcmp(optarg, "fp")) {
-				r.mode = CGM_FP;
+				r.mode = STACKS_FP;
 			} else if (!strncmp(optarg, "dwarf", 5) && (!optarg[5] || optarg[5] == ',')) {
-				r.mode = CGM_DWARF;
+				r.mode = STACKS_DWARF;
 				if (optarg[5]) {
 					uint64_t v;
 
@@ -936,7 +318,7 @@ int cmd_record(int argc, char **argv)
 			}
 			break;
 		case 'o': outpath = optarg; break;
-		case OPT_PERCG: r.per_cgroup = true; break;
+		case OPT_PERCG: per_cgroup = true; break;
 		case 'd': {
 			char *end;
 
@@ -1046,27 +428,18 @@ int cmd_record(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	r.pm = procmaps_new("/proc");
-	r.raw = fold_new();
-	r.objkey = fold_new();
-	r.strings = fold_new();
+	r.st = stacks_new(r.mode, per_cgroup, r.mount);
 	r.pidsel = fold_new();
-	r.cglabels = fold_new();
-	r.ks = ksyms_load("/proc/kallsyms");
-	if (r.mode == CGM_DWARF)
-		r.uc = unwind_cache_new(256);
-	if (!r.pm || !r.raw || !r.objkey || !r.strings || !r.pidsel || !r.cglabels ||
-	    (r.mode == CGM_DWARF && !r.uc)) {
+	if (!r.st || !r.pidsel) {
 		fprintf(stderr, "%s: out of memory\n", r.prog);
 		ret = 1;
 		goto out;
 	}
-	fold_set_limit(r.raw, MAX_DISTINCT_STACKS);
 
 	so.event = &ev;
-	so.callchain = r.mode != CGM_NONE;
-	so.user_stack = r.mode == CGM_DWARF;
-	so.regs_mask = r.mode == CGM_DWARF ? unwind_dwarf_regs_mask() : 0;
+	so.callchain = r.mode != STACKS_LEAF;
+	so.user_stack = r.mode == STACKS_DWARF;
+	so.regs_mask = stacks_regs_mask(r.mode);
 	so.max_stack = 127;
 	so.cpus = cpus;
 	so.ncpu = (size_t)ncpu;
@@ -1199,7 +572,7 @@ int cmd_record(int argc, char **argv)
 			}
 		}
 		sampler_drain(smp, &cb);
-		procmaps_gc(r.pm);
+		stacks_gc(r.st);
 		if (end && now_ns() >= end)
 			stop = true;
 		if (so.pid > 0 && kill(so.pid, 0) < 0 && errno == ESRCH)
@@ -1211,7 +584,7 @@ int cmd_record(int argc, char **argv)
 	double elapsed = (double)(now_ns() - t0) / 1e9, cpu_sample = cpu_seconds() - cpu0;
 
 	size_t nlines = 0;
-	int err = write_folded(&r, out, &nlines);
+	int err = stacks_write(r.st, out, &nlines);
 
 	if (err) {
 		fprintf(stderr, "%s: writing the folded stacks failed: %s\n", r.prog, strerror(-err));
@@ -1224,13 +597,15 @@ int cmd_record(int argc, char **argv)
 	out = stdout;
 
 	struct sampler_stats st;
+	struct stacks_stats sst;
 	double cpu_total = cpu_seconds() - cpu0;
 
 	sampler_stats(smp, &st);
+	stacks_stats(r.st, &sst);
 	fprintf(stderr,
 		"%s: %" PRIu64 " samples in %.2f s, %" PRIu64 " kept, %" PRIu64
 		" lost, %zu distinct stacks%s%s\n",
-		r.prog, r.samples, elapsed, r.kept, st.lost, nlines,
+		r.prog, r.samples, elapsed, sst.kept, st.lost, nlines,
 		outpath ? " -> " : "", outpath ? outpath : "");
 	if (verbose) {
 		fprintf(stderr,
@@ -1238,10 +613,10 @@ int cmd_record(int argc, char **argv)
 			" = %.1f us/sample; %zu objects, %zu processes tracked;"
 			" unwind errors %" PRIu64 ", no user regs %" PRIu64 ", filtered %" PRIu64
 			", malformed %" PRIu64 ", throttled %" PRIu64 ", refused %" PRIu64 "\n",
-			r.prog, unwinders[r.mode].name, cpu_total, cpu_sample, cpu_total - cpu_sample,
-			r.samples ? cpu_total * 1e6 / (double)r.samples : 0.0, r.nobjs,
-			procmaps_nprocs(r.pm), r.unwind_errors, r.no_user_stack, r.filtered,
-			st.malformed, st.throttled, fold_refused(r.raw));
+			r.prog, stacks_mode_name(r.mode), cpu_total, cpu_sample, cpu_total - cpu_sample,
+			r.samples ? cpu_total * 1e6 / (double)r.samples : 0.0, sst.objects,
+			sst.processes, sst.unwind_errors, sst.no_user_regs, r.filtered,
+			st.malformed, st.throttled, sst.refused);
 	}
 	if (child > 0) {
 		kill(child, SIGTERM);
@@ -1280,6 +655,9 @@ out:
 	free(cpus);
 	if (have_ev)
 		ev_spec_release(&ev);
-	record_free(&r);
+	stacks_free(r.st);
+	fold_free(r.pidsel);
+	cg_selector_free(r.sel);
+	free(r.mount);
 	return ret;
 }

@@ -20,6 +20,7 @@ static const struct {
 	{"cgroups", cmd_cgroups, "list cgroups with container/pod/unit identity and processes"},
 	{"stat", cmd_stat, "count perf events per cgroup (perf stat -a -G for every cgroup)"},
 	{"record", cmd_record, "sample CPU stacks, fold them per cgroup (perf record -g + stackcollapse)"},
+	{"trace", cmd_trace, "uprobes, USDT and tracepoints per cgroup: hits, histograms, latency"},
 };
 
 static void usage(FILE *f)

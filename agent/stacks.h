@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CGPERF_AGENT_STACKS_H
+#define CGPERF_AGENT_STACKS_H
+
+/*
+ * Stacks from samples, folded: the engine behind `record` and `trace
+ * --stacks`.
+ *
+ * The hot path (stacks_add, once per sample) does no symbolization and no
+ * string work: each frame becomes (object id, file offset), the whole stack
+ * a small array of integers, counted in a hash table. Objects are interned
+ * the first time a mapping is hit, while the process is alive, so binaries
+ * of short-lived processes and of other mount namespaces can still be
+ * opened (through /proc/PID/root). Only stacks_write() names every distinct
+ * frame, once, and produces folded text.
+ *
+ * User stacks come from one of two unwinders behind one ops table: frame
+ * pointers (the kernel already walked them into the callchain) or DWARF CFI
+ * over the copied user stack (agent/unwind.c).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "agent/sampler.h"
+
+enum stacks_mode {
+	STACKS_FP,    /* PERF_SAMPLE_CALLCHAIN as the kernel walked it */
+	STACKS_DWARF, /* CFI over PERF_SAMPLE_STACK_USER + REGS_USER */
+	STACKS_LEAF,  /* the sampled function only (perf record without -g) */
+};
+
+struct stacks;
+
+/* @cgroup_mount is needed for cgroup labels with @per_cgroup (may be NULL
+ * otherwise). NULL + errno. */
+struct stacks *stacks_new(enum stacks_mode mode, bool per_cgroup, const char *cgroup_mount);
+void stacks_free(struct stacks *st);
+
+/* sample_regs_user the mode needs (0 but for DWARF). */
+uint64_t stacks_regs_mask(enum stacks_mode mode);
+const char *stacks_mode_name(enum stacks_mode mode);
+
+/* Count the stack of @s. @prefix (may be NULL) becomes a frame before the
+ * cgroup and comm ("the probe that fired"). */
+void stacks_add(struct stacks *st, const struct sample *s, const char *prefix);
+
+/* Side-band records keep process maps and thread names current. */
+void stacks_mmap(struct stacks *st, const struct sample_mmap *m);
+void stacks_comm(struct stacks *st, uint32_t pid, uint32_t tid, const char *comm, bool exec);
+void stacks_fork(struct stacks *st, uint32_t pid, uint32_t ppid, uint32_t tid);
+void stacks_exit(struct stacks *st, uint32_t pid, uint32_t tid);
+/* Forget processes gone since two calls ago; call after each drain. */
+void stacks_gc(struct stacks *st);
+
+/* Name every frame and write "frames count" lines, sorted. 0 or -errno. */
+int stacks_write(struct stacks *st, FILE *out, size_t *nlines);
+
+struct stacks_stats {
+	uint64_t kept;          /* samples counted */
+	uint64_t refused;       /* dropped: distinct-stack cap reached */
+	uint64_t unwind_errors; /* DWARF unwinding failed outright */
+	uint64_t no_user_regs;  /* DWARF: sample without user registers (kernel threads) */
+	size_t objects, processes, distinct;
+};
+void stacks_stats(const struct stacks *st, struct stacks_stats *out);
+
+#endif
