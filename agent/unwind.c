@@ -18,39 +18,65 @@
  *              packed in increasing bit order of the mask).
  *   memory     access_mem() serves, in order: the stack copy (only a whole
  *              8-byte word inside [SP, SP + dyn_size)); the cached
- *              .eh_frame_hdr/.eh_frame bytes of binaries this sample has
- *              touched; and lastly the mapped file itself (text, for
- *              libunwind's PLT and signal-trampoline checks), read through
- *              one small window per sample.
- *   tables     find_proc_info() finds the mapping of an IP, gets the
- *              binary's tables from the cache and hands libunwind an
- *              UNW_INFO_FORMAT_REMOTE_TABLE descriptor: the binary-search
- *              table inside .eh_frame_hdr, at its runtime address.
- *              dwarf_search_unwind_table() then reads the table, the FDE
- *              and the CIE through access_mem() by runtime address.
+ *              .eh_frame_hdr/.eh_frame bytes of the binaries the process
+ *              has met (its "bins", below); and lastly the mapped file
+ *              itself (text, for libunwind's PLT and signal-trampoline
+ *              checks), read through one small window per sample.
+ *   tables     find_proc_info() finds the mapping of an IP (in the bins,
+ *              else through find_map), gets the binary's tables from the
+ *              cache and hands libunwind an UNW_INFO_FORMAT_REMOTE_TABLE
+ *              descriptor: the binary-search table inside .eh_frame_hdr, at
+ *              its runtime address. dwarf_search_unwind_table() then reads
+ *              the table, the FDE and the CIE through access_mem() by
+ *              runtime address.
  *
  * Runtime addresses. A cache entry is about a file and knows only link-time
  * addresses (vaddr). The load bias is per process: a mapping whose file
  * offset pgoff falls in PT_LOAD (p_offset, p_vaddr) starts at the runtime
  * address of vaddr p_vaddr - p_offset + pgoff, so bias = start - that. The
- * bias lives in the per-sample state next to the entry ("active" list), so
- * one entry serves every process that maps the binary, at any address.
+ * bias lives next to the entry in a process's bins, so one entry serves
+ * every process that maps the binary, at any address.
  *
- * The cache. Reading .eh_frame is the expensive part (open, ELF headers,
- * up to megabytes of tables), so an entry per binary, keyed by (dev, ino),
- * keeps the bytes in memory; failures are cached too, so a binary without
- * tables costs one open, not one per sample. Entries form an LRU bounded by
- * max_entries; the entries a running unwind uses are pinned (libunwind
- * holds addresses into them between callbacks), so during one call the
- * cache may exceed its bound by the binaries of that one stack, and is
- * trimmed when the call ends.
+ * The binary cache. Reading .eh_frame is the expensive part (open, ELF
+ * headers, up to megabytes of tables), so an entry per binary, keyed by
+ * (dev, ino), keeps the bytes in memory; failures are cached too, so a
+ * binary without tables costs one open, not one per sample. Entries form an
+ * LRU bounded by max_entries; the entries a running unwind uses are pinned
+ * (libunwind holds addresses into them between callbacks), so during one
+ * call the cache may exceed its bound by the binaries of that one stack,
+ * and is trimmed when the call ends.
  *
- * libunwind's own cache of register rules is keyed by IP alone, which is
- * wrong across processes (the same address is different code in two
- * processes), so the address space runs with UNW_CACHE_NONE. That costs:
- * every frame re-reads its FDE and CIE through access_mem(), a byte per
- * call (~2 us a frame here; ~0.5 us with the IP cache on). An address
- * space per process, flushed on exec and munmap, would earn that back.
+ * Rules. Without its cache libunwind re-finds and re-parses the FDE and
+ * CIE of every frame of every sample, a byte per access_mem() call, with a
+ * mempool lock around each parse; its own cache (UNW_CACHE_GLOBAL) is keyed
+ * by IP alone, wrong across processes, holds 128 IPs, and still takes a
+ * mutex with two sigprocmask() calls per step (~0.4 us of a ~0.5 us step).
+ * So libunwind runs uncached, and we cache instead: the first time a frame
+ * falls in an FDE, unw_reg_states_iterate() on a scratch cursor hands us
+ * every row of it (one opaque register state per address range), kept in
+ * an unwind_func; every later frame in that function is a binary search and
+ * unw_apply_reg_state() on the walking cursor, then the same end-of-stack
+ * check unw_step() makes (RBP undefined). The rows hold runtime addresses
+ * (DW_CFA_expression rules point into .eh_frame), so they are kept per
+ * (binary, bias) (struct unwind_rules, under the binary's cache entry):
+ * shared by every process that maps the binary at that address, as forked
+ * children do, and gone with the entry. Their bytes are bounded by
+ * UNWIND_RULES_MAX, past which all are dropped and refilled on demand.
+ * Which rows serve a frame: the leaf's IP, and a caller's return address
+ * minus 1 (inside the call) unless the frame below is a signal frame, as
+ * libunwind's use_prev_instr does. Frames without rows (no FDE, vDSO, JIT)
+ * go through unw_step() and its heuristics, as before.
+ *
+ * Processes. Which binary, at which bias, serves an address is a question
+ * about one process (find_map). A sample that names its process
+ * (unwind_sample.pid) gets a space of that process: up to UNWIND_SPACES,
+ * least recently used recycled, each remembering the mappings it met (its
+ * "bins": binary, bias, range), so a steady process asks find_map nothing.
+ * The bins also serve access_mem() for .eh_frame bytes, which sit outside
+ * the executable mappings find_map knows. The caller calls
+ * unwind_forget_process() when the process maps new code, execs or exits;
+ * evicting a binary removes it from every space's bins (a bit per space in
+ * entry->spaces). Samples without a pid get bins that last one call.
  *
  * Not covered: .debug_frame (this libunwind does not export
  * dwarf_find_debug_frame), the vDSO and JIT code (no file to read; libunwind
@@ -83,6 +109,12 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
 #define UNWIND_MAX_LOADS 64            /* PT_LOAD headers kept per binary */
 #define UNWIND_MAX_SECTIONS 65536      /* sections scanned for names */
 #define UNWIND_MAX_ENTRIES (1u << 20)  /* bound on max_entries */
+#define UNWIND_SPACES 64               /* processes with bins (bits of a uint64_t) */
+#define UNWIND_BINS 32                 /* mappings one process's bins remember */
+#define UNWIND_FUNC_ROWS 1024          /* CFI rows kept per function */
+#define UNWIND_RULES_MAX (16u << 20)   /* bytes of rows kept, all binaries */
+#define UNWIND_WIN 128                 /* file-read window for text reads */
+#define UNWIND_PAGE 4096ull
 #define UNWIND_ACTIVE 16               /* binaries one sample can use at once */
 #define UNWIND_WIN 128                 /* file-read window for text reads */
 #define UNWIND_PAGE 4096ull
@@ -99,6 +131,7 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
 #define EH_PE_datarel 0x30
 #define EH_PE_omit 0xff
 
+
 struct unwind_seg {
 	uint64_t offset, vaddr, filesz;
 	bool exec;
@@ -110,6 +143,25 @@ struct unwind_region {
 	uint8_t *data;
 };
 
+/* The CFI rows of one FDE: libunwind register states, opaque to us. */
+struct unwind_func {
+	uint64_t start, end; /* runtime addresses */
+	bool signal;         /* a signal trampoline: its caller's IP is exact */
+	uint32_t nrows;
+	uint64_t *row_end;   /* row i covers [row_end[i - 1] (or start), row_end[i]) */
+	uint8_t *states;     /* nrows states of unwind_cache.state_size bytes */
+	size_t bytes;
+};
+
+/* The functions of one binary met at one bias, sorted by start. */
+struct unwind_rules {
+	struct unwind_rules *next;
+	uint64_t bias;
+	uint64_t *start; /* v[i]->start, dense for the binary search */
+	struct unwind_func **v;
+	size_t n, cap;
+};
+
 struct unwind_entry {
 	struct unwind_entry *prev, *next; /* LRU list, head is the most recent */
 	struct unwind_entry *hnext;       /* hash chain */
@@ -117,6 +169,8 @@ struct unwind_entry {
 	char *path; /* kept only when dev and ino are both 0 (then it is the key) */
 	int err;    /* 0, or why this binary has no usable table */
 	uint64_t pin;
+	uint64_t spaces;             /* bit i: in the bins of spaces[i] */
+	struct unwind_rules *rules; /* per bias */
 	uint64_t hdr_vaddr, table_vaddr, fde_count;
 	struct unwind_seg segs[UNWIND_MAX_LOADS];
 	size_t nsegs;
@@ -124,29 +178,56 @@ struct unwind_entry {
 	size_t nreg;
 };
 
+/* One executable mapping a process has met: a binary at a bias. */
+struct unwind_bin {
+	struct unwind_entry *e;
+	uint64_t bias;
+	uint64_t start, end; /* the mapping find_map returned */
+};
+
+/* What the unwinder remembers of one process. */
+struct unwind_space {
+	uint32_t pid; /* 0: a free slot, or the pid-less samples' space */
+	int slot;     /* bit in unwind_entry.spaces; -1 for the pid-less space */
+	uint64_t used; /* unwind_cache.clock when last used */
+	struct unwind_bin bins[UNWIND_BINS];
+	size_t nbins, next_bin, hint;
+};
+
 struct unwind_cache {
-	unw_addr_space_t as;
+	unw_addr_space_t as; /* UNW_CACHE_NONE: the rows are cached here */
 	size_t max, count;
 	struct unwind_entry *head, *tail;
 	struct unwind_entry **buckets;
 	size_t nbuckets; /* power of two */
 	uint64_t gen;    /* entries with pin == gen are in use by the running unwind */
 	uint64_t loads;
-};
-
-struct unwind_active {
-	struct unwind_entry *e;
-	uint64_t bias;
+	size_t state_size;  /* libunwind's register state, once seen; 0 before */
+	size_t rule_bytes;  /* in all unwind_funcs */
+	uint64_t rule_fills; /* FDEs turned into rows */
+	/* Rows of the FDE being read (unw_reg_states_iterate's callback). */
+	uint64_t fill_start, *fill_end;
+	uint8_t *fill_states;
+	size_t fill_n, fill_cap;
+	bool fill_bad;
+	uint64_t clock;
+	struct unwind_space shared; /* samples without a pid; bins reset per call */
+	struct unwind_space *last;  /* the space of the previous pid */
+	struct unwind_space spaces[UNWIND_SPACES];
 };
 
 /* Everything one unwind_dwarf() call needs; the libunwind callbacks' arg. */
 struct unwind_state {
 	struct unwind_cache *c;
 	const struct unwind_sample *s;
-	uint64_t sp;
-	struct unwind_active act[UNWIND_ACTIVE];
-	size_t nact, next_act, hint;
-	const struct unwind_map *fmap; /* map whose file fd is open, or NULL */
+	struct unwind_space *sp;
+	uint64_t stack_lo, stack_size;
+	const uint8_t *stack;
+	bool filling;     /* the scratch cursor's RIP is fill_ip */
+	uint64_t fill_ip;
+	struct unwind_func *once; /* rows that could not be cached, freed after use */
+	/* The file behind the text window, by value: find_map may reuse its answers. */
+	struct unwind_map fmap;
 	int fd;
 	uint64_t win_start;
 	size_t win_len;
@@ -240,9 +321,74 @@ static void lru_push_head(struct unwind_cache *c, struct unwind_entry *e)
 		c->tail = e;
 }
 
+/* ---- a process's bins ---- */
+
+/* Remove bins[i] of @sp; @e's bit goes when no other bin of @sp holds it. */
+static void space_unbin(struct unwind_space *sp, size_t i)
+{
+	struct unwind_entry *e = sp->bins[i].e;
+
+	sp->bins[i] = sp->bins[--sp->nbins];
+	if (sp->hint >= sp->nbins)
+		sp->hint = 0;
+	if (sp->next_bin >= sp->nbins)
+		sp->next_bin = 0;
+	if (sp->slot < 0)
+		return;
+	for (size_t k = 0; k < sp->nbins; k++)
+		if (sp->bins[k].e == e)
+			return;
+	e->spaces &= ~(1ull << sp->slot);
+}
+
+static void space_clear(struct unwind_space *sp)
+{
+	while (sp->nbins)
+		space_unbin(sp, sp->nbins - 1);
+	sp->hint = sp->next_bin = 0;
+}
+
+/* @e is going away: no process may keep a bin of it. */
+static void spaces_drop_entry(struct unwind_cache *c, struct unwind_entry *e)
+{
+	uint64_t mask = e->spaces;
+
+	while (mask) {
+		struct unwind_space *sp = &c->spaces[__builtin_ctzll(mask)];
+
+		mask &= mask - 1;
+		for (size_t i = sp->nbins; i-- > 0;)
+			if (sp->bins[i].e == e)
+				space_unbin(sp, i);
+	}
+	e->spaces = 0;
+}
+
+/* ---- rows ---- */
+
+static void rules_free(struct unwind_cache *c, struct unwind_entry *e)
+{
+	while (e->rules) {
+		struct unwind_rules *r = e->rules;
+
+		e->rules = r->next;
+		for (size_t i = 0; i < r->n; i++) {
+			c->rule_bytes -= r->v[i]->bytes;
+			free(r->v[i]);
+		}
+		c->rule_bytes -= r->cap * (sizeof(*r->v) + sizeof(*r->start)) + sizeof(*r);
+		free(r->start);
+		free(r->v);
+		free(r);
+	}
+}
+
 static void cache_evict(struct unwind_cache *c, struct unwind_entry *e)
 {
 	struct unwind_entry **pp = &c->buckets[cache_hash(c, e->dev, e->ino)];
+
+	spaces_drop_entry(c, e);
+	rules_free(c, e);
 
 	while (*pp && *pp != e)
 		pp = &(*pp)->hnext;
@@ -644,54 +790,384 @@ static uint64_t entry_bias(const struct unwind_entry *e, const struct unwind_map
 	return m->start - m->pgoff;
 }
 
-/* ---- libunwind callbacks ---- */
 
-static void state_activate(struct unwind_state *st, struct unwind_entry *e, uint64_t bias)
+/* ---- processes ---- */
+
+/* Mark @e in use by the running unwind (pinned, most recent). */
+static void cache_touch(struct unwind_cache *c, struct unwind_entry *e)
+{
+	if (e->pin == c->gen)
+		return;
+	e->pin = c->gen;
+	lru_unlink(c, e);
+	lru_push_head(c, e);
+}
+
+/* Remember @e mapped at [start, end) with @bias in @sp; returns its bin. */
+static struct unwind_bin *space_bin_add(struct unwind_space *sp, struct unwind_entry *e,
+					uint64_t bias, uint64_t start, uint64_t end)
 {
 	size_t i;
 
-	for (i = 0; i < st->nact; i++)
-		if (st->act[i].e == e && st->act[i].bias == bias)
-			goto out;
-	if (st->nact < UNWIND_ACTIVE) {
-		i = st->nact++;
-	} else {
-		i = st->next_act;
-		st->next_act = (st->next_act + 1) % UNWIND_ACTIVE;
+	if (sp->nbins == UNWIND_BINS) {
+		/*
+		 * Full: drop one. Not one the walk under way still needs:
+		 * libunwind holds no .eh_frame address from one frame to the
+		 * next, and the walk looks each frame's bin up afresh.
+		 */
+		space_unbin(sp, sp->next_bin);
+		sp->next_bin = (sp->next_bin + 1) % UNWIND_BINS;
 	}
-	st->act[i] = (struct unwind_active){ .e = e, .bias = bias };
-out:
-	st->hint = i;
+	i = sp->nbins++;
+	sp->bins[i] = (struct unwind_bin){ .e = e, .bias = bias, .start = start, .end = end };
+	if (sp->slot >= 0)
+		e->spaces |= 1ull << sp->slot;
+	sp->hint = i;
+	return &sp->bins[i];
 }
+
+/* The bin whose mapping holds @addr, or NULL. */
+static struct unwind_bin *space_bin_of(struct unwind_space *sp, uint64_t addr)
+{
+	for (size_t n = 0, i = sp->hint; n < sp->nbins; n++, i = i + 1 == sp->nbins ? 0 : i + 1) {
+		struct unwind_bin *b = &sp->bins[i];
+
+		if (addr >= b->start && addr < b->end) {
+			sp->hint = i;
+			return b;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * The bin of the executable mapping holding @addr, asking find_map (and
+ * reading the binary's tables) on a miss; NULL if no mapping with a file
+ * holds it (*err then says why).
+ */
+static struct unwind_bin *state_bin(struct unwind_state *st, uint64_t addr, int *err)
+{
+	struct unwind_bin *b = space_bin_of(st->sp, addr);
+	const struct unwind_map *m;
+	struct unwind_entry *e;
+
+	if (b) {
+		cache_touch(st->c, b->e);
+		return b;
+	}
+	m = st->s->find_map(st->s->ctx, addr);
+	if (!m || !m->path || addr < m->start || addr >= m->end) {
+		*err = -UNW_ENOINFO;
+		return NULL;
+	}
+	e = cache_get(st->c, m);
+	if (!e) {
+		*err = -UNW_ENOMEM;
+		return NULL;
+	}
+	/* A binary without tables gets a bin too: the next miss is quick. */
+	return space_bin_add(st->sp, e, e->err ? 0 : entry_bias(e, m), m->start, m->end);
+}
+
+/* The space of @pid, recycling the least recently used one. */
+static struct unwind_space *space_get(struct unwind_cache *c, uint32_t pid)
+{
+	struct unwind_space *sp = c->last, *victim = NULL;
+
+	if (sp && sp->pid == pid)
+		goto out;
+	for (size_t i = 0; i < UNWIND_SPACES; i++) {
+		sp = &c->spaces[i];
+		if (sp->pid == pid)
+			goto out;
+		if (!victim || (victim->pid && (!sp->pid || sp->used < victim->used)))
+			victim = sp;
+	}
+	sp = victim;
+	space_clear(sp);
+	sp->pid = pid;
+out:
+	sp->used = ++c->clock;
+	c->last = sp;
+	return sp;
+}
+
+void unwind_forget_process(struct unwind_cache *c, uint32_t pid)
+{
+	if (!c || !pid)
+		return;
+	for (size_t i = 0; i < UNWIND_SPACES; i++) {
+		struct unwind_space *sp = &c->spaces[i];
+
+		if (sp->pid == pid) {
+			space_clear(sp);
+			sp->pid = 0;
+			if (c->last == sp)
+				c->last = NULL;
+			return;
+		}
+	}
+}
+
+size_t unwind_cache_processes(const struct unwind_cache *c)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; c && i < UNWIND_SPACES; i++)
+		n += c->spaces[i].pid != 0;
+	return n;
+}
+
+/* ---- rows: lookup and filling ---- */
+
+static struct unwind_rules *rules_of(struct unwind_cache *c, struct unwind_entry *e,
+				     uint64_t bias, bool create)
+{
+	struct unwind_rules *r;
+
+	for (r = e->rules; r; r = r->next)
+		if (r->bias == bias)
+			return r;
+	if (!create)
+		return NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->bias = bias;
+	r->next = e->rules;
+	e->rules = r;
+	c->rule_bytes += sizeof(*r);
+	return r;
+}
+
+/* Index of the last function starting at or below @addr, or r->n when none. */
+static size_t rules_pos(const struct unwind_rules *r, uint64_t addr)
+{
+	size_t lo = 0, hi = r->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->start[mid] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo - 1 : r->n;
+}
+
+static struct unwind_func *rules_find(const struct unwind_rules *r, uint64_t addr)
+{
+	size_t i = r ? rules_pos(r, addr) : 0;
+
+	if (!r || i == r->n || addr >= r->v[i]->end)
+		return NULL;
+	return r->v[i];
+}
+
+/* Does @f overlap a function of @r? (Only junk CFI has overlapping FDEs.) */
+static bool rules_overlap(const struct unwind_rules *r, const struct unwind_func *f)
+{
+	size_t i = r->n ? rules_pos(r, f->end - 1) : 0;
+
+	return i != r->n && r->v[i]->end > f->start;
+}
+
+static int rules_insert(struct unwind_cache *c, struct unwind_rules *r, struct unwind_func *f)
+{
+	size_t i = r->n ? rules_pos(r, f->start) : 0;
+
+	if (i == r->n)
+		i = 0; /* all start above f */
+	else
+		i++;
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 16;
+		struct unwind_func **v = realloc(r->v, cap * sizeof(*v));
+		uint64_t *start;
+
+		if (!v)
+			return -ENOMEM;
+		r->v = v;
+		start = realloc(r->start, cap * sizeof(*start));
+		if (!start)
+			return -ENOMEM;
+		r->start = start;
+		c->rule_bytes += (cap - r->cap) * (sizeof(*v) + sizeof(*start));
+		r->cap = cap;
+	}
+	memmove(r->v + i + 1, r->v + i, (r->n - i) * sizeof(*r->v));
+	memmove(r->start + i + 1, r->start + i, (r->n - i) * sizeof(*r->start));
+	r->v[i] = f;
+	r->start[i] = f->start;
+	r->n++;
+	c->rule_bytes += f->bytes;
+	return 0;
+}
+
+static void rules_flush_all(struct unwind_cache *c)
+{
+	for (struct unwind_entry *e = c->head; e; e = e->next)
+		rules_free(c, e);
+}
+
+static int fill_row(void *token, void *state, size_t size, unw_word_t start, unw_word_t end)
+{
+	struct unwind_cache *c = token;
+
+	if (!c->state_size)
+		c->state_size = (size + 7) & ~(size_t)7;
+	if (!size || size > c->state_size || c->fill_n == UNWIND_FUNC_ROWS)
+		goto bad;
+	/* Rows tile the FDE from its start, in order. */
+	if (end <= start || (c->fill_n && start != c->fill_end[c->fill_n - 1]))
+		goto bad;
+	if (c->fill_n == c->fill_cap) {
+		size_t cap = c->fill_cap ? 2 * c->fill_cap : 32;
+		uint64_t *ends = realloc(c->fill_end, cap * sizeof(*ends));
+		uint8_t *states;
+
+		if (!ends)
+			goto bad;
+		c->fill_end = ends;
+		states = realloc(c->fill_states, cap * c->state_size);
+		if (!states)
+			goto bad;
+		c->fill_states = states;
+		c->fill_cap = cap;
+	}
+	memcpy(c->fill_states + c->fill_n * c->state_size, state, size);
+	memset(c->fill_states + c->fill_n * c->state_size + size, 0, c->state_size - size);
+	c->fill_end[c->fill_n++] = end;
+	if (c->fill_n == 1)
+		c->fill_start = start;
+	return 0;
+bad:
+	c->fill_bad = true;
+	return -UNW_EINVAL;
+}
+
+/*
+ * The rows of the FDE holding @lookup, read through a scratch cursor whose
+ * IP is @lookup itself (a fresh cursor looks its IP up as is), or NULL when
+ * libunwind finds none (no FDE, bad CFI, out of memory).
+ */
+static struct unwind_func *rows_fill(struct unwind_state *st, uint64_t lookup)
+{
+	struct unwind_cache *c = st->c;
+	struct unwind_func *f = NULL;
+	unw_cursor_t scratch;
+	size_t ends, bytes;
+	bool signal;
+	int ret;
+
+	c->fill_n = 0;
+	c->fill_bad = false;
+	st->filling = true;
+	st->fill_ip = lookup;
+	ret = unw_init_remote(&scratch, c->as, st);
+	if (ret >= 0)
+		ret = unw_reg_states_iterate(&scratch, fill_row, c);
+	/* Set from the FDE's CIE ('S') while looking it up. */
+	signal = ret >= 0 && unw_is_signal_frame(&scratch) > 0;
+	st->filling = false;
+	if (ret < 0 || c->fill_bad || !c->fill_n || lookup < c->fill_start ||
+	    lookup >= c->fill_end[c->fill_n - 1])
+		return NULL;
+
+	ends = c->fill_n * sizeof(uint64_t);
+	bytes = sizeof(*f) + ends + c->fill_n * c->state_size;
+	if (c->rule_bytes + bytes > UNWIND_RULES_MAX)
+		rules_flush_all(c); /* rare: start over, on demand */
+	f = malloc(bytes);
+	if (!f)
+		return NULL;
+	f->start = c->fill_start;
+	f->end = c->fill_end[c->fill_n - 1];
+	f->signal = signal;
+	f->nrows = (uint32_t)c->fill_n;
+	f->row_end = (uint64_t *)(f + 1);
+	f->states = (uint8_t *)f->row_end + ends;
+	f->bytes = bytes;
+	memcpy(f->row_end, c->fill_end, ends);
+	memcpy(f->states, c->fill_states, c->fill_n * c->state_size);
+	c->rule_fills++;
+	return f;
+}
+
+/*
+ * The register state that unwinds a frame at @ip (@exact: the leaf, or the
+ * caller of a signal frame; else a return address, looked up at ip - 1),
+ * filling its function's rows on a miss; NULL when there are none.
+ */
+static const void *frame_rows(struct unwind_state *st, uint64_t ip, bool exact, bool *signal)
+{
+	uint64_t lookup = exact ? ip : ip - 1;
+	struct unwind_rules *r;
+	struct unwind_func *f;
+	struct unwind_bin *b;
+	size_t lo = 0, hi;
+	int err;
+
+	b = state_bin(st, lookup, &err);
+	if (!b || b->e->err)
+		return NULL;
+	r = rules_of(st->c, b->e, b->bias, false);
+	f = rules_find(r, lookup);
+	if (!f) {
+		struct unwind_entry *e = b->e;
+		uint64_t bias = b->bias;
+
+		/* Filling may move bins and drop rows: b and r are stale after it. */
+		f = rows_fill(st, lookup);
+		if (!f)
+			return NULL;
+		r = rules_of(st->c, e, bias, true);
+		if (!r || rules_overlap(r, f) || rules_insert(st->c, r, f) < 0) {
+			/* Overlapping FDEs (junk CFI), or no memory: use it once. */
+			free(st->once);
+			st->once = f;
+		}
+	}
+	/* The row holding lookup: the first whose end is above it. */
+	hi = f->nrows - 1;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->row_end[mid] <= lookup)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*signal = f->signal;
+	return f->states + lo * st->c->state_size;
+}
+
+/* ---- libunwind callbacks ---- */
 
 static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
 			      int need_unwind_info, void *arg)
 {
 	struct unwind_state *st = arg;
-	const struct unwind_map *m = st->s->find_map(st->s->ctx, ip);
-	struct unwind_entry *e;
+	struct unwind_bin *b;
 	unw_dyn_info_t di;
-	uint64_t bias;
+	int err;
 
-	if (!m || !m->path || ip < m->start || ip >= m->end)
+	b = state_bin(st, ip, &err);
+	if (!b)
+		return err;
+	if (b->e->err)
 		return -UNW_ENOINFO;
-	e = cache_get(st->c, m);
-	if (!e)
-		return -UNW_ENOMEM;
-	if (e->err)
-		return -UNW_ENOINFO;
-	bias = entry_bias(e, m);
-	state_activate(st, e, bias);
 
 	memset(&di, 0, sizeof(di));
-	di.start_ip = m->start;
-	di.end_ip = m->end;
+	di.start_ip = b->start;
+	di.end_ip = b->end;
 	di.gp = 0;
 	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
-	di.u.rti.segbase = bias + e->hdr_vaddr;
-	di.u.rti.table_data = bias + e->table_vaddr;
+	di.u.rti.segbase = b->bias + b->e->hdr_vaddr;
+	di.u.rti.table_data = b->bias + b->e->table_vaddr;
 	/* In words: two int32 per entry. */
-	di.u.rti.table_len = e->fde_count * 8 / sizeof(unw_word_t);
+	di.u.rti.table_len = b->e->fde_count * 8 / sizeof(unw_word_t);
 	return UNW_OBJ(dwarf_search_unwind_table)(as, ip, &di, pi, need_unwind_info, arg);
 }
 
@@ -705,24 +1181,36 @@ static int acc_get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *dilap, vo
 	return -UNW_ENOINFO; /* no JIT registration list in a sample */
 }
 
+/* An 8-byte word of the cached tables of a binary the process has met. */
 static bool read_cached(struct unwind_state *st, uint64_t addr, uint64_t *val)
 {
-	for (size_t n = 0, i = st->hint; n < st->nact; n++, i = (i + 1) % st->nact) {
-		const struct unwind_active *a = &st->act[i];
-		uint64_t vaddr = addr - a->bias;
+	struct unwind_space *sp = st->sp;
 
-		for (size_t k = 0; k < a->e->nreg; k++) {
-			const struct unwind_region *r = &a->e->reg[k];
+	for (size_t n = 0, i = sp->hint; n < sp->nbins; n++, i = i + 1 == sp->nbins ? 0 : i + 1) {
+		const struct unwind_bin *b = &sp->bins[i];
+		uint64_t vaddr = addr - b->bias;
+
+		for (size_t k = 0; k < b->e->nreg; k++) {
+			const struct unwind_region *r = &b->e->reg[k];
 
 			if (vaddr >= r->vaddr && vaddr - r->vaddr < r->size &&
 			    r->size - (vaddr - r->vaddr) >= 8) {
 				memcpy(val, r->data + (vaddr - r->vaddr), 8);
-				st->hint = i;
+				sp->hint = i;
+				cache_touch(st->c, b->e);
 				return true;
 			}
 		}
 	}
 	return false;
+}
+
+static bool map_same(const struct unwind_map *a, const struct unwind_map *b)
+{
+	if (a->start != b->start || a->end != b->end || a->pgoff != b->pgoff ||
+	    a->dev != b->dev || a->ino != b->ino)
+		return false;
+	return a->dev || a->ino || (a->path == b->path || !strcmp(a->path, b->path));
 }
 
 /* Text and rodata straight from the mapped file, through a small window. */
@@ -734,10 +1222,10 @@ static bool read_file(struct unwind_state *st, uint64_t addr, uint64_t *val)
 
 	if (!m || !m->path || addr < m->start || addr >= m->end || m->end - addr < 8)
 		return false;
-	if (m != st->fmap) {
+	if (!st->fmap.path || !map_same(m, &st->fmap)) {
 		if (st->fd >= 0)
 			close(st->fd);
-		st->fmap = m;
+		st->fmap = *m;
 		st->win_len = 0;
 		st->fd = open(m->path, O_RDONLY | O_CLOEXEC);
 	}
@@ -767,20 +1255,23 @@ static int acc_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *valp
 			  void *arg)
 {
 	struct unwind_state *st = arg;
-	const struct unwind_sample *s = st->s;
+	uint64_t off = addr - st->stack_lo; /* wraps far out of range below SP */
 	uint64_t val = 0;
 
+	if (off < st->stack_size && !write) {
+		/* Inside the copy, the common case: the whole word or nothing. */
+		if (st->stack_size - off < 8) {
+			*valp = 0;
+			return -UNW_EINVAL;
+		}
+		memcpy(valp, st->stack + off, 8);
+		return 0;
+	}
 	*valp = 0;
 	if (write)
 		return -UNW_EINVAL;
-	if (addr >= st->sp && addr - st->sp < s->stack_size) {
-		/* Inside the copy: the whole word or nothing. */
-		if (s->stack_size - (addr - st->sp) < 8)
-			return -UNW_EINVAL;
-		memcpy(&val, s->stack + (addr - st->sp), 8);
-	} else if (!read_cached(st, addr, &val) && !read_file(st, addr, &val)) {
+	if (!read_cached(st, addr, &val) && !read_file(st, addr, &val))
 		return -UNW_EINVAL;
-	}
 	*valp = val;
 	return 0;
 }
@@ -793,6 +1284,10 @@ static int acc_access_reg(unw_addr_space_t as, unw_regnum_t regnum, unw_word_t *
 
 	if (write)
 		return -UNW_EREADONLYREG;
+	if (st->filling && regnum == UNW_X86_64_RIP) {
+		*valp = st->fill_ip; /* the scratch cursor of rows_fill() */
+		return 0;
+	}
 	if (regnum < 0 || (size_t)regnum >= sizeof(unwind_perf_reg) / sizeof(unwind_perf_reg[0]))
 		return -UNW_EBADREG;
 	if (sample_reg(st->s, unwind_perf_reg[regnum], &val) < 0)
@@ -829,6 +1324,7 @@ static const unw_accessors_t unwind_accessors = {
 	.get_proc_name = acc_get_proc_name,
 };
 
+
 struct unwind_cache *unwind_cache_new(size_t max_entries)
 {
 	unw_accessors_t acc = unwind_accessors; /* libunwind keeps a copy */
@@ -854,6 +1350,9 @@ struct unwind_cache *unwind_cache_new(size_t max_entries)
 	c->nbuckets = nb;
 	c->max = max_entries;
 	c->gen = 1;
+	c->shared.slot = -1;
+	for (size_t i = 0; i < UNWIND_SPACES; i++)
+		c->spaces[i].slot = (int)i;
 
 	c->as = unw_create_addr_space(&acc, 0);
 	if (!c->as) {
@@ -881,16 +1380,39 @@ void unwind_cache_free(struct unwind_cache *c)
 		cache_evict(c, c->head);
 	if (c->as)
 		unw_destroy_addr_space(c->as);
+	free(c->fill_end);
+	free(c->fill_states);
 	free(c->buckets);
 	free(c);
 }
 
+uint64_t unwind_cache_rule_fills(const struct unwind_cache *c)
+{
+	return c ? c->rule_fills : 0;
+}
+
 /* ---- the walk ---- */
+
+/*
+ * One step with cached rows: what unw_step() does after finding them
+ * (dwarf_step's apply, then x86_64's end-of-stack check, RBP undefined).
+ */
+static int step_rows(unw_cursor_t *cur, const void *rows)
+{
+	unw_save_loc_t rbp;
+	int ret = unw_apply_reg_state(cur, (void *)rows);
+
+	if (ret > 0 && unw_get_save_loc(cur, UNW_X86_64_RBP, &rbp) == 0 &&
+	    rbp.type == UNW_SLT_NONE)
+		ret = 0;
+	return ret;
+}
 
 int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t *ips, size_t max)
 {
 	struct unwind_state st = { .c = c, .s = s, .fd = -1 };
 	uint64_t ip, sp, prev_sp;
+	bool exact = true; /* the leaf's IP is where it is */
 	unw_cursor_t cur;
 	size_t n = 0;
 
@@ -905,15 +1427,21 @@ int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t
 	ips[n++] = ip;
 	if (sample_reg(s, PERF_REG_X86_SP, &sp) < 0 || !ip)
 		return 1;
-	st.sp = sp;
+	st.stack_lo = sp;
+	st.stack = s->stack;
+	st.stack_size = s->stack_size;
+	st.sp = s->pid ? space_get(c, s->pid) : &c->shared;
 	prev_sp = sp;
 
 	if (unw_init_remote(&cur, c->as, &st) < 0)
 		goto out;
 	while (n < max) {
+		bool signal = false;
+		const void *rows = frame_rows(&st, ip, exact, &signal);
 		unw_word_t nip, nsp;
 
-		if (unw_step(&cur) <= 0)
+		/* No rows: libunwind's own step, heuristics and all. */
+		if ((rows ? step_rows(&cur, rows) : unw_step(&cur)) <= 0)
 			break;
 		if (unw_get_reg(&cur, UNW_REG_IP, &nip) < 0 ||
 		    unw_get_reg(&cur, UNW_REG_SP, &nsp) < 0)
@@ -922,11 +1450,16 @@ int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t
 		if (!nip || nsp <= prev_sp)
 			break;
 		ips[n++] = nip;
+		ip = nip;
 		prev_sp = nsp;
+		exact = signal;
 	}
 out:
 	if (st.fd >= 0)
 		close(st.fd);
+	free(st.once);
+	/* The pid-less space's bins last one call: their entries are unpinned now. */
+	space_clear(&c->shared);
 	c->gen++; /* unpin this call's entries */
 	cache_trim(c);
 	return (int)n;

@@ -33,6 +33,13 @@ struct unwind_sample {
 	uint64_t stack_size;   /* dyn_size: bytes of @stack actually valid */
 	unwind_find_map_fn find_map;
 	void *ctx;
+	/*
+	 * The sampled process, or 0. With a pid, libunwind's register-rule
+	 * cache is kept for that process across calls (see
+	 * unwind_forget_process()); with 0 nothing is cached but the binaries'
+	 * tables.
+	 */
+	uint32_t pid;
 };
 
 /*
@@ -58,6 +65,26 @@ void unwind_cache_forget(struct unwind_cache *c, uint64_t dev, uint64_t ino);
  */
 uint64_t unwind_cache_loads(const struct unwind_cache *c);
 size_t unwind_cache_entries(const struct unwind_cache *c);
+
+/*
+ * Per-process state. Samples with a pid unwind in an address space of
+ * their own that remembers, per instruction address, the register rules
+ * found the first time and which of the process's mappings it has seen
+ * (find_map is then asked again only for addresses it has not). At most
+ * 64 processes keep one, least recently unwound dropped first.
+ *
+ * The caller must call unwind_forget_process() whenever what find_map
+ * answers for @pid may change: a new executable mapping, exec, exit (pid
+ * reuse). Until then, cached answers for that pid are used as they are.
+ */
+void unwind_forget_process(struct unwind_cache *c, uint32_t pid);
+/* How many processes hold per-process state now. */
+size_t unwind_cache_processes(const struct unwind_cache *c);
+/*
+ * How many functions' CFI rows were read (FDE found, rows cached) since
+ * unwind_cache_new(). Steady samples of known code should not add any.
+ */
+uint64_t unwind_cache_rule_fills(const struct unwind_cache *c);
 
 /* The register mask the DWARF backend needs (for perf_event_attr.sample_regs_user). */
 uint64_t unwind_dwarf_regs_mask(void);
