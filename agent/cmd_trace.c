@@ -68,8 +68,18 @@ struct tprobe {
 	int hist_arg;         /* index into p.args, -1 */
 };
 
+/* A latency endpoint, held until every ring has been drained past its time
+ * so starts and ends from different rings are paired in time order. */
+struct lat_ev {
+	uint64_t time, cgroup;
+	uint32_t pid, tid;
+	bool end;
+};
+
 struct trace {
 	const char *prog;
+	struct lat_ev *lev;
+	size_t nlev, caplev;
 	struct tprobe pr[MAX_PROBES];
 	size_t npr;
 	int lat_start, lat_end; /* probe indexes, -1 */
@@ -231,30 +241,65 @@ static void on_sample(void *ctx, const struct sample *s)
 		else
 			t->value_errors++;
 	}
-	if ((int)t->cur == t->lat_start) {
-		uint64_t *slot = fold_slot(t->starts, &s->tid, sizeof(s->tid));
+	if ((int)t->cur == t->lat_start || (int)t->cur == t->lat_end) {
+		if (t->nlev == t->caplev) {
+			size_t nc = t->caplev ? t->caplev * 2 : 4096;
+			struct lat_ev *v = realloc(t->lev, nc * sizeof(*v));
 
-		if (slot)
-			*slot = s->time ? s->time : 1;
-	}
-	if ((int)t->cur == t->lat_end) {
-		uint64_t *slot = fold_slot(t->starts, &s->tid, sizeof(s->tid));
-
-		if (slot && *slot && s->time >= *slot) {
-			struct cell *sc = cell_get(t, (uint32_t)t->lat_start, s->cgroup_id, s->pid);
-
-			if (sc)
-				hist_add(&sc->lat, (int64_t)(s->time - *slot));
-			*slot = 0;
-		} else {
-			t->unpaired_end++;
+			if (!v) {
+				t->value_errors++;
+				goto stacks;
+			}
+			t->lev = v;
+			t->caplev = nc;
 		}
+		t->lev[t->nlev++] = (struct lat_ev){s->time, s->cgroup_id, s->pid, s->tid,
+						     (int)t->cur == t->lat_end};
 	}
+stacks:
 	if (t->stacks) {
 		const char *label = tp->p.label;
 
 		stacks_add(t->stacks, s, label);
 	}
+}
+
+static int cmp_lev(const void *a, const void *b)
+{
+	const struct lat_ev *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->end - y->end; /* a start and an end at the same instant: start first */
+}
+
+/* Pair the held endpoints older than @upto (all with UINT64_MAX), in time
+ * order: an end closes the latest open start of its thread. */
+static void pair_latency(struct trace *t, uint64_t upto)
+{
+	size_t done = 0;
+
+	qsort(t->lev, t->nlev, sizeof(*t->lev), cmp_lev);
+	for (; done < t->nlev && t->lev[done].time < upto; done++) {
+		const struct lat_ev *e = &t->lev[done];
+		uint64_t *slot = fold_slot(t->starts, &e->tid, sizeof(e->tid));
+
+		if (!slot)
+			continue;
+		if (!e->end) {
+			*slot = e->time ? e->time : 1;
+		} else if (*slot && e->time >= *slot) {
+			struct cell *sc = cell_get(t, (uint32_t)t->lat_start, e->cgroup, e->pid);
+
+			if (sc)
+				hist_add(&sc->lat, (int64_t)(e->time - *slot));
+			*slot = 0;
+		} else {
+			t->unpaired_end++;
+		}
+	}
+	memmove(t->lev, t->lev + done, (t->nlev - done) * sizeof(*t->lev));
+	t->nlev -= done;
 }
 
 static void on_mmap(void *ctx, const struct sample_mmap *m)
@@ -833,6 +878,7 @@ int cmd_trace(int argc, char **argv)
 		.ncgroups = ncgdirs,
 		.pid = (pid_t)pid,
 		.mmap_pages = 256,
+		.clock_monotonic = true,
 	};
 
 	for (size_t i = 0; i < t.npr; i++) {
@@ -945,11 +991,16 @@ int cmd_trace(int argc, char **argv)
 				}
 			}
 		}
+		/* Whatever happened before this instant is in the rings now. */
+		uint64_t round = now_ns();
+
 		for (size_t i = 0; i < t.npr; i++)
 			for (size_t k = 0; k < t.pr[i].nsmp; k++) {
 				t.cur = i;
 				sampler_drain(t.pr[i].smp[k], &cb);
 			}
+		if (t.lat_start >= 0)
+			pair_latency(&t, round);
 		if (end && now_ns() >= end)
 			stop = true;
 		if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
@@ -968,6 +1019,8 @@ int cmd_trace(int argc, char **argv)
 			sampler_stats(t.pr[i].smp[k], &st);
 			lost += st.lost;
 		}
+	if (t.lat_start >= 0)
+		pair_latency(&t, UINT64_MAX);
 	double secs = (double)(now_ns() - t0) / 1e9;
 
 	qsort(t.v, t.n, sizeof(*t.v), cmp_cell);
@@ -1037,6 +1090,7 @@ out:
 	fold_free(t.cells);
 	fold_free(t.starts);
 	free(t.v);
+	free(t.lev);
 	stacks_free(t.stacks);
 	free(t.mount);
 	return ret;

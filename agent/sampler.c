@@ -58,6 +58,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef PERF_SAMPLE_CGROUP
@@ -609,6 +610,11 @@ static void attr_init(struct perf_event_attr *a, const struct sampler_opts *o, s
 	}
 	if (o->raw)
 		a->sample_type |= PERF_SAMPLE_RAW;
+	if (o->clock_monotonic) {
+		/* Comparable with clock_gettime() and across events. */
+		a->use_clockid = 1;
+		a->clockid = CLOCK_MONOTONIC;
+	}
 	a->mmap = 1;
 	a->mmap2 = 1;
 	a->comm = 1;

@@ -42,6 +42,7 @@ struct sampler_opts {
 	 * @event is not used (uprobe PMU: config1 = path, config2 = offset). */
 	const struct perf_event_attr *base_attr;
 	bool raw;                    /* PERF_SAMPLE_RAW: tracepoint fields */
+	bool clock_monotonic;        /* sample times from CLOCK_MONOTONIC (use_clockid) */
 	/* Without @user_stack, a nonzero @regs_mask still asks for
 	 * PERF_SAMPLE_REGS_USER alone (probe arguments in registers). */
 };

@@ -1,0 +1,80 @@
+#!/bin/bash
+# trace: exact malloc size histogram, exact tracepoint count per cgroup,
+# --list, latency of a function to its return, and bad input.
+source "$(dirname "$0")/../lib/common.sh"
+W=$BUILD_DIR/workloads
+
+# u:libc:malloc size=%di on a program with known allocations.
+"$AGENT" trace -e 'u:libc:malloc size=%di' --hist size --json -- "$W/alloc" >"$TMP/m.json" 2>"$TMP/err" ||
+	fail "trace malloc failed: $(cat "$TMP/err")"
+cat "$TMP/err"
+python3 - "$TMP/m.json" <<'PY' || fail "malloc histogram wrong"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 1, rows
+r = rows[0]
+b = {x["ge"]: x["count"] for x in r["hist"]["values"]["buckets"]}
+print("# hits", r["hits"], "buckets", b)
+assert r["hits"] == 1350, r["hits"]
+assert b == {16: 1000, 512: 300, 65536: 50}, b
+assert r["cgroup"].startswith("/cgperf-trace-"), r["cgroup"]
+PY
+
+# A tracepoint counted per cgroup: exactly the writes of the program.
+cg=$(cg_make tp)
+rel=${cg#"$(cg2_mount)"}
+"$AGENT" trace -e syscalls:sys_enter_write -G "$rel" --duration 3 --json >"$TMP/w.json" 2>"$TMP/err" &
+tr=$!; bg_track $tr
+sleep 1
+sh -c "echo \$\$ > '$cg/cgroup.procs'; exec '$W/writer' 4321"
+wait $tr || fail "trace tracepoint failed: $(cat "$TMP/err")"
+python3 - "$TMP/w.json" "$rel" <<'PY' || fail "tracepoint count wrong"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+mine = [r for r in rows if r["cgroup"] == sys.argv[2]]
+print("# rows", rows)
+assert len(mine) == 1 and mine[0]["hits"] == 4321, mine
+PY
+# A kernel filter on a field: only the writes of more than 1 byte (none here).
+"$AGENT" trace -e 'syscalls:sys_enter_write count' --filter 'count > 1' --json -- "$W/writer" 50 >"$TMP/f.json" 2>"$TMP/err" ||
+	fail "trace --filter failed: $(cat "$TMP/err")"
+[[ ! -s $TMP/f.json ]] || fail "filter let 1-byte writes through: $(cat "$TMP/f.json")"
+"$AGENT" trace -e 'syscalls:sys_enter_write count' --filter 'count ==' -- true >/dev/null 2>"$TMP/err"; rc=$?
+[[ $rc -ne 0 ]] && grep -q 'rejected the filter' "$TMP/err" || fail "bad filter: rc=$rc $(cat "$TMP/err")"
+
+# Latency of a function to its return, paired per thread.
+"$AGENT" trace --latency u:libc:malloc --json -- "$W/alloc" >"$TMP/l.json" 2>"$TMP/err" ||
+	fail "trace --latency failed: $(cat "$TMP/err")"
+python3 - "$TMP/l.json" <<'PY' || fail "latency pairs wrong"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+start = [r for r in rows if "latency_ns" in r]
+assert len(start) == 1, rows
+lat = start[0]["latency_ns"]
+print(f"# malloc latency: {lat['count']} pairs, mean {lat['mean']:.0f} ns, max {lat['max']} ns")
+assert lat["count"] == 1350, lat["count"]
+assert 0 < lat["mean"] < 1e7, lat
+PY
+
+# --list: functions and SDT probes of a binary.
+"$AGENT" trace --list "$W/sdtprobe" >"$TMP/list" || fail "--list failed"
+grep -q '^sdt:cgperf_test:hit@' "$TMP/list" || fail "--list misses the SDT probe: $(head "$TMP/list")"
+grep -q ':main$' "$TMP/list" || fail "--list misses main"
+"$AGENT" trace --list "$W/writer" | grep -q 'has no SDT notes' || fail "--list does not say 'no SDT notes'"
+
+# Bad input: clear errors with near matches, exit 2, nothing left behind.
+before=$(ls /sys/bus/event_source/devices/uprobe 2>/dev/null | wc -l)
+"$AGENT" trace -e u:libc:mallok --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
+[[ $rc -eq 2 ]] && grep -q 'malloc' "$TMP/err" || fail "unknown symbol: rc=$rc $(cat "$TMP/err")"
+"$AGENT" trace -e u:nosuchbinary-$$:f --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
+[[ $rc -eq 2 ]] || fail "unknown binary: rc=$rc $(cat "$TMP/err")"
+"$AGENT" trace -e "sdt:cgperf_test:hitt@$W/sdtprobe" --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
+[[ $rc -eq 2 ]] && grep -q 'cgperf_test:hit' "$TMP/err" || fail "unknown SDT probe: rc=$rc $(cat "$TMP/err")"
+"$AGENT" trace -e "sdt:x:y@$W/writer" --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
+[[ $rc -eq 2 ]] && grep -q 'no SDT notes' "$TMP/err" || fail "no SDT notes: rc=$rc $(cat "$TMP/err")"
+"$AGENT" trace -e syscalls:sys_enter_writ --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
+[[ $rc -eq 2 ]] && grep -q 'sys_enter_write' "$TMP/err" || fail "unknown tracepoint: rc=$rc $(cat "$TMP/err")"
+# A later probe failing must not leave the earlier ones behind.
+"$AGENT" trace -e u:libc:malloc -e u:libc:nosuchfn --duration 1 >/dev/null 2>&1
+grep -q cgperf /sys/kernel/tracing/uprobe_events 2>/dev/null && fail "uprobe left in tracefs"
+exit 0
