@@ -66,6 +66,7 @@ struct tprobe {
 	struct sampler **smp; /* one per USDT site (1 otherwise) */
 	size_t nsmp;
 	int hist_arg;         /* index into p.args, -1 */
+	uint64_t sample_regs; /* sample_regs_user asked for: the args' and the unwinder's */
 };
 
 /* A latency endpoint, held until every ring has been drained past its time
@@ -111,6 +112,7 @@ static void usage(FILE *f)
 	      "      --latency S[,E]     time from probe S to probe E on the same thread; with one\n"
 	      "                          u: probe, from the function's entry to its return\n"
 	      "      --stacks            fold the user+kernel stacks at every hit (frame pointers)\n"
+	      "      --call-graph MODE   fp or dwarf: how --stacks unwinds user stacks\n"
 	      "      --filter EXPR       kernel filter for the tracepoints ('count > 100')\n"
 	      "  -a, --all-cpus          every process of the host (default without COMMAND)\n"
 	      "  -G, --cgroup CG,...     only these cgroups\n"
@@ -212,7 +214,7 @@ static int arg_value(const struct tprobe *tp, int a, const struct sample *s, int
 	if (!s->regs)
 		return -ENOENT;
 	for (int r = 0; r < 64; r++) {
-		if (!(tp->p.regs_mask & (1ull << r)))
+		if (!(tp->sample_regs & (1ull << r)))
 			continue;
 		regs[r] = s->regs[k++];
 		valid |= 1ull << r;
@@ -554,7 +556,8 @@ static int open_probe(struct trace *t, struct tprobe *tp, const struct sampler_o
 		if (err)
 			break;
 		so.base_attr = &attr;
-		so.regs_mask = tp->p.regs_mask;
+		so.regs_mask = tp->p.regs_mask | base->regs_mask;
+		tp->sample_regs = so.regs_mask;
 		so.raw = tp->p.kind == PROBE_TRACEPOINT && tp->p.nargs > 0;
 		s = sampler_open(&so);
 		if (!s) {
@@ -590,12 +593,13 @@ static int open_probe(struct trace *t, struct tprobe *tp, const struct sampler_o
 
 int cmd_trace(int argc, char **argv)
 {
-	enum { OPT_HIST = 256, OPT_LAT, OPT_STACKS, OPT_FILTER, OPT_PERPID };
+	enum { OPT_HIST = 256, OPT_LAT, OPT_STACKS, OPT_FILTER, OPT_PERPID, OPT_CALLGRAPH };
 	static const struct option longopts[] = {
 		{"event", required_argument, NULL, 'e'},
 		{"hist", required_argument, NULL, OPT_HIST},
 		{"latency", required_argument, NULL, OPT_LAT},
 		{"stacks", no_argument, NULL, OPT_STACKS},
+		{"call-graph", required_argument, NULL, OPT_CALLGRAPH},
 		{"filter", required_argument, NULL, OPT_FILTER},
 		{"all-cpus", no_argument, NULL, 'a'},
 		{"cgroup", required_argument, NULL, 'G'},
@@ -615,6 +619,7 @@ int cmd_trace(int argc, char **argv)
 	char *lat_a = NULL, *lat_b = NULL;
 	size_t ncgdirs = 0;
 	bool json = false, all = false, want_stacks = false;
+	enum stacks_mode smode = STACKS_FP;
 	double duration = 0;
 	long pid = 0;
 	int opt, ret = 0, *cpus = NULL, ncpu, sfd = -1;
@@ -639,6 +644,19 @@ int cmd_trace(int argc, char **argv)
 		case OPT_HIST: t.hist_name = optarg; break;
 		case OPT_LAT: latency = optarg; break;
 		case OPT_STACKS: want_stacks = true; break;
+		case OPT_CALLGRAPH:
+			if (!strcmp(optarg, "fp")) {
+				smode = STACKS_FP;
+			} else if (!strcmp(optarg, "dwarf")) {
+				smode = STACKS_DWARF;
+			} else {
+				fprintf(stderr, "%s: --call-graph takes fp or dwarf, not '%s'\n", t.prog,
+					optarg);
+				ret = 2;
+				goto out;
+			}
+			want_stacks = true;
+			break;
 		case OPT_FILTER: filter = optarg; break;
 		case OPT_PERPID: t.per_pid = true; break;
 		case 'a': all = true; break;
@@ -854,7 +872,7 @@ int cmd_trace(int argc, char **argv)
 	}
 	fold_set_limit(t.cells, MAX_CELLS);
 	if (want_stacks) {
-		t.stacks = stacks_new(STACKS_FP, t.per_cgroup, t.mount);
+		t.stacks = stacks_new(smode, t.per_cgroup, t.mount);
 		if (!t.stacks) {
 			ret = 1;
 			goto out;
@@ -871,13 +889,17 @@ int cmd_trace(int argc, char **argv)
 	struct sampler_opts base = {
 		.period = 1,
 		.callchain = want_stacks,
+		.user_stack = want_stacks && smode == STACKS_DWARF,
+		.stack_bytes = 8192,
+		.regs_mask = want_stacks ? stacks_regs_mask(smode) : 0,
 		.max_stack = 127,
 		.cpus = cpus,
 		.ncpu = (size_t)ncpu,
 		.cgroup_dirs = (const char *const *)cgdirs,
 		.ncgroups = ncgdirs,
 		.pid = (pid_t)pid,
-		.mmap_pages = 256,
+		/* Every hit is a record; a DWARF stack copy makes each 8 KiB. */
+		.mmap_pages = want_stacks && smode == STACKS_DWARF ? 2048 : 256,
 		.clock_monotonic = true,
 	};
 
@@ -1041,8 +1063,8 @@ int cmd_trace(int argc, char **argv)
 		stacks_write(t.stacks, stdout, &nlines);
 	}
 	fprintf(stderr, "%s: %" PRIu64 " hits in %.2f s, %" PRIu64 " lost%s", t.prog, t.samples,
-		secs, lost, lost ? " (counts are short by that many: raise the rate limits or"
-				   " narrow the probe)" : "");
+		secs, lost, lost ? " (the rings overflowed: hit counts are short by that many;"
+				   " narrow the probe or the cgroups)" : "");
 	if (t.lat_start >= 0)
 		fprintf(stderr, ", %" PRIu64 " ends without a start", t.unpaired_end);
 	if (t.value_errors)
