@@ -21,7 +21,7 @@ WARNFLAGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wformat-security -Wvla \
 	-Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
 override CPPFLAGS += -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 override CFLAGS += -std=gnu11 $(WARNFLAGS) -fno-omit-frame-pointer
-LDLIBS_AGENT := -lelf -ldw -lunwind-x86_64 -lunwind -lz -lm
+LDLIBS_AGENT := -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lz -lm
 
 ifeq ($(SAN),1)
 override CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined -O1

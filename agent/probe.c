@@ -42,6 +42,7 @@
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
+#include <traceevent/event-parse.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -1109,64 +1110,6 @@ struct tp_field {
 	bool is_signed, dynamic, relative;
 };
 
-/* "NAME:VALUE;" somewhere in @line: the integer VALUE. */
-static bool format_int(const char *line, const char *key, int *out)
-{
-	const char *at = strstr(line, key);
-	long v;
-	char *end;
-
-	if (!at)
-		return false;
-	errno = 0;
-	v = strtol(at + strlen(key), &end, 10);
-	if (errno || end == at + strlen(key) || *end != ';' || v < 0 || v > INT_MAX)
-		return false;
-	*out = (int)v;
-	return true;
-}
-
-/*
- * One "\tfield:TYPE NAME;\toffset:N;\tsize:N;\tsigned:N;" line. The name is
- * the declaration's last word, less any array suffix ("char comm[16]",
- * "const char * buf", "__data_loc char[] filename").
- */
-static bool format_field(char *line, struct tp_field *f)
-{
-	char *decl, *semi, *end, *start;
-	int sgn;
-
-	while (*line == ' ' || *line == '\t')
-		line++;
-	if (!starts_with(line, "field:"))
-		return false;
-	decl = line + 6;
-	semi = strchr(decl, ';');
-	if (!semi)
-		return false;
-	*semi = '\0';
-	if (!format_int(semi + 1, "offset:", &f->offset) || !format_int(semi + 1, "size:", &f->size))
-		return false;
-	f->is_signed = format_int(semi + 1, "signed:", &sgn) && sgn;
-	f->dynamic = starts_with(decl, "__data_loc");
-	f->relative = starts_with(decl, "__rel_loc");
-	end = semi;
-	while (end > decl && end[-1] == ' ')
-		end--;
-	if (end > decl && end[-1] == ']') {
-		while (end > decl && end[-1] != '[')
-			end--;
-		if (end > decl)
-			end--;
-	}
-	start = end;
-	while (start > decl && (isalnum((unsigned char)start[-1]) || start[-1] == '_'))
-		start--;
-	f->name = start;
-	f->len = (size_t)(end - start);
-	return f->len > 0;
-}
-
 /* Read tracefs events/SYS/EVENT/format into a NUL-terminated buffer. */
 static int format_read(const char *tracefs, const char *sys, const char *event, char **out)
 {
@@ -1259,8 +1202,11 @@ static int resolve_tracepoint(struct probe *p, const char *head, char **toks, si
 	const char *tracefs = ev_tracefs();
 	struct tp_field *fields = NULL;
 	struct ev_spec ev = { 0 };
-	char *text = NULL, *sys = NULL, *line, *save = NULL;
+	char *text = NULL, *sys = NULL;
 	const char *colon = strchr(head, ':');
+	struct tep_handle *tep = NULL;
+	struct tep_event *tev;
+	struct tep_format_field **tfields = NULL, **cfields = NULL;
 	size_t nfields = 0;
 	int err;
 
@@ -1324,20 +1270,49 @@ static int resolve_tracepoint(struct probe *p, const char *head, char **toks, si
 			colon + 1, strerror(-err));
 		goto out;
 	}
-	fields = calloc(PROBE_FIELDS_MAX, sizeof(*fields));
+	/* The format file is parsed by libtraceevent, which knows every
+	 * kernel's dialect of it (arrays, __data_loc, __rel_loc, signedness). */
+	tep = tep_alloc();
 	err = -ENOMEM;
+	if (!tep)
+		goto out;
+	if (tep_parse_event(tep, text, strlen(text), sys) != 0 ||
+	    !(tev = tep_find_event_by_name(tep, sys, colon + 1)) || !(tfields = tep_event_fields(tev))) {
+		msg_add(m, "%s: cannot parse %s/events/%s/%s/format", head, tracefs, sys, colon + 1);
+		err = -EINVAL;
+		goto out;
+	}
+	fields = calloc(PROBE_FIELDS_MAX, sizeof(*fields));
 	if (!fields)
 		goto out;
-	for (line = strtok_r(text, "\n", &save); line && nfields < PROBE_FIELDS_MAX;
-	     line = strtok_r(NULL, "\n", &save)) {
-		if (format_field(line, &fields[nfields]))
-			nfields++;
+	/* The event's own fields, then the common ones (common_pid, ...). */
+	cfields = tep_event_common_fields(tev);
+	for (size_t i = 0, j = 0; nfields < PROBE_FIELDS_MAX; ) {
+		const struct tep_format_field *tf = tfields[i] ? tfields[i++]
+					     : cfields && cfields[j] ? cfields[j++] : NULL;
+		struct tp_field *f = &fields[nfields];
+
+		if (!tf)
+			break;
+		if (!tf->name || tf->offset < 0 || tf->size < 0)
+			continue;
+		f->name = tf->name;
+		f->len = strlen(tf->name);
+		f->offset = tf->offset;
+		f->size = tf->size;
+		f->is_signed = tf->flags & TEP_FIELD_IS_SIGNED;
+		f->dynamic = (tf->flags & TEP_FIELD_IS_DYNAMIC) && !(tf->flags & TEP_FIELD_IS_RELATIVE);
+		f->relative = tf->flags & TEP_FIELD_IS_RELATIVE;
+		nfields++;
 	}
 	err = 0;
 	for (size_t i = 0; i < ntoks && err == 0; i++)
 		err = tp_argdef(p, fields, nfields, toks[i], head, m);
 out:
 	free(fields);
+	free(tfields);
+	free(cfields);
+	tep_free(tep);
 	free(text);
 	free(sys);
 	ev_spec_release(&ev);
