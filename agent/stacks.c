@@ -392,6 +392,7 @@ struct namer {
 	char *line;
 	size_t linecap;
 	int err;
+	bool by_id; /* key lines by the cgroup id (8 bytes first), no label frame */
 };
 
 static char *name_frame(struct stacks *r, uint64_t frame)
@@ -511,7 +512,7 @@ static int append(struct namer *nm, size_t *len, const char *s)
 		nm->line = v;
 		nm->linecap = nc;
 	}
-	if (*len)
+	if (*len > (nm->by_id ? 8u : 0u))
 		nm->line[(*len)++] = ';';
 	memcpy(nm->line + *len, s, n + 1);
 	*len += n;
@@ -528,6 +529,20 @@ static void name_stack(void *ctx, const void *keyp, size_t klen, uint64_t count)
 	if (nm->err || klen < HDR * sizeof(uint64_t))
 		return;
 	nframes = key[3];
+	if (nm->by_id) {
+		/* The line starts with the raw cgroup id: 8 bytes, then text. */
+		if (nm->linecap < 16) {
+			char *v = realloc(nm->line, 64);
+
+			if (!v)
+				goto nomem;
+			nm->line = v;
+			nm->linecap = 64;
+		}
+		memcpy(nm->line, &key[0], 8);
+		len = 8;
+		nm->line[len] = '\0';
+	}
 	if (key[1] && key[1] - 1 < nm->r->ncomms) {
 		char *p = strdup(nm->r->comms[key[1] - 1]);
 
@@ -540,7 +555,7 @@ static void name_stack(void *ctx, const void *keyp, size_t klen, uint64_t count)
 		if (e < 0)
 			goto nomem;
 	}
-	if (nm->r->per_cgroup && append(nm, &len, cgroup_label(nm->r, key[0])) < 0)
+	if (nm->r->per_cgroup && !nm->by_id && append(nm, &len, cgroup_label(nm->r, key[0])) < 0)
 		goto nomem;
 	char comm[64];
 
@@ -762,4 +777,61 @@ void stacks_stats(const struct stacks *r, struct stacks_stats *out)
 	out->objects = r->nobjs;
 	out->processes = procmaps_nprocs(r->pm);
 	out->distinct = fold_count(r->raw);
+}
+
+struct each_ctx {
+	void (*cb)(void *ctx, uint64_t cgroup_id, const char *folded, uint64_t count);
+	void *ctx;
+};
+
+static void each_line(void *ctx, const void *key, size_t len, uint64_t count)
+{
+	const struct each_ctx *e = ctx;
+	uint64_t id;
+
+	if (len < 8)
+		return;
+	memcpy(&id, key, 8);
+	e->cb(e->ctx, id, (const char *)key + 8, count);
+}
+
+int stacks_foreach(struct stacks *r,
+		   void (*cb)(void *ctx, uint64_t cgroup_id, const char *folded, uint64_t count),
+		   void *ctx)
+{
+	struct namer nm = {.r = r, .by_id = true};
+	struct each_ctx e = {cb, ctx};
+	int err;
+
+	nm.names = fold_new();
+	nm.out = fold_new();
+	if (!nm.names || !nm.out) {
+		fold_free(nm.names);
+		fold_free(nm.out);
+		return -ENOMEM;
+	}
+	fold_foreach(r->raw, name_stack, &nm);
+	err = nm.err;
+	if (!err)
+		fold_foreach(nm.out, each_line, &e);
+	for (size_t i = 0; i < nm.nstrs; i++)
+		free(nm.strs[i]);
+	free(nm.strs);
+	free(nm.line);
+	fold_free(nm.names);
+	fold_free(nm.out);
+	return err;
+}
+
+int stacks_reset(struct stacks *r)
+{
+	struct fold *f = fold_new();
+
+	if (!f)
+		return -ENOMEM;
+	fold_set_limit(f, MAX_DISTINCT_STACKS);
+	fold_free(r->raw);
+	r->raw = f;
+	r->kept = 0;
+	return 0;
 }

@@ -58,6 +58,17 @@ void stacks_gc(struct stacks *st);
 /* Name every frame and write "frames count" lines, sorted. 0 or -errno. */
 int stacks_write(struct stacks *st, FILE *out, size_t *nlines);
 
+/*
+ * For the wire: every distinct stack of the interval as its cgroup id and
+ * folded text without a cgroup frame ("[prefix;]comm;root;...;leaf"), with
+ * its count. 0 or -errno.
+ */
+int stacks_foreach(struct stacks *st,
+		   void (*cb)(void *ctx, uint64_t cgroup_id, const char *folded, uint64_t count),
+		   void *ctx);
+/* Start a new interval: counts cleared, objects and maps kept. */
+int stacks_reset(struct stacks *st);
+
 struct stacks_stats {
 	uint64_t kept;          /* samples counted */
 	uint64_t refused;       /* dropped: distinct-stack cap reached */
