@@ -96,7 +96,7 @@ static bool flood_guard(const char *msg)
 
 void log_vkv(enum log_level lvl, const char *msg, va_list ap)
 {
-	char ts[40];
+	char ts[96];
 	struct timespec now;
 	struct tm tm;
 	FILE *f = stderr;
@@ -106,7 +106,8 @@ void log_vkv(enum log_level lvl, const char *msg, va_list ap)
 	clock_gettime(CLOCK_REALTIME, &now);
 	gmtime_r(&now.tv_sec, &tm);
 	snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, now.tv_nsec / 1000000);
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 (long)(now.tv_nsec / 1000000) % 1000);
 	if (json_out) {
 		fprintf(f, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":", ts, names[lvl]);
 		json_write_string(f, msg);

@@ -114,9 +114,7 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
 #define UNWIND_FUNC_ROWS 1024          /* CFI rows kept per function */
 #define UNWIND_RULES_MAX (16u << 20)   /* bytes of rows kept, all binaries */
 #define UNWIND_WIN 128                 /* file-read window for text reads */
-#define UNWIND_PAGE 4096ull
-#define UNWIND_ACTIVE 16               /* binaries one sample can use at once */
-#define UNWIND_WIN 128                 /* file-read window for text reads */
+#define UNWIND_PREFETCH 2048           /* stack copy prefetched ahead of the walk */
 #define UNWIND_PAGE 4096ull
 
 /* DWARF pointer encodings used by .eh_frame_hdr. */
@@ -130,7 +128,6 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
 #define EH_PE_pcrel 0x10
 #define EH_PE_datarel 0x30
 #define EH_PE_omit 0xff
-
 
 struct unwind_seg {
 	uint64_t offset, vaddr, filesz;
@@ -223,6 +220,7 @@ struct unwind_state {
 	struct unwind_space *sp;
 	uint64_t stack_lo, stack_size;
 	const uint8_t *stack;
+	uint64_t prefetched; /* bytes of the copy prefetched */
 	bool filling;     /* the scratch cursor's RIP is fill_ip */
 	uint64_t fill_ip;
 	struct unwind_func *once; /* rows that could not be cached, freed after use */
@@ -790,7 +788,6 @@ static uint64_t entry_bias(const struct unwind_entry *e, const struct unwind_map
 	return m->start - m->pgoff;
 }
 
-
 /* ---- processes ---- */
 
 /* Mark @e in use by the running unwind (pinned, most recent). */
@@ -1324,7 +1321,6 @@ static const unw_accessors_t unwind_accessors = {
 	.get_proc_name = acc_get_proc_name,
 };
 
-
 struct unwind_cache *unwind_cache_new(size_t max_entries)
 {
 	unw_accessors_t acc = unwind_accessors; /* libunwind keeps a copy */
@@ -1408,6 +1404,20 @@ static int step_rows(unw_cursor_t *cur, const void *rows)
 	return ret;
 }
 
+/*
+ * The walk reads words scattered up the stack copy, which the kernel has
+ * just written (often from another CPU): keep the lines up to @upto bytes
+ * into it on their way, UNWIND_PREFETCH ahead of the frame being unwound,
+ * rather than miss on them one frame at a time.
+ */
+static void stack_prefetch(struct unwind_state *st, uint64_t upto)
+{
+	if (upto > st->stack_size)
+		upto = st->stack_size;
+	for (; st->prefetched < upto; st->prefetched += 64)
+		__builtin_prefetch(st->stack + st->prefetched);
+}
+
 int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t *ips, size_t max)
 {
 	struct unwind_state st = { .c = c, .s = s, .fd = -1 };
@@ -1432,6 +1442,7 @@ int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t
 	st.stack_size = s->stack_size;
 	st.sp = s->pid ? space_get(c, s->pid) : &c->shared;
 	prev_sp = sp;
+	stack_prefetch(&st, UNWIND_PREFETCH);
 
 	if (unw_init_remote(&cur, c->as, &st) < 0)
 		goto out;
@@ -1440,7 +1451,12 @@ int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t
 		const void *rows = frame_rows(&st, ip, exact, &signal);
 		unw_word_t nip, nsp;
 
-		/* No rows: libunwind's own step, heuristics and all. */
+		/*
+		 * No rows: libunwind's own step, heuristics and all. (Its own
+		 * FDE lookup takes the IP as is, since our steps never tell the
+		 * cursor about ip - 1; that differs from ours only when a call
+		 * without CFI is followed by a function with some.)
+		 */
 		if ((rows ? step_rows(&cur, rows) : unw_step(&cur)) <= 0)
 			break;
 		if (unw_get_reg(&cur, UNW_REG_IP, &nip) < 0 ||
@@ -1452,6 +1468,7 @@ int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t
 		ips[n++] = nip;
 		ip = nip;
 		prev_sp = nsp;
+		stack_prefetch(&st, nsp - sp + UNWIND_PREFETCH);
 		exact = signal;
 	}
 out:

@@ -34,10 +34,9 @@ struct unwind_sample {
 	unwind_find_map_fn find_map;
 	void *ctx;
 	/*
-	 * The sampled process, or 0. With a pid, libunwind's register-rule
-	 * cache is kept for that process across calls (see
-	 * unwind_forget_process()); with 0 nothing is cached but the binaries'
-	 * tables.
+	 * The sampled process, or 0. With a pid, which binary find_map put at
+	 * which address is remembered for that process across calls (see
+	 * unwind_forget_process()); with 0, only for the call.
 	 */
 	uint32_t pid;
 };
@@ -46,11 +45,13 @@ struct unwind_sample {
  * Per-binary unwind tables, cached by (dev, ino) across samples/processes
  * (by path when both are 0). Each entry holds the binary's .eh_frame_hdr and
  * .eh_frame bytes, read once from unwind_map.path; a binary without usable
- * tables is remembered too, so it is not reopened per sample. At most
- * @max_entries (1..2^20) binaries stay cached between unwind_dwarf() calls,
- * least recently used evicted first; one call may hold more while it needs
- * them. Returns NULL with errno set (EINVAL, ENOMEM, ...) on failure. Not
- * thread-safe: one cache per unwinding thread.
+ * tables is remembered too, so it is not reopened per sample. Under an entry,
+ * per load address, the CFI rows of each function a frame has fallen in,
+ * decoded once (at most 16 MiB of them in all, then decoded again on
+ * demand). At most @max_entries (1..2^20) binaries stay cached between
+ * unwind_dwarf() calls, least recently used evicted first; one call may
+ * hold more while it needs them. Returns NULL with errno set (EINVAL,
+ * ENOMEM, ...) on failure. Not thread-safe: one cache per unwinding thread.
  */
 struct unwind_cache;
 struct unwind_cache *unwind_cache_new(size_t max_entries);
@@ -67,15 +68,15 @@ uint64_t unwind_cache_loads(const struct unwind_cache *c);
 size_t unwind_cache_entries(const struct unwind_cache *c);
 
 /*
- * Per-process state. Samples with a pid unwind in an address space of
- * their own that remembers, per instruction address, the register rules
- * found the first time and which of the process's mappings it has seen
- * (find_map is then asked again only for addresses it has not). At most
- * 64 processes keep one, least recently unwound dropped first.
+ * Per-process state. For samples with a pid the cache remembers which of
+ * the process's mappings (binary, load address, range) it has met, so
+ * find_map is asked again only about addresses outside them. At most 64
+ * processes keep one, least recently unwound dropped first.
  *
  * The caller must call unwind_forget_process() whenever what find_map
- * answers for @pid may change: a new executable mapping, exec, exit (pid
- * reuse). Until then, cached answers for that pid are used as they are.
+ * answers for @pid may change: a new executable mapping, exec, fork (a
+ * child's maps become its parent's) and exit (pid reuse). Until then,
+ * remembered answers for that pid are used as they are.
  */
 void unwind_forget_process(struct unwind_cache *c, uint32_t pid);
 /* How many processes hold per-process state now. */
