@@ -47,6 +47,7 @@
 #include "agent/symtab.h"
 #include "agent/usdt.h"
 #include "cgroup/identity.h"
+#include "cgroup/proc.h"
 #include "cgroup/tree.h"
 
 #define MAX_PROBES 32
@@ -64,6 +65,7 @@ struct cell {
 struct tprobe {
 	struct probe p;
 	struct sampler **smp; /* one per USDT site (1 otherwise) */
+	struct usdt_arg (*site_args)[USDT_MAX_ARGS]; /* per sampler: each USDT site's own specs */
 	size_t nsmp;
 	int hist_arg;         /* index into p.args, -1 */
 	uint64_t sample_regs; /* sample_regs_user asked for: the args' and the unwinder's */
@@ -94,6 +96,9 @@ struct trace {
 	uint64_t unpaired_end;
 	struct stacks *stacks;
 	size_t cur;           /* probe whose ring is being drained */
+	size_t cur_site;      /* and which of its samplers */
+	struct fold *pids;    /* -p with uprobes: the process tree, filtered here */
+	bool filter_pids;
 	uint64_t samples, value_errors;
 	char *mount;
 };
@@ -170,8 +175,8 @@ struct memctx {
 	const struct sample *s;
 };
 
-/* Memory arguments: from the copied user stack when the address is in it,
- * else read from the process now (it may have moved on; best effort). */
+/* Memory arguments are read from the process when the record is processed,
+ * a little after the hit: best effort, the value may have changed since. */
 static int read_mem(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	struct memctx *m = ctx;
@@ -182,10 +187,13 @@ static int read_mem(void *ctx, uint64_t addr, void *buf, size_t len)
 	return -errno;
 }
 
-/* Value of argument @a of probe @tp in sample @s. 0 or -errno. */
-static int arg_value(const struct tprobe *tp, int a, const struct sample *s, int64_t *out)
+/* Value of argument @a of probe @tp (fired at USDT site @site) in sample @s.
+ * 0 or -errno. */
+static int arg_value(const struct tprobe *tp, size_t site, int a, const struct sample *s,
+		     int64_t *out)
 {
 	const struct probe_argdef *d = &tp->p.args[a];
+	struct usdt_arg ua = d->a;
 
 	if (d->field) {
 		const uint8_t *raw = s->raw;
@@ -207,13 +215,14 @@ static int arg_value(const struct tprobe *tp, int a, const struct sample *s, int
 		*out = (int64_t)v;
 		return 0;
 	}
+	/* Each USDT site has its own spec for argN ("8@%rbx" here, "-4@$1" there). */
+	if (d->usdt_index >= 0 && tp->site_args && site < tp->nsmp)
+		ua = tp->site_args[site][d->usdt_index];
 	/* Registers arrive packed in mask order; unpack by perf register number. */
 	uint64_t regs[64] = {0}, valid = 0;
 	size_t k = 0;
 
-	if (!s->regs)
-		return -ENOENT;
-	for (int r = 0; r < 64; r++) {
+	for (int r = 0; s->regs && r < 64; r++) {
 		if (!(tp->sample_regs & (1ull << r)))
 			continue;
 		regs[r] = s->regs[k++];
@@ -221,7 +230,7 @@ static int arg_value(const struct tprobe *tp, int a, const struct sample *s, int
 	}
 	struct memctx mc = {s->pid, s};
 
-	return usdt_arg_value(&d->a, regs, valid, read_mem, &mc, out);
+	return usdt_arg_value(&ua, regs, valid, read_mem, &mc, out);
 }
 
 static void on_sample(void *ctx, const struct sample *s)
@@ -230,6 +239,12 @@ static void on_sample(void *ctx, const struct sample *s)
 	struct tprobe *tp = &t->pr[t->cur];
 	struct cell *c;
 
+	if (t->filter_pids) {
+		uint64_t *slot = fold_slot(t->pids, &s->pid, sizeof(s->pid));
+
+		if (!slot || !*slot)
+			return;
+	}
 	t->samples++;
 	c = cell_get(t, (uint32_t)t->cur, s->cgroup_id, s->pid);
 	if (!c)
@@ -238,7 +253,7 @@ static void on_sample(void *ctx, const struct sample *s)
 	if (tp->hist_arg >= 0) {
 		int64_t v;
 
-		if (arg_value(tp, tp->hist_arg, s, &v) == 0)
+		if (arg_value(tp, t->cur_site, tp->hist_arg, s, &v) == 0)
 			hist_add(&c->h, v);
 		else
 			t->value_errors++;
@@ -323,6 +338,17 @@ static void on_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, boo
 static void on_fork(void *ctx, uint32_t pid, uint32_t ppid, uint32_t tid)
 {
 	struct trace *t = ctx;
+
+	if (t->filter_pids && pid != ppid) {
+		uint64_t *ps = fold_slot(t->pids, &ppid, sizeof(ppid));
+
+		if (ps && *ps) {
+			uint64_t *cs = fold_slot(t->pids, &pid, sizeof(pid));
+
+			if (cs)
+				*cs = 1; /* children of the traced process are traced */
+		}
+	}
 
 	if (t->stacks)
 		stacks_fork(t->stacks, pid, ppid, tid);
@@ -462,31 +488,20 @@ static void print_text(struct trace *t, const struct cglabels *cl, double secs)
 
 static int list_binary(const char *prog, const char *bin)
 {
-	char err[1024], spec[4096];
-	struct probe p;
+	char err[1024];
 	struct symtab *st;
 	struct usdt_list *ul;
 	int rc;
 
-	/* Resolve the binary the way probes do, with a symbol that cannot exist. */
-	snprintf(spec, sizeof(spec), "u:%s:%s", bin, "\x01");
-	rc = probe_resolve(spec, NULL, 0, &p, err, sizeof(err));
-	const char *path = bin;
+	const char *path;
 	char *resolved = NULL;
 
-	if (rc == 0) {
-		resolved = strdup(p.path);
-		probe_release(&p);
-	} else if (strchr(bin, '/') == NULL) {
-		/* The error names the binary it found when only the symbol failed. */
-		const char *q = strstr(err, " in ");
-		(void)q;
-	}
-	if (!resolved && access(bin, R_OK) != 0) {
+	rc = probe_find_binary(bin, NULL, 0, &resolved, err, sizeof(err));
+	if (rc) {
 		fprintf(stderr, "%s: %s\n", prog, err);
 		return 2;
 	}
-	path = resolved ? resolved : bin;
+	path = resolved;
 	st = symtab_open(path, "");
 	if (!st) {
 		fprintf(stderr, "%s: cannot read %s: %s\n", prog, path, strerror(errno));
@@ -543,6 +558,21 @@ static int open_probe(struct trace *t, struct tprobe *tp, const struct sampler_o
 			*colon = ':';
 		}
 	}
+	/* The union of the registers all sites need, known before opening. */
+	for (const struct usdt_probe *u = site; u; ) {
+		for (int a = 0; a < tp->p.nargs; a++) {
+			int n = tp->p.args[a].usdt_index;
+
+			if (n >= 0 && n < u->nargs &&
+			    (u->args[n].kind == USDT_ARG_REG || u->args[n].kind == USDT_ARG_MEM))
+				tp->sample_regs |= 1ull << u->args[n].reg;
+		}
+		char *colon = strchr(tp->p.symbol, ':');
+
+		*colon = '\0';
+		u = usdt_find_next(ul, u, tp->p.symbol, colon + 1);
+		*colon = ':';
+	}
 	do {
 		struct sampler_opts so = *base;
 		struct sampler **v;
@@ -557,6 +587,16 @@ static int open_probe(struct trace *t, struct tprobe *tp, const struct sampler_o
 			break;
 		so.base_attr = &attr;
 		so.regs_mask = tp->p.regs_mask | base->regs_mask;
+		for (int a = 0; site && a < tp->p.nargs; a++) {
+			int n = tp->p.args[a].usdt_index;
+
+			if (n >= 0 && n < site->nargs &&
+			    (site->args[n].kind == USDT_ARG_REG || site->args[n].kind == USDT_ARG_MEM))
+				so.regs_mask |= 1ull << site->args[n].reg;
+		}
+		/* Every sampler of a probe uses the same mask, so unpacking is
+		 * the same whichever site fired. */
+		so.regs_mask |= tp->sample_regs;
 		tp->sample_regs = so.regs_mask;
 		so.raw = tp->p.kind == PROBE_TRACEPOINT && tp->p.nargs > 0;
 		s = sampler_open(&so);
@@ -578,6 +618,18 @@ static int open_probe(struct trace *t, struct tprobe *tp, const struct sampler_o
 			break;
 		}
 		tp->smp = v;
+		struct usdt_arg (*sa)[USDT_MAX_ARGS] =
+			realloc(tp->site_args, (tp->nsmp + 1) * sizeof(*sa));
+
+		if (!sa) {
+			sampler_close(s);
+			err = -ENOMEM;
+			break;
+		}
+		tp->site_args = sa;
+		memset(sa[tp->nsmp], 0, sizeof(sa[0]));
+		if (site)
+			memcpy(sa[tp->nsmp], site->args, sizeof(site->args));
 		tp->smp[tp->nsmp++] = s;
 		if (site) {
 			char *colon = strchr(tp->p.symbol, ':');
@@ -726,12 +778,15 @@ int cmd_trace(int argc, char **argv)
 			lat_a = strndup(latency, (size_t)(comma - latency));
 			lat_b = strdup(comma + 1);
 		} else if (!strncmp(latency, "u:", 2) && !strstr(latency, "%return")) {
-			size_t n = strlen(latency) + sizeof("%return");
+			/* The return probe: "%return" after the symbol, before any
+			 * arguments (which a return probe cannot read anyway). */
+			size_t head = strcspn(latency, " \t");
+			size_t n = head + sizeof("%return");
 
 			lat_a = strdup(latency);
 			lat_b = malloc(n);
 			if (lat_b)
-				snprintf(lat_b, n, "%s%%return", latency);
+				snprintf(lat_b, n, "%.*s%%return", (int)head, latency);
 		} else {
 			fprintf(stderr, "%s: --latency takes START,END, or one u: probe\n", t.prog);
 			ret = 2;
@@ -886,6 +941,57 @@ int cmd_trace(int argc, char **argv)
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
 	}
+	/* A uprobe event with inherit breaks fork() of the traced process on the
+	 * kernels we met ("could not fork"); so -p with u:/sdt: probes is done
+	 * system-wide and filtered here by the process tree (FORK records add
+	 * children). Tracepoints keep the per-process events. */
+	bool any_uprobe = false;
+
+	for (size_t i = 0; i < t.npr; i++)
+		any_uprobe |= t.pr[i].p.kind != PROBE_TRACEPOINT;
+	if (pid > 0 && any_uprobe) {
+		struct cg_proc_list *pl = cg_proc_list_read("/proc");
+		bool found = false;
+
+		t.pids = fold_new();
+		if (!t.pids) {
+			cg_proc_list_free(pl);
+			ret = 1;
+			goto out;
+		}
+		/* the process and its descendants that exist now */
+		uint32_t root = (uint32_t)pid;
+		uint64_t *slot = fold_slot(t.pids, &root, sizeof(root));
+
+		if (slot)
+			*slot = 1;
+		for (bool grew = true; grew && pl;) {
+			grew = false;
+			for (size_t i = 0; i < cg_proc_list_count(pl); i++) {
+				const struct cg_proc *pr = cg_proc_list_get(pl, i);
+				uint32_t pp = (uint32_t)pr->ppid, me = (uint32_t)pr->pid;
+				uint64_t *ps = fold_slot(t.pids, &pp, sizeof(pp));
+				uint64_t *ms;
+
+				if (me == root)
+					found = true;
+				if (!ps || !*ps)
+					continue;
+				ms = fold_slot(t.pids, &me, sizeof(me));
+				if (ms && !*ms) {
+					*ms = 1;
+					grew = true;
+				}
+			}
+		}
+		cg_proc_list_free(pl);
+		if (!found) {
+			fprintf(stderr, "%s: no process %ld\n", t.prog, pid);
+			ret = 2;
+			goto out;
+		}
+		t.filter_pids = true;
+	}
 	struct sampler_opts base = {
 		.period = 1,
 		.callchain = want_stacks,
@@ -897,7 +1003,7 @@ int cmd_trace(int argc, char **argv)
 		.ncpu = (size_t)ncpu,
 		.cgroup_dirs = (const char *const *)cgdirs,
 		.ncgroups = ncgdirs,
-		.pid = (pid_t)pid,
+		.pid = t.filter_pids ? 0 : (pid_t)pid,
 		/* Every hit is a record; a DWARF stack copy makes each 8 KiB. */
 		.mmap_pages = want_stacks && smode == STACKS_DWARF ? 2048 : 256,
 		.clock_monotonic = true,
@@ -921,7 +1027,7 @@ int cmd_trace(int argc, char **argv)
 			else
 				fprintf(stderr, "%s: cannot open %s: %s\n", t.prog, t.pr[i].p.label,
 					strerror(-err));
-			ret = err == -ESRCH ? 2 : 1;
+			ret = err == -ESRCH || (err == -EINVAL && filter) ? 2 : 1;
 			goto out; /* everything opened so far is closed below */
 		}
 	}
@@ -1019,10 +1125,13 @@ int cmd_trace(int argc, char **argv)
 		for (size_t i = 0; i < t.npr; i++)
 			for (size_t k = 0; k < t.pr[i].nsmp; k++) {
 				t.cur = i;
+				t.cur_site = k;
 				sampler_drain(t.pr[i].smp[k], &cb);
 			}
 		if (t.lat_start >= 0)
 			pair_latency(&t, round);
+		if (t.stacks)
+			stacks_gc(t.stacks);
 		if (end && now_ns() >= end)
 			stop = true;
 		if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
@@ -1037,6 +1146,7 @@ int cmd_trace(int argc, char **argv)
 
 			sampler_disable(t.pr[i].smp[k]);
 			t.cur = i;
+			t.cur_site = k;
 			sampler_drain(t.pr[i].smp[k], &cb);
 			sampler_stats(t.pr[i].smp[k], &st);
 			lost += st.lost;
@@ -1055,12 +1165,45 @@ int cmd_trace(int argc, char **argv)
 		print_json(&t, &cl, secs);
 	else
 		print_text(&t, &cl, secs);
-	if (t.stacks) {
-		size_t nlines = 0;
+	if (t.stacks && !json) {
+		printf("Stacks at the probe hits (folded, probe first):\n");
+		stacks_write(t.stacks, stdout, NULL);
+	} else if (t.stacks) {
+		/* JSON Lines stay JSON: one object per folded stack. */
+		char *buf = NULL;
+		size_t blen = 0;
+		FILE *mf = open_memstream(&buf, &blen);
 
-		if (!json)
-			printf("Stacks at the probe hits (folded, probe first):\n");
-		stacks_write(t.stacks, stdout, &nlines);
+		if (mf) {
+			stacks_write(t.stacks, mf, NULL);
+			fclose(mf);
+			for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+				char *space;
+
+				nl = strchr(line, '\n');
+				if (nl)
+					*nl = '\0';
+				space = strrchr(line, ' ');
+				if (!space)
+					continue;
+				*space = '\0';
+				fputs("{\"stack\":", stdout);
+				json_write_string(stdout, line);
+				printf(",\"count\":%s}\n", space + 1);
+			}
+			free(buf);
+		}
+	}
+	if (t.cells_refused)
+		fprintf(stderr, "%s: %" PRIu64 " hits not tabulated: more than %d (probe, cgroup, pid)"
+				" cells\n", t.prog, t.cells_refused, MAX_CELLS);
+	if (t.stacks) {
+		struct stacks_stats ss;
+
+		stacks_stats(t.stacks, &ss);
+		if (ss.refused || ss.unwind_errors)
+			fprintf(stderr, "%s: stacks: %" PRIu64 " dropped (distinct-stack cap), %" PRIu64
+					" unwind errors\n", t.prog, ss.refused, ss.unwind_errors);
 	}
 	fprintf(stderr, "%s: %" PRIu64 " hits in %.2f s, %" PRIu64 " lost%s", t.prog, t.samples,
 		secs, lost, lost ? " (the rings overflowed: hit counts are short by that many;"
@@ -1095,6 +1238,7 @@ out:
 		for (size_t k = 0; k < t.pr[i].nsmp; k++)
 			sampler_close(t.pr[i].smp[k]);
 		free(t.pr[i].smp);
+		free(t.pr[i].site_args);
 		probe_release(&t.pr[i].p);
 	}
 	if (trans_abs && rmdir(trans_abs) < 0 && errno != ENOENT)
@@ -1111,6 +1255,7 @@ out:
 	cg_tree_free(cl.tree);
 	fold_free(t.cells);
 	fold_free(t.starts);
+	fold_free(t.pids);
 	free(t.v);
 	free(t.lev);
 	stacks_free(t.stacks);

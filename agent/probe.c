@@ -594,6 +594,23 @@ done:
 	return err;
 }
 
+int probe_find_binary(const char *name, const int *pids, size_t npids, char **path, char *err,
+		      size_t errlen)
+{
+	struct msg m;
+	struct bin b = { 0 };
+	int ret;
+
+	msg_init(&m, err, errlen);
+	ret = bin_resolve(name, pids, npids, &b, &m);
+	if (ret)
+		return ret;
+	*path = b.path;
+	b.path = NULL;
+	bin_release(&b);
+	return 0;
+}
+
 /* ---- arguments ---- */
 
 /* perf's names for the whole 64-bit registers, which the assembler spells
@@ -660,6 +677,7 @@ static int add_argdef(struct probe *p, const char *name, const struct usdt_arg *
 	}
 	d = &p->args[p->nargs];
 	memset(d, 0, sizeof(*d));
+	d->usdt_index = -1;
 	d->name = strdup(name);
 	if (!d->name)
 		return -ENOMEM;
@@ -733,7 +751,12 @@ static int usdt_argdef(struct probe *p, const struct usdt_probe *up, char *tok, 
 			msg_add(m, "%s: %s: the probe has no arguments", head, value);
 		return -EINVAL;
 	}
-	return add_argdef(p, name ? name : value, &up->args[n], head, m);
+	int err = add_argdef(p, name ? name : value, &up->args[n], head, m);
+
+	if (err)
+		return err;
+	p->args[p->nargs - 1].usdt_index = n;
+	return 0;
 }
 
 /* ---- uprobes ---- */
@@ -1180,6 +1203,12 @@ static int tp_argdef(struct probe *p, const struct tp_field *fields, size_t nfie
 	if (f->relative) {
 		msg_add(m, "%s: field \"%s\" is __rel_loc, not supported", head, value);
 		return -EOPNOTSUPP;
+	}
+	if (!f->dynamic && (f->size <= 0 || f->size > 8)) {
+		/* char comm[16] and the like: not a number to count or histogram */
+		msg_add(m, "%s: field \"%s\" is %d bytes, not a number (at most 8 bytes)", head,
+			value, f->size);
+		return -EINVAL;
 	}
 	err = add_argdef(p, name ? name : value, NULL, head, m);
 	if (err < 0)

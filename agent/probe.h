@@ -51,6 +51,7 @@ struct probe_argdef {
 	int field_offset, field_size;
 	bool field_signed;
 	bool field_dynamic;
+	int usdt_index;    /* argN of a USDT probe: N (its spec differs per site); else -1 */
 };
 
 struct probe {
@@ -94,6 +95,11 @@ int probe_resolve(const char *spec, const int *pids, size_t npids, struct probe 
 		  size_t errlen);
 /* Free what probe_resolve() allocated and zero @p; NULL and zeroed are fine. */
 void probe_release(struct probe *p);
+
+/* Resolve a BINARY the way probe specs do ("libc", "postgres", a path).
+ * 0 with a malloc'd *path, or -errno with a message in @err. */
+int probe_find_binary(const char *name, const int *pids, size_t npids, char **path, char *err,
+		      size_t errlen);
 
 /*
  * perf_event_attr type/config for @p (uprobe PMU or tracepoint). Sets only

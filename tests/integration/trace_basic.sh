@@ -56,7 +56,31 @@ assert lat["count"] == 1350, lat["count"]
 assert 0 < lat["mean"] < 1e7, lat
 PY
 
+# -p on a process that forks: it keeps forking (uprobes with inherit made
+# fork() fail on this kernel), and its children's hits count.
+(for i in $(seq 8); do /bin/true; sleep 0.1; done; echo forked-fine >"$TMP/loop") &
+lp=$!; bg_track $lp
+sleep 0.1
+"$AGENT" trace -p $lp -e u:libc:malloc --json --duration 2 >"$TMP/p.json" 2>"$TMP/err" || fail "trace -p failed: $(cat "$TMP/err")"
+wait $lp
+[[ -s $TMP/loop ]] || fail "the traced process could not fork"
+grep -q '"hits"' "$TMP/p.json" || fail "no hits from the traced process: $(cat "$TMP/err")"
+
+# --latency with one u: probe that has arguments; --json --stacks stays JSON.
+"$AGENT" trace --latency 'u:libc:malloc size=%di' --hist size --stacks --call-graph dwarf --json \
+	-- "$W/alloc" >"$TMP/ls.json" 2>"$TMP/err" || fail "latency with args: $(cat "$TMP/err")"
+python3 - "$TMP/ls.json" <<'PY' || fail "--json --stacks output"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+stacks = [r for r in rows if "stack" in r]
+probes = [r for r in rows if "probe" in r]
+assert probes and probes[0]["latency_ns"]["count"] == 1350, probes
+assert sum(r["count"] for r in stacks if r["stack"].startswith("u:libc:malloc;")) == 1350, stacks[:3]
+assert any(";main;malloc" in r["stack"] for r in stacks), stacks[:3]
+PY
+
 # --list: functions and SDT probes of a binary.
+"$AGENT" trace --list libc | grep -q ':malloc$' || fail "--list libc (a bare name) failed"
 "$AGENT" trace --list "$W/sdtprobe" >"$TMP/list" || fail "--list failed"
 grep -q '^sdt:cgperf_test:hit@' "$TMP/list" || fail "--list misses the SDT probe: $(head "$TMP/list")"
 grep -q ':main$' "$TMP/list" || fail "--list misses main"
