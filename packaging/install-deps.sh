@@ -9,7 +9,8 @@ set -eu
 BUILD="gcc make pkg-config libc6-dev libelf-dev libdw-dev libunwind-dev libtraceevent-dev
 libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler libmicrohttpd-dev libsqlite3-dev
 libyaml-dev zlib1g-dev"
-TEST="libcmocka-dev linux-perf postgresql postgresql-contrib procps util-linux python3 time systemtap-sdt-dev"
+TEST="libcmocka-dev linux-perf postgresql postgresql-contrib procps util-linux python3 time systemtap-sdt-dev
+clang libclang-rt-14-dev"
 
 case "${1:-}" in
 --build) want="$BUILD" ;;

@@ -8,7 +8,12 @@
  * after the chain has returned and compares the result with the return
  * addresses each function recorded. Around that: short and hostile stacks,
  * junk registers, damaged and stripped binaries, the cache's bounds and
- * reuse, and a small benchmark (printed, not asserted).
+ * reuse, per-process state (another binary at the same addresses in
+ * another "process", forgetting, recycling, bins overflowing), PLT stubs
+ * and signal frames (CFI that reads DWARF expressions out of .eh_frame),
+ * frames whose address sits on a function boundary (where the lookup must
+ * be at the return address minus 1, or exactly at a signal's IP), and a
+ * small benchmark (printed, not asserted).
  *
  * Every stack handed to unwind_dwarf() is a heap block of exactly
  * stack_size bytes, so under ASan a read past the copy is caught.
