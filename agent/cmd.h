@@ -12,6 +12,8 @@ int cmd_cgroups(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_wiredump(int argc, char **argv);
 
 /* Shared by the commands: the perf_event cgroup hierarchy's mount point
  * (malloc'd) or NULL with a message printed. */

@@ -20,6 +20,8 @@ static const struct {
 	{"cgroups", cmd_cgroups, "list cgroups with container/pod/unit identity and processes"},
 	{"stat", cmd_stat, "count perf events per cgroup (perf stat -a -G for every cgroup)"},
 	{"record", cmd_record, "sample CPU stacks, fold them per cgroup (perf record -g + stackcollapse)"},
+	{"run", cmd_run, "continuous mode: counters, stacks, probes per cgroup, pushed to collectors"},
+	{"wire-dump", cmd_wiredump, "decode pushed batches (as a collector gets them) to JSON"},
 	{"trace", cmd_trace, "uprobes, USDT and tracepoints per cgroup: hits, histograms, latency"},
 };
 

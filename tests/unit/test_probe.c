@@ -939,11 +939,20 @@ static void test_tracepoint(void **state)
 	assert_true(p.args[2].field_signed);
 	probe_release(&p);
 
-	/* an array and a dynamic string */
-	resolve_ok("sched:sched_switch prev_comm next_pid", NULL, 0, &p);
-	assert_true(format_lookup("sched/sched_switch", "prev_comm[16]", &off, &size));
+	/* an array is not a number: refused with its size; a dynamic string
+	 * gives its length */
+	{
+		char e2[512];
+
+		assert_int_equal(probe_resolve("sched:sched_switch prev_comm next_pid", NULL, 0, &p,
+					       e2, sizeof(e2)),
+				 -EINVAL);
+		assert_non_null(strstr(e2, "16 bytes"));
+	}
+	resolve_ok("sched:sched_switch prev_pid next_pid", NULL, 0, &p);
+	assert_true(format_lookup("sched/sched_switch", "prev_pid", &off, &size));
 	assert_int_equal(p.args[0].field_offset, off);
-	assert_int_equal(p.args[0].field_size, 16);
+	assert_int_equal(p.args[0].field_size, size);
 	assert_true(p.args[1].field_signed);
 	probe_release(&p);
 	resolve_ok("sched:sched_process_exec filename", NULL, 0, &p);

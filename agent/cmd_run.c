@@ -1,0 +1,892 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cgperf-agent run: the continuous agent. Every push interval it builds one
+ * batch (agent/wire.h) of what happened in that interval, per cgroup:
+ * counter deltas, folded CPU stacks and probe hits/histograms, plus its own
+ * figures; the batch is gzip'd and handed to the push module, which spools
+ * it durably and sends it to every collector from its own thread, so a slow
+ * or absent collector never stalls sampling.
+ *
+ * Cgroups are followed with inotify: new ones get counters from when they
+ * appear, removed ones are reported a last time. SIGHUP reloads the config
+ * (everything is rebuilt from it; the spool and sequence numbers carry on),
+ * SIGTERM/SIGINT flush a final partial interval and stop.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/cmd.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+#include "agent/cpumap.h"
+#include "agent/events.h"
+#include "agent/fold.h"
+#include "agent/hist.h"
+#include "agent/log.h"
+#include "agent/probe.h"
+#include "agent/push.h"
+#include "agent/sampler.h"
+#include "agent/stacks.h"
+#include "agent/wire.h"
+#include "cgroup/identity.h"
+#include "cgroup/tree.h"
+#include "cgroup/watch.h"
+
+#ifndef CGPERF_VERSION
+#define CGPERF_VERSION "0.1.0"
+#endif
+
+struct rcg {
+	char *path;
+	uint64_t id;
+	int slot; /* counters slot, -1 without counters */
+	bool removed;
+	struct cg_identity ident;
+};
+
+struct rprobe {
+	struct probe p;
+	struct sampler *smp;
+	int hist_arg;
+};
+
+struct pcell {
+	uint32_t probe;
+	uint64_t cgroup;
+	uint64_t hits;
+	struct hist h;
+};
+
+struct agent {
+	struct config *cfg;
+	char *mount;
+	int *cpus;
+	int ncpu;
+	struct ev_spec *evs;
+	size_t nev;
+	struct counters *ctr;
+	struct rcg *cg;
+	size_t ncg, capcg;
+	struct cg_watch *watch;
+	struct ev_spec sev;
+	bool have_sev;
+	struct sampler *smp;
+	struct stacks *st;
+	struct rprobe pr[CONFIG_MAX_PROBES];
+	size_t npr, cur;
+	struct fold *cells;
+	struct pcell *pc;
+	size_t npc, cappc;
+	struct push *push;
+	char host[256], machine_id[64], agent_id[64];
+	uint64_t samples, lost, probe_lost;
+};
+
+/* ---- identity ----------------------------------------------------------- */
+
+static void read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+
+	buf[0] = '\0';
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\r\n")] = '\0';
+	fclose(f);
+}
+
+/* The agent id: kept in a file so a restarted agent is the same agent. */
+static void agent_id(const char *file, char *out, size_t len)
+{
+	FILE *f;
+	unsigned char rnd[16];
+
+	read_line(file, out, len);
+	if (out[0])
+		return;
+	f = fopen("/dev/urandom", "re");
+	if (!f || fread(rnd, 1, sizeof(rnd), f) != sizeof(rnd))
+		memset(rnd, 0, sizeof(rnd));
+	if (f)
+		fclose(f);
+	for (size_t i = 0; i < sizeof(rnd) && 2 * i + 2 < len; i++)
+		snprintf(out + 2 * i, 3, "%02x", rnd[i]);
+	/* best effort: without a writable file the id changes per restart */
+	char *dir = strdup(file), *slash = dir ? strrchr(dir, '/') : NULL;
+
+	if (slash && slash != dir) {
+		*slash = '\0';
+		mkdir(dir, 0755);
+	}
+	free(dir);
+	f = fopen(file, "we");
+	if (f) {
+		fprintf(f, "%s\n", out);
+		fclose(f);
+	}
+}
+
+/* ---- cgroups ------------------------------------------------------------ */
+
+static bool wanted(const struct agent *a, const char *path, const struct cg_identity *id)
+{
+	if (!config_cgroup_wanted(a->cfg, path))
+		return false;
+	if (a->cfg->cgroups.containers_only && !id->container_id[0] && !id->pod_uid[0] &&
+	    !id->container_name[0])
+		return false;
+	return true;
+}
+
+static struct rcg *cg_find(struct agent *a, const char *path)
+{
+	for (size_t i = 0; i < a->ncg; i++)
+		if (!a->cg[i].removed && !strcmp(a->cg[i].path, path))
+			return &a->cg[i];
+	return NULL;
+}
+
+static void cg_add(struct agent *a, const char *path)
+{
+	struct cg_identity id;
+	struct rcg *c;
+	size_t n;
+	char *abs;
+
+	cg_identity_parse(path, &id);
+	if (!wanted(a, path, &id) || cg_find(a, path))
+		return;
+	if (a->ncg == a->capcg) {
+		size_t nc = a->capcg ? a->capcg * 2 : 64;
+		struct rcg *v = realloc(a->cg, nc * sizeof(*v));
+
+		if (!v)
+			return;
+		a->cg = v;
+		a->capcg = nc;
+	}
+	c = &a->cg[a->ncg];
+	memset(c, 0, sizeof(*c));
+	c->path = strdup(path);
+	if (!c->path)
+		return;
+	c->ident = id;
+	c->slot = -1;
+	cg_path_id(a->mount, strcmp(path, "/") ? path : "", &c->id);
+	n = strlen(a->mount) + strlen(path) + 1;
+	abs = malloc(n);
+	if (abs && a->ctr) {
+		snprintf(abs, n, "%s%s", a->mount, strcmp(path, "/") ? path : "");
+		c->slot = counters_add(a->ctr, abs);
+		if (c->slot < 0 && c->slot != -ENOENT)
+			log_kv(LOG_WARN, "cannot count cgroup", "cgroup", path, "error",
+			       strerror(-c->slot), NULL);
+	}
+	free(abs);
+	a->ncg++;
+}
+
+static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
+{
+	struct agent *a = ctx;
+	struct rcg *c;
+
+	if (kind == CG_WATCH_ADDED) {
+		cg_add(a, path);
+	} else if (kind == CG_WATCH_REMOVED) {
+		c = cg_find(a, path);
+		if (c)
+			c->removed = true; /* reported once more, then dropped */
+	} else {
+		struct cg_tree *t = cg_tree_scan(a->mount);
+
+		for (size_t i = 0; t && i < cg_tree_count(t); i++)
+			cg_add(a, cg_tree_get(t, i)->path);
+		cg_tree_free(t);
+	}
+}
+
+static struct rcg *cg_by_id(struct agent *a, uint64_t id)
+{
+	for (size_t i = 0; i < a->ncg; i++)
+		if (a->cg[i].id == id)
+			return &a->cg[i];
+	return NULL;
+}
+
+/* ---- samples and probes ------------------------------------------------- */
+
+static void on_sample(void *ctx, const struct sample *s)
+{
+	struct agent *a = ctx;
+
+	a->samples++;
+	stacks_add(a->st, s, NULL);
+}
+
+static void on_mmap(void *ctx, const struct sample_mmap *m)
+{
+	struct agent *a = ctx;
+
+	stacks_mmap(a->st, m);
+}
+
+static void on_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec)
+{
+	struct agent *a = ctx;
+
+	stacks_comm(a->st, pid, tid, comm, exec);
+}
+
+static void on_fork(void *ctx, uint32_t pid, uint32_t ppid, uint32_t tid)
+{
+	struct agent *a = ctx;
+
+	stacks_fork(a->st, pid, ppid, tid);
+}
+
+static void on_exit_rec(void *ctx, uint32_t pid, uint32_t tid)
+{
+	struct agent *a = ctx;
+
+	stacks_exit(a->st, pid, tid);
+}
+
+static void on_lost(void *ctx, uint64_t n)
+{
+	struct agent *a = ctx;
+
+	a->lost += n;
+}
+
+static void on_probe(void *ctx, const struct sample *s)
+{
+	struct agent *a = ctx;
+	struct {
+		uint32_t probe, pad;
+		uint64_t cgroup;
+	} k = {(uint32_t)a->cur, 0, s->cgroup_id};
+	uint64_t *slot = fold_slot(a->cells, &k, sizeof(k));
+	struct rprobe *rp = &a->pr[a->cur];
+	struct pcell *c;
+
+	if (!slot)
+		return;
+	if (!*slot) {
+		if (a->npc == a->cappc) {
+			size_t nc = a->cappc ? a->cappc * 2 : 64;
+			struct pcell *v = realloc(a->pc, nc * sizeof(*v));
+
+			if (!v)
+				return;
+			a->pc = v;
+			a->cappc = nc;
+		}
+		memset(&a->pc[a->npc], 0, sizeof(a->pc[0]));
+		a->pc[a->npc].probe = k.probe;
+		a->pc[a->npc].cgroup = k.cgroup;
+		*slot = ++a->npc;
+	}
+	c = &a->pc[*slot - 1];
+	c->hits++;
+	if (rp->hist_arg >= 0 && s->regs) {
+		uint64_t regs[64] = {0}, valid = 0;
+		size_t k2 = 0;
+		int64_t v;
+
+		for (int r = 0; r < 64; r++) {
+			if (!(rp->p.regs_mask & (1ull << r)))
+				continue;
+			regs[r] = s->regs[k2++];
+			valid |= 1ull << r;
+		}
+		if (usdt_arg_value(&rp->p.args[rp->hist_arg].a, regs, valid, NULL, NULL, &v) == 0)
+			hist_add(&c->h, v);
+	}
+}
+
+/* ---- set-up and tear-down ----------------------------------------------- */
+
+static void push_log(void *arg, enum push_log_level level, const char *msg)
+{
+	static const enum log_level map[] = {LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG};
+
+	log_kv(map[level], msg, NULL);
+}
+
+static void agent_stop(struct agent *a)
+{
+	sampler_close(a->smp);
+	a->smp = NULL;
+	for (size_t i = 0; i < a->npr; i++) {
+		sampler_close(a->pr[i].smp);
+		probe_release(&a->pr[i].p);
+	}
+	a->npr = 0;
+	stacks_free(a->st);
+	a->st = NULL;
+	cg_watch_free(a->watch);
+	a->watch = NULL;
+	counters_free(a->ctr);
+	a->ctr = NULL;
+	for (size_t i = 0; i < a->ncg; i++)
+		free(a->cg[i].path);
+	free(a->cg);
+	a->cg = NULL;
+	a->ncg = a->capcg = 0;
+	for (size_t i = 0; i < a->nev; i++)
+		ev_spec_release(&a->evs[i]);
+	free(a->evs);
+	a->evs = NULL;
+	a->nev = 0;
+	if (a->have_sev)
+		ev_spec_release(&a->sev);
+	a->have_sev = false;
+	fold_free(a->cells);
+	a->cells = NULL;
+	free(a->pc);
+	a->pc = NULL;
+	a->npc = a->cappc = 0;
+	push_free(a->push);
+	a->push = NULL;
+}
+
+static int agent_start(struct agent *a, const char *prog)
+{
+	const struct config *cfg = a->cfg;
+	char *token = NULL;
+
+	if (log_setup(cfg->log.format == CONFIG_LOG_JSON ? "json" : "logfmt",
+		      (const char *[]){"debug", "info", "warn", "error"}[cfg->log.level]) < 0)
+		return 1;
+	/* counters */
+	if (cfg->counters.enabled && cfg->counters.nevents) {
+		a->evs = calloc(cfg->counters.nevents, sizeof(*a->evs));
+		if (!a->evs)
+			return 1;
+		for (size_t i = 0; i < cfg->counters.nevents; i++) {
+			int err = ev_parse(cfg->counters.events[i], ev_tracefs(), &a->evs[a->nev]);
+
+			if (err) {
+				fprintf(stderr, "%s: counters.events: unknown event '%s'\n", prog,
+					cfg->counters.events[i]);
+				return 2;
+			}
+			a->nev++;
+		}
+		a->ctr = counters_new(a->evs, a->nev, a->cpus, (size_t)a->ncpu);
+		if (!a->ctr)
+			return 1;
+	}
+	/* cgroups: watch first, then scan, so none is missed */
+	a->watch = cg_watch_new(a->mount);
+	if (!a->watch)
+		log_kv(LOG_WARN, "cannot watch cgroups; new ones will not be followed", "error",
+		       strerror(errno), NULL);
+	{
+		struct cg_tree *t = cg_tree_scan(a->mount);
+
+		for (size_t i = 0; t && i < cg_tree_count(t); i++)
+			cg_add(a, cg_tree_get(t, i)->path);
+		cg_tree_free(t);
+	}
+	if (a->ctr && counters_start(a->ctr) < 0)
+		return 1;
+	if (a->ctr)
+		counters_read(a->ctr);
+	/* sampling */
+	if (cfg->sampling.enabled) {
+		enum stacks_mode mode = cfg->sampling.call_graph == CONFIG_CALL_GRAPH_DWARF
+						? STACKS_DWARF
+						: STACKS_FP;
+		int err = ev_parse(cfg->sampling.event, ev_tracefs(), &a->sev);
+
+		if (err) {
+			fprintf(stderr, "%s: sampling.event: unknown event '%s'\n", prog,
+				cfg->sampling.event);
+			return 2;
+		}
+		a->have_sev = true;
+		a->st = stacks_new(mode, true, a->mount);
+		struct sampler_opts so = {
+			.event = &a->sev,
+			.freq = cfg->sampling.frequency,
+			.callchain = true,
+			.user_stack = mode == STACKS_DWARF,
+			.stack_bytes = cfg->sampling.stack_bytes,
+			.regs_mask = stacks_regs_mask(mode),
+			.max_stack = 127,
+			.cpus = a->cpus,
+			.ncpu = (size_t)a->ncpu,
+			.mmap_pages = mode == STACKS_DWARF ? 256 : 64,
+		};
+
+		a->smp = a->st ? sampler_open(&so) : NULL;
+		if (!a->smp) {
+			if (errno == EACCES || errno == EPERM)
+				cmd_explain_perf_permission(prog, errno);
+			else
+				fprintf(stderr, "%s: cannot sample: %s\n", prog, strerror(errno));
+			return 1;
+		}
+		sampler_enable(a->smp);
+	}
+	/* probes: hits and histograms per cgroup */
+	a->cells = fold_new();
+	if (!a->cells)
+		return 1;
+	for (size_t i = 0; i < cfg->nprobes; i++) {
+		struct rprobe *rp = &a->pr[a->npr];
+		struct perf_event_attr attr;
+		char err[2048];
+		int rc = probe_resolve(cfg->probes[i].spec, NULL, 0, &rp->p, err, sizeof(err));
+
+		if (rc) {
+			fprintf(stderr, "%s: %s:%d: %s\n", prog, cfg->path ? cfg->path : "config",
+				cfg->probes[i].line, err);
+			return 2;
+		}
+		rp->hist_arg = -1;
+		for (int k = 0; cfg->probes[i].hist && k < rp->p.nargs; k++)
+			if (!strcmp(rp->p.args[k].name, cfg->probes[i].hist))
+				rp->hist_arg = k;
+		a->npr++;
+		if (probe_attr(&rp->p, &attr) < 0)
+			return 1;
+		struct sampler_opts so = {
+			.base_attr = &attr,
+			.period = 1,
+			.regs_mask = rp->p.regs_mask,
+			.cpus = a->cpus,
+			.ncpu = (size_t)a->ncpu,
+			.mmap_pages = 256,
+		};
+
+		rp->smp = sampler_open(&so);
+		if (!rp->smp) {
+			fprintf(stderr, "%s: cannot place %s: %s\n", prog, rp->p.label,
+				strerror(errno));
+			return 1;
+		}
+		sampler_enable(rp->smp);
+	}
+	/* push */
+	if (cfg->push.ncollectors) {
+		if (cfg->push.token_file) {
+			char buf[4096];
+
+			read_line(cfg->push.token_file, buf, sizeof(buf));
+			if (!buf[0]) {
+				fprintf(stderr, "%s: push.token_file %s is empty or unreadable\n", prog,
+					cfg->push.token_file);
+				return 2;
+			}
+			token = strdup(buf);
+		}
+		struct push_opts po = {
+			.urls = (const char *const *)cfg->push.collectors,
+			.n_urls = cfg->push.ncollectors,
+			.token = token,
+			.timeout_ms = (unsigned)cfg->push.timeout_ms,
+			.ca_file = cfg->push.tls.ca_file,
+			.cert_file = cfg->push.tls.cert_file,
+			.key_file = cfg->push.tls.key_file,
+			.tls_no_verify = !cfg->push.tls.verify,
+			.retry_initial_ms = (unsigned)cfg->push.retry.initial_ms,
+			.retry_max_ms = (unsigned)cfg->push.retry.max_ms,
+			.spool_dir = cfg->push.spool.dir,
+			.spool_max_bytes = cfg->push.spool.max_bytes,
+			.user_agent = "cgperf-agent/" CGPERF_VERSION,
+			.log = push_log,
+		};
+
+		a->push = push_new(&po);
+		free(token);
+		if (!a->push) {
+			fprintf(stderr, "%s: cannot start pushing (spool %s): %s\n", prog,
+				cfg->push.spool.dir, strerror(errno));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ---- one interval ------------------------------------------------------- */
+
+struct stack_ctx {
+	struct agent *a;
+	struct wire_batch *b;
+	int *cgidx; /* per a->cg index: wire cgroup index, -1 = not yet */
+	int *prof;  /* per a->cg index: wire profile index */
+	uint64_t samples; /* stack samples put in the batch */
+};
+
+static int wire_cg(struct stack_ctx *sc, size_t i)
+{
+	struct rcg *c = &sc->a->cg[i];
+
+	if (sc->cgidx[i] < 0) {
+		const struct cg_identity *id = &c->ident;
+		struct wire_cgroup_info info = {
+			.container_id = id->container_id,
+			.runtime = cg_runtime_name(id->runtime),
+			.pod_uid = id->pod_uid,
+			.qos = cg_qos_name(id->qos),
+			.container_name = id->container_name,
+			.unit = id->unit,
+			.slice = id->slice,
+		};
+
+		sc->cgidx[i] = wire_add_cgroup(sc->b, c->path, c->id, &info);
+	}
+	return sc->cgidx[i];
+}
+
+static void add_stack(void *ctx, uint64_t cgroup_id, const char *folded, uint64_t count)
+{
+	struct stack_ctx *sc = ctx;
+	struct agent *a = sc->a;
+	struct rcg *c = cg_by_id(a, cgroup_id);
+	const char *frames[WIRE_STACK_MAX];
+	size_t n = 0;
+	char *copy, *save = NULL;
+	size_t i;
+
+	if (!c)
+		return; /* a cgroup the config leaves out */
+	i = (size_t)(c - a->cg);
+	if (wire_cg(sc, i) < 0)
+		return;
+	if (sc->prof[i] < 0) {
+		uint64_t freq = a->cfg->sampling.frequency;
+
+		sc->prof[i] = wire_add_profile(sc->b, sc->cgidx[i], a->sev.name, 0, freq);
+		if (sc->prof[i] < 0)
+			return;
+	}
+	copy = strdup(folded);
+	if (!copy)
+		return;
+	for (char *f = strtok_r(copy, ";", &save); f && n < WIRE_STACK_MAX;
+	     f = strtok_r(NULL, ";", &save))
+		frames[n++] = f;
+	if (wire_add_stack(sc->b, sc->prof[i], frames, n, count) >= 0)
+		sc->samples += count;
+	free(copy);
+}
+
+static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t end_ns)
+{
+	struct wire_batch *b = wire_batch_new(a->host, a->machine_id, a->agent_id, CGPERF_VERSION,
+					      seq, start_ns, end_ns);
+	struct stack_ctx sc = {.a = a, .b = b};
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int err = 0;
+
+	if (!b)
+		return -ENOMEM;
+	sc.cgidx = malloc((a->ncg + 1) * sizeof(int));
+	sc.prof = malloc((a->ncg + 1) * sizeof(int));
+	if (!sc.cgidx || !sc.prof) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < a->ncg; i++)
+		sc.cgidx[i] = sc.prof[i] = -1;
+	/* counters: deltas of the interval */
+	if (a->ctr) {
+		counters_read(a->ctr);
+		for (size_t i = 0; i < a->ncg; i++) {
+			if (a->cg[i].slot < 0)
+				continue;
+			int cgi = wire_cg(&sc, i);
+
+			for (size_t e = 0; cgi >= 0 && e < a->nev; e++) {
+				struct counter_value v;
+
+				counters_get(a->ctr, a->cg[i].slot, e, true, &v);
+				/* raw count with its times: readers scale (the wire's rule) */
+				wire_add_counter(b, cgi, a->evs[e].name, v.val, v.enabled, v.running,
+						 v.err == 0);
+			}
+		}
+	}
+	/* stacks */
+	if (a->st) {
+		stacks_foreach(a->st, add_stack, &sc);
+		stacks_reset(a->st);
+		stacks_gc(a->st);
+	}
+	/* probes */
+	for (size_t i = 0; i < a->npc; i++) {
+		struct pcell *c = &a->pc[i];
+		struct rcg *g = cg_by_id(a, c->cgroup);
+
+		if (!g)
+			continue;
+		int cgi = wire_cg(&sc, (size_t)(g - a->cg));
+
+		if (cgi >= 0)
+			wire_add_probe(b, cgi, a->pr[c->probe].p.label, c->hits,
+				       a->pr[c->probe].hist_arg >= 0 ? &c->h : NULL, NULL);
+	}
+	fold_free(a->cells);
+	a->cells = fold_new();
+	a->npc = 0;
+	/* self figures */
+	{
+		struct wire_self self = {.samples = a->samples, .lost_samples = a->lost};
+		struct push_stats ps;
+		struct stacks_stats ss;
+
+		if (a->st) {
+			stacks_stats(a->st, &ss);
+			self.unwind_failures = ss.unwind_errors;
+			self.stacks_refused = ss.refused;
+		}
+		if (a->push) {
+			push_stats(a->push, &ps);
+			self.push_failures = ps.failures;
+			self.push_rejected = ps.rejected;
+			self.spool_bytes = ps.spool_bytes;
+			self.spool_batches = ps.spool_count;
+			self.spool_dropped_batches = ps.spool_dropped;
+		}
+		wire_set_self(b, &self);
+	}
+	err = wire_encode_gzip(b, &buf, &len);
+	if (!err && a->push)
+		err = push_submit(a->push, seq, buf, len);
+	if (err) {
+		log_kv(LOG_ERROR, "batch not queued", "error", strerror(-err), NULL);
+	} else {
+		char sq[24], ns[24], nb[24];
+
+		snprintf(sq, sizeof(sq), "%" PRIu64, seq);
+		snprintf(ns, sizeof(ns), "%" PRIu64, sc.samples);
+		snprintf(nb, sizeof(nb), "%zu", len);
+		log_kv(LOG_DEBUG, "batch queued", "seq", sq, "samples", ns, "bytes", nb, NULL);
+	}
+	/* cgroups that went away were reported one last time: drop them */
+	{
+		size_t j = 0;
+
+		for (size_t i = 0; i < a->ncg; i++) {
+			if (a->cg[i].removed) {
+				if (a->ctr && a->cg[i].slot >= 0)
+					counters_remove(a->ctr, a->cg[i].slot);
+				free(a->cg[i].path);
+				continue;
+			}
+			a->cg[j++] = a->cg[i];
+		}
+		a->ncg = j;
+	}
+out:
+	free(buf);
+	free(sc.cgidx);
+	free(sc.prof);
+	wire_batch_free(b);
+	return err;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"print-config", no_argument, NULL, 'P'},
+		{"duration", required_argument, NULL, 'd'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *prog = "cgperf-agent run", *path = NULL;
+	struct agent a = {0};
+	char err[2048];
+	bool print = false;
+	double duration = 0;
+	int opt, ret = 0, sfd = -1;
+	sigset_t mask, oldmask;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "c:d:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c': path = optarg; break;
+		case 'P': print = true; break;
+		case 'd': duration = strtod(optarg, NULL); break;
+		case 'h':
+			puts("usage: cgperf-agent run [--config FILE] [--print-config] [--duration S]\n"
+			     "Continuous mode: counters, stacks and probes per cgroup, pushed to the\n"
+			     "collectors every push.interval (see docs/config.md).");
+			return 0;
+		default: return 2;
+		}
+	}
+	if (config_load(path, &a.cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return 2;
+	}
+	if (print) {
+		config_dump(a.cfg, stdout);
+		config_free(a.cfg);
+		return 0;
+	}
+	a.mount = cmd_perf_cgroup_mount(prog);
+	a.ncpu = cpumap_online(&a.cpus);
+	if (!a.mount || a.ncpu < 0) {
+		ret = 1;
+		goto out;
+	}
+	if (a.cfg->host.name && a.cfg->host.name[0])
+		snprintf(a.host, sizeof(a.host), "%s", a.cfg->host.name);
+	else
+		gethostname(a.host, sizeof(a.host) - 1);
+	read_line("/etc/machine-id", a.machine_id, sizeof(a.machine_id));
+	agent_id(a.cfg->host.agent_id_file, a.agent_id, sizeof(a.agent_id));
+	{
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
+	ret = agent_start(&a, prog);
+	if (ret)
+		goto out;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, &oldmask);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	log_kv(LOG_INFO, "started", "host", a.host, "agent_id", a.agent_id, "config",
+	       a.cfg->path ? a.cfg->path : "(defaults)", NULL);
+
+	uint64_t period = a.cfg->push.interval_ms * 1000000ull, t0 = mono_ns();
+	uint64_t next = t0 + period, end = duration > 0 ? t0 + (uint64_t)(duration * 1e9) : 0;
+	uint64_t start_rt = realtime_ns();
+	bool stop = false;
+
+	while (!stop) {
+		struct pollfd pfd[2 + 1 + CONFIG_MAX_PROBES * 64];
+		size_t np = 0;
+		int fds[64];
+
+		pfd[np++] = (struct pollfd){.fd = sfd, .events = POLLIN};
+		pfd[np++] = (struct pollfd){.fd = a.watch ? cg_watch_fd(a.watch) : -1,
+					    .events = POLLIN};
+		if (a.smp) {
+			size_t n = sampler_fds(a.smp, fds, 64);
+
+			for (size_t i = 0; i < n && i < 64; i++)
+				pfd[np++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+		}
+		uint64_t now = mono_ns(), wake = end && end < next ? end : next;
+		int timeout = wake > now ? (int)((wake - now) / 1000000) + 1 : 0;
+
+		if (timeout > 200)
+			timeout = 200; /* probe rings are drained on this beat too */
+		poll(pfd, np, timeout);
+		bool reload = false;
+
+		if (pfd[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGHUP)
+					reload = true;
+				else
+					stop = true;
+			}
+		}
+		if (a.watch && (pfd[1].revents & POLLIN))
+			cg_watch_read(a.watch, on_watch, &a);
+		struct sampler_cb cb = {.ctx = &a, .sample = on_sample, .mmap = on_mmap,
+					.comm = on_comm, .fork = on_fork, .exit = on_exit_rec,
+					.lost = on_lost};
+		struct sampler_cb pcb = {.ctx = &a, .sample = on_probe};
+
+		if (a.smp)
+			sampler_drain(a.smp, &cb);
+		for (size_t i = 0; i < a.npr; i++) {
+			a.cur = i;
+			sampler_drain(a.pr[i].smp, &pcb);
+		}
+		now = mono_ns();
+		if (end && now >= end)
+			stop = true;
+		if (now >= next || stop || reload) {
+			uint64_t seq = 0, end_rt = realtime_ns();
+
+			if (a.push && push_next_seq(a.push, &seq) < 0)
+				log_kv(LOG_ERROR, "no sequence number", NULL);
+			interval(&a, seq, start_rt, end_rt);
+			start_rt = end_rt;
+			while (next <= now)
+				next += period;
+		}
+		if (reload) {
+			struct config *ncfg = NULL;
+
+			if (config_load(a.cfg->path, &ncfg, err, sizeof(err)) < 0) {
+				log_kv(LOG_ERROR, "reload failed; keeping the running config", "error",
+				       err, NULL);
+				continue;
+			}
+			if (a.push)
+				push_flush(a.push, 2000);
+			agent_stop(&a);
+			config_free(a.cfg);
+			a.cfg = ncfg;
+			ret = agent_start(&a, prog);
+			if (ret)
+				break;
+			log_kv(LOG_INFO, "config reloaded", NULL);
+		}
+	}
+	if (a.push && push_flush(a.push, (unsigned)(a.cfg->push.timeout_ms ? a.cfg->push.timeout_ms
+									 : 5000)) < 0)
+		log_kv(LOG_WARN, "stopping with batches still spooled; they are sent at the next start",
+		       NULL);
+	log_kv(LOG_INFO, "stopped", NULL);
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+out:
+	if (sfd >= 0)
+		close(sfd);
+	agent_stop(&a);
+	config_free(a.cfg);
+	free(a.cpus);
+	free(a.mount);
+	return ret;
+}

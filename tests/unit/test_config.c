@@ -1,0 +1,1127 @@
+// SPDX-License-Identifier: MIT
+/*
+ * agent/config: the defaults, the example of docs/config.md (kept as
+ * tests/data/agent-example.yaml, and checked to be the same text as the
+ * doc's, so neither rots), its probes resolved against the host's
+ * PostgreSQL, every error message with its line and column, durations,
+ * sizes, cgroup globs, and config_dump() read back to the same values.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/config.h"
+#include "agent/probe.h"
+
+#define NCASES(a) (sizeof(a) / sizeof((a)[0]))
+#define EXAMPLE "tests/data/agent-example.yaml"
+#define DOC "docs/config.md"
+#define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
+
+/* ---- failing allocations ---- */
+
+/*
+ * The allocator of this binary, replaced (as glibc allows) so a test can
+ * make the Nth allocation fail and count what is still allocated after.
+ * ASan has its own allocator; under it the torture test is skipped and
+ * ASan's leak checker covers the rest.
+ */
+#ifndef __SANITIZE_ADDRESS__
+#define TORTURE 1
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void __libc_free(void *p);
+
+static bool armed;
+static long alloc_fail_at = -1, alloc_count, alloc_live;
+
+static bool alloc_fails(void)
+{
+	return armed && alloc_count++ == alloc_fail_at;
+}
+
+void *malloc(size_t n)
+{
+	void *p = alloc_fails() ? NULL : __libc_malloc(n);
+
+	alloc_live += armed && p;
+	return p;
+}
+
+void *calloc(size_t n, size_t size)
+{
+	void *p = alloc_fails() ? NULL : __libc_calloc(n, size);
+
+	alloc_live += armed && p;
+	return p;
+}
+
+void *realloc(void *old, size_t n)
+{
+	void *p = alloc_fails() ? NULL : __libc_realloc(old, n);
+
+	alloc_live += armed && p && !old;
+	return p;
+}
+
+void free(void *p)
+{
+	alloc_live -= armed && p;
+	__libc_free(p);
+}
+#endif
+
+/* ---- helpers ---- */
+
+/* A file of the source tree: from $CGPERF_ROOT (tests/run.sh sets it), the
+ * current directory, or two levels above this binary (build/tests/). */
+static char *tree_file(const char *rel)
+{
+	const char *env = getenv("CGPERF_ROOT");
+	char exe[PATH_MAX], *p, *out = NULL;
+	ssize_t n;
+
+	if (env && asprintf(&out, "%s/%s", env, rel) > 0 && access(out, R_OK) == 0)
+		return out;
+	free(out);
+	out = NULL;
+	if (access(rel, R_OK) == 0)
+		return strdup(rel);
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		for (int i = 0; i < 3 && (p = strrchr(exe, '/')); i++)
+			*p = '\0';
+		if (asprintf(&out, "%s/%s", exe, rel) > 0 && access(out, R_OK) == 0)
+			return out;
+		free(out);
+	}
+	fail_msg("cannot find %s (set CGPERF_ROOT to the source tree)", rel);
+	return NULL;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t len = 0;
+
+	assert_non_null(f);
+	assert_int_equal(getdelim(&buf, &len, '\0', f) > 0, 1);
+	fclose(f);
+	return buf;
+}
+
+static struct config *parse_ok(const char *yaml)
+{
+	struct config *c = NULL;
+	char err[512];
+	int rc = config_parse("t.yaml", yaml, strlen(yaml), &c, err, sizeof(err));
+
+	if (rc)
+		fail_msg("rc %d for:\n%s\n%s", rc, yaml, err);
+	assert_non_null(c);
+	return c;
+}
+
+static void assert_lists_equal(char **a, size_t na, char **b, size_t nb)
+{
+	assert_int_equal(na, nb);
+	for (size_t i = 0; i < na; i++)
+		assert_string_equal(a[i], b[i]);
+}
+
+static void assert_opt_equal(const char *a, const char *b)
+{
+	if (!a || !b)
+		assert_ptr_equal(a, b);
+	else
+		assert_string_equal(a, b);
+}
+
+/* Every value (not the path or the probes' positions). */
+static void assert_config_equal(const struct config *a, const struct config *b)
+{
+	assert_string_equal(a->host.name, b->host.name);
+	assert_string_equal(a->host.agent_id_file, b->host.agent_id_file);
+	assert_lists_equal(a->cgroups.include, a->cgroups.ninclude, b->cgroups.include,
+			   b->cgroups.ninclude);
+	assert_lists_equal(a->cgroups.exclude, a->cgroups.nexclude, b->cgroups.exclude,
+			   b->cgroups.nexclude);
+	assert_int_equal(a->cgroups.containers_only, b->cgroups.containers_only);
+	assert_int_equal(a->counters.enabled, b->counters.enabled);
+	assert_lists_equal(a->counters.events, a->counters.nevents, b->counters.events,
+			   b->counters.nevents);
+	assert_int_equal(a->sampling.enabled, b->sampling.enabled);
+	assert_int_equal(a->sampling.frequency, b->sampling.frequency);
+	assert_int_equal(a->sampling.call_graph, b->sampling.call_graph);
+	assert_int_equal(a->sampling.stack_bytes, b->sampling.stack_bytes);
+	assert_string_equal(a->sampling.event, b->sampling.event);
+	assert_int_equal(a->sampling.per_cgroup, b->sampling.per_cgroup);
+	assert_int_equal(a->nprobes, b->nprobes);
+	for (size_t i = 0; i < a->nprobes; i++) {
+		assert_string_equal(a->probes[i].spec, b->probes[i].spec);
+		assert_opt_equal(a->probes[i].hist, b->probes[i].hist);
+		assert_opt_equal(a->probes[i].latency_end, b->probes[i].latency_end);
+		assert_int_equal(a->probes[i].stacks, b->probes[i].stacks);
+	}
+	assert_int_equal(a->push.interval_ms, b->push.interval_ms);
+	assert_lists_equal(a->push.collectors, a->push.ncollectors, b->push.collectors,
+			   b->push.ncollectors);
+	assert_opt_equal(a->push.token_file, b->push.token_file);
+	assert_int_equal(a->push.timeout_ms, b->push.timeout_ms);
+	assert_opt_equal(a->push.tls.ca_file, b->push.tls.ca_file);
+	assert_opt_equal(a->push.tls.cert_file, b->push.tls.cert_file);
+	assert_opt_equal(a->push.tls.key_file, b->push.tls.key_file);
+	assert_int_equal(a->push.tls.verify, b->push.tls.verify);
+	assert_string_equal(a->push.spool.dir, b->push.spool.dir);
+	assert_int_equal(a->push.spool.max_bytes, b->push.spool.max_bytes);
+	assert_int_equal(a->push.retry.initial_ms, b->push.retry.initial_ms);
+	assert_int_equal(a->push.retry.max_ms, b->push.retry.max_ms);
+	assert_int_equal(a->log.format, b->log.format);
+	assert_int_equal(a->log.level, b->log.level);
+	assert_opt_equal(a->metrics.listen, b->metrics.listen);
+}
+
+/* ---- defaults ---- */
+
+static void check_defaults(const struct config *c)
+{
+	static const char *const events[] = {"task-clock",   "context-switches", "cpu-migrations",
+					     "page-faults", "cycles",		"instructions"};
+
+	assert_string_equal(c->host.name, "");
+	assert_string_equal(c->host.agent_id_file, "/var/lib/cgperf/agent-id");
+	assert_int_equal(c->cgroups.ninclude, 1);
+	assert_string_equal(c->cgroups.include[0], "/**");
+	assert_int_equal(c->cgroups.nexclude, 0);
+	assert_false(c->cgroups.containers_only);
+	assert_true(c->counters.enabled);
+	assert_int_equal(c->counters.nevents, NCASES(events));
+	for (size_t i = 0; i < NCASES(events); i++)
+		assert_string_equal(c->counters.events[i], events[i]);
+	assert_true(c->sampling.enabled);
+	assert_int_equal(c->sampling.frequency, 49);
+	assert_int_equal(c->sampling.call_graph, CONFIG_CALL_GRAPH_FP);
+	assert_int_equal(c->sampling.stack_bytes, 8192);
+	assert_string_equal(c->sampling.event, "cpu-clock");
+	assert_true(c->sampling.per_cgroup);
+	assert_int_equal(c->nprobes, 0);
+	assert_int_equal(c->push.interval_ms, 15000);
+	assert_int_equal(c->push.ncollectors, 1);
+	assert_string_equal(c->push.collectors[0], "http://127.0.0.1:9090/api/v1/push");
+	assert_null(c->push.token_file);
+	assert_int_equal(c->push.timeout_ms, 10000);
+	assert_null(c->push.tls.ca_file);
+	assert_null(c->push.tls.cert_file);
+	assert_null(c->push.tls.key_file);
+	assert_true(c->push.tls.verify);
+	assert_string_equal(c->push.spool.dir, "/var/lib/cgperf/spool");
+	assert_int_equal(c->push.spool.max_bytes, 256ULL << 20);
+	assert_int_equal(c->push.retry.initial_ms, 1000);
+	assert_int_equal(c->push.retry.max_ms, 60000);
+	assert_int_equal(c->log.format, CONFIG_LOG_LOGFMT);
+	assert_int_equal(c->log.level, CONFIG_LOG_INFO);
+	assert_null(c->metrics.listen);
+}
+
+static void test_defaults(void **state)
+{
+	/* Documents that say nothing: the defaults. */
+	static const char *const empty[] = {"", "\n", "# only a comment\n", "---\n", "~\n",
+					    "null\n", "{}\n", "host:\nsampling: ~\nprobes:\n"};
+	struct config *c = config_defaults(), *l = NULL;
+	char err[256];
+
+	assert_non_null(c);
+	check_defaults(c);
+	assert_null(c->path);
+	assert_int_equal(config_load(NULL, &l, err, sizeof(err)), 0);
+	check_defaults(l);
+	config_free(l);
+	for (size_t i = 0; i < NCASES(empty); i++) {
+		l = parse_ok(empty[i]);
+		check_defaults(l);
+		assert_string_equal(l->path, "t.yaml");
+		config_free(l);
+	}
+	config_free(c);
+	config_free(NULL);
+}
+
+/* ---- the example of docs/config.md ---- */
+
+static void test_example(void **state)
+{
+	char *path = tree_file(EXAMPLE), err[512];
+	struct config *c = NULL;
+	int rc = config_load(path, &c, err, sizeof(err));
+
+	if (rc)
+		fail_msg("%s", err);
+	assert_string_equal(c->path, path);
+	assert_string_equal(c->host.name, "");
+	assert_int_equal(c->cgroups.ninclude, 1);
+	assert_string_equal(c->cgroups.include[0], "/**/postgresql@*.service");
+	assert_int_equal(c->counters.nevents, 6);
+	assert_int_equal(c->sampling.frequency, 99);
+	assert_int_equal(c->sampling.call_graph, CONFIG_CALL_GRAPH_DWARF);
+	assert_int_equal(c->sampling.stack_bytes, 16384);
+	assert_int_equal(c->nprobes, 5);
+	assert_string_equal(c->probes[0].spec,
+			    "sdt:postgresql:query__start@/usr/lib/postgresql/15/bin/postgres");
+	assert_string_equal(c->probes[0].latency_end,
+			    "sdt:postgresql:query__done@/usr/lib/postgresql/15/bin/postgres");
+	assert_null(c->probes[0].hist);
+	assert_false(c->probes[0].stacks);
+	assert_true(c->probes[1].stacks);
+	assert_string_equal(c->probes[2].hist, "bytes");
+	assert_null(c->probes[2].latency_end);
+	assert_string_equal(c->probes[3].hist, "space_kb");
+	assert_null(c->probes[4].hist);
+	assert_int_equal(c->probes[0].line, 32);
+	assert_int_equal(c->probes[0].col, 11);
+	assert_int_equal(c->push.ncollectors, 2);
+	assert_string_equal(c->push.token_file, "/etc/cgperf/token");
+	assert_string_equal(c->push.tls.ca_file, "/etc/cgperf/ca.pem");
+	assert_null(c->push.tls.cert_file);
+	assert_int_equal(c->push.spool.max_bytes, 1ULL << 30);
+	assert_int_equal(c->push.retry.max_ms, 120000);
+	assert_string_equal(c->metrics.listen, "127.0.0.1:9465");
+
+	/* Some backends of the cluster, and what is not one. */
+	assert_true(config_cgroup_wanted(
+		c, "/system.slice/system-postgresql.slice/postgresql@15-main.service"));
+	assert_true(config_cgroup_wanted(c, "/system.slice/postgresql@15-main.service"));
+	assert_false(config_cgroup_wanted(c, "/system.slice/postgresql.service"));
+	assert_false(config_cgroup_wanted(c, "/"));
+	config_free(c);
+	free(path);
+}
+
+/* The doc shows the example file, byte for byte, in a ```yaml block. */
+static void test_example_in_doc(void **state)
+{
+	char *epath = tree_file(EXAMPLE), *dpath = tree_file(DOC);
+	char *ex = slurp(epath), *doc = slurp(dpath), *block;
+
+	if (asprintf(&block, "```yaml\n%s```\n", ex) < 0)
+		fail();
+	if (!strstr(doc, block))
+		fail_msg("%s does not show %s verbatim in a ```yaml block", DOC, EXAMPLE);
+	free(block);
+	free(ex);
+	free(doc);
+	free(epath);
+	free(dpath);
+}
+
+/* Its probes exist in Debian's PostgreSQL 15, with the arguments named. */
+static void test_example_probes_resolve(void **state)
+{
+	char *path = tree_file(EXAMPLE), err[2048];
+	struct config *c = NULL;
+
+	if (access(POSTGRES, R_OK) != 0) {
+		print_message("skip: %s not installed\n", POSTGRES);
+		free(path);
+		skip();
+	}
+	assert_int_equal(config_load(path, &c, err, sizeof(err)), 0);
+	for (size_t i = 0; i < c->nprobes; i++) {
+		const struct config_probe *cp = &c->probes[i];
+		const char *specs[2] = {cp->spec, cp->latency_end};
+
+		for (int k = 0; k < 2 && specs[k]; k++) {
+			struct probe p;
+			bool found = !cp->hist || k == 1;
+			int rc = probe_resolve(specs[k], NULL, 0, &p, err, sizeof(err));
+
+			if (rc)
+				fail_msg("%s: %s", specs[k], err);
+			for (int a = 0; a < p.nargs && !found; a++)
+				found = !strcmp(p.args[a].name, cp->hist);
+			if (!found)
+				fail_msg("%s: no argument %s", specs[k], cp->hist);
+			probe_release(&p);
+		}
+	}
+	config_free(c);
+	free(path);
+}
+
+/* ---- accepted variations ---- */
+
+static void test_accepted(void **state)
+{
+	struct config *c;
+
+	c = parse_ok("sampling: {frequency: 10000, stack_bytes: 65528, call_graph: dwarf, "
+		     "enabled: False, per_cgroup: FALSE}\n");
+	assert_int_equal(c->sampling.frequency, 10000);
+	assert_int_equal(c->sampling.stack_bytes, 65528);
+	assert_false(c->sampling.enabled);
+	assert_false(c->sampling.per_cgroup);
+	config_free(c);
+
+	c = parse_ok("sampling:\n  frequency: 1\n  stack_bytes: 8\n  event: \"cs:u\"\n");
+	assert_int_equal(c->sampling.frequency, 1);
+	assert_int_equal(c->sampling.stack_bytes, 8);
+	assert_string_equal(c->sampling.event, "cs:u");
+	config_free(c);
+
+	/* Tracepoints and raw events are looked up when the agent starts. */
+	c = parse_ok("counters:\n  events: [sched:sched_switch, r00c0, 'cycles:u', cs]\n");
+	assert_int_equal(c->counters.nevents, 4);
+	assert_string_equal(c->counters.events[0], "sched:sched_switch");
+	config_free(c);
+
+	c = parse_ok("counters:\n  enabled: false\n  events: []\n");
+	assert_false(c->counters.enabled);
+	assert_int_equal(c->counters.nevents, 0);
+	config_free(c);
+
+	/* No collector is fine when the agent serves /metrics. */
+	c = parse_ok("push:\n  collectors: []\nmetrics:\n  listen: \":9465\"\n");
+	assert_int_equal(c->push.ncollectors, 0);
+	assert_string_equal(c->metrics.listen, ":9465");
+	config_free(c);
+
+	c = parse_ok("push:\n  collectors:\n    - HTTPS://[::1]:9443/push\n    - http://a_b.example:1\n"
+		     "    - https://collector\n  interval: 1h\n  timeout: 100ms\n"
+		     "  retry: {initial: 10ms, max: 24h}\n  spool: {max_bytes: 1MiB}\n"
+		     "  tls: {cert_file: /c.pem, key_file: /k.pem, verify: false}\n"
+		     "metrics: {listen: \"[::1]:9465\"}\n");
+	assert_int_equal(c->push.ncollectors, 3);
+	assert_int_equal(c->push.interval_ms, 3600000);
+	assert_int_equal(c->push.timeout_ms, 100);
+	assert_int_equal(c->push.retry.initial_ms, 10);
+	assert_int_equal(c->push.retry.max_ms, 24 * 3600000);
+	assert_int_equal(c->push.spool.max_bytes, 1 << 20);
+	assert_string_equal(c->push.tls.key_file, "/k.pem");
+	assert_false(c->push.tls.verify);
+	config_free(c);
+
+	/* A probe can be its spec alone; anchors and aliases work. */
+	c = parse_ok("probes:\n  - \"u:libc:malloc size=%di\"\n  - spec: sched:sched_switch\n"
+		     "    stacks: true\n  - spec: u:libc:free\n    latency_end: u:libc:free%return\n"
+		     "push:\n  interval: &t 30s\n  timeout: *t\n");
+	assert_int_equal(c->nprobes, 3);
+	assert_string_equal(c->probes[0].spec, "u:libc:malloc size=%di");
+	assert_int_equal(c->probes[0].line, 2);
+	assert_int_equal(c->probes[0].col, 5);
+	assert_null(c->probes[0].hist);
+	assert_true(c->probes[1].stacks);
+	assert_string_equal(c->probes[2].latency_end, "u:libc:free%return");
+	assert_int_equal(c->push.interval_ms, 30000);
+	assert_int_equal(c->push.timeout_ms, 30000);
+	config_free(c);
+
+	/* hist names an argument as written or as named. */
+	c = parse_ok("probes:\n  - {spec: \"u:libc:malloc %di\", hist: di}\n"
+		     "  - {spec: \"sched:sched_switch prev_pid\", hist: prev_pid}\n"
+		     "  - {spec: \"sdt:p:n arg0 len=arg1\", hist: len}\n");
+	assert_string_equal(c->probes[0].hist, "di");
+	config_free(c);
+
+	c = parse_ok("host: {name: ~, agent_id_file: relative/id}\n"
+		     "cgroups:\n  include: [\"/\", \"/system.slice/**\", \"/[a-c]?/*.scope\"]\n"
+		     "  exclude: [/system.slice/cron.service]\n  containers_only: true\n"
+		     "log: {format: json, level: debug}\n");
+	assert_string_equal(c->host.name, "");
+	assert_string_equal(c->host.agent_id_file, "relative/id");
+	assert_int_equal(c->cgroups.ninclude, 3);
+	assert_true(c->cgroups.containers_only);
+	assert_int_equal(c->log.format, CONFIG_LOG_JSON);
+	assert_int_equal(c->log.level, CONFIG_LOG_DEBUG);
+	config_free(c);
+}
+
+/* ---- errors ---- */
+
+struct err_case {
+	const char *yaml;
+	const char *msg; /* the whole message */
+};
+
+static const struct err_case err_cases[] = {
+	/* keys */
+	{"sampling:\n  frequncy: 99\n",
+	 "t.yaml:2:3: unknown key 'frequncy' in sampling (did you mean 'frequency'?)"},
+	{"frequency: 99\n",
+	 "t.yaml:1:1: unknown key 'frequency' at the top level (it belongs in sampling)"},
+	{"sampling:\n  enabled: true\ncounters:\n  verbose: 1\n",
+	 "t.yaml:4:3: unknown key 'verbose' in counters"},
+	{"host:\n  enabled: true\n",
+	 "t.yaml:2:3: unknown key 'enabled' in host (it belongs in counters or sampling)"},
+	{"push:\n  tls:\n    verfy: false\n",
+	 "t.yaml:3:5: unknown key 'verfy' in push.tls (did you mean 'verify'?)"},
+	{"push:\n  spool: {dir: /x, max: 1GiB}\n",
+	 "t.yaml:2:20: unknown key 'max' in push.spool (it belongs in push.retry)"},
+	{"probes:\n  - spec: sched:sched_switch\n    stack: true\n",
+	 "t.yaml:3:5: unknown key 'stack' in probes[0] (did you mean 'stacks'?)"},
+	{"sampling:\n  frequency: 49\n  frequency: 99\n",
+	 "t.yaml:3:3: duplicate key 'frequency' in sampling (first at line 2)"},
+	{"log: {level: info}\nhost: {}\nlog: {format: json}\n",
+	 "t.yaml:3:1: duplicate key 'log' at the top level (first at line 1)"},
+	{"? [a]\n: b\n", "t.yaml:1:3: keys at the top level must be names, got a list"},
+	{"<<: {host: {}}\n", "t.yaml:1:1: unknown key '<<' at the top level"},
+
+	/* shapes */
+	{"- host\n", "t.yaml:1:1: expected a mapping of sections (host:, push:, ...), got a list"},
+	{"just text\n",
+	 "t.yaml:1:1: expected a mapping of sections (host:, push:, ...), got 'just text'"},
+	{"sampling: 49\n",
+	 "t.yaml:1:11: sampling: expected a mapping of keys (enabled: ...), got '49'"},
+	{"push:\n  tls: [a]\n",
+	 "t.yaml:2:8: push.tls: expected a mapping of keys (ca_file: ...), got a list"},
+	{"host: {}\n---\nlog: {}\n",
+	 "t.yaml:3:1: a second YAML document; the configuration is one document"},
+
+	/* booleans, integers, enums */
+	{"sampling:\n  enabled: yes\n",
+	 "t.yaml:2:12: sampling.enabled: expected true or false, got 'yes'"},
+	{"sampling:\n  enabled: [true]\n",
+	 "t.yaml:2:12: sampling.enabled: expected true or false, got a list"},
+	{"counters:\n  enabled:\n",
+	 "t.yaml:2:11: counters.enabled: expected true or false, got nothing (null)"},
+	{"sampling:\n  frequency: 0\n",
+	 "t.yaml:2:14: sampling.frequency: '0' is out of range (1..10000)"},
+	{"sampling:\n  frequency: 10001\n",
+	 "t.yaml:2:14: sampling.frequency: '10001' is out of range (1..10000)"},
+	{"sampling:\n  frequency: 99999999999999999999999\n",
+	 "t.yaml:2:14: sampling.frequency: '99999999999999999999999' is out of range (1..10000)"},
+	{"sampling:\n  frequency: fast\n",
+	 "t.yaml:2:14: sampling.frequency: expected an integer, got 'fast'"},
+	{"sampling:\n  frequency: -5\n", "t.yaml:2:14: sampling.frequency: expected an integer, got '-5'"},
+	{"sampling:\n  frequency: 49.5\n",
+	 "t.yaml:2:14: sampling.frequency: expected an integer, got '49.5'"},
+	{"sampling:\n  frequency:\n",
+	 "t.yaml:2:13: sampling.frequency: expected an integer, got nothing (null)"},
+	{"sampling:\n  stack_bytes: 100\n",
+	 "t.yaml:2:16: sampling.stack_bytes: 100 is not a multiple of 8"},
+	{"sampling:\n  stack_bytes: 64KiB\n",
+	 "t.yaml:2:16: sampling.stack_bytes: '64KiB' is out of range (8..65528)"},
+	{"sampling:\n  stack_bytes: 4\n",
+	 "t.yaml:2:16: sampling.stack_bytes: '4' is out of range (8..65528)"},
+	{"sampling:\n  call_graph: dwraf\n",
+	 "t.yaml:2:15: sampling.call_graph: expected fp or dwarf, got 'dwraf' (did you mean 'dwarf'?)"},
+	{"sampling:\n  call_graph: lbr\n",
+	 "t.yaml:2:15: sampling.call_graph: expected fp or dwarf, got 'lbr'"},
+	{"log:\n  level: verbose\n",
+	 "t.yaml:2:10: log.level: expected debug, info, warn or error, got 'verbose'"},
+	{"log:\n  level: eror\n",
+	 "t.yaml:2:10: log.level: expected debug, info, warn or error, got 'eror' (did you mean "
+	 "'error'?)"},
+	{"log:\n  format: text\n", "t.yaml:2:11: log.format: expected logfmt or json, got 'text'"},
+
+	/* events */
+	{"counters:\n  events: [task-clock, cyles]\n",
+	 "t.yaml:2:24: counters.events[1]: unknown event 'cyles' (did you mean 'cycles'?)"},
+	{"counters:\n  events: [cycles:x]\n",
+	 "t.yaml:2:12: counters.events[0]: malformed event 'cycles:x' (EVENT, EVENT:u, EVENT:k, rHEX or "
+	 "SUBSYS:EVENT)"},
+	{"counters:\n  events: [\"sched:sched switch\"]\n",
+	 "t.yaml:2:12: counters.events[0]: malformed tracepoint 'sched:sched switch' (SUBSYS:EVENT, as in "
+	 "tracefs)"},
+	{"counters:\n  events: [cs, cs]\n",
+	 "t.yaml:2:16: counters.events[1]: 'cs' is already listed as counters.events[0]"},
+	{"counters:\n  events: []\n",
+	 "t.yaml:2:11: counters.events: empty (set counters.enabled: false to count nothing)"},
+	{"counters:\n  events: cycles\n",
+	 "t.yaml:2:11: counters.events: expected a list, got 'cycles' (write ['cycles'])"},
+	{"counters:\n  events: {a: b}\n",
+	 "t.yaml:2:11: counters.events: expected a list (like [task-clock, cycles]), got a mapping"},
+	{"sampling:\n  event: cpu-clok\n",
+	 "t.yaml:2:10: sampling.event: unknown event 'cpu-clok' (did you mean 'cpu-clock'?)"},
+
+	/* cgroups */
+	{"cgroups:\n  include: [system.slice]\n",
+	 "t.yaml:2:13: cgroups.include[0]: 'system.slice' must start with '/' (cgroup paths are from the "
+	 "hierarchy's root: \"/system.slice/*.service\")"},
+	{"cgroups:\n  include: [\"/a//b\"]\n",
+	 "t.yaml:2:13: cgroups.include[0]: '/a//b' has an empty path component"},
+	{"cgroups:\n  exclude: [\"/a/\"]\n",
+	 "t.yaml:2:13: cgroups.exclude[0]: '/a/' has an empty path component"},
+	{"cgroups:\n  exclude: [\"/docker-[0-9\"]\n",
+	 "t.yaml:2:13: cgroups.exclude[0]: '/docker-[0-9' has '[' without ']'"},
+	{"cgroups:\n  include: []\n",
+	 "t.yaml:2:12: cgroups.include: empty, so no cgroup would be profiled (\"/**\" is every cgroup)"},
+	{"cgroups:\n  containers_only: 1\n",
+	 "t.yaml:2:20: cgroups.containers_only: expected true or false, got '1'"},
+
+	/* durations and sizes */
+	{"push:\n  interval: 15\n",
+	 "t.yaml:2:13: push.interval: '15' has no unit (ms, s, m or h, like '15s')"},
+	{"push:\n  interval: 1.5s\n",
+	 "t.yaml:2:13: push.interval: bad duration '1.5s' (a whole number and ms, s, m or h, like 500ms, "
+	 "15s, 1m30s)"},
+	{"push:\n  interval: 15sec\n",
+	 "t.yaml:2:13: push.interval: bad duration '15sec' (a whole number and ms, s, m or h, like 500ms, "
+	 "15s, 1m30s)"},
+	{"push:\n  interval: 500ms\n", "t.yaml:2:13: push.interval: '500ms' is out of range (1s..1h)"},
+	{"push:\n  interval: 2h\n", "t.yaml:2:13: push.interval: '2h' is out of range (1s..1h)"},
+	{"push:\n  timeout: 0s\n", "t.yaml:2:12: push.timeout: '0s' is out of range (100ms..10m)"},
+	{"push:\n  timeout: 99999999999999999999h\n",
+	 "t.yaml:2:12: push.timeout: '99999999999999999999h' is out of range (100ms..10m)"},
+	{"push:\n  retry:\n    initial: 5s\n    max: 2s\n",
+	 "t.yaml:4:10: push.retry.max (2s) is less than push.retry.initial (5s)"},
+	{"push:\n  retry:\n    initial: 2m\n",
+	 "t.yaml:3:14: push.retry.max (1m) is less than push.retry.initial (2m)"},
+	{"push:\n  spool:\n    max_bytes: lots\n",
+	 "t.yaml:3:16: push.spool.max_bytes: bad size 'lots' (bytes, or a whole number and B, KiB, MiB, "
+	 "GiB, TiB, kB, MB, GB or TB)"},
+	{"push:\n  spool:\n    max_bytes: 10M\n",
+	 "t.yaml:3:16: push.spool.max_bytes: bad size '10M' (bytes, or a whole number and B, KiB, MiB, "
+	 "GiB, TiB, kB, MB, GB or TB)"},
+	{"push:\n  spool:\n    max_bytes: 512KiB\n",
+	 "t.yaml:3:16: push.spool.max_bytes: '512KiB' is out of range (1MiB..1TiB)"},
+	{"push:\n  spool:\n    max_bytes: 2TiB\n",
+	 "t.yaml:3:16: push.spool.max_bytes: '2TiB' is out of range (1MiB..1TiB)"},
+	{"push:\n  spool:\n    dir: \"\"\n", "t.yaml:3:10: push.spool.dir: must not be empty"},
+	{"push:\n  spool:\n    dir: null\n",
+	 "t.yaml:3:10: push.spool.dir: expected a directory, got nothing (null)"},
+
+	/* collectors, TLS, listen */
+	{"push:\n  collectors: [\"http://a:9090/\", \"ftp://b/\"]\n",
+	 "t.yaml:2:34: push.collectors[1]: 'ftp://b/' is not an http:// or https:// URL"},
+	{"push:\n  collectors: [\"collector:9090\"]\n",
+	 "t.yaml:2:16: push.collectors[0]: 'collector:9090' is not an http:// or https:// URL"},
+	{"push:\n  collectors: [\"http://a/\", \"http://a/\"]\n",
+	 "t.yaml:2:29: push.collectors[1]: 'http://a/' is already listed as push.collectors[0]"},
+	{"push:\n  collectors: \"http://a/\"\n",
+	 "t.yaml:2:15: push.collectors: expected a list, got 'http://a/' (write ['http://a/'])"},
+	{"push:\n  collectors: [\"http://user:pw@a/\"]\n",
+	 "t.yaml:2:16: push.collectors[0]: 'http://user:pw@a/' has credentials in it, which are not "
+	 "supported (use push.token_file)"},
+	{"push:\n  collectors: [\"http://a:0/\"]\n",
+	 "t.yaml:2:16: push.collectors[0]: 'http://a:0/' has a bad port (1..65535)"},
+	{"push:\n  collectors: [\"http://a:65536/\"]\n",
+	 "t.yaml:2:16: push.collectors[0]: 'http://a:65536/' has a bad port (1..65535)"},
+	{"push:\n  collectors: [\"https:///push\"]\n",
+	 "t.yaml:2:16: push.collectors[0]: 'https:///push' has no host name"},
+	{"push:\n  collectors: [\"http://a b/\"]\n",
+	 "t.yaml:2:16: push.collectors[0]: 'http://a b/' contains a space"},
+	{"push:\n  collectors: [\"http://a!b/\"]\n",
+	 "t.yaml:2:16: push.collectors[0]: 'http://a!b/' has a bad host name"},
+	{"push:\n  collectors: [\"http://[zz]/\"]\n",
+	 "t.yaml:2:16: push.collectors[0]: 'http://[zz]/' has a bad IPv6 address"},
+	{"push:\n  collectors: []\n",
+	 "t.yaml:2:15: push.collectors: empty and no metrics.listen: the agent's data would go nowhere"},
+	{"push:\n  tls:\n    cert_file: /etc/c.pem\n",
+	 "t.yaml:3:5: push.tls: cert_file and key_file go together (key_file is not set)"},
+	{"push:\n  token_file: \"\"\n",
+	 "t.yaml:2:15: push.token_file: must not be empty (write null for none)"},
+	{"metrics:\n  listen: 9465\n",
+	 "t.yaml:2:11: metrics.listen: expected HOST:PORT (like 127.0.0.1:9465), got '9465'"},
+	{"metrics:\n  listen: \"localhost:http\"\n",
+	 "t.yaml:2:11: metrics.listen: 'localhost:http' has a bad port (1..65535)"},
+	{"metrics:\n  listen: \"::1:9465\"\n",
+	 "t.yaml:2:11: metrics.listen: '::1:9465': an IPv6 address goes in brackets ([::1]:9465)"},
+
+	/* probes */
+	{"probes:\n  spec: x\n",
+	 "t.yaml:2:3: probes: expected a list of probes (- spec: ...), got a mapping"},
+	{"probes:\n  - hist: x\n",
+	 "t.yaml:2:5: probes[0]: no spec (spec: \"sdt:PROVIDER:NAME@BINARY\", say)"},
+	{"probes:\n  - [a]\n",
+	 "t.yaml:2:5: probes[0]: expected a probe (a spec, or a mapping with spec:), got a list"},
+	{"probes:\n  - spec: malloc\n",
+	 "t.yaml:2:11: probes[0].spec: 'malloc' is not a probe (u:BINARY:SYMBOL, "
+	 "sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT)"},
+	{"probes:\n  - \"u:malloc\"\n",
+	 "t.yaml:2:5: probes[0]: 'u:malloc': a uprobe is u:BINARY:SYMBOL[+OFF][%return]"},
+	{"probes:\n  - spec: \"sdt:postgresql@/usr/bin/postgres\"\n",
+	 "t.yaml:2:11: probes[0].spec: 'sdt:postgresql@/usr/bin/postgres': an SDT probe is "
+	 "sdt:PROVIDER:NAME[@BINARY]"},
+	{"probes:\n  - spec: \"u:libc:malloc 1x=%di\"\n",
+	 "t.yaml:2:11: probes[0].spec: bad argument name '1x' (letters, digits and _, at most 63)"},
+	{"probes:\n  - spec: \"u:libc:malloc size=%di\"\n    hist: bytes\n",
+	 "t.yaml:3:11: probes[0].hist: 'bytes' is not an argument of the probe; it has size (name one "
+	 "in the spec: \"... bytes=arg0\")"},
+	{"probes:\n  - spec: \"sdt:postgresql:query__start\"\n    hist: query\n",
+	 "t.yaml:3:11: probes[0].hist: 'query' is not an argument of the probe; it has none (name one "
+	 "in the spec: \"... query=arg0\")"},
+	{"probes:\n  - spec: u:libc:free\n    latency_end: u:libc:free\n",
+	 "t.yaml:3:18: probes[0].latency_end: the same probe as spec; the latency needs another probe "
+	 "(for a function: u:BINARY:SYMBOL%return)"},
+	{"probes:\n  - spec: u:libc:free\n    latency_end: free\n",
+	 "t.yaml:3:18: probes[0].latency_end: 'free' is not a probe (u:BINARY:SYMBOL, "
+	 "sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT)"},
+	{"probes:\n  - u:libc:free\n  - sched:sched_switch\n  - spec: u:libc:free\n",
+	 "t.yaml:4:5: probes[2]: the same probe as probes[0] (line 2)"},
+	{"probes:\n  - spec: u:libc:free\n    stacks: maybe\n",
+	 "t.yaml:3:13: probes[0].stacks: expected true or false, got 'maybe'"},
+
+	/* strings */
+	{"host:\n  name: \"a\\x01b\"\n",
+	 "t.yaml:2:9: host.name: contains a control character (at byte 1)"},
+	{"host:\n  name: \"a\\0b\"\n", "t.yaml:2:9: host.name: contains a NUL character"},
+	{"host:\n  name: \"a\\u0085b\"\n",
+	 "t.yaml:2:9: host.name: contains a control character (at byte 1)"},
+	{"host:\n  agent_id_file: [a]\n",
+	 "t.yaml:2:18: host.agent_id_file: expected a file path, got a list"},
+
+	/* YAML itself */
+	{"sampling:\n\tfrequency: 49\n",
+	 "t.yaml:2:1: YAML syntax error: found character that cannot start any token (while scanning for "
+	 "the next token at line 2)"},
+	{"host: {name: x\n",
+	 "t.yaml:2:1: YAML syntax error: did not find expected ',' or '}' (while parsing a flow mapping "
+	 "at line 1)"},
+	{"a: *nowhere\n", "t.yaml:1:4: YAML syntax error: found undefined alias"},
+	{"host: {name: \"\xff\"}\n",
+	 "t.yaml: not YAML text: invalid leading UTF-8 octet (byte 0xff at offset 14)"},
+};
+
+static void test_errors(void **state)
+{
+	size_t bad = 0;
+
+	for (size_t i = 0; i < NCASES(err_cases); i++) {
+		const struct err_case *e = &err_cases[i];
+		struct config *c = (struct config *)0x1;
+		char err[512];
+		int rc = config_parse("t.yaml", e->yaml, strlen(e->yaml), &c, err, sizeof(err));
+
+		if (rc != -EINVAL || strcmp(err, e->msg)) {
+			print_error("case %zu (rc %d):\n%s got: %s\nwant: %s\n", i, rc, e->yaml, err,
+				    e->msg);
+			bad++;
+			continue;
+		}
+		assert_ptr_equal(c, (struct config *)0x1); /* untouched */
+		/* Without a buffer: the same result, nothing written. */
+		rc = config_parse("t.yaml", e->yaml, strlen(e->yaml), &c, NULL, 0);
+		assert_int_equal(rc, -EINVAL);
+	}
+	if (bad)
+		fail_msg("%zu of %zu cases failed", bad, NCASES(err_cases));
+}
+
+/* A message is cut to the buffer, never overrun. */
+static void test_error_truncated(void **state)
+{
+	static const char yaml[] = "sampling:\n  frequncy: 99\n";
+	char err[16];
+	struct config *c = NULL;
+
+	memset(err, 'X', sizeof(err));
+	assert_int_equal(config_parse("t.yaml", yaml, strlen(yaml), &c, err, 10), -EINVAL);
+	assert_string_equal(err, "t.yaml:2:");
+	assert_int_equal(err[10], 'X');
+	assert_null(c);
+}
+
+static void test_load_errors(void **state)
+{
+	char dir[] = "/tmp/cgperf-config-XXXXXX", path[PATH_MAX], err[512], *big;
+	struct config *c = NULL;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/missing.yaml", dir);
+	assert_int_equal(config_load(path, &c, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "missing.yaml: No such file or directory"));
+	assert_null(c);
+
+	assert_int_equal(config_load(dir, &c, err, sizeof(err)), -EISDIR);
+	assert_non_null(strstr(err, ": Is a directory"));
+
+	/* Over 1 MiB: refused, whatever it holds. */
+	snprintf(path, sizeof(path), "%s/big.yaml", dir);
+	f = fopen(path, "we");
+	assert_non_null(f);
+	big = malloc(CONFIG_MAX_FILE + 1);
+	assert_non_null(big);
+	memset(big, '#', CONFIG_MAX_FILE + 1);
+	assert_int_equal(fwrite(big, 1, CONFIG_MAX_FILE + 1, f), CONFIG_MAX_FILE + 1);
+	fclose(f);
+	assert_int_equal(config_load(path, &c, err, sizeof(err)), -EFBIG);
+	assert_non_null(strstr(err, "big.yaml: larger than 1048576 bytes"));
+	assert_int_equal(config_parse("b", big, CONFIG_MAX_FILE + 1, &c, err, sizeof(err)), -EFBIG);
+	/* Exactly 1 MiB of comment is read (and is the defaults). */
+	assert_int_equal(truncate(path, CONFIG_MAX_FILE), 0);
+	assert_int_equal(config_load(path, &c, err, sizeof(err)), 0);
+	check_defaults(c);
+	config_free(c);
+	unlink(path);
+
+	/* An error in a file names the file. */
+	snprintf(path, sizeof(path), "%s/agent.yaml", dir);
+	f = fopen(path, "we");
+	assert_non_null(f);
+	fputs("# agent\nlog:\n  level: loud\n", f);
+	fclose(f);
+	c = NULL;
+	assert_int_equal(config_load(path, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "/agent.yaml:3:10: log.level: expected debug, info, warn or "
+				    "error, got 'loud'"));
+	assert_null(c);
+	unlink(path);
+	rmdir(dir);
+	free(big);
+}
+
+/* Every allocation of loading the example fails in turn: -ENOMEM, nothing
+ * left allocated, *out untouched; then it loads. */
+static void test_out_of_memory(void **state)
+{
+#ifdef TORTURE
+	char *path = tree_file(EXAMPLE), *text = slurp(path), err[512];
+	size_t len = strlen(text);
+	long n;
+
+	for (n = 0;; n++) {
+		struct config *c = (struct config *)0x1;
+		int rc;
+
+		alloc_count = 0;
+		alloc_live = 0;
+		alloc_fail_at = n;
+		armed = true;
+		rc = config_parse("t.yaml", text, len, &c, err, sizeof(err));
+		if (rc == 0)
+			config_free(c);
+		armed = false;
+		if (alloc_live)
+			fail_msg("allocation %ld failing: %ld blocks left allocated", n, alloc_live);
+		if (rc == 0)
+			break;
+		if (rc != -ENOMEM)
+			fail_msg("allocation %ld failing: rc %d (%s)", n, rc, err);
+		assert_string_equal(err, "t.yaml: out of memory");
+		assert_ptr_equal(c, (struct config *)0x1);
+	}
+	/* Without a failure, as many allocations as were tried, and more than a few. */
+	assert_int_equal(alloc_count, n);
+	assert_true(n > 50);
+	free(text);
+	free(path);
+#else
+	print_message("skip: ASan's allocator is in place; the build without SAN=1 runs this\n");
+	skip();
+#endif
+}
+
+/* ---- durations and sizes ---- */
+
+struct num_case {
+	const char *s;
+	int rc;
+	uint64_t v;
+};
+
+static const struct num_case durations[] = {
+	{"500ms", 0, 500},
+	{"15s", 0, 15000},
+	{"1m", 0, 60000},
+	{"1h", 0, 3600000},
+	{"1m30s", 0, 90000},
+	{"1h 30m", 0, 5400000},
+	{"2s500ms", 0, 2500},
+	{" 15 s ", 0, 15000},
+	{"0s", 0, 0},
+	{"0ms", 0, 0},
+	{"18446744073709551615ms", 0, UINT64_MAX},
+	{"", -EINVAL, 0},
+	{"   ", -EINVAL, 0},
+	{"15", -EINVAL, 0},
+	{"s", -EINVAL, 0},
+	{"1.5s", -EINVAL, 0},
+	{"15sec", -EINVAL, 0},
+	{"15S", -EINVAL, 0},
+	{"1d", -EINVAL, 0},
+	{"-1s", -EINVAL, 0},
+	{"1m30", -EINVAL, 0},
+	{"18446744073709551616ms", -ERANGE, 0},
+	{"18446744073709551615s", -ERANGE, 0},
+	{"18446744073709551615ms1ms", -ERANGE, 0},
+};
+
+static const struct num_case sizes[] = {
+	{"0", 0, 0},
+	{"4096", 0, 4096},
+	{"8B", 0, 8},
+	{"10MiB", 0, 10ULL << 20},
+	{"256mib", 0, 256ULL << 20},
+	{"1 KiB", 0, 1024},
+	{"1GiB", 0, 1ULL << 30},
+	{"3TiB", 0, 3ULL << 40},
+	{"1kB", 0, 1000},
+	{"1KB", 0, 1000},
+	{"5MB", 0, 5000000},
+	{"2GB", 0, 2000000000},
+	{"2TB", 0, 2000000000000ULL},
+	{"8388607TiB", 0, 8388607ULL << 40},
+	{"9223372036854775807", 0, INT64_MAX},
+	{"", -EINVAL, 0},
+	{"MiB", -EINVAL, 0},
+	{"1.5GiB", -EINVAL, 0},
+	{"1 MiB x", -EINVAL, 0},
+	{"10M", -EINVAL, 0},
+	{"10k", -EINVAL, 0},
+	{"-1", -EINVAL, 0},
+	{"1PiB", -EINVAL, 0},
+	{"9223372036854775808", -ERANGE, 0},
+	{"8388608TiB", -ERANGE, 0},
+	{"99999999999999999999999", -ERANGE, 0},
+};
+
+static void test_durations(void **state)
+{
+	for (size_t i = 0; i < NCASES(durations); i++) {
+		uint64_t v = 12345;
+		int rc = config_parse_duration(durations[i].s, &v);
+
+		if (rc != durations[i].rc)
+			fail_msg("\"%s\": rc %d, want %d", durations[i].s, rc, durations[i].rc);
+		if (!rc && v != durations[i].v)
+			fail_msg("\"%s\": %llu, want %llu", durations[i].s, (unsigned long long)v,
+				 (unsigned long long)durations[i].v);
+		if (rc)
+			assert_int_equal(v, 12345);
+	}
+}
+
+static void test_sizes(void **state)
+{
+	for (size_t i = 0; i < NCASES(sizes); i++) {
+		uint64_t v = 12345;
+		int rc = config_parse_size(sizes[i].s, &v);
+
+		if (rc != sizes[i].rc)
+			fail_msg("\"%s\": rc %d, want %d", sizes[i].s, rc, sizes[i].rc);
+		if (!rc && v != sizes[i].v)
+			fail_msg("\"%s\": %llu, want %llu", sizes[i].s, (unsigned long long)v,
+				 (unsigned long long)sizes[i].v);
+		if (rc)
+			assert_int_equal(v, 12345);
+	}
+}
+
+/* ---- cgroup globs ---- */
+
+struct glob_case {
+	const char *glob, *path;
+	bool match;
+};
+
+static const struct glob_case globs[] = {
+	{"/**", "/", true},
+	{"/**", "/a/b/c", true},
+	{"/", "/", true},
+	{"/", "/a", false},
+	{"/*", "/", false},
+	{"/*", "/a", true},
+	{"/*", "/a/b", false},
+	{"/system.slice/**", "/system.slice", true},
+	{"/system.slice/**", "/system.slice/cron.service", true},
+	{"/system.slice/**", "/user.slice", false},
+	{"/system.slice/**", "/system.slicex", false},
+	{"/**/postgresql@*.service", "/system.slice/system-postgresql.slice/postgresql@15-main.service",
+	 true},
+	{"/**/postgresql@*.service", "/postgresql@15-main.service", true},
+	{"/**/postgresql@*.service", "/system.slice/postgresql@15-main.service/x", false},
+	{"/**/postgresql@*.service", "/system.slice/postgresql.service", false},
+	{"/a/**/b/**/c", "/a/x/b/y/z/c", true},
+	{"/a/**/b/**/c", "/a/b/c", true},
+	{"/a/**/b", "/a/bb", false},
+	{"/a/**/b", "/a/b/b/b", true},
+	{"/**/**/x", "/x", true},
+	{"/**/x/**", "/a/x", true},
+	{"/docker-*.scope", "/docker-3f2a.scope", true},
+	{"/docker-**", "/docker-3f2a.scope", true},
+	{"/docker-**", "/docker-3f2a.scope/init", false},
+	{"/[ab]?", "/ax", true},
+	{"/[!ab]?", "/ax", false},
+	{"/*", "/.hidden", true},
+	{"/a", "/a/", true},
+	{"/a/b", "/a", false},
+	{"/**/a/**/a/**/a/**/b", "/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a", false},
+};
+
+static void test_globs(void **state)
+{
+	for (size_t i = 0; i < NCASES(globs); i++)
+		if (config_glob_match(globs[i].glob, globs[i].path) != globs[i].match)
+			fail_msg("%s vs %s: want %s", globs[i].glob, globs[i].path,
+				 globs[i].match ? "match" : "no match");
+	assert_false(config_glob_match(NULL, "/"));
+	assert_false(config_glob_match("/**", NULL));
+}
+
+#define DOCKER_ID "3f2a9c0b1d4e5f60718293a4b5c6d7e8f90112233445566778899aabbccddee"
+
+static void test_cgroup_wanted(void **state)
+{
+	struct config *c = parse_ok("cgroups:\n  include: [\"/system.slice/**\", \"/machine.slice/*\"]\n"
+				    "  exclude: [\"/system.slice/cron.service\"]\n");
+
+	assert_true(config_cgroup_wanted(c, "/system.slice"));
+	assert_true(config_cgroup_wanted(c, "/system.slice/ssh.service"));
+	assert_false(config_cgroup_wanted(c, "/system.slice/cron.service"));
+	assert_true(config_cgroup_wanted(c, "/system.slice/cron.service/sub")); /* not excluded */
+	assert_true(config_cgroup_wanted(c, "/machine.slice/m.scope"));
+	assert_false(config_cgroup_wanted(c, "/user.slice"));
+	assert_false(config_cgroup_wanted(c, "/"));
+	assert_false(config_cgroup_wanted(NULL, "/"));
+	c->cgroups.containers_only = true;
+	assert_false(config_cgroup_wanted(c, "/system.slice/ssh.service"));
+	assert_true(config_cgroup_wanted(c, "/system.slice/docker-" DOCKER_ID ".scope"));
+	config_free(c);
+
+	c = config_defaults();
+	assert_true(config_cgroup_wanted(c, "/"));
+	assert_true(config_cgroup_wanted(c, "/user.slice/user-1000.slice"));
+	config_free(c);
+}
+
+/* ---- dump ---- */
+
+static char *dump(const struct config *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(config_dump(c, f), 0);
+	fclose(f);
+	return buf;
+}
+
+/* dump -> parse gives the same values, and dumping those the same text. */
+static void round_trip(const struct config *c)
+{
+	char *text = dump(c), *text2, err[512];
+	struct config *back = NULL;
+	int rc = config_parse("dump.yaml", text, strlen(text), &back, err, sizeof(err));
+
+	if (rc)
+		fail_msg("%s\nin:\n%s", err, text);
+	assert_config_equal(c, back);
+	text2 = dump(back);
+	/* Only the first line (which file) differs. */
+	assert_string_equal(strchr(text, '\n'), strchr(text2, '\n'));
+	free(text);
+	free(text2);
+	config_free(back);
+}
+
+static void test_dump_round_trip(void **state)
+{
+	char *path = tree_file(EXAMPLE), err[512];
+	struct config *c = config_defaults();
+
+	round_trip(c);
+	config_free(c);
+
+	assert_int_equal(config_load(path, &c, err, sizeof(err)), 0);
+	round_trip(c);
+	config_free(c);
+	free(path);
+
+	/* Hostile strings, odd durations and sizes, no probes or lists. */
+	c = parse_ok("host: {name: \"q\\\"uote\\\\back/slash # not: a comment 'é' ✓\"}\n"
+		     "cgroups: {include: ['/a b/[x]*'], exclude: []}\n"
+		     "counters: {enabled: false, events: []}\n"
+		     "sampling: {stack_bytes: 1000, frequency: 1}\n"
+		     "push:\n  interval: 59m59s\n  timeout: 1500ms\n  collectors: []\n"
+		     "  spool: {max_bytes: 1048577, dir: \"- [x]\"}\n"
+		     "  retry: {initial: 10ms, max: 1439m}\n"
+		     "metrics: {listen: \":1\"}\n"
+		     "probes:\n  - spec: \"u:/opt/a\'b:f\"\n    stacks: true\n");
+	round_trip(c);
+	config_free(c);
+
+	/* Written by code, with what a file cannot hold: escaped on the way out. */
+	c = config_defaults();
+	free(c->host.name);
+	c->host.name = strdup("line\nbreak\x01\x7f\xc2\x85");
+	c->log.level = CONFIG_LOG_ERROR;
+	c->log.format = CONFIG_LOG_JSON;
+	{
+		char *text = dump(c);
+		struct config *back = NULL;
+
+		assert_non_null(strstr(text, "name: \"line\\nbreak\\x01\\x7f\\u0085\""));
+		assert_non_null(strstr(text, "level: error"));
+		assert_non_null(strstr(text, "format: json"));
+		/* Control characters are refused on the way back in. */
+		assert_int_equal(config_parse("d", text, strlen(text), &back, err, sizeof(err)),
+				 -EINVAL);
+		assert_non_null(strstr(err, "host.name: contains a control character"));
+		free(text);
+	}
+	config_free(c);
+}
+
+static void test_dump_text(void **state)
+{
+	struct config *c = config_defaults();
+	char *text = dump(c);
+
+	/* The shape people read, from --print-config. */
+	assert_non_null(strstr(text, "# cgperf-agent configuration (defaults)\nhost:\n"
+				     "  name: \"\"  # the host's name\n"
+				     "  agent_id_file: \"/var/lib/cgperf/agent-id\"\n"));
+	assert_non_null(strstr(text, "sampling:\n  enabled: true\n  frequency: 49\n"
+				     "  call_graph: fp\n  stack_bytes: 8192\n"));
+	assert_non_null(strstr(text, "probes: []\npush:\n  interval: 15s\n"));
+	assert_non_null(strstr(text, "  spool:\n    dir: \"/var/lib/cgperf/spool\"\n"
+				     "    max_bytes: 256MiB\n  retry:\n    initial: 1s\n    max: 1m\n"));
+	assert_non_null(strstr(text, "metrics:\n  listen: null\n"));
+
+	/* docs/config.md shows all of it. */
+	{
+		char *dpath = tree_file(DOC), *doc = slurp(dpath), *block;
+
+		if (asprintf(&block, "```yaml\n%s```\n", text) < 0)
+			fail();
+		if (!strstr(doc, block))
+			fail_msg("%s does not show the defaults as config_dump() prints them:\n%s",
+				 DOC, text);
+		free(block);
+		free(doc);
+		free(dpath);
+	}
+	free(text);
+	config_free(c);
+	assert_int_equal(config_dump(NULL, stdout), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_example),
+		cmocka_unit_test(test_example_in_doc),
+		cmocka_unit_test(test_example_probes_resolve),
+		cmocka_unit_test(test_accepted),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_error_truncated),
+		cmocka_unit_test(test_load_errors),
+		cmocka_unit_test(test_out_of_memory),
+		cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_globs),
+		cmocka_unit_test(test_cgroup_wanted),
+		cmocka_unit_test(test_dump_round_trip),
+		cmocka_unit_test(test_dump_text),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
