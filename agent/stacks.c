@@ -70,7 +70,15 @@ struct stacks {
 	unsigned umap_next;
 	uint32_t cur_pid;
 	uint64_t kept, unwind_errors, no_user_stack;
+	/* Frame names, kept across intervals: a frame (object, offset) always
+	 * names the same function, and naming (DWARF inlines above all) is the
+	 * expensive part. Bounded: flushed when it grows past NAMES_MAX. */
+	struct fold *names; /* 8-byte frame -> index + 1 into strs */
+	char **strs;
+	size_t nstrs, capstrs;
 };
+
+#define NAMES_MAX 500000
 
 /* ---- interning ---------------------------------------------------------- */
 
@@ -385,9 +393,6 @@ void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
 
 struct namer {
 	struct stacks *r;
-	struct fold *names; /* 8-byte frame -> index + 1 into strs */
-	char **strs;
-	size_t nstrs, cap;
 	struct fold *out;
 	char *line;
 	size_t linecap;
@@ -471,7 +476,8 @@ static char *name_frame(struct stacks *r, uint64_t frame)
 
 static const char *frame_name(struct namer *nm, uint64_t frame)
 {
-	uint64_t *slot = fold_slot(nm->names, &frame, sizeof(frame));
+	struct stacks *r = nm->r;
+	uint64_t *slot = fold_slot(r->names, &frame, sizeof(frame));
 
 	if (!slot)
 		return "?";
@@ -480,21 +486,21 @@ static const char *frame_name(struct namer *nm, uint64_t frame)
 
 		if (!s)
 			return "?";
-		if (nm->nstrs == nm->cap) {
-			size_t nc = nm->cap ? nm->cap * 2 : 1024;
-			char **v = realloc(nm->strs, nc * sizeof(*v));
+		if (r->nstrs == r->capstrs) {
+			size_t nc = r->capstrs ? r->capstrs * 2 : 1024;
+			char **v = realloc(r->strs, nc * sizeof(*v));
 
 			if (!v) {
 				free(s);
 				return "?";
 			}
-			nm->strs = v;
-			nm->cap = nc;
+			r->strs = v;
+			r->capstrs = nc;
 		}
-		nm->strs[nm->nstrs] = s;
-		*slot = ++nm->nstrs;
+		r->strs[r->nstrs] = s;
+		*slot = ++r->nstrs;
 	}
-	return nm->strs[*slot - 1];
+	return r->strs[*slot - 1];
 }
 
 static const char *cgroup_label(struct stacks *r, uint64_t id);
@@ -639,6 +645,27 @@ static const char *cgroup_label(struct stacks *r, uint64_t id)
 }
 
 /* ---- command ------------------------------------------------------------ */
+static void names_flush(struct stacks *r)
+{
+	for (size_t i = 0; i < r->nstrs; i++)
+		free(r->strs[i]);
+	free(r->strs);
+	r->strs = NULL;
+	r->nstrs = r->capstrs = 0;
+	fold_free(r->names);
+	r->names = NULL;
+}
+
+/* The name cache exists and is within its bound. */
+static int names_ready(struct stacks *r)
+{
+	if (r->names && r->nstrs > NAMES_MAX)
+		names_flush(r);
+	if (!r->names)
+		r->names = fold_new();
+	return r->names ? 0 : -ENOMEM;
+}
+
 /* ---- side-band ---------------------------------------------------------- */
 
 void stacks_mmap(struct stacks *r, const struct sample_mmap *m)
@@ -735,6 +762,7 @@ void stacks_free(struct stacks *r)
 	fold_free(r->objkey);
 	fold_free(r->strings);
 	fold_free(r->cglabels);
+	names_flush(r);
 	procmaps_free(r->pm);
 	unwind_cache_free(r->uc);
 	ksyms_free(r->ks);
@@ -747,10 +775,8 @@ int stacks_write(struct stacks *r, FILE *out, size_t *nlines)
 	struct namer nm = {.r = r};
 	int err;
 
-	nm.names = fold_new();
 	nm.out = fold_new();
-	if (!nm.names || !nm.out) {
-		fold_free(nm.names);
+	if (!nm.out || names_ready(r) < 0) {
 		fold_free(nm.out);
 		return -ENOMEM;
 	}
@@ -758,11 +784,7 @@ int stacks_write(struct stacks *r, FILE *out, size_t *nlines)
 	err = nm.err ? nm.err : fold_write(nm.out, out);
 	if (nlines)
 		*nlines = fold_count(nm.out);
-	for (size_t i = 0; i < nm.nstrs; i++)
-		free(nm.strs[i]);
-	free(nm.strs);
 	free(nm.line);
-	fold_free(nm.names);
 	fold_free(nm.out);
 	return err;
 }
@@ -803,10 +825,8 @@ int stacks_foreach(struct stacks *r,
 	struct each_ctx e = {cb, ctx};
 	int err;
 
-	nm.names = fold_new();
 	nm.out = fold_new();
-	if (!nm.names || !nm.out) {
-		fold_free(nm.names);
+	if (!nm.out || names_ready(r) < 0) {
 		fold_free(nm.out);
 		return -ENOMEM;
 	}
@@ -814,11 +834,7 @@ int stacks_foreach(struct stacks *r,
 	err = nm.err;
 	if (!err)
 		fold_foreach(nm.out, each_line, &e);
-	for (size_t i = 0; i < nm.nstrs; i++)
-		free(nm.strs[i]);
-	free(nm.strs);
 	free(nm.line);
-	fold_free(nm.names);
 	fold_free(nm.out);
 	return err;
 }
