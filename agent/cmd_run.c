@@ -91,6 +91,7 @@ struct agent {
 	struct pcell *pc;
 	size_t npc, cappc;
 	struct push *push;
+	struct fold *ids; /* cgroup id -> 1 for the cgroups the config wants */
 	char host[256], machine_id[64], agent_id[64];
 	uint64_t samples, lost, probe_lost;
 };
@@ -187,6 +188,12 @@ static void cg_add(struct agent *a, const char *path)
 	c->ident = id;
 	c->slot = -1;
 	cg_path_id(a->mount, strcmp(path, "/") ? path : "", &c->id);
+	if (a->ids) {
+		uint64_t *slot = fold_slot(a->ids, &c->id, sizeof(c->id));
+
+		if (slot)
+			*slot = 1;
+	}
 	n = strlen(a->mount) + strlen(path) + 1;
 	abs = malloc(n);
 	if (abs && a->ctr) {
@@ -235,6 +242,13 @@ static void on_sample(void *ctx, const struct sample *s)
 	struct agent *a = ctx;
 
 	a->samples++;
+	/* Samples of cgroups the config leaves out are not even unwound. */
+	if (a->ids) {
+		uint64_t *slot = fold_slot(a->ids, &s->cgroup_id, sizeof(s->cgroup_id));
+
+		if (!slot || !*slot)
+			return;
+	}
 	stacks_add(a->st, s, NULL);
 }
 
@@ -358,6 +372,8 @@ static void agent_stop(struct agent *a)
 	a->have_sev = false;
 	fold_free(a->cells);
 	a->cells = NULL;
+	fold_free(a->ids);
+	a->ids = NULL;
 	free(a->pc);
 	a->pc = NULL;
 	a->npc = a->cappc = 0;
@@ -392,6 +408,9 @@ static int agent_start(struct agent *a, const char *prog)
 		if (!a->ctr)
 			return 1;
 	}
+	a->ids = fold_new();
+	if (!a->ids)
+		return 1;
 	/* cgroups: watch first, then scan, so none is missed */
 	a->watch = cg_watch_new(a->mount);
 	if (!a->watch)
@@ -688,6 +707,10 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 
 		for (size_t i = 0; i < a->ncg; i++) {
 			if (a->cg[i].removed) {
+				uint64_t *slot = fold_slot(a->ids, &a->cg[i].id, sizeof(a->cg[i].id));
+
+				if (slot)
+					*slot = 0;
 				if (a->ctr && a->cg[i].slot >= 0)
 					counters_remove(a->ctr, a->cg[i].slot);
 				free(a->cg[i].path);
