@@ -48,6 +48,8 @@
 #define HOST_NAME_MAXLEN 255
 #define URL_MAXLEN 2048
 #define ARGNAME_MAX 63 /* probe.c's PROBE_ARGNAME_MAX */
+#define CONFIG_MAX_DEPTH 16   /* nested lists and mappings; the schema needs 4 */
+#define CONFIG_MAX_ANCHORS 64 /* anchors, and aliases, in a file */
 
 /* ---- defaults ---- */
 
@@ -457,25 +459,46 @@ struct ctx {
 	size_t errlen;
 };
 
-__attribute__((format(printf, 3, 4))) static int fail(struct ctx *x, const yaml_node_t *n,
-						      const char *fmt, ...)
+__attribute__((format(printf, 3, 0))) static int vfail(struct ctx *x, const yaml_mark_t *m,
+						       const char *fmt, va_list ap)
 {
-	va_list ap;
 	int off;
 
 	if (!x->err || !x->errlen)
 		return -EINVAL;
-	if (n)
-		off = snprintf(x->err, x->errlen, "%s:%zu:%zu: ", x->file, n->start_mark.line + 1,
-			       n->start_mark.column + 1);
+	if (m)
+		off = snprintf(x->err, x->errlen, "%s:%zu:%zu: ", x->file, m->line + 1,
+			       m->column + 1);
 	else
 		off = snprintf(x->err, x->errlen, "%s: ", x->file);
-	if (off >= 0 && (size_t)off < x->errlen) {
-		va_start(ap, fmt);
+	if (off >= 0 && (size_t)off < x->errlen)
 		vsnprintf(x->err + off, x->errlen - (size_t)off, fmt, ap);
-		va_end(ap);
-	}
 	return -EINVAL;
+}
+
+/* "FILE:LINE:COL: message" at node @n (NULL: no position); -EINVAL. */
+__attribute__((format(printf, 3, 4))) static int fail(struct ctx *x, const yaml_node_t *n,
+						      const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vfail(x, n ? &n->start_mark : NULL, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+__attribute__((format(printf, 3, 4))) static int fail_mark(struct ctx *x, const yaml_mark_t *m,
+							   const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vfail(x, m, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 static int oom(struct ctx *x)
@@ -496,15 +519,18 @@ struct shown {
 static struct shown show(const char *v)
 {
 	struct shown r;
-	size_t o = 0, n = strlen(v);
+	size_t o = 0, n = strlen(v), cut = n;
 
+	if (n > 60) /* not inside a UTF-8 sequence */
+		for (cut = 60; cut > 0 && ((unsigned char)v[cut] & 0xc0) == 0x80; cut--)
+			;
 	r.s[o++] = '\'';
-	for (size_t i = 0; i < n && i < 60; i++) {
+	for (size_t i = 0; i < cut; i++) {
 		unsigned char ch = (unsigned char)v[i];
 
 		r.s[o++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
 	}
-	if (n > 60) {
+	if (cut < n) {
 		memcpy(r.s + o, "...", 3);
 		o += 3;
 	}
@@ -943,10 +969,21 @@ static int check_glob(struct ctx *x, const yaml_node_t *n, const char *name, con
 	if (strstr(v, "//") || (v[1] && v[strlen(v) - 1] == '/'))
 		return fail(x, n, "%s: %s has an empty path component", name, show(v).s);
 	while (comp_next(&p, &c)) {
-		const char *b = memchr(c.s, '[', c.n);
+		for (size_t i = 0; i < c.n; i++) {
+			if (c.s[i] == '\\') {
+				i++; /* the next character is literal */
+			} else if (c.s[i] == '[') {
+				/* fnmatch: a ']' right after '[' or '[!' is part of the set */
+				size_t j = i + 1 + (i + 1 < c.n && (c.s[i + 1] == '!' || c.s[i + 1] == '^'));
 
-		if (b && !memchr(b, ']', c.n - (size_t)(b - c.s)))
-			return fail(x, n, "%s: %s has '[' without ']'", name, show(v).s);
+				j += j < c.n && c.s[j] == ']';
+				while (j < c.n && c.s[j] != ']')
+					j++;
+				if (j >= c.n)
+					return fail(x, n, "%s: %s has '[' without ']'", name, show(v).s);
+				i = j;
+			}
+		}
 	}
 	return 0;
 }
@@ -1552,6 +1589,58 @@ static int parser_error(struct ctx *x, const yaml_parser_t *p)
 	return -EINVAL;
 }
 
+/*
+ * A first pass over the events, before the document is built. libyaml
+ * takes time quadratic in the nesting depth (each token rescans the stack
+ * of possible simple keys) and in the number of anchors (each alias is
+ * looked up by a linear scan). The schema is four levels deep and needs no
+ * anchors at all, so generous caps on both cost nothing to a real file and
+ * keep a hostile one from taking minutes.
+ */
+static int prescan(struct ctx *x, const char *buf, size_t len)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	int depth = 0, anchors = 0, aliases = 0, rc = 0;
+
+	if (!yaml_parser_initialize(&p))
+		return oom(x);
+	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
+	for (;;) {
+		yaml_event_type_t type;
+		const yaml_char_t *anchor = NULL;
+
+		if (!yaml_parser_parse(&p, &ev)) {
+			rc = parser_error(x, &p);
+			break;
+		}
+		type = ev.type;
+		if (type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT)
+			depth++;
+		else if (type == YAML_SEQUENCE_END_EVENT || type == YAML_MAPPING_END_EVENT)
+			depth--;
+		if (type == YAML_SEQUENCE_START_EVENT)
+			anchor = ev.data.sequence_start.anchor;
+		else if (type == YAML_MAPPING_START_EVENT)
+			anchor = ev.data.mapping_start.anchor;
+		else if (type == YAML_SCALAR_EVENT)
+			anchor = ev.data.scalar.anchor;
+		anchors += anchor != NULL;
+		aliases += type == YAML_ALIAS_EVENT;
+		if (depth > CONFIG_MAX_DEPTH)
+			rc = fail_mark(x, &ev.start_mark, "nested more than %d levels deep",
+				       CONFIG_MAX_DEPTH);
+		else if (anchors > CONFIG_MAX_ANCHORS || aliases > CONFIG_MAX_ANCHORS)
+			rc = fail_mark(x, &ev.start_mark, "more than %d %s", CONFIG_MAX_ANCHORS,
+				       anchors > CONFIG_MAX_ANCHORS ? "anchors (&)" : "aliases (*)");
+		yaml_event_delete(&ev);
+		if (rc || type == YAML_STREAM_END_EVENT)
+			break;
+	}
+	yaml_parser_delete(&p);
+	return rc;
+}
+
 int config_parse(const char *name, const char *buf, size_t len, struct config **out, char *err,
 		 size_t errlen)
 {
@@ -1569,6 +1658,13 @@ int config_parse(const char *name, const char *buf, size_t len, struct config **
 			snprintf(err, errlen, "%s: larger than %d bytes", x.file, CONFIG_MAX_FILE);
 		return -EFBIG;
 	}
+	if (!buf) {
+		buf = "";
+		len = 0;
+	}
+	rc = prescan(&x, buf, len);
+	if (rc)
+		return rc;
 	c = config_defaults();
 	if (!c || set_str(&c->path, x.file)) {
 		config_free(c);
@@ -1578,7 +1674,7 @@ int config_parse(const char *name, const char *buf, size_t len, struct config **
 		config_free(c);
 		return oom(&x);
 	}
-	yaml_parser_set_input_string(&parser, (const unsigned char *)(buf ? buf : ""), buf ? len : 0);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
 	if (!yaml_parser_load(&parser, &doc)) {
 		rc = parser_error(&x, &parser);
 		goto out_parser;

@@ -93,10 +93,13 @@ static char *tree_file(const char *rel)
 	char exe[PATH_MAX], *p, *out = NULL;
 	ssize_t n;
 
-	if (env && asprintf(&out, "%s/%s", env, rel) > 0 && access(out, R_OK) == 0)
-		return out;
-	free(out);
-	out = NULL;
+	if (env) {
+		if (asprintf(&out, "%s/%s", env, rel) < 0)
+			out = NULL;
+		if (out && access(out, R_OK) == 0)
+			return out;
+		free(out);
+	}
 	if (access(rel, R_OK) == 0)
 		return strdup(rel);
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -104,7 +107,9 @@ static char *tree_file(const char *rel)
 		exe[n] = '\0';
 		for (int i = 0; i < 3 && (p = strrchr(exe, '/')); i++)
 			*p = '\0';
-		if (asprintf(&out, "%s/%s", exe, rel) > 0 && access(out, R_OK) == 0)
+		if (asprintf(&out, "%s/%s", exe, rel) < 0)
+			out = NULL;
+		if (out && access(out, R_OK) == 0)
 			return out;
 		free(out);
 	}
@@ -437,12 +442,14 @@ static void test_accepted(void **state)
 	config_free(c);
 
 	c = parse_ok("host: {name: ~, agent_id_file: relative/id}\n"
-		     "cgroups:\n  include: [\"/\", \"/system.slice/**\", \"/[a-c]?/*.scope\"]\n"
+		     "cgroups:\n  include: [\"/\", \"/system.slice/**\", \"/[a-c]?/*.scope\", "
+		     "'/\\[x', '/[]a]', '/[!]]']\n"
 		     "  exclude: [/system.slice/cron.service]\n  containers_only: true\n"
 		     "log: {format: json, level: debug}\n");
 	assert_string_equal(c->host.name, "");
 	assert_string_equal(c->host.agent_id_file, "relative/id");
-	assert_int_equal(c->cgroups.ninclude, 3);
+	assert_int_equal(c->cgroups.ninclude, 6);
+	assert_string_equal(c->cgroups.include[3], "/\\[x");
 	assert_true(c->cgroups.containers_only);
 	assert_int_equal(c->log.format, CONFIG_LOG_JSON);
 	assert_int_equal(c->log.level, CONFIG_LOG_DEBUG);
@@ -557,6 +564,8 @@ static const struct err_case err_cases[] = {
 	 "t.yaml:2:13: cgroups.exclude[0]: '/a/' has an empty path component"},
 	{"cgroups:\n  exclude: [\"/docker-[0-9\"]\n",
 	 "t.yaml:2:13: cgroups.exclude[0]: '/docker-[0-9' has '[' without ']'"},
+	{"cgroups:\n  exclude: [\"/a/[]\"]\n",
+	 "t.yaml:2:13: cgroups.exclude[0]: '/a/[]' has '[' without ']'"},
 	{"cgroups:\n  include: []\n",
 	 "t.yaml:2:12: cgroups.include: empty, so no cgroup would be profiled (\"/**\" is every cgroup)"},
 	{"cgroups:\n  containers_only: 1\n",
@@ -684,6 +693,16 @@ static const struct err_case err_cases[] = {
 	{"a: *nowhere\n", "t.yaml:1:4: YAML syntax error: found undefined alias"},
 	{"host: {name: \"\xff\"}\n",
 	 "t.yaml: not YAML text: invalid leading UTF-8 octet (byte 0xff at offset 14)"},
+	{"host: [[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]\n",
+	 "t.yaml:1:22: nested more than 16 levels deep"},
+	{"a: &a1 x\nb: &a2 x\nc: &a3 x\nd: &a4 x\ne: &a5 x\nf: &a6 x\ng: &a7 x\nh: &a8 x\n"
+	 "i: &a9 x\nj: &a10 x\nk: &a11 x\nl: &a12 x\nm: &a13 x\nn: &a14 x\no: &a15 x\np: &a16 x\n"
+	 "q: [&b1 x, &b2 x, &b3 x, &b4 x, &b5 x, &b6 x, &b7 x, &b8 x, &b9 x, &b10 x, &b11 x, &b12 x,"
+	 " &b13 x, &b14 x, &b15 x, &b16 x, &b17 x, &b18 x, &b19 x, &b20 x, &b21 x, &b22 x, &b23 x,"
+	 " &b24 x, &b25 x, &b26 x, &b27 x, &b28 x, &b29 x, &b30 x, &b31 x, &b32 x, &b33 x, &b34 x,"
+	 " &b35 x, &b36 x, &b37 x, &b38 x, &b39 x, &b40 x, &b41 x, &b42 x, &b43 x, &b44 x, &b45 x,"
+	 " &b46 x, &b47 x, &b48 x, &b49 x]\n",
+	 "t.yaml:17:380: more than 64 anchors (&)"},
 };
 
 static void test_errors(void **state)
@@ -709,6 +728,83 @@ static void test_errors(void **state)
 	}
 	if (bad)
 		fail_msg("%zu of %zu cases failed", bad, NCASES(err_cases));
+}
+
+/* Hostile shapes that make libyaml slow are refused before they cost:
+ * 500,000 nested brackets, 100,000 aliases of one anchor. */
+static void test_hostile(void **state)
+{
+	size_t n = 500000;
+	char *b = malloc(2 * n + 16), err[256];
+	struct config *c = NULL;
+
+	assert_non_null(b);
+	memcpy(b, "a: ", 3);
+	memset(b + 3, '[', n);
+	memset(b + 3 + n, ']', n);
+	b[3 + 2 * n] = '\0';
+	assert_int_equal(config_parse("t.yaml", b, strlen(b), &c, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "t.yaml:1:19: nested more than 16 levels deep");
+
+	{
+		size_t o = (size_t)snprintf(b, 2 * n + 16, "a: &x [1]\nb: [");
+
+		for (size_t i = 0; i < 100000; i++, o += 4)
+			memcpy(b + o, i ? ",*x " : "*x  ", 4);
+		memcpy(b + o, "]\n", 3);
+	}
+	assert_int_equal(config_parse("t.yaml", b, strlen(b), &c, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "t.yaml:2:262: more than 64 aliases (*)");
+	assert_null(c);
+	free(b);
+}
+
+/* The caps on lists and strings. */
+static void test_caps(void **state)
+{
+	char *b = malloc(16384), err[256];
+	struct config *c = NULL;
+	size_t o;
+
+	assert_non_null(b);
+	o = (size_t)snprintf(b, 16384, "push:\n  collectors:\n");
+	for (int i = 0; i < 17; i++)
+		o += (size_t)snprintf(b + o, 16384 - o, "    - http://c%d/\n", i);
+	assert_int_equal(config_parse("t.yaml", b, o, &c, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "t.yaml:3:5: push.collectors: 17 items, at most 16 are allowed");
+
+	o = (size_t)snprintf(b, 16384, "probes:\n");
+	for (int i = 0; i < 33; i++)
+		o += (size_t)snprintf(b + o, 16384 - o, "  - u:libc:f%d\n", i);
+	assert_int_equal(config_parse("t.yaml", b, o, &c, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "t.yaml:2:3: probes: 33 probes, at most 32 are allowed");
+	/* 32 is fine */
+	o -= strlen("  - u:libc:f32\n");
+	assert_int_equal(config_parse("t.yaml", b, o, &c, err, sizeof(err)), 0);
+	assert_int_equal(c->nprobes, 32);
+	config_free(c);
+	c = NULL;
+
+	o = (size_t)snprintf(b, 16384, "push:\n  spool:\n    dir: /");
+	memset(b + o, 'd', 4096);
+	o += 4096;
+	b[o] = '\0';
+	assert_int_equal(config_parse("t.yaml", b, o, &c, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "t.yaml:3:10: push.spool.dir: longer than 4096 bytes");
+	assert_int_equal(config_parse("t.yaml", b, o - 1, &c, err, sizeof(err)), 0);
+	assert_int_equal(strlen(c->push.spool.dir), 4096);
+	config_free(c);
+
+	/* A long value is cut in a message, at a character boundary. */
+	o = (size_t)snprintf(b, 16384, "log: {level: \"");
+	for (int i = 0; i < 40; i++)
+		o += (size_t)snprintf(b + o, 16384 - o, "é");
+	o += (size_t)snprintf(b + o, 16384 - o, "\"}\n");
+	c = NULL;
+	assert_int_equal(config_parse("t.yaml", b, o, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "got 'éééééééééééééééééééééééééééééé...'"));
+	assert_null(c);
+	free(b);
 }
 
 /* A message is cut to the buffer, never overrun. */
@@ -949,6 +1045,11 @@ static const struct glob_case globs[] = {
 	{"/[!ab]?", "/ax", false},
 	{"/*", "/.hidden", true},
 	{"/a", "/a/", true},
+	{"/\\*", "/*", true},
+	{"/\\*", "/a", false},
+	{"/\\[x", "/[x", true},
+	{"/[]a]", "/]", true},
+	{"/[!]a]", "/b", true},
 	{"/a/b", "/a", false},
 	{"/**/a/**/a/**/a/**/b", "/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a", false},
 };
@@ -1112,6 +1213,8 @@ int main(void)
 		cmocka_unit_test(test_example_probes_resolve),
 		cmocka_unit_test(test_accepted),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_caps),
 		cmocka_unit_test(test_error_truncated),
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_out_of_memory),
