@@ -61,6 +61,9 @@ struct rprobe {
 	struct probe p;
 	struct sampler *smp;
 	int hist_arg;
+	int lat_end;  /* probe that ends this one's latency, -1 */
+	bool is_end;  /* ends some probe's latency */
+	bool hidden;  /* only there as a latency end: not reported */
 };
 
 struct pcell {
@@ -68,6 +71,14 @@ struct pcell {
 	uint64_t cgroup;
 	uint64_t hits;
 	struct hist h;
+	struct hist lat;
+};
+
+/* A latency endpoint, held until every ring is drained past its time. */
+struct lev {
+	uint64_t time, cgroup;
+	uint32_t tid, probe;
+	bool end;
 };
 
 struct agent {
@@ -91,6 +102,9 @@ struct agent {
 	struct pcell *pc;
 	size_t npc, cappc;
 	struct push *push;
+	struct lev *lev;
+	size_t nlev, caplev;
+	struct fold *starts; /* (start probe, tid) -> start time */
 	struct fold *ids; /* cgroup id -> 1 for the cgroups the config wants */
 	char host[256], machine_id[64], agent_id[64];
 	uint64_t samples, lost, probe_lost;
@@ -287,26 +301,23 @@ static void on_lost(void *ctx, uint64_t n)
 	a->lost += n;
 }
 
-static void on_probe(void *ctx, const struct sample *s)
+static struct pcell *pcell_get(struct agent *a, uint32_t probe, uint64_t cgroup)
 {
-	struct agent *a = ctx;
 	struct {
 		uint32_t probe, pad;
 		uint64_t cgroup;
-	} k = {(uint32_t)a->cur, 0, s->cgroup_id};
+	} k = {probe, 0, cgroup};
 	uint64_t *slot = fold_slot(a->cells, &k, sizeof(k));
-	struct rprobe *rp = &a->pr[a->cur];
-	struct pcell *c;
 
 	if (!slot)
-		return;
+		return NULL;
 	if (!*slot) {
 		if (a->npc == a->cappc) {
 			size_t nc = a->cappc ? a->cappc * 2 : 64;
 			struct pcell *v = realloc(a->pc, nc * sizeof(*v));
 
 			if (!v)
-				return;
+				return NULL;
 			a->pc = v;
 			a->cappc = nc;
 		}
@@ -315,7 +326,87 @@ static void on_probe(void *ctx, const struct sample *s)
 		a->pc[a->npc].cgroup = k.cgroup;
 		*slot = ++a->npc;
 	}
-	c = &a->pc[*slot - 1];
+	return &a->pc[*slot - 1];
+}
+
+static int cmp_lev(const void *x, const void *y)
+{
+	const struct lev *p = x, *q = y;
+
+	if (p->time != q->time)
+		return p->time < q->time ? -1 : 1;
+	return p->end - q->end;
+}
+
+/* Pair endpoints older than @upto in time order, per thread. */
+static void pair_latency(struct agent *a, uint64_t upto)
+{
+	size_t done = 0;
+
+	qsort(a->lev, a->nlev, sizeof(*a->lev), cmp_lev);
+	for (; done < a->nlev && a->lev[done].time < upto; done++) {
+		const struct lev *e = &a->lev[done];
+
+		for (size_t i = 0; i < a->npr; i++) {
+			const struct rprobe *rp = &a->pr[i];
+			struct {
+				uint32_t probe, tid;
+			} k = {(uint32_t)i, e->tid};
+			uint64_t *slot;
+
+			if (rp->lat_end < 0)
+				continue;
+			if (!e->end && e->probe == i) {
+				slot = fold_slot(a->starts, &k, sizeof(k));
+				if (slot)
+					*slot = e->time ? e->time : 1;
+			} else if (e->end && (uint32_t)rp->lat_end == e->probe) {
+				slot = fold_slot(a->starts, &k, sizeof(k));
+				if (slot && *slot && e->time >= *slot) {
+					struct pcell *c = pcell_get(a, (uint32_t)i, e->cgroup);
+
+					if (c)
+						hist_add(&c->lat, (int64_t)(e->time - *slot));
+					*slot = 0;
+				}
+			}
+		}
+	}
+	memmove(a->lev, a->lev + done, (a->nlev - done) * sizeof(*a->lev));
+	a->nlev -= done;
+}
+
+static void on_probe(void *ctx, const struct sample *s)
+{
+	struct agent *a = ctx;
+	struct rprobe *rp = &a->pr[a->cur];
+	struct pcell *c;
+
+	if ((rp->lat_end >= 0 || rp->is_end) && a->nlev < 4000000) {
+		if (a->nlev == a->caplev) {
+			size_t nc = a->caplev ? a->caplev * 2 : 4096;
+			struct lev *v = realloc(a->lev, nc * sizeof(*v));
+
+			if (v) {
+				a->lev = v;
+				a->caplev = nc;
+			}
+		}
+		if (a->nlev < a->caplev) {
+			/* a probe can both start and end latencies: one record each */
+			if (rp->lat_end >= 0)
+				a->lev[a->nlev++] = (struct lev){s->time, s->cgroup_id, s->tid,
+								 (uint32_t)a->cur, false};
+			if (rp->is_end && a->nlev < a->caplev)
+				a->lev[a->nlev++] = (struct lev){s->time, s->cgroup_id, s->tid,
+								 (uint32_t)a->cur, true};
+		}
+	}
+	if (rp->hidden)
+		return;
+	c = pcell_get(a, (uint32_t)a->cur, s->cgroup_id);
+	if (!c)
+		return;
 	c->hits++;
 	if (rp->hist_arg >= 0 && s->regs) {
 		uint64_t regs[64] = {0}, valid = 0;
@@ -372,6 +463,11 @@ static void agent_stop(struct agent *a)
 	a->have_sev = false;
 	fold_free(a->cells);
 	a->cells = NULL;
+	fold_free(a->starts);
+	a->starts = NULL;
+	free(a->lev);
+	a->lev = NULL;
+	a->nlev = a->caplev = 0;
 	fold_free(a->ids);
 	a->ids = NULL;
 	free(a->pc);
@@ -470,7 +566,6 @@ static int agent_start(struct agent *a, const char *prog)
 		return 1;
 	for (size_t i = 0; i < cfg->nprobes; i++) {
 		struct rprobe *rp = &a->pr[a->npr];
-		struct perf_event_attr attr;
 		char err[2048];
 		int rc = probe_resolve(cfg->probes[i].spec, NULL, 0, &rp->p, err, sizeof(err));
 
@@ -480,10 +575,49 @@ static int agent_start(struct agent *a, const char *prog)
 			return 2;
 		}
 		rp->hist_arg = -1;
+		rp->lat_end = -1;
 		for (int k = 0; cfg->probes[i].hist && k < rp->p.nargs; k++)
 			if (!strcmp(rp->p.args[k].name, cfg->probes[i].hist))
 				rp->hist_arg = k;
 		a->npr++;
+	}
+	/* Latency ends: a probe already listed, or one added only for that. */
+	for (size_t i = 0; i < cfg->nprobes; i++) {
+		const char *end = cfg->probes[i].latency_end;
+		size_t j;
+
+		if (!end)
+			continue;
+		for (j = 0; j < a->npr && strcmp(a->pr[j].p.spec, end); j++)
+			;
+		if (j == a->npr) {
+			struct rprobe *rp = &a->pr[a->npr];
+			char err[2048];
+
+			if (a->npr >= CONFIG_MAX_PROBES) {
+				fprintf(stderr, "%s: too many probes with their latency ends\n", prog);
+				return 2;
+			}
+			if (probe_resolve(end, NULL, 0, &rp->p, err, sizeof(err)) < 0) {
+				fprintf(stderr, "%s: %s:%d: latency_end: %s\n", prog,
+					cfg->path ? cfg->path : "config", cfg->probes[i].line, err);
+				return 2;
+			}
+			rp->hist_arg = -1;
+			rp->lat_end = -1;
+			rp->hidden = true;
+			a->npr++;
+		}
+		a->pr[i].lat_end = (int)j;
+		a->pr[j].is_end = true;
+	}
+	a->starts = fold_new();
+	if (!a->starts)
+		return 1;
+	for (size_t i = 0; i < a->npr; i++) {
+		struct rprobe *rp = &a->pr[i];
+		struct perf_event_attr attr;
+
 		if (probe_attr(&rp->p, &attr) < 0)
 			return 1;
 		struct sampler_opts so = {
@@ -493,6 +627,7 @@ static int agent_start(struct agent *a, const char *prog)
 			.cpus = a->cpus,
 			.ncpu = (size_t)a->ncpu,
 			.mmap_pages = 256,
+			.clock_monotonic = true,
 		};
 
 		rp->smp = sampler_open(&so);
@@ -662,7 +797,8 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 
 		if (cgi >= 0)
 			wire_add_probe(b, cgi, a->pr[c->probe].p.label, c->hits,
-				       a->pr[c->probe].hist_arg >= 0 ? &c->h : NULL, NULL);
+				       a->pr[c->probe].hist_arg >= 0 ? &c->h : NULL,
+				       a->pr[c->probe].lat_end >= 0 ? &c->lat : NULL);
 	}
 	fold_free(a->cells);
 	a->cells = fold_new();
@@ -859,6 +995,7 @@ int cmd_run(int argc, char **argv)
 					.comm = on_comm, .fork = on_fork, .exit = on_exit_rec,
 					.lost = on_lost};
 		struct sampler_cb pcb = {.ctx = &a, .sample = on_probe};
+		uint64_t round = mono_ns();
 
 		if (a.smp)
 			sampler_drain(a.smp, &cb);
@@ -866,6 +1003,8 @@ int cmd_run(int argc, char **argv)
 			a.cur = i;
 			sampler_drain(a.pr[i].smp, &pcb);
 		}
+		if (a.starts)
+			pair_latency(&a, round);
 		now = mono_ns();
 		if (end && now >= end)
 			stop = true;

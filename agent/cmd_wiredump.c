@@ -82,7 +82,15 @@ static void dump(const Cgperf__V1__Batch *m)
 
 		printf("%s{\"cgroup\":%" PRIu32 ",\"label\":", i ? "," : "", p->cgroup);
 		str(m, p->label);
-		printf(",\"hits\":%" PRIu64 "}", p->hits);
+		printf(",\"hits\":%" PRIu64, p->hits);
+		if (p->values)
+			printf(",\"values\":{\"count\":%" PRIu64 ",\"sum\":%" PRIu64 "}",
+			       p->values->count, p->values->sum);
+		if (p->latency_ns)
+			printf(",\"latency_ns\":{\"count\":%" PRIu64 ",\"sum\":%" PRIu64
+			       ",\"max\":%" PRIu64 "}",
+			       p->latency_ns->count, p->latency_ns->sum, p->latency_ns->max);
+		putchar('}');
 	}
 	fputs("]", stdout);
 	if (m->self)
