@@ -18,7 +18,7 @@ others=$(awk -F';' '$1 != "chain-fp"' "$TMP/p.folded" | wc -l)
 ((others == 0)) || fail "record -p $a has other processes: $(awk -F';' '$1 != "chain-fp"' "$TMP/p.folded" | head -3)"
 read -r g t < <(share "$TMP/p.folded" chain-fp "main;chain_a;chain_b;chain_c;chain_leaf")
 info "-p: $g of $t samples with the full chain"
-((t >= 30 && g * 100 >= t * 90)) || fail "-p: $g of $t"
+((t >= 10 && g * 100 >= t * 90)) || fail "-p: $g of $t"
 
 # --target: by comm, across the host; the other workload is left out.
 "$AGENT" record -g --target comm=chain-nofp --call-graph dwarf --duration 1 -o "$TMP/t.folded" 2>"$TMP/err" ||
@@ -27,7 +27,7 @@ others=$(awk -F';' '$1 != "chain-nofp"' "$TMP/t.folded" | wc -l)
 ((others == 0)) || fail "--target kept other processes"
 read -r g t < <(share "$TMP/t.folded" chain-nofp "main;chain_a;chain_b;chain_c;chain_leaf")
 info "--target: $g of $t samples with the full chain"
-((t >= 30 && g * 100 >= t * 90)) || fail "--target: $g of $t"
+((t >= 10 && g * 100 >= t * 90)) || fail "--target: $g of $t"
 "$AGENT" record --target 'bogus=1' --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
 [[ $rc -eq 2 ]] && grep -q "unknown selector key" "$TMP/err" || fail "bad selector: rc=$rc $(cat "$TMP/err")"
 

@@ -184,15 +184,23 @@ awk -v p="$pcnt" -v e="$enabled" -v r="$running" 'BEGIN { exit !(p > 99 && r <= 
 # the same figure); running grows with it, so the scaling is unaffected.
 near "$A" "$(awk -v r="$raw" 'BEGIN { print r / 1e6 }')" 0.5 ||
 	fails+=("value $A ms inconsistent with raw $raw ns")
-near "$A" "$expA" 2 ||
-	fails+=("agent $A ms vs cpu.stat rate x ${DUR}s $expA ms: $(pct_diff "$A" "$expA")% (limit 2%)")
 near "$A" "$P" 3 ||
 	fails+=("agent $A ms vs perf $P ms: $(pct_diff "$A" "$P")% (limit 3%)")
-# Rate-free bounds, with 1% slack for usage_usec lagging the running task.
-awk -v a="$A" -v u="$U" 'BEGIN { exit !(a <= u * 1.01) }' ||
-	fails+=("agent $A ms exceeds the cgroup's whole usage $U ms over the bracket")
-awk -v a="$A" -v lo="$lo" -v u="$U" 'BEGIN { exit !(a >= lo - u * 0.01) }' ||
-	fails+=("agent $A ms below cpu.stat usage minus the bracket's extra time ($lo ms)")
+# Against cpu.stat only when the loop had its CPU to itself: when other tasks
+# preempt it, the perf cgroup clock (perf stat -G shows the same figure as
+# the agent) and the scheduler's usage_usec diverge by several percent, so
+# that comparison would test the host's load, not the agent.
+if awk -v r="$rate" 'BEGIN { exit !(r >= 0.9) }'; then
+	near "$A" "$expA" 2 ||
+		fails+=("agent $A ms vs cpu.stat rate x ${DUR}s $expA ms: $(pct_diff "$A" "$expA")% (limit 2%)")
+	# Rate-free bounds, with 1% slack for usage_usec lagging the running task.
+	awk -v a="$A" -v u="$U" 'BEGIN { exit !(a <= u * 1.01) }' ||
+		fails+=("agent $A ms exceeds the cgroup's whole usage $U ms over the bracket")
+	awk -v a="$A" -v lo="$lo" -v u="$U" 'BEGIN { exit !(a >= lo - u * 0.01) }' ||
+		fails+=("agent $A ms below cpu.stat usage minus the bracket's extra time ($lo ms)")
+else
+	info "host busy (loop got $rate CPUs): cpu.stat comparison not made; perf comparison stands"
+fi
 
 ((${#fails[@]} == 0)) || { printf 'FAIL: %s\n' "${fails[@]}" >&2; exit 1; }
 info "ok"

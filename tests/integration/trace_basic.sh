@@ -74,8 +74,14 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 stacks = [r for r in rows if "stack" in r]
 probes = [r for r in rows if "probe" in r]
-assert probes and probes[0]["latency_ns"]["count"] == 1350, probes
-assert sum(r["count"] for r in stacks if r["stack"].startswith("u:libc:malloc;")) == 1350, stacks[:3]
+# Every hit has its stack; exact totals are checked above without stacks (a
+# DWARF stack copy per hit can overflow the rings on a busy host, and losses
+# are reported, not hidden).
+entry = [r for r in probes if r["probe"] == "u:libc:malloc"][0]
+ret = [r for r in probes if r["probe"].endswith("%return")][0]
+assert entry["latency_ns"]["count"] <= min(entry["hits"], ret["hits"]), probes
+assert entry["latency_ns"]["count"] >= 0.9 * min(entry["hits"], ret["hits"]), probes
+assert sum(r["count"] for r in stacks if r["stack"].startswith("u:libc:malloc;")) == entry["hits"], stacks[:3]
 assert any(";main;malloc" in r["stack"] for r in stacks), stacks[:3]
 PY
 
@@ -98,7 +104,9 @@ before=$(ls /sys/bus/event_source/devices/uprobe 2>/dev/null | wc -l)
 [[ $rc -eq 2 ]] && grep -q 'no SDT notes' "$TMP/err" || fail "no SDT notes: rc=$rc $(cat "$TMP/err")"
 "$AGENT" trace -e syscalls:sys_enter_writ --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
 [[ $rc -eq 2 ]] && grep -q 'sys_enter_write' "$TMP/err" || fail "unknown tracepoint: rc=$rc $(cat "$TMP/err")"
-# A later probe failing must not leave the earlier ones behind.
+# A later probe failing must not leave the earlier ones behind (and nothing
+# is ever written to tracefs: the uprobe PMU needs no probe_events entry).
+before=$(cat /sys/kernel/tracing/uprobe_events 2>/dev/null)
 "$AGENT" trace -e u:libc:malloc -e u:libc:nosuchfn --duration 1 >/dev/null 2>&1
-grep -q cgperf /sys/kernel/tracing/uprobe_events 2>/dev/null && fail "uprobe left in tracefs"
+[[ $(cat /sys/kernel/tracing/uprobe_events 2>/dev/null) == "$before" ]] || fail "tracefs uprobe_events changed"
 exit 0
