@@ -343,6 +343,8 @@ static void pair_latency(struct agent *a, uint64_t upto)
 {
 	size_t done = 0;
 
+	if (!a->nlev)
+		return;
 	qsort(a->lev, a->nlev, sizeof(*a->lev), cmp_lev);
 	for (; done < a->nlev && a->lev[done].time < upto; done++) {
 		const struct lev *e = &a->lev[done];

@@ -296,6 +296,8 @@ static void pair_latency(struct trace *t, uint64_t upto)
 {
 	size_t done = 0;
 
+	if (!t->nlev)
+		return;
 	qsort(t->lev, t->nlev, sizeof(*t->lev), cmp_lev);
 	for (; done < t->nlev && t->lev[done].time < upto; done++) {
 		const struct lat_ev *e = &t->lev[done];
@@ -1155,7 +1157,8 @@ int cmd_trace(int argc, char **argv)
 		pair_latency(&t, UINT64_MAX);
 	double secs = (double)(now_ns() - t0) / 1e9;
 
-	qsort(t.v, t.n, sizeof(*t.v), cmp_cell);
+	if (t.n > 1)
+		qsort(t.v, t.n, sizeof(*t.v), cmp_cell);
 	/* The cell index lives in the table: rebuild it after sorting. */
 	fold_free(t.cells);
 	t.cells = NULL;

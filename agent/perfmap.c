@@ -114,7 +114,8 @@ struct perfmap *perfmap_load(const char *path)
 		return NULL;
 	}
 	/* Names are offsets into one buffer, so sorting moves nothing else. */
-	qsort(m->v, m->n, sizeof(*m->v), cmp_entry);
+	if (m->n > 1)
+		qsort(m->v, m->n, sizeof(*m->v), cmp_entry);
 	return m;
 }
 
