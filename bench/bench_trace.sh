@@ -1,8 +1,11 @@
 #!/bin/bash
 # Cost of `cgperf-agent trace` per probe hit, measured against the same
 # workload without probes in the same run, next to perf where it is fair.
-# Figures, not pass/fail; every figure is a median of BENCH_TRACE_REPS runs
-# (A/B interleaved inside each repetition, so drift hits both sides).
+# Figures, not pass/fail; every figure is a median over repetitions, each
+# of which runs with and without probes back to back (the order alternating
+# for PostgreSQL), so drift hits both sides. The share of the CPUs that
+# other processes used meanwhile is printed with each part: on a loaded
+# host the wall times and the tps are the first figures to go.
 #
 #  1. uprobe, micro: build/workloads/callloop N calls an exported noinline
 #     function N times and reports the loop's own wall and CPU time
@@ -36,7 +39,8 @@
 #   BENCH_TRACE_NOPCALLS=N  callloop -n calls (default 200000)
 #   BENCH_TRACE_WRITES=N  writer's write(2) calls (default 300000)
 #   BENCH_TRACE_REPS=N    repetitions (default 3)
-#   BENCH_TRACE_PG_DUR=S  each pgbench run (default 4)
+#   BENCH_TRACE_PG_DUR=S  each pgbench run (default 3)
+#   BENCH_TRACE_PG_REPS=N pgbench pairs, with and without (default 5)
 source "$(dirname "$0")/../tests/lib/common.sh" || exit 1
 source "$(dirname "$0")/../tests/lib/pg.sh" || exit 1
 export LC_ALL=C
@@ -45,7 +49,8 @@ CALLS=${BENCH_TRACE_CALLS:-30000}
 NOPCALLS=${BENCH_TRACE_NOPCALLS:-200000}
 WRITES=${BENCH_TRACE_WRITES:-300000}
 REPS=${BENCH_TRACE_REPS:-3}
-PG_DUR=${BENCH_TRACE_PG_DUR:-4}
+PG_DUR=${BENCH_TRACE_PG_DUR:-3}
+PG_REPS=${BENCH_TRACE_PG_REPS:-5}
 LOOP=$BUILD_DIR/workloads/callloop
 WRITER=$BUILD_DIR/workloads/writer
 NCPU=$(getconf _NPROCESSORS_ONLN)
@@ -111,9 +116,9 @@ load_note() {
 		other = ((y[1] - x[1]) - (y[3] - x[3])) / hz - (y[4] - x[4]) / 1e6
 		if (other < 0) other = 0
 		steal = (y[2] - x[2]) / hz
+		loaded = (other / s > 0.25 || steal * 100 / (s * n) > 5)
 		printf "# %s: %.0f s; other processes kept %.2f of %d CPUs busy, steal %.1f%%%s\n", what, s,
-			other / s, n, steal * 100 / (s * n),
-			other / s > 0.25 || steal * 100 / (s * n) > 5 ? " (a loaded host: take these figures with care)" : ""
+			other / s, n, steal * 100 / (s * n), loaded ? " (a loaded host: take these figures with care)" : ""
 	}'
 }
 
@@ -129,7 +134,7 @@ agent_hits() { sed -n 's/^.*trace: \([0-9]*\) hits in .*, \([0-9]*\) lost.*$/\1 
 # run_loop CASE TOOL REP N: one callloop run of N calls under TOOL
 #   CASE: plain | hist | ret | nop     TOOL: none | cgperf | perf-stat | perf-record
 run_loop() {
-	local c=$1 tool=$2 rep=$3 n=$4 w=("$LOOP" "$4" -t) fig hits lost=0 extra=0 ev=() rc=0
+	local c=$1 tool=$2 rep=$3 n=$4 w=("$LOOP" "$4" -t) fig hits lost=0 extra=0 ev=() pev=() rc=0
 	case $c in
 	plain) ev=(-e "u:$LOOP:callloop_fn"); pev=(-e "$PGROUP:plain") ;;
 	hist) ev=(-e "u:$LOOP:callloop_fn x=%di" --hist x); pev=(-e "$PGROUP:arg") ;;
@@ -180,7 +185,7 @@ run_write() {
 		cpu_run "$TMP/t" perf record -q --no-bpf-event -m 256 -o "$TMP/perf.data" -e $ev -- "${w[@]}" 2>"$TMP/err" || rc=$?
 		cpu_run "$TMP/ts" perf script -i "$TMP/perf.data" >"$TMP/script" 2>/dev/null || rc=$?
 		extra=$(cpu_of "$TMP/ts")
-		hits=$(grep -c ": $ev:" "$TMP/script")
+		hits=$(grep -cE "[[:space:]]$ev:" "$TMP/script")
 		lost=$((n - hits)); ((lost < 0)) && lost=0 ;;
 	esac
 	if ((rc != 0)) || [[ ! -s $TMP/wt || -z $hits ]]; then
@@ -204,7 +209,7 @@ if ((HAVE_PERF)); then
 			sym=$(nm "$LOOP" | awk -v f="$fn" '$3 == f { print $1 }')
 			ev=$([[ $fn == callloop_fn ]] && echo plain || echo nop)
 			at=$(sed -n "s|^p:$PGROUP/$ev [^:]*:0x0*\([0-9a-f]*\).*|\1|p" /sys/kernel/tracing/uprobe_events 2>/dev/null)
-			[[ -z $at || ${sym##+(0)} == *"$at" ]] ||
+			[[ -z $at || $sym == *"$at" ]] ||
 				echo "   note: perf's probe $ev at 0x$at, $fn at 0x$sym: not the same instruction"
 		done
 	else
@@ -265,7 +270,6 @@ what = {"u-plain": "u:callloop_fn (mov)", "u-hist": "  x=%di --hist x", "u-ret":
 print("per hit, medians of the repetitions; us = microseconds")
 print(f"{'probe':<22}{'tool':<16}{'hits':>8}{'lost':>6}{'base us':>9}{'wall us':>9}{'cpu us':>9}"
       f"{'tool us':>9}{'total us':>10}{'range':>16}{'cgperf/this':>12}")
-summary = {}
 for c in cases:
     reps = sorted({k[2] for k in by if k[0] == c})
     n = max(k[3] for k in by if k[0] == c)
@@ -295,11 +299,12 @@ for c in cases:
         print(f"{what.get(c, c) if t == 'cgperf' else '':<22}{label[t]:<16}{int(m['hits']):>8}{int(m['lost']):>6}"
               f"{bcall * 1e6:>9.4f}{m['wall']:>9.2f}{m['cpu']:>9.2f}{m['tool']:>9.3f}{m['total']:>10.2f}"
               f"{f'{lo:.2f}..{hi:.2f}':>16}{'' if t == 'cgperf' else f(ratio, '12.2f')}")
-    summary[c] = res
 print("base us: the workload's own CPU per call without probes. wall/cpu us: the workload's extra\n"
       "time per hit. tool us: the tracer's own CPU per hit (perf rec+script: both). total = cpu + tool;\n"
       "range = min..max of total over the repetitions; cgperf/this = cgperf total / this row's total.\n"
-      "--latency: entry + return, 2 hits per call. perf stat only counts (no records): the floor.")
+      "--latency: entry + return, 2 hits per call. perf stat only counts (no records): the floor.\n"
+      "lost: probe firings - records; below 0 when perf.data held more records than firings (perf 6.1\n"
+      "sometimes writes runs of samples twice, identical to the ns).")
 EOF
 
 # ---- 3. PostgreSQL ----
@@ -356,7 +361,7 @@ pg_bench_run "${PG_ARGS[@]}" -T 1 >/dev/null 2>&1 # warm up the caches
 mark=$(load_mark)
 PGROWS=$TMP/pgrows # rep mode tps tx usage_us hits agent_cpu
 : >"$PGROWS"
-for rep in $(seq 1 "$REPS"); do
+for rep in $(seq 1 "$PG_REPS"); do
 	if ((rep % 2)); then modes="off on"; else modes="on off"; fi
 	for mode in $modes; do
 		if [[ $mode == on ]] && ! agent_start "$TMP/pga" $((PG_DUR + 60)); then
@@ -384,7 +389,7 @@ for rep in $(seq 1 "$REPS"); do
 		echo "$rep $mode $tps $tx $((u1 - u0)) $hits $acpu" >>"$PGROWS"
 	done
 done
-load_note "$mark" "PostgreSQL: pgbench ${PG_ARGS[*]} x $REPS with and without the agent"
+load_note "$mark" "PostgreSQL: pgbench ${PG_ARGS[*]}, $PG_REPS times with and without the agent"
 info "agent: trace -G CG -e query__start --latency query__start,query__done; last run: $(tail -n1 "$TMP/pga.err" 2>/dev/null)"
 python3 - "$PGROWS" "$PG_FIX" "$NCPU" <<'EOF'
 import sys, statistics as st
@@ -412,17 +417,17 @@ if not per:
 m = {k: st.median([p[k] for p in per]) for k in per[0]}
 def rng(k, fmt=".3f"):
     return f"{min(p[k] for p in per):{fmt}}..{max(p[k] for p in per):{fmt}}"
-print(f"{'':<38}{'median':>12}{'range':>22}")
-print(f"{'tps without probes':<38}{m['tps0']:>12.0f}{rng('tps0', '.0f'):>22}")
-print(f"{'tps with trace':<38}{m['tps1']:>12.0f}{rng('tps1', '.0f'):>22}")
-print(f"{'tps ratio with/without':<38}{m['ratio']:>12.3f}{rng('ratio'):>22}")
-print(f"{'probe hits per query':<38}{m['hpq']:>12.2f}")
-print(f"{'cost/query from tps, us (ncpu*d1/tps)':<38}{m['wallq']:>12.2f}{rng('wallq'):>22}")
-print(f"{'postgres CPU/query without, us':<38}{m['cpu0']:>12.2f}{rng('cpu0'):>22}")
-print(f"{'postgres CPU/query with, us':<38}{m['cpu1']:>12.2f}{rng('cpu1'):>22}")
-print(f"{'postgres extra CPU/query, us':<38}{m['cpuq']:>12.2f}{rng('cpuq'):>22}")
-print(f"{'  per hit, us':<38}{m['cpuq'] / m['hpq'] if m['hpq'] else 0:>12.2f}")
-print(f"{'agent CPU/query, us (net of fixed)':<38}{m['agentq']:>12.3f}{rng('agentq'):>22}")
+print(f"{'':<40}{'median':>12}{'range':>22}")
+print(f"{'tps without probes':<40}{m['tps0']:>12.0f}{rng('tps0', '.0f'):>22}")
+print(f"{'tps with trace':<40}{m['tps1']:>12.0f}{rng('tps1', '.0f'):>22}")
+print(f"{'tps ratio with/without':<40}{m['ratio']:>12.3f}{rng('ratio'):>22}")
+print(f"{'probe hits per query':<40}{m['hpq']:>12.2f}")
+print(f"{'cost/query from tps, us (ncpu*d(1/tps))':<40}{m['wallq']:>12.2f}{rng('wallq'):>22}")
+print(f"{'postgres CPU/query without, us':<40}{m['cpu0']:>12.2f}{rng('cpu0'):>22}")
+print(f"{'postgres CPU/query with, us':<40}{m['cpu1']:>12.2f}{rng('cpu1'):>22}")
+print(f"{'postgres extra CPU/query, us':<40}{m['cpuq']:>12.2f}{rng('cpuq'):>22}")
+print(f"{'  per hit, us':<40}{m['cpuq'] / m['hpq'] if m['hpq'] else 0:>12.2f}")
+print(f"{'agent CPU/query, us (net of fixed)':<40}{m['agentq']:>12.3f}{rng('agentq'):>22}")
 print(f"agent fixed cost (idle cluster, 1 s): {fix * 1e3:.0f} ms")
 EOF
 exit $BAD
