@@ -789,6 +789,8 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 		stacks_gc(a->st);
 	}
 	/* probes */
+	uint64_t probe_hits = 0;
+
 	for (size_t i = 0; i < a->npc; i++) {
 		struct pcell *c = &a->pc[i];
 		struct rcg *g = cg_by_id(a, c->cgroup);
@@ -797,10 +799,10 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 			continue;
 		int cgi = wire_cg(&sc, (size_t)(g - a->cg));
 
-		if (cgi >= 0)
-			wire_add_probe(b, cgi, a->pr[c->probe].p.label, c->hits,
-				       a->pr[c->probe].hist_arg >= 0 ? &c->h : NULL,
-				       a->pr[c->probe].lat_end >= 0 ? &c->lat : NULL);
+		if (cgi >= 0 && wire_add_probe(b, cgi, a->pr[c->probe].p.label, c->hits,
+					       a->pr[c->probe].hist_arg >= 0 ? &c->h : NULL,
+					       a->pr[c->probe].lat_end >= 0 ? &c->lat : NULL) >= 0)
+			probe_hits += c->hits;
 	}
 	fold_free(a->cells);
 	a->cells = fold_new();
@@ -832,12 +834,14 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 	if (err) {
 		log_kv(LOG_ERROR, "batch not queued", "error", strerror(-err), NULL);
 	} else {
-		char sq[24], ns[24], nb[24];
+		char sq[24], ns[24], nh[24], nb[24];
 
 		snprintf(sq, sizeof(sq), "%" PRIu64, seq);
 		snprintf(ns, sizeof(ns), "%" PRIu64, sc.samples);
+		snprintf(nh, sizeof(nh), "%" PRIu64, probe_hits);
 		snprintf(nb, sizeof(nb), "%zu", len);
-		log_kv(LOG_DEBUG, "batch queued", "seq", sq, "samples", ns, "bytes", nb, NULL);
+		log_kv(LOG_DEBUG, "batch queued", "seq", sq, "samples", ns, "hits", nh, "bytes", nb,
+		       NULL);
 	}
 	/* cgroups that went away were reported one last time: drop them */
 	{
@@ -942,15 +946,17 @@ int cmd_run(int argc, char **argv)
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
 	}
-	ret = agent_start(&a, prog);
-	if (ret)
-		goto out;
+	/* Block before any thread exists (the push senders inherit the mask), so
+	 * the signals only ever arrive through the signalfd. */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	ret = agent_start(&a, prog);
+	if (ret)
+		goto out;
 	log_kv(LOG_INFO, "started", "host", a.host, "agent_id", a.agent_id, "config",
 	       a.cfg->path ? a.cfg->path : "(defaults)", NULL);
 
@@ -1028,8 +1034,7 @@ int cmd_run(int argc, char **argv)
 				       err, NULL);
 				continue;
 			}
-			if (a.push)
-				push_flush(a.push, 2000);
+			/* What is not sent yet stays spooled for the new push. */
 			agent_stop(&a);
 			config_free(a.cfg);
 			a.cfg = ncfg;
@@ -1044,11 +1049,12 @@ int cmd_run(int argc, char **argv)
 		log_kv(LOG_WARN, "stopping with batches still spooled; they are sent at the next start",
 		       NULL);
 	log_kv(LOG_INFO, "stopped", NULL);
-	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 out:
 	if (sfd >= 0)
 		close(sfd);
-	agent_stop(&a);
+	agent_stop(&a); /* joins the push threads before the mask is restored */
+	if (sfd >= 0)
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	config_free(a.cfg);
 	free(a.cpus);
 	free(a.mount);
