@@ -40,6 +40,7 @@
 #include "agent/push.h"
 #include "agent/sampler.h"
 #include "agent/stacks.h"
+#include "agent/usdt.h"
 #include "agent/wire.h"
 #include "cgroup/identity.h"
 #include "cgroup/tree.h"
@@ -57,9 +58,14 @@ struct rcg {
 	struct cg_identity ident;
 };
 
+#define RUN_MAX_SITES 16
+
 struct rprobe {
 	struct probe p;
-	struct sampler *smp;
+	struct sampler *smp[RUN_MAX_SITES]; /* one per USDT site, else one */
+	struct usdt_arg site_args[RUN_MAX_SITES][USDT_MAX_ARGS];
+	size_t nsmp;
+	uint64_t regs_mask; /* union over the sites, the same for every sampler */
 	int hist_arg;
 	int lat_end;  /* probe that ends this one's latency, -1 */
 	bool is_end;  /* ends some probe's latency */
@@ -97,7 +103,7 @@ struct agent {
 	struct sampler *smp;
 	struct stacks *st;
 	struct rprobe pr[CONFIG_MAX_PROBES];
-	size_t npr, cur;
+	size_t npr, cur, cur_site;
 	struct fold *cells;
 	struct pcell *pc;
 	size_t npc, cappc;
@@ -108,6 +114,7 @@ struct agent {
 	struct fold *ids; /* cgroup id -> 1 for the cgroups the config wants */
 	char host[256], machine_id[64], agent_id[64];
 	uint64_t samples, lost, probe_lost;
+	struct wire_self last; /* cumulative figures at the previous batch */
 };
 
 /* ---- identity ----------------------------------------------------------- */
@@ -410,18 +417,14 @@ static void on_probe(void *ctx, const struct sample *s)
 	if (!c)
 		return;
 	c->hits++;
-	if (rp->hist_arg >= 0 && s->regs) {
-		uint64_t regs[64] = {0}, valid = 0;
-		size_t k2 = 0;
+	if (rp->hist_arg >= 0) {
+		const struct probe_argdef *d = &rp->p.args[rp->hist_arg];
+		const struct usdt_arg *ua = NULL;
 		int64_t v;
 
-		for (int r = 0; r < 64; r++) {
-			if (!(rp->p.regs_mask & (1ull << r)))
-				continue;
-			regs[r] = s->regs[k2++];
-			valid |= 1ull << r;
-		}
-		if (usdt_arg_value(&rp->p.args[rp->hist_arg].a, regs, valid, NULL, NULL, &v) == 0)
+		if (d->usdt_index >= 0 && a->cur_site < rp->nsmp)
+			ua = &rp->site_args[a->cur_site][d->usdt_index];
+		if (probe_arg_value(&rp->p, rp->hist_arg, ua, s, rp->regs_mask, &v) == 0)
 			hist_add(&c->h, v);
 	}
 }
@@ -440,7 +443,9 @@ static void agent_stop(struct agent *a)
 	sampler_close(a->smp);
 	a->smp = NULL;
 	for (size_t i = 0; i < a->npr; i++) {
-		sampler_close(a->pr[i].smp);
+		for (size_t k = 0; k < a->pr[i].nsmp; k++)
+			sampler_close(a->pr[i].smp[k]);
+		a->pr[i].nsmp = 0;
 		probe_release(&a->pr[i].p);
 	}
 	a->npr = 0;
@@ -618,27 +623,69 @@ static int agent_start(struct agent *a, const char *prog)
 		return 1;
 	for (size_t i = 0; i < a->npr; i++) {
 		struct rprobe *rp = &a->pr[i];
-		struct perf_event_attr attr;
+		struct usdt_list *ul = NULL;
+		const struct usdt_probe *sites[RUN_MAX_SITES];
+		size_t nsites = 0;
 
-		if (probe_attr(&rp->p, &attr) < 0)
-			return 1;
-		struct sampler_opts so = {
-			.base_attr = &attr,
-			.period = 1,
-			.regs_mask = rp->p.regs_mask,
-			.cpus = a->cpus,
-			.ncpu = (size_t)a->ncpu,
-			.mmap_pages = 256,
-			.clock_monotonic = true,
-		};
+		/* Every site of a USDT probe, each with its own argument specs. */
+		if (rp->p.kind == PROBE_USDT && strchr(rp->p.symbol, ':')) {
+			char *colon = strchr(rp->p.symbol, ':');
 
-		rp->smp = sampler_open(&so);
-		if (!rp->smp) {
-			fprintf(stderr, "%s: cannot place %s: %s\n", prog, rp->p.label,
-				strerror(errno));
-			return 1;
+			ul = usdt_read(rp->p.path);
+			*colon = '\0';
+			for (const struct usdt_probe *u = ul ? usdt_find_next(ul, NULL, rp->p.symbol,
+									colon + 1)
+							    : NULL;
+			     u && nsites < RUN_MAX_SITES;
+			     u = usdt_find_next(ul, u, rp->p.symbol, colon + 1))
+				sites[nsites++] = u;
+			*colon = ':';
 		}
-		sampler_enable(rp->smp);
+		rp->regs_mask = rp->p.regs_mask;
+		for (size_t k = 0; k < nsites; k++)
+			for (int g = 0; g < rp->p.nargs; g++) {
+				int n = rp->p.args[g].usdt_index;
+
+				if (n >= 0 && n < sites[k]->nargs &&
+				    (sites[k]->args[n].kind == USDT_ARG_REG ||
+				     sites[k]->args[n].kind == USDT_ARG_MEM))
+					rp->regs_mask |= 1ull << sites[k]->args[n].reg;
+			}
+		for (size_t k = 0; k < (nsites ? nsites : 1); k++) {
+			struct probe site = rp->p;
+			struct perf_event_attr attr;
+
+			if (nsites) {
+				site.offset = sites[k]->pc_off;
+				site.ref_ctr = sites[k]->sema_off;
+				memcpy(rp->site_args[k], sites[k]->args, sizeof(sites[k]->args));
+			}
+			if (probe_attr(&site, &attr) < 0) {
+				usdt_free(ul);
+				return 1;
+			}
+			struct sampler_opts so = {
+				.base_attr = &attr,
+				.period = 1,
+				.regs_mask = rp->regs_mask,
+				.raw = rp->p.kind == PROBE_TRACEPOINT && rp->p.nargs > 0,
+				.cpus = a->cpus,
+				.ncpu = (size_t)a->ncpu,
+				.mmap_pages = 256,
+				.clock_monotonic = true,
+			};
+
+			rp->smp[k] = sampler_open(&so);
+			if (!rp->smp[k]) {
+				fprintf(stderr, "%s: cannot place %s: %s\n", prog, rp->p.label,
+					strerror(errno));
+				usdt_free(ul);
+				return 1;
+			}
+			rp->nsmp++;
+			sampler_enable(rp->smp[k]);
+		}
+		usdt_free(ul);
 	}
 	/* push */
 	if (cfg->push.ncollectors) {
@@ -826,6 +873,21 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 			self.spool_batches = ps.spool_count;
 			self.spool_dropped_batches = ps.spool_dropped;
 		}
+		/* Per interval, as the wire says: deltas of the running totals
+		 * (the push and stacks totals restart at a reload: clamp at 0);
+		 * the spool's size and count are gauges. */
+		struct wire_self cum = self;
+
+#define DELTA(f) self.f = cum.f >= a->last.f ? cum.f - a->last.f : cum.f
+		DELTA(samples);
+		DELTA(lost_samples);
+		DELTA(unwind_failures);
+		DELTA(push_failures);
+		DELTA(push_rejected);
+		DELTA(spool_dropped_batches);
+		DELTA(stacks_refused);
+#undef DELTA
+		a->last = cum;
 		wire_set_self(b, &self);
 	}
 	err = wire_encode_gzip(b, &buf, &len);
@@ -908,7 +970,18 @@ int cmd_run(int argc, char **argv)
 		switch (opt) {
 		case 'c': path = optarg; break;
 		case 'P': print = true; break;
-		case 'd': duration = strtod(optarg, NULL); break;
+		case 'd': {
+			char *end;
+
+			errno = 0;
+			duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(duration > 0)) {
+				fprintf(stderr, "%s: --duration must be a positive number, not '%s'\n",
+					prog, optarg);
+				return 2;
+			}
+			break;
+		}
 		case 'h':
 			puts("usage: cgperf-agent run [--config FILE] [--print-config] [--duration S]\n"
 			     "Continuous mode: counters, stacks and probes per cgroup, pushed to the\n"
@@ -916,6 +989,10 @@ int cmd_run(int argc, char **argv)
 			return 0;
 		default: return 2;
 		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
+		return 2;
 	}
 	if (config_load(path, &a.cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: %s\n", prog, err);
@@ -1007,10 +1084,12 @@ int cmd_run(int argc, char **argv)
 
 		if (a.smp)
 			sampler_drain(a.smp, &cb);
-		for (size_t i = 0; i < a.npr; i++) {
-			a.cur = i;
-			sampler_drain(a.pr[i].smp, &pcb);
-		}
+		for (size_t i = 0; i < a.npr; i++)
+			for (size_t k = 0; k < a.pr[i].nsmp; k++) {
+				a.cur = i;
+				a.cur_site = k;
+				sampler_drain(a.pr[i].smp[k], &pcb);
+			}
 		if (a.starts)
 			pair_latency(&a, round);
 		now = mono_ns();
@@ -1041,6 +1120,8 @@ int cmd_run(int argc, char **argv)
 			ret = agent_start(&a, prog);
 			if (ret)
 				break;
+			period = a.cfg->push.interval_ms * 1000000ull; /* it may have changed */
+			next = mono_ns() + period;
 			log_kv(LOG_INFO, "config reloaded", NULL);
 		}
 	}

@@ -170,67 +170,17 @@ static struct cell *cell_get(struct trace *t, uint32_t probe, uint64_t cgroup, u
 	return &t->v[*slot - 1];
 }
 
-struct memctx {
-	uint32_t pid;
-	const struct sample *s;
-};
-
-/* Memory arguments are read from the process when the record is processed,
- * a little after the hit: best effort, the value may have changed since. */
-static int read_mem(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	struct memctx *m = ctx;
-	struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
-
-	if (process_vm_readv((pid_t)m->pid, &local, 1, &remote, 1, 0) == (ssize_t)len)
-		return 0;
-	return -errno;
-}
-
-/* Value of argument @a of probe @tp (fired at USDT site @site) in sample @s.
- * 0 or -errno. */
+/* Value of argument @a of probe @tp (fired at USDT site @site) in @s. */
 static int arg_value(const struct tprobe *tp, size_t site, int a, const struct sample *s,
 		     int64_t *out)
 {
 	const struct probe_argdef *d = &tp->p.args[a];
-	struct usdt_arg ua = d->a;
+	const struct usdt_arg *ua = NULL;
 
-	if (d->field) {
-		const uint8_t *raw = s->raw;
-		uint64_t v = 0;
-		int off = d->field_offset, size = d->field_size;
-
-		if (!raw || off < 0 || size <= 0 || size > 8 || (uint64_t)off + (uint64_t)size > s->raw_size)
-			return -ENOENT;
-		if (d->field_dynamic) {
-			uint32_t loc;
-
-			memcpy(&loc, raw + off, 4);
-			*out = loc >> 16; /* the length of a dynamic field */
-			return 0;
-		}
-		memcpy(&v, raw + off, (size_t)size); /* little-endian host */
-		if (d->field_signed && size < 8 && (v >> (size * 8 - 1)) & 1)
-			v |= ~0ull << (size * 8);
-		*out = (int64_t)v;
-		return 0;
-	}
 	/* Each USDT site has its own spec for argN ("8@%rbx" here, "-4@$1" there). */
 	if (d->usdt_index >= 0 && tp->site_args && site < tp->nsmp)
-		ua = tp->site_args[site][d->usdt_index];
-	/* Registers arrive packed in mask order; unpack by perf register number. */
-	uint64_t regs[64] = {0}, valid = 0;
-	size_t k = 0;
-
-	for (int r = 0; s->regs && r < 64; r++) {
-		if (!(tp->sample_regs & (1ull << r)))
-			continue;
-		regs[r] = s->regs[k++];
-		valid |= 1ull << r;
-	}
-	struct memctx mc = {s->pid, s};
-
-	return usdt_arg_value(&ua, regs, valid, read_mem, &mc, out);
+		ua = &tp->site_args[site][d->usdt_index];
+	return probe_arg_value(&tp->p, a, ua, s, tp->sample_regs, out);
 }
 
 static void on_sample(void *ctx, const struct sample *s)

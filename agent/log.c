@@ -15,9 +15,10 @@ static bool json_out;
 static enum log_level threshold = LOG_INFO;
 static unsigned long suppressed;
 
-/* Flood guard: per message text, the minute it was last seen and how often. */
+/* Flood guard: per message text (by a hash of it: messages may be built in
+ * reused buffers), the minute it was last seen and how often. */
 static struct {
-	const char *msg;
+	uint64_t hash;
 	time_t minute;
 	unsigned count;
 } guard[GUARD_SLOTS];
@@ -79,11 +80,20 @@ static void logfmt_value(FILE *f, const char *v)
 static bool flood_guard(const char *msg)
 {
 	time_t minute = time(NULL) / 60;
-	uintptr_t h = (uintptr_t)msg;
-	unsigned slot = (unsigned)((h >> 4) ^ (h >> 12)) % GUARD_SLOTS;
+	uint64_t h = 0xcbf29ce484222325ull;
+	unsigned slot;
 
-	if (guard[slot].msg != msg || guard[slot].minute != minute) {
-		guard[slot].msg = msg;
+	for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	slot = (unsigned)(h % GUARD_SLOTS);
+	if (guard[slot].hash != h || guard[slot].minute != minute) {
+		if (guard[slot].count > LOG_BURST)
+			fprintf(stderr,
+				json_out ? "{\"level\":\"info\",\"msg\":\"earlier message repeated\","
+					   "\"suppressed\":%u}\n"
+					 : "level=info msg=\"earlier message repeated\" suppressed=%u\n",
+				guard[slot].count - LOG_BURST);
+		guard[slot].hash = h;
 		guard[slot].minute = minute;
 		guard[slot].count = 0;
 	}

@@ -42,6 +42,7 @@
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
+#include <sys/uio.h>
 #include <traceevent/event-parse.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -55,6 +56,7 @@
 #include <unistd.h>
 
 #include "agent/events.h"
+#include "agent/sampler.h"
 #include "agent/symtab.h"
 
 #define PROBE_SPEC_MAX 4096	  /* whole spec, probe and arguments */
@@ -1568,4 +1570,61 @@ int probe_attr_at(const struct probe *p, const char *pmu_dir, struct perf_event_
 int probe_attr(const struct probe *p, struct perf_event_attr *attr)
 {
 	return probe_attr_at(p, NULL, attr, NULL, 0);
+}
+
+struct mem_ctx {
+	pid_t pid;
+};
+
+static int read_live(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct mem_ctx *m = ctx;
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+
+	if (process_vm_readv(m->pid, &local, 1, &remote, 1, 0) == (ssize_t)len)
+		return 0;
+	return -errno;
+}
+
+int probe_arg_value(const struct probe *p, int a, const struct usdt_arg *site_arg,
+		    const struct sample *s, uint64_t regs_mask, int64_t *out)
+{
+	const struct probe_argdef *d;
+	uint64_t regs[64] = { 0 }, valid = 0;
+	struct mem_ctx mc;
+	size_t k = 0;
+
+	if (!p || a < 0 || a >= p->nargs || !s || !out)
+		return -EINVAL;
+	d = &p->args[a];
+	if (d->field) {
+		const uint8_t *raw = s->raw;
+		uint64_t v = 0;
+		int off = d->field_offset, size = d->field_size;
+
+		if (!raw || off < 0 || size <= 0 || size > 8 ||
+		    (uint64_t)off + (uint64_t)size > s->raw_size)
+			return -ENOENT;
+		if (d->field_dynamic) {
+			uint32_t loc;
+
+			memcpy(&loc, raw + off, 4);
+			*out = loc >> 16; /* a dynamic field: its length */
+			return 0;
+		}
+		memcpy(&v, raw + off, (size_t)size); /* little-endian host */
+		if (d->field_signed && size < 8 && (v >> (size * 8 - 1)) & 1)
+			v |= ~0ull << (size * 8);
+		*out = (int64_t)v;
+		return 0;
+	}
+	/* Registers arrive packed in mask order; unpack by perf register number. */
+	for (int r = 0; s->regs && r < 64; r++) {
+		if (!(regs_mask & (1ull << r)))
+			continue;
+		regs[r] = s->regs[k++];
+		valid |= 1ull << r;
+	}
+	mc.pid = (pid_t)s->pid;
+	return usdt_arg_value(site_arg ? site_arg : &d->a, regs, valid, read_live, &mc, out);
 }

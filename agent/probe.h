@@ -96,6 +96,19 @@ int probe_resolve(const char *spec, const int *pids, size_t npids, struct probe 
 /* Free what probe_resolve() allocated and zero @p; NULL and zeroed are fine. */
 void probe_release(struct probe *p);
 
+struct sample;
+
+/*
+ * Value of argument @a of @p in sample @s: a tracepoint field from the raw
+ * record, or a register/USDT argument from the sampled registers (packed in
+ * the order of @regs_mask, the sample_regs_user the event used). @site_arg
+ * (may be NULL) overrides the USDT spec for probes with several sites.
+ * Memory arguments are read from the live process (best effort, after the
+ * fact). 0 or -errno (-ENOENT: not in this sample).
+ */
+int probe_arg_value(const struct probe *p, int a, const struct usdt_arg *site_arg,
+		    const struct sample *s, uint64_t regs_mask, int64_t *out);
+
 /* Resolve a BINARY the way probe specs do ("libc", "postgres", a path).
  * 0 with a malloc'd *path, or -errno with a message in @err. */
 int probe_find_binary(const char *name, const int *pids, size_t npids, char **path, char *err,
