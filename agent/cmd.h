@@ -19,6 +19,21 @@ int cmd_wiredump(int argc, char **argv);
  * (malloc'd) or NULL with a message printed. */
 char *cmd_perf_cgroup_mount(const char *prog);
 
+/*
+ * -G lists: append the absolute directory of every cgroup in @csv to
+ * *@dirs (*@n of them). 0, 2 (a cgroup is missing: said on stderr, with its
+ * path) or 1.
+ */
+int cmd_cgroup_dirs(const char *prog, const char *mount, const char *csv, char ***dirs,
+		    size_t *n);
+/* The cgroup "-- COMMAND" runs in: created, its directory appended to
+ * *@dirs, its absolute path in *@abs (to remove later). 0 or 1. */
+int cmd_command_cgroup(const char *prog, const char *mount, const char *name, char **abs,
+		       char ***dirs, size_t *n);
+void cmd_dirs_free(char **dirs, size_t n);
+/* Raise RLIMIT_NOFILE's soft limit to the hard one: events are fds. */
+void cmd_raise_nofile(void);
+
 /* Explain a perf_event_open permission failure on stderr. */
 void cmd_explain_perf_permission(const char *prog, int err);
 

@@ -365,62 +365,15 @@ int cmd_record(int argc, char **argv)
 	have_ev = true;
 
 	r.mount = cmd_perf_cgroup_mount(r.prog);
-	if (groups_arg) {
-		char *save = NULL;
-
-		if (!r.mount) {
-			ret = 1;
-			goto out;
-		}
-		groups_copy = strdup(groups_arg);
-		for (char *g = groups_copy ? strtok_r(groups_copy, ",", &save) : NULL; g;
-		     g = strtok_r(NULL, ",", &save)) {
-			char *rel = cg_path_normalize(r.mount, g), **v;
-			uint64_t id;
-			size_t n;
-
-			if (!rel || cg_path_id(r.mount, strcmp(rel, "/") ? rel : "", &id) < 0) {
-				fprintf(stderr, "%s: cgroup '%s' not found (no directory %s%s)\n", r.prog,
-					rel ? rel : g, r.mount, rel && strcmp(rel, "/") ? rel : "");
-				free(rel);
-				ret = 2;
-				goto out;
-			}
-			v = realloc(cgdirs, (ncgdirs + 1) * sizeof(*v));
-			n = strlen(r.mount) + strlen(rel) + 1;
-			if (!v || !(v[ncgdirs] = malloc(n))) {
-				if (v)
-					cgdirs = v;
-				free(rel);
-				ret = 1;
-				goto out;
-			}
-			cgdirs = v;
-			snprintf(cgdirs[ncgdirs++], n, "%s%s", r.mount, strcmp(rel, "/") ? rel : "");
-			free(rel);
-		}
+	if ((groups_arg || (optind < argc && !r.sel && !all)) && !r.mount) {
+		ret = 1;
+		goto out;
 	}
-	if (optind < argc && !groups_arg && !r.sel && !all) {
-		int err;
-
-		if (!r.mount) {
-			ret = 1;
-			goto out;
-		}
-		err = spawn_make_cgroup(r.mount, "record", &trans_rel, &trans_abs);
-		if (err) {
-			fprintf(stderr, "%s: cannot create a cgroup for the command: %s\n", r.prog,
-				strerror(-err));
-			ret = 1;
-			goto out;
-		}
-		cgdirs = malloc(sizeof(*cgdirs));
-		if (!cgdirs || !(cgdirs[0] = strdup(trans_abs))) {
-			ret = 1;
-			goto out;
-		}
-		ncgdirs = 1;
-	}
+	if (groups_arg && (ret = cmd_cgroup_dirs(r.prog, r.mount, groups_arg, &cgdirs, &ncgdirs)))
+		goto out;
+	if (optind < argc && !groups_arg && !r.sel && !all &&
+	    (ret = cmd_command_cgroup(r.prog, r.mount, "record", &trans_abs, &cgdirs, &ncgdirs)))
+		goto out;
 
 	ncpu = cpumap_online(&cpus);
 	if (ncpu < 0) {
@@ -445,14 +398,7 @@ int cmd_record(int argc, char **argv)
 	so.ncpu = (size_t)ncpu;
 	so.cgroup_dirs = (const char *const *)cgdirs;
 	so.ncgroups = ncgdirs;
-	{
-		struct rlimit rl;
-
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-			rl.rlim_cur = rl.rlim_max;
-			setrlimit(RLIMIT_NOFILE, &rl);
-		}
-	}
+	cmd_raise_nofile();
 	smp = sampler_open(&so);
 	if (!smp) {
 		int err = errno;
@@ -646,9 +592,7 @@ out:
 			strerror(errno));
 	free(trans_abs);
 	free(trans_rel);
-	for (size_t i = 0; i < ncgdirs; i++)
-		free(cgdirs[i]);
-	free(cgdirs);
+	cmd_dirs_free(cgdirs, ncgdirs);
 	free(groups_copy);
 	free(groups_arg);
 	free(fds);

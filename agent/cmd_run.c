@@ -1015,14 +1015,7 @@ int cmd_run(int argc, char **argv)
 		gethostname(a.host, sizeof(a.host) - 1);
 	read_line("/etc/machine-id", a.machine_id, sizeof(a.machine_id));
 	agent_id(a.cfg->host.agent_id_file, a.agent_id, sizeof(a.agent_id));
-	{
-		struct rlimit rl;
-
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-			rl.rlim_cur = rl.rlim_max;
-			setrlimit(RLIMIT_NOFILE, &rl);
-		}
-	}
+	cmd_raise_nofile();
 	/* Block before any thread exists (the push senders inherit the mask), so
 	 * the signals only ever arrive through the signalfd. */
 	sigemptyset(&mask);

@@ -679,15 +679,6 @@ static void reap_removed(struct stat_ctx *c)
 	c->ntg = j;
 }
 
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
 
 static int make_transient(struct stat_ctx *c)
 {
@@ -895,7 +886,7 @@ int cmd_stat(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	raise_nofile();
+	cmd_raise_nofile();
 	uint64_t setup_t0 = now_ns();
 
 	c.ctr = counters_new(c.evs, c.nev, cpus, (size_t)ncpu);

@@ -811,60 +811,15 @@ int cmd_trace(int argc, char **argv)
 	}
 
 	t.mount = cmd_perf_cgroup_mount(t.prog);
-	if (groups) {
-		char *save = NULL;
-
-		if (!t.mount) {
-			ret = 1;
-			goto out;
-		}
-		for (char *g = strtok_r(groups, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
-			char *rel = cg_path_normalize(t.mount, g), **v;
-			uint64_t id;
-			size_t n;
-
-			if (!rel || cg_path_id(t.mount, strcmp(rel, "/") ? rel : "", &id) < 0) {
-				fprintf(stderr, "%s: cgroup '%s' not found (no directory %s%s)\n", t.prog,
-					rel ? rel : g, t.mount, rel && strcmp(rel, "/") ? rel : "");
-				free(rel);
-				ret = 2;
-				goto out;
-			}
-			n = strlen(t.mount) + strlen(rel) + 1;
-			v = realloc(cgdirs, (ncgdirs + 1) * sizeof(*v));
-			if (!v || !(v[ncgdirs] = malloc(n))) {
-				if (v)
-					cgdirs = v;
-				free(rel);
-				ret = 1;
-				goto out;
-			}
-			cgdirs = v;
-			snprintf(cgdirs[ncgdirs++], n, "%s%s", t.mount, strcmp(rel, "/") ? rel : "");
-			free(rel);
-		}
+	if ((groups || (optind < argc && !all && pid <= 0)) && !t.mount) {
+		ret = 1;
+		goto out;
 	}
-	if (optind < argc && !groups && !all && pid <= 0) {
-		int err;
-
-		if (!t.mount) {
-			ret = 1;
-			goto out;
-		}
-		err = spawn_make_cgroup(t.mount, "trace", &trans_rel, &trans_abs);
-		if (err) {
-			fprintf(stderr, "%s: cannot create a cgroup for the command: %s\n", t.prog,
-				strerror(-err));
-			ret = 1;
-			goto out;
-		}
-		cgdirs = malloc(sizeof(*cgdirs));
-		if (!cgdirs || !(cgdirs[0] = strdup(trans_abs))) {
-			ret = 1;
-			goto out;
-		}
-		ncgdirs = 1;
-	}
+	if (groups && (ret = cmd_cgroup_dirs(t.prog, t.mount, groups, &cgdirs, &ncgdirs)))
+		goto out;
+	if (optind < argc && !groups && !all && pid <= 0 &&
+	    (ret = cmd_command_cgroup(t.prog, t.mount, "trace", &trans_abs, &cgdirs, &ncgdirs)))
+		goto out;
 
 	ncpu = cpumap_online(&cpus);
 	if (ncpu < 0) {
@@ -885,14 +840,7 @@ int cmd_trace(int argc, char **argv)
 			goto out;
 		}
 	}
-	{
-		struct rlimit rl;
-
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-			rl.rlim_cur = rl.rlim_max;
-			setrlimit(RLIMIT_NOFILE, &rl);
-		}
-	}
+	cmd_raise_nofile();
 	/* A uprobe event with inherit breaks fork() of the traced process on the
 	 * kernels we met ("could not fork"); so -p with u:/sdt: probes is done
 	 * system-wide and filtered here by the process tree (FORK records add
@@ -1198,9 +1146,7 @@ out:
 		fprintf(stderr, "%s: cgroup %s left behind: %s\n", t.prog, trans_abs, strerror(errno));
 	free(trans_abs);
 	free(trans_rel);
-	for (size_t i = 0; i < ncgdirs; i++)
-		free(cgdirs[i]);
-	free(cgdirs);
+	cmd_dirs_free(cgdirs, ncgdirs);
 	free(groups);
 	free(lat_a);
 	free(lat_b);
