@@ -39,6 +39,7 @@
 #include "agent/probe.h"
 #include "agent/push.h"
 #include "agent/sampler.h"
+#include "agent/selfmetrics.h"
 #include "agent/stacks.h"
 #include "agent/usdt.h"
 #include "agent/wire.h"
@@ -115,6 +116,9 @@ struct agent {
 	char host[256], machine_id[64], agent_id[64];
 	uint64_t samples, lost, probe_lost;
 	struct wire_self last; /* cumulative figures at the previous batch */
+	struct selfmetrics *metrics;
+	struct fold *probe_totals; /* (probe, cgroup) -> hits since start, for /metrics */
+	uint64_t batches;
 };
 
 /* ---- identity ----------------------------------------------------------- */
@@ -482,6 +486,10 @@ static void agent_stop(struct agent *a)
 	a->npc = a->cappc = 0;
 	push_free(a->push);
 	a->push = NULL;
+	selfmetrics_stop(a->metrics);
+	a->metrics = NULL;
+	fold_free(a->probe_totals);
+	a->probe_totals = NULL;
 }
 
 static int agent_start(struct agent *a, const char *prog)
@@ -686,6 +694,20 @@ static int agent_start(struct agent *a, const char *prog)
 			sampler_enable(rp->smp[k]);
 		}
 		usdt_free(ul);
+	}
+	/* the agent's own /metrics */
+	a->probe_totals = fold_new();
+	if (!a->probe_totals)
+		return 1;
+	if (cfg->metrics.listen) {
+		char err[256];
+
+		a->metrics = selfmetrics_start(cfg->metrics.listen, err, sizeof(err));
+		if (!a->metrics) {
+			fprintf(stderr, "%s: %s\n", prog, err);
+			return 1;
+		}
+		log_kv(LOG_INFO, "serving /metrics", "listen", cfg->metrics.listen, NULL);
 	}
 	/* push */
 	if (cfg->push.ncollectors) {
@@ -932,6 +954,104 @@ out:
 	return err;
 }
 
+static void cg_labels(FILE *f, const struct agent *a, const struct rcg *c)
+{
+	fputs("host=\"", f);
+	selfmetrics_label(f, a->host);
+	fputs("\",id=\"", f);
+	selfmetrics_label(f, c->path);
+	fputs("\",container=\"", f);
+	selfmetrics_label(f, c->ident.container_id[0] ? c->ident.container_id
+						       : c->ident.container_name);
+	fputs("\",pod=\"", f);
+	selfmetrics_label(f, c->ident.pod_uid);
+	fputs("\",unit=\"", f);
+	selfmetrics_label(f, c->ident.unit);
+	fputc('"', f);
+}
+
+static void self_metric(FILE *f, const struct agent *a, const char *name, const char *type,
+			const char *help, uint64_t v)
+{
+	fprintf(f, "# HELP cgperf_agent_%s %s\n# TYPE cgperf_agent_%s %s\ncgperf_agent_%s{host=\"",
+		name, help, name, type, name);
+	selfmetrics_label(f, a->host);
+	fprintf(f, "\"} %" PRIu64 "\n", v);
+}
+
+/* The page behind /metrics: totals since the agent (or its last reload)
+ * started, in Prometheus text format 0.0.4. */
+static void publish_metrics(struct agent *a)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	struct push_stats ps = {0};
+
+	if (!a->metrics || !(f = open_memstream(&buf, &len)))
+		return;
+	if (a->push)
+		push_stats(a->push, &ps);
+	self_metric(f, a, "samples_total", "counter", "Samples the agent processed.", a->samples);
+	self_metric(f, a, "lost_samples_total", "counter", "Samples lost in the ring buffers.",
+		    a->lost);
+	self_metric(f, a, "batches_total", "counter", "Batches built (spooled when collectors are configured).", a->batches);
+	self_metric(f, a, "push_failures_total", "counter",
+		    "Push requests that failed and are retried.", ps.failures);
+	self_metric(f, a, "push_rejected_total", "counter",
+		    "Batches a collector refused (not retried).", ps.rejected);
+	self_metric(f, a, "spool_dropped_batches_total", "counter",
+		    "Batches dropped by the spool cap.", ps.spool_dropped);
+	self_metric(f, a, "spool_bytes", "gauge", "Bytes of batches waiting in the spool.",
+		    ps.spool_bytes);
+	self_metric(f, a, "spool_batches", "gauge", "Batches waiting in the spool.",
+		    ps.spool_count);
+	if (a->ctr) {
+		ssize_t tc = -1;
+
+		for (size_t e = 0; e < a->nev; e++)
+			if (a->evs[e].is_clock && strncmp(a->evs[e].name, "task-clock", 10) == 0)
+				tc = (ssize_t)e;
+		fputs("# HELP cgperf_cgroup_perf_events_total perf events counted in the cgroup "
+		      "(scaled for multiplexing).\n# TYPE cgperf_cgroup_perf_events_total counter\n",
+		      f);
+		for (size_t i = 0; i < a->ncg; i++) {
+			for (size_t e = 0; a->cg[i].slot >= 0 && e < a->nev; e++) {
+				struct counter_value v;
+
+				counters_get(a->ctr, a->cg[i].slot, e, false, &v);
+				if (v.err)
+					continue;
+				fputs("cgperf_cgroup_perf_events_total{", f);
+				cg_labels(f, a, &a->cg[i]);
+				fputs(",event=\"", f);
+				selfmetrics_label(f, a->evs[e].name);
+				fprintf(f, "\"} %.0f\n", v.scaled);
+			}
+		}
+		if (tc >= 0) {
+			fputs("# HELP cgperf_cgroup_cpu_seconds_total CPU time of the cgroup's tasks "
+			      "(task-clock).\n# TYPE cgperf_cgroup_cpu_seconds_total counter\n",
+			      f);
+			for (size_t i = 0; i < a->ncg; i++) {
+				struct counter_value v;
+
+				if (a->cg[i].slot < 0)
+					continue;
+				counters_get(a->ctr, a->cg[i].slot, (size_t)tc, false, &v);
+				if (v.err)
+					continue;
+				fputs("cgperf_cgroup_cpu_seconds_total{", f);
+				cg_labels(f, a, &a->cg[i]);
+				fprintf(f, "} %.9f\n", v.scaled / 1e9);
+			}
+		}
+	}
+	fclose(f);
+	selfmetrics_publish(a->metrics, buf, len);
+	free(buf);
+}
+
 static uint64_t realtime_ns(void)
 {
 	struct timespec ts;
@@ -1094,6 +1214,8 @@ int cmd_run(int argc, char **argv)
 			if (a.push && push_next_seq(a.push, &seq) < 0)
 				log_kv(LOG_ERROR, "no sequence number", NULL);
 			interval(&a, seq, start_rt, end_rt);
+			a.batches++;
+			publish_metrics(&a);
 			start_rt = end_rt;
 			while (next <= now)
 				next += period;

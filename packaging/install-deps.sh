@@ -10,7 +10,7 @@ BUILD="gcc make pkg-config libc6-dev libelf-dev libdw-dev libunwind-dev libtrace
 libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler libmicrohttpd-dev libsqlite3-dev
 libyaml-dev zlib1g-dev"
 TEST="libcmocka-dev linux-perf postgresql postgresql-contrib procps util-linux python3 time systemtap-sdt-dev
-clang libclang-rt-14-dev"
+clang libclang-rt-14-dev prometheus curl"
 
 case "${1:-}" in
 --build) want="$BUILD" ;;
