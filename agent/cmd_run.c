@@ -834,6 +834,8 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 	for (size_t i = 0; i < a->ncg; i++)
 		sc.cgidx[i] = sc.prof[i] = -1;
 	/* counters: deltas of the interval */
+	uint64_t counter_sum = 0;
+
 	if (a->ctr) {
 		counters_read(a->ctr);
 		for (size_t i = 0; i < a->ncg; i++) {
@@ -846,8 +848,9 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 
 				counters_get(a->ctr, a->cg[i].slot, e, true, &v);
 				/* raw count with its times: readers scale (the wire's rule) */
-				wire_add_counter(b, cgi, a->evs[e].name, v.val, v.enabled, v.running,
-						 v.err == 0);
+				if (wire_add_counter(b, cgi, a->evs[e].name, v.val, v.enabled, v.running,
+						     v.err == 0) >= 0)
+					counter_sum += v.val;
 			}
 		}
 	}
@@ -918,14 +921,15 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 	if (err) {
 		log_kv(LOG_ERROR, "batch not queued", "error", strerror(-err), NULL);
 	} else {
-		char sq[24], ns[24], nh[24], nb[24];
+		char sq[24], ns[24], nh[24], nb[24], nc[24];
 
+		snprintf(nc, sizeof(nc), "%" PRIu64, counter_sum);
 		snprintf(sq, sizeof(sq), "%" PRIu64, seq);
 		snprintf(ns, sizeof(ns), "%" PRIu64, sc.samples);
 		snprintf(nh, sizeof(nh), "%" PRIu64, probe_hits);
 		snprintf(nb, sizeof(nb), "%zu", len);
-		log_kv(LOG_DEBUG, "batch queued", "seq", sq, "samples", ns, "hits", nh, "bytes", nb,
-		       NULL);
+		log_kv(LOG_DEBUG, "batch queued", "seq", sq, "samples", ns, "hits", nh, "counters", nc,
+		       "bytes", nb, NULL);
 	}
 	/* cgroups that went away were reported one last time: drop them */
 	{

@@ -74,7 +74,7 @@ cat "$TMP/run1.log" "$TMP/run2.log" | grep -v 'level=debug' | head -20
 grep -q 'msg="config reloaded"' "$TMP/run1.log" || fail "SIGHUP did not reload: $(cat "$TMP/run1.log")"
 # What the agent produced, per batch, from its own log.
 cat "$TMP/run1.log" "$TMP/run2.log" |
-	sed -n 's/.*msg="batch queued" seq=\([0-9]*\) samples=\([0-9]*\) hits=\([0-9]*\).*/\1 \2 \3/p' >"$TMP/produced"
+	sed -n 's/.*msg="batch queued" seq=\([0-9]*\) samples=\([0-9]*\) hits=\([0-9]*\) counters=\([0-9]*\).*/\1 \2 \3 \4/p' >"$TMP/produced"
 
 for f in "$TMP"/fc/body-*; do "$AGENT" wire-dump "$f"; done >"$TMP/batches.jsonl" || fail "a received batch does not decode"
 python3 - "$TMP/batches.jsonl" "$rel" "$u0" "$u1" "$u2" "$TMP/produced" <<'PY' || fail "batches do not add up"
@@ -102,13 +102,15 @@ assert total_ms <= want_ms * 1.05 + 20, "more CPU reported than the cgroup used"
 assert total_ms >= (u1 - u0) / 1000 * 0.85, "CPU of the first run missing: batches lost?"
 samples = sum(p["samples"] for r in rows for p in r["profiles"])
 print(f"# stack samples {samples}")
-produced = {int(a): (int(b), int(c)) for a, b, c in (l.split() for l in open(sys.argv[6]))}
-received = {r["seq"]: (sum(p["samples"] for p in r["profiles"]), sum(p["hits"] for p in r["probes"]))
+produced = {int(a): (int(b), int(c), int(d)) for a, b, c, d in (l.split() for l in open(sys.argv[6]))}
+received = {r["seq"]: (sum(p["samples"] for p in r["profiles"]), sum(p["hits"] for p in r["probes"]),
+                       sum(c["value"] for c in r["counters"]))
             for r in rows}
-print(f"# produced per batch (samples, probe hits) {produced}")
+print(f"# produced per batch (samples, probe hits, counter sum) {produced}")
 assert produced == received, f"received {received} != produced {produced}"
 lat = sum(p.get("latency_ns", {}).get("count", 0) for r in rows for p in r["probes"])
 hits = sum(v[1] for v in produced.values())
+assert sum(v[2] for v in produced.values()) > 0, "no counter deltas"
 print(f"# query__start hits {hits}, query latency pairs {lat}")
 assert hits > 1000 and lat >= 0.95 * hits, "queries not traced through the outage"
 # cpu-clock at 99 Hz: one sample per 1/99 s of the cgroup's CPU time.
