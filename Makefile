@@ -1,6 +1,6 @@
 # cgperf: container- and cgroup-aware profiling agent and exporter.
 #
-#   make            build cgperf-agent (into build/)
+#   make            build cgperf-agent and cgperf-exporter (into build/)
 #   make run        install what is missing, build, run `cgperf-agent stat -a -I 1000`
 #   make test       install what is missing, build, run every test
 #   make check-asan the same suite under ASan+UBSan (into build-asan/)
@@ -38,6 +38,8 @@ PROTO_H := $(O)/gen/proto/cgperf.pb-c.h
 PROTO_OBJ := $(O)/gen/proto/cgperf.pb-c.o
 LIB_OBJ := $(patsubst %.c,$(O)/%.o,$(CGROUP_SRC) $(AGENT_LIB_SRC)) $(PROTO_OBJ)
 AGENT_OBJ := $(O)/agent/main.o
+EXPORTER_SRC := $(wildcard exporter/*.c)
+EXPORTER_OBJ := $(patsubst %.c,$(O)/%.o,$(EXPORTER_SRC))
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
@@ -50,7 +52,7 @@ Q := @
 endif
 
 .PHONY: all deps run test check check-asan bench clean format build-tests fuzz
-all: $(O)/cgperf-agent
+all: $(O)/cgperf-agent $(O)/cgperf-exporter
 
 deps:
 	$(Q)packaging/install-deps.sh
@@ -71,7 +73,7 @@ $(PROTO_OBJ): $(PROTO_C) $(PROTO_H)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 # Anything may include agent/wire.h: generate before compiling.
-$(LIB_OBJ) $(AGENT_OBJ) $(UNIT_BIN): | $(PROTO_H)
+$(LIB_OBJ) $(AGENT_OBJ) $(EXPORTER_OBJ) $(UNIT_BIN): | $(PROTO_H)
 
 $(O)/libcgperf.a: $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -79,6 +81,10 @@ $(O)/libcgperf.a: $(LIB_OBJ)
 $(O)/cgperf-agent: $(AGENT_OBJ) $(O)/libcgperf.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_AGENT)
+
+$(O)/cgperf-exporter: $(EXPORTER_OBJ) $(O)/libcgperf.a
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lsqlite3 $(LDLIBS_AGENT)
 
 $(O)/tests/%: tests/unit/%.c $(O)/libcgperf.a
 	@mkdir -p $(dir $@)
@@ -100,7 +106,7 @@ $(O)/workloads/chain-nofp: tests/workloads/chain.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -fomit-frame-pointer -fno-optimize-sibling-calls -o $@ $<
 
-build-tests: $(O)/cgperf-agent $(UNIT_BIN) $(WORKLOAD_BIN)
+build-tests: $(O)/cgperf-agent $(O)/cgperf-exporter $(UNIT_BIN) $(WORKLOAD_BIN)
 
 run: deps
 	$(Q)$(MAKE) --no-print-directory all
@@ -145,7 +151,7 @@ fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds
 		$(O)/fuzz/corpus/wire
 
 format:
-	clang-format -i cgroup/*.[ch] agent/*.[ch] tests/unit/*.c tests/fuzz/*.c
+	clang-format -i cgroup/*.[ch] agent/*.[ch] exporter/*.[ch] tests/unit/*.c tests/fuzz/*.c
 
 clean:
 	rm -rf build build-asan

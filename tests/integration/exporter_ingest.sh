@@ -1,0 +1,173 @@
+#!/bin/bash
+# cgperf-exporter: cgperf-agent run pushes to it and /metrics shows the test
+# cgroup's CPU seconds as its cpu.stat does; promtool accepts the page; bad
+# requests (no or wrong token, random bytes, truncated gzip, oversized) get
+# their status codes and leave it serving; a resent batch is answered 200
+# and not counted twice; kill -9 right after an acknowledged batch, then a
+# restart on the same data directory, keeps every total.
+source "$(dirname "$0")/../lib/common.sh"
+W=$BUILD_DIR/workloads
+EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
+[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
+command -v promtool >/dev/null || fail "promtool missing (packaging/install-deps.sh installs prometheus)"
+command -v curl >/dev/null || fail "curl missing"
+cg=$(cg_make exporter)
+rel=${cg#"$(cg2_mount)"}
+echo s3cret >"$TMP/token"
+port=$((20000 + ($$ + 11) % 20000))
+ref_port=$((20000 + ($$ + 13) % 20000))
+url=http://127.0.0.1:$port
+
+wait_port() { # PORT LOGFILE
+	for _ in $(seq 50); do
+		curl -sf "http://127.0.0.1:$1/healthz" >/dev/null 2>&1 && return
+		sleep 0.1
+	done
+	fail "exporter on port $1 did not start: $(cat "$2")"
+}
+exporter() { # start the exporter on the main data dir
+	"$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/data" --token-file "$TMP/token" \
+		--max-body 1048576 --log-level debug 2>>"$TMP/exporter.log" &
+	EX=$!; bg_track $EX
+	wait_port $port "$TMP/exporter.log"
+}
+agent_yaml() { # HOSTNAME ID_FILE COLLECTOR_URL
+	cat <<YAML
+host: {name: "$1", agent_id_file: $2}
+cgroups: {include: ["$rel", "$rel/**"]}
+counters: {events: [task-clock, context-switches]}
+sampling: {frequency: 99, call_graph: fp}
+push:
+  interval: 1s
+  collectors: ["$3"]
+  token_file: $TMP/token
+  timeout: 2s
+  spool: {dir: $TMP/spool-$1}
+YAML
+}
+post() { # FILE [curl args...]: print the HTTP status of a push of FILE
+	local f=$1
+	shift
+	curl -s -o "$TMP/resp" -w '%{http_code}' -X POST -H 'Content-Type: application/x-protobuf' \
+		--data-binary "@$f" "$@" "$url/api/v1/push"
+}
+auth=(-H "Authorization: Bearer s3cret")
+metric() { # NAME-AND-LABELS-PREFIX FILE: the value of the first matching line
+	awk -v p="$1" 'index($0, p) == 1 { print $NF; exit }' "$2"
+}
+
+# 1. Real batches to keep: the agent against the test collector.
+mkdir -p "$TMP/fc"
+python3 "$ROOT/tests/lib/fake_collector.py" --dir "$TMP/fc" --port 0 --port-file "$TMP/fc.port" \
+	--token s3cret >>"$TMP/fc.log" 2>&1 &
+FC=$!; bg_track $FC
+for _ in $(seq 50); do [[ -s $TMP/fc.port ]] && break; sleep 0.1; done
+[[ -s $TMP/fc.port ]] || fail "test collector did not start: $(cat "$TMP/fc.log")"
+agent_yaml capture-host "$TMP/agent-id-capture" "http://127.0.0.1:$(cat "$TMP/fc.port")/api/v1/push" \
+	>"$TMP/capture.yaml"
+"$AGENT" run --config "$TMP/capture.yaml" --duration 3.2 2>"$TMP/capture.log" &
+ag=$!; bg_track $ag
+sleep 0.5 # some load, so the captured batches carry non-zero counts
+sh -c "echo \$\$ > '$cg/cgroup.procs'; exec '$W/spin' 1.5" &
+sp=$!; bg_track $sp
+wait $sp
+wait $ag || fail "capture run failed: $(cat "$TMP/capture.log")"
+kill $FC; wait $FC 2>/dev/null
+mapfile -t bodies < <(ls "$TMP"/fc/body-* | sort -t- -k2 -n)
+((${#bodies[@]} >= 3)) || fail "want 3 captured batches, got ${#bodies[@]}: $(cat "$TMP/fc.log")"
+
+# 2. The agent pushes to the exporter while spin burns CPU in the cgroup.
+exporter
+u0=$(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat")
+agent_yaml test-host "$TMP/agent-id" "$url/api/v1/push" >"$TMP/agent.yaml"
+"$AGENT" run --config "$TMP/agent.yaml" --duration 4.5 2>"$TMP/run.log" &
+ag=$!; bg_track $ag
+sleep 1 # counters open on the cgroup before the load starts
+sh -c "echo \$\$ > '$cg/cgroup.procs'; exec '$W/spin' 2.5" &
+sp=$!; bg_track $sp
+wait $sp
+u=$(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat")
+wait $ag || fail "agent run failed: $(cat "$TMP/run.log")"
+sleep 0.5
+curl -sf "$url/metrics" >"$TMP/m1.txt" || fail "no /metrics: $(cat "$TMP/exporter.log")"
+promtool check metrics <"$TMP/m1.txt" || fail "promtool rejects /metrics: $(head -30 "$TMP/m1.txt")"
+got=$(metric "cgperf_cgroup_cpu_seconds_total{host=\"test-host\",id=\"$rel\"" "$TMP/m1.txt")
+[[ -n $got ]] || fail "no cpu seconds for $rel: $(cat "$TMP/m1.txt")"
+want=$(awk -v u="$u" -v u0="$u0" 'BEGIN { printf "%.6f", (u - u0) / 1e6 }')
+info "test cgroup: $got s on the exporter's /metrics, cpu.stat $want s"
+near "$got" "$want" 10 || fail "cpu seconds $got not within 10% of $want"
+grep -q "cgperf_cgroup_perf_events_total{host=\"test-host\",id=\"$rel\".*event=\"context-switches\"}" \
+	"$TMP/m1.txt" || fail "no context-switches series"
+received=$(metric cgperf_exporter_batches_received_total "$TMP/m1.txt")
+((received >= 3)) || fail "only $received batches received: $(cat "$TMP/exporter.log")"
+
+# 3. Bad requests.
+head -c 5000 /dev/urandom >"$TMP/random"
+gzip -c "${bodies[0]}" >"$TMP/body.gz"
+head -c $(($(stat -c %s "$TMP/body.gz") / 2)) "$TMP/body.gz" >"$TMP/trunc.gz"
+head -c 1100000 /dev/zero >"$TMP/big"
+check() { # WANT DESCRIPTION STATUS
+	[[ $3 == "$1" ]] || fail "$2: HTTP $3, want $1 ($(cat "$TMP/resp" 2>/dev/null))"
+	info "$2: HTTP $3 $(head -c 100 "$TMP/resp")"
+}
+check 401 "no token" "$(post "${bodies[0]}")"
+check 401 "wrong token" "$(post "${bodies[0]}" -H "Authorization: Bearer wrong")"
+check 400 "random bytes" "$(post "$TMP/random" "${auth[@]}")"
+check 400 "truncated gzip" "$(post "$TMP/trunc.gz" "${auth[@]}" -H 'Content-Encoding: gzip')"
+check 400 "empty body" "$(post /dev/null "${auth[@]}")"
+check 413 "oversized body" "$(post "$TMP/big" "${auth[@]}")"
+check 413 "oversized chunked body" "$(post "$TMP/big" "${auth[@]}" -H 'Transfer-Encoding: chunked')"
+curl -sf "$url/healthz" | grep -qx ok || fail "exporter no longer healthy: $(cat "$TMP/exporter.log")"
+curl -sf "$url/metrics" >"$TMP/m2.txt" || fail "no /metrics after bad requests"
+for r in auth:2 bad_request:3 too_large:2; do
+	n=$(metric "cgperf_exporter_rejects_total{reason=\"${r%%:*}\"}" "$TMP/m2.txt")
+	[[ $n == "${r##*:}" ]] || fail "rejects_total{reason=${r%%:*}} is $n, want ${r##*:}"
+done
+diff <(grep '^cgperf_cgroup' "$TMP/m1.txt") <(grep '^cgperf_cgroup' "$TMP/m2.txt") ||
+	fail "bad requests changed the totals"
+
+# 4. The same batch twice: both 200, stored once.
+check 200 "captured batch (gzip'd)" "$(post "$TMP/body.gz" "${auth[@]}" -H 'Content-Encoding: gzip')"
+curl -sf "$url/metrics" >"$TMP/m3.txt"
+check 200 "same batch again" "$(post "${bodies[0]}" "${auth[@]}")"
+curl -sf "$url/metrics" >"$TMP/m4.txt"
+[[ $(metric cgperf_exporter_batches_duplicate_total "$TMP/m4.txt") == 1 ]] ||
+	fail "duplicate not counted: $(grep exporter_ "$TMP/m4.txt")"
+[[ $(metric cgperf_exporter_batches_received_total "$TMP/m4.txt") == $((received + 1)) ]] ||
+	fail "received count wrong after the duplicate: $(grep exporter_ "$TMP/m4.txt")"
+diff <(grep '^cgperf_cgroup' "$TMP/m3.txt") <(grep '^cgperf_cgroup' "$TMP/m4.txt") ||
+	fail "a duplicate changed the totals"
+grep -q 'cgperf_cgroup_cpu_seconds_total{host="capture-host"' "$TMP/m4.txt" &&
+	! grep -q 'cgperf_cgroup_cpu_seconds_total{host="capture-host".* 0$' "$TMP/m4.txt" ||
+	fail "captured batch not on /metrics: $(grep capture-host "$TMP/m4.txt")"
+
+# 5. kill -9 right after a batch was acknowledged; restart on the same data.
+check 200 "second captured batch" "$(post "${bodies[1]}" "${auth[@]}")"
+kill -KILL $EX; wait $EX 2>/dev/null
+exporter
+curl -sf "$url/metrics" >"$TMP/m5.txt" || fail "no /metrics after restart: $(cat "$TMP/exporter.log")"
+promtool check metrics <"$TMP/m5.txt" || fail "promtool rejects /metrics after restart"
+diff <(grep '^cgperf_cgroup.*host="test-host"' "$TMP/m4.txt") \
+	<(grep '^cgperf_cgroup.*host="test-host"' "$TMP/m5.txt") ||
+	fail "test-host totals changed across kill -9 and restart"
+check 200 "acknowledged batch resent after restart" "$(post "${bodies[1]}" "${auth[@]}")"
+curl -sf "$url/metrics" >"$TMP/m6.txt"
+[[ $(metric cgperf_exporter_batches_duplicate_total "$TMP/m6.txt") == 1 ]] ||
+	fail "batch acknowledged before kill -9 is not in the store"
+# A fresh exporter fed the same two captured batches: same capture-host totals.
+"$EXPORTER" --listen "127.0.0.1:$ref_port" --data-dir "$TMP/ref" 2>"$TMP/ref.log" &
+REF=$!; bg_track $REF
+wait_port $ref_port "$TMP/ref.log"
+url=http://127.0.0.1:$ref_port
+check 200 "reference: first batch" "$(post "${bodies[0]}")"
+check 200 "reference: second batch" "$(post "${bodies[1]}")"
+curl -sf "$url/metrics" >"$TMP/ref.txt"
+diff <(grep '^cgperf_cgroup.*host="capture-host"' "$TMP/ref.txt" | sort) \
+	<(grep '^cgperf_cgroup.*host="capture-host"' "$TMP/m6.txt" | sort) ||
+	fail "capture-host totals after kill -9 and restart differ from a fresh exporter's"
+# Clean stop on SIGTERM.
+kill -TERM $REF
+wait $REF || fail "exporter did not stop cleanly on SIGTERM: $(cat "$TMP/ref.log")"
+grep -q 'msg="exporter stopped"' "$TMP/ref.log" || fail "no stop message: $(cat "$TMP/ref.log")"
+grep -q 'level=error' "$TMP/exporter.log" && fail "errors logged: $(grep level=error "$TMP/exporter.log")"
+exit 0
