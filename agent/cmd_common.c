@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
 
 #include "agent/cmd.h"
 #include "agent/spawn.h"
@@ -85,4 +88,35 @@ void cmd_raise_nofile(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+int cmd_signalfd(sigset_t *oldmask)
+{
+	sigset_t mask;
+	int fd;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, oldmask) < 0)
+		return -errno;
+	fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (fd < 0) {
+		int err = errno;
+
+		sigprocmask(SIG_SETMASK, oldmask, NULL);
+		return -err;
+	}
+	return fd;
+}
+
+int cmd_exit_status(int wait_status)
+{
+	if (WIFEXITED(wait_status))
+		return WEXITSTATUS(wait_status);
+	if (WIFSIGNALED(wait_status))
+		return 128 + WTERMSIG(wait_status);
+	return 1;
 }

@@ -232,7 +232,7 @@ int cmd_record(int argc, char **argv)
 	bool verbose = false, have_ev = false, per_cgroup = false;
 	int opt, ret = 0, *cpus = NULL, ncpu, sfd = -1, *fds = NULL;
 	struct spawn sp = {.pid = -1, .go_fd = -1};
-	sigset_t mask, oldmask;
+	sigset_t oldmask;
 	bool sigmask_set = false;
 	int child_status = 0;
 	pid_t child = -1;
@@ -426,18 +426,13 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, &oldmask);
-	sigmask_set = true;
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	sfd = cmd_signalfd(&oldmask);
 	if (sfd < 0) {
+		fprintf(stderr, "%s: signalfd: %s\n", r.prog, strerror(-sfd));
 		ret = 1;
 		goto out;
 	}
+	sigmask_set = true;
 	if (optind < argc) {
 		int err = spawn_held(&sp, argv + optind, trans_abs, &oldmask, r.prog);
 
@@ -570,10 +565,7 @@ int cmd_record(int argc, char **argv)
 		child = -1;
 	}
 	if (optind < argc && !ret) {
-		if (WIFEXITED(child_status))
-			ret = WEXITSTATUS(child_status);
-		else if (WIFSIGNALED(child_status))
-			ret = 128 + WTERMSIG(child_status);
+		ret = cmd_exit_status(child_status);
 	}
 out:
 	if (sp.go_fd >= 0)

@@ -759,7 +759,7 @@ int cmd_stat(int argc, char **argv)
 	int opt, ret = 0, *cpus = NULL, ncpu, sfd = -1;
 	struct spawn sp = {.pid = -1, .go_fd = -1};
 	struct cg_watch *watch = NULL;
-	sigset_t mask, oldmask;
+	sigset_t oldmask;
 	pid_t child = -1;
 	int child_status = 0;
 	bool sigmask_set = false;
@@ -928,19 +928,13 @@ int cmd_stat(int argc, char **argv)
 			goto out;
 	}
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, &oldmask);
-	sigmask_set = true;
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	sfd = cmd_signalfd(&oldmask);
 	if (sfd < 0) {
-		fprintf(stderr, "%s: signalfd: %s\n", c.prog, strerror(errno));
+		fprintf(stderr, "%s: signalfd: %s\n", c.prog, strerror(-sfd));
 		ret = 1;
 		goto out;
 	}
+	sigmask_set = true;
 	if (optind < argc) {
 		int err = spawn_held(&sp, argv + optind, c.transient, &oldmask, c.prog);
 
@@ -1051,10 +1045,7 @@ int cmd_stat(int argc, char **argv)
 		child = -1;
 	}
 	if (optind < argc) {
-		if (WIFEXITED(child_status))
-			ret = WEXITSTATUS(child_status);
-		else if (WIFSIGNALED(child_status))
-			ret = 128 + WTERMSIG(child_status);
+		ret = cmd_exit_status(child_status);
 	}
 out:
 	if (sp.go_fd >= 0)
