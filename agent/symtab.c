@@ -56,9 +56,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+
+#include "agent/symcache.h"
 
 #define SYMTAB_MAX_SYMS (4u << 20)  /* symbols kept per object */
 #define SYMTAB_MAX_NAME 1024	    /* longer names (templates) are cut */
@@ -76,6 +79,21 @@ struct symtab_load {
 	uint64_t off, filesz, vaddr;
 };
 
+/* One compile unit's outermost scopes (see cu_index_get()). */
+struct cu_span {
+	uint64_t lo, hi;
+	uint64_t die; /* DIE offset: the first in DIE order wins */
+	int level;    /* recursion level it was found at */
+};
+
+struct cu_index {
+	uint64_t cu; /* CU DIE offset */
+	struct cu_span *v; /* by lo */
+	uint64_t *maxhi;   /* max hi of v[0..i] */
+	size_t n;
+	bool failed;
+};
+
 struct symtab {
 	struct symtab_sym *syms;
 	size_t nsyms;
@@ -89,6 +107,13 @@ struct symtab {
 	int dwarf_fd;
 	Dwarf *dwarf;
 	bool dwarf_failed;
+	/* when DWARF comes from the cache's decompressed copy */
+	Elf *dwarf_elf;
+	int dwarf_cache_fd;
+	bool dwarf_cached;
+	/* per compile unit, the address ranges of its outermost scopes */
+	struct cu_index *cus;
+	size_t ncus, capcus;
 	/* function extents from .eh_frame FDEs: for code no symbol covers */
 	uint64_t *fde_start, *fde_end;
 	size_t nfde;
@@ -519,6 +544,65 @@ static int cand_cmp(const void *pa, const void *pb)
 	return memcmp(a->name, b->name, a->len);
 }
 
+/*
+ * Sort candidates as cand_cmp() orders them: a stable LSD radix sort on the
+ * address (qsort's comparisons were most of symtab_open() for a 10k-symbol
+ * .dynsym), then each run of aliases at one address by cand_cmp().
+ */
+#define RADIX_BITS 11
+#define RADIX_PASSES 6 /* 6 * 11 >= 64 */
+
+static int cand_sort(struct cand *v, size_t n)
+{
+	const uint64_t mask = (1u << RADIX_BITS) - 1;
+	struct cand *tmp, *src = v, *dst;
+	uint32_t (*count)[1u << RADIX_BITS];
+
+	if (n < 64) {
+		qsort(v, n, sizeof(*v), cand_cmp);
+		return 0;
+	}
+	tmp = malloc(n * sizeof(*tmp));
+	count = calloc(RADIX_PASSES, sizeof(*count));
+	if (!tmp || !count) {
+		free(tmp);
+		free(count);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		for (int p = 0; p < RADIX_PASSES; p++)
+			count[p][(v[i].addr >> (p * RADIX_BITS)) & mask]++;
+	dst = tmp;
+	for (int p = 0; p < RADIX_PASSES; p++) {
+		uint32_t *c = count[p], sum = 0;
+
+		/* every address has the same digit here: nothing to do */
+		if (c[(v[0].addr >> (p * RADIX_BITS)) & mask] == n)
+			continue;
+		for (size_t d = 0; d <= mask; d++) {
+			uint32_t k = c[d];
+
+			c[d] = sum;
+			sum += k;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[c[(src[i].addr >> (p * RADIX_BITS)) & mask]++] = src[i];
+		dst = src;
+		src = src == v ? tmp : v;
+	}
+	if (src != v)
+		memcpy(v, src, n * sizeof(*v));
+	free(tmp);
+	free(count);
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && v[j].addr == v[i].addr; j++)
+			;
+		if (j - i > 1)
+			qsort(v + i, j - i, sizeof(*v), cand_cmp);
+	}
+	return 0;
+}
+
 static uint64_t load_end(const struct symtab *s, uint64_t vaddr)
 {
 	for (size_t i = 0; i < s->nloads; i++) {
@@ -537,7 +621,8 @@ static int symtab_finish(struct symtab *s, struct builder *b)
 
 	if (b->n == 0)
 		return 0;
-	qsort(b->v, b->n, sizeof(*b->v), cand_cmp);
+	if (cand_sort(b->v, b->n) < 0)
+		return -ENOMEM;
 	for (size_t i = 0; i < b->n; i++) {
 		if (n > 0 && b->v[n - 1].addr == b->v[i].addr) {
 			/* an alias may know the size the preferred name lacks */
@@ -879,6 +964,7 @@ struct symtab *symtab_open(const char *path, const char *debug_root)
 		return NULL;
 	}
 	s->dwarf_fd = -1;
+	s->dwarf_cache_fd = -1;
 	s->source = "none";
 
 	err = elf_file_open(&mf, path);
@@ -964,8 +1050,17 @@ void symtab_free(struct symtab *s)
 {
 	if (!s)
 		return;
+	for (size_t i = 0; i < s->ncus; i++) {
+		free(s->cus[i].v);
+		free(s->cus[i].maxhi);
+	}
+	free(s->cus);
 	if (s->dwarf)
 		dwarf_end(s->dwarf);
+	if (s->dwarf_elf)
+		elf_end(s->dwarf_elf);
+	if (s->dwarf_cache_fd >= 0)
+		close(s->dwarf_cache_fd);
 	if (s->dwarf_fd >= 0)
 		close(s->dwarf_fd);
 	free(s->dwarf_path);
@@ -1038,13 +1133,251 @@ int symtab_lookup(const struct symtab *s, uint64_t off, const char **name, uint6
 	return -ENOENT;
 }
 
+/*
+ * Decompressed DWARF, cached. Distributions compress debuginfo sections
+ * (SHF_COMPRESSED, zlib) and libdw inflates every one of them in
+ * dwarf_begin(): ~10 MB and ~40 ms for libc, paid by every run that wants
+ * one inlined frame of it. The first such run writes the sections inlined
+ * frames need, inflated, to an ELF file of their own in the symbolization
+ * cache, keyed by build-id (content-addressed: it never goes stale); later
+ * runs map that instead, and libdw only reads the pages it touches.
+ * .debug_line, .debug_loc(lists), .debug_frame and macros are left out:
+ * naming inlined frames does not read them.
+ */
+#define DWARF_CACHE_PREFIX "dwarf-"
+#define DWARF_CACHE_MAX_BYTES (512ull << 20) /* all dwarf-* entries together */
+
+static bool dwarf_section_wanted(const char *name)
+{
+	static const char *const skip[] = {
+		".debug_line", ".debug_loc", ".debug_loclists", ".debug_frame",
+		".debug_macro", ".debug_macinfo",
+	};
+
+	if (strncmp(name, ".debug_", 7) != 0)
+		return false;
+	for (size_t i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
+		if (!strcmp(name, skip[i]))
+			return false;
+	return true;
+}
+
+static bool elf_native(Elf *elf)
+{
+	const char *id = elf_getident(elf, NULL);
+	const uint16_t one = 1;
+
+	return id && id[EI_DATA] == (*(const uint8_t *)&one ? ELFDATA2LSB : ELFDATA2MSB);
+}
+
+/* Append @name to the section-name table being built; its offset or -1. */
+static long shstr_add(char **tab, size_t *len, const char *name)
+{
+	size_t n = strlen(name) + 1;
+	char *t = realloc(*tab, *len + n);
+	long off = (long)*len;
+
+	if (!t)
+		return -1;
+	memcpy(t + *len, name, n);
+	*tab = t;
+	*len += n;
+	return off;
+}
+
+/*
+ * Write the wanted debug sections of @src, inflated, plus its notes (the
+ * build-id), as a new ELF to @fd. -ENOENT when @src has no compressed
+ * debug section (libdw reads it cheaply as it is), else 0 or -errno.
+ */
+static int dwarf_write_inflated(Elf *src, int fd)
+{
+	char *shstr = NULL;
+	size_t shstr_len = 0, shstrndx, copied = 0;
+	bool compressed = false;
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh, neh;
+	Elf *dst = NULL;
+	long off;
+	int err = -ENOENT;
+
+	if (!gelf_getehdr(src, &eh) || eh.e_type == ET_REL || !elf_native(src) ||
+	    elf_getshdrstrndx(src, &shstrndx) != 0)
+		return -ENOENT;
+	while ((scn = elf_nextscn(src, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS &&
+		    (sh.sh_flags & SHF_COMPRESSED) &&
+		    (name = elf_strptr(src, shstrndx, sh.sh_name)) && dwarf_section_wanted(name))
+			compressed = true;
+	}
+	if (!compressed)
+		return -ENOENT;
+
+	err = -EIO;
+	dst = elf_begin(fd, ELF_C_WRITE, NULL);
+	if (!dst || !gelf_newehdr(dst, gelf_getclass(src)) || !gelf_getehdr(dst, &neh))
+		goto out;
+	memcpy(neh.e_ident, eh.e_ident, EI_NIDENT);
+	neh.e_type = eh.e_type;
+	neh.e_machine = eh.e_machine;
+	neh.e_version = eh.e_version;
+	neh.e_flags = eh.e_flags;
+	if (shstr_add(&shstr, &shstr_len, "") < 0)
+		goto out;
+	scn = NULL;
+	while ((scn = elf_nextscn(src, scn))) {
+		GElf_Shdr sh, nsh;
+		const char *name;
+		Elf_Scn *nscn;
+		Elf_Data *d, *nd;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !(name = elf_strptr(src, shstrndx, sh.sh_name)))
+			continue;
+		if (!dwarf_section_wanted(name) && sh.sh_type != SHT_NOTE)
+			continue;
+		/* in memory only: libelf inflates into a buffer of its own */
+		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+			goto out;
+		d = sh.sh_type == SHT_NOTE ? elf_rawdata(scn, NULL) : elf_getdata(scn, NULL);
+		if (!d || (d->d_size && !d->d_buf))
+			goto out;
+		nscn = elf_newscn(dst);
+		nd = nscn ? elf_newdata(nscn) : NULL;
+		off = shstr_add(&shstr, &shstr_len, name);
+		if (!nd || off < 0 || !gelf_getshdr(nscn, &nsh))
+			goto out;
+		nd->d_buf = d->d_buf;
+		nd->d_size = d->d_size;
+		nd->d_type = ELF_T_BYTE;
+		nd->d_align = sh.sh_addralign ? sh.sh_addralign : 1;
+		nsh.sh_name = (GElf_Word)off;
+		nsh.sh_type = sh.sh_type;
+		nsh.sh_flags = sh.sh_flags & ~(GElf_Xword)SHF_COMPRESSED;
+		nsh.sh_addralign = nd->d_align;
+		nsh.sh_entsize = sh.sh_entsize;
+		nsh.sh_addr = sh.sh_addr;
+		if (!gelf_update_shdr(nscn, &nsh))
+			goto out;
+		copied++;
+	}
+	{
+		Elf_Scn *sscn = elf_newscn(dst);
+		Elf_Data *sd = sscn ? elf_newdata(sscn) : NULL;
+		GElf_Shdr ssh;
+
+		off = shstr_add(&shstr, &shstr_len, ".shstrtab");
+		if (!sd || off < 0 || !gelf_getshdr(sscn, &ssh))
+			goto out;
+		sd->d_buf = shstr;
+		sd->d_size = shstr_len;
+		sd->d_type = ELF_T_BYTE;
+		sd->d_align = 1;
+		ssh.sh_name = (GElf_Word)off;
+		ssh.sh_type = SHT_STRTAB;
+		ssh.sh_addralign = 1;
+		if (!gelf_update_shdr(sscn, &ssh))
+			goto out;
+		neh.e_shstrndx = (GElf_Half)elf_ndxscn(sscn);
+	}
+	if (copied == 0 || !gelf_update_ehdr(dst, &neh) || elf_update(dst, ELF_C_WRITE) < 0)
+		goto out;
+	err = 0;
+out:
+	if (dst)
+		elf_end(dst);
+	free(shstr);
+	return err;
+}
+
+/* The build-id of @elf is @want (lowercase hex)? */
+static bool elf_build_id_is(Elf *elf, const char *want)
+{
+	uint8_t bid[SYMTAB_MAX_BUILD_ID];
+	char hex[2 * SYMTAB_MAX_BUILD_ID + 1];
+	size_t n = elf_build_id(elf, bid);
+
+	for (size_t i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", bid[i]);
+	hex[2 * n] = '\0';
+	return n > 0 && !strcmp(hex, want);
+}
+
+/* Open the cached copy of @s's DWARF: 0, or -ENOENT when there is none. */
+static int dwarf_cache_open(struct symtab *s, const char *dir, const char *name)
+{
+	int fd = symcache_open(dir, name);
+	Elf *elf;
+
+	if (fd < 0)
+		return -ENOENT;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !elf_build_id_is(elf, s->build_id) ||
+	    !(s->dwarf = dwarf_begin_elf(elf, DWARF_C_READ, NULL))) {
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return -ENOENT;
+	}
+	(void)futimens(fd, NULL); /* recently used: trimmed last */
+	s->dwarf_elf = elf;
+	s->dwarf_cache_fd = fd;
+	s->dwarf_cached = true;
+	return 0;
+}
+
+/*
+ * DWARF of @s through the cache: a hit, or on a miss an inflated copy
+ * written from the open s->dwarf_fd and then used. -ENOENT when the cache
+ * cannot serve (off, no build-id, nothing compressed, a write failed).
+ */
+static int dwarf_from_cache(struct symtab *s)
+{
+	char name[sizeof(DWARF_CACHE_PREFIX) + sizeof(s->build_id)], tmp[PATH_MAX];
+	const char *dir;
+	Elf *src;
+	int fd, err;
+
+	if (!s->build_id[0] || !(dir = symcache_dir()))
+		return -ENOENT;
+	snprintf(name, sizeof(name), DWARF_CACHE_PREFIX "%s", s->build_id);
+	if (dwarf_cache_open(s, dir, name) == 0)
+		return 0;
+	src = elf_begin(s->dwarf_fd, ELF_C_READ_MMAP, NULL);
+	if (!src)
+		return -ENOENT;
+	/* the file must be what symtab_open() matched: same build-id */
+	if (elf_kind(src) != ELF_K_ELF || !elf_build_id_is(src, s->build_id)) {
+		elf_end(src);
+		return -ENOENT;
+	}
+	fd = symcache_create(dir, name, tmp, sizeof(tmp));
+	if (fd < 0) {
+		elf_end(src);
+		return -ENOENT;
+	}
+	err = dwarf_write_inflated(src, fd);
+	elf_end(src);
+	if (err < 0) {
+		symcache_abort(fd, tmp);
+		return -ENOENT;
+	}
+	if (symcache_commit(fd, tmp, dir, name) < 0)
+		return -ENOENT;
+	symcache_trim(dir, DWARF_CACHE_PREFIX, name, DWARF_CACHE_MAX_BYTES);
+	return dwarf_cache_open(s, dir, name);
+}
+
 static Dwarf *symtab_dwarf(struct symtab *s)
 {
 	if (s->dwarf || s->dwarf_failed || !s->dwarf_path)
 		return s->dwarf;
 	if (s->dwarf_fd < 0)
 		s->dwarf_fd = open(s->dwarf_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (s->dwarf_fd >= 0)
+	if (s->dwarf_fd >= 0 && dwarf_from_cache(s) < 0)
 		s->dwarf = dwarf_begin(s->dwarf_fd, DWARF_C_READ);
 	if (!s->dwarf) {
 		/* remembered: a file that failed once is not re-read per sample */
@@ -1054,6 +1387,11 @@ static Dwarf *symtab_dwarf(struct symtab *s)
 		s->dwarf_fd = -1;
 	}
 	return s->dwarf;
+}
+
+bool symtab_dwarf_cached(const struct symtab *s)
+{
+	return s && s->dwarf_cached;
 }
 
 int symtab_hold_dwarf(struct symtab *s)
@@ -1128,8 +1466,142 @@ static int scope_find(struct scope_walk *w, Dwarf_Die *parent, int depth, int le
 	return depth;
 }
 
+/*
+ * Which outermost scope of a CU covers pc was found by scope_find() from
+ * the CU's root, testing every top-level DIE in turn: tens of microseconds
+ * per frame in a big CU such as libc's malloc.c. Instead each CU, on its
+ * first lookup, gets a sorted table of the ranges of those DIEs (found
+ * exactly as scope_find() visits them: children of the CU, and of the
+ * transparent scopes among them); a lookup then starts scope_find() from
+ * the DIE the table names. Same DIE, same chain: the first DIE in DIE
+ * order whose ranges contain pc.
+ */
+#define SYMTAB_MAX_CUS 4096
+#define SYMTAB_MAX_CU_SPANS (1u << 20)
+
+static int cu_span_cmp(const void *pa, const void *pb)
+{
+	const struct cu_span *a = pa, *b = pb;
+
+	if (a->lo != b->lo)
+		return a->lo < b->lo ? -1 : 1;
+	return a->die < b->die ? -1 : a->die > b->die;
+}
+
+static void cu_index_walk(struct cu_index *ci, size_t *cap, Dwarf_Die *parent, int level,
+			  unsigned int *budget)
+{
+	Dwarf_Die child;
+
+	if (ci->failed || level >= 2 * SYMTAB_MAX_SCOPES || dwarf_child(parent, &child) != 0)
+		return;
+	do {
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t it = 0;
+
+		if (*budget == 0) {
+			ci->failed = true;
+			return;
+		}
+		(*budget)--;
+		while ((it = dwarf_ranges(&child, it, &base, &lo, &hi)) > 0) {
+			if (hi <= lo)
+				continue;
+			if (ci->n == *cap) {
+				size_t nc = *cap ? *cap * 2 : 64;
+				struct cu_span *nv;
+
+				if (nc > SYMTAB_MAX_CU_SPANS ||
+				    !(nv = realloc(ci->v, nc * sizeof(*nv)))) {
+					ci->failed = true;
+					return;
+				}
+				ci->v = nv;
+				*cap = nc;
+			}
+			ci->v[ci->n++] = (struct cu_span){
+				.lo = lo, .hi = hi, .die = dwarf_dieoffset(&child), .level = level
+			};
+		}
+		if (scope_transparent(dwarf_tag(&child)))
+			cu_index_walk(ci, cap, &child, level + 1, budget);
+	} while (!ci->failed && dwarf_siblingof(&child, &child) == 0);
+}
+
+/* The index of the CU of @cudie, built on first use; NULL when it cannot be. */
+static const struct cu_index *cu_index_get(struct symtab *s, Dwarf_Die *cudie)
+{
+	uint64_t off = dwarf_dieoffset(cudie);
+	unsigned int budget = SYMTAB_MAX_DIES;
+	struct cu_index *ci;
+	size_t cap = 0;
+
+	for (size_t i = 0; i < s->ncus; i++)
+		if (s->cus[i].cu == off)
+			return s->cus[i].failed ? NULL : &s->cus[i];
+	if (s->ncus >= SYMTAB_MAX_CUS)
+		return NULL;
+	if (s->ncus == s->capcus) {
+		size_t nc = s->capcus ? s->capcus * 2 : 16;
+		struct cu_index *nv = realloc(s->cus, nc * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		s->cus = nv;
+		s->capcus = nc;
+	}
+	ci = &s->cus[s->ncus++];
+	memset(ci, 0, sizeof(*ci));
+	ci->cu = off;
+	cu_index_walk(ci, &cap, cudie, 0, &budget);
+	if (!ci->failed && ci->n) {
+		qsort(ci->v, ci->n, sizeof(*ci->v), cu_span_cmp);
+		ci->maxhi = malloc(ci->n * sizeof(*ci->maxhi));
+		if (!ci->maxhi)
+			ci->failed = true;
+		for (size_t i = 0; !ci->failed && i < ci->n; i++)
+			ci->maxhi[i] = i && ci->maxhi[i - 1] > ci->v[i].hi ? ci->maxhi[i - 1] : ci->v[i].hi;
+	}
+	if (ci->failed) {
+		free(ci->v);
+		free(ci->maxhi);
+		ci->v = NULL;
+		ci->maxhi = NULL;
+		ci->n = 0;
+		return NULL;
+	}
+	return ci;
+}
+
+/* The outermost scope containing @pc: false when none does. */
+static bool cu_index_find(const struct cu_index *ci, uint64_t pc, const struct cu_span **out)
+{
+	const struct cu_span *best = NULL;
+	size_t lo = 0, hi = ci->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ci->v[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* v[0..lo) start at or below pc; past the prefix max nothing reaches it */
+	for (size_t i = lo; i > 0 && ci->maxhi[i - 1] > pc; i--) {
+		const struct cu_span *sp = &ci->v[i - 1];
+
+		if (pc < sp->hi && (!best || sp->die < best->die))
+			best = sp;
+	}
+	*out = best;
+	return best != NULL;
+}
+
 size_t symtab_inlines(struct symtab *s, uint64_t off, const char **names, size_t max)
 {
+	const struct cu_index *ci;
+	const struct cu_span *top;
 	struct scope_walk *w;
 	Dwarf_Die cudie;
 	size_t count = 0;
@@ -1140,6 +1612,9 @@ size_t symtab_inlines(struct symtab *s, uint64_t off, const char **names, size_t
 	if (!s || max == 0 || symtab_off_to_vaddr(s, off, &pc) < 0 || !(dw = symtab_dwarf(s)))
 		return 0;
 	if (!dwarf_addrdie(dw, pc, &cudie))
+		return 0;
+	ci = cu_index_get(s, &cudie);
+	if (ci && !cu_index_find(ci, pc, &top))
 		return 0;
 	w = malloc(sizeof(*w));
 	if (!w)
@@ -1152,7 +1627,10 @@ size_t symtab_inlines(struct symtab *s, uint64_t off, const char **names, size_t
 	 * Not dwarf_getscopes(): it stops at the innermost inlined instance
 	 * and continues with the abstract definition's scopes instead.
 	 */
-	depth = scope_find(w, &cudie, 0, 0);
+	if (ci && dwarf_offdie(dw, top->die, &w->chain[0]))
+		depth = scope_find(w, &w->chain[0], 1, top->level + 1);
+	else
+		depth = scope_find(w, &cudie, 0, 0);
 	for (int i = depth - 1; i >= 0 && count < max; i--) {
 		int tag = dwarf_tag(&w->chain[i]);
 		const char *name;
@@ -1207,10 +1685,32 @@ const char *symtab_source(const struct symtab *s)
 
 /* ---- kernel symbols ---- */
 
+/*
+ * /proc/kallsyms is about 120k lines that the kernel formats anew on every
+ * read: some 35 ms of kernel CPU on a small VM, the floor of any reader.
+ * Our side is kept small: one read into one buffer, each kept name moved
+ * down in place so the buffer becomes the name arena, no per-line stdio.
+ * The vmlinux part comes out in address order, so only runs of aliases at
+ * one address are ranked; a full sort happens only when module symbols
+ * come unsorted.
+ *
+ * The vmlinux ("core") symbols cannot change before the next boot, so the
+ * first reader of a boot writes them, sorted and deduplicated in the
+ * in-memory layout, to the symbolization cache as kallsyms-<boot_id>; later
+ * readers map that file and skip /proc/kallsyms. Module, BPF and ftrace
+ * symbols can come and go at any time: an address outside the core range
+ * sends the lookup to a live read of /proc/kallsyms (once per ksyms), so
+ * the answers are those of a live read in every case.
+ */
+
 #define KSYMS_LINE_MAX 1024	/* KSYM_NAME_LEN is 512, plus address and module */
 #define KSYMS_MAX (4u << 20)	/* far above any kernel (~200k text symbols) */
 #define KSYMS_MAX_MODULES 65535 /* module index is 16 bits */
 #define KSYMS_LAST_SPAN (1u << 20) /* the last symbol has no successor to end it */
+#define KSYMS_MAX_FILE (512u << 20) /* /proc/kallsyms is ~6 MB */
+#define KSYMS_LIVE "/proc/kallsyms"
+#define KSYMS_BOOT_ID "/proc/sys/kernel/random/boot_id"
+#define KSYMS_BOOT_ID_LEN 36
 
 struct ksym {
 	uint64_t addr;
@@ -1222,43 +1722,99 @@ struct ksym {
 
 struct ksyms {
 	struct ksym *syms;
-	size_t n, cap;
+	size_t n;
 	char *names;
-	size_t names_len, names_cap;
+	size_t names_len;
 	uint32_t *modules; /* offsets into names */
 	size_t nmodules;
 	bool hidden; /* kptr_restrict: every address read as 0 */
+	/* from the cache: core symbols only, syms and names inside map */
+	void *map;
+	size_t map_len;
+	char *live_path; /* set for a core-only table: where the rest is */
+	struct ksyms *live;
+	bool live_tried;
 };
 
-static int ksyms_name(struct ksyms *k, const char *s, size_t len, uint32_t *off)
-{
-	if (k->names_len + len + 1 > UINT32_MAX)
-		return -E2BIG;
-	if (k->names_len + len + 1 > k->names_cap) {
-		size_t ncap = k->names_cap ? k->names_cap * 2 : 1 << 16;
-		char *nn;
+/* The cache file: this header, nsyms struct ksym, then the name arena. */
+#define KSYMS_CACHE_MAGIC "CGPKSYM1"
+struct ksyms_cache_hdr {
+	char magic[8];
+	uint32_t sym_size; /* sizeof(struct ksym): the layout is this build's */
+	uint32_t reserved;
+	uint64_t nsyms, names_len;
+	char boot_id[40];
+};
 
-		while (ncap < k->names_len + len + 1)
-			ncap *= 2;
-		nn = realloc(k->names, ncap);
-		if (!nn)
-			return -ENOMEM;
-		k->names = nn;
-		k->names_cap = ncap;
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+struct ksyms_line {
+	uint64_t addr;
+	char type;
+	const char *name, *module;
+	size_t name_len, module_len;
+};
+
+/* "ffffffff810001c0 T name\t[module]" in [p, e); false for anything else */
+static bool ksyms_parse(const char *p, const char *e, struct ksyms_line *l)
+{
+	int digits = 0, v;
+
+	memset(l, 0, sizeof(*l));
+	for (; p < e && (v = hexval(*p)) >= 0; p++) {
+		if (++digits > 16)
+			return false;
+		l->addr = l->addr << 4 | (uint64_t)v;
 	}
-	memcpy(k->names + k->names_len, s, len);
+	if (digits == 0 || e - p < 3 || p[0] != ' ' || p[1] == '\0' || p[2] != ' ')
+		return false;
+	l->type = p[1];
+	p += 3;
+	l->name = p;
+	while (p < e && *p && *p != '\t' && *p != ' ')
+		p++;
+	l->name_len = (size_t)(p - l->name);
+	if (l->name_len == 0)
+		return false;
+	while (p < e && (*p == '\t' || *p == ' '))
+		p++;
+	if (p < e && *p == '[') {
+		const char *end = memchr(p, ']', (size_t)(e - p));
+
+		if (!end || end == p + 1)
+			return false;
+		l->module = p + 1;
+		l->module_len = (size_t)(end - p - 1);
+	}
+	return true;
+}
+
+/*
+ * Move @len bytes at @s (at or after the arena's end, inside the same
+ * buffer) to the end of the arena and terminate them.
+ */
+static uint32_t ksyms_keep_name(struct ksyms *k, const char *s, size_t len)
+{
+	uint32_t off = (uint32_t)k->names_len;
+
+	memmove(k->names + k->names_len, s, len);
 	k->names[k->names_len + len] = '\0';
-	*off = (uint32_t)k->names_len;
 	k->names_len += len + 1;
-	return 0;
+	return off;
 }
 
 /* Index for module @s (1-based), reusing one already seen. */
 static int ksyms_module(struct ksyms *k, const char *s, size_t len, uint16_t *idx)
 {
-	uint32_t off;
-	int err;
-
 	/* kallsyms lists a module's symbols together: check the newest first */
 	for (size_t i = k->nmodules; i > 0; i--) {
 		const char *m = k->names + k->modules[i - 1];
@@ -1277,97 +1833,8 @@ static int ksyms_module(struct ksyms *k, const char *s, size_t len, uint16_t *id
 			return -ENOMEM;
 		k->modules = nm;
 	}
-	err = ksyms_name(k, s, len, &off);
-	if (err < 0)
-		return err;
-	k->modules[k->nmodules++] = off;
+	k->modules[k->nmodules++] = ksyms_keep_name(k, s, len);
 	*idx = (uint16_t)k->nmodules;
-	return 0;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = (char)tolower((unsigned char)c);
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-struct ksyms_line {
-	uint64_t addr;
-	char type;
-	const char *name, *module;
-	size_t name_len, module_len;
-};
-
-/* "ffffffff810001c0 T name\t[module]"; false for anything else */
-static bool ksyms_parse(const char *p, struct ksyms_line *l)
-{
-	int digits = 0, v;
-
-	memset(l, 0, sizeof(*l));
-	for (; (v = hexval(*p)) >= 0; p++) {
-		if (++digits > 16)
-			return false;
-		l->addr = l->addr << 4 | (uint64_t)v;
-	}
-	if (digits == 0 || *p != ' ' || p[1] == '\0' || p[2] != ' ')
-		return false;
-	l->type = p[1];
-	p += 3;
-	l->name = p;
-	while (*p && *p != '\t' && *p != ' ' && *p != '\n')
-		p++;
-	l->name_len = (size_t)(p - l->name);
-	if (l->name_len == 0)
-		return false;
-	while (*p == '\t' || *p == ' ')
-		p++;
-	if (*p == '[') {
-		const char *end = strchr(p, ']');
-
-		if (!end || end == p + 1)
-			return false;
-		l->module = p + 1;
-		l->module_len = (size_t)(end - p - 1);
-	}
-	return true;
-}
-
-static int ksyms_add(struct ksyms *k, const struct ksyms_line *l)
-{
-	static const char types[] = "TWtw";
-	const char *t = strchr(types, l->type);
-	struct ksym sym = { .addr = l->addr };
-	int err;
-
-	if (!t || l->type == '\0')
-		return 0;
-	if (k->n >= KSYMS_MAX)
-		return -E2BIG;
-	sym.rank = (uint8_t)(t - types);
-	while (sym.unders < l->name_len && sym.unders < 255 && l->name[sym.unders] == '_')
-		sym.unders++;
-	if (l->module) {
-		err = ksyms_module(k, l->module, l->module_len, &sym.module);
-		if (err < 0)
-			return err;
-	}
-	err = ksyms_name(k, l->name, l->name_len, &sym.name);
-	if (err < 0)
-		return err;
-	if (k->n == k->cap) {
-		size_t ncap = k->cap ? k->cap * 2 : 4096;
-		struct ksym *nv = realloc(k->syms, ncap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		k->syms = nv;
-		k->cap = ncap;
-	}
-	k->syms[k->n++] = sym;
 	return 0;
 }
 
@@ -1391,90 +1858,351 @@ static int ksym_cmp(const void *pa, const void *pb, void *arena)
 	return strcmp(na, nb);
 }
 
-/* Give back the slack of the doubling growth; failure keeps the old block. */
-static void ksyms_shrink(struct ksyms *k)
+/* Whole file into a NUL-terminated buffer (procfs sizes are unknown). */
+static int read_whole(const char *path, char **out, size_t *out_len)
 {
-	struct ksym *syms = realloc(k->syms, k->n * sizeof(*k->syms));
-	char *names = realloc(k->names, k->names_len);
+	size_t cap = 1u << 20, len = 0;
+	char *buf = NULL;
+	int fd, err = 0;
 
-	if (syms) {
-		k->syms = syms;
-		k->cap = k->n;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(cap + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
 	}
-	if (names) {
-		k->names = names;
-		k->names_cap = k->names_len;
-	}
-}
+	for (;;) {
+		ssize_t r;
 
-struct ksyms *ksyms_load(const char *path)
-{
-	char line[KSYMS_LINE_MAX];
-	struct ksyms *k;
-	bool any_nonzero = false;
-	size_t n = 0;
-	FILE *f;
-	int err = 0;
+		if (len == cap) {
+			char *nb;
 
-	if (!path) {
-		errno = EINVAL;
-		return NULL;
-	}
-	f = fopen(path, "re");
-	if (!f)
-		return NULL;
-	k = calloc(1, sizeof(*k));
-	if (!k) {
-		fclose(f);
-		errno = ENOMEM;
-		return NULL;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		struct ksyms_line l;
-
-		if (!strchr(line, '\n') && !feof(f)) {
-			int c;
-
-			/* over-long: drop the whole line, not just its head */
-			while ((c = getc(f)) != EOF && c != '\n')
-				;
-			continue;
+			if (cap >= KSYMS_MAX_FILE) {
+				err = -EFBIG;
+				break;
+			}
+			nb = realloc(buf, cap * 2 + 1);
+			if (!nb) {
+				err = -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
 		}
-		if (!ksyms_parse(line, &l))
+		r = read(fd, buf + len, cap - len);
+		if (r < 0 && errno == EINTR)
 			continue;
-		if (l.addr != 0)
-			any_nonzero = true;
-		err = ksyms_add(k, &l);
-		if (err == -E2BIG) {
-			err = 0;
+		if (r < 0) {
+			err = errno == EAGAIN ? -EIO : -errno;
 			break;
 		}
-		if (err < 0)
-			goto err_free;
+		if (r == 0)
+			break;
+		len += (size_t)r;
 	}
-	if (ferror(f)) {
-		err = -EIO;
-		goto err_free;
+	close(fd);
+	if (err < 0) {
+		free(buf);
+		return err;
 	}
-	fclose(f);
-	f = NULL;
-	k->hidden = k->n > 0 && !any_nonzero;
-	if (k->n > 0 && !k->hidden) {
+	buf[len] = '\0';
+	*out = buf;
+	*out_len = len;
+	return 0;
+}
+
+static int ksyms_push(struct ksyms *k, size_t *cap, const struct ksym *sym)
+{
+	if (k->n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 4096;
+		struct ksym *nv = realloc(k->syms, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		k->syms = nv;
+		*cap = ncap;
+	}
+	k->syms[k->n++] = *sym;
+	return 0;
+}
+
+/* Keep the best-ranked name of each address; @sorted: by address already. */
+static void ksyms_settle(struct ksyms *k, bool sorted)
+{
+	size_t n = 0;
+
+	if (!sorted) {
 		qsort_r(k->syms, k->n, sizeof(*k->syms), ksym_cmp, k->names);
 		for (size_t i = 0; i < k->n; i++)
 			if (n == 0 || k->syms[n - 1].addr != k->syms[i].addr)
 				k->syms[n++] = k->syms[i];
 		k->n = n;
-		ksyms_shrink(k);
+		return;
+	}
+	for (size_t i = 0; i < k->n; i++) {
+		if (n > 0 && k->syms[n - 1].addr == k->syms[i].addr) {
+			if (ksym_cmp(&k->syms[i], &k->syms[n - 1], k->names) < 0)
+				k->syms[n - 1] = k->syms[i];
+			continue;
+		}
+		k->syms[n++] = k->syms[i];
+	}
+	k->n = n;
+}
+
+/* Parse a kallsyms-format file (text symbols only). NULL + errno. */
+static struct ksyms *ksyms_read(const char *path)
+{
+	bool any_nonzero = false, sorted = true;
+	size_t len = 0, cap = 0;
+	const char *p, *end;
+	struct ksyms *k;
+	char *buf = NULL;
+	int err;
+
+	err = read_whole(path, &buf, &len);
+	if (err < 0) {
+		errno = -err;
+		return NULL;
+	}
+	k = calloc(1, sizeof(*k));
+	if (!k) {
+		free(buf);
+		errno = ENOMEM;
+		return NULL;
+	}
+	k->names = buf;
+	/* the arena grows from the buffer's start, never past the line read */
+	for (p = buf, end = buf + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end, *t;
+		struct ksym sym = { 0 };
+		struct ksyms_line l;
+
+		bool ok = (size_t)(le - p) < KSYMS_LINE_MAX - 1 && ksyms_parse(p, le, &l);
+
+		p = nl ? nl + 1 : end;
+		if (!ok)
+			continue;
+		if (l.addr != 0)
+			any_nonzero = true;
+		if (!(t = memchr("TWtw", l.type, 4)))
+			continue;
+		if (k->n >= KSYMS_MAX)
+			break;
+		sym.addr = l.addr;
+		sym.rank = (uint8_t)(t - "TWtw");
+		while (sym.unders < l.name_len && sym.unders < 255 && l.name[sym.unders] == '_')
+			sym.unders++;
+		/* the name first: the module follows it in the line */
+		sym.name = ksyms_keep_name(k, l.name, l.name_len);
+		if (l.module && (err = ksyms_module(k, l.module, l.module_len, &sym.module)) < 0) {
+			if (err == -E2BIG)
+				break;
+			goto err_free;
+		}
+		if (k->n > 0 && sym.addr < k->syms[k->n - 1].addr)
+			sorted = false;
+		err = ksyms_push(k, &cap, &sym);
+		if (err < 0)
+			goto err_free;
+	}
+	k->hidden = k->n > 0 && !any_nonzero;
+	if (k->n > 0 && !k->hidden)
+		ksyms_settle(k, sorted);
+	/* give back the slack; failure keeps the old block */
+	if (k->n) {
+		struct ksym *syms = realloc(k->syms, k->n * sizeof(*k->syms));
+
+		if (syms)
+			k->syms = syms;
+	}
+	if (k->names_len) {
+		char *names = realloc(k->names, k->names_len);
+
+		if (names)
+			k->names = names;
 	}
 	return k;
 
 err_free:
-	if (f)
-		fclose(f);
 	ksyms_free(k);
 	errno = -err;
 	return NULL;
+}
+
+static int write_all(int fd, const void *p, size_t len)
+{
+	const char *c = p;
+
+	while (len > 0) {
+		ssize_t w = write(fd, c, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		c += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static void ksyms_cache_name(char *buf, size_t size, const char *boot_id)
+{
+	snprintf(buf, size, "kallsyms-%s", boot_id);
+}
+
+/* Write the core symbols of @k for boot @boot_id; best effort. */
+static void ksyms_cache_store(const struct ksyms *k, const char *dir, const char *boot_id)
+{
+	struct ksyms_cache_hdr h = { .magic = KSYMS_CACHE_MAGIC, .sym_size = sizeof(struct ksym) };
+	char name[64], tmp[PATH_MAX];
+	struct ksym *core;
+	size_t m = 0;
+	int fd, err;
+
+	if (k->hidden || k->n == 0 || k->names_len == 0)
+		return;
+	core = malloc(k->n * sizeof(*core));
+	if (!core)
+		return;
+	for (size_t i = 0; i < k->n; i++)
+		if (k->syms[i].module == 0)
+			core[m++] = k->syms[i];
+	ksyms_cache_name(name, sizeof(name), boot_id);
+	if (m == 0 || (fd = symcache_create(dir, name, tmp, sizeof(tmp))) < 0) {
+		free(core);
+		return;
+	}
+	h.nsyms = m;
+	h.names_len = k->names_len;
+	memcpy(h.boot_id, boot_id, KSYMS_BOOT_ID_LEN);
+	err = write_all(fd, &h, sizeof(h));
+	if (!err)
+		err = write_all(fd, core, m * sizeof(*core));
+	if (!err)
+		err = write_all(fd, k->names, k->names_len);
+	free(core);
+	if (err) {
+		symcache_abort(fd, tmp);
+		return;
+	}
+	if (symcache_commit(fd, tmp, dir, name) == 0)
+		symcache_trim(dir, "kallsyms-", name, 0); /* earlier boots */
+}
+
+/* Map the cache entry for @boot_id; NULL when missing or not valid. */
+static struct ksyms *ksyms_cache_load(const char *dir, const char *boot_id)
+{
+	const struct ksyms_cache_hdr *h;
+	struct ksyms *k = NULL;
+	char name[64];
+	struct stat st;
+	void *map;
+	uint64_t body;
+	int fd;
+
+	ksyms_cache_name(name, sizeof(name), boot_id);
+	fd = symcache_open(dir, name);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(*h) || st.st_size > KSYMS_MAX_FILE) {
+		close(fd);
+		return NULL;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return NULL;
+	h = map;
+	body = (uint64_t)st.st_size - sizeof(*h);
+	if (memcmp(h->magic, KSYMS_CACHE_MAGIC, sizeof(h->magic)) != 0 ||
+	    h->sym_size != sizeof(struct ksym) || memcmp(h->boot_id, boot_id, KSYMS_BOOT_ID_LEN) ||
+	    h->nsyms == 0 || h->nsyms > KSYMS_MAX || h->names_len == 0 ||
+	    h->names_len > UINT32_MAX || h->nsyms * sizeof(struct ksym) > body ||
+	    body - h->nsyms * sizeof(struct ksym) != h->names_len)
+		goto out_unmap;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		goto out_unmap;
+	k->map = map;
+	k->map_len = (size_t)st.st_size;
+	k->syms = (struct ksym *)((char *)map + sizeof(*h));
+	k->n = h->nsyms;
+	k->names = (char *)(k->syms + k->n);
+	k->names_len = h->names_len;
+	/* what a live read guarantees, checked before any lookup trusts it */
+	if (k->names[k->names_len - 1] != '\0')
+		goto out_free;
+	for (size_t i = 0; i < k->n; i++) {
+		const struct ksym *s = &k->syms[i];
+
+		if (s->name >= k->names_len || s->module != 0 || s->rank > 3 ||
+		    (i > 0 && s->addr <= k->syms[i - 1].addr) || s->addr == 0)
+			goto out_free;
+	}
+	return k;
+
+out_free:
+	free(k);
+out_unmap:
+	munmap(map, (size_t)st.st_size);
+	return NULL;
+}
+
+static int read_boot_id(char *out)
+{
+	char buf[64];
+	ssize_t r;
+	int fd = open(KSYMS_BOOT_ID, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (r < KSYMS_BOOT_ID_LEN)
+		return -EINVAL;
+	for (int i = 0; i < KSYMS_BOOT_ID_LEN; i++)
+		if (!isxdigit((unsigned char)buf[i]) && buf[i] != '-')
+			return -EINVAL;
+	memcpy(out, buf, KSYMS_BOOT_ID_LEN);
+	out[KSYMS_BOOT_ID_LEN] = '\0';
+	return 0;
+}
+
+struct ksyms *ksyms_load_cached(const char *path, const char *cache_dir, const char *boot_id)
+{
+	struct ksyms *k;
+
+	if (!path) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!cache_dir || !boot_id || strlen(boot_id) != KSYMS_BOOT_ID_LEN || strchr(boot_id, '/'))
+		return ksyms_read(path);
+	k = ksyms_cache_load(cache_dir, boot_id);
+	if (k) {
+		k->live_path = strdup(path);
+		if (k->live_path)
+			return k;
+		ksyms_free(k);
+	}
+	k = ksyms_read(path);
+	if (k)
+		ksyms_cache_store(k, cache_dir, boot_id);
+	return k;
+}
+
+struct ksyms *ksyms_load(const char *path)
+{
+	char boot_id[KSYMS_BOOT_ID_LEN + 1];
+
+	if (path && !strcmp(path, KSYMS_LIVE) && read_boot_id(boot_id) == 0)
+		return ksyms_load_cached(path, symcache_dir(), boot_id);
+	return ksyms_load_cached(path, NULL, NULL);
 }
 
 size_t ksyms_count(const struct ksyms *k)
@@ -1482,12 +2210,17 @@ size_t ksyms_count(const struct ksyms *k)
 	return k && !k->hidden ? k->n : 0;
 }
 
-const char *ksyms_lookup(const struct ksyms *k, uint64_t addr, const char **module)
+bool ksyms_cached(const struct ksyms *k)
+{
+	return k && k->map;
+}
+
+static const char *ksyms_find(const struct ksyms *k, uint64_t addr, const char **module)
 {
 	size_t lo = 0, hi;
 	const struct ksym *sym;
 
-	if (!k || k->hidden || k->n == 0)
+	if (k->hidden || k->n == 0)
 		return NULL;
 	hi = k->n;
 	while (lo < hi) {
@@ -1508,12 +2241,34 @@ const char *ksyms_lookup(const struct ksyms *k, uint64_t addr, const char **modu
 	return k->names + sym->name;
 }
 
+const char *ksyms_lookup(struct ksyms *k, uint64_t addr, const char **module)
+{
+	if (!k)
+		return NULL;
+	/* past the last core symbol or before the first: modules, BPF, ftrace */
+	if (k->live_path && (addr < k->syms[0].addr || addr >= k->syms[k->n - 1].addr)) {
+		if (!k->live_tried) {
+			k->live_tried = true;
+			k->live = ksyms_read(k->live_path);
+		}
+		if (k->live)
+			return ksyms_find(k->live, addr, module);
+	}
+	return ksyms_find(k, addr, module);
+}
+
 void ksyms_free(struct ksyms *k)
 {
 	if (!k)
 		return;
-	free(k->syms);
-	free(k->names);
+	if (k->map) {
+		munmap(k->map, k->map_len);
+	} else {
+		free(k->syms);
+		free(k->names);
+	}
 	free(k->modules);
+	free(k->live_path);
+	ksyms_free(k->live);
 	free(k);
 }

@@ -1137,6 +1137,225 @@ static void test_kallsyms_long_lines(void **state)
 	assert_int_equal(errno, ENOENT);
 }
 
+/* ---- the symbolization cache ---- */
+
+#define BOOT_A "0a1b2c3d-0000-4000-8000-00000000000a"
+#define BOOT_B "0a1b2c3d-0000-4000-8000-00000000000b"
+
+static const char cache_kallsyms[] =
+	"ffffffff81000000 T _stext\n"
+	"ffffffff81000100 t local_fn\n"
+	"ffffffff81000200 D some_data\n"
+	"ffffffff81000400 t __alias_b\n"
+	"ffffffff81000400 T alias_a\n"
+	"ffffffff81000500 T last_core\n"
+	"ffffffffc0002000 T other_fn\t[othermod]\n"
+	"ffffffffc0001000 t mod_fn\t[mymod]\n";
+
+static const struct ksym_case cache_cases[] = {
+	{ 0xffffffff80ffffffull, NULL, NULL },
+	{ 0xffffffff81000000ull, "_stext", NULL },
+	{ 0xffffffff81000250ull, "local_fn", NULL },
+	{ 0xffffffff81000401ull, "alias_a", NULL },
+	/* from here on outside the core range: answered by a live read */
+	{ 0xffffffff81000500ull, "last_core", NULL },
+	{ 0xffffffff81000600ull, "last_core", NULL },
+	{ 0xffffffffc0001010ull, "mod_fn", "mymod" },
+	{ 0xffffffffc0002010ull, "other_fn", "othermod" },
+	{ 0xffffffffffff0000ull, NULL, NULL },
+};
+
+static void check_ksym_cases(struct ksyms *k)
+{
+	for (size_t i = 0; i < sizeof(cache_cases) / sizeof(cache_cases[0]); i++) {
+		const char *module = "unset", *name = ksyms_lookup(k, cache_cases[i].addr, &module);
+
+		if (!cache_cases[i].name) {
+			assert_null(name);
+			continue;
+		}
+		assert_non_null(name);
+		assert_string_equal(name, cache_cases[i].name);
+		if (cache_cases[i].module)
+			assert_string_equal(module, cache_cases[i].module);
+		else
+			assert_null(module);
+	}
+}
+
+static void test_kallsyms_cache(void **state)
+{
+	char *root = tmpdir_new();
+	char path[PATH_MAX], dir[PATH_MAX], entry[PATH_MAX], other[PATH_MAX];
+	struct ksyms *k;
+	struct stat st;
+	size_t len;
+	char *bytes;
+
+	pathf(path, sizeof(path), "%s/kallsyms", root);
+	pathf(dir, sizeof(dir), "%s/cache", root);
+	pathf(entry, sizeof(entry), "%s/kallsyms-" BOOT_A, dir);
+	pathf(other, sizeof(other), "%s/kallsyms-" BOOT_B, dir);
+	write_file(path, cache_kallsyms, strlen(cache_kallsyms));
+	assert_int_equal(mkdir(dir, 0700), 0);
+
+	/* the first reader reads and writes the core symbols, private */
+	k = ksyms_load_cached(path, dir, BOOT_A);
+	assert_non_null(k);
+	assert_false(ksyms_cached(k));
+	assert_int_equal(ksyms_count(k), 6);
+	check_ksym_cases(k);
+	ksyms_free(k);
+	assert_int_equal(stat(entry, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+
+	/* later readers map it; only vmlinux is in it, modules come live */
+	k = ksyms_load_cached(path, dir, BOOT_A);
+	assert_non_null(k);
+	assert_true(ksyms_cached(k));
+	assert_int_equal(ksyms_count(k), 4);
+	check_ksym_cases(k);
+	ksyms_free(k);
+
+	/* a cache entry is for its boot only; a new boot's entry replaces it */
+	k = ksyms_load_cached(path, dir, BOOT_B);
+	assert_non_null(k);
+	assert_false(ksyms_cached(k));
+	ksyms_free(k);
+	assert_int_equal(stat(other, &st), 0);
+	assert_int_equal(stat(entry, &st), -1);
+
+	/* damaged entries are not trusted: the file is read again */
+	bytes = read_all(other, &len);
+	assert_true(len > 100);
+	bytes[len - 1] = 'x'; /* the name arena loses its last NUL */
+	write_file(other, bytes, len);
+	chmod(other, 0600);
+	k = ksyms_load_cached(path, dir, BOOT_B);
+	assert_non_null(k);
+	assert_false(ksyms_cached(k));
+	check_ksym_cases(k);
+	ksyms_free(k);
+	write_file(other, bytes, 40); /* truncated */
+	chmod(other, 0600);
+	k = ksyms_load_cached(path, dir, BOOT_B);
+	assert_non_null(k);
+	assert_false(ksyms_cached(k));
+	ksyms_free(k);
+	free(bytes);
+
+	/* an entry others may write is not used */
+	k = ksyms_load_cached(path, dir, BOOT_B); /* valid again */
+	ksyms_free(k);
+	assert_int_equal(chmod(other, 0666), 0);
+	k = ksyms_load_cached(path, dir, BOOT_B);
+	assert_non_null(k);
+	assert_false(ksyms_cached(k));
+	check_ksym_cases(k);
+	ksyms_free(k);
+
+	/* no cache, or a bad boot id: plain reads */
+	k = ksyms_load_cached(path, NULL, BOOT_A);
+	assert_false(ksyms_cached(k));
+	check_ksym_cases(k);
+	ksyms_free(k);
+	k = ksyms_load_cached(path, dir, "../../x");
+	assert_false(ksyms_cached(k));
+	ksyms_free(k);
+	tmpdir_free(root);
+}
+
+/*
+ * Compressed debuginfo (as Debian ships libc6-dbg) is inflated once into
+ * the cache by build-id; names are those of the uncompressed original.
+ */
+static void test_dwarf_cache(void **state)
+{
+	static const char *const two[] = { "symfix_inl_leaf", "symfix_inl_mid" };
+	char orig[PATH_MAX], bin[PATH_MAX], dbg[PATH_MAX], dir[PATH_MAX], cache[PATH_MAX];
+	char entry[PATH_MAX], *saved = getenv("CGPERF_CACHE_DIR");
+	char *root = tmpdir_new();
+	struct stat st, st2;
+	struct symtab *s;
+	uint64_t value, off;
+	char id[64];
+
+	saved = saved ? strdup(saved) : NULL;
+	symfix_path(orig, sizeof(orig));
+	s = symtab_open(orig, "");
+	assert_non_null(s);
+	pathf(id, sizeof(id), "%s", symtab_build_id(s));
+	/* plain DWARF is read in place: nothing to inflate */
+	assert_int_equal(elf_func(orig, "symfix_outer", &value), 0);
+	assert_int_equal(elf_vaddr_off(orig, value, &off), 0);
+	assert_true(has_inline_chain(s, off, "symfix_outer", two, 2));
+	assert_false(symtab_dwarf_cached(s));
+	symtab_free(s);
+
+	pathf(dir, sizeof(dir), "%s/usr/lib/debug/.build-id/%.2s", root, id);
+	pathf(dbg, sizeof(dbg), "%s/%s.debug", dir, id + 2);
+	mkdirs(dir);
+	pathf(bin, sizeof(bin), "%s/symfix", root);
+	objcopy((const char *const[]){ "objcopy", "--only-keep-debug",
+				      "--compress-debug-sections=zlib", orig, dbg, NULL });
+	objcopy((const char *const[]){ "objcopy", "--strip-all", orig, bin, NULL });
+	pathf(cache, sizeof(cache), "%s/cache", root);
+	pathf(entry, sizeof(entry), "%s/dwarf-%s", cache, id);
+	assert_int_equal(setenv("CGPERF_CACHE_DIR", cache, 1), 0);
+	assert_int_equal(elf_vaddr_off(bin, value, &off), 0);
+
+	/* miss: inflated, written, used */
+	s = symtab_open(bin, root);
+	assert_non_null(s);
+	assert_string_equal(symtab_source(s), "debuginfo");
+	assert_true(has_inline_chain(s, off, "symfix_outer", two, 2));
+	assert_true(symtab_dwarf_cached(s));
+	symtab_free(s);
+	assert_int_equal(stat(entry, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(stat(cache, &st2), 0);
+	assert_int_equal(st2.st_mode & 0777, 0700);
+
+	/* hit: the same file, not rewritten */
+	s = symtab_open(bin, root);
+	assert_true(has_inline_chain(s, off, "symfix_outer", two, 2));
+	assert_true(symtab_dwarf_cached(s));
+	symtab_free(s);
+	assert_int_equal(stat(entry, &st2), 0);
+	assert_int_equal(st2.st_ino, st.st_ino);
+
+	/* a damaged entry (cut short) is replaced, names unchanged */
+	assert_int_equal(truncate(entry, 64), 0);
+	s = symtab_open(bin, root);
+	assert_true(has_inline_chain(s, off, "symfix_outer", two, 2));
+	assert_true(symtab_dwarf_cached(s));
+	symtab_free(s);
+	assert_int_equal(stat(entry, &st2), 0);
+	assert_true(st2.st_size > 64);
+
+	/* an entry others may write is not used, and is replaced */
+	assert_int_equal(chmod(entry, 0666), 0);
+	s = symtab_open(bin, root);
+	assert_true(has_inline_chain(s, off, "symfix_outer", two, 2));
+	symtab_free(s);
+	assert_int_equal(stat(entry, &st2), 0);
+	assert_int_equal(st2.st_mode & 0777, 0600);
+
+	/* cache off: the compressed file itself, same names */
+	assert_int_equal(setenv("CGPERF_CACHE_DIR", "off", 1), 0);
+	s = symtab_open(bin, root);
+	assert_true(has_inline_chain(s, off, "symfix_outer", two, 2));
+	assert_false(symtab_dwarf_cached(s));
+	symtab_free(s);
+
+	if (saved)
+		setenv("CGPERF_CACHE_DIR", saved, 1);
+	else
+		unsetenv("CGPERF_CACHE_DIR");
+	free(saved);
+	tmpdir_free(root);
+}
+
 static void test_null_handles(void **state)
 {
 	const char *name, *inl[2];
@@ -1167,8 +1386,16 @@ int main(void)
 		cmocka_unit_test(test_kallsyms_fake),
 		cmocka_unit_test(test_kallsyms_hidden),
 		cmocka_unit_test(test_kallsyms_long_lines),
+		cmocka_unit_test(test_kallsyms_cache),
+		cmocka_unit_test(test_dwarf_cache),
 		cmocka_unit_test(test_null_handles),
 	};
+	char *cache = tmpdir_new();
+	int rc;
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	/* the host's cache is not this test's to fill */
+	setenv("CGPERF_CACHE_DIR", cache, 1);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	tmpdir_free(cache);
+	return rc;
 }
