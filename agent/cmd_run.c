@@ -758,7 +758,31 @@ struct stack_ctx {
 	int *cgidx; /* per a->cg index: wire cgroup index, -1 = not yet */
 	int *prof;  /* per a->cg index: wire profile index */
 	uint64_t samples; /* stack samples put in the batch */
+	/* one stack's frames for the wire, reused */
+	const char **names;
+	int *mods;
+	size_t cap;
+	/* module path pointer (unique per binary during stacks_foreach_frames)
+	 * -> wire module index + 1 */
+	struct fold *modidx;
 };
+
+/* The wire module index of @f's binary, or -1 (none, or no room). */
+static int wire_module(struct stack_ctx *sc, const struct stacks_frame *f)
+{
+	uint64_t *slot;
+	int m;
+
+	if (!f->module)
+		return -1;
+	slot = sc->modidx ? fold_slot(sc->modidx, &f->module, sizeof(f->module)) : NULL;
+	if (slot && *slot)
+		return (int)*slot - 1;
+	m = wire_add_module(sc->b, f->module, f->build_id);
+	if (m >= 0 && slot)
+		*slot = (uint64_t)m + 1;
+	return m >= 0 ? m : -1;
+}
 
 static int wire_cg(struct stack_ctx *sc, size_t i)
 {
@@ -781,14 +805,13 @@ static int wire_cg(struct stack_ctx *sc, size_t i)
 	return sc->cgidx[i];
 }
 
-static void add_stack(void *ctx, uint64_t cgroup_id, const char *folded, uint64_t count)
+static void add_stack(void *ctx, uint64_t cgroup_id, const struct stacks_frame *fr, size_t nfr,
+		      uint64_t count)
 {
 	struct stack_ctx *sc = ctx;
 	struct agent *a = sc->a;
 	struct rcg *c = cg_by_id(a, cgroup_id);
-	const char *frames[WIRE_STACK_MAX];
 	size_t n = 0;
-	char *copy, *save = NULL;
 	size_t i;
 
 	if (!c)
@@ -803,15 +826,28 @@ static void add_stack(void *ctx, uint64_t cgroup_id, const char *folded, uint64_
 		if (sc->prof[i] < 0)
 			return;
 	}
-	copy = strdup(folded);
-	if (!copy)
-		return;
-	for (char *f = strtok_r(copy, ";", &save); f && n < WIRE_STACK_MAX;
-	     f = strtok_r(NULL, ";", &save))
-		frames[n++] = f;
-	if (wire_add_stack(sc->b, sc->prof[i], frames, n, count) >= 0)
+	if (nfr > sc->cap) {
+		const char **nv = realloc(sc->names, nfr * sizeof(*nv));
+		int *mv;
+
+		if (!nv)
+			return;
+		sc->names = nv;
+		mv = realloc(sc->mods, nfr * sizeof(*mv));
+		if (!mv)
+			return;
+		sc->mods = mv;
+		sc->cap = nfr;
+	}
+	/* Every frame, the root-most cut by the wire if too deep. */
+	for (size_t k = 0; k < nfr; k++) {
+		if (!fr[k].name[0])
+			continue;
+		sc->names[n] = fr[k].name;
+		sc->mods[n++] = wire_module(sc, &fr[k]);
+	}
+	if (n && wire_add_stack_mod(sc->b, sc->prof[i], sc->names, sc->mods, n, count) >= 0)
 		sc->samples += count;
-	free(copy);
 }
 
 static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t end_ns)
@@ -833,6 +869,7 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 	}
 	for (size_t i = 0; i < a->ncg; i++)
 		sc.cgidx[i] = sc.prof[i] = -1;
+	sc.modidx = fold_new(); /* without it, modules are looked up by name */
 	/* counters: deltas of the interval */
 	uint64_t counter_sum = 0;
 
@@ -855,10 +892,13 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 		}
 	}
 	/* stacks */
+	struct stacks_stats ss = {0};
+
 	if (a->st) {
-		stacks_foreach(a->st, add_stack, &sc);
+		stacks_foreach_frames(a->st, add_stack, &sc);
 		stacks_reset(a->st);
 		stacks_gc(a->st);
+		stacks_stats(a->st, &ss);
 	}
 	/* probes */
 	uint64_t probe_hits = 0;
@@ -883,10 +923,8 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 	{
 		struct wire_self self = {.samples = a->samples, .lost_samples = a->lost};
 		struct push_stats ps;
-		struct stacks_stats ss;
 
 		if (a->st) {
-			stacks_stats(a->st, &ss);
 			self.unwind_failures = ss.unwind_errors;
 			self.stacks_refused = ss.refused;
 		}
@@ -921,15 +959,18 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 	if (err) {
 		log_kv(LOG_ERROR, "batch not queued", "error", strerror(-err), NULL);
 	} else {
-		char sq[24], ns[24], nh[24], nb[24], nc[24];
+		char sq[24], ns[24], nh[24], nb[24], nc[24], no[24], nd[24], np[24];
 
 		snprintf(nc, sizeof(nc), "%" PRIu64, counter_sum);
 		snprintf(sq, sizeof(sq), "%" PRIu64, seq);
 		snprintf(ns, sizeof(ns), "%" PRIu64, sc.samples);
 		snprintf(nh, sizeof(nh), "%" PRIu64, probe_hits);
 		snprintf(nb, sizeof(nb), "%zu", len);
+		snprintf(no, sizeof(no), "%zu", ss.objects);
+		snprintf(nd, sizeof(nd), "%" PRIu64, ss.objects_dropped);
+		snprintf(np, sizeof(np), "%zu", ss.processes);
 		log_kv(LOG_DEBUG, "batch queued", "seq", sq, "samples", ns, "hits", nh, "counters", nc,
-		       "bytes", nb, NULL);
+		       "bytes", nb, "objects", no, "objects_dropped", nd, "processes", np, NULL);
 	}
 	/* cgroups that went away were reported one last time: drop them */
 	{
@@ -954,6 +995,9 @@ out:
 	free(buf);
 	free(sc.cgidx);
 	free(sc.prof);
+	free(sc.names);
+	free(sc.mods);
+	fold_free(sc.modidx);
 	wire_batch_free(b);
 	return err;
 }
@@ -1010,6 +1054,15 @@ static void publish_metrics(struct agent *a)
 		    ps.spool_bytes);
 	self_metric(f, a, "spool_batches", "gauge", "Batches waiting in the spool.",
 		    ps.spool_count);
+	if (a->st) {
+		struct stacks_stats ss;
+
+		stacks_stats(a->st, &ss);
+		self_metric(f, a, "symbol_objects", "gauge",
+			    "Binaries whose symbols and unwind tables the agent holds.", ss.objects);
+		self_metric(f, a, "symbol_objects_dropped_total", "counter",
+			    "Binaries dropped once no process mapped them.", ss.objects_dropped);
+	}
 	if (a->ctr) {
 		ssize_t tc = -1;
 

@@ -4,6 +4,11 @@
  * protobuf, as a collector receives them) with the same decoder and
  * validator the exporter uses, and print each as one JSON object. For
  * debugging a push and for the tests that check what arrived.
+ *
+ * Stacks are printed as folded lines ("folded"); their module data, when
+ * sent, as "frame_modules": one list per stack, parallel to its frames,
+ * of 1 + an index into the batch's "modules" (0: none), [] when the stack
+ * has no module data.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -74,7 +79,24 @@ static void dump(const Cgperf__V1__Batch *m)
 			json_write_string(stdout, line);
 			free(line);
 		}
+		fputs("],\"frame_modules\":[", stdout);
+		for (size_t k = 0; k < p->n_stacks; k++) {
+			const Cgperf__V1__Stack *s = p->stacks[k];
+
+			fputs(k ? ",[" : "[", stdout);
+			for (size_t j = 0; j < s->n_modules; j++)
+				printf("%s%" PRIu32, j ? "," : "", s->modules[j]);
+			putchar(']');
+		}
 		fputs("]}", stdout);
+	}
+	fputs("],\"modules\":[", stdout);
+	for (size_t i = 0; i < m->n_modules; i++) {
+		fputs(i ? ",{\"path\":" : "{\"path\":", stdout);
+		str(m, m->modules[i]->path);
+		fputs(",\"build_id\":", stdout);
+		json_write_string(stdout, m->modules[i]->build_id);
+		putchar('}');
 	}
 	fputs("],\"probes\":[", stdout);
 	for (size_t i = 0; i < m->n_probes; i++) {

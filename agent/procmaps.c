@@ -7,14 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 
 #define COMM_LEN 16
+/* procmaps_refresh re-reads one process's maps at most this often. */
+#define PROCMAPS_REFRESH_NS 1000000000ull
 
 struct proc {
 	uint32_t pid; /* 0 = empty slot */
 	bool seeded;  /* /proc/PID/maps read (or the process was born from FORK) */
 	int exited;   /* 0 alive; 1 exited; 2 exited before the previous gc */
 	bool tomb;    /* deleted slot, keeps probe chains intact */
+	uint64_t refreshed_ns; /* last procmaps_refresh re-read (CLOCK_MONOTONIC_COARSE) */
 	struct pmap_entry *maps;
 	size_t nmaps, cap;
 	char root[32];
@@ -405,6 +409,39 @@ void procmaps_comm(struct procmaps *pm, uint32_t pid, uint32_t tid, const char *
 			p->exited = 0;
 		}
 	}
+}
+
+bool procmaps_refresh(struct procmaps *pm, uint32_t pid, uint32_t tid)
+{
+	struct proc *p = proc_lookup(pm, pid);
+	struct thread *t;
+	struct timespec ts;
+	uint64_t now;
+	char path[96], buf[COMM_LEN + 2];
+	FILE *f;
+
+	if (!p || !p->seeded || p->exited)
+		return false; /* unseeded: the next find reads /proc anyway */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (p->refreshed_ns && now - p->refreshed_ns < PROCMAPS_REFRESH_NS)
+		return false;
+	p->refreshed_ns = now;
+	proc_clear(p);
+	seed(pm, p);
+	/* The thread's name may be as stale as the maps (an exec we have not
+	 * seen yet). */
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/task/%" PRIu32 "/comm", pm->procfs, pid, tid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(buf, sizeof(buf), f) && (t = thread_get(pm, tid, true))) {
+			buf[strcspn(buf, "\n")] = '\0';
+			strncpy(t->comm, buf, COMM_LEN);
+			t->comm[COMM_LEN] = '\0';
+		}
+		fclose(f);
+	}
+	return true;
 }
 
 void procmaps_exit(struct procmaps *pm, uint32_t pid, uint32_t tid)

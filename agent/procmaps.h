@@ -42,6 +42,15 @@ void procmaps_comm(struct procmaps *pm, uint32_t pid, uint32_t tid, const char *
 		   bool exec);
 void procmaps_exit(struct procmaps *pm, uint32_t pid, uint32_t tid);
 
+/*
+ * A sample of live @pid hit an address its maps do not cover. Rings are
+ * drained one CPU at a time, so an exec or mmap on another CPU may not have
+ * been read yet: re-read /proc/PID/maps and the comm of @tid, at most once
+ * a second per process. True when the maps were re-read (the caller drops
+ * whatever it derived from the old ones).
+ */
+bool procmaps_refresh(struct procmaps *pm, uint32_t pid, uint32_t tid);
+
 /* Name of thread @tid of @pid ("" unknown): from COMM records or /proc. */
 const char *procmaps_comm_of(struct procmaps *pm, uint32_t pid, uint32_t tid);
 

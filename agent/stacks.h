@@ -17,6 +17,12 @@
  * User stacks come from one of two unwinders behind one ops table: frame
  * pointers (the kernel already walked them into the callchain) or DWARF CFI
  * over the copied user stack (agent/unwind.c).
+ *
+ * Memory stays bounded on hosts where binaries come and go: an object (a
+ * binary with its symbols and unwind tables) is dropped at stacks_gc() once
+ * no process the engine still tracks maps it and none of its samples are
+ * waiting to be folded (in `record`, until stacks_write(); in `run`, until
+ * the stacks_reset() after the interval's stacks_foreach*()).
  */
 
 #include <stdbool.h>
@@ -52,7 +58,8 @@ void stacks_mmap(struct stacks *st, const struct sample_mmap *m);
 void stacks_comm(struct stacks *st, uint32_t pid, uint32_t tid, const char *comm, bool exec);
 void stacks_fork(struct stacks *st, uint32_t pid, uint32_t ppid, uint32_t tid);
 void stacks_exit(struct stacks *st, uint32_t pid, uint32_t tid);
-/* Forget processes gone since two calls ago; call after each drain. */
+/* Forget processes gone since two calls ago, and the objects only they
+ * mapped (see above); call after each drain. */
 void stacks_gc(struct stacks *st);
 
 /* Name every frame and write "frames count" lines, sorted. 0 or -errno. */
@@ -66,7 +73,29 @@ int stacks_write(struct stacks *st, FILE *out, size_t *nlines);
 int stacks_foreach(struct stacks *st,
 		   void (*cb)(void *ctx, uint64_t cgroup_id, const char *folded, uint64_t count),
 		   void *ctx);
-/* Start a new interval: counts cleared, objects and maps kept. */
+/*
+ * The same stacks with their frames one by one, for the wire: @frames[0..@n)
+ * root first as in the folded text ([prefix,] comm, user frames, kernel
+ * frames; a function with inlined calls gives one frame per call, as the
+ * folded text does), each with the binary it was found in. Stacks that are
+ * the same text but not the same binaries stay apart. Everything @frames
+ * points to is valid during the call only. 0 or -errno.
+ */
+struct stacks_frame {
+	const char *name;     /* as in the folded text */
+	const char *module;   /* the binary's path as the process saw it, or
+			       * "[kernel.kallsyms]", "[vdso]", "[jit]"; NULL for
+			       * the comm and prefix frames and unmapped addresses */
+	const char *build_id; /* GNU build-id, lowercase hex, "" unknown; NULL
+			       * when module is */
+};
+int stacks_foreach_frames(struct stacks *st,
+			  void (*cb)(void *ctx, uint64_t cgroup_id, const struct stacks_frame *frames,
+				     size_t n, uint64_t count),
+			  void *ctx);
+
+/* Start a new interval: counts cleared, objects and maps kept (objects of
+ * processes gone may be dropped at the next stacks_gc()). */
 int stacks_reset(struct stacks *st);
 
 struct stacks_stats {
@@ -74,7 +103,9 @@ struct stacks_stats {
 	uint64_t refused;       /* dropped: distinct-stack cap reached */
 	uint64_t unwind_errors; /* DWARF unwinding failed outright */
 	uint64_t no_user_regs;  /* DWARF: sample without user registers (kernel threads) */
-	size_t objects, processes, distinct;
+	size_t objects;          /* binaries held now (symbols, unwind tables) */
+	uint64_t objects_dropped; /* binaries dropped once no process mapped them */
+	size_t processes, distinct;
 };
 void stacks_stats(const struct stacks *st, struct stacks_stats *out);
 

@@ -9,7 +9,10 @@
  * wire_encode() lays out the pointer arrays protobuf-c wants, packs, and
  * throws them away. The string table is interned through an open-addressing
  * hash of ids; each string remembers the cgroup whose path it is, which is
- * how a path added twice finds its first index.
+ * how a path added twice finds its first index. Modules are interned the
+ * same way by (path id, build-id); a stack's module indexes live in a second
+ * pool parallel to the frame pool (same offsets), filled only for stacks
+ * that carry modules.
  *
  * Checking. A push body is untrusted, and protobuf's parser checks only
  * the framing. wire_decode() bounds every stage: the body (the collector's
@@ -53,8 +56,15 @@ struct prof_rec {
 struct stack_rec {
 	uint32_t profile;
 	uint32_t n;
-	size_t off; /* into frames[] */
+	size_t off; /* into frames[], and into fmods[] when has_mods */
 	uint64_t count;
+	bool has_mods;
+};
+
+struct mod_rec {
+	uint32_t path; /* string id */
+	uint32_t hash;
+	char build_id[WIRE_BUILD_ID_MAX + 1];
 };
 
 struct probe_rec {
@@ -83,6 +93,12 @@ struct wire_batch {
 	size_t nstk, cap_stk;
 	uint32_t *frames;
 	size_t nframes, cap_frames;
+	uint32_t *fmods; /* 1 + module index per frame; valid up to nfmods */
+	size_t nfmods, cap_fmods;
+	struct mod_rec *mod;
+	size_t nmod, cap_mod;
+	uint32_t *mslot; /* module index + 1, 0 = free; power of two, at most half full */
+	size_t nmslot;
 	struct probe_rec *probe;
 	size_t nprobe, cap_probe;
 };
@@ -377,6 +393,9 @@ void wire_batch_free(struct wire_batch *b)
 	free(b->prof);
 	free(b->stk);
 	free(b->frames);
+	free(b->fmods);
+	free(b->mod);
+	free(b->mslot);
 	free(b->probe);
 	free(b);
 }
@@ -516,8 +535,107 @@ int wire_add_profile(struct wire_batch *b, int cg, const char *event, uint64_t p
 	return i;
 }
 
+/* A build-id as the wire wants it in @out: lowercase hex, whole bytes,
+ * 2..WIRE_BUILD_ID_MAX digits; "" for anything else. */
+static void build_id_clean(const char *s, char out[WIRE_BUILD_ID_MAX + 1])
+{
+	size_t n = s ? strnlen(s, WIRE_BUILD_ID_MAX + 1) : 0;
+
+	out[0] = '\0';
+	if (n < 2 || n > WIRE_BUILD_ID_MAX || n % 2)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (c >= 'A' && c <= 'F')
+			c = (char)(c - 'A' + 'a');
+		else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+			out[0] = '\0';
+			return;
+		}
+		out[i] = c;
+	}
+	out[n] = '\0';
+}
+
+static uint32_t mod_hash(uint32_t path, const char *build_id)
+{
+	return hash_str(build_id, strlen(build_id)) ^ (path * 0x9e3779b1u);
+}
+
+static int mslots_grow(struct wire_batch *b)
+{
+	size_t n = b->nmslot ? b->nmslot * 2 : 64, mask = n - 1;
+	uint32_t *slot = calloc(n, sizeof(*slot));
+
+	if (!slot)
+		return -ENOMEM;
+	for (size_t k = 0; k < b->nmod; k++) {
+		size_t i = b->mod[k].hash & mask;
+
+		while (slot[i])
+			i = (i + 1) & mask;
+		slot[i] = (uint32_t)k + 1;
+	}
+	free(b->mslot);
+	b->mslot = slot;
+	b->nmslot = n;
+	return 0;
+}
+
+int wire_add_module(struct wire_batch *b, const char *path, const char *build_id)
+{
+	char bid[WIRE_BUILD_ID_MAX + 1];
+	struct mod_rec *r;
+	uint32_t h;
+	size_t mask, i;
+	int pid;
+	void *nv;
+
+	if (!b || !path || !*path)
+		return -EINVAL;
+	build_id_clean(build_id, bid);
+	pid = wire_intern(b, path);
+	if (pid < 0)
+		return pid;
+	h = mod_hash((uint32_t)pid, bid);
+	if (!b->nmslot && mslots_grow(b) < 0)
+		return -ENOMEM;
+	mask = b->nmslot - 1;
+	for (i = h & mask; b->mslot[i]; i = (i + 1) & mask) {
+		r = &b->mod[b->mslot[i] - 1];
+		if (r->hash == h && r->path == (uint32_t)pid && !strcmp(r->build_id, bid))
+			return (int)(b->mslot[i] - 1);
+	}
+	if (b->nmod >= WIRE_MODULES_MAX)
+		return -E2BIG;
+	nv = grow(b->mod, b->nmod, &b->cap_mod, sizeof(*b->mod));
+	if (!nv)
+		return -ENOMEM;
+	b->mod = nv;
+	if ((b->nmod + 1) * 2 > b->nmslot) {
+		if (mslots_grow(b) < 0)
+			return -ENOMEM;
+		mask = b->nmslot - 1;
+		for (i = h & mask; b->mslot[i]; i = (i + 1) & mask)
+			;
+	}
+	r = &b->mod[b->nmod];
+	r->path = (uint32_t)pid;
+	r->hash = h;
+	memcpy(r->build_id, bid, sizeof(bid));
+	b->mslot[i] = (uint32_t)b->nmod + 1;
+	return (int)b->nmod++;
+}
+
 int wire_add_stack(struct wire_batch *b, int profile, const char *const *frames, size_t n,
 		   uint64_t count)
+{
+	return wire_add_stack_mod(b, profile, frames, NULL, n, count);
+}
+
+int wire_add_stack_mod(struct wire_batch *b, int profile, const char *const *frames,
+		       const int *modules, size_t n, uint64_t count)
 {
 	size_t skip = 0, keep = n, off;
 	struct prof_rec *pr;
@@ -527,9 +645,13 @@ int wire_add_stack(struct wire_batch *b, int profile, const char *const *frames,
 
 	if (!b || profile < 0 || (size_t)profile >= b->nprof || !frames || !n)
 		return -EINVAL;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		if (!frames[i] || !*frames[i])
 			return -EINVAL;
+		/* -1 = none, else an index wire_add_module() gave */
+		if (modules && (modules[i] < -1 || (modules[i] >= 0 && (size_t)modules[i] >= b->nmod)))
+			return -EINVAL;
+	}
 	if (b->nstk >= WIRE_ITEMS_MAX)
 		return -E2BIG;
 	if (n > WIRE_STACK_MAX) {
@@ -542,6 +664,12 @@ int wire_add_stack(struct wire_batch *b, int profile, const char *const *frames,
 	if (!nv)
 		return -ENOMEM;
 	b->frames = nv;
+	if (modules) {
+		nv = grow(b->fmods, b->nframes + keep - 1, &b->cap_fmods, sizeof(*b->fmods));
+		if (!nv)
+			return -ENOMEM;
+		b->fmods = nv;
+	}
 	nv = grow(b->stk, b->nstk, &b->cap_stk, sizeof(*b->stk));
 	if (!nv)
 		return -ENOMEM;
@@ -558,6 +686,14 @@ int wire_add_stack(struct wire_batch *b, int profile, const char *const *frames,
 		b->frames[off + k] = (uint32_t)id;
 	}
 	b->nframes += keep;
+	if (modules) {
+		/* Stacks added without modules since the last one leave a gap. */
+		if (b->nfmods < off)
+			memset(b->fmods + b->nfmods, 0, (off - b->nfmods) * sizeof(*b->fmods));
+		for (size_t i = 0, k = 0; k < keep; k++)
+			b->fmods[off + k] = skip && !k ? 0 : (uint32_t)(modules[skip + i++] + 1);
+		b->nfmods = off + keep;
+	}
 
 	pr = &b->prof[profile];
 	count = sat(count);
@@ -570,6 +706,7 @@ int wire_add_stack(struct wire_batch *b, int profile, const char *const *frames,
 	s->n = (uint32_t)keep;
 	s->off = off;
 	s->count = count;
+	s->has_mods = modules != NULL;
 	return 0;
 }
 
@@ -681,6 +818,7 @@ int wire_encode(const struct wire_batch *b, uint8_t **buf, size_t *len)
 	Cgperf__V1__Stack *stks = NULL, **stk_ptrs = NULL;
 	Cgperf__V1__Probe *probes = NULL, **probe_ptrs = NULL;
 	Cgperf__V1__Histogram *hists = NULL;
+	Cgperf__V1__Module *mods = NULL, **mod_ptrs = NULL;
 	size_t *at = NULL, size, pos = 0;
 	uint8_t *out = NULL;
 	int ret = -ENOMEM;
@@ -696,8 +834,10 @@ int wire_encode(const struct wire_batch *b, uint8_t **buf, size_t *len)
 	stk_ptrs = calloc_n(b->nstk, sizeof(*stk_ptrs));
 	probes = calloc_n(b->nprobe, sizeof(*probes));
 	probe_ptrs = calloc_n(b->nprobe, sizeof(*probe_ptrs));
+	mods = calloc_n(b->nmod, sizeof(*mods));
+	mod_ptrs = calloc_n(b->nmod, sizeof(*mod_ptrs));
 	if (!cgs || !ctrs || !profs || !prof_ptrs || !at || !stks || !stk_ptrs || !probes ||
-	    !probe_ptrs)
+	    !probe_ptrs || !mods || !mod_ptrs)
 		goto out;
 	if (b->nprobe > SIZE_MAX / 2)
 		goto out;
@@ -727,7 +867,19 @@ int wire_encode(const struct wire_batch *b, uint8_t **buf, size_t *len)
 		stks[i].n_frames = r->n;
 		stks[i].frames = b->frames + r->off;
 		stks[i].count = r->count;
+		if (r->has_mods) {
+			stks[i].n_modules = r->n;
+			stks[i].modules = b->fmods + r->off;
+		}
 		stk_ptrs[at[r->profile]++] = &stks[i];
+	}
+	for (size_t i = 0; i < b->nmod; i++) {
+		Cgperf__V1__Module init = CGPERF__V1__MODULE__INIT;
+
+		mods[i] = init;
+		mods[i].path = b->mod[i].path;
+		mods[i].build_id = (char *)b->mod[i].build_id;
+		mod_ptrs[i] = &mods[i];
 	}
 
 	for (size_t i = 0; i < b->nprobe; i++) {
@@ -756,6 +908,8 @@ int wire_encode(const struct wire_batch *b, uint8_t **buf, size_t *len)
 	m.profiles = prof_ptrs;
 	m.n_probes = b->nprobe;
 	m.probes = probe_ptrs;
+	m.n_modules = b->nmod;
+	m.modules = mod_ptrs;
 	m.self = (Cgperf__V1__AgentStats *)&b->self;
 
 	size = cgperf__v1__batch__get_packed_size(&m);
@@ -781,6 +935,8 @@ out:
 	free(probes);
 	free(probe_ptrs);
 	free(hists);
+	free(mods);
+	free(mod_ptrs);
 	return ret;
 }
 
@@ -1140,6 +1296,17 @@ static int check_profiles(const struct vctx *v)
 						    "(string id %" PRIu32 ")",
 						    i, k, f, id);
 			}
+			if (s->n_modules && s->n_modules != s->n_frames)
+				return VBAD(v,
+					    "profiles[%zu].stacks[%zu]: %zu modules for %zu frames "
+					    "(none or one per frame)",
+					    i, k, s->n_modules, s->n_frames);
+			for (size_t f = 0; f < s->n_modules; f++)
+				if (s->modules[f] > m->n_modules)
+					return VBAD(v,
+						    "profiles[%zu].stacks[%zu].modules[%zu]: module "
+						    "%" PRIu32 " out of range (%zu modules)",
+						    i, k, f, s->modules[f], m->n_modules);
 			if (s->count > WIRE_VALUE_MAX - total)
 				return VBAD(v,
 					    "profiles[%zu].stacks[%zu]: count %" PRIu64
@@ -1147,6 +1314,35 @@ static int check_profiles(const struct vctx *v)
 					    i, k, s->count);
 			total += s->count;
 		}
+	}
+	return 0;
+}
+
+static int check_modules(const struct vctx *v)
+{
+	const Cgperf__V1__Batch *m = v->m;
+	int ret;
+
+	if (m->n_modules > WIRE_MODULES_MAX)
+		return VBAD(v, "modules: %zu modules (at most %d)", m->n_modules, WIRE_MODULES_MAX);
+	for (size_t i = 0; i < m->n_modules; i++) {
+		const Cgperf__V1__Module *d = m->modules[i];
+		const char *h = d->build_id;
+		size_t n = strnlen(h, WIRE_BUILD_ID_MAX + 1);
+
+		if ((ret = check_sid(v, "modules", i, "path", d->path, true)) < 0)
+			return ret;
+		if (n > WIRE_BUILD_ID_MAX)
+			return VBAD(v, "modules[%zu]: build_id longer than %d hex digits", i,
+				    WIRE_BUILD_ID_MAX);
+		if (n % 2)
+			return VBAD(v, "modules[%zu]: build_id of %zu hex digits (whole bytes only)",
+				    i, n);
+		for (size_t k = 0; k < n; k++)
+			if (!((h[k] >= '0' && h[k] <= '9') || (h[k] >= 'a' && h[k] <= 'f')))
+				return VBAD(v,
+					    "modules[%zu]: build_id: not lowercase hex at byte %zu", i,
+					    k);
 	}
 	return 0;
 }
@@ -1298,7 +1494,8 @@ static int validate(const struct vctx *v)
 			    m->start_ns, m->end_ns);
 	if ((ret = check_self(v)) < 0 || (ret = check_strings(v)) < 0 ||
 	    (ret = check_cgroups(v)) < 0 || (ret = check_counters(v)) < 0 ||
-	    (ret = check_profiles(v)) < 0 || (ret = check_probes(v)) < 0)
+	    (ret = check_modules(v)) < 0 || (ret = check_profiles(v)) < 0 ||
+	    (ret = check_probes(v)) < 0)
 		return ret;
 	return 0;
 }

@@ -40,6 +40,10 @@
 #define WIRE_BODY_MAX_DEFAULT (32u << 20)
 /* The frame put in place of the root-most frames of a too-deep stack. */
 #define WIRE_TRUNCATED_FRAME "[truncated]"
+/* Longest module build-id, in hex digits (32 bytes; GNU ld's sha1 gives 40). */
+#define WIRE_BUILD_ID_MAX 64
+/* Most modules (binaries) in one batch. */
+#define WIRE_MODULES_MAX 65536
 
 struct wire_batch;
 
@@ -109,6 +113,28 @@ int wire_add_stack(struct wire_batch *b, int profile, const char *const *frames,
 		   uint64_t count);
 
 /*
+ * The module (binary) frames were found in: @path as the sampled process
+ * saw it, or perf's "[kernel.kallsyms]", "[vdso]", "[jit]" (non-empty), and
+ * its GNU build-id @build_id in hex (NULL or "": none). Returns its index
+ * (the same index again for the same path and build-id), for
+ * wire_add_stack_mod(), or -errno (-EINVAL, -E2BIG past WIRE_MODULES_MAX,
+ * -ENOMEM). A build-id that is not whole bytes of hex, 2 to
+ * WIRE_BUILD_ID_MAX digits, is sent as "" (unknown); upper case is lowered.
+ */
+int wire_add_module(struct wire_batch *b, const char *path, const char *build_id);
+
+/*
+ * wire_add_stack() with module data: @modules[i] is the index of the module
+ * of @frames[i] (from wire_add_module()), or -1 when the frame has none
+ * (the comm frame, a prefix, "[unknown]"). @modules NULL: no module data
+ * for this stack. A too-deep stack keeps frames and modules aligned; its
+ * WIRE_TRUNCATED_FRAME root has no module. 0 or -errno (-EINVAL for an
+ * index no wire_add_module() returned).
+ */
+int wire_add_stack_mod(struct wire_batch *b, int profile, const char *const *frames,
+		       const int *modules, size_t n, uint64_t count);
+
+/*
  * What probe @label saw in cgroup @cg: @hits, and optionally a histogram of
  * its argument (@values) and of latencies in ns (@latency_ns); each is
  * copied, may be NULL, and must be consistent (count = negative + buckets,
@@ -143,7 +169,10 @@ int wire_encode_gzip(const struct wire_batch *b, uint8_t **buf, size_t *len);
  * interval, strings UTF-8 and bounded, string ids and cgroup indexes in
  * range, names (events, labels, frames, paths) not empty, stacks of
  * 1..WIRE_STACK_MAX frames, integers <= WIRE_VALUE_MAX (stack counts of a
- * profile summed too), time_running <= time_enabled, histograms consistent.
+ * profile summed too), time_running <= time_enabled, histograms consistent,
+ * at most WIRE_MODULES_MAX modules, each with a path and a build-id of ""
+ * or 2..WIRE_BUILD_ID_MAX lowercase hex digits (whole bytes), and a stack's
+ * modules either absent or one per frame, each 0 or 1 + a module index.
  *
  * Returns the batch, to be released with wire_batch_decoded_free() only, or
  * NULL with errno EMSGSIZE (over a cap: HTTP 413), EBADMSG (malformed or

@@ -620,6 +620,109 @@ static void test_stacks(void **state)
 	wire_batch_free(b);
 }
 
+static const char BID_A[] = "4f0c8a1e2d3b5a6978e0f1d2c3b4a59687786950";
+static const char BID_B[] = "0123456789abcdef0123456789abcdef";
+
+static void test_modules(void **state)
+{
+	struct wire_batch *b = small_batch();
+	const char *deep[1500], *two[] = { "main", "leaf" }, *three[] = { "comm", "main", "leaf" };
+	char names[1500][16];
+	int deep_mod[1500];
+	Cgperf__V1__Batch *m;
+	int cg = wire_add_cgroup(b, "/a", 0, NULL), p, a, k, v, x;
+
+	p = wire_add_profile(b, cg, "cpu-clock", 0, 99);
+	assert_true(p >= 0);
+	assert_int_equal(wire_add_module(b, NULL, BID_A), -EINVAL);
+	assert_int_equal(wire_add_module(b, "", BID_A), -EINVAL);
+	a = wire_add_module(b, "/usr/lib/postgresql/15/bin/postgres", BID_A);
+	k = wire_add_module(b, "[kernel.kallsyms]", NULL);
+	v = wire_add_module(b, "[vdso]", BID_B);
+	assert_int_equal(a, 0);
+	assert_int_equal(k, 1);
+	assert_int_equal(v, 2);
+	/* interned by (path, build-id) */
+	assert_int_equal(wire_add_module(b, "/usr/lib/postgresql/15/bin/postgres", BID_A), a);
+	assert_int_equal(wire_add_module(b, "[kernel.kallsyms]", ""), k);
+	/* the same path with another build-id (replaced on disk) is another module */
+	x = wire_add_module(b, "/usr/lib/postgresql/15/bin/postgres", BID_B);
+	assert_int_equal(x, 3);
+	/* build-ids the decoder would refuse are sent as "", upper case lowered */
+	assert_int_equal(wire_add_module(b, "/bad1", "xyz0"), 4);
+	assert_int_equal(wire_add_module(b, "/bad2", "abc"), 5);
+	{
+		char big[WIRE_BUILD_ID_MAX + 3];
+
+		memset(big, 'a', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		assert_int_equal(wire_add_module(b, "/bad3", big), 6);
+		big[WIRE_BUILD_ID_MAX] = '\0';
+		assert_int_equal(wire_add_module(b, "/max", big), 7);
+	}
+	assert_int_equal(wire_add_module(b, "/upper", "ABCDEF01"), 8);
+	assert_int_equal(wire_add_module(b, "/upper", "abcdef01"), 8);
+
+	/* indexes must come from wire_add_module() */
+	assert_int_equal(wire_add_stack_mod(b, p, two, (const int[]){ a, 9 }, 2, 1), -EINVAL);
+	assert_int_equal(wire_add_stack_mod(b, p, two, (const int[]){ -2, a }, 2, 1), -EINVAL);
+	/* stack 0 with modules, 1 without, 2 with: the pool gap stays 0 */
+	assert_int_equal(wire_add_stack_mod(b, p, three, (const int[]){ -1, a, k }, 3, 5), 0);
+	assert_int_equal(wire_add_stack(b, p, two, 2, 1), 0);
+	assert_int_equal(wire_add_stack_mod(b, p, two, (const int[]){ v, x }, 2, 2), 0);
+	/* a too-deep stack: frames and modules stay aligned under [truncated] */
+	for (int i = 0; i < 1500; i++) {
+		snprintf(names[i], sizeof(names[i]), "f%d", i);
+		deep[i] = names[i];
+		deep_mod[i] = i % 3 == 0 ? -1 : i % 3 == 1 ? a : k;
+	}
+	assert_int_equal(wire_add_stack_mod(b, p, deep, deep_mod, 1500, 1), 0);
+
+	m = roundtrip(b);
+	assert_int_equal(m->n_modules, 9);
+	assert_string_equal(wire_string(m, m->modules[a]->path),
+			    "/usr/lib/postgresql/15/bin/postgres");
+	assert_string_equal(m->modules[a]->build_id, BID_A);
+	assert_string_equal(wire_string(m, m->modules[k]->path), "[kernel.kallsyms]");
+	assert_string_equal(m->modules[k]->build_id, "");
+	assert_string_equal(m->modules[v]->build_id, BID_B);
+	assert_string_equal(m->modules[x]->build_id, BID_B);
+	assert_int_equal(m->modules[x]->path, m->modules[a]->path);
+	for (int i = 4; i <= 6; i++)
+		assert_string_equal(m->modules[i]->build_id, "");
+	assert_int_equal(strlen(m->modules[7]->build_id), WIRE_BUILD_ID_MAX);
+	assert_string_equal(m->modules[8]->build_id, "abcdef01");
+
+	const Cgperf__V1__Profile *pr = m->profiles[0];
+
+	assert_int_equal(pr->n_stacks, 4);
+	assert_int_equal(pr->stacks[0]->n_modules, 3);
+	assert_int_equal(pr->stacks[0]->modules[0], 0);
+	assert_int_equal(pr->stacks[0]->modules[1], a + 1);
+	assert_int_equal(pr->stacks[0]->modules[2], k + 1);
+	assert_int_equal(pr->stacks[1]->n_modules, 0);
+	assert_int_equal(pr->stacks[2]->n_modules, 2);
+	assert_int_equal(pr->stacks[2]->modules[0], v + 1);
+	assert_int_equal(pr->stacks[2]->modules[1], x + 1);
+	{
+		const Cgperf__V1__Stack *s = pr->stacks[3];
+
+		assert_int_equal(s->n_frames, WIRE_STACK_MAX);
+		assert_int_equal(s->n_modules, WIRE_STACK_MAX);
+		assert_string_equal(wire_string(m, s->frames[0]), WIRE_TRUNCATED_FRAME);
+		assert_int_equal(s->modules[0], 0);
+		/* every other frame has the module its name says it has */
+		for (size_t f = 1; f < s->n_frames; f++) {
+			int i = atoi(wire_string(m, s->frames[f]) + 1);
+
+			assert_int_equal(s->modules[f], (uint32_t)(deep_mod[i] + 1));
+		}
+		assert_string_equal(wire_string(m, s->frames[1]), "f477");
+	}
+	wire_batch_decoded_free(m);
+	wire_batch_free(b);
+}
+
 static void test_probes_args(void **state)
 {
 	struct wire_batch *b = small_batch();
@@ -669,6 +772,9 @@ struct fx {
 	Cgperf__V1__Histogram hist;
 	uint64_t buckets[3];
 	Cgperf__V1__Probe probe, *probep[1];
+	Cgperf__V1__Module mod, *modp[1];
+	uint32_t mods[2];
+	char bid[WIRE_BUILD_ID_MAX + 2];
 	char big[WIRE_STRING_MAX + 2];
 	uint32_t deep[WIRE_STACK_MAX + 1];
 };
@@ -684,6 +790,7 @@ static void fx_init(struct fx *f)
 	Cgperf__V1__Profile prof = CGPERF__V1__PROFILE__INIT;
 	Cgperf__V1__Histogram hist = CGPERF__V1__HISTOGRAM__INIT;
 	Cgperf__V1__Probe probe = CGPERF__V1__PROBE__INIT;
+	Cgperf__V1__Module mod = CGPERF__V1__MODULE__INIT;
 
 	memset(f, 0, sizeof(*f));
 	f->strings[0] = s0;
@@ -725,6 +832,18 @@ static void fx_init(struct fx *f)
 	f->stk.n_frames = 2;
 	f->stk.frames = f->frames;
 	f->stk.count = 7;
+	/* "main" in module 0, "task-clock" (standing in for a comm) in none */
+	snprintf(f->bid, sizeof(f->bid), "%s", BID_A);
+	f->mod = mod;
+	f->mod.path = 1;
+	f->mod.build_id = f->bid;
+	f->modp[0] = &f->mod;
+	f->b.n_modules = 1;
+	f->b.modules = f->modp;
+	f->mods[0] = 1;
+	f->mods[1] = 0;
+	f->stk.n_modules = 2;
+	f->stk.modules = f->mods;
 	f->stk2 = f->stk;
 	f->stkp[0] = &f->stk;
 	f->stkp[1] = &f->stk2;
@@ -849,6 +968,24 @@ static void m_hist_overflow(struct fx *f)
 	f->buckets[0] = INT64_MAX;
 	f->buckets[1] = INT64_MAX;
 }
+static void m_mods_short(struct fx *f) { f->stk.n_modules = 1; }
+static void m_mods_long(struct fx *f)
+{
+	f->stk2.modules = f->deep;
+	f->stk2.n_modules = 3;
+}
+static void m_mod_range(struct fx *f) { f->mods[1] = 2; }
+static void m_mod_huge(struct fx *f) { f->mods[0] = UINT32_MAX; }
+static void m_mod_path(struct fx *f) { f->mod.path = 0; }
+static void m_mod_path_range(struct fx *f) { f->mod.path = 4; }
+static void m_bid_upper(struct fx *f) { f->bid[3] = 'C'; }
+static void m_bid_nonhex(struct fx *f) { f->bid[5] = 'g'; }
+static void m_bid_odd(struct fx *f) { f->bid[39] = '\0'; }
+static void m_bid_long(struct fx *f)
+{
+	memset(f->bid, 'a', WIRE_BUILD_ID_MAX + 1);
+	f->bid[WIRE_BUILD_ID_MAX + 1] = '\0';
+}
 static void m_latency(struct fx *f)
 {
 	f->probe.values = NULL;
@@ -902,6 +1039,19 @@ static const struct bad_case {
 	{ "hist buckets", m_hist_range, "probes[0].values: buckets 63+3 past bucket 64" },
 	{ "hist min > max", m_hist_minmax, "probes[0].values: min 51 above max 50" },
 	{ "hist overflow", m_hist_overflow, "probes[0].values: bucket counts overflow" },
+	{ "modules shorter than frames", m_mods_short,
+	  "profiles[0].stacks[0]: 1 modules for 2 frames (none or one per frame)" },
+	{ "modules longer than frames", m_mods_long, "profiles[0].stacks[1]: 3 modules for 2 frames" },
+	{ "module index out of range", m_mod_range,
+	  "profiles[0].stacks[0].modules[1]: module 2 out of range (1 modules)" },
+	{ "module index huge", m_mod_huge, "modules[0]: module 4294967295 out of range" },
+	{ "module path empty", m_mod_path, "modules[0]: path: empty name" },
+	{ "module path out of range", m_mod_path_range,
+	  "modules[0]: path: string id 4 out of range (4 strings)" },
+	{ "build-id upper case", m_bid_upper, "modules[0]: build_id: not lowercase hex at byte 3" },
+	{ "build-id not hex", m_bid_nonhex, "modules[0]: build_id: not lowercase hex at byte 5" },
+	{ "build-id odd", m_bid_odd, "modules[0]: build_id of 39 hex digits (whole bytes only)" },
+	{ "build-id too long", m_bid_long, "modules[0]: build_id longer than 64 hex digits" },
 	{ "latency sum", m_latency, "probes[0].latency_ns: sum 18446744073709551615 above 2^63-1" },
 };
 
@@ -919,6 +1069,10 @@ static void test_fixture_valid(void **state)
 	if (!m)
 		fail_msg("fixture refused: %s", err);
 	assert_string_equal(wire_string(m, m->profiles[0]->stacks[0]->frames[0]), "main");
+	assert_int_equal(m->n_modules, 1);
+	assert_string_equal(m->modules[0]->build_id, BID_A);
+	assert_int_equal(m->profiles[0]->stacks[0]->n_modules, 2);
+	assert_int_equal(m->profiles[0]->stacks[0]->modules[0], 1);
 	assert_string_equal(wire_string(m, 12345), "");
 	wire_batch_decoded_free(m);
 	wire_batch_decoded_free(NULL);
@@ -1052,6 +1206,38 @@ static void test_field_zero(void **state)
 	free(f);
 }
 
+/* More modules than a batch may hold (all the same small message). */
+static void test_modules_cap(void **state)
+{
+	struct fx *f = malloc(sizeof(*f));
+	Cgperf__V1__Module **many = malloc((WIRE_MODULES_MAX + 1) * sizeof(*many));
+	uint8_t *buf;
+	size_t len;
+
+	fx_init(f);
+	f->mod.build_id = (char *)"";
+	for (size_t i = 0; i <= WIRE_MODULES_MAX; i++)
+		many[i] = &f->mod;
+	f->b.modules = many;
+	f->b.n_modules = WIRE_MODULES_MAX;
+	buf = fx_pack(f, &len);
+	{
+		char err[256];
+		Cgperf__V1__Batch *m = wire_decode(buf, len, 0, err, sizeof(err));
+
+		if (!m)
+			fail_msg("%d modules refused: %s", WIRE_MODULES_MAX, err);
+		wire_batch_decoded_free(m);
+	}
+	free(buf);
+	f->b.n_modules = WIRE_MODULES_MAX + 1;
+	buf = fx_pack(f, &len);
+	expect_refused(buf, len, 0, EBADMSG, "modules: 65537 modules (at most 65536)");
+	free(buf);
+	free(many);
+	free(f);
+}
+
 static void test_caps(void **state)
 {
 	struct fx *f = malloc(sizeof(*f));
@@ -1144,6 +1330,7 @@ int main(void)
 		cmocka_unit_test(test_intern),	     cmocka_unit_test(test_header_cleaned),
 		cmocka_unit_test(test_cgroups),	     cmocka_unit_test(test_counters_args),
 		cmocka_unit_test(test_stacks),	     cmocka_unit_test(test_probes_args),
+		cmocka_unit_test(test_modules),	     cmocka_unit_test(test_modules_cap),
 		cmocka_unit_test(test_fixture_valid), cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_truncated),    cmocka_unit_test(test_gzip_bad),
 		cmocka_unit_test(test_field_zero),   cmocka_unit_test(test_caps),	     cmocka_unit_test(test_gzip_bomb),
