@@ -3,11 +3,17 @@
  * Each request keeps a small state across libmicrohttpd's calls: the
  * decision taken from the headers (route, token, Content-Length), then the
  * body as it arrives, capped at max_body whatever Content-Length said, then
- * the answer on the last call. A push is answered 200 only after the store
- * committed its transaction; the totals shown on /metrics are updated under
- * the same lock, right after, so a scrape never sees a batch the store does
- * not hold. Bad input costs at most max_body bytes of memory per
- * connection and never leaves state behind.
+ * the answer on the last call. Bad input costs at most max_body bytes of
+ * memory per connection and never leaves state behind.
+ *
+ * Two locks. `ingest` is held across store_put() (and the commit's fsync)
+ * and orders commits; `lock` guards the totals and the counts below. A
+ * push takes `lock` before it lets go of `ingest`, so batches reach the
+ * totals in commit order (the floating-point sums then equal the store's
+ * bit for bit) while a scrape waits at most for an in-memory update,
+ * never for a disk write. Series expiry goes through the same pair.
+ *
+ * GET /api/v1/stacks reads through the store's reader, outside both locks.
  */
 #include "exporter/http.h"
 
@@ -26,11 +32,20 @@
 
 #include "agent/log.h"
 #include "agent/wire.h"
+#include "exporter/config.h"
+#include "exporter/page.h"
+#include "exporter/procmetrics.h"
+#include "exporter/render.h"
 #include "exporter/store.h"
+#include "exporter/targets.h"
 #include "exporter/totals.h"
 
 #define HTTP_THREADS 4u
 #define HTTP_CONNECTIONS 128u
+/* Longest query parameter value accepted. */
+#define PARAM_MAX 4096
+/* Default span of a stacks query. */
+#define DEFAULT_SPAN_NS (3600ull * 1000000000ull)
 
 enum reject { REJ_AUTH, REJ_TOO_LARGE, REJ_BAD_REQUEST, REJ_N };
 static const char *const reject_name[REJ_N] = { "auth", "too_large", "bad_request" };
@@ -38,9 +53,11 @@ static const char *const reject_name[REJ_N] = { "auth", "too_large", "bad_reques
 struct http {
 	struct MHD_Daemon *d;
 	struct http_config cfg;
-	char *auth; /* "Bearer TOKEN" or NULL */
-	pthread_mutex_t lock; /* store, totals and the figures below */
+	char *auth;		 /* "Bearer TOKEN" or NULL */
+	pthread_mutex_t ingest;	 /* store commits, in order */
+	pthread_mutex_t lock;	 /* totals and the figures below */
 	uint64_t received, duplicates, rejects[REJ_N], store_errors;
+	size_t metrics_len; /* of the last page, to allocate the next at once */
 };
 
 struct req {
@@ -64,7 +81,7 @@ static void hlog(enum log_level lvl, const char *msg, ...)
 	va_end(ap);
 }
 
-static uint64_t now_ns(void)
+uint64_t http_now_ns(void)
 {
 	struct timespec ts;
 
@@ -72,20 +89,64 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static enum MHD_Result answer(struct MHD_Connection *c, struct req *r, unsigned status,
-			      const char *text)
+static uint64_t cutoff(const struct http *h, uint64_t now)
+{
+	return now > h->cfg.series_expiry_ns ? now - h->cfg.series_expiry_ns : 0;
+}
+
+/* Queue @len bytes at @body (taken over when @owned, else copied). */
+static enum MHD_Result respond(struct MHD_Connection *c, struct req *r, unsigned status,
+			       const char *type, void *body, size_t len, bool owned,
+			       const char *disposition)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 
 	r->done = true;
-	resp = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
-	if (!resp)
+	resp = MHD_create_response_from_buffer(len, body,
+					       owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
+	if (!resp) {
+		if (owned)
+			free(body);
 		return MHD_NO;
-	MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
+	}
+	MHD_add_response_header(resp, "Content-Type", type);
+	if (disposition)
+		MHD_add_response_header(resp, "Content-Disposition", disposition);
 	ret = MHD_queue_response(c, status, resp);
 	MHD_destroy_response(resp);
 	return ret;
+}
+
+static enum MHD_Result answer(struct MHD_Connection *c, struct req *r, unsigned status,
+			      const char *text)
+{
+	return respond(c, r, status, "text/plain; charset=utf-8", (void *)text, strlen(text), false,
+		       NULL);
+}
+
+/* Answer with the text of @p, or 503 when building it ran out of memory. */
+static enum MHD_Result answer_page(struct MHD_Connection *c, struct req *r, unsigned status,
+				   const char *type, struct page *p)
+{
+	size_t len;
+	char *text = page_take(p, &len);
+
+	if (!text)
+		return answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+	return respond(c, r, status, type, text, len, true, NULL);
+}
+
+__attribute__((format(printf, 4, 5))) static enum MHD_Result
+answerf(struct MHD_Connection *c, struct req *r, unsigned status, const char *fmt, ...)
+{
+	char text[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	return answer(c, r, status, text);
 }
 
 static void count_reject(struct http *h, enum reject why, const char *text)
@@ -107,70 +168,393 @@ static bool same_secret(const char *a, const char *b)
 	return d == 0;
 }
 
-static void self_metric(FILE *f, const char *name, const char *help, uint64_t v)
+/* ---- /metrics ---- */
+
+static void family(struct page *p, bool om, const char *name, const char *type, const char *help)
 {
-	fprintf(f, "# HELP cgperf_exporter_%s %s\n# TYPE cgperf_exporter_%s counter\n", name, help,
-		name);
-	fprintf(f, "cgperf_exporter_%s %" PRIu64 "\n", name, v);
+	size_t n = strlen(name);
+
+	if (om && !strcmp(type, "counter") && n > 6 && !strcmp(name + n - 6, "_total"))
+		n -= 6;
+	page_printf(p, "# HELP %.*s %s\n# TYPE %.*s %s\n", (int)n, name, help, (int)n, name, type);
+}
+
+static void self_metric(struct page *p, bool om, const char *name, const char *type,
+			const char *help, uint64_t v)
+{
+	family(p, om, name, type, help);
+	page_put(p, name);
+	page_putc(p, ' ');
+	page_u64(p, v);
+	page_putc(p, '\n');
+}
+
+/* Does the Accept header ask for OpenMetrics? */
+static bool wants_openmetrics(struct MHD_Connection *c)
+{
+	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
+
+	return a && strstr(a, "application/openmetrics-text");
 }
 
 static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c, struct req *r)
 {
-	struct MHD_Response *resp;
-	enum MHD_Result ret;
-	char *page = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&page, &len);
+	bool om = wants_openmetrics(c);
+	struct store_stats st;
+	struct page p;
+	uint64_t now = http_now_ns();
 
-	if (!f)
-		return answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+	store_stats(h->cfg.store, &st);
+	page_init(&p, 0);
 	pthread_mutex_lock(&h->lock);
-	self_metric(f, "batches_received_total", "Batches accepted and stored.", h->received);
-	self_metric(f, "batches_duplicate_total",
+	page_reserve(&p, h->metrics_len + h->metrics_len / 8);
+	self_metric(&p, om, "cgperf_exporter_batches_received_total", "counter",
+		    "Batches accepted and stored.", h->received);
+	self_metric(&p, om, "cgperf_exporter_batches_duplicate_total", "counter",
 		    "Batches answered 200 but not stored again (agent id and sequence known).",
 		    h->duplicates);
-	self_metric(f, "store_errors_total", "Batches the store failed to write (answered 500).",
-		    h->store_errors);
-	fputs("# HELP cgperf_exporter_rejects_total Push requests refused, by reason.\n"
-	      "# TYPE cgperf_exporter_rejects_total counter\n",
-	      f);
+	self_metric(&p, om, "cgperf_exporter_store_errors_total", "counter",
+		    "Batches the store failed to write (answered 500).", h->store_errors);
+	family(&p, om, "cgperf_exporter_rejects_total", "counter",
+	       "Push requests refused, by reason.");
 	for (int i = 0; i < REJ_N; i++)
-		fprintf(f, "cgperf_exporter_rejects_total{reason=\"%s\"} %" PRIu64 "\n",
-			reject_name[i], h->rejects[i]);
-	totals_render(h->cfg.totals, f);
+		page_printf(&p, "cgperf_exporter_rejects_total{reason=\"%s\"} %" PRIu64 "\n",
+			    reject_name[i], h->rejects[i]);
+	self_metric(&p, om, "cgperf_exporter_series", "gauge",
+		    "Series held for /metrics (cgroup counters, probes, agents).",
+		    totals_series(h->cfg.totals));
+	totals_render(h->cfg.totals, &p, om, cutoff(h, now));
+	h->metrics_len = p.len;
 	pthread_mutex_unlock(&h->lock);
-	if (fclose(f) || !page) {
-		free(page);
-		return answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
-	}
-	r->done = true;
-	resp = MHD_create_response_from_buffer(len, page, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(page);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-	ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
-	MHD_destroy_response(resp);
-	return ret;
+	self_metric(&p, om, "cgperf_exporter_stack_rows_total", "counter",
+		    "Stack sample rows written to the store since start.", st.stack_rows);
+	self_metric(&p, om, "cgperf_exporter_retention_deleted_rows_total", "counter",
+		    "Rows deleted by retention since start.", st.deleted_rows);
+	self_metric(&p, om, "cgperf_exporter_store_size_bytes", "gauge",
+		    "Size of the store on disk.", st.bytes);
+	procmetrics_render(&p, om);
+	if (om)
+		page_put(&p, "# EOF\n");
+	return answer_page(c, r, MHD_HTTP_OK,
+			   om ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+			      : "text/plain; version=0.0.4; charset=utf-8",
+			   &p);
 }
+
+/* ---- /api/v1/targets and / ---- */
+
+static enum MHD_Result serve_targets(struct http *h, struct MHD_Connection *c, struct req *r)
+{
+	struct page p;
+
+	page_init(&p, 0);
+	pthread_mutex_lock(&h->lock);
+	targets_json(h->cfg.totals, cutoff(h, http_now_ns()), &p);
+	pthread_mutex_unlock(&h->lock);
+	return answer_page(c, r, MHD_HTTP_OK, "application/json", &p);
+}
+
+static enum MHD_Result serve_index(struct http *h, struct MHD_Connection *c, struct req *r)
+{
+	struct page p;
+
+	page_init(&p, 0);
+	pthread_mutex_lock(&h->lock);
+	targets_index(h->cfg.totals, cutoff(h, http_now_ns()), &p);
+	pthread_mutex_unlock(&h->lock);
+	return answer_page(c, r, MHD_HTTP_OK, "text/html; charset=utf-8", &p);
+}
+
+/* ---- /api/v1/stacks ---- */
+
+enum format { FMT_FOLDED, FMT_PPROF, FMT_SVG };
+
+struct stacks_query {
+	struct store_selection sel;
+	enum format format;
+};
+
+/* Parameter @name: NULL when absent; -EINVAL when too long. */
+static int param(struct MHD_Connection *c, const char *name, const char **out, char *why,
+		 size_t whylen)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+
+	*out = v && *v ? v : NULL;
+	if (v && strlen(v) > PARAM_MAX) {
+		snprintf(why, whylen, "%s: longer than %d bytes", name, PARAM_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
+			      size_t whylen)
+{
+	const char *from, *to, *format;
+	uint64_t now = http_now_ns();
+
+	memset(q, 0, sizeof(*q));
+	if (param(c, "host", &q->sel.host, why, whylen) ||
+	    param(c, "cgroup", &q->sel.cgroup, why, whylen) ||
+	    param(c, "container", &q->sel.container, why, whylen) ||
+	    param(c, "pod", &q->sel.pod, why, whylen) ||
+	    param(c, "event", &q->sel.event, why, whylen) || param(c, "from", &from, why, whylen) ||
+	    param(c, "to", &to, why, whylen) || param(c, "format", &format, why, whylen))
+		return -EINVAL;
+	q->sel.to_ns = now;
+	if (to && exporter_parse_time(to, now, &q->sel.to_ns)) {
+		snprintf(why, whylen,
+			 "to: '%.60s' is not a time (Unix seconds, RFC 3339, now, or -DURATION "
+			 "like -1h)",
+			 to);
+		return -EINVAL;
+	}
+	q->sel.from_ns = q->sel.to_ns > DEFAULT_SPAN_NS ? q->sel.to_ns - DEFAULT_SPAN_NS : 0;
+	if (from && exporter_parse_time(from, now, &q->sel.from_ns)) {
+		snprintf(why, whylen,
+			 "from: '%.60s' is not a time (Unix seconds, RFC 3339, now, or -DURATION "
+			 "like -1h)",
+			 from);
+		return -EINVAL;
+	}
+	if (q->sel.from_ns >= q->sel.to_ns) {
+		snprintf(why, whylen, "from is not before to");
+		return -EINVAL;
+	}
+	if (!format || !strcmp(format, "folded")) {
+		q->format = FMT_FOLDED;
+	} else if (!strcmp(format, "pprof")) {
+		q->format = FMT_PPROF;
+	} else if (!strcmp(format, "svg")) {
+		q->format = FMT_SVG;
+	} else {
+		snprintf(why, whylen, "format: '%.60s': want folded, pprof or svg", format);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+struct sum_ctx {
+	struct fold_set *fs;
+	uint64_t frequency; /* the one rate of every time-based row, 0 if none or mixed */
+	bool mixed;
+};
+
+static bool time_based(const char *event)
+{
+	return !strcmp(event, "cpu-clock") || !strcmp(event, "task-clock");
+}
+
+static int sum_stack(void *arg, const struct store_stack *st)
+{
+	struct sum_ctx *x = arg;
+	uint64_t ns = 0;
+
+	if (time_based(st->event)) {
+		/* cpu-clock counts ns: a sample is worth 1e9 / F at frequency F,
+		 * or the period itself when sampled by period. */
+		if (st->frequency)
+			ns = (uint64_t)((double)st->count * 1e9 / (double)st->frequency);
+		else if (st->period)
+			ns = st->count * st->period;
+		if (st->frequency && x->frequency && x->frequency != st->frequency)
+			x->mixed = true;
+		if (st->frequency)
+			x->frequency = st->frequency;
+	}
+	return fold_set_add(x->fs, st->folded, st->count, ns);
+}
+
+/* Module lookups for render_pprof(): strings kept until the render ends. */
+struct module_ctx {
+	struct store *store;
+	char **keep;
+	size_t n, cap;
+};
+
+static int module_of(void *arg, const char *frame, struct render_module *out)
+{
+	struct module_ctx *x = arg;
+	struct store_module m;
+
+	if (x->n + 2 > x->cap) {
+		size_t cap = x->cap ? x->cap * 2 : 256;
+		char **k = realloc(x->keep, cap * sizeof(*k));
+
+		if (!k)
+			return -ENOMEM;
+		x->keep = k;
+		x->cap = cap;
+	}
+	if (store_module(x->store, frame, &m))
+		return -ENOENT;
+	x->keep[x->n++] = m.path;
+	x->keep[x->n++] = m.build_id;
+	out->path = m.path;
+	out->build_id = m.build_id;
+	return 0;
+}
+
+/* "host=a cgroup=/x" naming the selection, for titles and file names. */
+static void selection_text(const struct store_selection *s, struct page *p)
+{
+	const struct {
+		const char *k, *v;
+	} f[] = { { "host", s->host },	 { "cgroup", s->cgroup }, { "container", s->container },
+		  { "pod", s->pod },	 { "event", s->event } };
+	bool any = false;
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (!f[i].v)
+			continue;
+		page_printf(p, "%s%s=", any ? " " : "", f[i].k);
+		page_put(p, f[i].v);
+		any = true;
+	}
+	if (!any)
+		page_put(p, "all hosts");
+}
+
+static enum MHD_Result serve_svg(struct MHD_Connection *c, struct req *r,
+				 const struct stacks_query *q, const struct fold_set *fs,
+				 unsigned status)
+{
+	char from[40], to[40];
+	struct page t, sub;
+	char *title, *subtitle, *svg = NULL;
+	size_t len = 0;
+	FILE *f;
+	int ret = -ENOMEM;
+
+	targets_time(q->sel.from_ns, from, sizeof(from));
+	targets_time(q->sel.to_ns, to, sizeof(to));
+	page_init(&t, 0);
+	page_put(&t, "cgperf: ");
+	selection_text(&q->sel, &t);
+	page_init(&sub, 0);
+	page_printf(&sub, "%s to %s, %" PRIu64 " samples%s", from, to, fold_set_samples(fs),
+		    fold_set_samples(fs) ? "" : ": no samples in this selection");
+	title = page_take(&t, NULL);
+	subtitle = page_take(&sub, NULL);
+	f = title && subtitle ? open_memstream(&svg, &len) : NULL;
+	if (f) {
+		struct flame_opts o = { .title = title, .subtitle = subtitle };
+
+		ret = render_svg(fs, &o, f);
+		if (fclose(f))
+			ret = -ENOMEM;
+	}
+	free(title);
+	free(subtitle);
+	if (ret || !svg) {
+		free(svg);
+		return answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot draw the flame graph\n");
+	}
+	return respond(c, r, status, "image/svg+xml", svg, len, true, NULL);
+}
+
+static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, struct req *r)
+{
+	struct stacks_query q;
+	struct sum_ctx x = { 0 };
+	char why[256];
+	enum MHD_Result res;
+	unsigned status = MHD_HTTP_OK;
+	int ret;
+
+	if (parse_stacks_query(c, &q, why, sizeof(why)))
+		return answerf(c, r, MHD_HTTP_BAD_REQUEST, "%s\n", why);
+	x.fs = fold_set_new();
+	if (!x.fs)
+		return answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+	ret = store_stacks(h->cfg.store, &q.sel, sum_stack, &x);
+	if (ret) {
+		fold_set_free(x.fs);
+		hlog(LOG_ERROR, "stacks query failed", "error", strerror(-ret), NULL);
+		return answer(c, r, ret == -ENOMEM ? MHD_HTTP_SERVICE_UNAVAILABLE
+						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
+			      "stacks query failed\n");
+	}
+	if (!fold_set_samples(x.fs)) {
+		status = MHD_HTTP_NOT_FOUND;
+		if (q.format != FMT_SVG) {
+			fold_set_free(x.fs);
+			return answer(c, r, status,
+				      "no samples in this selection (host, cgroup, container, pod, "
+				      "event) between from and to\n");
+		}
+	}
+	if (q.format == FMT_SVG) {
+		res = serve_svg(c, r, &q, x.fs, status);
+	} else if (q.format == FMT_FOLDED) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+
+		ret = f ? render_folded(x.fs, f) : -ENOMEM;
+		if (f && fclose(f))
+			ret = -ENOMEM;
+		if (ret || !text) {
+			free(text);
+			res = answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+		} else {
+			res = respond(c, r, MHD_HTTP_OK, "text/plain; charset=utf-8", text, len, true,
+				      NULL);
+		}
+	} else {
+		struct module_ctx mx = { .store = h->cfg.store };
+		struct pprof_opts o = {
+			.time_ns = q.sel.from_ns,
+			.duration_ns = q.sel.to_ns - q.sel.from_ns,
+			.period_ns = x.frequency && !x.mixed ? 1000000000u / x.frequency : 0,
+		};
+		uint8_t *buf = NULL;
+		size_t len = 0;
+
+		ret = render_pprof(x.fs, &o, module_of, &mx, &buf, &len);
+		for (size_t i = 0; i < mx.n; i++)
+			free(mx.keep[i]);
+		free(mx.keep);
+		if (ret)
+			res = answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot build the profile\n");
+		else
+			res = respond(c, r, MHD_HTTP_OK, "application/octet-stream", buf, len, true,
+				      "attachment; filename=\"cgperf.pb.gz\"");
+	}
+	fold_set_free(x.fs);
+	return res;
+}
+
+/* ---- routing ---- */
+
+static const char routes_text[] =
+	"not found: POST /api/v1/push, GET /metrics, /api/v1/stacks, /api/v1/targets, /, "
+	"/healthz\n";
 
 /* The first call of a request: route it and check what the headers say. */
 static enum MHD_Result first_call(struct http *h, struct MHD_Connection *c, struct req *r,
 				  const char *url, const char *method)
 {
 	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	static const char *const gets[] = { "/metrics", "/healthz", "/api/v1/stacks",
+					    "/api/v1/targets", "/" };
 
-	if (!strcmp(url, "/metrics") || !strcmp(url, "/healthz")) {
+	for (size_t i = 0; i < sizeof(gets) / sizeof(gets[0]); i++) {
+		if (strcmp(url, gets[i]))
+			continue;
 		if (!get)
-			return answer(c, r, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
-		if (!strcmp(url, "/healthz"))
-			return answer(c, r, MHD_HTTP_OK, "ok\n");
-		return serve_metrics(h, c, r);
+			return answer(c, r, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: GET\n");
+		switch (i) {
+		case 0: return serve_metrics(h, c, r);
+		case 1: return answer(c, r, MHD_HTTP_OK, "ok\n");
+		case 2: return serve_stacks(h, c, r);
+		case 3: return serve_targets(h, c, r);
+		default: return serve_index(h, c, r);
+		}
 	}
 	if (strcmp(url, "/api/v1/push"))
-		return answer(c, r, MHD_HTTP_NOT_FOUND,
-			      "not found: POST /api/v1/push, GET /metrics, GET /healthz\n");
+		return answer(c, r, MHD_HTTP_NOT_FOUND, routes_text);
 	if (strcmp(method, "POST"))
 		return answer(c, r, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: POST\n");
 	if (h->auth) {
@@ -232,6 +616,7 @@ static enum MHD_Result finish_push(struct http *h, struct MHD_Connection *c, str
 	char err[256] = "";
 	char seq[32];
 	Cgperf__V1__Batch *m;
+	uint64_t now;
 	int ret;
 
 	if (r->too_large) {
@@ -245,18 +630,19 @@ static enum MHD_Result finish_push(struct http *h, struct MHD_Connection *c, str
 
 		if (e == ENOMEM)
 			return answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
-		char text[sizeof(err) + 1];
-
 		count_reject(h, e == EMSGSIZE ? REJ_TOO_LARGE : REJ_BAD_REQUEST, err);
-		snprintf(text, sizeof(text), "%s\n", err);
-		return answer(c, r, e == EMSGSIZE ? MHD_HTTP_CONTENT_TOO_LARGE : MHD_HTTP_BAD_REQUEST,
-			      text);
+		return answerf(c, r,
+			       e == EMSGSIZE ? MHD_HTTP_CONTENT_TOO_LARGE : MHD_HTTP_BAD_REQUEST,
+			       "%s\n", err);
 	}
+	pthread_mutex_lock(&h->ingest);
+	now = http_now_ns();
+	ret = store_put(h->cfg.store, m, now, err, sizeof(err));
 	pthread_mutex_lock(&h->lock);
-	ret = store_put(h->cfg.store, m, now_ns(), err, sizeof(err));
+	pthread_mutex_unlock(&h->ingest);
 	if (ret == 0) {
 		h->received++;
-		if (totals_add_batch(h->cfg.totals, m))
+		if (totals_add_batch(h->cfg.totals, m, now))
 			hlog(LOG_ERROR, "out of memory: /metrics totals incomplete", NULL);
 	} else if (ret == 1) {
 		h->duplicates++;
@@ -275,6 +661,22 @@ static enum MHD_Result finish_push(struct http *h, struct MHD_Connection *c, str
 	if (ret < 0)
 		return answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "store failed\n");
 	return answer(c, r, MHD_HTTP_OK, ret ? "duplicate\n" : "stored\n");
+}
+
+int http_expire(struct http *h, uint64_t now)
+{
+	uint64_t before = cutoff(h, now);
+	int ret;
+
+	pthread_mutex_lock(&h->ingest);
+	ret = store_expire(h->cfg.store, before);
+	pthread_mutex_lock(&h->lock);
+	pthread_mutex_unlock(&h->ingest);
+	/* On a store error the totals keep the series too: both stay equal. */
+	if (!ret)
+		totals_expire(h->cfg.totals, before);
+	pthread_mutex_unlock(&h->lock);
+	return ret;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
@@ -377,6 +779,7 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 		return NULL;
 	}
 	pthread_mutex_init(&h->lock, NULL);
+	pthread_mutex_init(&h->ingest, NULL);
 	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
 					(ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				port, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR,
@@ -387,6 +790,7 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 	if (!h->d) {
 		snprintf(err, errlen, "cannot listen on %s (in use?)", cfg->listen);
 		pthread_mutex_destroy(&h->lock);
+		pthread_mutex_destroy(&h->ingest);
 		free(h->auth);
 		free(h);
 		errno = EADDRINUSE;
@@ -401,6 +805,7 @@ void http_stop(struct http *h)
 		return;
 	MHD_stop_daemon(h->d);
 	pthread_mutex_destroy(&h->lock);
+	pthread_mutex_destroy(&h->ingest);
 	free(h->auth);
 	free(h);
 }

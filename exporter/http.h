@@ -8,22 +8,31 @@
  *                      bearer token, 413 over the body cap, 400 with the
  *                      reason when it does not decode, 200 once stored (or
  *                      when it was stored before)
- *   GET /metrics       Prometheus text 0.0.4
+ *   GET /metrics       Prometheus text 0.0.4, or OpenMetrics 1.0.0 when
+ *                      the Accept header asks for it
+ *   GET /api/v1/stacks folded stacks, pprof or an SVG flame graph of a
+ *                      selection (host, cgroup, container, pod, event,
+ *                      from, to)
+ *   GET /api/v1/targets agents and cgroups known (JSON)
+ *   GET /              an index page with links
  *   GET /healthz       "ok"
- * The store and the totals are used under one lock; the server owns
- * neither.
+ * The server owns neither the store nor the totals. It orders the two:
+ * batches reach the totals in the order the store committed them, and
+ * the totals' lock is never held across a commit's fsync.
  */
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct store;
 struct totals;
 struct http;
 
 struct http_config {
-	const char *listen;  /* HOST:PORT, [V6]:PORT or :PORT */
-	const char *token;   /* NULL: no authentication */
-	size_t max_body;     /* bytes, > 0 */
+	const char *listen;        /* HOST:PORT, [V6]:PORT or :PORT */
+	const char *token;         /* NULL: no authentication */
+	size_t max_body;           /* bytes, > 0 */
+	uint64_t series_expiry_ns; /* > 0 */
 	struct store *store;
 	struct totals *totals;
 };
@@ -32,5 +41,12 @@ struct http_config {
 struct http *http_start(const struct http_config *cfg, char *err, size_t errlen);
 /* Stop serving (waits for requests in flight); NULL is fine. */
 void http_stop(struct http *h);
+
+/* Forget series last seen before @now_ns - series_expiry, in the store
+ * and in the totals, ordered with ingest. 0 or -errno. */
+int http_expire(struct http *h, uint64_t now_ns);
+
+/* Wall-clock now, in Unix ns. */
+uint64_t http_now_ns(void);
 
 #endif

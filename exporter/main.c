@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * cgperf-exporter: receives the batches cgperf-agent pushes, stores them in
- * SQLite under --data-dir and serves per-cgroup totals on /metrics. See
- * docs/cgperf-exporter.md.
+ * cgperf-exporter: receives the batches cgperf-agent pushes, stores them
+ * under --data-dir and serves /metrics, stacks (folded, pprof, SVG),
+ * targets and an index page. See docs/cgperf-exporter.md.
+ *
+ * The main thread only starts things, then waits for a signal and runs the
+ * periodic work between two waits: series expiry and retention.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,20 +16,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "agent/log.h"
-#include "agent/wire.h"
+#include "exporter/config.h"
 #include "exporter/http.h"
 #include "exporter/store.h"
 #include "exporter/totals.h"
 
 /* Longest token file accepted. */
 #define TOKEN_MAX 4096
+#define NS_S UINT64_C(1000000000)
+/* Rows deleted per retention transaction, and transactions per round. */
+#define RETENTION_ROWS 5000
+#define RETENTION_STEPS 200
 
 static void usage(FILE *f)
 {
 	fputs("usage: cgperf-exporter --listen ADDR:PORT --data-dir DIR [--token-file FILE]\n"
-	      "                       [--max-body BYTES] [--log-level LEVEL]\n",
+	      "                       [--retention DURATION] [--series-expiry DURATION]\n"
+	      "                       [--max-body BYTES] [--config FILE.yaml]\n"
+	      "                       [--log-level debug|info|warn|error]\n",
 	      f);
 }
 
@@ -34,7 +44,7 @@ static void usage(FILE *f)
 static int read_token(const char *path, char **out)
 {
 	char buf[TOKEN_MAX + 2];
-	FILE *f = fopen(path, "r");
+	FILE *f = fopen(path, "re");
 	size_t n;
 
 	if (!f)
@@ -53,84 +63,201 @@ static int read_token(const char *path, char **out)
 	return *out ? 0 : -ENOMEM;
 }
 
-static int rebuild_one(void *arg, const struct store_counter *c)
+static const struct option opts[] = {
+	{ "listen", required_argument, NULL, 'l' },
+	{ "data-dir", required_argument, NULL, 'd' },
+	{ "token-file", required_argument, NULL, 't' },
+	{ "retention", required_argument, NULL, 'r' },
+	{ "series-expiry", required_argument, NULL, 'e' },
+	{ "max-body", required_argument, NULL, 'm' },
+	{ "config", required_argument, NULL, 'c' },
+	{ "log-level", required_argument, NULL, 'L' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* The setting a flag sets, by its short code. */
+static const char *setting(int opt)
 {
-	return totals_add(arg, c->host, c->cgroup_path, c->container_id, c->pod_uid, c->unit,
-			  c->event, c->value, c->time_enabled, c->time_running, c->supported);
+	switch (opt) {
+	case 'l': return "listen";
+	case 'd': return "data_dir";
+	case 't': return "token_file";
+	case 'r': return "retention";
+	case 'e': return "series_expiry";
+	case 'm': return "max_body";
+	case 'L': return "log_level";
+	default: return NULL;
+	}
+}
+
+/*
+ * The configuration: defaults, then --config's file, then the other flags
+ * in order. 0, 2 for bad usage (message printed), 1 otherwise.
+ */
+static int configure(int argc, char **argv, struct exporter_config *cfg)
+{
+	const char *file = NULL;
+	char err[512];
+	int opt, rc;
+
+	if (exporter_config_defaults(cfg))
+		return 1;
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (opt == 'c')
+			file = optarg;
+		else if (opt == 'h')
+			return usage(stdout), -1;
+		else if (opt == '?')
+			return usage(stderr), 2;
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (file) {
+		rc = exporter_config_load(cfg, file, err, sizeof(err));
+		if (rc) {
+			fprintf(stderr, "cgperf-exporter: %s\n", rc == -ENOMEM ? "out of memory" : err);
+			return 2;
+		}
+	}
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		const char *key = setting(opt);
+
+		if (!key)
+			continue;
+		rc = exporter_config_set(cfg, key, optarg, err, sizeof(err));
+		if (rc) {
+			fprintf(stderr, "cgperf-exporter: --%s\n",
+				rc == -ENOMEM ? "out of memory" : err);
+			return 2;
+		}
+	}
+	if (!cfg->listen || !cfg->data_dir) {
+		fprintf(stderr, "cgperf-exporter: %s is required (flag or config file)\n",
+			!cfg->listen ? "--listen" : "--data-dir");
+		usage(stderr);
+		return 2;
+	}
+	return 0;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NS_S + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t clamp(uint64_t v, uint64_t lo, uint64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void retention(struct store *s, uint64_t keep_ns)
+{
+	uint64_t now = http_now_ns(), total = 0;
+	size_t n;
+	int ret = 1;
+
+	for (int i = 0; i < RETENTION_STEPS && ret == 1; i++) {
+		ret = store_retention(s, now > keep_ns ? now - keep_ns : 0, RETENTION_ROWS, &n);
+		total += n;
+	}
+	if (ret < 0) {
+		log_kv(LOG_ERROR, "retention failed", "error", strerror(-ret), NULL);
+	} else if (total) {
+		char t[32];
+
+		snprintf(t, sizeof(t), "%" PRIu64, total);
+		log_kv(LOG_DEBUG, "retention", "deleted_rows", t, NULL);
+	}
+}
+
+/* Wait for SIGTERM or SIGINT, expiring series and enforcing retention
+ * meanwhile. */
+static void serve(struct http *http, struct store *store, const struct exporter_config *cfg,
+		  const sigset_t *sigs)
+{
+	uint64_t expire_every = clamp(cfg->series_expiry_ns / 3, NS_S, 60 * NS_S);
+	uint64_t retain_every = clamp(cfg->retention_ns / 2, NS_S, 60 * NS_S);
+	uint64_t next_expire = mono_ns(), next_retain = mono_ns();
+
+	for (;;) {
+		struct timespec tick = { .tv_sec = 1 };
+		uint64_t now;
+		int sig = sigtimedwait(sigs, NULL, &tick);
+
+		if (sig == SIGTERM || sig == SIGINT) {
+			log_kv(LOG_INFO, "stopping", "signal", sig == SIGTERM ? "TERM" : "INT", NULL);
+			return;
+		}
+		now = mono_ns();
+		if (now >= next_expire) {
+			int ret = http_expire(http, http_now_ns());
+
+			if (ret)
+				log_kv(LOG_ERROR, "series expiry failed", "error", strerror(-ret),
+				       NULL);
+			next_expire = now + expire_every;
+		}
+		if (now >= next_retain) {
+			retention(store, cfg->retention_ns);
+			next_retain = mono_ns() + retain_every;
+		}
+	}
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, 'l' },
-		{ "data-dir", required_argument, NULL, 'd' },
-		{ "token-file", required_argument, NULL, 't' },
-		{ "max-body", required_argument, NULL, 'm' },
-		{ "log-level", required_argument, NULL, 'L' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *listen = NULL, *dir = NULL, *token_file = NULL, *level = "info";
-	unsigned long long max_body = WIRE_BODY_MAX_DEFAULT;
+	struct exporter_config cfg;
+	const struct store_ops *backend;
 	struct store *store = NULL;
 	struct totals *totals = NULL;
 	struct http *http = NULL;
+	struct store_visitor visitor;
 	char *token = NULL;
 	char err[512] = "";
 	sigset_t sigs;
-	int opt, sig, ret, status = 1;
+	int ret, status;
 
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		char *end;
-
-		switch (opt) {
-		case 'l': listen = optarg; break;
-		case 'd': dir = optarg; break;
-		case 't': token_file = optarg; break;
-		case 'L': level = optarg; break;
-		case 'm':
-			errno = 0;
-			max_body = strtoull(optarg, &end, 10);
-			if (errno || end == optarg || *end || max_body == 0 ||
-			    max_body > (1ull << 30)) {
-				fprintf(stderr, "cgperf-exporter: --max-body '%s': want 1..%llu bytes\n",
-					optarg, 1ull << 30);
-				return 2;
-			}
-			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
+	status = configure(argc, argv, &cfg);
+	if (status) {
+		exporter_config_release(&cfg);
+		return status < 0 ? 0 : status;
 	}
-	if (optind != argc || !listen || !dir) {
-		usage(stderr);
-		return 2;
-	}
-	if (log_setup("logfmt", level)) {
+	status = 1;
+	if (log_setup("logfmt", cfg.log_level)) {
 		fprintf(stderr, "cgperf-exporter: --log-level '%s': want debug, info, warn or error\n",
-			level);
-		return 2;
+			cfg.log_level);
+		goto out;
 	}
-	if (token_file) {
-		ret = read_token(token_file, &token);
+	if (cfg.token_file) {
+		ret = read_token(cfg.token_file, &token);
 		if (ret) {
-			log_kv(LOG_ERROR, "cannot read token file", "file", token_file, "error",
+			log_kv(LOG_ERROR, "cannot read token file", "file", cfg.token_file, "error",
 			       ret == -EINVAL ? "empty or several lines" : strerror(-ret), NULL);
-			return 1;
+			goto out;
 		}
 	}
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		log_kv(LOG_ERROR, "cannot create data directory", "dir", dir, "error",
+	if (mkdir(cfg.data_dir, 0700) && errno != EEXIST) {
+		log_kv(LOG_ERROR, "cannot create data directory", "dir", cfg.data_dir, "error",
 		       strerror(errno), NULL);
 		goto out;
 	}
-	store = store_open(dir, err, sizeof(err));
+	backend = store_backend(cfg.store);
+	store = backend ? store_open(backend, cfg.data_dir, err, sizeof(err)) : NULL;
 	if (!store) {
 		log_kv(LOG_ERROR, "cannot open store", "error", err[0] ? err : strerror(errno), NULL);
 		goto out;
 	}
 	totals = totals_new();
-	if (!totals || (ret = store_each_counter(store, rebuild_one, totals))) {
+	if (totals)
+		totals_visitor(totals, &visitor);
+	if (!totals || (ret = store_load(store, &visitor))) {
 		log_kv(LOG_ERROR, "cannot rebuild totals from the store", NULL);
 		goto out;
 	}
@@ -140,9 +267,10 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	http = http_start(&(struct http_config){ .listen = listen,
+	http = http_start(&(struct http_config){ .listen = cfg.listen,
 						 .token = token,
-						 .max_body = (size_t)max_body,
+						 .max_body = (size_t)cfg.max_body,
+						 .series_expiry_ns = cfg.series_expiry_ns,
 						 .store = store,
 						 .totals = totals },
 			  err, sizeof(err));
@@ -151,13 +279,15 @@ int main(int argc, char **argv)
 		       err[0] ? err : strerror(errno), NULL);
 		goto out;
 	}
-	char mb[32];
+	char mb[32], rt[32], ex[32];
 
-	snprintf(mb, sizeof(mb), "%llu", max_body);
-	log_kv(LOG_INFO, "exporter started", "listen", listen, "data_dir", dir, "auth",
-	       token ? "bearer" : "none", "max_body", mb, NULL);
-	if (sigwait(&sigs, &sig) == 0)
-		log_kv(LOG_INFO, "stopping", "signal", sig == SIGTERM ? "TERM" : "INT", NULL);
+	snprintf(mb, sizeof(mb), "%" PRIu64, cfg.max_body);
+	snprintf(rt, sizeof(rt), "%" PRIu64 "s", cfg.retention_ns / NS_S);
+	snprintf(ex, sizeof(ex), "%" PRIu64 "s", cfg.series_expiry_ns / NS_S);
+	log_kv(LOG_INFO, "exporter started", "listen", cfg.listen, "data_dir", cfg.data_dir, "auth",
+	       token ? "bearer" : "none", "max_body", mb, "retention", rt, "series_expiry", ex,
+	       "store", cfg.store, NULL);
+	serve(http, store, &cfg, &sigs);
 	http_stop(http);
 	status = 0;
 	log_kv(LOG_INFO, "exporter stopped", NULL);
@@ -165,5 +295,6 @@ out:
 	totals_free(totals);
 	store_close(store);
 	free(token);
+	exporter_config_release(&cfg);
 	return status;
 }

@@ -7,7 +7,12 @@
  * selection, written as folded text, as a gzip'd pprof profile or as an
  * interactive SVG flame graph. Pure functions of their input: no store,
  * no HTTP, nothing printed. Not thread-safe per set; distinct sets are
- * independent.
+ * independent. The render calls only read the set: render it several
+ * ways, or add more and render again.
+ *
+ * Cost: 100k distinct stacks of depth 30 take about 0.2 s of CPU to add
+ * and about 0.2 s per output (tests/tools/render_tool bench); memory is
+ * 4 bytes per frame of each distinct stack plus each distinct name once.
  */
 
 #include <stddef.h>
@@ -22,8 +27,10 @@ void fold_set_free(struct fold_set *fs);
 /*
  * Add @count samples worth @value_ns nanoseconds of CPU (0 when the event
  * is not time-based) of the folded stack @folded ("root;...;leaf", frames
- * separated by ';'). The same stack added twice is summed. 0 or -ENOMEM
- * (-EINVAL for an empty stack).
+ * separated by ';'). The same stack added twice is summed (saturating).
+ * 0, -ENOMEM, -EINVAL for an empty stack or an empty frame ("a;;b", "a;"),
+ * -E2BIG for more than 8192 frames; on error the set is as before, so a
+ * caller may skip the row and go on.
  */
 int fold_set_add(struct fold_set *fs, const char *folded, uint64_t count, uint64_t value_ns);
 
@@ -33,7 +40,10 @@ uint64_t fold_set_samples(const struct fold_set *fs);
 
 /*
  * Folded text: one "frame;frame;... count" line per distinct stack, sorted
- * by stack, as flamegraph.pl, speedscope and Pyroscope read it. 0 or -errno.
+ * bytewise by stack (as `LC_ALL=C sort` orders the stacks; a stack before
+ * its extensions), as flamegraph.pl, speedscope and Pyroscope read it.
+ * Control bytes in names (a newline would split the line) are written as
+ * '?', as the agent's fold_sanitize() does. 0, -ENOMEM or -EIO.
  */
 int render_folded(const struct fold_set *fs, FILE *out);
 
@@ -44,8 +54,10 @@ struct render_module {
 };
 
 /*
- * Look up @frame's module: 0 and *out filled (strings valid until the
- * render call returns), or non-zero when unknown.
+ * Look up @frame's module: 0 and *out filled (copied at once: the strings
+ * need only live until the callback returns; build_id may be NULL), or
+ * non-zero when unknown. Called once per distinct frame, with the frame
+ * as added ("schedule_[k]", "/usr/lib/libc.so.6+0x9d3f0").
  */
 typedef int (*render_module_fn)(void *arg, const char *frame, struct render_module *out);
 
@@ -56,25 +68,41 @@ struct pprof_opts {
 };
 
 /*
- * A pprof profile (profile.proto), gzip'd, in a malloc'd buffer: sample
- * types samples/count and cpu/nanoseconds, one function and location per
- * distinct frame, one mapping per module (with its build-id) when @fn
- * knows it (@fn may be NULL). 0 or -errno.
+ * A pprof profile (profile.proto), gzip'd, in a malloc'd buffer (*out,
+ * *len; the caller frees it): sample types samples/count and
+ * cpu/nanoseconds (values [count, value_ns]), period type cpu/nanoseconds,
+ * time and duration from @o (may be NULL). Default sample type: cpu,
+ * or samples when no stack carries CPU time.
+ *
+ * One Function per distinct name (name = system_name); a kernel frame
+ * "foo_[k]" is the function "foo" (its kernel-ness shows as its mapping
+ * when @fn says "[kernel.kallsyms]"). One Mapping per module @fn reports
+ * (filename, build_id, has_functions; ids from 1). One Location per
+ * distinct (function, mapping), mapping_id 0 when the module is unknown
+ * or @fn is NULL, with one Line pointing at the function. Samples list
+ * locations leaf first. The comm and cgroup frames are ordinary
+ * functions. 0, -ENOMEM, -E2BIG (profile over 2 GiB) or -EIO.
  */
 int render_pprof(const struct fold_set *fs, const struct pprof_opts *o, render_module_fn fn,
 		 void *arg, uint8_t **out, size_t *len);
 
 struct flame_opts {
-	const char *title;    /* escaped by the renderer */
+	const char *title;    /* escaped by the renderer; NULL = "Flame Graph" */
 	const char *subtitle; /* may be NULL */
-	unsigned width;       /* pixels, 0 = 1200 */
+	unsigned width;       /* pixels, 0 = 1200; kept within 200..100000 */
 };
 
 /*
- * A self-contained SVG flame graph (root at the bottom, like
- * flamegraph.pl): frames coloured by kind, a tooltip with samples and
- * share, click to zoom, search with highlight and matched share, reset.
- * Well-formed XML whatever the frame names contain. 0 or -errno.
+ * A self-contained SVG flame graph (root "all" at the bottom, like
+ * flamegraph.pl; siblings by name): frames coloured by kind (kernel "_[k]"
+ * orange, unnamed "module+0x..." grey, others a warm colour stable per
+ * name), a <title> tooltip "name (N samples, P%)", click to zoom, Reset
+ * Zoom or Escape, Search or Ctrl-F (a regular expression) with highlight
+ * and matched share, Reset Search. Frames narrower than 0.1 px are left
+ * out with their callees. Inline CSS and script only, no external
+ * reference; well-formed XML whatever the names contain (entities,
+ * U+FFFD for invalid UTF-8, '?' for control characters). See
+ * docs/flamegraph-svg.md. 0, -ENOMEM or -EIO.
  */
 int render_svg(const struct fold_set *fs, const struct flame_opts *o, FILE *out);
 

@@ -3,17 +3,23 @@
 #define CGPERF_EXPORTER_TOTALS_H
 
 /*
- * Running totals per (host, cgroup path, event), summed from counter deltas
- * scaled for multiplexing (value x time_enabled / time_running), and their
- * rendering as Prometheus text. The identity labels (container, pod, unit)
- * are the last ones seen. Not thread-safe: callers serialize. Adding the
- * same rows in the same order gives bit-identical totals, which is what
- * lets a restart rebuild them from the store.
+ * What /metrics shows, in memory: per cgroup (host, path) its identity and
+ * its series (counter totals per event, probe hits and histograms per
+ * label), and per agent its summed figures. Built from the store at start
+ * (totals_visitor()), then moved forward by each committed batch
+ * (totals_add_batch()) in commit order, which keeps it equal to the
+ * store's running totals, bit for bit. A scrape renders from here only:
+ * no SQL per scrape.
+ *
+ * Not thread-safe: callers serialize. Nothing here prints to a stream; the
+ * render calls append to a struct page.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 
+#include "exporter/page.h"
+#include "exporter/store.h"
 #include "proto/cgperf.pb-c.h"
 
 struct totals;
@@ -21,18 +27,31 @@ struct totals;
 struct totals *totals_new(void);
 void totals_free(struct totals *t);
 
-/* Add one counter delta. Unsupported counters are ignored. 0 or -ENOMEM. */
-int totals_add(struct totals *t, const char *host, const char *path, const char *container,
-	       const char *pod, const char *unit, const char *event, uint64_t value,
-	       uint64_t enabled, uint64_t running, int supported);
+/* A visitor for store_load() that restores @t. */
+void totals_visitor(struct totals *t, struct store_visitor *v);
 
-/* Add every counter of a decoded batch, in batch order. 0 or -ENOMEM. */
-int totals_add_batch(struct totals *t, const Cgperf__V1__Batch *m);
+/* Add a batch the store committed at @now_ns. 0 or -ENOMEM (then the
+ * totals lack part of it; /metrics is short until a restart). */
+int totals_add_batch(struct totals *t, const Cgperf__V1__Batch *m, uint64_t now_ns);
+
+/* Drop cgroups, series and agents last seen before @before_ns. */
+void totals_expire(struct totals *t, uint64_t before_ns);
+
+/* Counter series + probe series + agents held. */
+size_t totals_series(const struct totals *t);
 
 /*
- * Write cgperf_cgroup_perf_events_total and cgperf_cgroup_cpu_seconds_total
- * (from task-clock) to @f, every label value escaped.
+ * Append the cgroup, probe and agent families to @p, skipping what was
+ * last seen before @cutoff_ns; @openmetrics names counter families
+ * without _total in HELP/TYPE, as OpenMetrics 1.0 wants.
  */
-void totals_render(const struct totals *t, FILE *f);
+void totals_render(const struct totals *t, struct page *p, bool openmetrics, uint64_t cutoff_ns);
+
+/* Walk cgroups and agents seen at or after @cutoff_ns; a non-zero return
+ * of @fn stops the walk and is returned. Strings live until @fn returns. */
+int totals_each_cgroup(const struct totals *t, uint64_t cutoff_ns,
+		       int (*fn)(void *arg, const struct store_cgroup *c), void *arg);
+int totals_each_agent(const struct totals *t, uint64_t cutoff_ns,
+		      int (*fn)(void *arg, const struct store_agent *a), void *arg);
 
 #endif

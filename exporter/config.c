@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The exporter's configuration is one flat mapping of scalars, so the walk
+ * is short: libyaml's document API builds the tree, every key must be one
+ * of the settings, exactly once, and each value goes through the same
+ * setter a command-line flag uses, so a file and a flag accept exactly the
+ * same text. As in agent/config.c, YAML's implicit typing is not used:
+ * values are read as text by this file.
+ */
+#include "exporter/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "agent/events.h"
+
+#define CONFIG_FILE_MAX (1 << 20)
+#define VALUE_MAX 4096
+#define NS_MS UINT64_C(1000000)
+#define NS_S UINT64_C(1000000000)
+
+static const char *const keys[] = {
+	"listen", "data_dir", "token_file", "log_level", "store",
+	"retention", "series_expiry", "max_body", NULL,
+};
+
+static int set_str(char **dst, const char *s)
+{
+	char *v = strdup(s);
+
+	if (!v)
+		return -ENOMEM;
+	free(*dst);
+	*dst = v;
+	return 0;
+}
+
+int exporter_config_defaults(struct exporter_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->retention_ns = 7 * 24 * 3600 * NS_S;
+	c->series_expiry_ns = 15 * 60 * NS_S;
+	c->max_body = 32u << 20;
+	if (set_str(&c->log_level, "info") || set_str(&c->store, "sqlite")) {
+		exporter_config_release(c);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void exporter_config_release(struct exporter_config *c)
+{
+	free(c->listen);
+	free(c->data_dir);
+	free(c->token_file);
+	free(c->log_level);
+	free(c->store);
+	memset(c, 0, sizeof(*c));
+}
+
+int exporter_parse_duration(const char *s, uint64_t *ns)
+{
+	static const struct {
+		const char *name;
+		uint64_t ns;
+	} units[] = { { "ms", NS_MS }, { "s", NS_S }, { "m", 60 * NS_S }, { "h", 3600 * NS_S },
+		      { "d", 86400 * NS_S } };
+	uint64_t total = 0;
+	int parts = 0;
+
+	while (*s) {
+		uint64_t n = 0, mul = 0;
+		size_t l = 0;
+
+		if (!isdigit((unsigned char)*s))
+			return -EINVAL;
+		for (; isdigit((unsigned char)*s); s++) {
+			if (n > (UINT64_MAX - 9) / 10)
+				return -ERANGE;
+			n = n * 10 + (uint64_t)(*s - '0');
+		}
+		while (isalpha((unsigned char)s[l]))
+			l++;
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (strlen(units[i].name) == l && !strncmp(s, units[i].name, l))
+				mul = units[i].ns;
+		if (!mul)
+			return -EINVAL;
+		s += l;
+		if (n > UINT64_MAX / mul || total > UINT64_MAX - n * mul)
+			return -ERANGE;
+		total += n * mul;
+		parts++;
+	}
+	if (!parts)
+		return -EINVAL;
+	*ns = total;
+	return 0;
+}
+
+static int set_duration(uint64_t *dst, const char *key, const char *v, uint64_t min, char *err,
+			size_t errlen)
+{
+	uint64_t ns;
+
+	if (exporter_parse_duration(v, &ns) || ns < min || ns > 3650 * 86400 * NS_S) {
+		snprintf(err, errlen,
+			 "%s: '%.60s' is not a duration of 1s to 3650d (like 7d, 12h, 30m, 1h30m)",
+			 key, v);
+		return -EINVAL;
+	}
+	*dst = ns;
+	return 0;
+}
+
+int exporter_config_set(struct exporter_config *c, const char *key, const char *v, char *err,
+			size_t errlen)
+{
+	if (!strcmp(key, "listen") || !strcmp(key, "data_dir") || !strcmp(key, "token_file")) {
+		char **dst = key[0] == 'l' ? &c->listen : key[0] == 'd' ? &c->data_dir : &c->token_file;
+
+		if (!*v) {
+			snprintf(err, errlen, "%s: empty", key);
+			return -EINVAL;
+		}
+		if (key[0] == 'l' && !strchr(v, ':')) {
+			snprintf(err, errlen, "%s: '%.60s' is not HOST:PORT (like 127.0.0.1:9464)",
+				 key, v);
+			return -EINVAL;
+		}
+		return set_str(dst, v);
+	}
+	if (!strcmp(key, "log_level")) {
+		if (strcmp(v, "debug") && strcmp(v, "info") && strcmp(v, "warn") &&
+		    strcmp(v, "error")) {
+			snprintf(err, errlen, "%s: '%.60s': want debug, info, warn or error", key, v);
+			return -EINVAL;
+		}
+		return set_str(&c->log_level, v);
+	}
+	if (!strcmp(key, "store")) {
+		if (strcmp(v, "sqlite")) {
+			snprintf(err, errlen, "%s: '%.60s': the only backend is sqlite", key, v);
+			return -EINVAL;
+		}
+		return set_str(&c->store, v);
+	}
+	if (!strcmp(key, "retention"))
+		return set_duration(&c->retention_ns, key, v, NS_S, err, errlen);
+	if (!strcmp(key, "series_expiry"))
+		return set_duration(&c->series_expiry_ns, key, v, NS_S, err, errlen);
+	if (!strcmp(key, "max_body")) {
+		char *end;
+		unsigned long long n;
+
+		errno = 0;
+		n = strtoull(v, &end, 10);
+		if (errno || end == v || *end || !isdigit((unsigned char)*v) || n == 0 ||
+		    n > EXPORTER_MAX_BODY_MAX) {
+			snprintf(err, errlen, "%s: '%.60s': want 1..%llu bytes", key, v,
+				 EXPORTER_MAX_BODY_MAX);
+			return -EINVAL;
+		}
+		c->max_body = n;
+		return 0;
+	}
+	snprintf(err, errlen, "unknown setting '%.60s'", key);
+	return -ENOENT;
+}
+
+static int copy_config(struct exporter_config *dst, const struct exporter_config *src)
+{
+	struct exporter_config n = *src;
+
+	n.listen = n.data_dir = n.token_file = n.log_level = n.store = NULL;
+	if ((src->listen && set_str(&n.listen, src->listen)) ||
+	    (src->data_dir && set_str(&n.data_dir, src->data_dir)) ||
+	    (src->token_file && set_str(&n.token_file, src->token_file)) ||
+	    (src->log_level && set_str(&n.log_level, src->log_level)) ||
+	    (src->store && set_str(&n.store, src->store))) {
+		exporter_config_release(&n);
+		return -ENOMEM;
+	}
+	*dst = n;
+	return 0;
+}
+
+static const char *suggest(const char *name)
+{
+	const char *best = NULL;
+	size_t bestd = (size_t)-1, l = strlen(name);
+
+	for (size_t i = 0; keys[i]; i++) {
+		size_t d = ev_distance(name, keys[i]);
+
+		if (d < bestd) {
+			bestd = d;
+			best = keys[i];
+		}
+	}
+	return best && bestd <= (l < 6 ? 1 : l < 10 ? 2 : 3) && bestd < l ? best : NULL;
+}
+
+static bool is_null(const yaml_node_t *n)
+{
+	const char *v = (const char *)n->data.scalar.value;
+
+	return n->type == YAML_SCALAR_NODE && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	       (!*v || !strcmp(v, "~") || !strcmp(v, "null"));
+}
+
+/* The keys and values of the root mapping, over a copy of @c. */
+static int walk(yaml_document_t *doc, const char *name, struct exporter_config *c, char *err,
+		size_t errlen)
+{
+	yaml_node_t *root = yaml_document_get_root_node(doc);
+	char why[320];
+
+	if (!root || is_null(root))
+		return 0;
+	if (root->type != YAML_MAPPING_NODE) {
+		snprintf(err, errlen, "%s:%zu:%zu: expected a mapping of settings (listen: ...)", name,
+			 root->start_mark.line + 1, root->start_mark.column + 1);
+		return -EINVAL;
+	}
+	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+		yaml_node_t *v = yaml_document_get_node(doc, p->value);
+		const char *key, *val, *hint;
+		int rc;
+
+		if (!k || !v || k->type != YAML_SCALAR_NODE) {
+			snprintf(err, errlen, "%s:%zu:%zu: keys must be names", name,
+				 k ? k->start_mark.line + 1 : 0, k ? k->start_mark.column + 1 : 0);
+			return -EINVAL;
+		}
+		key = (const char *)k->data.scalar.value;
+		for (yaml_node_pair_t *q = root->data.mapping.pairs.start; q < p; q++) {
+			yaml_node_t *k0 = yaml_document_get_node(doc, q->key);
+
+			if (k0 && k0->type == YAML_SCALAR_NODE &&
+			    !strcmp((const char *)k0->data.scalar.value, key)) {
+				snprintf(err, errlen,
+					 "%s:%zu:%zu: duplicate key '%.60s' (first at line %zu)", name,
+					 k->start_mark.line + 1, k->start_mark.column + 1, key,
+					 k0->start_mark.line + 1);
+				return -EINVAL;
+			}
+		}
+		if (v->type != YAML_SCALAR_NODE || is_null(v)) {
+			bool known = false;
+
+			for (size_t i = 0; keys[i]; i++)
+				known |= !strcmp(keys[i], key);
+			if (known) {
+				snprintf(err, errlen, "%s:%zu:%zu: %s: expected a value, got %s", name,
+					 v->start_mark.line + 1, v->start_mark.column + 1, key,
+					 v->type == YAML_SCALAR_NODE ? "nothing (null)"
+					 : v->type == YAML_SEQUENCE_NODE ? "a list"
+									 : "a mapping");
+				return -EINVAL;
+			}
+		}
+		val = v->type == YAML_SCALAR_NODE ? (const char *)v->data.scalar.value : "";
+		if (v->type == YAML_SCALAR_NODE &&
+		    (strlen(val) != v->data.scalar.length || v->data.scalar.length > VALUE_MAX)) {
+			snprintf(err, errlen, "%s:%zu:%zu: %s: NUL byte or longer than %d bytes", name,
+				 v->start_mark.line + 1, v->start_mark.column + 1, key, VALUE_MAX);
+			return -EINVAL;
+		}
+		rc = exporter_config_set(c, key, val, why, sizeof(why));
+		if (rc == -ENOENT) {
+			hint = suggest(key);
+			if (hint)
+				snprintf(err, errlen,
+					 "%s:%zu:%zu: unknown key '%.60s' (did you mean '%s'?)", name,
+					 k->start_mark.line + 1, k->start_mark.column + 1, key, hint);
+			else
+				snprintf(err, errlen, "%s:%zu:%zu: unknown key '%.60s'", name,
+					 k->start_mark.line + 1, k->start_mark.column + 1, key);
+			return -EINVAL;
+		}
+		if (rc == -EINVAL) {
+			snprintf(err, errlen, "%s:%zu:%zu: %s", name, v->start_mark.line + 1,
+				 v->start_mark.column + 1, why);
+			return -EINVAL;
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int exporter_config_parse(struct exporter_config *c, const char *name, const char *buf,
+			  size_t len, char *err, size_t errlen)
+{
+	struct exporter_config n;
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	int rc;
+
+	if (len > CONFIG_FILE_MAX) {
+		snprintf(err, errlen, "%s: larger than %d bytes", name, CONFIG_FILE_MAX);
+		return -EFBIG;
+	}
+	rc = copy_config(&n, c);
+	if (rc)
+		return rc;
+	if (!yaml_parser_initialize(&parser)) {
+		exporter_config_release(&n);
+		return -ENOMEM;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		if (parser.error == YAML_MEMORY_ERROR) {
+			rc = -ENOMEM;
+		} else {
+			snprintf(err, errlen, "%s:%zu:%zu: YAML syntax error: %s", name,
+				 parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+				 parser.problem ? parser.problem : "unknown problem");
+			rc = -EINVAL;
+		}
+		yaml_parser_delete(&parser);
+		exporter_config_release(&n);
+		return rc;
+	}
+	rc = walk(&doc, name, &n, err, errlen);
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	if (rc) {
+		exporter_config_release(&n);
+		return rc;
+	}
+	exporter_config_release(c);
+	*c = n;
+	return 0;
+}
+
+int exporter_config_load(struct exporter_config *c, const char *path, char *err, size_t errlen)
+{
+	char *buf = malloc(CONFIG_FILE_MAX + 1);
+	size_t len = 0;
+	int fd, rc;
+
+	if (!buf)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		free(buf);
+		return rc;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + len, CONFIG_FILE_MAX + 1 - len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+			close(fd);
+			free(buf);
+			return rc;
+		}
+		if (r == 0 || (len += (size_t)r) > CONFIG_FILE_MAX)
+			break;
+	}
+	close(fd);
+	rc = exporter_config_parse(c, path, buf, len, err, errlen);
+	free(buf);
+	return rc;
+}
+
+/* Up to 9 digits of a fraction of a second at *@s, in ns. */
+static uint64_t fraction(const char **s)
+{
+	uint64_t ns = 0, scale = 100000000;
+
+	for (; isdigit((unsigned char)**s); (*s)++) {
+		ns += (uint64_t)(**s - '0') * scale;
+		scale /= 10;
+	}
+	return ns;
+}
+
+int exporter_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
+{
+	uint64_t ns;
+
+	if (!strcmp(s, "now")) {
+		*out = now_ns;
+		return 0;
+	}
+	if (s[0] == '-') {
+		if (exporter_parse_duration(s + 1, &ns) || ns > now_ns)
+			return -EINVAL;
+		*out = now_ns - ns;
+		return 0;
+	}
+	if (strlen(s) >= 19 && s[4] == '-' && s[10] == 'T') {
+		struct tm tm = { 0 };
+		const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+		uint64_t frac = 0;
+		int64_t off = 0;
+		time_t t;
+
+		if (!p)
+			return -EINVAL;
+		if (*p == '.') {
+			p++;
+			if (!isdigit((unsigned char)*p))
+				return -EINVAL;
+			frac = fraction(&p);
+		}
+		if (*p == 'Z' || *p == 'z') {
+			p++;
+		} else if ((*p == '+' || *p == '-') && isdigit((unsigned char)p[1]) &&
+			   isdigit((unsigned char)p[2]) && p[3] == ':' && isdigit((unsigned char)p[4]) &&
+			   isdigit((unsigned char)p[5])) {
+			off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 +
+			      ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
+			if (*p == '-')
+				off = -off;
+			p += 6;
+		} else {
+			return -EINVAL;
+		}
+		if (*p)
+			return -EINVAL;
+		t = timegm(&tm);
+		if (t == (time_t)-1 || (int64_t)t - off < 0)
+			return -EINVAL;
+		*out = (uint64_t)((int64_t)t - off) * NS_S + frac;
+		return 0;
+	}
+	if (isdigit((unsigned char)s[0])) {
+		uint64_t sec = 0, frac = 0;
+
+		for (; isdigit((unsigned char)*s); s++) {
+			if (sec > 4000000000ull)
+				return -EINVAL;
+			sec = sec * 10 + (uint64_t)(*s - '0');
+		}
+		if (*s == '.') {
+			s++;
+			frac = fraction(&s);
+		}
+		if (*s)
+			return -EINVAL;
+		*out = sec * NS_S + frac;
+		return 0;
+	}
+	return -EINVAL;
+}

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+#include "exporter/page.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAGE_MAX_DEFAULT ((size_t)1 << 30)
+
+void page_init(struct page *p, size_t max)
+{
+	memset(p, 0, sizeof(*p));
+	p->max = max ? max : PAGE_MAX_DEFAULT;
+}
+
+void page_release(struct page *p)
+{
+	free(p->buf);
+	p->buf = NULL;
+	p->len = p->cap = 0;
+}
+
+bool page_failed(const struct page *p)
+{
+	return p->failed;
+}
+
+char *page_take(struct page *p, size_t *len)
+{
+	char *b;
+
+	if (p->failed) {
+		page_release(p);
+		return NULL;
+	}
+	if (!p->buf) {
+		p->buf = malloc(1);
+		if (!p->buf)
+			return NULL;
+	}
+	p->buf[p->len] = '\0';
+	b = p->buf;
+	if (len)
+		*len = p->len;
+	p->buf = NULL;
+	p->len = p->cap = 0;
+	return b;
+}
+
+/* Room for @n more bytes and the NUL. */
+static bool reserve(struct page *p, size_t n)
+{
+	size_t want, cap;
+	char *b;
+
+	if (p->failed)
+		return false;
+	if (n > p->max || p->len > p->max - n) {
+		p->failed = true;
+		return false;
+	}
+	want = p->len + n + 1;
+	if (want <= p->cap)
+		return true;
+	cap = p->cap ? p->cap : 4096;
+	while (cap < want)
+		cap *= 2;
+	b = realloc(p->buf, cap);
+	if (!b) {
+		p->failed = true;
+		return false;
+	}
+	p->buf = b;
+	p->cap = cap;
+	return true;
+}
+
+void page_reserve(struct page *p, size_t n)
+{
+	reserve(p, n);
+}
+
+void page_putn(struct page *p, const char *s, size_t n)
+{
+	if (!reserve(p, n))
+		return;
+	memcpy(p->buf + p->len, s, n);
+	p->len += n;
+}
+
+void page_put(struct page *p, const char *s)
+{
+	page_putn(p, s, strlen(s));
+}
+
+void page_putc(struct page *p, char c)
+{
+	if (!reserve(p, 1))
+		return;
+	p->buf[p->len++] = c;
+}
+
+void page_printf(struct page *p, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (p->failed)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(p->buf ? p->buf + p->len : NULL, p->buf ? p->cap - p->len : 0, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		p->failed = true;
+		return;
+	}
+	if (p->buf && (size_t)n < p->cap - p->len) {
+		p->len += (size_t)n;
+		return;
+	}
+	if (!reserve(p, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(p->buf + p->len, p->cap - p->len, fmt, ap);
+	va_end(ap);
+	p->len += (size_t)n;
+}
+
+void page_u64(struct page *p, uint64_t v)
+{
+	char t[24];
+	size_t i = sizeof(t);
+
+	do {
+		t[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	page_putn(p, t + i, sizeof(t) - i);
+}
+
+void page_double(struct page *p, double v)
+{
+	if (isnan(v))
+		page_put(p, "NaN");
+	else if (isinf(v))
+		page_put(p, v > 0 ? "+Inf" : "-Inf");
+	else if (v >= 0 && v < 9007199254740992.0 && v == floor(v))
+		page_u64(p, (uint64_t)v);
+	else
+		page_printf(p, "%.17g", v);
+}
+
+void page_label(struct page *p, const char *v)
+{
+	const char *run = v;
+
+	for (; *v; v++) {
+		const char *esc = *v == '\\' ? "\\\\" : *v == '"' ? "\\\"" : *v == '\n' ? "\\n" : NULL;
+
+		if (!esc)
+			continue;
+		page_putn(p, run, (size_t)(v - run));
+		page_putn(p, esc, 2);
+		run = v + 1;
+	}
+	page_putn(p, run, (size_t)(v - run));
+}
+
+void page_html(struct page *p, const char *v)
+{
+	const char *run = v;
+
+	for (; *v; v++) {
+		const char *esc;
+
+		switch (*v) {
+		case '&': esc = "&amp;"; break;
+		case '<': esc = "&lt;"; break;
+		case '>': esc = "&gt;"; break;
+		case '"': esc = "&quot;"; break;
+		case '\'': esc = "&#39;"; break;
+		default: continue;
+		}
+		page_putn(p, run, (size_t)(v - run));
+		page_put(p, esc);
+		run = v + 1;
+	}
+	page_putn(p, run, (size_t)(v - run));
+}
+
+void page_json(struct page *p, const char *v)
+{
+	page_putc(p, '"');
+	for (; *v; v++) {
+		unsigned char c = (unsigned char)*v;
+
+		if (c == '"' || c == '\\') {
+			page_putc(p, '\\');
+			page_putc(p, (char)c);
+		} else if (c < 0x20 || c == 0x7f) {
+			page_printf(p, "\\u%04x", c);
+		} else {
+			page_putc(p, (char)c);
+		}
+	}
+	page_putc(p, '"');
+}
+
+void page_url(struct page *p, const char *v)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (; *v; v++) {
+		unsigned char c = (unsigned char)*v;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '_' || c == '.' || c == '~') {
+			page_putc(p, (char)c);
+		} else {
+			char e[3] = { '%', hex[c >> 4], hex[c & 15] };
+
+			page_putn(p, e, 3);
+		}
+	}
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CGPERF_EXPORTER_PAGE_H
+#define CGPERF_EXPORTER_PAGE_H
+
+/*
+ * A growable text buffer for the pages the exporter serves (/metrics,
+ * JSON, HTML), with the escapes each of them needs. Appending never fails
+ * on the spot: the first allocation failure sets a sticky flag that
+ * page_failed() reports, so a renderer writes straight through and checks
+ * once at the end (curl's dynbuf idea). A cap bounds the size.
+ */
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct page {
+	char *buf;
+	size_t len, cap, max; /* max 0: 1 GiB */
+	bool failed;
+};
+
+void page_init(struct page *p, size_t max);
+void page_release(struct page *p);
+/* Hand the text over (NUL-terminated, malloc'd; the caller frees it) and
+ * reset @p. NULL when an append failed. */
+char *page_take(struct page *p, size_t *len);
+bool page_failed(const struct page *p);
+
+/* Make room for @n more bytes up front (a size hint; failure is sticky). */
+void page_reserve(struct page *p, size_t n);
+
+void page_put(struct page *p, const char *s);
+void page_putn(struct page *p, const char *s, size_t n);
+void page_putc(struct page *p, char c);
+void page_printf(struct page *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void page_u64(struct page *p, uint64_t v);
+/* A Prometheus sample value: integers exactly, others with 17 digits;
+ * +Inf, -Inf and NaN by name. */
+void page_double(struct page *p, double v);
+
+/* Prometheus/OpenMetrics label value (no quotes): \\, \" and \n escaped. */
+void page_label(struct page *p, const char *v);
+/* HTML text or attribute value: & < > " ' escaped. */
+void page_html(struct page *p, const char *v);
+/* JSON string with its quotes; control characters as \u00XX. */
+void page_json(struct page *p, const char *v);
+/* A URL query component: everything but unreserved characters %XX. */
+void page_url(struct page *p, const char *v);
+
+#endif

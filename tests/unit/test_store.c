@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: MIT
+/*
+ * exporter/store (SQLite backend) through its ops interface: a batch and
+ * its running totals in, duplicates ignored, stack selections by every
+ * field, module lookups, totals reloaded equal after a reopen, retention
+ * deleting raw rows but no totals (and turning old sequence numbers into
+ * duplicates), expiry deleting totals, and the first slice's database
+ * migrated in place.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/wire.h"
+#include "exporter/store.h"
+
+#define NS 1000000000ull
+#define T0 (1700000000ull * NS) /* 20 s into its minute bucket */
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	strcpy(dir, "/tmp/test_store.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	return 0;
+}
+
+static struct store *open_store(void)
+{
+	char err[256] = "";
+	struct store *s = store_open(store_backend("sqlite"), dir, err, sizeof(err));
+
+	if (!s)
+		fail_msg("store_open: %s", err);
+	return s;
+}
+
+/*
+ * A batch of agent "a1" on @host: cgroup /web (container c0ffee..., pod
+ * p-1) and /db, counters on both, stacks on cpu-clock at 99 Hz (2 on /web,
+ * 1 on /db) with modules, one probe with histograms.
+ */
+static Cgperf__V1__Batch *batch(const char *host, uint64_t seq, uint64_t start, uint64_t scale)
+{
+	struct wire_cgroup_info web = { .container_id = "c0ffee0123456789abcdef",
+					.container_name = "nginx",
+					.pod_uid = "p-1",
+					.pod_name = "web-0",
+					.runtime = "docker" };
+	struct wire_batch *b = wire_batch_new(host, NULL, "a1", "9.9", seq, start, start + NS);
+	const char *s1[] = { "nginx", "main", "serve", "read_[k]" };
+	const char *s2[] = { "nginx", "main", "idle" };
+	const char *s3[] = { "postgres", "main", "exec" };
+	int m1[] = { -1, 0, 0, 1 }, m2[] = { -1, 0, 0 };
+	struct hist v = { 0 }, l = { 0 };
+	struct wire_self self = { .samples = 10 * scale, .lost_samples = scale, .spool_bytes = 7 };
+	uint8_t *buf;
+	size_t len;
+	char err[256];
+	Cgperf__V1__Batch *m;
+	int cw, cd, pw, pd, mod0, mod1;
+
+	assert_non_null(b);
+	cw = wire_add_cgroup(b, "/web", 11, &web);
+	cd = wire_add_cgroup(b, "/db", 12, NULL);
+	assert_true(cw >= 0 && cd >= 0);
+	assert_int_equal(wire_add_counter(b, cw, "task-clock", 1000000000 * scale, 100, 50, true),
+			 0);
+	assert_int_equal(wire_add_counter(b, cd, "task-clock", 3 * scale, 10, 10, true), 0);
+	assert_int_equal(wire_add_counter(b, cd, "cycles", 0, 0, 0, false), 0);
+	mod0 = wire_add_module(b, "/usr/sbin/nginx", "abcd");
+	mod1 = wire_add_module(b, "[kernel.kallsyms]", NULL);
+	assert_true(mod0 >= 0 && mod1 >= 0);
+	m1[1] = m1[2] = m2[1] = m2[2] = mod0;
+	m1[3] = mod1;
+	pw = wire_add_profile(b, cw, "cpu-clock", 0, 99);
+	pd = wire_add_profile(b, cd, "cpu-clock", 0, 99);
+	assert_int_equal(wire_add_stack_mod(b, pw, s1, m1, 4, 5 * scale), 0);
+	assert_int_equal(wire_add_stack_mod(b, pw, s2, m2, 3, 2 * scale), 0);
+	assert_int_equal(wire_add_stack(b, pd, s3, 3, 4 * scale), 0);
+	hist_add(&v, 3);
+	hist_add(&v, 100);
+	hist_add(&v, -1);
+	hist_add(&l, 1500);
+	assert_int_equal(wire_add_probe(b, cd, "sdt:pg:query", 7 * scale, &v, &l), 0);
+	wire_set_self(b, &self);
+	assert_int_equal(wire_encode(b, &buf, &len), 0);
+	wire_batch_free(b);
+	m = wire_decode(buf, len, 0, err, sizeof(err));
+	free(buf);
+	if (!m)
+		fail_msg("wire_decode: %s", err);
+	return m;
+}
+
+static int put(struct store *s, Cgperf__V1__Batch *m, uint64_t now)
+{
+	char err[256] = "";
+	int ret = store_put(s, m, now, err, sizeof(err));
+
+	if (ret < 0)
+		fail_msg("store_put: %s", err);
+	wire_batch_decoded_free(m);
+	return ret;
+}
+
+/* ---- stacks ---- */
+
+struct got {
+	char text[4096];
+	uint64_t total;
+	uint64_t freq;
+};
+
+static int collect(void *arg, const struct store_stack *st)
+{
+	struct got *g = arg;
+	size_t n = strlen(g->text);
+
+	snprintf(g->text + n, sizeof(g->text) - n, "%s %s %llu;", st->event, st->folded,
+		 (unsigned long long)st->count);
+	g->total += st->count;
+	g->freq = st->frequency;
+	return 0;
+}
+
+static uint64_t sel_total(struct store *s, struct store_selection sel)
+{
+	struct got g = { 0 };
+
+	if (!sel.to_ns)
+		sel.to_ns = T0 + 3600 * NS;
+	if (!sel.from_ns)
+		sel.from_ns = T0 - 3600 * NS;
+	assert_int_equal(store_stacks(s, &sel, collect, &g), 0);
+	return g.total;
+}
+
+static void test_put_and_select(void **state)
+{
+	struct store *s = open_store();
+	struct store_module mod;
+	struct got g = { 0 };
+
+	assert_int_equal(put(s, batch("h1", 1, T0, 1), T0), 0);
+	assert_int_equal(put(s, batch("h1", 1, T0, 1), T0), 1); /* duplicate */
+	assert_int_equal(put(s, batch("h1", 2, T0 + NS, 2), T0 + NS), 0);
+	assert_int_equal(put(s, batch("h2", 3, T0 + 120 * NS, 1), T0 + 120 * NS), 0);
+
+	/* Batches 1 and 2 fall in one minute bucket: summed rows. */
+	struct store_selection all = { .from_ns = T0 - 3600 * NS, .to_ns = T0 + 3600 * NS };
+
+	assert_int_equal(store_stacks(s, &all, collect, &g), 0);
+	assert_int_equal(g.total, 3 * 11 + 11);
+	assert_int_equal(g.freq, 99);
+	assert_int_equal(sel_total(s, (struct store_selection){ .host = "h1" }), 33);
+	assert_int_equal(sel_total(s, (struct store_selection){ .host = "h1", .cgroup = "/web" }),
+			 21);
+	assert_int_equal(sel_total(s, (struct store_selection){ .cgroup = "/db" }), 12 + 4);
+	assert_int_equal(sel_total(s, (struct store_selection){ .container = "nginx" }), 21 + 7);
+	assert_int_equal(sel_total(s, (struct store_selection){ .container = "c0ffee012345" }),
+			 28);
+	assert_int_equal(sel_total(s, (struct store_selection){ .container = "c0ffee" }), 0);
+	assert_int_equal(sel_total(s, (struct store_selection){ .pod = "web-0", .host = "h2" }),
+			 7);
+	assert_int_equal(sel_total(s, (struct store_selection){ .pod = "p-1" }), 28);
+	assert_int_equal(sel_total(s, (struct store_selection){ .event = "cycles" }), 0);
+	/* Time: h2's batch is two minutes later. */
+	assert_int_equal(sel_total(s, (struct store_selection){ .from_ns = T0 + 100 * NS }), 11);
+	assert_int_equal(sel_total(s, (struct store_selection){ .to_ns = T0 + 60 * NS -
+									T0 % (60 * NS) }),
+			 33);
+
+	assert_int_equal(store_module(s, "read_[k]", &mod), 0);
+	assert_string_equal(mod.path, "[kernel.kallsyms]");
+	assert_string_equal(mod.build_id, "");
+	free(mod.path);
+	free(mod.build_id);
+	assert_int_equal(store_module(s, "serve", &mod), 0);
+	assert_string_equal(mod.path, "/usr/sbin/nginx");
+	assert_string_equal(mod.build_id, "abcd");
+	free(mod.path);
+	free(mod.build_id);
+	assert_int_equal(store_module(s, "exec", &mod), -ENOENT);
+	store_close(s);
+}
+
+/* ---- totals through load() ---- */
+
+struct loaded {
+	double web_total, db_total;
+	int counters, cgroups, probes, agents, unsupported;
+	uint64_t hits, lat_count, val_count, val_neg, agent_batches, agent_samples, agent_lost,
+		agent_stack;
+	char web_container[80], web_name[80];
+};
+
+static int l_cgroup(void *arg, const struct store_cgroup *c)
+{
+	struct loaded *l = arg;
+
+	l->cgroups++;
+	if (!strcmp(c->path, "/web") && !strcmp(c->host, "h1")) {
+		snprintf(l->web_container, sizeof(l->web_container), "%s", c->container_id);
+		snprintf(l->web_name, sizeof(l->web_name), "%s", c->container_name);
+	}
+	return 0;
+}
+
+static int l_counter(void *arg, const struct store_counter_total *t)
+{
+	struct loaded *l = arg;
+
+	l->counters++;
+	l->unsupported += !strcmp(t->event, "cycles");
+	if (!strcmp(t->host, "h1") && !strcmp(t->path, "/web"))
+		l->web_total = t->total;
+	if (!strcmp(t->host, "h1") && !strcmp(t->path, "/db"))
+		l->db_total = t->total;
+	return 0;
+}
+
+static int l_probe(void *arg, const struct store_probe_total *t)
+{
+	struct loaded *l = arg;
+
+	l->probes++;
+	if (!strcmp(t->host, "h1")) {
+		l->hits = t->hits;
+		l->val_count = t->values.count;
+		l->val_neg = t->values.negative;
+		l->lat_count = t->latency_ns.count;
+	}
+	return 0;
+}
+
+static int l_agent(void *arg, const struct store_agent *a)
+{
+	struct loaded *l = arg;
+
+	l->agents++;
+	l->agent_batches = a->batches;
+	l->agent_samples = a->self.samples;
+	l->agent_lost = a->self.lost_samples;
+	l->agent_stack = a->stack_samples;
+	return 0;
+}
+
+static struct loaded load(struct store *s)
+{
+	struct loaded l = { 0 };
+	struct store_visitor v = { l_cgroup, l_counter, l_probe, l_agent, &l };
+
+	assert_int_equal(store_load(s, &v), 0);
+	return l;
+}
+
+static void test_totals_survive(void **state)
+{
+	struct store *s = open_store();
+	size_t n, deleted = 0;
+	int ret;
+	struct loaded l;
+	uint64_t web = 0;
+
+	for (uint64_t i = 1; i <= 4; i++)
+		assert_int_equal(put(s, batch("h1", i, T0 + i * NS, i), T0 + i * NS), 0);
+	store_close(s);
+	s = open_store();
+	l = load(s);
+	for (uint64_t i = 1; i <= 4; i++)
+		web += 1000000000 * i * 2; /* enabled / running = 2 */
+	assert_true(l.web_total == (double)web);
+	assert_true(l.db_total == 30.0);
+	assert_int_equal(l.cgroups, 2);
+	assert_int_equal(l.counters, 2); /* cycles unsupported: no total */
+	assert_int_equal(l.unsupported, 0);
+	assert_string_equal(l.web_container, "c0ffee0123456789abcdef");
+	assert_string_equal(l.web_name, "nginx");
+	assert_int_equal(l.probes, 1);
+	assert_int_equal(l.hits, 70);
+	assert_int_equal(l.val_count, 12);
+	assert_int_equal(l.val_neg, 4);
+	assert_int_equal(l.lat_count, 4);
+	assert_int_equal(l.agents, 1);
+	assert_int_equal(l.agent_batches, 4);
+	assert_int_equal(l.agent_samples, 100);
+	assert_int_equal(l.agent_lost, 10);
+	assert_int_equal(l.agent_stack, 110);
+
+	/* Retention of everything raw, a few rows per transaction. */
+	do {
+		ret = store_retention(s, T0 + 3600 * NS, 3, &n);
+		assert_true(ret >= 0);
+		assert_true(n <= 3);
+		deleted += n;
+	} while (ret == 1);
+	assert_true(deleted >= 4 + 8 + 4); /* batches, counter rows, probe rows at least */
+	assert_int_equal(sel_total(s, (struct store_selection){ 0 }), 0);
+	l = load(s);
+	assert_true(l.web_total == (double)web);
+	assert_int_equal(l.hits, 70);
+	assert_int_equal(l.agent_batches, 4);
+	/* A batch older than what retention deleted is a duplicate now. */
+	assert_int_equal(put(s, batch("h1", 2, T0, 1), T0 + 3600 * NS), 1);
+	assert_int_equal(put(s, batch("h1", 9, T0, 1), T0 + 3601 * NS), 0);
+
+	/* Expiry: everything last seen before the last batch goes. */
+	assert_int_equal(store_expire(s, T0 + 3601 * NS), 0);
+	l = load(s);
+	assert_int_equal(l.counters, 2);
+	assert_true(l.db_total == 33.0); /* seen at the cutoff: kept */
+	assert_int_equal(store_expire(s, T0 + 3602 * NS), 0);
+	l = load(s);
+	assert_int_equal(l.counters, 0);
+	assert_int_equal(l.probes, 0);
+	assert_int_equal(l.agents, 0);
+	store_close(s);
+}
+
+/* The first slice's schema, with a row in each table, opens migrated. */
+static void test_migrate_v1(void **state)
+{
+	char path[128], *msg = NULL;
+	sqlite3 *db;
+	struct store *s;
+	struct loaded l;
+
+	snprintf(path, sizeof(path), "%s/cgperf.db", dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(
+		sqlite3_exec(
+			db,
+			"CREATE TABLE batches(agent_id TEXT NOT NULL, seq INTEGER NOT NULL,"
+			" host TEXT NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
+			" received_ns INTEGER NOT NULL, PRIMARY KEY(agent_id, seq));"
+			"CREATE TABLE counter_samples(host TEXT NOT NULL, agent_id TEXT NOT NULL,"
+			" seq INTEGER NOT NULL, cgroup_path TEXT NOT NULL, container_id TEXT NOT NULL,"
+			" pod_uid TEXT NOT NULL, unit TEXT NOT NULL, event TEXT NOT NULL,"
+			" value INTEGER NOT NULL, time_enabled INTEGER NOT NULL,"
+			" time_running INTEGER NOT NULL, supported INTEGER NOT NULL);"
+			"CREATE TABLE stacks(id INTEGER PRIMARY KEY, folded TEXT NOT NULL UNIQUE);"
+			"CREATE TABLE stack_samples(bucket_start INTEGER NOT NULL,"
+			" host TEXT NOT NULL, cgroup_path TEXT NOT NULL, event TEXT NOT NULL,"
+			" stack_id INTEGER NOT NULL REFERENCES stacks(id), count INTEGER NOT NULL,"
+			" PRIMARY KEY(bucket_start, host, cgroup_path, event, stack_id));"
+			"INSERT INTO batches VALUES('a0', 1, 'old', 1700000000000000000,"
+			" 1700000001000000000, 1700000001000000000);"
+			"INSERT INTO counter_samples VALUES('old', 'a0', 1, '/x', 'cid', '', 'x.service',"
+			" 'task-clock', 500, 10, 5, 1);"
+			"INSERT INTO stacks VALUES(1, 'a;b');"
+			"INSERT INTO stack_samples VALUES(1699999980000000000, 'old', '/x', 'cpu-clock',"
+			" 1, 6);",
+			NULL, NULL, &msg),
+		SQLITE_OK);
+	sqlite3_close(db);
+	s = open_store();
+	l = load(s);
+	assert_int_equal(l.counters, 1);
+	assert_int_equal(l.cgroups, 1);
+	assert_int_equal(sel_total(s, (struct store_selection){ .host = "old",
+								 .container = "cid",
+								 .from_ns = 1699999900000000000ull,
+								 .to_ns = 1700000100000000000ull }),
+			 6);
+	/* New batches go in next to the migrated rows. */
+	assert_int_equal(put(s, batch("h1", 1, T0, 1), T0), 0);
+	store_close(s);
+	s = open_store(); /* a second open does not migrate again */
+	assert_int_equal(load(s).counters, 3);
+	store_close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_put_and_select, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_totals_survive, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: MIT
+/*
+ * exporter/totals: what /metrics shows. Exact lines for counters (scaled),
+ * cpu seconds, probe histograms (cumulative log2 buckets, le bounds, the
+ * negative values apart, latency in seconds) and agent figures; hostile
+ * label values escaped; OpenMetrics family names; the totals rebuilt from
+ * the real SQLite store render byte for byte the same page as the ones
+ * summed batch by batch; expiry; and 100,000 series rendered in one page
+ * (the time is printed, not asserted).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/wire.h"
+#include "exporter/page.h"
+#include "exporter/store.h"
+#include "exporter/totals.h"
+
+#define NS 1000000000ull
+#define T0 (1700000000ull * NS)
+#define EVIL "/a\"b\\c\nd ✓"
+
+static Cgperf__V1__Batch *decode(struct wire_batch *b)
+{
+	uint8_t *buf;
+	size_t len;
+	char err[256];
+	Cgperf__V1__Batch *m;
+
+	assert_int_equal(wire_encode(b, &buf, &len), 0);
+	wire_batch_free(b);
+	m = wire_decode(buf, len, 0, err, sizeof(err));
+	free(buf);
+	if (!m)
+		fail_msg("wire_decode: %s", err);
+	return m;
+}
+
+static Cgperf__V1__Batch *batch(uint64_t seq, uint64_t scale)
+{
+	struct wire_cgroup_info web = { .container_id = "c0ffee",
+					.container_name = "nginx",
+					.pod_uid = "p-1",
+					.pod_name = "web-0",
+					.k8s_namespace = "prod",
+					.runtime = "docker",
+					.unit = "x.scope" };
+	struct wire_batch *b = wire_batch_new("h1", NULL, "a\"1", "1.0", seq, T0, T0 + NS);
+	struct wire_self self = { .samples = 10 * scale, .spool_bytes = 70 + scale };
+	struct hist v = { 0 }, l = { 0 };
+	const char *st[] = { "x", "y" };
+	int cw, ce, p;
+
+	assert_non_null(b);
+	cw = wire_add_cgroup(b, "/web", 1, &web);
+	ce = wire_add_cgroup(b, EVIL, 2, NULL);
+	assert_int_equal(wire_add_counter(b, cw, "task-clock", 1000000000 * scale, 100, 50, true),
+			 0);
+	assert_int_equal(wire_add_counter(b, cw, "context-switches", 7 * scale, 10, 10, true), 0);
+	assert_int_equal(wire_add_counter(b, ce, "task-clock", 500000000 * scale, 1, 1, true), 0);
+	hist_add(&v, 3);
+	hist_add(&v, 100);
+	hist_add(&v, -5);
+	hist_add(&l, 1500);
+	assert_int_equal(wire_add_probe(b, cw, "sdt:pg:q", 3 * scale, &v, &l), 0);
+	p = wire_add_profile(b, cw, "cpu-clock", 0, 99);
+	assert_int_equal(wire_add_stack(b, p, st, 2, 4 * scale), 0);
+	wire_set_self(b, &self);
+	return decode(b);
+}
+
+static char *render(const struct totals *t, bool om, uint64_t cutoff)
+{
+	struct page p;
+	char *s;
+
+	page_init(&p, 0);
+	totals_render(t, &p, om, cutoff);
+	s = page_take(&p, NULL);
+	assert_non_null(s);
+	return s;
+}
+
+static void has(const char *page, const char *line)
+{
+	if (!strstr(page, line))
+		fail_msg("missing line:\n%s\nin:\n%s", line, page);
+}
+
+#define WEB                                                                                  \
+	"host=\"h1\",id=\"/web\",container=\"c0ffee\",container_name=\"nginx\",pod=\"p-1\"," \
+	"pod_name=\"web-0\",namespace=\"prod\",unit=\"x.scope\",runtime=\"docker\""
+
+static void test_lines(void **state)
+{
+	struct totals *t = totals_new();
+	Cgperf__V1__Batch *m;
+	char *page;
+
+	assert_non_null(t);
+	for (uint64_t i = 1; i <= 2; i++) {
+		m = batch(i, i);
+		assert_int_equal(totals_add_batch(t, m, T0 + i * NS), 0);
+		wire_batch_decoded_free(m);
+	}
+	page = render(t, false, T0);
+	has(page, "# TYPE cgperf_cgroup_perf_events_total counter\n");
+	has(page, "\ncgperf_cgroup_perf_events_total{" WEB ",event=\"context-switches\"} 21\n");
+	has(page, "\ncgperf_cgroup_cpu_seconds_total{" WEB "} 6\n");
+	has(page, "\ncgperf_cgroup_cpu_seconds_total{host=\"h1\",id=\"/a\\\"b\\\\c\\nd ✓\","
+		  "container=\"\",container_name=\"\",pod=\"\",pod_name=\"\",namespace=\"\","
+		  "unit=\"\",runtime=\"\"} 1.5\n");
+	has(page, "\ncgperf_probe_hits_total{" WEB ",probe=\"sdt:pg:q\"} 9\n");
+	/* 3 is in [2, 4), 100 in [64, 128); -5 apart. */
+	has(page, "\ncgperf_probe_values_bucket{" WEB ",probe=\"sdt:pg:q\",le=\"0\"} 0\n"
+		  "cgperf_probe_values_bucket{" WEB ",probe=\"sdt:pg:q\",le=\"1\"} 0\n"
+		  "cgperf_probe_values_bucket{" WEB ",probe=\"sdt:pg:q\",le=\"3\"} 2\n");
+	has(page, "\ncgperf_probe_values_bucket{" WEB ",probe=\"sdt:pg:q\",le=\"63\"} 2\n"
+		  "cgperf_probe_values_bucket{" WEB ",probe=\"sdt:pg:q\",le=\"127\"} 4\n"
+		  "cgperf_probe_values_bucket{" WEB ",probe=\"sdt:pg:q\",le=\"+Inf\"} 4\n"
+		  "cgperf_probe_values_sum{" WEB ",probe=\"sdt:pg:q\"} 206\n"
+		  "cgperf_probe_values_count{" WEB ",probe=\"sdt:pg:q\"} 4\n");
+	has(page, "\ncgperf_probe_negative_values_total{" WEB ",probe=\"sdt:pg:q\"} 2\n");
+	has(page, "\ncgperf_probe_latency_seconds_bucket{" WEB
+		  ",probe=\"sdt:pg:q\",le=\"2.0470000000000001e-06\"} 2\n");
+	has(page, "\ncgperf_probe_latency_seconds_sum{" WEB ",probe=\"sdt:pg:q\"} 3.0000000000000001e-06\n");
+	has(page, "\ncgperf_agent_samples_total{host=\"h1\",agent_id=\"a\\\"1\"} 30\n");
+	has(page, "\ncgperf_agent_stack_samples_total{host=\"h1\",agent_id=\"a\\\"1\"} 12\n");
+	has(page, "\ncgperf_agent_batches_total{host=\"h1\",agent_id=\"a\\\"1\"} 2\n");
+	has(page, "\ncgperf_agent_spool_bytes{host=\"h1\",agent_id=\"a\\\"1\"} 72\n");
+	has(page, "\ncgperf_agent_last_push_timestamp_seconds{host=\"h1\",agent_id=\"a\\\"1\"} "
+		  "1700000002\n");
+	has(page, "\ncgperf_agent_info{host=\"h1\",agent_id=\"a\\\"1\",version=\"1.0\"} 1\n");
+	/* No raw newline inside a label: every line starts a sample or a comment. */
+	for (const char *l = page; *l; l = strchr(l, '\n') + 1)
+		assert_true(!strncmp(l, "cgperf_", 7) || !strncmp(l, "# ", 2));
+	assert_int_equal(totals_series(t), 3 + 1 + 1);
+	free(page);
+
+	page = render(t, true, T0);
+	has(page, "# TYPE cgperf_cgroup_cpu_seconds counter\n");
+	has(page, "# HELP cgperf_probe_hits ");
+	has(page, "# TYPE cgperf_probe_latency_seconds histogram\n");
+	has(page, "# TYPE cgperf_agent_spool_bytes gauge\n");
+	assert_null(strstr(page, "_total counter"));
+	free(page);
+
+	/* Only what was seen at the cutoff or later is shown, then kept. */
+	page = render(t, false, T0 + 3 * NS);
+	assert_null(strstr(page, "\ncgperf_"));
+	free(page);
+	totals_expire(t, T0 + 2 * NS);
+	assert_int_equal(totals_series(t), 5);
+	totals_expire(t, T0 + 3 * NS);
+	assert_int_equal(totals_series(t), 0);
+	page = render(t, false, 0);
+	assert_null(strstr(page, "\ncgperf_"));
+	free(page);
+	totals_free(t);
+}
+
+/* The same batches summed here and reloaded from the real store render
+ * the same page, byte for byte. */
+static void test_rebuild_from_store(void **state)
+{
+	char dir[] = "/tmp/test_totals.XXXXXX", err[256], cmd[64];
+	struct totals *live = totals_new(), *loaded = totals_new();
+	struct store_visitor v;
+	struct store *s;
+	char *a, *b;
+
+	assert_non_null(mkdtemp(dir));
+	s = store_open(store_backend("sqlite"), dir, err, sizeof(err));
+	assert_non_null(s);
+	for (uint64_t i = 1; i <= 20; i++) {
+		Cgperf__V1__Batch *m = batch(i, i * 7919 % 13 + 1);
+
+		assert_int_equal(store_put(s, m, T0 + i * NS, err, sizeof(err)), 0);
+		assert_int_equal(totals_add_batch(live, m, T0 + i * NS), 0);
+		wire_batch_decoded_free(m);
+	}
+	store_close(s);
+	s = store_open(store_backend("sqlite"), dir, err, sizeof(err));
+	assert_non_null(s);
+	totals_visitor(loaded, &v);
+	assert_int_equal(store_load(s, &v), 0);
+	a = render(live, false, 0);
+	b = render(loaded, false, 0);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	store_close(s);
+	totals_free(live);
+	totals_free(loaded);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* 25,000 cgroups x 4 events = 100,000 counter series (and 25,000 cpu
+ * seconds lines) in one page. */
+static void test_100k_series(void **state)
+{
+	static const char *const ev[] = { "task-clock", "cycles", "instructions", "page-faults" };
+	struct totals *t = totals_new();
+	struct timespec t0, t1;
+	size_t lines = 0;
+	char *page;
+
+	for (int k = 0; k < 25; k++) {
+		struct wire_batch *b = wire_batch_new("big", NULL, "agent", "1", (uint64_t)k + 1, T0,
+						      T0 + NS);
+		Cgperf__V1__Batch *m;
+
+		for (int i = 0; i < 1000; i++) {
+			char path[64], cid[80];
+			struct wire_cgroup_info info = { .container_id = cid };
+			int cg;
+
+			snprintf(path, sizeof(path), "/kubepods/pod-%d/ctr-%d", k, i);
+			snprintf(cid, sizeof(cid), "%064d", k * 1000 + i);
+			cg = wire_add_cgroup(b, path, 0, &info);
+			for (int e = 0; e < 4; e++)
+				assert_int_equal(
+					wire_add_counter(b, cg, ev[e], (uint64_t)i * 1000 + 1, 2, 1, true),
+					0);
+		}
+		wire_set_self(b, &(struct wire_self){ 0 });
+		m = decode(b);
+		assert_int_equal(totals_add_batch(t, m, T0), 0);
+		wire_batch_decoded_free(m);
+	}
+	assert_int_equal(totals_series(t), 100000 + 1);
+	page = render(t, false, 0);
+	free(page);
+	/* As /metrics does: the page allocated at the last page's size. */
+	{
+		struct page p;
+
+		page_init(&p, 0);
+		page_reserve(&p, 32u << 20);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		totals_render(t, &p, false, 0);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		page = page_take(&p, NULL);
+		assert_non_null(page);
+	}
+	for (const char *p = page; (p = strchr(p, '\n')); p++)
+		lines++;
+	print_message("100,000 series: %zu lines, %zu bytes rendered in %.1f ms\n", lines,
+		      strlen(page),
+		      (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+	assert_true(lines > 125000);
+	has(page, "\ncgperf_cgroup_cpu_seconds_total{host=\"big\",id=\"/kubepods/pod-24/ctr-999\"");
+	free(page);
+	totals_free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lines),
+		cmocka_unit_test(test_rebuild_from_store),
+		cmocka_unit_test(test_100k_series),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
