@@ -1,7 +1,10 @@
 # cgperf: container- and cgroup-aware profiling agent and exporter.
 #
 #   make            build cgperf-agent and cgperf-exporter (into build/)
-#   make run        install what is missing, build, run `cgperf-agent stat -a -I 1000`
+#   make run        install what is missing, build, start cgperf-exporter (data in
+#                   run-data/, http://127.0.0.1:9464/) and `cgperf-agent run` pushing
+#                   to it (packaging/run-default.yaml); Ctrl-C stops both
+#   make run-stat   build, run `cgperf-agent stat -a -I 1000` (RUN_ARGS appended)
 #   make test       install what is missing, build, run every test
 #   make check-asan the same suite under ASan+UBSan (into build-asan/)
 #   make bench      benchmarks under bench/, printed figures
@@ -40,9 +43,19 @@ LIB_OBJ := $(patsubst %.c,$(O)/%.o,$(CGROUP_SRC) $(AGENT_LIB_SRC)) $(PROTO_OBJ)
 AGENT_OBJ := $(O)/agent/main.o
 EXPORTER_SRC := $(wildcard exporter/*.c)
 EXPORTER_OBJ := $(patsubst %.c,$(O)/%.o,$(EXPORTER_SRC))
+# Everything of the exporter but main(): linked into the unit tests and tools
+# that exercise it.
+EXPORTER_LIB_OBJ := $(filter-out $(O)/exporter/main.o,$(EXPORTER_OBJ))
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
+# Unit tests of exporter modules (by name) link the exporter's objects too.
+UNIT_EXPORTER_BIN := $(filter $(O)/tests/test_render% $(O)/tests/test_store% \
+	$(O)/tests/test_totals%,$(UNIT_BIN))
+# Test-only helper programs (batch generators, renderers, push loops): one
+# .c each, linked with everything but the two main()s.
+TOOL_SRC := $(wildcard tests/tools/*.c)
+TOOL_BIN := $(patsubst tests/tools/%.c,$(O)/tools/%,$(TOOL_SRC))
 WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 WORKLOAD_BIN := $(patsubst tests/workloads/%.c,$(O)/workloads/%,$(filter-out tests/workloads/chain.c,$(WORKLOAD_SRC))) \
 	$(O)/workloads/chain-fp $(O)/workloads/chain-nofp
@@ -51,7 +64,7 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all deps run test check check-asan bench clean format build-tests fuzz
+.PHONY: all deps run run-stat test check check-asan bench clean distclean format build-tests fuzz
 all: $(O)/cgperf-agent $(O)/cgperf-exporter
 
 deps:
@@ -73,7 +86,7 @@ $(PROTO_OBJ): $(PROTO_C) $(PROTO_H)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 # Anything may include agent/wire.h: generate before compiling.
-$(LIB_OBJ) $(AGENT_OBJ) $(EXPORTER_OBJ) $(UNIT_BIN): | $(PROTO_H)
+$(LIB_OBJ) $(AGENT_OBJ) $(EXPORTER_OBJ) $(UNIT_BIN) $(TOOL_BIN): | $(PROTO_H)
 
 $(O)/libcgperf.a: $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -91,6 +104,22 @@ $(O)/tests/%: tests/unit/%.c $(O)/libcgperf.a
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libcgperf.a -lcmocka $(LDLIBS_AGENT)
 
+# An archive, so a test or tool pulls in only the exporter modules it uses.
+$(O)/libexporter.a: $(EXPORTER_LIB_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(UNIT_EXPORTER_BIN): $(O)/tests/%: tests/unit/%.c $(O)/libexporter.a $(O)/libcgperf.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libexporter.a $(O)/libcgperf.a \
+		-lcmocka -lsqlite3 $(LDLIBS_AGENT)
+
+$(O)/tools/%: tests/tools/%.c $(O)/libexporter.a $(O)/libcgperf.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(O)/libexporter.a \
+		$(O)/libcgperf.a -lsqlite3 $(LDLIBS_AGENT)
+
 # Workloads keep their own flags: a known call chain must survive -O2.
 $(O)/workloads/%: tests/workloads/%.c
 	@mkdir -p $(dir $@)
@@ -106,9 +135,17 @@ $(O)/workloads/chain-nofp: tests/workloads/chain.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -fomit-frame-pointer -fno-optimize-sibling-calls -o $@ $<
 
-build-tests: $(O)/cgperf-agent $(O)/cgperf-exporter $(UNIT_BIN) $(WORKLOAD_BIN)
+build-tests: $(O)/cgperf-agent $(O)/cgperf-exporter $(UNIT_BIN) $(WORKLOAD_BIN) $(TOOL_BIN)
 
+# The exporter and the agent together on this host; RUN_DIR holds the store,
+# the agent id and the spool; RUN_LISTEN is the exporter's address.
+RUN_DIR ?= run-data
+RUN_LISTEN ?= 127.0.0.1:9464
 run: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)O=$(O) RUN_DIR=$(RUN_DIR) RUN_LISTEN=$(RUN_LISTEN) packaging/run-local.sh
+
+run-stat: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(O)/cgperf-agent stat -a -I 1000 $(RUN_ARGS)
 
@@ -143,17 +180,34 @@ $(O)/fuzz/fuzz_wire-seeds: $(FUZZ_WIRE_SRC) agent/wire.h agent/hist.h $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 $(WARNFLAGS) -g -O1 -DFUZZ_WIRE_SEEDS -o $@ $(FUZZ_WIRE_SRC) -lprotobuf-c -lz
 
-fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds
+# What the exporter does with a decoded batch (totals, /metrics text,
+# stack renderers); the store is linked for its helpers, not driven.
+FUZZ_INGEST_SRC := tests/fuzz/fuzz_ingest.c agent/wire.c agent/hist.c $(PROTO_C) \
+	exporter/totals.c exporter/page.c $(wildcard exporter/render*.c) $(wildcard exporter/store*.c)
+$(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h) agent/wire.h agent/hist.h $(PROTO_H)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCC  $@")
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 $(WARNFLAGS) $(FUZZ_FLAGS) -o $@ $(FUZZ_INGEST_SRC) \
+		-lsqlite3 -lprotobuf-c -lz -lm
+
+fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest
 	@mkdir -p $(O)/fuzz/corpus/wire
 	$(Q)$(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/corpus/wire
 	$(Q)$(O)/fuzz/fuzz_wire -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
 		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(O)/fuzz/ \
 		$(O)/fuzz/corpus/wire
+	$(Q)$(O)/fuzz/fuzz_ingest -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
+		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(O)/fuzz/ingest- \
+		$(O)/fuzz/corpus/wire
 
 format:
-	clang-format -i cgroup/*.[ch] agent/*.[ch] exporter/*.[ch] tests/unit/*.c tests/fuzz/*.c
+	clang-format -i cgroup/*.[ch] agent/*.[ch] exporter/*.[ch] tests/unit/*.c tests/fuzz/*.c \
+		$(wildcard tests/tools/*.c)
 
 clean:
 	rm -rf build build-asan
+
+distclean: clean
+	rm -rf $(RUN_DIR)
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

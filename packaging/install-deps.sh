@@ -9,13 +9,24 @@ set -eu
 BUILD="gcc make pkg-config libc6-dev libelf-dev libdw-dev libunwind-dev libtraceevent-dev
 libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler libmicrohttpd-dev libsqlite3-dev
 libyaml-dev zlib1g-dev"
+# Tests and benchmarks: golang-go for `go tool pprof`, prometheus-pushgateway
+# as the benchmark's reference, libxml2-utils for xmllint (flame graph SVG),
+# binutils for readelf (build ids), clang + libclang-rt for libFuzzer.
 TEST="libcmocka-dev linux-perf postgresql postgresql-contrib procps util-linux python3 time systemtap-sdt-dev
-clang libclang-rt-14-dev prometheus curl"
+clang libclang-rt-14-dev prometheus curl
+golang-go prometheus-pushgateway libxml2-utils perl binutils"
 
 case "${1:-}" in
 --build) want="$BUILD" ;;
 *) want="$BUILD $TEST" ;;
 esac
+
+if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+	echo "install-deps: this script knows Debian (dpkg, apt) only; install by hand:" >&2
+	echo "  $want" | tr '\n' ' ' >&2
+	echo >&2
+	exit 1
+fi
 
 missing=""
 for p in $want; do

@@ -5,6 +5,9 @@
 #   cg_enter DIR PID   move PID into DIR
 #   bg_track PID  kill PID (and its process group) at exit
 #   near A B PCT  true when A and B differ by at most PCT percent of B
+#   free_port     a TCP port on 127.0.0.1 that nothing listens on now
+#   wait_http URL SECONDS [LOG]   wait until URL answers 2xx, else fail
+#                 (with the tail of LOG)
 set -u
 AGENT=${CGPERF_AGENT:-${CGPERF_ROOT:-$PWD}/build/cgperf-agent}
 ROOT=${CGPERF_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -38,7 +41,8 @@ _cg_remove() {
 	local d=$1 root
 	root=$(cg2_mount)
 	[[ -d $d ]] || return 0
-	find "$d" -depth -type d | while read -r sub; do
+	# NUL-separated: test cgroups may have odd names
+	find "$d" -depth -type d -print0 | while IFS= read -r -d '' sub; do
 		while read -r p; do
 			[[ -n $p ]] && echo "$p" >"$root/cgroup.procs" 2>/dev/null
 		done <"$sub/cgroup.procs"
@@ -72,6 +76,19 @@ trap _cleanup EXIT
 
 near() {
 	awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b != 0 && d * 100 <= p * (b < 0 ? -b : b)) }'
+}
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_http() {
+	local url=$1 secs=$2 log=${3:-} i
+	for ((i = 0; i < secs * 10; i++)); do
+		curl -sf -o /dev/null "$url" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "$url not answering after ${secs}s${log:+: $(tail -n 20 "$log")}"
 }
 
 pct_diff() {

@@ -1,0 +1,121 @@
+#!/bin/bash
+# cgperf-exporter on one core (taskset -c 1; the load generator on core 0):
+#  1. ingest: gen_batch POSTs agent-like batches (50 cgroups x 200 distinct
+#     stacks of depth 20, 10 counters per cgroup; all built before the
+#     clock starts) over 2 connections: batches/s, stack rows/s, and the
+#     exporter's own CPU seconds per batch; raw and gzip'd bodies;
+#  2. /metrics with ~100,000 series (10,000 cgroups x 10 events, one push):
+#     20 scrapes, median time and bytes; Prometheus Pushgateway (Debian's,
+#     also on core 1) fed the same series (the exporter's cgperf_cgroup_*
+#     lines, PUT to /metrics/job/bench), 20 scrapes of its /metrics; the
+#     ratio.
+# Printed figures only. Knobs: BENCH_BATCHES (default 60), BENCH_SCRAPES (20),
+# BENCH_CGROUPS_METRICS (10000).
+source "$(dirname "$0")/../tests/lib/common.sh"
+GEN=$BUILD_DIR/tools/gen_batch
+EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
+BATCHES=${BENCH_BATCHES:-60}
+SCRAPES=${BENCH_SCRAPES:-20}
+MCG=${BENCH_CGROUPS_METRICS:-10000}
+[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
+[[ -x $GEN ]] || fail "$GEN not built (make O=${BUILD:-build} build-tests)"
+command -v taskset >/dev/null || fail "taskset missing (util-linux)"
+hz=$(getconf CLK_TCK)
+ncpu=$(nproc)
+core_ex=$((ncpu > 1 ? 1 : 0))
+
+cpu_s() { # PID: user + system CPU seconds so far
+	awk -v hz="$hz" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat"
+}
+start_exporter() { # NAME: sets EXP (pid) and EXURL
+	local port
+	port=$(free_port)
+	taskset -c $core_ex "$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/$1" \
+		--log-level warn 2>>"$TMP/$1.log" &
+	EXP=$!
+	bg_track $EXP
+	EXURL=http://127.0.0.1:$port
+	wait_http "$EXURL/healthz" 10 "$TMP/$1.log"
+}
+# scrapes URL N [ARGS]: "median_ms bytes failures" of N GETs of URL
+scrapes() {
+	local url=$1 n=$2 i bad=0
+	shift 2
+	: >"$TMP/scrapes"
+	for ((i = 0; i < n; i++)); do
+		curl -sf -o /dev/null -w '%{time_total} %{size_download}\n' "$@" "$url" >>"$TMP/scrapes" ||
+			bad=$((bad + 1))
+	done
+	sort -n "$TMP/scrapes" | awk -v bad=$bad '{ t[NR] = $1 * 1000; b = $2 }
+		END { if (!NR) { print "nan 0 " bad; exit }
+		      m = (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2
+		      printf "%.1f %d %d\n", m, b, bad }'
+}
+
+echo "# exporter on core $core_ex of $ncpu; load generator on core 0; $(uname -r)"
+
+# --- 1. ingest
+for mode in raw gzip; do
+	start_exporter "ingest-$mode"
+	c0=$(cpu_s $EXP)
+	z=()
+	[[ $mode == gzip ]] && z=(--gzip)
+	out=$(taskset -c 0 "$GEN" --cgroups 50 --stacks 200 --depth 20 --counters 10 "${z[@]}" \
+		--batches "$BATCHES" --threads 2 --agent "bench-$mode" push "$EXURL/api/v1/push" 2>&1)
+	rc=$?
+	c1=$(cpu_s $EXP)
+	size=$(du -sk "$TMP/ingest-$mode" | awk '{ printf "%.1f", $1 / 1024 }')
+	echo "ingest ($mode bodies): $out"
+	awk -v a="$c0" -v b="$c1" -v n="$BATCHES" -v s="$size" -v rc=$rc 'BEGIN {
+		printf "ingest (%s): exporter CPU %.2f s for %d batches = %.1f ms per batch (%.0f stack rows per CPU second); store %s MiB%s\n",
+			"'$mode'", b - a, n, (b - a) * 1000 / n, (b > a) ? n * 50 * 200 / (b - a) : 0, s,
+			rc ? " (SOME PUSHES FAILED)" : "" }'
+	kill -TERM $EXP
+	wait $EXP 2>/dev/null
+done
+
+# --- 2. /metrics with ~100k series
+start_exporter metrics
+"$GEN" --cgroups "$MCG" --stacks 0 --counters 10 --agent bench-metrics write "$TMP/m.pb" ||
+	fail "gen_batch write failed"
+st=$(curl -s -o "$TMP/resp" -w '%{http_code}' -H 'Content-Type: application/x-protobuf' \
+	--data-binary "@$TMP/m.pb" "$EXURL/api/v1/push")
+[[ $st == 200 ]] || fail "the $MCG-cgroup batch was refused: HTTP $st $(cat "$TMP/resp")"
+curl -sf "$EXURL/metrics" >"$TMP/metrics.txt" || fail "no /metrics"
+series=$(grep -c '^cgperf_cgroup_' "$TMP/metrics.txt")
+c0=$(cpu_s $EXP)
+read -r ex_ms ex_bytes ex_bad < <(scrapes "$EXURL/metrics" "$SCRAPES")
+c1=$(cpu_s $EXP)
+ex_cpu=$(awk -v a="$c0" -v b="$c1" -v n="$SCRAPES" 'BEGIN { printf "%.1f", (b - a) * 1000 / n }')
+echo "cgperf-exporter /metrics: $series cgperf_cgroup_* series, $SCRAPES scrapes: median $ex_ms ms, $ex_bytes bytes, ~$ex_cpu ms CPU per scrape$( ((ex_bad)) && echo ", $ex_bad FAILED")"
+read -r exz_ms exz_bytes _ < <(scrapes "$EXURL/metrics" "$SCRAPES" --compressed)
+echo "cgperf-exporter /metrics (Accept-Encoding: gzip): median $exz_ms ms, $exz_bytes bytes on the wire"
+
+PGW=$(command -v prometheus-pushgateway || command -v pushgateway)
+if [[ -z $PGW ]]; then
+	echo "pushgateway reference: SKIPPED (prometheus-pushgateway missing; packaging/install-deps.sh installs it)"
+	exit 0
+fi
+pport=$(free_port)
+taskset -c $core_ex "$PGW" --web.listen-address="127.0.0.1:$pport" \
+	--persistence.file="$TMP/pushgateway.state" --log.level=warn 2>"$TMP/pushgateway.log" &
+PG=$!
+bg_track $PG
+purl=http://127.0.0.1:$pport
+wait_http "$purl/-/ready" 20 "$TMP/pushgateway.log"
+# The same families, HELP and TYPE lines included.
+grep -E '^(# (HELP|TYPE) )?cgperf_cgroup_' "$TMP/metrics.txt" >"$TMP/push.txt"
+t0=$(date +%s.%N)
+st=$(curl -s -o "$TMP/presp" -w '%{http_code}' -X PUT --data-binary "@$TMP/push.txt" "$purl/metrics/job/bench")
+t1=$(date +%s.%N)
+[[ $st == 200 || $st == 202 ]] || fail "pushgateway refused the series: HTTP $st $(head -c 300 "$TMP/presp")"
+curl -sf "$purl/metrics" >"$TMP/pgw.txt" || fail "no pushgateway /metrics"
+pseries=$(grep -c '^cgperf_cgroup_' "$TMP/pgw.txt")
+echo "pushgateway: PUT of $pseries series took $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) * 1000 }') ms"
+c0=$(cpu_s $PG)
+read -r pg_ms pg_bytes pg_bad < <(scrapes "$purl/metrics" "$SCRAPES")
+c1=$(cpu_s $PG)
+pg_cpu=$(awk -v a="$c0" -v b="$c1" -v n="$SCRAPES" 'BEGIN { printf "%.1f", (b - a) * 1000 / n }')
+echo "pushgateway /metrics: $pseries cgperf_cgroup_* series, $SCRAPES scrapes: median $pg_ms ms, $pg_bytes bytes, ~$pg_cpu ms CPU per scrape$( ((pg_bad)) && echo ", $pg_bad FAILED")"
+awk -v a="$ex_ms" -v b="$pg_ms" 'BEGIN { if (a > 0) printf "ratio: pushgateway median / exporter median = %.2f (above 1: the exporter is faster)\n", b / a }'
+exit 0

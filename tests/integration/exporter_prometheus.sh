@@ -1,0 +1,201 @@
+#!/bin/bash
+# A real Prometheus (Debian's) scrapes cgperf-exporter while cgperf-agent run
+# pushes the counters of a PostgreSQL cluster under pgbench, in its own
+# cgroup, every second. Then, through Prometheus's query API:
+#   - up{job="cgperf"} is 1 (every scrape parsed);
+#   - the PostgreSQL cgroup has a cgperf_cgroup_cpu_seconds_total series,
+#     positive, whose increase and rate() over a window match the cgroup's
+#     own cpu.stat over the same window (loose: the push and the scrape each
+#     lag up to a second);
+#   - cgroups named with quotes, backslashes and UTF-8 (real ones, with
+#     processes), and with a newline (no cgroup can have one, so a pushed
+#     batch carries it) come back with exactly those label values;
+# and `promtool check metrics` is clean on the page, hostile names included.
+source "$(dirname "$0")/../lib/common.sh"
+source "$ROOT/tests/lib/pg.sh"
+W=$BUILD_DIR/workloads
+GEN=$BUILD_DIR/tools/gen_batch
+EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
+[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
+[[ -x $GEN ]] || fail "$GEN not built (make O=${BUILD:-build} build-tests)"
+for c in prometheus promtool curl python3; do
+	command -v $c >/dev/null || fail "$c missing (packaging/install-deps.sh installs it)"
+done
+
+# --- the cgroups: PostgreSQL's, and hostile names with a process each
+pgcg=$(cg_make pgcg)
+pgrel=${pgcg#"$(cg2_mount)"}
+names=$(cg_make names)
+nrel=${names#"$(cg2_mount)"}
+hostile=($'q"uote' $'back\\slash' $'ünï-✓ cøde' $'{brace}=x,y "both\\"')
+for h in "${hostile[@]}"; do
+	mkdir "$names/$h" || fail "cannot create cgroup '$h'"
+	# a little CPU, then asleep: the cgroup stays populated for the test
+	sh -c 'echo $$ >"$1/cgroup.procs" || exit 1; "$2" 0.3 >/dev/null; exec sleep 300' \
+		sh "$names/$h" "$W/spin" &
+	bg_track $!
+done
+
+pg_start "$pgcg"
+pg_bench_init 2
+
+# --- exporter, agent, Prometheus
+ex_port=$(free_port)
+ex=http://127.0.0.1:$ex_port
+"$EXPORTER" --listen "127.0.0.1:$ex_port" --data-dir "$TMP/data" 2>>"$TMP/exporter.log" &
+bg_track $!
+wait_http "$ex/healthz" 10 "$TMP/exporter.log"
+
+cat >"$TMP/agent.yaml" <<YAML
+host: {name: "prom-host", agent_id_file: $TMP/agent-id}
+cgroups: {include: ["$pgrel", "$pgrel/**", "$nrel", "$nrel/**"]}
+counters: {events: [task-clock, context-switches]}
+sampling: {enabled: false}
+push:
+  interval: 1s
+  collectors: ["$ex/api/v1/push"]
+  timeout: 2s
+  spool: {dir: $TMP/spool}
+YAML
+"$AGENT" run --config "$TMP/agent.yaml" 2>"$TMP/agent.log" &
+AG=$!
+bg_track $AG
+
+prom_port=$(free_port)
+prom=http://127.0.0.1:$prom_port
+cat >"$TMP/prometheus.yml" <<YAML
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: cgperf
+    static_configs:
+      - targets: ["127.0.0.1:$ex_port"]
+YAML
+promtool check config "$TMP/prometheus.yml" >"$TMP/promtool-config.log" 2>&1 ||
+	fail "promtool rejects the test's own config: $(cat "$TMP/promtool-config.log")"
+prometheus --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/prom" \
+	--web.listen-address="127.0.0.1:$prom_port" --log.level=warn 2>"$TMP/prometheus.log" &
+bg_track $!
+wait_http "$prom/-/ready" 30 "$TMP/prometheus.log"
+
+# query EXPR [TIME]: the result vector of an instant query, one line per
+# series: the labels as JSON (keys sorted), a tab, the value.
+query() {
+	local args=(--data-urlencode "query=$1")
+	[[ -n ${2:-} ]] && args+=(--data-urlencode "time=$2")
+	curl -sf -G "${args[@]}" "$prom/api/v1/query" >"$TMP/q.json" ||
+		fail "query '$1' failed: $(cat "$TMP/q.json" 2>/dev/null)"
+	python3 - "$TMP/q.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["status"] == "success", d
+for r in d["data"]["result"]:
+    print(json.dumps(r["metric"], sort_keys=True, ensure_ascii=False) + "\t" + r["value"][1])
+PY
+}
+# usage_at T: the PostgreSQL cgroup's usage_usec at time T, interpolated
+# from the sampler's log.
+usage_at() {
+	awk -v t="$1" 'NR > 1 && $1 >= t { printf "%.0f", pu + ($2 - pu) * (t - pt) / ($1 - pt); done = 1; exit }
+		{ pt = $1; pu = $2 } END { if (!done) exit 1 }' "$TMP/usage.log"
+}
+
+# --- load: pgbench against the cluster; its backends burn CPU in pgcg
+(while :; do
+	echo "$(date +%s.%N) $(awk '/^usage_usec/ { print $2 }' "$pgcg/cpu.stat")"
+	sleep 0.25
+done) >"$TMP/usage.log" &
+bg_track $!
+pg_bench_start "$TMP/pgbench.log" -c 2 -j 1 -T 60 -n
+info "pgbench running; agent pid $AG, exporter $ex, prometheus $prom"
+
+# The series must exist and be positive once the load is on.
+for ((i = 0; i < 60; i++)); do
+	v=$(query "cgperf_cgroup_cpu_seconds_total{id=~\".*-pgcg\"}" | awk -F'\t' '{ print $2; exit }')
+	[[ -n $v ]] && awk -v v="$v" 'BEGIN { exit !(v > 0) }' && break
+	sleep 0.5
+done
+[[ -n $v ]] || fail "no cgperf_cgroup_cpu_seconds_total series for $pgrel in Prometheus: $(
+	curl -s "$ex/metrics" | grep cpu_seconds | head; tail -5 "$TMP/agent.log")"
+awk -v v="$v" 'BEGIN { exit !(v > 0) }' || fail "PostgreSQL cgroup's CPU seconds not positive: $v"
+info "cgperf_cgroup_cpu_seconds_total{id=\"$pgrel\"} = $v"
+
+sleep 3
+t0=$(date +%s.%N)
+sleep 15
+t1=$(date +%s.%N)
+sleep 4 # let the scrapes of t1 in
+kill -0 "$PG_BENCH_PID" 2>/dev/null || fail "pgbench ended early: $(tail -5 "$TMP/pgbench.log")"
+sel="cgperf_cgroup_cpu_seconds_total{id=\"$pgrel\",host=\"prom-host\"}"
+v0=$(query "$sel" "$t0" | awk -F'\t' '{ print $2; exit }')
+v1=$(query "$sel" "$t1" | awk -F'\t' '{ print $2; exit }')
+[[ -n $v0 && -n $v1 ]] || fail "no value at t0 or t1 for $sel: '$v0' '$v1'"
+# What Prometheus holds at T was pushed about a second before T.
+u0=$(usage_at "$(awk -v t="$t0" 'BEGIN { printf "%.3f", t - 1 }')") || fail "no cpu.stat sample at t0"
+u1=$(usage_at "$(awk -v t="$t1" 'BEGIN { printf "%.3f", t - 1 }')") || fail "no cpu.stat sample at t1"
+got=$(awk -v a="$v0" -v b="$v1" 'BEGIN { printf "%.4f", b - a }')
+want=$(awk -v a="$u0" -v b="$u1" 'BEGIN { printf "%.4f", (b - a) / 1e6 }')
+info "over $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s: Prometheus says +$got CPU s, cpu.stat +$want ($(pct_diff "$got" "$want")%)"
+awk -v w="$want" 'BEGIN { exit !(w > 1) }' || fail "pgbench put too little CPU in the cgroup: $want s"
+near "$got" "$want" 25 || fail "increase $got s not within 25% of cpu.stat's $want s"
+
+rate=$(query "rate(${sel}[15s])" "$t1" | awk -F'\t' '{ print $2; exit }')
+ur=$(usage_at "$(awk -v t="$t1" 'BEGIN { printf "%.3f", t - 16 }')") || fail "no cpu.stat sample at t1-16"
+want_rate=$(awk -v a="$ur" -v b="$u1" 'BEGIN { printf "%.4f", (b - a) / 15e6 }')
+info "rate(...[15s]) at t1: $rate CPUs; cpu.stat: $want_rate CPUs ($(pct_diff "$rate" "$want_rate")%)"
+[[ -n $rate ]] || fail "rate() returned nothing"
+# loose: 35%, or a tenth of a CPU when the load is light
+near "$rate" "$want_rate" 35 || awk -v a="$rate" -v b="$want_rate" 'BEGIN { d = a - b; exit !(d < 0.1 && d > -0.1) }' ||
+	fail "rate() $rate not within 35% of cpu.stat's $want_rate"
+
+# --- hostile names: a batch with a newline (and more) in its labels
+"$GEN" hostile "$TMP/hostile.pb" || fail "gen_batch hostile failed"
+st=$(curl -s -o "$TMP/resp" -w '%{http_code}' -H 'Content-Type: application/x-protobuf' \
+	--data-binary "@$TMP/hostile.pb" "$ex/api/v1/push")
+[[ $st == 200 ]] || fail "hostile batch: HTTP $st $(cat "$TMP/resp")"
+sleep 3 # the hostile cgroups' first pushes and a few scrapes
+
+curl -sf "$ex/metrics" >"$TMP/metrics.txt" || fail "no /metrics"
+promtool check metrics <"$TMP/metrics.txt" >"$TMP/promtool.log" 2>&1 ||
+	fail "promtool check metrics: $(cat "$TMP/promtool.log")"
+info "promtool check metrics: clean ($(grep -vc '^#' "$TMP/metrics.txt") samples)"
+# OpenMetrics, once the exporter offers it (Prometheus asks for it first).
+curl -sf -D "$TMP/om.hdr" -H 'Accept: application/openmetrics-text; version=1.0.0' "$ex/metrics" \
+	>"$TMP/om.txt" || fail "no /metrics with an OpenMetrics Accept header"
+if grep -qi '^content-type: application/openmetrics-text' "$TMP/om.hdr"; then
+	[[ $(tail -n1 "$TMP/om.txt") == "# EOF" ]] || fail "OpenMetrics page does not end in # EOF"
+	info "OpenMetrics page served, ends in # EOF"
+else
+	info "OpenMetrics not served yet: text format 0.0.4 for every Accept header"
+fi
+
+query 'cgperf_cgroup_cpu_seconds_total' >"$TMP/all.tsv"
+python3 - "$TMP/all.tsv" "$nrel" "${hostile[@]}" <<'PY' || fail "hostile label values not intact in Prometheus"
+import json, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1], encoding="utf-8") if l.strip()]
+series = [(json.loads(m), float(v)) for m, v in rows]
+want = [("prom-host", sys.argv[2] + "/" + h) for h in sys.argv[3:]]
+want += [('h"o\\st', p) for p in ['/q"uote', '/back\\slash', '/new\nline',
+                                   '/utf8-\u00e9t\u00e9-\u2713', '/sp ace/{brace}=x,y']]
+missing = [w for w in want if not any(m.get("host") == w[0] and m.get("id") == w[1] for m, _ in series)]
+for m, v in series:
+    if m.get("host") == 'h"o\\st':
+        assert v > 0, (m, v)
+print(f"# {len(want)} hostile label values intact, among {len(series)} series")
+if missing:
+    print("missing:", missing, file=sys.stderr)
+    print("have:", sorted((m.get("host"), m.get("id")) for m, _ in series), file=sys.stderr)
+    sys.exit(1)
+PY
+up=$(query 'up{job="cgperf"}' | awk -F'\t' '{ print $2; exit }')
+[[ $up == 1 ]] || fail "up{job=\"cgperf\"} is '$up': $(curl -s "$prom/api/v1/targets" | head -c 600)"
+# Every scrape since the start parsed: no sample of up was 0.
+down=$(query 'min_over_time(up{job="cgperf"}[5m])' | awk -F'\t' '{ print $2; exit }')
+[[ $down == 1 ]] || fail "some scrape failed: min_over_time(up[5m]) = $down"
+info "up == 1, and on every scrape"
+
+kill -0 $AG 2>/dev/null || fail "the agent died: $(tail -5 "$TMP/agent.log")"
+grep -q 'level=error' "$TMP/exporter.log" && fail "exporter logged errors: $(grep level=error "$TMP/exporter.log")"
+exit 0
