@@ -7,6 +7,19 @@
  * it durably and sends it to every collector from its own thread, so a slow
  * or absent collector never stalls sampling.
  *
+ * Two stacks engines (agent/stacks.h): one for the CPU samples, one for the
+ * hits of probes with `stacks: true`. They are apart because a probe's
+ * stack goes into its own Profile, whose event is the probe's label: each
+ * hit is added with a prefix frame naming the probe by its index
+ * ("probe#3"; not the label, which may hold the ';' that separates
+ * frames), which tells, when the interval is folded, whose profile the
+ * stack belongs to; the prefix is then dropped. The probe engine is fed the
+ * side-band records (mmap, comm, fork, exit) of those probes' own rings,
+ * as `trace --stacks` is; the CPU engine those of the sampling rings.
+ * With sampling.per_cgroup false the CPU engine keys stacks without their
+ * cgroup, and the merged stacks of every selected cgroup go into one
+ * Profile of the root cgroup "/" (the host).
+ *
  * Cgroups are followed with inotify: new ones get counters from when they
  * appear, removed ones are reported a last time. SIGHUP reloads the config
  * (everything is rebuilt from it; the spool and sequence numbers carry on),
@@ -71,6 +84,8 @@ struct rprobe {
 	int lat_end;  /* probe that ends this one's latency, -1 */
 	bool is_end;  /* ends some probe's latency */
 	bool hidden;  /* only there as a latency end: not reported */
+	bool stacks;  /* fold the stack of every hit into a->pst */
+	char stack_prefix[16]; /* "probe#INDEX", the prefix frame of those stacks */
 };
 
 struct pcell {
@@ -102,7 +117,9 @@ struct agent {
 	struct ev_spec sev;
 	bool have_sev;
 	struct sampler *smp;
-	struct stacks *st;
+	struct stacks *st;  /* CPU samples */
+	struct stacks *pst; /* hits of probes with stacks: true, or NULL */
+	uint64_t root_id;   /* cgroup id of "/", for host-level stacks */
 	struct rprobe pr[CONFIG_MAX_PROBES];
 	size_t npr, cur, cur_site;
 	struct fold *cells;
@@ -114,7 +131,8 @@ struct agent {
 	struct fold *starts; /* (start probe, tid) -> start time */
 	struct fold *ids; /* cgroup id -> 1 for the cgroups the config wants */
 	char host[256], machine_id[64], agent_id[64];
-	uint64_t samples, lost, probe_lost;
+	uint64_t samples, lost;
+	uint64_t probe_lost, probe_lost_last; /* probe records the kernel dropped: ring full */
 	struct wire_self last; /* cumulative figures at the previous batch */
 	struct selfmetrics *metrics;
 	struct fold *probe_totals; /* (probe, cgroup) -> hits since start, for /metrics */
@@ -312,6 +330,42 @@ static void on_lost(void *ctx, uint64_t n)
 	a->lost += n;
 }
 
+/* Side-band records of the rings of probes with stacks. */
+static void on_probe_mmap(void *ctx, const struct sample_mmap *m)
+{
+	struct agent *a = ctx;
+
+	stacks_mmap(a->pst, m);
+}
+
+static void on_probe_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec)
+{
+	struct agent *a = ctx;
+
+	stacks_comm(a->pst, pid, tid, comm, exec);
+}
+
+static void on_probe_fork(void *ctx, uint32_t pid, uint32_t ppid, uint32_t tid)
+{
+	struct agent *a = ctx;
+
+	stacks_fork(a->pst, pid, ppid, tid);
+}
+
+static void on_probe_exit(void *ctx, uint32_t pid, uint32_t tid)
+{
+	struct agent *a = ctx;
+
+	stacks_exit(a->pst, pid, tid);
+}
+
+static void on_probe_lost(void *ctx, uint64_t n)
+{
+	struct agent *a = ctx;
+
+	a->probe_lost += n;
+}
+
 static struct pcell *pcell_get(struct agent *a, uint32_t probe, uint64_t cgroup)
 {
 	struct {
@@ -417,6 +471,14 @@ static void on_probe(void *ctx, const struct sample *s)
 	}
 	if (rp->hidden)
 		return;
+	/* As for CPU samples, hits in cgroups the config leaves out are not
+	 * even unwound. */
+	if (rp->stacks && a->pst) {
+		uint64_t *slot = fold_slot(a->ids, &s->cgroup_id, sizeof(s->cgroup_id));
+
+		if (slot && *slot)
+			stacks_add(a->pst, s, rp->stack_prefix);
+	}
 	c = pcell_get(a, (uint32_t)a->cur, s->cgroup_id);
 	if (!c)
 		return;
@@ -455,6 +517,8 @@ static void agent_stop(struct agent *a)
 	a->npr = 0;
 	stacks_free(a->st);
 	a->st = NULL;
+	stacks_free(a->pst);
+	a->pst = NULL;
 	cg_watch_free(a->watch);
 	a->watch = NULL;
 	counters_free(a->ctr);
@@ -522,6 +586,8 @@ static int agent_start(struct agent *a, const char *prog)
 	a->ids = fold_new();
 	if (!a->ids)
 		return 1;
+	a->root_id = 0;
+	cg_path_id(a->mount, "", &a->root_id); /* 0 (unknown) if it fails */
 	/* cgroups: watch first, then scan, so none is missed */
 	a->watch = cg_watch_new(a->mount);
 	if (!a->watch)
@@ -538,11 +604,11 @@ static int agent_start(struct agent *a, const char *prog)
 		return 1;
 	if (a->ctr)
 		counters_read(a->ctr);
-	/* sampling */
+	/* sampling; the call graph settings serve the probes' stacks too */
+	enum stacks_mode mode = cfg->sampling.call_graph == CONFIG_CALL_GRAPH_DWARF ? STACKS_DWARF
+										    : STACKS_FP;
+
 	if (cfg->sampling.enabled) {
-		enum stacks_mode mode = cfg->sampling.call_graph == CONFIG_CALL_GRAPH_DWARF
-						? STACKS_DWARF
-						: STACKS_FP;
 		int err = ev_parse(cfg->sampling.event, ev_tracefs(), &a->sev);
 
 		if (err) {
@@ -551,7 +617,7 @@ static int agent_start(struct agent *a, const char *prog)
 			return 2;
 		}
 		a->have_sev = true;
-		a->st = stacks_new(mode, true, a->mount);
+		a->st = stacks_new(mode, cfg->sampling.per_cgroup, a->mount);
 		struct sampler_opts so = {
 			.event = &a->sev,
 			.freq = cfg->sampling.frequency,
@@ -591,10 +657,19 @@ static int agent_start(struct agent *a, const char *prog)
 		}
 		rp->hist_arg = -1;
 		rp->lat_end = -1;
+		rp->stacks = cfg->probes[i].stacks;
+		snprintf(rp->stack_prefix, sizeof(rp->stack_prefix), "probe#%zu", a->npr);
 		for (int k = 0; cfg->probes[i].hist && k < rp->p.nargs; k++)
 			if (!strcmp(rp->p.args[k].name, cfg->probes[i].hist))
 				rp->hist_arg = k;
 		a->npr++;
+		if (rp->stacks && !a->pst) {
+			a->pst = stacks_new(mode, true, a->mount);
+			if (!a->pst) {
+				fprintf(stderr, "%s: probe stacks: %s\n", prog, strerror(errno));
+				return 1;
+			}
+		}
 	}
 	/* Latency ends: a probe already listed, or one added only for that. */
 	for (size_t i = 0; i < cfg->nprobes; i++) {
@@ -650,6 +725,10 @@ static int agent_start(struct agent *a, const char *prog)
 			*colon = ':';
 		}
 		rp->regs_mask = rp->p.regs_mask;
+		/* The DWARF unwinder reads every general register, a superset of
+		 * any argument's: the one mask serves both. */
+		if (rp->stacks)
+			rp->regs_mask |= stacks_regs_mask(mode);
 		for (size_t k = 0; k < nsites; k++)
 			for (int g = 0; g < rp->p.nargs; g++) {
 				int n = rp->p.args[g].usdt_index;
@@ -672,14 +751,21 @@ static int agent_start(struct agent *a, const char *prog)
 				usdt_free(ul);
 				return 1;
 			}
+			/* With stacks, every hit copies the user stack in DWARF
+			 * mode: rings of 2 MiB per CPU, drained as they fill
+			 * (their fds are polled). */
 			struct sampler_opts so = {
 				.base_attr = &attr,
 				.period = 1,
+				.callchain = rp->stacks,
+				.user_stack = rp->stacks && mode == STACKS_DWARF,
+				.stack_bytes = cfg->sampling.stack_bytes,
 				.regs_mask = rp->regs_mask,
+				.max_stack = rp->stacks ? 127 : 0,
 				.raw = rp->p.kind == PROBE_TRACEPOINT && rp->p.nargs > 0,
 				.cpus = a->cpus,
 				.ncpu = (size_t)a->ncpu,
-				.mmap_pages = 256,
+				.mmap_pages = rp->stacks && mode == STACKS_DWARF ? 512 : 256,
 				.clock_monotonic = true,
 			};
 
@@ -757,7 +843,9 @@ struct stack_ctx {
 	struct wire_batch *b;
 	int *cgidx; /* per a->cg index: wire cgroup index, -1 = not yet */
 	int *prof;  /* per a->cg index: wire profile index */
-	uint64_t samples; /* stack samples put in the batch */
+	int host_prof; /* with sampling.per_cgroup false: the one CPU profile */
+	uint64_t samples; /* stack samples put in the batch, CPU and probes */
+	uint64_t probe_samples; /* of them, probe hits' stacks */
 	/* one stack's frames for the wire, reused */
 	const char **names;
 	int *mods;
@@ -805,27 +893,12 @@ static int wire_cg(struct stack_ctx *sc, size_t i)
 	return sc->cgidx[i];
 }
 
-static void add_stack(void *ctx, uint64_t cgroup_id, const struct stacks_frame *fr, size_t nfr,
+/* Put @fr[0..@nfr) (empty names left out) with @count into profile @prof. */
+static void put_stack(struct stack_ctx *sc, int prof, const struct stacks_frame *fr, size_t nfr,
 		      uint64_t count)
 {
-	struct stack_ctx *sc = ctx;
-	struct agent *a = sc->a;
-	struct rcg *c = cg_by_id(a, cgroup_id);
 	size_t n = 0;
-	size_t i;
 
-	if (!c)
-		return; /* a cgroup the config leaves out */
-	i = (size_t)(c - a->cg);
-	if (wire_cg(sc, i) < 0)
-		return;
-	if (sc->prof[i] < 0) {
-		uint64_t freq = a->cfg->sampling.frequency;
-
-		sc->prof[i] = wire_add_profile(sc->b, sc->cgidx[i], a->sev.name, 0, freq);
-		if (sc->prof[i] < 0)
-			return;
-	}
 	if (nfr > sc->cap) {
 		const char **nv = realloc(sc->names, nfr * sizeof(*nv));
 		int *mv;
@@ -846,15 +919,99 @@ static void add_stack(void *ctx, uint64_t cgroup_id, const struct stacks_frame *
 		sc->names[n] = fr[k].name;
 		sc->mods[n++] = wire_module(sc, &fr[k]);
 	}
-	if (n && wire_add_stack_mod(sc->b, sc->prof[i], sc->names, sc->mods, n, count) >= 0)
+	if (n && wire_add_stack_mod(sc->b, prof, sc->names, sc->mods, n, count) >= 0)
 		sc->samples += count;
+}
+
+/*
+ * The wire index of the root cgroup "/", which stands for the whole host
+ * (sampling.per_cgroup false): its own entry when the config selects it,
+ * else an entry with just its path and id.
+ */
+static int wire_root_cg(struct stack_ctx *sc)
+{
+	struct rcg *c = cg_find(sc->a, "/");
+
+	if (c)
+		return wire_cg(sc, (size_t)(c - sc->a->cg));
+	return wire_add_cgroup(sc->b, "/", sc->a->root_id, NULL);
+}
+
+/* stacks_foreach_frames() of the CPU stacks. */
+static void add_stack(void *ctx, uint64_t cgroup_id, const struct stacks_frame *fr, size_t nfr,
+		      uint64_t count)
+{
+	struct stack_ctx *sc = ctx;
+	struct agent *a = sc->a;
+	uint64_t freq = a->cfg->sampling.frequency;
+	struct rcg *c;
+	size_t i;
+
+	if (!a->cfg->sampling.per_cgroup) {
+		/* one set for the host; on_sample kept the selected cgroups only */
+		if (sc->host_prof < 0) {
+			int cgi = wire_root_cg(sc);
+
+			if (cgi < 0)
+				return;
+			sc->host_prof = wire_add_profile(sc->b, cgi, a->sev.name, 0, freq);
+			if (sc->host_prof < 0)
+				return;
+		}
+		put_stack(sc, sc->host_prof, fr, nfr, count);
+		return;
+	}
+	c = cg_by_id(a, cgroup_id);
+	if (!c)
+		return; /* a cgroup the config leaves out */
+	i = (size_t)(c - a->cg);
+	if (wire_cg(sc, i) < 0)
+		return;
+	if (sc->prof[i] < 0) {
+		sc->prof[i] = wire_add_profile(sc->b, sc->cgidx[i], a->sev.name, 0, freq);
+		if (sc->prof[i] < 0)
+			return;
+	}
+	put_stack(sc, sc->prof[i], fr, nfr, count);
+}
+
+/*
+ * stacks_foreach_frames() of the probe stacks: @fr[0] is the prefix frame,
+ * "probe#INDEX"; the probe's label becomes the Profile's event (every hit
+ * sampled: period and frequency 0), and the stack goes without the prefix.
+ */
+static void add_probe_stack(void *ctx, uint64_t cgroup_id, const struct stacks_frame *fr,
+			    size_t nfr, uint64_t count)
+{
+	struct stack_ctx *sc = ctx;
+	struct agent *a = sc->a;
+	struct rcg *c = cg_by_id(a, cgroup_id);
+	uint64_t before = sc->samples;
+	size_t idx = 0;
+	int cgi, prof;
+
+	if (!c || nfr < 2)
+		return;
+	for (size_t k = 0; k < a->npr; k++)
+		if (a->pr[k].stacks && !strcmp(fr[0].name, a->pr[k].stack_prefix))
+			idx = k + 1;
+	if (!idx)
+		return; /* cannot be: every stack has its probe's prefix */
+	cgi = wire_cg(sc, (size_t)(c - a->cg));
+	if (cgi < 0)
+		return;
+	prof = wire_add_profile(sc->b, cgi, a->pr[idx - 1].p.label, 0, 0);
+	if (prof < 0)
+		return;
+	put_stack(sc, prof, fr + 1, nfr - 1, count);
+	sc->probe_samples += sc->samples - before;
 }
 
 static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t end_ns)
 {
 	struct wire_batch *b = wire_batch_new(a->host, a->machine_id, a->agent_id, CGPERF_VERSION,
 					      seq, start_ns, end_ns);
-	struct stack_ctx sc = {.a = a, .b = b};
+	struct stack_ctx sc = {.a = a, .b = b, .host_prof = -1};
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	int err = 0;
@@ -891,14 +1048,25 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 			}
 		}
 	}
-	/* stacks */
-	struct stacks_stats ss = {0};
+	/* stacks: of the CPU samples, then of the probe hits */
+	struct stacks_stats ss = {0}, pss = {0};
 
 	if (a->st) {
 		stacks_foreach_frames(a->st, add_stack, &sc);
 		stacks_reset(a->st);
 		stacks_gc(a->st);
 		stacks_stats(a->st, &ss);
+	}
+	if (a->pst) {
+		stacks_foreach_frames(a->pst, add_probe_stack, &sc);
+		stacks_reset(a->pst);
+		stacks_gc(a->pst);
+		stacks_stats(a->pst, &pss);
+		ss.unwind_errors += pss.unwind_errors;
+		ss.refused += pss.refused;
+		ss.objects += pss.objects;
+		ss.objects_dropped += pss.objects_dropped;
+		ss.processes += pss.processes;
 	}
 	/* probes */
 	uint64_t probe_hits = 0;
@@ -919,15 +1087,18 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 	fold_free(a->cells);
 	a->cells = fold_new();
 	a->npc = 0;
+	/* Probe records lost in this interval: neither their hits nor their
+	 * stacks are in the batch (the wire has no field for them: logged). */
+	uint64_t probe_lost = a->probe_lost - a->probe_lost_last;
+
+	a->probe_lost_last = a->probe_lost;
 	/* self figures */
 	{
 		struct wire_self self = {.samples = a->samples, .lost_samples = a->lost};
 		struct push_stats ps;
 
-		if (a->st) {
-			self.unwind_failures = ss.unwind_errors;
-			self.stacks_refused = ss.refused;
-		}
+		self.unwind_failures = ss.unwind_errors;
+		self.stacks_refused = ss.refused;
 		if (a->push) {
 			push_stats(a->push, &ps);
 			self.push_failures = ps.failures;
@@ -959,7 +1130,7 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 	if (err) {
 		log_kv(LOG_ERROR, "batch not queued", "error", strerror(-err), NULL);
 	} else {
-		char sq[24], ns[24], nh[24], nb[24], nc[24], no[24], nd[24], np[24];
+		char sq[24], ns[24], nh[24], nb[24], nc[24], no[24], nd[24], np[24], ps[24], pl[24];
 
 		snprintf(nc, sizeof(nc), "%" PRIu64, counter_sum);
 		snprintf(sq, sizeof(sq), "%" PRIu64, seq);
@@ -969,8 +1140,17 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 		snprintf(no, sizeof(no), "%zu", ss.objects);
 		snprintf(nd, sizeof(nd), "%" PRIu64, ss.objects_dropped);
 		snprintf(np, sizeof(np), "%zu", ss.processes);
+		snprintf(ps, sizeof(ps), "%" PRIu64, sc.probe_samples);
+		snprintf(pl, sizeof(pl), "%" PRIu64, probe_lost);
 		log_kv(LOG_DEBUG, "batch queued", "seq", sq, "samples", ns, "hits", nh, "counters", nc,
-		       "bytes", nb, "objects", no, "objects_dropped", nd, "processes", np, NULL);
+		       "bytes", nb, "objects", no, "objects_dropped", nd, "processes", np,
+		       "probe_stacks", ps, "probe_lost", pl, NULL);
+	}
+	if (probe_lost) {
+		char pl[24];
+
+		snprintf(pl, sizeof(pl), "%" PRIu64, probe_lost);
+		log_kv(LOG_WARN, "probe records lost: a probe ring was full", "lost", pl, NULL);
 	}
 	/* cgroups that went away were reported one last time: drop them */
 	{
@@ -1054,14 +1234,19 @@ static void publish_metrics(struct agent *a)
 		    ps.spool_bytes);
 	self_metric(f, a, "spool_batches", "gauge", "Batches waiting in the spool.",
 		    ps.spool_count);
-	if (a->st) {
-		struct stacks_stats ss;
+	if (a->st || a->pst) {
+		struct stacks_stats ss = {0}, pss = {0};
 
-		stacks_stats(a->st, &ss);
+		if (a->st)
+			stacks_stats(a->st, &ss);
+		if (a->pst)
+			stacks_stats(a->pst, &pss);
 		self_metric(f, a, "symbol_objects", "gauge",
-			    "Binaries whose symbols and unwind tables the agent holds.", ss.objects);
+			    "Binaries whose symbols and unwind tables the agent holds.",
+			    ss.objects + pss.objects);
 		self_metric(f, a, "symbol_objects_dropped_total", "counter",
-			    "Binaries dropped once no process mapped them.", ss.objects_dropped);
+			    "Binaries dropped once no process mapped them.",
+			    ss.objects_dropped + pss.objects_dropped);
 	}
 	if (a->ctr) {
 		ssize_t tc = -1;
@@ -1226,6 +1411,16 @@ int cmd_run(int argc, char **argv)
 			for (size_t i = 0; i < n && i < 64; i++)
 				pfd[np++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
 		}
+		/* Rings of probes with stacks fill fast (a stack copy per hit):
+		 * drained when a quarter full, not only on the beat. */
+		for (size_t i = 0; i < a.npr; i++)
+			for (size_t k = 0; a.pr[i].stacks && k < a.pr[i].nsmp; k++) {
+				size_t n = sampler_fds(a.pr[i].smp[k], fds, 64);
+
+				for (size_t j = 0; j < n && j < 64 && np < sizeof(pfd) / sizeof(pfd[0]);
+				     j++)
+					pfd[np++] = (struct pollfd){.fd = fds[j], .events = POLLIN};
+			}
 		uint64_t now = mono_ns(), wake = end && end < next ? end : next;
 		int timeout = wake > now ? (int)((wake - now) / 1000000) + 1 : 0;
 
@@ -1249,7 +1444,10 @@ int cmd_run(int argc, char **argv)
 		struct sampler_cb cb = {.ctx = &a, .sample = on_sample, .mmap = on_mmap,
 					.comm = on_comm, .fork = on_fork, .exit = on_exit_rec,
 					.lost = on_lost};
-		struct sampler_cb pcb = {.ctx = &a, .sample = on_probe};
+		struct sampler_cb pcb = {.ctx = &a, .sample = on_probe, .lost = on_probe_lost};
+		struct sampler_cb scb = {.ctx = &a, .sample = on_probe, .mmap = on_probe_mmap,
+					 .comm = on_probe_comm, .fork = on_probe_fork,
+					 .exit = on_probe_exit, .lost = on_probe_lost};
 		uint64_t round = mono_ns();
 
 		if (a.smp)
@@ -1258,7 +1456,8 @@ int cmd_run(int argc, char **argv)
 			for (size_t k = 0; k < a.pr[i].nsmp; k++) {
 				a.cur = i;
 				a.cur_site = k;
-				sampler_drain(a.pr[i].smp[k], &pcb);
+				sampler_drain(a.pr[i].smp[k],
+					      a.pr[i].stacks && a.pst ? &scb : &pcb);
 			}
 		if (a.starts)
 			pair_latency(&a, round);

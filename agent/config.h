@@ -36,7 +36,9 @@ struct config_probe {
 	char *spec;        /* probe spec as probe_resolve() takes it */
 	char *hist;        /* argument of @spec to histogram, or NULL */
 	char *latency_end; /* probe spec ending the latency started by @spec, or NULL */
-	bool stacks;       /* fold the stacks at every hit */
+	bool stacks;       /* fold the stacks at every hit, unwound as sampling.call_graph
+			    * says (sampling.enabled not needed), into a profile per
+			    * cgroup whose event is the probe's label */
 	int line, col;     /* 1-based position of @spec in the file; 0 for none */
 };
 
@@ -74,7 +76,8 @@ struct config {
 		enum config_call_graph call_graph;
 		unsigned int stack_bytes; /* user stack copied for dwarf, 8..65528, multiple of 8 */
 		char *event;              /* the sampling event */
-		bool per_cgroup;          /* one folded-stack set per cgroup */
+		bool per_cgroup;          /* one folded-stack set per cgroup; false: one for
+					   * the host, pushed as the root cgroup "/"'s */
 	} sampling;
 
 	struct config_probe *probes;

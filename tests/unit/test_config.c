@@ -381,6 +381,17 @@ static void test_accepted(void **state)
 	assert_false(c->sampling.per_cgroup);
 	config_free(c);
 
+	/* Probe stacks without CPU sampling: they still take its unwinding
+	 * settings. */
+	c = parse_ok("sampling: {enabled: false, call_graph: dwarf, stack_bytes: 4KiB, "
+		     "per_cgroup: false}\nprobes:\n  - {spec: u:libc:malloc, stacks: true}\n");
+	assert_false(c->sampling.enabled);
+	assert_int_equal(c->sampling.call_graph, CONFIG_CALL_GRAPH_DWARF);
+	assert_int_equal(c->sampling.stack_bytes, 4096);
+	assert_false(c->sampling.per_cgroup);
+	assert_true(c->probes[0].stacks);
+	config_free(c);
+
 	c = parse_ok("sampling:\n  frequency: 1\n  stack_bytes: 8\n  event: \"cs:u\"\n");
 	assert_int_equal(c->sampling.frequency, 1);
 	assert_int_equal(c->sampling.stack_bytes, 8);
