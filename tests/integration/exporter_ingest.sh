@@ -4,7 +4,8 @@
 # requests (no or wrong token, random bytes, truncated gzip, oversized) get
 # their status codes and leave it serving; a resent batch is answered 200
 # and not counted twice; kill -9 right after an acknowledged batch, then a
-# restart on the same data directory, keeps every total.
+# restart on the same data directory, keeps every total. Read routes answer
+# gzip'd when Accept-Encoding allows it, with the same text inflated.
 source "$(dirname "$0")/../lib/common.sh"
 W=$BUILD_DIR/workloads
 EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
@@ -100,6 +101,84 @@ grep -q "cgperf_cgroup_perf_events_total{host=\"test-host\",id=\"$rel\".*event=\
 	"$TMP/m1.txt" || fail "no context-switches series"
 received=$(metric cgperf_exporter_batches_received_total "$TMP/m1.txt")
 ((received >= 3)) || fail "only $received batches received: $(cat "$TMP/exporter.log")"
+
+# 2b. gzip'd answers: the same text as the plain ones once inflated; only
+# when Accept-Encoding allows gzip; never for /healthz or pprof (already gzip).
+hget() { # NAME PATH [curl args...]: body to $TMP/NAME, headers to $TMP/NAME.h, status printed
+	local n=$1 p=$2
+	shift 2
+	curl -s -o "$TMP/$n" -D "$TMP/$n.h" -w '%{http_code}' "$@" "$url$p"
+}
+has_header() { grep -qi "^$2:[[:space:]]*$3"$'\r'"\?\$" "$TMP/$1.h"; }
+t_to=$(($(date +%s) + 60)) # a fixed range: the SVG names it
+stacks_q="/api/v1/stacks?host=test-host&from=$((t_to - 3600))&to=$t_to"
+for r in "metrics:/metrics" "folded:$stacks_q" "svg:$stacks_q&format=svg" "targets:/api/v1/targets" \
+	"index:/"; do
+	n=${r%%:*} p=${r#*:}
+	[[ $(hget "$n.plain" "$p") == 200 ]] || fail "$p: HTTP $(head -1 "$TMP/$n.plain.h")"
+	[[ $(hget "$n.gz" "$p" -H 'Accept-Encoding: gzip') == 200 ]] || fail "$p gzip'd: not 200"
+	[[ $(hget "$n.auto" "$p" --compressed) == 200 ]] || fail "$p --compressed: not 200"
+	has_header "$n.gz" Content-Encoding gzip || fail "$p: no Content-Encoding: gzip: $(cat "$TMP/$n.gz.h")"
+	has_header "$n.auto" Content-Encoding gzip || fail "$p: curl --compressed got it plain"
+	! grep -qi '^content-encoding' "$TMP/$n.plain.h" || fail "$p: gzip'd without Accept-Encoding"
+	for v in plain gz; do
+		has_header "$n.$v" Vary Accept-Encoding || fail "$p: no Vary: Accept-Encoding: $(cat "$TMP/$n.$v.h")"
+	done
+	[[ $(head -c2 "$TMP/$n.gz" | od -An -tx1 | tr -d ' ') == 1f8b ]] && gzip -t <"$TMP/$n.gz" ||
+		fail "$p: body is not gzip"
+	gzip -dc <"$TMP/$n.gz" >"$TMP/$n.inflated"
+	if [[ $n == metrics ]]; then # process_* figures move between two scrapes
+		filt() { grep -v '^process_' "$1"; }
+		cmp <(filt "$TMP/$n.plain") <(filt "$TMP/$n.inflated") &&
+			cmp <(filt "$TMP/$n.plain") <(filt "$TMP/$n.auto") || fail "$p: gzip'd text differs from plain"
+	else
+		cmp "$TMP/$n.plain" "$TMP/$n.inflated" && cmp "$TMP/$n.plain" "$TMP/$n.auto" ||
+			fail "$p: gzip'd text differs from plain"
+	fi
+	info "$p: $(stat -c %s "$TMP/$n.plain") bytes plain, $(stat -c %s "$TMP/$n.gz") gzip'd, same text"
+done
+promtool check metrics <"$TMP/metrics.inflated" || fail "promtool rejects the inflated /metrics"
+# Accept-Encoding as RFC 9110 has it: q=0 refuses, * covers unnamed codings,
+# names are case-insensitive, several fields form one list.
+while IFS='|' read -r want ae; do
+	args=()
+	IFS=$'\t' read -r -a parts <<<"$ae"
+	for a in "${parts[@]}"; do args+=(-H "Accept-Encoding: $a"); done
+	[[ $(hget ae /metrics "${args[@]}") == 200 ]] || fail "Accept-Encoding '$ae': not 200"
+	got=plain
+	has_header ae Content-Encoding gzip && got=gzip
+	[[ $got == gzip ]] && { gzip -t <"$TMP/ae" || fail "Accept-Encoding '$ae': bad gzip"; }
+	[[ $got == "$want" ]] || fail "Accept-Encoding '$ae': got $got, want $want"
+done <<'TABLE'
+gzip|gzip
+gzip|GZip
+gzip|x-gzip
+gzip|deflate, gzip;q=0.5, br
+gzip|gzip ; q=0.001
+gzip|gzip;Q=1.000
+gzip|*
+gzip|br, *;q=0.1
+gzip|identity;q=1, gzip;q=0.9
+gzip|br	gzip
+plain|gzip;q=0
+plain|gzip; q=0.000
+plain|gzip;q=0, *
+plain|*;q=0
+plain|*;q=0.5, gzip;q=0
+plain|identity
+plain|deflate, br
+plain|gzipx, xgzip
+plain|gzip;q=2
+plain|gzip;q=0.0001
+plain|gzip;q=abc
+plain|gzip;q=1, gzip;q=0
+plain|br	gzip;q=0
+TABLE
+[[ $(hget hz /healthz -H 'Accept-Encoding: gzip') == 200 ]] && ! grep -qi '^content-encoding' "$TMP/hz.h" &&
+	[[ $(cat "$TMP/hz") == ok ]] || fail "/healthz: gzip'd or not ok"
+[[ $(hget pp "$stacks_q&format=pprof" -H 'Accept-Encoding: gzip') == 200 ]] &&
+	! grep -qi '^content-encoding' "$TMP/pp.h" || fail "pprof: gzip'd twice: $(cat "$TMP/pp.h")"
+[[ $(gzip -dc <"$TMP/pp" | head -c2 | od -An -tx1 | tr -d ' ') != 1f8b ]] || fail "pprof: gzip in gzip"
 
 # 3. Bad requests.
 head -c 5000 /dev/urandom >"$TMP/random"

@@ -10,10 +10,33 @@
  *                                       backslashes, a newline, tabs, UTF-8
  *   gen_batch [SHAPE] push URL          POST --batches batches to URL, print
  *                                       the rate
+ *   gen_batch [SHAPE] stream URL        POST batches seq FIRST, FIRST+1, ...
+ *                                       over --threads connections as fast
+ *                                       as answers come, each built just
+ *                                       before it goes; print a line per
+ *                                       batch as it happens (below); a
+ *                                       thread stops at its first failure
+ *   gen_batch [SHAPE] resend URL        POST again the batches named on
+ *                                       stdin ("AGENT SEQ" per line, more
+ *                                       fields ignored), one at a time, and
+ *                                       print how each was answered
+ *
+ * stream and resend give every counter of a batch one value, a function of
+ * the batch's agent id and sequence number, so a test can add up what the
+ * exporter must show: with enabled == running each perf_events_total series
+ * of the host is the sum of the values of the batches stored. stream prints
+ * (stdout, flushed line by line):
+ *   sent AGENT SEQ VALUE        before the POST starts
+ *   ack AGENT SEQ VALUE         as soon as its 200 arrived
+ *   fail AGENT SEQ VALUE http=STATUS error=TEXT   and the thread stops
+ * and exits 0 when every --batches batch was acknowledged, 3 when a thread
+ * stopped on a failure. resend prints "AGENT SEQ VALUE ANSWER", ANSWER being
+ * the 200's first word (stored, duplicate) or http=STATUS, and exits 0 when
+ * every answer was a 200.
  *
  * SHAPE: --cgroups N --stacks N (per cgroup) --depth N --counters N (per
- * cgroup, at most 10) --host NAME --agent ID --seq FIRST --gzip. For push:
- * --batches N --threads N --token TOKEN.
+ * cgroup, at most 10) --host NAME --agent ID --seq FIRST --gzip. For push
+ * and stream: --batches N --threads N --token TOKEN (resend: --token).
  *
  * The batches look like an agent's: cgroups under /bench.slice, counters with
  * perf's event names, one cpu-clock profile per cgroup whose stacks share
@@ -29,6 +52,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +69,7 @@ struct shape {
 	const char *host, *agent;
 	uint64_t seq;
 	int gzip;
+	uint64_t value; /* 0: counters get assorted values; else all this one */
 };
 
 static const char *const events[] = { "task-clock",       "context-switches", "cpu-migrations",
@@ -134,7 +159,9 @@ static struct wire_batch *build(const struct shape *sh, uint64_t seq)
 		if (cg < 0)
 			goto fail;
 		for (unsigned e = 0; e < sh->counters; e++)
-			if (wire_add_counter(b, cg, events[e], mix(seq * 7919 + c * 31 + e) % 1000000000,
+			if (wire_add_counter(b, cg, events[e],
+					     sh->value ? sh->value
+						       : mix(seq * 7919 + c * 31 + e) % 1000000000,
 					     10000000000ULL, 10000000000ULL, true) < 0)
 				goto fail;
 		if (!sh->stacks)
@@ -250,9 +277,9 @@ static int cmd_hostile(uint64_t seq, const char *file)
 static int cmd_seeds(const char *dir)
 {
 	const struct shape shapes[] = {
-		{ 1, 1, 1, 1, "h", "a", 1, 0 },   { 2, 5, 4, 2, "h", "a", 2, 0 },
-		{ 3, 20, 20, 10, "h", "a", 3, 1 }, { 1, 0, 0, 10, "h", "a", 4, 0 },
-		{ 4, 8, 64, 3, "h", "a", 5, 1 },
+		{ 1, 1, 1, 1, "h", "a", 1, 0, 0 },   { 2, 5, 4, 2, "h", "a", 2, 0, 0 },
+		{ 3, 20, 20, 10, "h", "a", 3, 1, 0 }, { 1, 0, 0, 10, "h", "a", 4, 0, 0 },
+		{ 4, 8, 64, 3, "h", "a", 5, 1, 0 },
 	};
 	char path[4096];
 	int n = 0;
@@ -394,15 +421,7 @@ out:
 	return ret;
 }
 
-static void usage(FILE *f)
-{
-	fputs("usage: gen_batch [--cgroups N] [--stacks N] [--depth N] [--counters N] [--host H]\n"
-	      "                 [--agent ID] [--seq N] [--gzip] write FILE\n"
-	      "       gen_batch seeds DIR\n"
-	      "       gen_batch [--seq N] hostile FILE\n"
-	      "       gen_batch [SHAPE] [--batches N] [--threads N] [--token T] push URL\n",
-	      f);
-}
+/* ---- stream and resend ---- */
 
 static int num(const char *s, unsigned long max, unsigned long *out)
 {
@@ -411,6 +430,225 @@ static int num(const char *s, unsigned long max, unsigned long *out)
 	errno = 0;
 	*out = strtoul(s, &end, 10);
 	return errno || end == s || *end || *out > max ? -1 : 0;
+}
+
+/* The value of every counter of batch (@agent, @seq): 1..1000000. */
+static uint64_t stream_value(const char *agent, uint64_t seq)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+	for (const char *p = agent; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	return 1 + mix(h ^ seq) % 1000000;
+}
+
+/* The first word of an answer body. */
+struct answer {
+	char text[32];
+	size_t len;
+};
+
+static size_t keep_answer(char *p, size_t sz, size_t n, void *arg)
+{
+	struct answer *a = arg;
+	size_t room = sizeof(a->text) - 1 - a->len, take = sz * n < room ? sz * n : room;
+
+	memcpy(a->text + a->len, p, take);
+	a->len += take;
+	a->text[a->len] = '\0';
+	return sz * n;
+}
+
+static CURL *post_handle(const char *url, struct curl_slist *headers, struct answer *a)
+{
+	CURL *c = curl_easy_init();
+
+	if (!c)
+		return NULL;
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep_answer);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	return c;
+}
+
+static struct curl_slist *post_headers(const char *token)
+{
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/x-protobuf");
+	char auth[512];
+
+	h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip */
+	if (token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		h = curl_slist_append(h, auth);
+	}
+	return h;
+}
+
+/*
+ * Build batch (@agent, @seq) of shape @sh with its stream value and POST it
+ * on @c. The HTTP status (0: no answer), the answer's text in @a, curl's
+ * result in @cc. -1 when the batch cannot be built.
+ */
+static long post_one(CURL *c, const struct shape *sh, const char *agent, uint64_t seq,
+		     struct answer *a, CURLcode *cc)
+{
+	struct shape one = *sh;
+	struct wire_batch *b;
+	uint8_t *buf = NULL;
+	size_t len;
+	long status = 0;
+
+	one.agent = agent;
+	one.value = stream_value(agent, seq);
+	b = build(&one, seq);
+	if (!b || encode(b, one.gzip, &buf, &len) < 0) {
+		wire_batch_free(b);
+		return -1;
+	}
+	wire_batch_free(b);
+	a->len = 0;
+	a->text[0] = '\0';
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, buf);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	*cc = curl_easy_perform(c);
+	if (*cc == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	free(buf);
+	return status;
+}
+
+struct streamer {
+	const struct shape *sh;
+	const char *url;
+	struct curl_slist *headers;
+	unsigned n;
+	unsigned next;	     /* atomic */
+	unsigned failed;     /* atomic: threads stopped on a failure */
+	pthread_mutex_t out; /* whole lines on stdout */
+};
+
+__attribute__((format(printf, 2, 3))) static void say(struct streamer *st, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	pthread_mutex_lock(&st->out);
+	vprintf(fmt, ap);
+	fflush(stdout);
+	pthread_mutex_unlock(&st->out);
+	va_end(ap);
+}
+
+static void *stream_thread(void *arg)
+{
+	struct streamer *st = arg;
+	const char *agent = st->sh->agent;
+	struct answer a;
+	CURL *c = post_handle(st->url, st->headers, &a);
+
+	if (!c) {
+		__atomic_fetch_add(&st->failed, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	for (;;) {
+		unsigned i = __atomic_fetch_add(&st->next, 1, __ATOMIC_RELAXED);
+		uint64_t seq = st->sh->seq + i, v = stream_value(agent, seq);
+		CURLcode cc = CURLE_OK;
+		long status;
+
+		if (i >= st->n)
+			break;
+		say(st, "sent %s %" PRIu64 " %" PRIu64 "\n", agent, seq, v);
+		status = post_one(c, st->sh, agent, seq, &a, &cc);
+		if (status == 200) {
+			say(st, "ack %s %" PRIu64 " %" PRIu64 "\n", agent, seq, v);
+			continue;
+		}
+		say(st, "fail %s %" PRIu64 " %" PRIu64 " http=%ld error=%s\n", agent, seq, v, status,
+		    status < 0 ? "cannot-build" : cc != CURLE_OK ? curl_easy_strerror(cc) : a.text);
+		__atomic_fetch_add(&st->failed, 1, __ATOMIC_RELAXED);
+		break;
+	}
+	curl_easy_cleanup(c);
+	return NULL;
+}
+
+static int cmd_stream(const struct shape *sh, const char *url, unsigned batches, unsigned threads,
+		      const char *token)
+{
+	struct streamer st = { .sh = sh, .url = url, .n = batches };
+	pthread_t *tids = calloc(threads, sizeof(*tids));
+	unsigned started = 0;
+
+	if (!tids)
+		return 1;
+	pthread_mutex_init(&st.out, NULL);
+	st.headers = post_headers(token);
+	for (; started < threads; started++)
+		if (pthread_create(&tids[started], NULL, stream_thread, &st))
+			break;
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+	curl_slist_free_all(st.headers);
+	pthread_mutex_destroy(&st.out);
+	free(tids);
+	if (!started)
+		return 1;
+	return st.failed ? 3 : 0;
+}
+
+static int cmd_resend(const struct shape *sh, const char *url, const char *token)
+{
+	struct curl_slist *headers = post_headers(token);
+	struct answer a;
+	CURL *c = post_handle(url, headers, &a);
+	char *line = NULL;
+	size_t cap = 0;
+	int ret = c ? 0 : 1;
+
+	while (c && getline(&line, &cap, stdin) > 0) {
+		char *save = NULL, *agent = strtok_r(line, " \t\n", &save);
+		char *seq_text = agent ? strtok_r(NULL, " \t\n", &save) : NULL;
+		unsigned long v;
+		CURLcode cc = CURLE_OK;
+		long status;
+
+		if (!agent)
+			continue;
+		if (!seq_text || num(seq_text, ~0ul, &v)) {
+			fprintf(stderr, "gen_batch: resend: want AGENT SEQ, got '%s'\n", agent);
+			ret = 1;
+			break;
+		}
+		status = post_one(c, sh, agent, v, &a, &cc);
+		a.text[strcspn(a.text, " \r\n")] = '\0';
+		if (status == 200) {
+			printf("%s %lu %" PRIu64 " %s\n", agent, v, stream_value(agent, v), a.text);
+		} else {
+			printf("%s %lu %" PRIu64 " http=%ld\n", agent, v, stream_value(agent, v), status);
+			ret = 1;
+		}
+		fflush(stdout);
+	}
+	free(line);
+	curl_easy_cleanup(c);
+	curl_slist_free_all(headers);
+	return ret;
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: gen_batch [--cgroups N] [--stacks N] [--depth N] [--counters N] [--host H]\n"
+	      "                 [--agent ID] [--seq N] [--gzip] write FILE\n"
+	      "       gen_batch seeds DIR\n"
+	      "       gen_batch [--seq N] hostile FILE\n"
+	      "       gen_batch [SHAPE] [--batches N] [--threads N] [--token T] push URL\n"
+	      "       gen_batch [SHAPE] [--batches N] [--threads N] [--token T] stream URL\n"
+	      "       gen_batch [SHAPE] [--token T] resend URL <ACKS\n",
+	      f);
 }
 
 int main(int argc, char **argv)
@@ -424,7 +662,7 @@ int main(int argc, char **argv)
 		{ "token", required_argument, NULL, 'T' },   { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct shape sh = { 50, 200, 20, 10, "bench-host", "bench-agent", 1, 0 };
+	struct shape sh = { 50, 200, 20, 10, "bench-host", "bench-agent", 1, 0, 0 };
 	unsigned long v, batches = 20, threads = 2;
 	const char *token = NULL;
 	int opt, ret;
@@ -463,12 +701,18 @@ int main(int argc, char **argv)
 		return cmd_hostile(sh.seq, argv[optind + 1]);
 	if (!strcmp(argv[optind], "seeds"))
 		return cmd_seeds(argv[optind + 1]);
-	if (strcmp(argv[optind], "push")) {
+	if (strcmp(argv[optind], "push") && strcmp(argv[optind], "stream") &&
+	    strcmp(argv[optind], "resend")) {
 		usage(stderr);
 		return 2;
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	ret = cmd_push(&sh, argv[optind + 1], (unsigned)batches, (unsigned)threads, token);
+	if (!strcmp(argv[optind], "stream"))
+		ret = cmd_stream(&sh, argv[optind + 1], (unsigned)batches, (unsigned)threads, token);
+	else if (!strcmp(argv[optind], "resend"))
+		ret = cmd_resend(&sh, argv[optind + 1], token);
+	else
+		ret = cmd_push(&sh, argv[optind + 1], (unsigned)batches, (unsigned)threads, token);
 	curl_global_cleanup();
 	return ret;
 }
