@@ -25,6 +25,9 @@
 #define VALUE_MAX 4096
 #define NS_MS UINT64_C(1000000)
 #define NS_S UINT64_C(1000000000)
+/* The last second a time in ns fits an int64 (2262-04-11), as the store
+ * keeps times: a later one would wrap around to the past. */
+#define SEC_MAX ((uint64_t)INT64_MAX / NS_S - 1)
 
 static const char *const keys[] = {
 	"listen", "data_dir", "token_file", "log_level", "store",
@@ -437,7 +440,7 @@ int exporter_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
 		if (*p)
 			return -EINVAL;
 		t = timegm(&tm);
-		if (t == (time_t)-1 || (int64_t)t - off < 0)
+		if (t == (time_t)-1 || (int64_t)t - off < 0 || (uint64_t)((int64_t)t - off) > SEC_MAX)
 			return -EINVAL;
 		*out = (uint64_t)((int64_t)t - off) * NS_S + frac;
 		return 0;
@@ -446,9 +449,9 @@ int exporter_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
 		uint64_t sec = 0, frac = 0;
 
 		for (; isdigit((unsigned char)*s); s++) {
-			if (sec > 4000000000ull)
-				return -EINVAL;
 			sec = sec * 10 + (uint64_t)(*s - '0');
+			if (sec > SEC_MAX)
+				return -EINVAL;
 		}
 		if (*s == '.') {
 			s++;

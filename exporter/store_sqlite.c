@@ -42,6 +42,13 @@
 #include "agent/wire.h"
 #include "exporter/store.h"
 
+/*
+ * Integer sums in SQL saturate here, as sat_add() does in C and totals.c
+ * does in memory: SQLite turns an overflowing integer sum into a REAL (and
+ * sum() fails with "integer overflow"), which would read back as a
+ * different number than the one /metrics showed before a restart.
+ */
+#define I64_MAX "9223372036854775807"
 /* Stack sample counts are summed per bucket of this many ns. */
 #define BUCKET_NS 60000000000ull
 #define SCHEMA_VERSION 2
@@ -104,7 +111,7 @@ static const char *const stmt_sql[ST_N] = {
 	[ST_STACK_ID] = "SELECT id FROM stacks WHERE folded = ?",
 	[ST_STACK_SAMPLE] = "INSERT INTO stack_samples(bucket_start, host, cgroup_path, event, "
 			    "frequency, period, stack_id, count) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-			    "ON CONFLICT DO UPDATE SET count = count + excluded.count",
+			    "ON CONFLICT DO UPDATE SET count = min(count + excluded.count, " I64_MAX ")",
 	[ST_MODULE_INTERN] = "INSERT OR IGNORE INTO modules(path, build_id) VALUES (?, ?)",
 	[ST_MODULE_ID] = "SELECT id FROM modules WHERE path = ? AND build_id = ?",
 	[ST_FRAME_MODULE] = "INSERT INTO frame_modules(frame, module_id) VALUES (?, ?)"
@@ -125,14 +132,15 @@ static const char *const stmt_sql[ST_N] = {
 		     " version = excluded.version,"
 		     " last_push_ns = max(last_push_ns, excluded.last_push_ns),"
 		     " batches = batches + 1,"
-		     " stack_samples = stack_samples + excluded.stack_samples,"
-		     " samples = samples + excluded.samples,"
-		     " lost_samples = lost_samples + excluded.lost_samples,"
-		     " unwind_failures = unwind_failures + excluded.unwind_failures,"
-		     " push_failures = push_failures + excluded.push_failures,"
-		     " push_rejected = push_rejected + excluded.push_rejected,"
-		     " spool_dropped_batches = spool_dropped_batches + excluded.spool_dropped_batches,"
-		     " stacks_refused = stacks_refused + excluded.stacks_refused,"
+		     " stack_samples = min(stack_samples + excluded.stack_samples, " I64_MAX "),"
+		     " samples = min(samples + excluded.samples, " I64_MAX "),"
+		     " lost_samples = min(lost_samples + excluded.lost_samples, " I64_MAX "),"
+		     " unwind_failures = min(unwind_failures + excluded.unwind_failures, " I64_MAX "),"
+		     " push_failures = min(push_failures + excluded.push_failures, " I64_MAX "),"
+		     " push_rejected = min(push_rejected + excluded.push_rejected, " I64_MAX "),"
+		     " spool_dropped_batches = min(spool_dropped_batches"
+		     " + excluded.spool_dropped_batches, " I64_MAX "),"
+		     " stacks_refused = min(stacks_refused + excluded.stacks_refused, " I64_MAX "),"
 		     " spool_bytes = excluded.spool_bytes, spool_batches = excluded.spool_batches",
 };
 
@@ -387,11 +395,26 @@ static void bind_u64(sqlite3_stmt *q, int i, uint64_t v)
 	sqlite3_bind_int64(q, i, v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v);
 }
 
+/* @a + @b, both at most INT64_MAX, saturated at INT64_MAX: what the SQL
+ * sums above store. */
+static uint64_t sat_add63(uint64_t a, uint64_t b)
+{
+	return a > INT64_MAX - (b > INT64_MAX ? INT64_MAX : b) ? INT64_MAX : a + b;
+}
+
 static uint64_t col_u64(sqlite3_stmt *q, int i)
 {
 	int64_t v = sqlite3_column_int64(q, i);
 
 	return v < 0 ? 0 : (uint64_t)v;
+}
+
+/* A total() column: exact below 2^53, saturated at INT64_MAX above. */
+static uint64_t col_sum(sqlite3_stmt *q, int i)
+{
+	double v = sqlite3_column_double(q, i);
+
+	return v <= 0 ? 0 : v >= 9223372036854775807.0 ? INT64_MAX : (uint64_t)v;
 }
 
 static const char *col(sqlite3_stmt *q, int i)
@@ -401,12 +424,30 @@ static const char *col(sqlite3_stmt *q, int i)
 	return t ? (const char *)t : "";
 }
 
-/* Step a statement that returns no rows. 0 or -EIO. */
+/* Step a statement that returns no rows, then reset it. 0 or -EIO. */
 static int run(sqlite3_stmt *q)
 {
 	int rc = sqlite3_step(q);
 
+	sqlite3_reset(q);
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -EIO;
+}
+
+/*
+ * The first column of the one row @q returns, as an integer, and @q reset:
+ * 1 and *@v set, 0 when there is no row, or -EIO. A statement left on a row
+ * keeps its connection's read transaction open past COMMIT, and in WAL
+ * mode that open snapshot stops every checkpoint from recycling the log:
+ * the -wal file then grows with every batch until the disk is full.
+ */
+static int one_row(sqlite3_stmt *q, int64_t *v)
+{
+	int rc = sqlite3_step(q);
+
+	if (rc == SQLITE_ROW)
+		*v = sqlite3_column_int64(q, 0);
+	sqlite3_reset(q);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -EIO;
 }
 
 /* ---- histograms as blobs: count, negative, sum, min, max, 65 buckets, LE ---- */
@@ -536,9 +577,8 @@ static int64_t module_id(struct sqlite_store *s, struct put_ctx *pc, const Cgper
 	q = stmt(s, ST_MODULE_ID);
 	bind_text(q, 1, wire_string(m, mod->path));
 	bind_text(q, 2, bid);
-	if (sqlite3_step(q) != SQLITE_ROW)
+	if (one_row(q, &pc->module_id[mi]) != 1)
 		return -EIO;
-	pc->module_id[mi] = sqlite3_column_int64(q, 0);
 	return pc->module_id[mi];
 }
 
@@ -568,9 +608,13 @@ static int put_modules(struct sqlite_store *s, struct put_ctx *pc, const Cgperf_
 	return 0;
 }
 
-static int put_stack(struct sqlite_store *s, const Cgperf__V1__Batch *m,
+static int put_stack(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64_t now,
 		     const Cgperf__V1__Profile *pr, const char *path, const Cgperf__V1__Stack *st)
 {
+	/* A batch cannot have started after it arrived: an agent's clock
+	 * ahead (by mistake or on purpose) would put its stacks where
+	 * retention never reaches them. */
+	uint64_t start = m->start_ns < now ? m->start_ns : now;
 	sqlite3_stmt *q;
 	int64_t id;
 	int ret = fold(s, m, st);
@@ -583,11 +627,10 @@ static int put_stack(struct sqlite_store *s, const Cgperf__V1__Batch *m,
 		return -EIO;
 	q = stmt(s, ST_STACK_ID);
 	bind_text(q, 1, s->folded);
-	if (sqlite3_step(q) != SQLITE_ROW)
+	if (one_row(q, &id) != 1)
 		return -EIO;
-	id = sqlite3_column_int64(q, 0);
 	q = stmt(s, ST_STACK_SAMPLE);
-	bind_u64(q, 1, m->start_ns - m->start_ns % BUCKET_NS);
+	bind_u64(q, 1, start - start % BUCKET_NS);
 	bind_text(q, 2, m->host);
 	bind_text(q, 3, path);
 	bind_text(q, 4, wire_string(m, pr->event));
@@ -672,6 +715,7 @@ static int put_probes(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64
 		struct hist v, l, tv, tl;
 		uint64_t hits = 0;
 		sqlite3_stmt *q = stmt(s, ST_PROBE);
+		int rc;
 
 		hist_from_wire(p->values, &v);
 		hist_from_wire(p->latency_ns, &l);
@@ -691,18 +735,18 @@ static int put_probes(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64
 		bind_text(q, 3, label);
 		memset(&tv, 0, sizeof(tv));
 		memset(&tl, 0, sizeof(tl));
-		switch (sqlite3_step(q)) {
-		case SQLITE_ROW:
+		rc = sqlite3_step(q);
+		if (rc == SQLITE_ROW) {
 			hits = col_u64(q, 0);
 			hist_unpack(sqlite3_column_blob(q, 1), sqlite3_column_bytes(q, 1), &tv);
 			hist_unpack(sqlite3_column_blob(q, 2), sqlite3_column_bytes(q, 2), &tl);
-			break;
-		case SQLITE_DONE: break;
-		default: return -EIO;
 		}
+		sqlite3_reset(q);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+			return -EIO;
 		hist_merge(&tv, &v);
 		hist_merge(&tl, &l);
-		hits = hits + p->hits < hits ? UINT64_MAX : hits + p->hits;
+		hits = sat_add63(hits, p->hits);
 		q = stmt(s, ST_PROBE_TOTAL);
 		bind_text(q, 1, m->host);
 		bind_text(q, 2, path);
@@ -764,10 +808,10 @@ static int put_rows(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64_t
 		const char *path = cg_path(m, pr->cgroup);
 
 		for (size_t i = 0; !ret && i < pr->n_stacks; i++) {
-			ret = put_stack(s, m, pr, path, pr->stacks[i]);
+			ret = put_stack(s, m, now, pr, path, pr->stacks[i]);
 			if (!ret)
 				ret = put_modules(s, &pc, m, pr->stacks[i]);
-			samples += pr->stacks[i]->count;
+			samples = sat_add63(samples, pr->stacks[i]->count);
 		}
 	}
 	if (!ret)
@@ -784,13 +828,14 @@ out:
 static int retired(struct sqlite_store *s, const Cgperf__V1__Batch *m)
 {
 	sqlite3_stmt *q = stmt(s, ST_RETIRED);
+	int64_t seq;
 	int rc;
 
 	bind_text(q, 1, m->agent_id);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW)
-		return sqlite3_column_int64(q, 0) >= (int64_t)m->seq && m->seq <= (uint64_t)INT64_MAX;
-	return rc == SQLITE_DONE ? 0 : -EIO;
+	rc = one_row(q, &seq);
+	if (rc == 1)
+		return seq >= (int64_t)m->seq && m->seq <= (uint64_t)INT64_MAX;
+	return rc;
 }
 
 static int sq_put(struct store *base, const Cgperf__V1__Batch *m, uint64_t received_ns, char *err,
@@ -1128,7 +1173,9 @@ static int sq_stacks(struct store *base, const struct store_selection *sel,
 	pthread_mutex_lock(&s->rlock);
 	if (sqlite3_prepare_v2(
 		    s->rdb,
-		    "SELECT st.folded, ss.event, ss.frequency, ss.period, sum(ss.count)"
+		    /* total(), not sum(): sum() fails on an integer overflow, and
+		     * counts of INT64_MAX in two buckets would fail the query. */
+		    "SELECT st.folded, ss.event, ss.frequency, ss.period, total(ss.count)"
 		    " FROM stack_samples ss JOIN stacks st ON st.id = ss.stack_id"
 		    " LEFT JOIN cgroups c ON c.host = ss.host AND c.path = ss.cgroup_path"
 		    " WHERE ss.bucket_start >= :from AND ss.bucket_start < :to"
@@ -1159,7 +1206,7 @@ static int sq_stacks(struct store *base, const struct store_selection *sel,
 			.event = col(q, 1),
 			.frequency = col_u64(q, 2),
 			.period = col_u64(q, 3),
-			.count = col_u64(q, 4),
+			.count = col_sum(q, 4),
 		};
 
 		ret = fn(arg, &st);

@@ -6,6 +6,12 @@
  * rebuilt only when the identity changes. Rendering a family is then one
  * pass over the table writing that text, the series' own labels and a
  * number: 100,000 series take a few tens of milliseconds.
+ *
+ * A series is found by one more hash table, keyed by (cgroup, kind, name)
+ * and holding the series' index in its cgroup's array, so that a batch of
+ * a million distinct events in one cgroup costs a million lookups, not
+ * half a million million string compares under the lock every scrape
+ * waits for. Expiry compacts the arrays and rebuilds that table.
  */
 #include "exporter/totals.h"
 
@@ -37,6 +43,7 @@ struct cg {
 	uint64_t cgroup_id, last_seen;
 	char *id[ID_N];
 	char *labels; /* escaped, shared by every series of the cgroup */
+	size_t charged; /* bytes of the cgroup and its strings, in totals.bytes */
 	struct counter_series *counters;
 	size_t ncounters, ccap;
 	struct probe_series *probes;
@@ -48,7 +55,17 @@ struct agent {
 	char *agent_id, *host, *version;
 	uint64_t first_seen, last_push, batches, stack_samples;
 	struct wire_self self;
+	size_t charged;
 	struct agent *next;
+};
+
+/* Where a series is: kind SK_COUNTER or SK_PROBE, index in its array. */
+enum { SK_COUNTER, SK_PROBE };
+
+struct sref {
+	struct cg *cg; /* NULL: an empty slot */
+	uint32_t idx, kind;
+	uint64_t hash;
 };
 
 struct totals {
@@ -56,7 +73,37 @@ struct totals {
 	size_t ncg, cg_buckets;
 	struct agent *agents;
 	size_t nagents, nseries;
+	struct sref *sidx; /* open addressing, at most half full */
+	size_t nslots;     /* a power of two, or 0 */
+	size_t bytes;      /* held for cgroups, series and agents (see charge) */
 };
+
+/*
+ * What an entry costs, for the cap on totals.bytes: a cgroup's strings
+ * (its identity fields are agent-chosen, up to 8 KiB each, and its label
+ * text repeats them escaped) and a series' name, with their structs and
+ * index slots. Each entry keeps what it was charged, so that releasing it
+ * gives back the same amount.
+ */
+#define CG_OVERHEAD (sizeof(struct cg) + 16 * (ID_N + 3))
+/* The label text without its values: host="",id="",container="",... */
+#define LABEL_NAMES 128
+#define SERIES_OVERHEAD (sizeof(struct probe_series) + 2 * sizeof(struct sref) + 32)
+#define AGENT_OVERHEAD (sizeof(struct agent) + 64)
+
+static size_t cg_cost(const struct cg *c)
+{
+	size_t n = CG_OVERHEAD + strlen(c->host) + strlen(c->path);
+
+	for (int i = 0; i < ID_N; i++)
+		n += strlen(c->id[i]);
+	return n + (c->labels ? strlen(c->labels) : 0);
+}
+
+static size_t agent_cost(const struct agent *a)
+{
+	return AGENT_OVERHEAD + strlen(a->agent_id) + strlen(a->host) + strlen(a->version);
+}
 
 static uint64_t hash_str(uint64_t h, const char *s)
 {
@@ -124,6 +171,7 @@ void totals_free(struct totals *t)
 		agent_free(a);
 	}
 	free(t->cgs);
+	free(t->sidx);
 	free(t);
 }
 
@@ -229,25 +277,120 @@ static int cg_labels(struct cg *c)
 }
 
 /* Take the non-empty fields of @v (ID_N strings) as @c's identity. */
-static int cg_identity(struct cg *c, const char *const *v, uint64_t cgroup_id)
+static int cg_identity(struct totals *t, struct cg *c, const char *const *v, uint64_t cgroup_id)
 {
 	bool changed = !c->labels;
+	int ret;
 
 	for (int i = 0; i < ID_N; i++)
 		if (v[i] && *v[i] && set_str(&c->id[i], v[i], &changed))
 			return -ENOMEM;
 	if (cgroup_id)
 		c->cgroup_id = cgroup_id;
-	return changed ? cg_labels(c) : 0;
+	if (!changed)
+		return 0;
+	ret = cg_labels(c);
+	t->bytes -= c->charged;
+	c->charged = cg_cost(c);
+	t->bytes += c->charged;
+	return ret;
+}
+
+/* ---- the series index ---- */
+
+static uint64_t series_hash(const struct cg *c, unsigned kind, const char *name)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)c ^ kind) * 0x9e3779b97f4a7c15ull;
+
+	return hash_str(h, name);
+}
+
+static const char *series_name(const struct sref *r)
+{
+	return r->kind == SK_COUNTER ? r->cg->counters[r->idx].event : r->cg->probes[r->idx].label;
+}
+
+/* The index of @c's series @name of @kind, or -1. */
+static long sidx_find(const struct totals *t, const struct cg *c, unsigned kind, const char *name)
+{
+	uint64_t h = series_hash(c, kind, name);
+
+	if (!t->nslots)
+		return -1;
+	for (size_t i = h & (t->nslots - 1);; i = (i + 1) & (t->nslots - 1)) {
+		const struct sref *r = &t->sidx[i];
+
+		if (!r->cg)
+			return -1;
+		if (r->hash == h && r->cg == c && r->kind == kind && !strcmp(series_name(r), name))
+			return r->idx;
+	}
+}
+
+static void sidx_put(struct sref *slots, size_t nslots, const struct sref *r)
+{
+	size_t i = r->hash & (nslots - 1);
+
+	while (slots[i].cg)
+		i = (i + 1) & (nslots - 1);
+	slots[i] = *r;
+}
+
+/* Room for one more series, so that adding it cannot fail. 0 or -ENOMEM. */
+static int sidx_reserve(struct totals *t)
+{
+	size_t n = t->nslots ? t->nslots : 1024;
+	struct sref *slots;
+
+	while ((t->nseries + 1) * 2 > n)
+		n *= 2;
+	if (n == t->nslots)
+		return 0;
+	slots = calloc(n, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nslots; i++)
+		if (t->sidx[i].cg)
+			sidx_put(slots, n, &t->sidx[i]);
+	free(t->sidx);
+	t->sidx = slots;
+	t->nslots = n;
+	return 0;
+}
+
+static void sidx_add(struct totals *t, struct cg *c, unsigned kind, uint32_t idx)
+{
+	struct sref r = { .cg = c, .idx = idx, .kind = kind };
+
+	r.hash = series_hash(c, kind, series_name(&r));
+	sidx_put(t->sidx, t->nslots, &r);
+}
+
+/* After expiry moved and freed series: every series again. */
+static void sidx_rebuild(struct totals *t)
+{
+	if (!t->nslots)
+		return;
+	memset(t->sidx, 0, t->nslots * sizeof(*t->sidx));
+	for (size_t b = 0; b < t->cg_buckets; b++) {
+		for (struct cg *c = t->cgs[b]; c; c = c->next) {
+			for (size_t i = 0; i < c->ncounters; i++)
+				sidx_add(t, c, SK_COUNTER, (uint32_t)i);
+			for (size_t i = 0; i < c->nprobes; i++)
+				sidx_add(t, c, SK_PROBE, (uint32_t)i);
+		}
+	}
 }
 
 static struct counter_series *counter_get(struct totals *t, struct cg *c, const char *event)
 {
 	struct counter_series *s;
+	long i = sidx_find(t, c, SK_COUNTER, event);
 
-	for (size_t i = 0; i < c->ncounters; i++)
-		if (!strcmp(c->counters[i].event, event))
-			return &c->counters[i];
+	if (i >= 0)
+		return &c->counters[i];
+	if (c->ncounters >= UINT32_MAX || sidx_reserve(t))
+		return NULL;
 	if (c->ncounters == c->ccap) {
 		size_t cap = c->ccap ? c->ccap * 2 : 4;
 		struct counter_series *a = realloc(c->counters, cap * sizeof(*a));
@@ -262,18 +405,22 @@ static struct counter_series *counter_get(struct totals *t, struct cg *c, const 
 	s->event = strdup(event);
 	if (!s->event)
 		return NULL;
+	sidx_add(t, c, SK_COUNTER, (uint32_t)c->ncounters);
 	c->ncounters++;
 	t->nseries++;
+	t->bytes += SERIES_OVERHEAD + strlen(event);
 	return s;
 }
 
 static struct probe_series *probe_get(struct totals *t, struct cg *c, const char *label)
 {
 	struct probe_series *s;
+	long i = sidx_find(t, c, SK_PROBE, label);
 
-	for (size_t i = 0; i < c->nprobes; i++)
-		if (!strcmp(c->probes[i].label, label))
-			return &c->probes[i];
+	if (i >= 0)
+		return &c->probes[i];
+	if (c->nprobes >= UINT32_MAX || sidx_reserve(t))
+		return NULL;
 	if (c->nprobes == c->pcap) {
 		size_t cap = c->pcap ? c->pcap * 2 : 2;
 		struct probe_series *a = realloc(c->probes, cap * sizeof(*a));
@@ -288,8 +435,10 @@ static struct probe_series *probe_get(struct totals *t, struct cg *c, const char
 	s->label = strdup(label);
 	if (!s->label)
 		return NULL;
+	sidx_add(t, c, SK_PROBE, (uint32_t)c->nprobes);
 	c->nprobes++;
 	t->nseries++;
+	t->bytes += SERIES_OVERHEAD + strlen(label);
 	return s;
 }
 
@@ -316,14 +465,23 @@ static struct agent *agent_get(struct totals *t, const char *agent_id)
 	return a;
 }
 
+static void agent_charge(struct totals *t, struct agent *a)
+{
+	t->bytes -= a->charged;
+	a->charged = agent_cost(a);
+	t->bytes += a->charged;
+}
+
 static uint64_t max64(uint64_t a, uint64_t b)
 {
 	return a > b ? a : b;
 }
 
+/* @a + @b saturated at INT64_MAX (the wire's largest value), as the store
+ * sums them: a restart must not bring a counter back down. */
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
-	return a + b < a ? UINT64_MAX : a + b;
+	return a > INT64_MAX - (b > INT64_MAX ? INT64_MAX : b) ? INT64_MAX : a + b;
 }
 
 /* ---- restoring from the store ---- */
@@ -335,7 +493,7 @@ static int restore_cgroup(void *arg, const struct store_cgroup *sc)
 				sc->container_name, sc->unit,	    sc->slice };
 	struct cg *c = cg_get(arg, sc->host, sc->path);
 
-	if (!c || cg_identity(c, v, sc->cgroup_id))
+	if (!c || cg_identity(arg, c, v, sc->cgroup_id))
 		return -ENOMEM;
 	c->last_seen = max64(c->last_seen, sc->last_seen_ns);
 	return 0;
@@ -347,7 +505,7 @@ static struct cg *cg_for_series(struct totals *t, const char *host, const char *
 	static const char *const none[ID_N];
 	struct cg *c = cg_get(t, host, path);
 
-	if (!c || cg_identity(c, none, 0))
+	if (!c || cg_identity(t, c, none, 0))
 		return NULL;
 	c->last_seen = max64(c->last_seen, seen);
 	return c;
@@ -385,6 +543,7 @@ static int restore_agent(void *arg, const struct store_agent *sa)
 
 	if (!a || set_str(&a->host, sa->host, NULL) || set_str(&a->version, sa->version, NULL))
 		return -ENOMEM;
+	agent_charge(arg, a);
 	a->first_seen = sa->first_seen_ns;
 	a->last_push = sa->last_push_ns;
 	a->batches = sa->batches;
@@ -447,7 +606,7 @@ int totals_add_batch(struct totals *t, const Cgperf__V1__Batch *m, uint64_t now)
 		};
 		struct cg *c = cg_get(t, m->host, wire_string(m, g->path));
 
-		if (!c || cg_identity(c, v, g->id))
+		if (!c || cg_identity(t, c, v, g->id))
 			return -ENOMEM;
 		c->last_seen = max64(c->last_seen, now);
 	}
@@ -482,23 +641,25 @@ int totals_add_batch(struct totals *t, const Cgperf__V1__Batch *m, uint64_t now)
 	}
 	for (size_t p = 0; p < m->n_profiles; p++)
 		for (size_t i = 0; i < m->profiles[p]->n_stacks; i++)
-			samples += m->profiles[p]->stacks[i]->count;
+			samples = sat_add(samples, m->profiles[p]->stacks[i]->count);
 	a = agent_get(t, m->agent_id);
 	if (!a || set_str(&a->host, m->host, NULL) || set_str(&a->version, m->agent_version, NULL))
 		return -ENOMEM;
+	agent_charge(t, a);
 	if (!a->first_seen)
 		a->first_seen = now;
 	a->last_push = max64(a->last_push, now);
 	a->batches++;
-	a->stack_samples += samples;
+	a->stack_samples = sat_add(a->stack_samples, samples);
 	if (st) {
-		a->self.samples += st->samples;
-		a->self.lost_samples += st->lost_samples;
-		a->self.unwind_failures += st->unwind_failures;
-		a->self.push_failures += st->push_failures;
-		a->self.push_rejected += st->push_rejected;
-		a->self.spool_dropped_batches += st->spool_dropped_batches;
-		a->self.stacks_refused += st->stacks_refused;
+		a->self.samples = sat_add(a->self.samples, st->samples);
+		a->self.lost_samples = sat_add(a->self.lost_samples, st->lost_samples);
+		a->self.unwind_failures = sat_add(a->self.unwind_failures, st->unwind_failures);
+		a->self.push_failures = sat_add(a->self.push_failures, st->push_failures);
+		a->self.push_rejected = sat_add(a->self.push_rejected, st->push_rejected);
+		a->self.spool_dropped_batches =
+			sat_add(a->self.spool_dropped_batches, st->spool_dropped_batches);
+		a->self.stacks_refused = sat_add(a->self.stacks_refused, st->stacks_refused);
 		a->self.spool_bytes = st->spool_bytes;
 		a->self.spool_batches = st->spool_batches;
 	}
@@ -509,12 +670,15 @@ int totals_add_batch(struct totals *t, const Cgperf__V1__Batch *m, uint64_t now)
 
 void totals_expire(struct totals *t, uint64_t before)
 {
+	size_t nseries = t->nseries;
+
 	for (size_t b = 0; b < t->cg_buckets; b++) {
 		for (struct cg **pc = &t->cgs[b], *c; (c = *pc);) {
 			size_t k = 0;
 
 			for (size_t i = 0; i < c->ncounters; i++) {
 				if (c->counters[i].last_seen < before) {
+					t->bytes -= SERIES_OVERHEAD + strlen(c->counters[i].event);
 					free(c->counters[i].event);
 					t->nseries--;
 				} else {
@@ -525,6 +689,7 @@ void totals_expire(struct totals *t, uint64_t before)
 			k = 0;
 			for (size_t i = 0; i < c->nprobes; i++) {
 				if (c->probes[i].last_seen < before) {
+					t->bytes -= SERIES_OVERHEAD + strlen(c->probes[i].label);
 					free(c->probes[i].label);
 					t->nseries--;
 				} else {
@@ -534,6 +699,7 @@ void totals_expire(struct totals *t, uint64_t before)
 			c->nprobes = k;
 			if (c->last_seen < before && !c->ncounters && !c->nprobes) {
 				*pc = c->next;
+				t->bytes -= c->charged;
 				cg_free(c);
 				t->ncg--;
 			} else {
@@ -544,17 +710,104 @@ void totals_expire(struct totals *t, uint64_t before)
 	for (struct agent **pa = &t->agents, *a; (a = *pa);) {
 		if (a->last_push < before) {
 			*pa = a->next;
+			t->bytes -= a->charged;
 			agent_free(a);
 			t->nagents--;
 		} else {
 			pa = &a->next;
 		}
 	}
+	if (t->nseries != nseries)
+		sidx_rebuild(t);
 }
 
 size_t totals_series(const struct totals *t)
 {
 	return t->nseries + t->nagents;
+}
+
+size_t totals_entries(const struct totals *t)
+{
+	return t->ncg + t->nseries + t->nagents;
+}
+
+static const struct cg *cg_find(const struct totals *t, const char *host, const char *path)
+{
+	for (const struct cg *c = t->cgs[cg_hash(host, path) % t->cg_buckets]; c; c = c->next)
+		if (!strcmp(c->host, host) && !strcmp(c->path, path))
+			return c;
+	return NULL;
+}
+
+size_t totals_bytes(const struct totals *t)
+{
+	return t->bytes;
+}
+
+/* 1 when series @name of @kind of cgroup @cg of @m is not held yet, with
+ * its cost added to *@bytes. */
+static size_t series_new(const struct totals *t, const Cgperf__V1__Batch *m, uint32_t cg,
+			 unsigned kind, const char *name, size_t *bytes)
+{
+	const struct cg *c;
+
+	if (cg >= m->n_cgroups)
+		return 0;
+	c = cg_find(t, m->host, wire_string(m, m->cgroups[cg]->path));
+	if (c && sidx_find(t, c, kind, name) >= 0)
+		return 0;
+	*bytes += SERIES_OVERHEAD + strlen(name);
+	return 1;
+}
+
+/* At most what cgroup @g of @m adds in bytes: its strings, and its label
+ * text (the label names, then the strings again, escaping at most
+ * doubling them); for a known cgroup, what its changed fields add. */
+static size_t cg_growth(const struct totals *t, const Cgperf__V1__Batch *m,
+			const Cgperf__V1__Cgroup *g)
+{
+	const char *path = wire_string(m, g->path);
+	const struct cg *c = cg_find(t, m->host, path);
+	const uint32_t f[ID_N] = { g->container_id, g->runtime,	     g->pod_uid,
+				   g->qos,	    g->k8s_namespace, g->pod_name,
+				   g->container_name, g->unit,	      g->slice };
+	size_t n = 0;
+
+	for (int i = 0; i < ID_N; i++) {
+		const char *v = wire_string(m, f[i]);
+
+		if (!c || (*v && strcmp(v, c->id[i])))
+			n += strlen(v);
+	}
+	if (c)
+		return 3 * n;
+	return CG_OVERHEAD + LABEL_NAMES + 3 * (n + strlen(m->host) + strlen(path));
+}
+
+size_t totals_batch_growth(const struct totals *t, const Cgperf__V1__Batch *m, size_t *bytes)
+{
+	size_t n = 0, b = 0;
+	bool agent = false;
+
+	for (size_t i = 0; i < m->n_cgroups; i++) {
+		n += !cg_find(t, m->host, wire_string(m, m->cgroups[i]->path));
+		b += cg_growth(t, m, m->cgroups[i]);
+	}
+	for (size_t i = 0; i < m->n_counters; i++)
+		if (m->counters[i]->supported)
+			n += series_new(t, m, m->counters[i]->cgroup, SK_COUNTER,
+					wire_string(m, m->counters[i]->event), &b);
+	for (size_t i = 0; i < m->n_probes; i++)
+		n += series_new(t, m, m->probes[i]->cgroup, SK_PROBE,
+				wire_string(m, m->probes[i]->label), &b);
+	for (const struct agent *a = t->agents; a && !agent; a = a->next)
+		agent = !strcmp(a->agent_id, m->agent_id);
+	if (!agent)
+		b += AGENT_OVERHEAD + strlen(m->agent_id) + strlen(m->host) +
+		     strlen(m->agent_version);
+	if (bytes)
+		*bytes = b;
+	return n + !agent;
 }
 
 /* ---- rendering ---- */

@@ -41,6 +41,26 @@ void totals_expire(struct totals *t, uint64_t before_ns);
 size_t totals_series(const struct totals *t);
 
 /*
+ * What bounds the memory of the totals: the entries held (cgroups +
+ * counter series + probe series + agents) and the bytes they take. A push
+ * must be refused before it is stored when totals_entries() or
+ * totals_bytes() plus what totals_batch_growth() says would pass the
+ * exporter's caps (the defaults below unless configured). Else agents
+ * sending ever new cgroup paths, events or probe labels grow the exporter
+ * without limit until series expire; and as a cgroup's identity fields
+ * may take 8 KiB each, one 40 KB gzip'd push of 10,000 cgroups that share
+ * one long string used to take 1.3 GB.
+ */
+#define TOTALS_ENTRIES_MAX_DEFAULT 1000000
+#define TOTALS_BYTES_MAX_DEFAULT ((size_t)1 << 30)
+size_t totals_entries(const struct totals *t);
+size_t totals_bytes(const struct totals *t);
+/* The entries totals_add_batch(@t, @m) would add, and in *@bytes (may be
+ * NULL) the bytes: upper bounds (a cgroup or series repeated within @m
+ * counts each time). One hash lookup per cgroup, counter and probe of @m. */
+size_t totals_batch_growth(const struct totals *t, const Cgperf__V1__Batch *m, size_t *bytes);
+
+/*
  * Append the cgroup, probe and agent families to @p, skipping what was
  * last seen before @cutoff_ns; @openmetrics names counter families
  * without _total in HELP/TYPE, as OpenMetrics 1.0 wants.

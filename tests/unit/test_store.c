@@ -5,7 +5,10 @@
  * field, module lookups, totals reloaded equal after a reopen, retention
  * deleting raw rows but no totals (and turning old sequence numbers into
  * duplicates), expiry deleting totals, and the first slice's database
- * migrated in place.
+ * migrated in place. Review regressions: the WAL stays bounded over many
+ * batches, counts summed past INT64_MAX saturate (stacks query and running
+ * totals), a batch dated in the future cannot escape retention, and query
+ * times past 2262 are refused instead of wrapping.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,9 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/wire.h"
+#include "exporter/config.h"
 #include "exporter/store.h"
 
 #define NS 1000000000ull
@@ -390,12 +395,222 @@ static void test_migrate_v1(void **state)
 	store_close(s);
 }
 
+/* ---- review regressions ---- */
+
+/*
+ * Agent @agent's batch @seq starting at @start: @nstacks stacks
+ * "main;<tag>_<i>" of @count samples each on cgroup /x (stack i on event
+ * "cpu-clock" or "ev<i>": one profile each, as the wire caps the sum of a
+ * profile's counts), @hits probe hits and @samples self samples.
+ */
+static Cgperf__V1__Batch *raw_batch(const char *agent, uint64_t seq, uint64_t start,
+				    uint64_t count, int nstacks, const char *tag, uint64_t hits,
+				    uint64_t samples)
+{
+	struct wire_batch *b = wire_batch_new("h1", NULL, agent, "1", seq, start, start + NS);
+	struct wire_self self = { .samples = samples };
+	uint8_t *buf;
+	size_t len;
+	char err[256], f[64], ev[32];
+	const char *frames[] = { "main", f };
+	Cgperf__V1__Batch *m;
+	int cg;
+
+	assert_non_null(b);
+	cg = wire_add_cgroup(b, "/x", 1, NULL);
+	assert_true(cg >= 0);
+	for (int i = 0; i < nstacks; i++) {
+		int pr;
+
+		snprintf(ev, sizeof(ev), "ev%d", i);
+		pr = wire_add_profile(b, cg, i ? ev : "cpu-clock", 0, 99);
+		snprintf(f, sizeof(f), "%s_%d", tag, i);
+		assert_int_equal(wire_add_stack(b, pr, frames, 2, count), 0);
+	}
+	assert_int_equal(wire_add_counter(b, cg, "task-clock", 5, 1, 1, true), 0);
+	if (hits)
+		assert_int_equal(wire_add_probe(b, cg, "u:x:y", hits, NULL, NULL), 0);
+	wire_set_self(b, &self);
+	assert_int_equal(wire_encode(b, &buf, &len), 0);
+	wire_batch_free(b);
+	m = wire_decode(buf, len, 0, err, sizeof(err));
+	free(buf);
+	if (!m)
+		fail_msg("wire_decode: %s", err);
+	return m;
+}
+
+static uint64_t wal_bytes(void)
+{
+	char p[128];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/cgperf.db-wal", dir);
+	return stat(p, &st) ? 0 : (uint64_t)st.st_size;
+}
+
+/*
+ * A statement left on its row after COMMIT kept the writer's read
+ * transaction open, so no checkpoint could recycle the WAL: it grew by
+ * ~80 KB per batch (~100 MB after these 1200) until the disk filled.
+ * SQLite checkpoints at 1000 pages (4 MB); allow four times that.
+ */
+static void test_wal_bounded(void **state)
+{
+	struct store *s = open_store();
+	uint64_t wal;
+	char tag[32];
+
+	for (uint64_t i = 1; i <= 1200; i++) {
+		snprintf(tag, sizeof(tag), "fn%llu", (unsigned long long)i);
+		assert_int_equal(put(s, raw_batch("a1", i, T0 + i * NS, 3, 20, tag, 1, 1),
+				     T0 + i * NS),
+				 0);
+	}
+	wal = wal_bytes();
+	print_message("WAL after 1200 batches: %llu bytes\n", (unsigned long long)wal);
+	assert_true(wal > 0);
+	assert_true(wal < 16u << 20);
+	store_close(s);
+}
+
+struct one_stack {
+	int rows;
+	uint64_t count;
+};
+
+static int one_stack(void *arg, const struct store_stack *st)
+{
+	struct one_stack *o = arg;
+
+	o->rows++;
+	o->count = st->count;
+	return 0;
+}
+
+/*
+ * Counts summed past INT64_MAX: the stacks query used sum(), which fails
+ * with "integer overflow" (the whole query answered -EIO, so one agent's
+ * counts broke every flame graph that included them); the running totals
+ * turned into REALs read back as INT64_MAX while /metrics had wrapped.
+ * Now every sum saturates at INT64_MAX, in SQL and in C alike.
+ */
+static void test_count_overflow(void **state)
+{
+	struct store *s = open_store();
+	struct store_selection all = { .from_ns = T0 - 3600 * NS, .to_ns = T0 + 3600 * NS };
+	struct one_stack o = { 0 };
+	struct loaded l;
+
+	/* Two batches a minute bucket apart (the query's sum), each with
+	 * INT64_MAX hits and self samples, and three profiles of INT64_MAX
+	 * samples (the batch's own sum). */
+	assert_int_equal(put(s, raw_batch("a1", 1, T0, INT64_MAX, 3, "hot", INT64_MAX, INT64_MAX),
+			     T0),
+			 0);
+	assert_int_equal(put(s, raw_batch("a1", 3, T0 + 60 * NS, INT64_MAX, 1, "hot", INT64_MAX,
+					  INT64_MAX),
+			     T0 + 60 * NS),
+			 0);
+	assert_int_equal(store_stacks(s, &(struct store_selection){ .from_ns = all.from_ns,
+								      .to_ns = all.to_ns,
+								      .event = "cpu-clock" },
+				      one_stack, &o),
+			 0);
+	assert_int_equal(o.rows, 1);
+	assert_int_equal(o.count, INT64_MAX);
+	/* A third in the first one's bucket (the row's own sum). */
+	assert_int_equal(put(s, raw_batch("a1", 2, T0 + NS, INT64_MAX, 1, "hot", INT64_MAX,
+					  INT64_MAX),
+			     T0 + NS),
+			 0);
+	o = (struct one_stack){ 0 };
+	assert_int_equal(store_stacks(s, &all, one_stack, &o), 0);
+	assert_int_equal(o.rows, 3); /* hot_0 on cpu-clock, hot_1 on ev1, hot_2 on ev2 */
+	l = load(s);
+	assert_int_equal(l.hits, INT64_MAX);
+	assert_int_equal(l.agent_samples, INT64_MAX);
+	assert_int_equal(l.agent_stack, INT64_MAX);
+	assert_int_equal(l.agent_batches, 3);
+	store_close(s);
+
+	/* The summed stack itself, alone in a selection. */
+	s = open_store();
+	{
+		struct got g = { 0 };
+
+		assert_int_equal(store_stacks(s, &all, collect, &g), 0);
+		if (!strstr(g.text, "cpu-clock main;hot_0 9223372036854775807;"))
+			fail_msg("hot_0 not saturated: %s", g.text);
+		if (!strstr(g.text, "ev2 main;hot_2 9223372036854775807;"))
+			fail_msg("hot_2 wrong: %s", g.text);
+	}
+	store_close(s);
+}
+
+/*
+ * A batch that claims to start in 2200 was bucketed there, past every
+ * retention cut-off: its stacks stayed for good (and only a query of 2200
+ * showed them). A batch cannot start after it arrived, so it is bucketed
+ * at its arrival.
+ */
+static void test_future_start_retained(void **state)
+{
+	struct store *s = open_store();
+	uint64_t future = 7258118400ull * NS; /* 2200-01-01 */
+	size_t n, deleted = 0;
+	int ret;
+
+	assert_int_equal(put(s, raw_batch("a1", 1, future, 5, 2, "f", 0, 0), T0), 0);
+	assert_int_equal(sel_total(s, (struct store_selection){ 0 }), 10);
+	do {
+		ret = store_retention(s, T0 + 3600 * NS, 1000, &n);
+		assert_true(ret >= 0);
+		deleted += n;
+	} while (ret == 1);
+	assert_true(deleted >= 2);
+	assert_int_equal(sel_total(s, (struct store_selection){ .from_ns = T0 - 3600 * NS,
+								 .to_ns = UINT64_MAX }),
+			 0);
+	store_close(s);
+}
+
+/* Query times: "20000000000" (year 2603) used to wrap to 1986 and
+ * "3000-01-01T00:00:00Z" to 1846; past 2262 they cannot be ns in an int64
+ * and are refused. */
+static void test_parse_time_range(void **state)
+{
+	uint64_t ns = 0;
+	const uint64_t now = T0;
+
+	assert_int_equal(exporter_parse_time("1700000000.5", now, &ns), 0);
+	assert_int_equal(ns, 1700000000500000000ull);
+	assert_int_equal(exporter_parse_time("2262-04-11T00:00:00Z", now, &ns), 0);
+	assert_true(ns <= INT64_MAX && ns > 9223000000000000000ull);
+	assert_int_equal(exporter_parse_time("9223372035.999999999", now, &ns), 0);
+	assert_true(ns <= INT64_MAX);
+	assert_int_equal(exporter_parse_time("9223372036", now, &ns), -EINVAL);
+	assert_int_equal(exporter_parse_time("20000000000", now, &ns), -EINVAL);
+	assert_int_equal(exporter_parse_time("99999999999999999999999", now, &ns), -EINVAL);
+	assert_int_equal(exporter_parse_time("3000-01-01T00:00:00Z", now, &ns), -EINVAL);
+	assert_int_equal(exporter_parse_time("9999-12-31T23:59:59+01:00", now, &ns), -EINVAL);
+	assert_int_equal(exporter_parse_time("-1h", now, &ns), 0);
+	assert_int_equal(ns, now - 3600 * NS);
+	assert_int_equal(exporter_parse_time("-100000d", now, &ns), -EINVAL);
+	assert_int_equal(exporter_parse_time("", now, &ns), -EINVAL);
+	assert_int_equal(exporter_parse_time("-", now, &ns), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_put_and_select, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_totals_survive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wal_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_count_overflow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_future_start_retained, setup, teardown),
+		cmocka_unit_test(test_parse_time_range),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

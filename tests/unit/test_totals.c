@@ -6,7 +6,10 @@
  * label values escaped; OpenMetrics family names; the totals rebuilt from
  * the real SQLite store render byte for byte the same page as the ones
  * summed batch by batch; expiry; and 100,000 series rendered in one page
- * (the time is printed, not asserted).
+ * (the time is printed, not asserted). Review regressions: sums past
+ * INT64_MAX saturate as the store's do (a restart renders the same page),
+ * a series is found by hash (not a scan of its cgroup's series) also after
+ * expiry, and the entries a batch would add are counted for the cap.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +17,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,12 +267,245 @@ static void test_100k_series(void **state)
 	totals_free(t);
 }
 
+/* ---- review regressions ---- */
+
+/* A batch of agent "a1" at the wire's limits: INT64_MAX self samples,
+ * probe hits and stack samples in each of three profiles. */
+static Cgperf__V1__Batch *huge_batch(uint64_t seq)
+{
+	struct wire_batch *b = wire_batch_new("h1", NULL, "a1", "1", seq, T0, T0 + NS);
+	struct wire_self self = { .samples = INT64_MAX, .lost_samples = INT64_MAX };
+	const char *st[] = { "x", "y" };
+	const char *ev[] = { "cpu-clock", "page-faults", "cycles" };
+	int cg;
+
+	assert_non_null(b);
+	cg = wire_add_cgroup(b, "/big", 1, NULL);
+	assert_int_equal(wire_add_probe(b, cg, "u:a:b", INT64_MAX, NULL, NULL), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(wire_add_stack(b, wire_add_profile(b, cg, ev[i], 0, 99), st, 2,
+						INT64_MAX),
+				 0);
+	wire_set_self(b, &self);
+	return decode(b);
+}
+
+/*
+ * Agent figures, probe hits and stack samples summed past INT64_MAX: the
+ * totals wrapped around (a Prometheus counter reset, then a tiny number)
+ * while the store saturated, so a restart changed /metrics. Both saturate
+ * at INT64_MAX now, and the rebuilt page equals the live one.
+ */
+static void test_saturation_matches_store(void **state)
+{
+	char dir[] = "/tmp/test_totals.XXXXXX", err[256], cmd[64];
+	struct totals *live = totals_new(), *loaded = totals_new();
+	struct store_visitor v;
+	struct store *s;
+	char *a, *b;
+
+	assert_non_null(mkdtemp(dir));
+	s = store_open(store_backend("sqlite"), dir, err, sizeof(err));
+	assert_non_null(s);
+	for (uint64_t i = 1; i <= 3; i++) {
+		Cgperf__V1__Batch *m = huge_batch(i);
+
+		assert_int_equal(store_put(s, m, T0 + i * NS, err, sizeof(err)), 0);
+		assert_int_equal(totals_add_batch(live, m, T0 + i * NS), 0);
+		wire_batch_decoded_free(m);
+	}
+	store_close(s);
+	s = store_open(store_backend("sqlite"), dir, err, sizeof(err));
+	assert_non_null(s);
+	totals_visitor(loaded, &v);
+	assert_int_equal(store_load(s, &v), 0);
+	a = render(live, false, 0);
+	b = render(loaded, false, 0);
+	has(a, "\ncgperf_agent_samples_total{host=\"h1\",agent_id=\"a1\"} 9223372036854775807\n");
+	has(a, "\ncgperf_agent_stack_samples_total{host=\"h1\",agent_id=\"a1\"} "
+	       "9223372036854775807\n");
+	has(a, ",probe=\"u:a:b\"} 9223372036854775807\n");
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	store_close(s);
+	totals_free(live);
+	totals_free(loaded);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* One cgroup with @n events "e<first>".."e<first+n-1>" of value @v each,
+ * and probe "p" unless @n is 0. */
+static Cgperf__V1__Batch *events_batch(uint64_t seq, int first, int n, uint64_t v)
+{
+	struct wire_batch *b = wire_batch_new("h1", NULL, "a1", "1", seq, T0, T0 + NS);
+	char ev[32];
+	int cg;
+
+	assert_non_null(b);
+	cg = wire_add_cgroup(b, "/many", 1, NULL);
+	for (int i = first; i < first + n; i++) {
+		snprintf(ev, sizeof(ev), "e%d", i);
+		assert_int_equal(wire_add_counter(b, cg, ev, v, 1, 1, true), 0);
+	}
+	if (n)
+		assert_int_equal(wire_add_probe(b, cg, "p", 1, NULL, NULL), 0);
+	return decode(b);
+}
+
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * 200,000 distinct events in one cgroup (a 4 MB push): every new series
+ * was looked for by a scan of its cgroup's series, 2 * 10^10 string
+ * compares (~1 minute; ~40 minutes for a 32 MB push) under the lock every
+ * scrape and push waits for. By hash it takes a fraction of a second; the
+ * bound below is CPU time, a hundred times that, so load cannot fail it.
+ * Then expiry moves series about: the index must still find each one
+ * (summed, not duplicated).
+ */
+static void test_many_series_one_cgroup(void **state)
+{
+	struct totals *t = totals_new();
+	Cgperf__V1__Batch *m = events_batch(1, 0, 200000, 1);
+	double c0, c1;
+	char *page;
+
+	assert_non_null(t);
+	assert_int_equal(totals_batch_growth(t, m, NULL), 1 + 200000 + 1 + 1);
+	c0 = cpu_seconds();
+	assert_int_equal(totals_add_batch(t, m, T0), 0);
+	c1 = cpu_seconds();
+	wire_batch_decoded_free(m);
+	print_message("200,000 new series in one cgroup: %.3f s of CPU\n", c1 - c0);
+	assert_true(c1 - c0 < 10.0);
+	assert_int_equal(totals_series(t), 200000 + 1 + 1);
+	assert_int_equal(totals_entries(t), 1 + 200000 + 1 + 1);
+
+	/* e100000.. seen again later; e0.. and the probe expire. */
+	m = events_batch(2, 100000, 100000, 2);
+	assert_int_equal(totals_batch_growth(t, m, NULL), 0);
+	assert_int_equal(totals_add_batch(t, m, T0 + NS), 0);
+	wire_batch_decoded_free(m);
+	totals_expire(t, T0 + NS);
+	assert_int_equal(totals_series(t), 100000 + 1 + 1); /* the probe was seen at T0 + NS */
+	/* Every survivor is found where expiry moved it: summed, not added. */
+	m = events_batch(4, 100000, 100000, 4);
+	assert_int_equal(totals_batch_growth(t, m, NULL), 0);
+	assert_int_equal(totals_add_batch(t, m, T0 + 2 * NS), 0);
+	wire_batch_decoded_free(m);
+	assert_int_equal(totals_series(t), 100000 + 1 + 1);
+	page = render(t, false, 0);
+	has(page, ",event=\"e100000\"} 7\n");
+	has(page, ",event=\"e199999\"} 7\n");
+	assert_null(strstr(page, ",event=\"e99999\"}"));
+	free(page);
+	/* New ones after the rebuild are found too. */
+	m = events_batch(5, 0, 3, 1);
+	assert_int_equal(totals_batch_growth(t, m, NULL), 3);
+	assert_int_equal(totals_add_batch(t, m, T0 + 3 * NS), 0);
+	wire_batch_decoded_free(m);
+	m = events_batch(6, 0, 3, 1);
+	assert_int_equal(totals_batch_growth(t, m, NULL), 0);
+	assert_int_equal(totals_add_batch(t, m, T0 + 3 * NS), 0);
+	wire_batch_decoded_free(m);
+	page = render(t, false, 0);
+	has(page, ",event=\"e2\"} 2\n");
+	free(page);
+	totals_free(t);
+}
+
+/* @n cgroups "/c<i>" whose nine identity fields are one 8000-byte string
+ * (@fill), interned once in the batch. */
+static Cgperf__V1__Batch *wide_batch(uint64_t seq, int n, char fill)
+{
+	static char big[8001];
+	struct wire_cgroup_info info = { .container_id = big,  .container_name = big,
+					 .pod_uid = big,	.pod_name = big,
+					 .k8s_namespace = big, .runtime = big,
+					 .unit = big,		.qos = big,
+					 .slice = big };
+	struct wire_batch *b = wire_batch_new("h1", NULL, "wide", "1", seq, T0, T0 + NS);
+	char path[32];
+
+	memset(big, fill, sizeof(big) - 1);
+	assert_non_null(b);
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "/c%d", i);
+		assert_true(wire_add_cgroup(b, path, 1, &info) >= 0);
+	}
+	return decode(b);
+}
+
+/*
+ * What a batch would add, for the caps: entries (new cgroups, counter
+ * series but not unsupported ones, probe series, a new agent; nothing for
+ * a batch seen before) and bytes, an upper bound of what totals_bytes()
+ * then grows by, which expiry gives back in full.
+ */
+static void test_batch_growth(void **state)
+{
+	struct totals *t = totals_new();
+	Cgperf__V1__Batch *m = batch(1, 1);
+	size_t before = totals_entries(t), growth, bytes = 0, b0;
+
+	assert_int_equal(before, 0);
+	assert_int_equal(totals_bytes(t), 0);
+	growth = totals_batch_growth(t, m, &bytes);
+	/* /web and EVIL; 3 counters; 1 probe; agent a"1 */
+	assert_int_equal(growth, 2 + 3 + 1 + 1);
+	assert_int_equal(totals_add_batch(t, m, T0), 0);
+	assert_int_equal(totals_entries(t), before + growth);
+	assert_true(totals_bytes(t) > 0 && totals_bytes(t) <= bytes);
+	assert_int_equal(totals_batch_growth(t, m, &bytes), 0);
+	assert_int_equal(bytes, 0);
+	wire_batch_decoded_free(m);
+
+	/* 40 KB of gzip'd push that takes ~1.3 GB held: over the byte cap,
+	 * whatever the entry cap says. */
+	m = wide_batch(1, 10000, 'x');
+	assert_int_equal(totals_batch_growth(t, m, &bytes), 10000 + 1);
+	assert_true(bytes > TOTALS_BYTES_MAX_DEFAULT);
+	wire_batch_decoded_free(m);
+
+	/* Bounds hold for wide cgroups too, and for a changed identity. */
+	m = wide_batch(2, 20, 'y');
+	b0 = totals_bytes(t);
+	assert_int_equal(totals_batch_growth(t, m, &bytes), 20 + 1);
+	assert_int_equal(totals_add_batch(t, m, T0), 0);
+	assert_true(totals_bytes(t) - b0 > 20 * (9 + 7) * 8000); /* fields, 7 in labels */
+	assert_true(totals_bytes(t) - b0 <= bytes);
+	wire_batch_decoded_free(m);
+	m = wide_batch(3, 20, 'z');
+	b0 = totals_bytes(t);
+	assert_int_equal(totals_batch_growth(t, m, &bytes), 0);
+	assert_true(bytes > 0);
+	assert_int_equal(totals_add_batch(t, m, T0), 0);
+	assert_true(totals_bytes(t) >= b0 && totals_bytes(t) - b0 <= bytes);
+	wire_batch_decoded_free(m);
+
+	totals_expire(t, T0 + NS);
+	assert_int_equal(totals_entries(t), 0);
+	assert_int_equal(totals_bytes(t), 0);
+	totals_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lines),
 		cmocka_unit_test(test_rebuild_from_store),
 		cmocka_unit_test(test_100k_series),
+		cmocka_unit_test(test_saturation_matches_store),
+		cmocka_unit_test(test_many_series_one_cgroup),
+		cmocka_unit_test(test_batch_growth),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
