@@ -38,6 +38,13 @@ void hist_add(struct hist *h, int64_t v)
 	h->count++;
 }
 
+/* Counts stop at INT64_MAX, the wire's and the stores' largest value,
+ * rather than wrap (which Prometheus would read as a reset). */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > (uint64_t)INT64_MAX - b || b > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : a + b;
+}
+
 void hist_merge(struct hist *into, const struct hist *from)
 {
 	if (!from->count)
@@ -47,10 +54,10 @@ void hist_merge(struct hist *into, const struct hist *from)
 	if (from->max > into->max)
 		into->max = from->max;
 	into->sum = into->sum + from->sum < into->sum ? UINT64_MAX : into->sum + from->sum;
-	into->count += from->count;
-	into->negative += from->negative;
+	into->count = sat_add(into->count, from->count);
+	into->negative = sat_add(into->negative, from->negative);
 	for (int i = 0; i < HIST_BUCKETS; i++)
-		into->b[i] += from->b[i];
+		into->b[i] = sat_add(into->b[i], from->b[i]);
 }
 
 double hist_mean(const struct hist *h)

@@ -8,6 +8,7 @@
  * values are read as text by this file.
  */
 #include "exporter/config.h"
+#include "exporter/totals.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -31,7 +32,7 @@
 
 static const char *const keys[] = {
 	"listen", "data_dir", "token_file", "log_level", "store",
-	"retention", "series_expiry", "max_body", NULL,
+	"retention", "series_expiry", "max_body", "max_series", "max_series_bytes", NULL,
 };
 
 static int set_str(char **dst, const char *s)
@@ -51,6 +52,8 @@ int exporter_config_defaults(struct exporter_config *c)
 	c->retention_ns = 7 * 24 * 3600 * NS_S;
 	c->series_expiry_ns = 15 * 60 * NS_S;
 	c->max_body = 32u << 20;
+	c->max_series = TOTALS_ENTRIES_MAX_DEFAULT;
+	c->max_series_bytes = TOTALS_BYTES_MAX_DEFAULT;
 	if (set_str(&c->log_level, "info") || set_str(&c->store, "sqlite")) {
 		exporter_config_release(c);
 		return -ENOMEM;
@@ -172,6 +175,24 @@ int exporter_config_set(struct exporter_config *c, const char *key, const char *
 			return -EINVAL;
 		}
 		c->max_body = n;
+		return 0;
+	}
+	if (!strcmp(key, "max_series") || !strcmp(key, "max_series_bytes")) {
+		char *end;
+		unsigned long long n;
+
+		errno = 0;
+		n = strtoull(v, &end, 10);
+		if (errno || end == v || *end || !isdigit((unsigned char)*v) || n == 0 ||
+		    n > (1ull << 40)) {
+			snprintf(err, errlen, "%s: '%.60s': want a whole number 1..%llu", key, v,
+				 1ull << 40);
+			return -EINVAL;
+		}
+		if (!strcmp(key, "max_series"))
+			c->max_series = n;
+		else
+			c->max_series_bytes = n;
 		return 0;
 	}
 	snprintf(err, errlen, "unknown setting '%.60s'", key);

@@ -25,6 +25,8 @@ struct exporter_config {
 	uint64_t retention_ns;     /* raw rows older than this are deleted; default 7d */
 	uint64_t series_expiry_ns; /* series not updated for this long vanish; default 15m */
 	uint64_t max_body;         /* bytes, 1..EXPORTER_MAX_BODY_MAX */
+	uint64_t max_series;       /* entries /metrics may hold (cgroups, series, agents) */
+	uint64_t max_series_bytes; /* bytes they may take */
 };
 
 /* Defaults into @c (strings malloc'd). 0 or -ENOMEM. */

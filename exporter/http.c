@@ -59,8 +59,9 @@
  * any level, and the scrape's latency is what counts. */
 #define GZIP_LEVEL 1
 
-enum reject { REJ_AUTH, REJ_TOO_LARGE, REJ_BAD_REQUEST, REJ_N };
-static const char *const reject_name[REJ_N] = { "auth", "too_large", "bad_request" };
+enum reject { REJ_AUTH, REJ_TOO_LARGE, REJ_BAD_REQUEST, REJ_SERIES_LIMIT, REJ_N };
+static const char *const reject_name[REJ_N] = { "auth", "too_large", "bad_request",
+						"series_limit" };
 
 struct http {
 	struct MHD_Daemon *d;
@@ -802,6 +803,55 @@ static int body_append(struct http *h, struct req *r, const char *data, size_t n
 }
 
 /* The last call of a push: the whole body is here. */
+/*
+ * Would @m take /metrics past its caps (entries or bytes)? Checked under
+ * the ingest lock, so that expiry and other pushes cannot interleave; the
+ * growth is an upper bound, so a batch is never let through that does not
+ * fit. The reason goes to @err.
+ */
+static bool over_series_limit(struct http *h, const Cgperf__V1__Batch *m, char *err,
+			      size_t errlen)
+{
+	size_t max_n = h->cfg.max_series ? h->cfg.max_series : TOTALS_ENTRIES_MAX_DEFAULT;
+	size_t max_b = h->cfg.max_series_bytes ? h->cfg.max_series_bytes : TOTALS_BYTES_MAX_DEFAULT;
+	size_t n, b, grow_n, grow_b = 0;
+
+	pthread_mutex_lock(&h->lock);
+	n = totals_entries(h->cfg.totals);
+	b = totals_bytes(h->cfg.totals);
+	grow_n = totals_batch_growth(h->cfg.totals, m, &grow_b);
+	pthread_mutex_unlock(&h->lock);
+	if (n + grow_n <= max_n && b + grow_b <= max_b)
+		return false;
+	snprintf(err, errlen,
+		 "series limit: %zu entries (%zu bytes) held, this batch adds up to %zu (%zu bytes); "
+		 "caps %zu entries, %zu bytes",
+		 n, b, grow_n, grow_b, max_n, max_b);
+	return true;
+}
+
+/* 429 with Retry-After: the series expiry frees room. */
+static enum MHD_Result answer_retry(struct MHD_Connection *c, struct req *r, struct http *h,
+				    const char *why)
+{
+	char text[600], after[32];
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	uint64_t secs = h->cfg.series_expiry_ns / 1000000000u;
+
+	r->done = true;
+	snprintf(text, sizeof(text), "%s\n", why);
+	snprintf(after, sizeof(after), "%" PRIu64, secs ? secs : 1);
+	resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
+	MHD_add_response_header(resp, "Retry-After", after);
+	ret = MHD_queue_response(c, MHD_HTTP_TOO_MANY_REQUESTS, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
 static enum MHD_Result finish_push(struct http *h, struct MHD_Connection *c, struct req *r)
 {
 	char err[256] = "";
@@ -827,6 +877,12 @@ static enum MHD_Result finish_push(struct http *h, struct MHD_Connection *c, str
 			       "%s\n", err);
 	}
 	pthread_mutex_lock(&h->ingest);
+	if (over_series_limit(h, m, err, sizeof(err))) {
+		pthread_mutex_unlock(&h->ingest);
+		wire_batch_decoded_free(m);
+		count_reject(h, REJ_SERIES_LIMIT, err);
+		return answer_retry(c, r, h, err);
+	}
 	now = http_now_ns();
 	ret = store_put(h->cfg.store, m, now, err, sizeof(err));
 	pthread_mutex_lock(&h->lock);

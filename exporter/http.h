@@ -33,6 +33,8 @@ struct http_config {
 	const char *token;         /* NULL: no authentication */
 	size_t max_body;           /* bytes, > 0 */
 	uint64_t series_expiry_ns; /* > 0 */
+	size_t max_series;         /* entries the totals may hold; 0: TOTALS_ENTRIES_MAX_DEFAULT */
+	size_t max_series_bytes;   /* bytes they may take; 0: TOTALS_BYTES_MAX_DEFAULT */
 	struct store *store;
 	struct totals *totals;
 };

@@ -35,7 +35,8 @@ static void usage(FILE *f)
 {
 	fputs("usage: cgperf-exporter --listen ADDR:PORT --data-dir DIR [--token-file FILE]\n"
 	      "                       [--retention DURATION] [--series-expiry DURATION]\n"
-	      "                       [--max-body BYTES] [--config FILE.yaml]\n"
+	      "                       [--max-body BYTES] [--max-series N] [--max-series-bytes BYTES]\n"
+	      "                       [--config FILE.yaml]\n"
 	      "                       [--log-level debug|info|warn|error]\n",
 	      f);
 }
@@ -70,6 +71,8 @@ static const struct option opts[] = {
 	{ "retention", required_argument, NULL, 'r' },
 	{ "series-expiry", required_argument, NULL, 'e' },
 	{ "max-body", required_argument, NULL, 'm' },
+	{ "max-series", required_argument, NULL, 'S' },
+	{ "max-series-bytes", required_argument, NULL, 'B' },
 	{ "config", required_argument, NULL, 'c' },
 	{ "log-level", required_argument, NULL, 'L' },
 	{ "help", no_argument, NULL, 'h' },
@@ -86,6 +89,8 @@ static const char *setting(int opt)
 	case 'r': return "retention";
 	case 'e': return "series_expiry";
 	case 'm': return "max_body";
+	case 'S': return "max_series";
+	case 'B': return "max_series_bytes";
 	case 'L': return "log_level";
 	default: return NULL;
 	}
@@ -130,6 +135,10 @@ static int configure(int argc, char **argv, struct exporter_config *cfg)
 			continue;
 		rc = exporter_config_set(cfg, key, optarg, err, sizeof(err));
 		if (rc) {
+			/* The reason starts with the file's key: name the flag. */
+			for (char *p = err; *p && *p != ':'; p++)
+				if (*p == '_')
+					*p = '-';
 			fprintf(stderr, "cgperf-exporter: --%s\n",
 				rc == -ENOMEM ? "out of memory" : err);
 			return 2;
@@ -270,6 +279,8 @@ int main(int argc, char **argv)
 	http = http_start(&(struct http_config){ .listen = cfg.listen,
 						 .token = token,
 						 .max_body = (size_t)cfg.max_body,
+						 .max_series = (size_t)cfg.max_series,
+						 .max_series_bytes = (size_t)cfg.max_series_bytes,
 						 .series_expiry_ns = cfg.series_expiry_ns,
 						 .store = store,
 						 .totals = totals },

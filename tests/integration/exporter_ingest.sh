@@ -244,6 +244,33 @@ curl -sf "$url/metrics" >"$TMP/ref.txt"
 diff <(grep '^cgperf_cgroup.*host="capture-host"' "$TMP/ref.txt" | sort) \
 	<(grep '^cgperf_cgroup.*host="capture-host"' "$TMP/m6.txt" | sort) ||
 	fail "capture-host totals after kill -9 and restart differ from a fresh exporter's"
+# 6. The series cap: a batch that would take /metrics past --max-series is
+# refused with 429 and Retry-After before anything is stored; smaller ones
+# still go in, and the refusal is counted.
+lim_port=$((20000 + ($$ + 17) % 20000))
+"$EXPORTER" --listen "127.0.0.1:$lim_port" --data-dir "$TMP/lim" --max-series 60 \
+	--series-expiry 42s 2>"$TMP/lim.log" &
+LIM=$!; bg_track $LIM
+wait_port $lim_port "$TMP/lim.log"
+url=http://127.0.0.1:$lim_port
+"$BUILD_DIR/tools/gen_batch" --cgroups 100 --counters 2 --stacks 1 --host big --agent big --seq 1 write "$TMP/wide.pb" ||
+	fail "gen_batch failed"
+"$BUILD_DIR/tools/gen_batch" --cgroups 3 --counters 2 --stacks 1 --host small --agent small --seq 1 write "$TMP/narrow.pb" ||
+	fail "gen_batch failed"
+code=$(curl -s -o "$TMP/resp" -D "$TMP/hdr" -w '%{http_code}' --data-binary @"$TMP/wide.pb" \
+	-H 'Content-Type: application/x-protobuf' "$url/api/v1/push")
+[[ $code == 429 ]] || fail "batch over --max-series: HTTP $code, want 429 ($(cat "$TMP/resp"))"
+grep -qi '^Retry-After: 42' "$TMP/hdr" || fail "429 without Retry-After 42: $(cat "$TMP/hdr")"
+grep -q 'series limit' "$TMP/resp" || fail "429 without a reason: $(cat "$TMP/resp")"
+info "over the series cap: HTTP 429, $(head -c 120 "$TMP/resp")"
+check 200 "batch under the series cap" "$(post "$TMP/narrow.pb")"
+curl -sf "$url/metrics" >"$TMP/lim.txt" || fail "no /metrics after a series-limit refusal"
+[[ $(metric 'cgperf_exporter_rejects_total{reason="series_limit"}' "$TMP/lim.txt") == 1 ]] ||
+	fail "series_limit refusal not counted: $(grep rejects "$TMP/lim.txt")"
+grep -q 'host="big"\|agent_id="big"' "$TMP/lim.txt" && fail "the refused batch reached /metrics"
+kill -TERM $LIM; wait $LIM || fail "capped exporter did not stop cleanly"
+url=http://127.0.0.1:$ref_port
+
 # Clean stop on SIGTERM.
 kill -TERM $REF
 wait $REF || fail "exporter did not stop cleanly on SIGTERM: $(cat "$TMP/ref.log")"
