@@ -1580,3 +1580,18 @@ const char *wire_string(const Cgperf__V1__Batch *m, uint32_t id)
 		return "";
 	return m->strings[id];
 }
+
+void wire_hist(const Cgperf__V1__Histogram *m, struct hist *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (!m)
+		return;
+	h->count = m->count;
+	h->negative = m->negative;
+	h->sum = m->sum;
+	h->min = m->min;
+	h->max = m->max;
+	/* offset + n_buckets <= HIST_BUCKETS for a batch wire_decode passed. */
+	for (size_t i = 0; i < m->n_buckets && m->offset + i < HIST_BUCKETS; i++)
+		h->b[m->offset + i] = m->buckets[i];
+}

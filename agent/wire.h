@@ -186,4 +186,7 @@ void wire_batch_decoded_free(Cgperf__V1__Batch *m);
 /* The string @id of a decoded batch ("" when out of range). */
 const char *wire_string(const Cgperf__V1__Batch *m, uint32_t id);
 
+/* A decoded histogram as agent/hist.h keeps it; @m NULL gives an empty one. */
+void wire_hist(const Cgperf__V1__Histogram *m, struct hist *h);
+
 #endif

@@ -51,27 +51,38 @@ void rtab_release(struct rtab *t)
 	rtab_init(t);
 }
 
-static int rtab_grow_slots(struct rtab *t)
+/*
+ * Double an open-addressing table of ids (slot = id + 1, 0 empty; @nslot 0
+ * starts at @first) and re-place the @n entries by their @hash. 0, -E2BIG
+ * or -ENOMEM (the old table kept).
+ */
+static int grow_slots(uint32_t **slots, uint32_t *nslot, uint32_t first, const uint32_t *hash,
+		      uint32_t n)
 {
-	uint32_t n = t->nslot ? t->nslot * 2 : 256;
+	uint32_t size = *nslot ? *nslot * 2 : first;
 	uint32_t *slot;
 
-	if (n < t->nslot)
+	if (size < *nslot)
 		return -E2BIG;
-	slot = calloc(n, sizeof(*slot));
+	slot = calloc(size, sizeof(*slot));
 	if (!slot)
 		return -ENOMEM;
-	for (uint32_t id = 0; id < t->n; id++) {
-		uint32_t i = t->hash[id] & (n - 1);
+	for (uint32_t id = 0; id < n; id++) {
+		uint32_t i = hash[id] & (size - 1);
 
 		while (slot[i])
-			i = (i + 1) & (n - 1);
+			i = (i + 1) & (size - 1);
 		slot[i] = id + 1;
 	}
-	free(t->slot);
-	t->slot = slot;
-	t->nslot = n;
+	free(*slots);
+	*slots = slot;
+	*nslot = size;
 	return 0;
+}
+
+static int rtab_grow_slots(struct rtab *t)
+{
+	return grow_slots(&t->slot, &t->nslot, 256, t->hash, t->n);
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t size)
@@ -197,25 +208,7 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 
 static int stacks_grow_slots(struct fold_set *fs)
 {
-	uint32_t n = fs->nslot ? fs->nslot * 2 : 1024;
-	uint32_t *slot;
-
-	if (n < fs->nslot)
-		return -E2BIG;
-	slot = calloc(n, sizeof(*slot));
-	if (!slot)
-		return -ENOMEM;
-	for (uint32_t s = 0; s < fs->nst; s++) {
-		uint32_t i = fs->sthash[s] & (n - 1);
-
-		while (slot[i])
-			i = (i + 1) & (n - 1);
-		slot[i] = s + 1;
-	}
-	free(fs->slot);
-	fs->slot = slot;
-	fs->nslot = n;
-	return 0;
+	return grow_slots(&fs->slot, &fs->nslot, 1024, fs->sthash, fs->nst);
 }
 
 int fold_set_add(struct fold_set *fs, const char *folded, uint64_t count, uint64_t value_ns)

@@ -487,21 +487,6 @@ static int hist_unpack(const void *blob, int len, struct hist *h)
 	return 0;
 }
 
-static void hist_from_wire(const Cgperf__V1__Histogram *m, struct hist *h)
-{
-	memset(h, 0, sizeof(*h));
-	if (!m)
-		return;
-	h->count = m->count;
-	h->negative = m->negative;
-	h->sum = m->sum;
-	h->min = m->min;
-	h->max = m->max;
-	/* offset + n_buckets <= HIST_BUCKETS: checked by wire_decode. */
-	for (size_t i = 0; i < m->n_buckets && m->offset + i < HIST_BUCKETS; i++)
-		h->b[m->offset + i] = m->buckets[i];
-}
-
 static void bind_hist(sqlite3_stmt *q, int i, const struct hist *h, uint8_t *buf)
 {
 	if (!h->count) {
@@ -717,8 +702,8 @@ static int put_probes(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64
 		sqlite3_stmt *q = stmt(s, ST_PROBE);
 		int rc;
 
-		hist_from_wire(p->values, &v);
-		hist_from_wire(p->latency_ns, &l);
+		wire_hist(p->values, &v);
+		wire_hist(p->latency_ns, &l);
 		bind_text(q, 1, m->agent_id);
 		bind_u64(q, 2, m->seq);
 		bind_text(q, 3, m->host);

@@ -565,20 +565,6 @@ void totals_visitor(struct totals *t, struct store_visitor *v)
 
 /* ---- adding a batch ---- */
 
-static void hist_of(const Cgperf__V1__Histogram *m, struct hist *h)
-{
-	memset(h, 0, sizeof(*h));
-	if (!m)
-		return;
-	h->count = m->count;
-	h->negative = m->negative;
-	h->sum = m->sum;
-	h->min = m->min;
-	h->max = m->max;
-	for (size_t i = 0; i < m->n_buckets && m->offset + i < HIST_BUCKETS; i++)
-		h->b[m->offset + i] = m->buckets[i];
-}
-
 static struct cg *batch_cg(struct totals *t, const Cgperf__V1__Batch *m, uint32_t i, uint64_t now)
 {
 	const Cgperf__V1__Cgroup *g;
@@ -633,9 +619,9 @@ int totals_add_batch(struct totals *t, const Cgperf__V1__Batch *m, uint64_t now)
 		if (!s)
 			return -ENOMEM;
 		s->hits = sat_add(s->hits, p->hits);
-		hist_of(p->values, &h);
+		wire_hist(p->values, &h);
 		hist_merge(&s->values, &h);
-		hist_of(p->latency_ns, &h);
+		wire_hist(p->latency_ns, &h);
 		hist_merge(&s->latency, &h);
 		s->last_seen = max64(s->last_seen, now);
 	}
