@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+/*
+ * agent/procmaps: process maps seeded from a fake procfs in a temp dir,
+ * exec records, and procmaps_refresh, which re-reads /proc/PID/maps when a
+ * sample hits an address the known maps do not cover (an exec read from
+ * another CPU's ring after the samples of the new image).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/procmaps.h"
+
+#define PID 4242u
+
+static char root[64];
+
+static void put(const char *rel, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* The shell before its exec, then the program it became. */
+static const char sh_maps[] =
+	"55d000000000-55d000010000 r--p 00000000 08:01 100 /usr/bin/dash\n"
+	"55d000010000-55d000030000 r-xp 00010000 08:01 100 /usr/bin/dash\n"
+	"7f0000000000-7f0000100000 r-xp 00028000 08:01 200 /usr/lib/x86_64-linux-gnu/libc.so.6\n";
+static const char prog_maps[] =
+	"560000000000-560000001000 r--p 00000000 08:01 300 /opt/prog\n"
+	"560000001000-560000005000 r-xp 00001000 08:01 300 /opt/prog\n"
+	"7f1000000000-7f1000100000 r-xp 00028000 08:01 200 /usr/lib/x86_64-linux-gnu/libc.so.6\n";
+
+static int setup(void **state)
+{
+	char dir[256];
+
+	snprintf(root, sizeof(root), "/tmp/cgperf-procmaps.XXXXXX");
+	assert_non_null(mkdtemp(root));
+	snprintf(dir, sizeof(dir), "%s/%u", root, PID);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/%u/task", root, PID);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/%u/task/%u", root, PID, PID);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	put("4242/maps", sh_maps);
+	put("4242/task/4242/comm", "sh\n");
+	return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int teardown(void **state)
+{
+	nftw(root, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}
+
+static void test_seed_and_exec_record(void **state)
+{
+	struct procmaps *pm = procmaps_new(root);
+	const struct pmap_entry *m;
+
+	assert_non_null(pm);
+	m = procmaps_find(pm, PID, 0x55d000012345);
+	assert_non_null(m);
+	assert_string_equal(m->path, "/usr/bin/dash");
+	assert_int_equal(m->pgoff, 0x10000);
+	/* Not executable: not kept. */
+	assert_null(procmaps_find(pm, PID, 0x55d000000100));
+	assert_string_equal(procmaps_comm_of(pm, PID, PID), "sh");
+
+	/* An exec record in order: old maps gone, the new ones from MMAP2. */
+	procmaps_comm(pm, PID, PID, "prog", true);
+	assert_null(procmaps_find(pm, PID, 0x55d000012345));
+	procmaps_mmap(pm, PID, 0x560000001000, 0x4000, 0x1000, 0x801, 300, true, "/opt/prog");
+	m = procmaps_find(pm, PID, 0x560000002000);
+	assert_non_null(m);
+	assert_string_equal(m->path, "/opt/prog");
+	assert_string_equal(procmaps_comm_of(pm, PID, PID), "prog");
+	procmaps_free(pm);
+}
+
+static void test_refresh_after_unseen_exec(void **state)
+{
+	struct procmaps *pm = procmaps_new(root);
+	const struct pmap_entry *m;
+
+	assert_non_null(pm);
+	assert_non_null(procmaps_find(pm, PID, 0x55d000012345));
+	assert_string_equal(procmaps_comm_of(pm, PID, PID), "sh");
+
+	/* The process execs; its exec record sits in a ring not read yet. */
+	put("4242/maps", prog_maps);
+	put("4242/task/4242/comm", "prog\n");
+	assert_null(procmaps_find(pm, PID, 0x560000002000));
+	assert_true(procmaps_refresh(pm, PID, PID));
+	m = procmaps_find(pm, PID, 0x560000002000);
+	assert_non_null(m);
+	assert_string_equal(m->path, "/opt/prog");
+	assert_int_equal(m->pgoff, 0x1000);
+	assert_null(procmaps_find(pm, PID, 0x55d000012345));
+	assert_string_equal(procmaps_comm_of(pm, PID, PID), "prog");
+
+	/* At most once a second per process: garbage addresses in broken
+	 * frame-pointer chains must not make every sample read /proc. */
+	assert_false(procmaps_refresh(pm, PID, PID));
+
+	/* An exited process is not re-read (its /proc entry may be another's). */
+	procmaps_exit(pm, PID, PID);
+	assert_false(procmaps_refresh(pm, PID, PID));
+	/* Unknown pid: nothing to refresh, the next find seeds it anyway. */
+	assert_false(procmaps_refresh(pm, 999999, 999999));
+	procmaps_free(pm);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_seed_and_exec_record, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refresh_after_unseen_exec, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
