@@ -527,7 +527,41 @@ struct sum_ctx {
 	struct fold_set *fs;
 	uint64_t frequency; /* the one rate of every time-based row, 0 if none or mixed */
 	bool mixed;
+	uint32_t *mods; /* scratch: a stack's module ids */
+	size_t mods_cap;
 };
+
+/*
+ * The store's "id id id" module text of a stack into x->mods; the count, or
+ * 0 when there are none or the text is not one id per frame (then the
+ * stack goes without, and pprof names its frames without a mapping).
+ */
+static size_t parse_modules(struct sum_ctx *x, const char *text)
+{
+	size_t n = 0;
+
+	while (text && *text) {
+		char *end;
+		unsigned long long id;
+
+		errno = 0;
+		id = strtoull(text, &end, 10);
+		if (errno || end == text || id > UINT32_MAX || (*end && *end != ' '))
+			return 0;
+		if (n == x->mods_cap) {
+			size_t cap = x->mods_cap ? x->mods_cap * 2 : 64;
+			uint32_t *m = realloc(x->mods, cap * sizeof(*m));
+
+			if (!m)
+				return 0;
+			x->mods = m;
+			x->mods_cap = cap;
+		}
+		x->mods[n++] = (uint32_t)id;
+		text = *end ? end + 1 : end;
+	}
+	return n;
+}
 
 static bool time_based(const char *event)
 {
@@ -551,7 +585,9 @@ static int sum_stack(void *arg, const struct store_stack *st)
 		if (st->frequency)
 			x->frequency = st->frequency;
 	}
-	return fold_set_add(x->fs, st->folded, st->count, ns);
+	size_t n = parse_modules(x, st->modules);
+
+	return fold_set_add_mod(x->fs, st->folded, n ? x->mods : NULL, n, st->count, ns);
 }
 
 /* Module lookups for render_pprof(): strings kept until the render ends. */
@@ -561,7 +597,7 @@ struct module_ctx {
 	size_t n, cap;
 };
 
-static int module_of(void *arg, const char *frame, struct render_module *out)
+static int module_of(void *arg, const char *frame, uint32_t module, struct render_module *out)
 {
 	struct module_ctx *x = arg;
 	struct store_module m;
@@ -575,7 +611,7 @@ static int module_of(void *arg, const char *frame, struct render_module *out)
 		x->keep = k;
 		x->cap = cap;
 	}
-	if (store_module(x->store, frame, &m))
+	if (!module || store_module(x->store, module, &m))
 		return -ENOENT;
 	x->keep[x->n++] = m.path;
 	x->keep[x->n++] = m.build_id;
@@ -657,6 +693,7 @@ static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, st
 	if (!x.fs)
 		return answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
 	ret = store_stacks(h->cfg.store, &q.sel, sum_stack, &x);
+	free(x.mods);
 	if (ret) {
 		fold_set_free(x.fs);
 		hlog(LOG_ERROR, "stacks query failed", "error", strerror(-ret), NULL);

@@ -184,6 +184,7 @@ void fold_set_free(struct fold_set *fs)
 		return;
 	rtab_release(&fs->frames);
 	free(fs->ids);
+	free(fs->mods);
 	free(fs->st);
 	free(fs->slot);
 	free(fs->sthash);
@@ -211,7 +212,43 @@ static int stacks_grow_slots(struct fold_set *fs)
 	return grow_slots(&fs->slot, &fs->nslot, 1024, fs->sthash, fs->nst);
 }
 
+/* Give the stack at @off its @n module keys (NULL: zeros); fs->mods is
+ * made on first use and kept as long as fs->ids. 0 or -ENOMEM. */
+static int set_mods(struct fold_set *fs, size_t off, const uint32_t *mods, uint32_t n)
+{
+	if (fs->capmods < fs->capids) {
+		uint32_t *m = realloc(fs->mods, fs->capids * sizeof(*m));
+
+		if (!m)
+			return -ENOMEM;
+		memset(m + fs->capmods, 0, (fs->capids - fs->capmods) * sizeof(*m));
+		fs->mods = m;
+		fs->capmods = fs->capids;
+	}
+	if (mods)
+		memcpy(fs->mods + off, mods, n * sizeof(*mods));
+	else
+		memset(fs->mods + off, 0, n * sizeof(*fs->mods));
+	return 0;
+}
+
+static bool no_mods(const struct fold_set *fs, const struct fold_stack *s)
+{
+	if (!fs->mods)
+		return true;
+	for (uint32_t i = 0; i < s->depth; i++)
+		if (fs->mods[s->off + i])
+			return false;
+	return true;
+}
+
 int fold_set_add(struct fold_set *fs, const char *folded, uint64_t count, uint64_t value_ns)
+{
+	return fold_set_add_mod(fs, folded, NULL, 0, count, value_ns);
+}
+
+int fold_set_add_mod(struct fold_set *fs, const char *folded, const uint32_t *mods, size_t nmods,
+		     uint64_t count, uint64_t value_ns)
 {
 	uint32_t depth = 0, h, i;
 	const char *p = folded;
@@ -236,6 +273,8 @@ int fold_set_add(struct fold_set *fs, const char *folded, uint64_t count, uint64
 		p = end + 1;
 	}
 
+	if (mods && nmods != depth)
+		mods = NULL;
 	h = render_hash(fs->scratch, depth * sizeof(uint32_t));
 	if ((uint64_t)(fs->nst + 1) * 4 > (uint64_t)fs->nslot * 3) {
 		ret = stacks_grow_slots(fs);
@@ -247,6 +286,8 @@ int fold_set_add(struct fold_set *fs, const char *folded, uint64_t count, uint64
 
 		if (fs->sthash[fs->slot[i] - 1] == h && s->depth == depth &&
 		    !memcmp(fold_stack_ids(fs, s), fs->scratch, depth * sizeof(uint32_t))) {
+			if (mods && no_mods(fs, s) && (ret = set_mods(fs, s->off, mods, depth)) < 0)
+				return ret;
 			s->count = sat_add(s->count, count);
 			s->value_ns = sat_add(s->value_ns, value_ns);
 			goto out;
@@ -273,6 +314,8 @@ int fold_set_add(struct fold_set *fs, const char *folded, uint64_t count, uint64
 			return -ENOMEM;
 		fs->ids = ids;
 	}
+	if ((mods || fs->mods) && (ret = set_mods(fs, fs->nids, mods, depth)) < 0)
+		return ret;
 	memcpy(fs->ids + fs->nids, fs->scratch, depth * sizeof(uint32_t));
 	fs->st[fs->nst] = (struct fold_stack){
 		.off = fs->nids, .depth = depth, .count = count, .value_ns = value_ns

@@ -34,6 +34,16 @@ void fold_set_free(struct fold_set *fs);
  */
 int fold_set_add(struct fold_set *fs, const char *folded, uint64_t count, uint64_t value_ns);
 
+/*
+ * The same, with the module of each frame as a caller's key (@mods[i] for
+ * frame i, 0 = none), used only by render_pprof() to tell apart frames of
+ * one name in different binaries ("main" of every program). @nmods must be
+ * the stack's depth, or the keys are ignored. A stack added again keeps the
+ * keys it was first added with, unless it had none.
+ */
+int fold_set_add_mod(struct fold_set *fs, const char *folded, const uint32_t *mods, size_t nmods,
+		     uint64_t count, uint64_t value_ns);
+
 /* Distinct stacks and total samples so far. */
 size_t fold_set_stacks(const struct fold_set *fs);
 uint64_t fold_set_samples(const struct fold_set *fs);
@@ -54,12 +64,15 @@ struct render_module {
 };
 
 /*
- * Look up @frame's module: 0 and *out filled (copied at once: the strings
- * need only live until the callback returns; build_id may be NULL), or
- * non-zero when unknown. Called once per distinct frame, with the frame
- * as added ("schedule_[k]", "/usr/lib/libc.so.6+0x9d3f0").
+ * Look up the module of @frame, whose module key from fold_set_add_mod()
+ * is @module (0 when it came without one): 0 and *out filled (copied at
+ * once: the strings need only live until the callback returns; build_id
+ * may be NULL), or non-zero when unknown. Called once per distinct
+ * (frame, key), with the frame as added ("schedule_[k]",
+ * "/usr/lib/libc.so.6+0x9d3f0").
  */
-typedef int (*render_module_fn)(void *arg, const char *frame, struct render_module *out);
+typedef int (*render_module_fn)(void *arg, const char *frame, uint32_t module,
+				struct render_module *out);
 
 struct pprof_opts {
 	uint64_t time_ns;     /* start of the selection, Unix ns */

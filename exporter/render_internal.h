@@ -64,7 +64,8 @@ struct fold_stack {
 struct fold_set {
 	struct rtab frames;
 	uint32_t *ids; /* all stacks' frames, root first */
-	size_t nids, capids;
+	uint32_t *mods; /* parallel to ids: module keys; NULL until a stack has some */
+	size_t nids, capids, capmods;
 	struct fold_stack *st;
 	uint32_t nst, capst;
 	uint32_t *slot; /* stack hash table: index + 1 */

@@ -154,7 +154,10 @@ struct pprof {
 	size_t capfnname;
 	uint32_t *loc_fn, *loc_map; /* per location */
 	size_t caploc;
-	uint32_t *loc_of_frame; /* frame id -> location index */
+	struct rtab pairs;      /* (frame id, module key) -> pair index */
+	uint32_t *pair_loc;     /* pair index -> location index */
+	size_t cappair;
+	uint32_t *loc_of_id;    /* parallel to fold_set.ids: location index */
 	uint32_t s_samples, s_count, s_cpu, s_ns;
 };
 
@@ -169,7 +172,9 @@ static void pprof_release(struct pprof *p)
 	free(p->fn_name);
 	free(p->loc_fn);
 	free(p->loc_map);
-	free(p->loc_of_frame);
+	rtab_release(&p->pairs);
+	free(p->pair_loc);
+	free(p->loc_of_id);
 }
 
 static int grow_u32(uint32_t **a, size_t *cap, size_t need)
@@ -231,15 +236,15 @@ static int mapping_id(struct pprof *p, const struct render_module *m, uint32_t *
 
 /* The location index of frame @f (name @name), creating its function,
  * mapping and location as needed. 0 or -errno. */
-static int frame_location(struct pprof *p, const char *name, size_t len, render_module_fn fn,
-			  void *arg, uint32_t *loc)
+static int frame_location(struct pprof *p, const char *name, size_t len, uint32_t module,
+			  render_module_fn fn, void *arg, uint32_t *loc)
 {
 	struct render_module m = { 0 };
 	uint32_t sid, fnidx, mid = 0, key[2], idx;
 	int ret;
 
 	/* The lookup sees the frame as folded, "_[k]" included. */
-	if (fn && fn(arg, name, &m) == 0 && m.path && *m.path) {
+	if (fn && fn(arg, name, module, &m) == 0 && m.path && *m.path) {
 		ret = mapping_id(p, &m, &mid);
 		if (ret < 0)
 			return ret;
@@ -276,6 +281,28 @@ static int frame_location(struct pprof *p, const char *name, size_t len, render_
 	return 0;
 }
 
+/* The location of frame id @f seen with module key @mod, made once per
+ * distinct pair. 0 or -errno. */
+static int pair_location(struct pprof *p, const struct fold_set *fs, uint32_t f, uint32_t mod,
+			 render_module_fn fn, void *arg, uint32_t *loc)
+{
+	uint32_t key[2] = { f, mod }, id;
+	int ret = rtab_intern(&p->pairs, key, sizeof(key), &id);
+
+	if (ret < 0)
+		return ret;
+	if (ret == 1) {
+		if (grow_u32(&p->pair_loc, &p->cappair, (size_t)id + 1) < 0)
+			return -ENOMEM;
+		ret = frame_location(p, rtab_str(&fs->frames, f), rtab_len(&fs->frames, f), mod, fn,
+				     arg, &p->pair_loc[id]);
+		if (ret < 0)
+			return ret;
+	}
+	*loc = p->pair_loc[id];
+	return 0;
+}
+
 static void put_value_type(struct pb *b, unsigned field, struct pb *sub, uint32_t type,
 			   uint32_t unit)
 {
@@ -284,30 +311,86 @@ static void put_value_type(struct pb *b, unsigned field, struct pb *sub, uint32_
 	pb_sub(b, field, sub);
 }
 
+/* Mapping order for the file: by the samples whose leaf they hold, most
+ * first, as pprof shows the first mapping as the profile's "File". */
+struct map_rank {
+	uint64_t weight;
+	uint32_t old;
+};
+
+static int by_weight(const void *a, const void *b)
+{
+	const struct map_rank *x = a, *y = b;
+
+	if (x->weight != y->weight)
+		return x->weight > y->weight ? -1 : 1;
+	return x->old < y->old ? -1 : x->old > y->old;
+}
+
+/* new_id[old mapping id] for the order above; new_id[0] = 0. NULL on ENOMEM. */
+static uint32_t *rank_mappings(const struct fold_set *fs, const struct pprof *p)
+{
+	uint32_t n = p->mappings.n;
+	struct map_rank *r = calloc(n ? n : 1, sizeof(*r));
+	uint32_t *new_id = calloc((size_t)n + 1, sizeof(*new_id));
+
+	if (!r || !new_id) {
+		free(r);
+		free(new_id);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		r[i].old = i + 1;
+	for (uint32_t k = 0; k < fs->nst; k++) {
+		const struct fold_stack *s = &fs->st[k];
+		uint32_t mid = s->depth ? p->loc_map[p->loc_of_id[s->off + s->depth - 1]] : 0;
+
+		if (mid)
+			r[mid - 1].weight += s->count;
+	}
+	qsort(r, n, sizeof(*r), by_weight);
+	for (uint32_t i = 0; i < n; i++)
+		new_id[r[i].old] = i + 1;
+	free(r);
+	return new_id;
+}
+
 static int encode(const struct fold_set *fs, const struct pprof_opts *o, struct pprof *p,
 		  struct pb *b)
 {
 	struct pb sub = { 0 }, packed = { 0 };
+	uint32_t *new_id = rank_mappings(fs, p);
+	uint32_t *order = malloc((p->mappings.n ? p->mappings.n : 1) * sizeof(*order));
 	int ret;
+
+	if (!new_id || !order) {
+		free(new_id);
+		free(order);
+		return -ENOMEM;
+	}
 
 	put_value_type(b, PROFILE_SAMPLE_TYPE, &sub, p->s_samples, p->s_count);
 	put_value_type(b, PROFILE_SAMPLE_TYPE, &sub, p->s_cpu, p->s_ns);
 
 	for (uint32_t k = 0; k < fs->nst; k++) {
 		const struct fold_stack *s = &fs->st[k];
-		const uint32_t *ids = fold_stack_ids(fs, s);
 
 		/* pprof lists a sample's locations leaf first. */
 		for (uint32_t i = s->depth; i-- > 0;)
-			pb_varint(&packed, (uint64_t)p->loc_of_frame[ids[i]] + 1);
+			pb_varint(&packed, (uint64_t)p->loc_of_id[s->off + i] + 1);
 		pb_sub(&sub, SAMPLE_LOCATION_ID, &packed);
 		pb_varint(&packed, to_int64(s->count));
 		pb_varint(&packed, to_int64(s->value_ns));
 		pb_sub(&sub, SAMPLE_VALUE, &packed);
 		pb_sub(b, PROFILE_SAMPLE, &sub);
 	}
-	for (uint32_t i = 0; i < p->mappings.n; i++) {
-		pb_uint(&sub, MAPPING_ID, i + 1);
+	/* Mappings in their new order (pprof keeps the file's order). */
+	for (uint32_t i = 0; i < p->mappings.n; i++)
+		order[new_id[i + 1] - 1] = i;
+	for (uint32_t pos = 0; pos < p->mappings.n; pos++) {
+		uint32_t i = order[pos];
+
+		pb_uint(&sub, MAPPING_ID, pos + 1);
 		pb_uint(&sub, MAPPING_FILENAME, p->map_file[i]);
 		pb_uint(&sub, MAPPING_BUILD_ID, p->map_build[i]);
 		pb_uint(&sub, MAPPING_HAS_FUNCTIONS, 1);
@@ -315,7 +398,7 @@ static int encode(const struct fold_set *fs, const struct pprof_opts *o, struct 
 	}
 	for (uint32_t i = 0; i < p->locations.n; i++) {
 		pb_uint(&sub, LOCATION_ID, i + 1);
-		pb_uint(&sub, LOCATION_MAPPING_ID, p->loc_map[i]);
+		pb_uint(&sub, LOCATION_MAPPING_ID, new_id[p->loc_map[i]]);
 		pb_uint(&packed, LINE_FUNCTION_ID, p->loc_fn[i] + 1);
 		pb_sub(&sub, LOCATION_LINE, &packed);
 		pb_sub(b, PROFILE_LOCATION, &sub);
@@ -342,6 +425,8 @@ static int encode(const struct fold_set *fs, const struct pprof_opts *o, struct 
 	ret = b->err ? b->err : sub.err ? sub.err : packed.err;
 	free(sub.p);
 	free(packed.p);
+	free(new_id);
+	free(order);
 	return ret;
 }
 
@@ -390,6 +475,7 @@ int render_pprof(const struct fold_set *fs, const struct pprof_opts *o, render_m
 	rtab_init(&p.strings);
 	rtab_init(&p.mappings);
 	rtab_init(&p.locations);
+	rtab_init(&p.pairs);
 	/* "" must be string 0; the value types take 1..4 whatever the frames
 	 * are called. */
 	if (string_id(&p, "", 0, &empty) < 0 || string_id(&p, "samples", 7, &p.s_samples) < 0 ||
@@ -398,14 +484,14 @@ int render_pprof(const struct fold_set *fs, const struct pprof_opts *o, render_m
 		ret = -ENOMEM;
 		goto out;
 	}
-	p.loc_of_frame = malloc((fs->frames.n ? fs->frames.n : 1) * sizeof(uint32_t));
-	if (!p.loc_of_frame) {
+	p.loc_of_id = malloc((fs->nids ? fs->nids : 1) * sizeof(uint32_t));
+	if (!p.loc_of_id) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (uint32_t f = 0; f < fs->frames.n; f++) {
-		ret = frame_location(&p, rtab_str(&fs->frames, f), rtab_len(&fs->frames, f), fn,
-				     arg, &p.loc_of_frame[f]);
+	for (size_t i = 0; i < fs->nids; i++) {
+		ret = pair_location(&p, fs, fs->ids[i], fs->mods ? fs->mods[i] : 0, fn, arg,
+				    &p.loc_of_id[i]);
 		if (ret < 0)
 			goto out;
 	}

@@ -60,9 +60,9 @@ int store_stacks(struct store *s, const struct store_selection *sel,
 	return s->ops->stacks(s, sel, fn, arg);
 }
 
-int store_module(struct store *s, const char *frame, struct store_module *out)
+int store_module(struct store *s, int64_t id, struct store_module *out)
 {
-	return s->ops->module ? s->ops->module(s, frame, out) : -ENOENT;
+	return s->ops->module ? s->ops->module(s, id, out) : -ENOENT;
 }
 
 void store_stats(struct store *s, struct store_stats *out)

@@ -94,9 +94,11 @@ struct store_stack {
 	const char *event;
 	uint64_t count;
 	uint64_t frequency, period; /* as the profile said; both 0 unknown */
+	const char *modules; /* per frame the module id (store_module), space-separated,
+			      * 0 = none; "" when not known */
 };
 
-/* The binary a frame was last seen in. */
+/* A binary frames were found in. */
 struct store_module {
 	char *path, *build_id; /* malloc'd, the caller frees both */
 };
@@ -120,7 +122,7 @@ struct store_ops {
 	int (*retention)(struct store *s, uint64_t before_ns, size_t max_rows, size_t *deleted);
 	int (*stacks)(struct store *s, const struct store_selection *sel,
 		      int (*fn)(void *arg, const struct store_stack *st), void *arg);
-	int (*module)(struct store *s, const char *frame, struct store_module *out);
+	int (*module)(struct store *s, int64_t id, struct store_module *out);
 	void (*stats)(struct store *s, struct store_stats *out);
 };
 
@@ -175,9 +177,9 @@ int store_retention(struct store *s, uint64_t before_ns, size_t max_rows, size_t
 int store_stacks(struct store *s, const struct store_selection *sel,
 		 int (*fn)(void *arg, const struct store_stack *st), void *arg);
 
-/* The module @frame was last seen in: 0 and *@out filled, -ENOENT when
+/* Module @id of a store_stack's modules: 0 and *@out filled, -ENOENT when
  * unknown, or -errno. */
-int store_module(struct store *s, const char *frame, struct store_module *out);
+int store_module(struct store *s, int64_t id, struct store_module *out);
 
 void store_stats(struct store *s, struct store_stats *out);
 

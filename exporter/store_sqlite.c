@@ -17,7 +17,8 @@
  *   stack_samples  sample counts per (minute bucket of the batch start,
  *                  host, cgroup, event, frequency, period, stack)
  * Interned once: stacks (folded text), modules (path, build-id) and
- * frame_modules (frame text -> the module it was last seen in).
+ * each stack's modules (the modules table id of each frame, 0 = none, as the
+ * stack was first stored with some).
  * Running totals, written in the batch's transaction, deleted only when
  * their series expire: cgroup_totals, probe_totals, agents; cgroups keeps
  * identities (for selections by container and pod) until retention.
@@ -28,7 +29,8 @@
  *
  * Schema versions (PRAGMA user_version): 0 and no tables = new; 0 with
  * tables = the first slice (stack_samples without rates, no totals),
- * migrated in place; 2 = this file's.
+ * migrated in place; 2 = frames' modules by frame name, stacks without
+ * modules (the column is added); 3 = this file's.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -51,7 +53,7 @@
 #define I64_MAX "9223372036854775807"
 /* Stack sample counts are summed per bucket of this many ns. */
 #define BUCKET_NS 60000000000ull
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define BUILD_ID_MAX 128
 /* Interned stacks checked for being unreferenced per retention call. */
 #define PRUNE_CHUNK 2000
@@ -70,7 +72,6 @@ enum stmt {
 	ST_STACK_SAMPLE,
 	ST_MODULE_INTERN,
 	ST_MODULE_ID,
-	ST_FRAME_MODULE,
 	ST_PROBE,
 	ST_PROBE_GET,
 	ST_PROBE_TOTAL,
@@ -107,16 +108,16 @@ static const char *const stmt_sql[ST_N] = {
 			     " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET"
 			     " total = total + excluded.total,"
 			     " last_seen_ns = max(last_seen_ns, excluded.last_seen_ns)",
-	[ST_STACK_INTERN] = "INSERT OR IGNORE INTO stacks(folded) VALUES (?)",
+	/* The modules a stack was first stored with, unless that was none. */
+	[ST_STACK_INTERN] = "INSERT INTO stacks(folded, modules) VALUES (?, ?)"
+			    " ON CONFLICT(folded) DO UPDATE SET modules = excluded.modules"
+			    " WHERE stacks.modules = '' AND excluded.modules != ''",
 	[ST_STACK_ID] = "SELECT id FROM stacks WHERE folded = ?",
 	[ST_STACK_SAMPLE] = "INSERT INTO stack_samples(bucket_start, host, cgroup_path, event, "
 			    "frequency, period, stack_id, count) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
 			    "ON CONFLICT DO UPDATE SET count = min(count + excluded.count, " I64_MAX ")",
 	[ST_MODULE_INTERN] = "INSERT OR IGNORE INTO modules(path, build_id) VALUES (?, ?)",
 	[ST_MODULE_ID] = "SELECT id FROM modules WHERE path = ? AND build_id = ?",
-	[ST_FRAME_MODULE] = "INSERT INTO frame_modules(frame, module_id) VALUES (?, ?)"
-			    " ON CONFLICT(frame) DO UPDATE SET module_id = excluded.module_id"
-			    " WHERE module_id != excluded.module_id",
 	[ST_PROBE] = "INSERT INTO probe_samples(agent_id, seq, host, cgroup_path, label, hits,"
 		     " vals, latency) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
 	[ST_PROBE_GET] = "SELECT hits, vals, latency FROM probe_totals"
@@ -155,7 +156,8 @@ static const char schema[] =
 	" time_enabled INTEGER NOT NULL, time_running INTEGER NOT NULL,"
 	" supported INTEGER NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS counter_samples_batch ON counter_samples(agent_id, seq);"
-	"CREATE TABLE IF NOT EXISTS stacks(id INTEGER PRIMARY KEY, folded TEXT NOT NULL UNIQUE);"
+	"CREATE TABLE IF NOT EXISTS stacks(id INTEGER PRIMARY KEY, folded TEXT NOT NULL UNIQUE,"
+	" modules TEXT NOT NULL DEFAULT '');"
 	"CREATE TABLE IF NOT EXISTS stack_samples(bucket_start INTEGER NOT NULL,"
 	" host TEXT NOT NULL, cgroup_path TEXT NOT NULL, event TEXT NOT NULL,"
 	" frequency INTEGER NOT NULL, period INTEGER NOT NULL,"
@@ -168,8 +170,6 @@ static const char schema[] =
 	"CREATE INDEX IF NOT EXISTS probe_samples_batch ON probe_samples(agent_id, seq);"
 	"CREATE TABLE IF NOT EXISTS modules(id INTEGER PRIMARY KEY, path TEXT NOT NULL,"
 	" build_id TEXT NOT NULL, UNIQUE(path, build_id));"
-	"CREATE TABLE IF NOT EXISTS frame_modules(frame TEXT PRIMARY KEY,"
-	" module_id INTEGER NOT NULL) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS cgroups(host TEXT NOT NULL, path TEXT NOT NULL,"
 	" cgroup_id INTEGER NOT NULL, container_id TEXT NOT NULL, runtime TEXT NOT NULL,"
 	" pod_uid TEXT NOT NULL, qos TEXT NOT NULL, k8s_namespace TEXT NOT NULL,"
@@ -298,6 +298,14 @@ static int setup_schema(struct sqlite_store *s, char *err, size_t errlen)
 			   " FROM counter_samples c JOIN batches b USING(agent_id, seq)"
 			   " ORDER BY c.rowid DESC;",
 			   err, errlen, s->path);
+	/* Up to version 2 a frame's module was kept by frame name, which a
+	 * "main" of every program shares: stacks now keep their own. */
+	if (!ret && one_int(s->db, "SELECT count(*) FROM pragma_table_info('stacks')"
+				   " WHERE name = 'modules'") == 0)
+		ret = exec(s->db,
+			   "ALTER TABLE stacks ADD COLUMN modules TEXT NOT NULL DEFAULT '';"
+			   "DROP TABLE IF EXISTS frame_modules;",
+			   err, errlen, s->path);
 	if (!ret) {
 		char v[64];
 
@@ -364,8 +372,7 @@ static struct store *sq_open(const char *dir, char *err, size_t errlen)
 	}
 	sqlite3_busy_timeout(s->rdb, 5000);
 	if (sqlite3_prepare_v2(s->rdb,
-			       "SELECT m.path, m.build_id FROM frame_modules f"
-			       " JOIN modules m ON m.id = f.module_id WHERE f.frame = ?",
+			       "SELECT path, build_id FROM modules WHERE id = ?",
 			       -1, &s->module_q, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->rdb));
 		errno = EIO;
@@ -530,8 +537,9 @@ static int fold(struct sqlite_store *s, const Cgperf__V1__Batch *m, const Cgperf
 /* Per-batch memory of what is written already: frames by string id, module
  * ids by module index (0 = not yet). */
 struct put_ctx {
-	uint8_t *frame_done;
 	int64_t *module_id;
+	char *mods; /* scratch: a stack's modules text */
+	size_t mods_cap;
 };
 
 static bool build_id_ok(const char *b)
@@ -567,34 +575,49 @@ static int64_t module_id(struct sqlite_store *s, struct put_ctx *pc, const Cgper
 	return pc->module_id[mi];
 }
 
-static int put_modules(struct sqlite_store *s, struct put_ctx *pc, const Cgperf__V1__Batch *m,
-		       const Cgperf__V1__Stack *st)
+/*
+ * The modules of @st's frames as stored with the stack: the modules table
+ * ids, space-separated, 0 for a frame without one; "" when the agent sent
+ * none (old agents) or none is known. Into pc->mods. 0 or -errno.
+ */
+static int stack_modules(struct sqlite_store *s, struct put_ctx *pc, const Cgperf__V1__Batch *m,
+			 const Cgperf__V1__Stack *st)
 {
-	/* Old agents send no modules; a length mismatch is ignored too. */
+	size_t need = st->n_frames * 21 + 1, off = 0;
+	bool any = false;
+
+	if (need > pc->mods_cap) {
+		char *p = realloc(pc->mods, need);
+
+		if (!p)
+			return -ENOMEM;
+		pc->mods = p;
+		pc->mods_cap = need;
+	}
+	pc->mods[0] = '\0';
 	if (st->n_modules != st->n_frames)
 		return 0;
 	for (size_t i = 0; i < st->n_frames; i++) {
-		uint32_t f = st->frames[i], mi = st->modules[i];
-		int64_t id;
-		sqlite3_stmt *q;
+		uint32_t mi = st->modules[i];
+		int64_t id = 0;
 
-		if (!mi || mi > m->n_modules || f >= m->n_strings || pc->frame_done[f])
-			continue;
-		pc->frame_done[f] = 1;
-		id = module_id(s, pc, m, mi - 1);
-		if (id < 0)
-			return (int)id;
-		q = stmt(s, ST_FRAME_MODULE);
-		bind_text(q, 1, wire_string(m, f));
-		sqlite3_bind_int64(q, 2, id);
-		if (run(q))
-			return -EIO;
+		if (mi && mi <= m->n_modules) {
+			id = module_id(s, pc, m, mi - 1);
+			if (id < 0)
+				return (int)id;
+			any = true;
+		}
+		off += (size_t)snprintf(pc->mods + off, pc->mods_cap - off, "%s%lld", i ? " " : "",
+					(long long)id);
 	}
+	if (!any)
+		pc->mods[0] = '\0';
 	return 0;
 }
 
-static int put_stack(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64_t now,
-		     const Cgperf__V1__Profile *pr, const char *path, const Cgperf__V1__Stack *st)
+static int put_stack(struct sqlite_store *s, struct put_ctx *pc, const Cgperf__V1__Batch *m,
+		     uint64_t now, const Cgperf__V1__Profile *pr, const char *path,
+		     const Cgperf__V1__Stack *st)
 {
 	/* A batch cannot have started after it arrived: an agent's clock
 	 * ahead (by mistake or on purpose) would put its stacks where
@@ -604,10 +627,13 @@ static int put_stack(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64_
 	int64_t id;
 	int ret = fold(s, m, st);
 
+	if (!ret)
+		ret = stack_modules(s, pc, m, st);
 	if (ret)
 		return ret;
 	q = stmt(s, ST_STACK_INTERN);
 	bind_text(q, 1, s->folded);
+	bind_text(q, 2, pc->mods);
 	if (run(q))
 		return -EIO;
 	q = stmt(s, ST_STACK_ID);
@@ -779,9 +805,8 @@ static int put_rows(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64_t
 	uint64_t samples = 0;
 	int ret;
 
-	pc.frame_done = calloc(m->n_strings ? m->n_strings : 1, 1);
 	pc.module_id = calloc(m->n_modules ? m->n_modules : 1, sizeof(*pc.module_id));
-	if (!pc.frame_done || !pc.module_id) {
+	if (!pc.module_id) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -793,9 +818,7 @@ static int put_rows(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64_t
 		const char *path = cg_path(m, pr->cgroup);
 
 		for (size_t i = 0; !ret && i < pr->n_stacks; i++) {
-			ret = put_stack(s, m, now, pr, path, pr->stacks[i]);
-			if (!ret)
-				ret = put_modules(s, &pc, m, pr->stacks[i]);
+			ret = put_stack(s, &pc, m, now, pr, path, pr->stacks[i]);
 			samples = sat_add63(samples, pr->stacks[i]->count);
 		}
 	}
@@ -804,7 +827,7 @@ static int put_rows(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64_t
 	if (!ret)
 		ret = put_agent(s, m, now, samples);
 out:
-	free(pc.frame_done);
+	free(pc.mods);
 	free(pc.module_id);
 	return ret;
 }
@@ -1160,7 +1183,7 @@ static int sq_stacks(struct store *base, const struct store_selection *sel,
 		    s->rdb,
 		    /* total(), not sum(): sum() fails on an integer overflow, and
 		     * counts of INT64_MAX in two buckets would fail the query. */
-		    "SELECT st.folded, ss.event, ss.frequency, ss.period, total(ss.count)"
+		    "SELECT st.folded, ss.event, ss.frequency, ss.period, total(ss.count), st.modules"
 		    " FROM stack_samples ss JOIN stacks st ON st.id = ss.stack_id"
 		    " LEFT JOIN cgroups c ON c.host = ss.host AND c.path = ss.cgroup_path"
 		    " WHERE ss.bucket_start >= :from AND ss.bucket_start < :to"
@@ -1192,6 +1215,7 @@ static int sq_stacks(struct store *base, const struct store_selection *sel,
 			.frequency = col_u64(q, 2),
 			.period = col_u64(q, 3),
 			.count = col_sum(q, 4),
+			.modules = col(q, 5),
 		};
 
 		ret = fn(arg, &st);
@@ -1205,7 +1229,7 @@ static int sq_stacks(struct store *base, const struct store_selection *sel,
 	return ret;
 }
 
-static int sq_module(struct store *base, const char *frame, struct store_module *out)
+static int sq_module(struct store *base, int64_t id, struct store_module *out)
 {
 	struct sqlite_store *s = ss(base);
 	sqlite3_stmt *q;
@@ -1215,7 +1239,7 @@ static int sq_module(struct store *base, const char *frame, struct store_module 
 	q = s->module_q;
 	sqlite3_reset(q);
 	sqlite3_clear_bindings(q);
-	bind_text(q, 1, frame);
+	sqlite3_bind_int64(q, 1, id);
 	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW) {
 		char *p = strdup(col(q, 0)), *b = strdup(col(q, 1));

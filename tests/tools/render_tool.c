@@ -29,7 +29,7 @@
 
 static char build_id[32];
 
-static int lookup(void *arg, const char *frame, struct render_module *out)
+static int lookup(void *arg, const char *frame, uint32_t module, struct render_module *out)
 {
 	size_t len = strlen(frame);
 	const char *plus = strstr(frame, "+0x");

@@ -491,7 +491,7 @@ static size_t find_fn(const struct dprof *d, uint64_t id)
 }
 
 /* Modules as a server might know them. */
-static int test_lookup(void *arg, const char *frame, struct render_module *out)
+static int test_lookup(void *arg, const char *frame, uint32_t module, struct render_module *out)
 {
 	size_t len = strlen(frame);
 	int *calls = arg;
@@ -651,6 +651,75 @@ static void test_pprof_decoded(void **state)
 	dprof_free(d);
 	free(d);
 	free(buf);
+	fold_set_free(fs);
+}
+
+/* Module keys: a key per frame; the lookup answers by key. */
+static int key_lookup(void *arg, const char *frame, uint32_t module, struct render_module *out)
+{
+	if (module == 1)
+		*out = (struct render_module){ "/bin/alpha", "aa" };
+	else if (module == 2)
+		*out = (struct render_module){ "/bin/beta", "bb" };
+	else
+		return -1;
+	return 0;
+}
+
+/* "main" of two programs is one function in two mappings, and each
+ * sample's leaf is in its own program's mapping. */
+static void test_pprof_module_keys(void **state)
+{
+	struct fold_set *fs = fold_set_new();
+	struct dprof *d = calloc(1, sizeof(*d));
+	const uint32_t ma[] = { 0, 1 }, mb[] = { 0, 2 }, bad[] = { 0 };
+	uint8_t *buf = NULL;
+	size_t len = 0;
+
+	assert_non_null(d);
+	assert_int_equal(fold_set_add_mod(fs, "alpha;main", ma, 2, 3, 0), 0);
+	assert_int_equal(fold_set_add_mod(fs, "beta;main", mb, 2, 5, 0), 0);
+	/* Added again without keys, or with the wrong count: keeps its keys. */
+	assert_int_equal(fold_set_add(fs, "alpha;main", 1, 0), 0);
+	assert_int_equal(fold_set_add_mod(fs, "beta;main", bad, 1, 1, 0), 0);
+	assert_int_equal(render_pprof(fs, NULL, key_lookup, NULL, &buf, &len), 0);
+	decode_profile(buf, len, d);
+
+	assert_int_equal(d->nmap, 2);
+	/* The heavier program's mapping first: pprof shows it as the file. */
+	assert_string_equal(dstr(d, d->map[0].file), "/bin/beta");
+	assert_string_equal(dstr(d, d->map[1].file), "/bin/alpha");
+	assert_int_equal(d->nsample, 2);
+	for (size_t i = 0; i < d->nsample; i++) {
+		uint64_t leaf = d->sample[i].loc[0], root = d->sample[i].loc[1];
+		const char *file = NULL, *comm = NULL;
+
+		for (size_t k = 0; k < d->nloc; k++) {
+			if (d->loc[k].id == leaf) {
+				assert_true(d->loc[k].mapping >= 1 && d->loc[k].mapping <= 2);
+				file = dstr(d, d->map[d->loc[k].mapping - 1].file);
+				assert_string_equal(dstr(d, d->fn[d->loc[k].fnid - 1].name), "main");
+			}
+			if (d->loc[k].id == root) {
+				assert_int_equal(d->loc[k].mapping, 0);
+				comm = dstr(d, d->fn[d->loc[k].fnid - 1].name);
+			}
+		}
+		assert_non_null(file);
+		assert_non_null(comm);
+		if (d->sample[i].v[0] == 4)
+			assert_true(!strcmp(comm, "alpha") && !strcmp(file, "/bin/alpha"));
+		else if (d->sample[i].v[0] == 6)
+			assert_true(!strcmp(comm, "beta") && !strcmp(file, "/bin/beta"));
+		else
+			fail_msg("unexpected sample count %llu", (unsigned long long)d->sample[i].v[0]);
+	}
+	/* main: one function, two locations */
+	assert_int_equal(d->nfn, 3);
+	assert_int_equal(d->nloc, 4);
+	free(buf);
+	dprof_free(d);
+	free(d);
 	fold_set_free(fs);
 }
 
@@ -1069,6 +1138,7 @@ int main(void)
 		cmocka_unit_test(test_folded_control_bytes),
 		cmocka_unit_test(test_folded_order_random),
 		cmocka_unit_test(test_pprof_decoded),
+		cmocka_unit_test(test_pprof_module_keys),
 		cmocka_unit_test(test_pprof_no_lookup_no_time),
 		cmocka_unit_test(test_svg_hostile),
 		cmocka_unit_test(test_svg_trie_random),

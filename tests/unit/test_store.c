@@ -134,6 +134,7 @@ struct got {
 	char text[4096];
 	uint64_t total;
 	uint64_t freq;
+	char mods_read[128], mods_exec[128]; /* modules of the stacks ending so */
 };
 
 static int collect(void *arg, const struct store_stack *st)
@@ -145,6 +146,10 @@ static int collect(void *arg, const struct store_stack *st)
 		 (unsigned long long)st->count);
 	g->total += st->count;
 	g->freq = st->frequency;
+	if (strstr(st->folded, ";read_[k]"))
+		snprintf(g->mods_read, sizeof(g->mods_read), "%s", st->modules);
+	if (strstr(st->folded, ";exec"))
+		snprintf(g->mods_exec, sizeof(g->mods_exec), "%s", st->modules);
 	return 0;
 }
 
@@ -195,17 +200,28 @@ static void test_put_and_select(void **state)
 									T0 % (60 * NS) }),
 			 33);
 
-	assert_int_equal(store_module(s, "read_[k]", &mod), 0);
+	/* Each stack keeps the modules of its own frames: "main" is nginx's
+	 * in nginx's stack; postgres's stack came without modules. */
+	long long id[4];
+
+	assert_int_equal(sscanf(g.mods_read, "%lld %lld %lld %lld", &id[0], &id[1], &id[2], &id[3]),
+			 4);
+	assert_int_equal(id[0], 0);
+	assert_int_equal(id[1], id[2]);
+	assert_true(id[1] > 0 && id[3] > 0 && id[1] != id[3]);
+	assert_string_equal(g.mods_exec, "");
+	assert_int_equal(store_module(s, id[3], &mod), 0);
 	assert_string_equal(mod.path, "[kernel.kallsyms]");
 	assert_string_equal(mod.build_id, "");
 	free(mod.path);
 	free(mod.build_id);
-	assert_int_equal(store_module(s, "serve", &mod), 0);
+	assert_int_equal(store_module(s, id[1], &mod), 0);
 	assert_string_equal(mod.path, "/usr/sbin/nginx");
 	assert_string_equal(mod.build_id, "abcd");
 	free(mod.path);
 	free(mod.build_id);
-	assert_int_equal(store_module(s, "exec", &mod), -ENOENT);
+	assert_int_equal(store_module(s, 0, &mod), -ENOENT);
+	assert_int_equal(store_module(s, 99999, &mod), -ENOENT);
 	store_close(s);
 }
 
