@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +20,66 @@
 #include <unistd.h>
 
 #define SYMCACHE_MAX_ENTRIES 4096 /* entries considered by symcache_trim() */
+/* A temporary this old was left by a writer that died (kill -9, OOM, a
+ * crash): no write of an entry takes an hour. */
+#define SYMCACHE_TMP_STALE 3600
 
 static _Thread_local char symcache_path[PATH_MAX];
 
-static int mkdir_private(const char *path)
+/* @path is a directory: ours and private (@last), or one on the way to it. */
+static int dir_trusted(const char *path, bool last)
 {
+	uid_t me = geteuid();
 	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (last)
+		return st.st_uid == me && !(st.st_mode & 022) ? 0 : -EPERM;
+	if (st.st_uid != 0 && st.st_uid != me)
+		return -EPERM;
+	return (st.st_mode & 022) && !(st.st_mode & S_ISVTX) ? -EPERM : 0;
+}
+
+/*
+ * Every directory above @path (absolute, no symlinks) is one nobody but
+ * root and us can rename or replace entries in: owned by root or us, and
+ * writable by nobody else unless sticky (then others cannot touch entries
+ * that are not theirs, and each entry on the way is root's or ours); @path
+ * itself is ours and private. Else whoever could write above it could swap
+ * our directory for a symlink to any other between this check and a later
+ * open, rename or unlink by path, and have root write or delete there.
+ */
+static int chain_trusted(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path);
+	int err;
+
+	if (n >= sizeof(buf) || path[0] != '/')
+		return -EINVAL;
+	if ((err = dir_trusted("/", n == 1)) < 0)
+		return err;
+	memcpy(buf, path, n + 1);
+	for (size_t i = 1; i < n; i++) {
+		if (buf[i] != '/')
+			continue;
+		buf[i] = '\0';
+		err = dir_trusted(buf, false);
+		buf[i] = '/';
+		if (err < 0)
+			return err;
+	}
+	return n > 1 ? dir_trusted(path, true) : 0;
+}
+
+static int mkdir_private(char *path, size_t size)
+{
+	char real[PATH_MAX];
+	struct stat st;
+	int err;
 
 	if (mkdir(path, 0700) < 0 && errno != EEXIST)
 		return -errno;
@@ -32,6 +87,14 @@ static int mkdir_private(const char *path)
 		return -errno;
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
 		return -EPERM;
+	/* symlinks above it resolved; then the chain checked as it really is */
+	if (!realpath(path, real))
+		return -errno;
+	if ((err = chain_trusted(real)) < 0)
+		return err;
+	if (strlen(real) >= size)
+		return -ENAMETOOLONG;
+	memcpy(path, real, strlen(real) + 1);
 	return 0;
 }
 
@@ -65,7 +128,7 @@ const char *symcache_dir(void)
 	}
 	if (n < 0 || (size_t)n >= sizeof(symcache_path) || symcache_path[0] != '/')
 		return NULL;
-	return mkdir_private(symcache_path) == 0 ? symcache_path : NULL;
+	return mkdir_private(symcache_path, sizeof(symcache_path)) == 0 ? symcache_path : NULL;
 }
 
 static int entry_path(char *buf, size_t size, const char *dir, const char *name)
@@ -161,6 +224,7 @@ void symcache_trim(const char *dir, const char *prefix, const char *keep, size_t
 {
 	struct trim_entry *v = NULL;
 	size_t n = 0, cap = 0, total = 0, plen = strlen(prefix);
+	time_t now = time(NULL);
 	struct dirent *de;
 	DIR *d;
 
@@ -169,12 +233,17 @@ void symcache_trim(const char *dir, const char *prefix, const char *keep, size_t
 	while ((de = readdir(d)) && n < SYMCACHE_MAX_ENTRIES) {
 		struct stat st;
 
-		if (strncmp(de->d_name, prefix, plen) != 0 || (keep && !strcmp(de->d_name, keep)) ||
-		    strstr(de->d_name, ".tmp."))
+		if (strncmp(de->d_name, prefix, plen) != 0 || (keep && !strcmp(de->d_name, keep)))
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode))
 			continue;
+		if (strstr(de->d_name, ".tmp.")) {
+			/* another writer's, unless left by one that died long ago */
+			if (st.st_mtime < now - SYMCACHE_TMP_STALE)
+				unlinkat(dirfd(d), de->d_name, 0);
+			continue;
+		}
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 16;
 			struct trim_entry *nv = realloc(v, nc * sizeof(*nv));

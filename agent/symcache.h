@@ -11,7 +11,9 @@
  * The directory is $CGPERF_CACHE_DIR when set ("" or "off" disables the
  * cache), else /var/cache/cgperf for root and $XDG_CACHE_HOME/cgperf or
  * ~/.cache/cgperf for others. It is created 0700 and used only while it is
- * a real directory owned by the caller and writable by nobody else; files
+ * a real directory owned by the caller and writable by nobody else, below
+ * directories owned by root or the caller that nobody else can write to
+ * (or sticky ones, as /tmp): no one else can swap it for a symlink. Files
  * are written under a temporary name and renamed into place, so readers
  * (other agents running at the same time) see whole files or none.
  * Entries are read only when owned by the caller and not group/other
@@ -43,6 +45,8 @@ void symcache_abort(int fd, const char *tmp);
 /*
  * Remove entries of @dir whose names start with @prefix, except @keep (may
  * be NULL), oldest first, until at most @max_bytes of them remain (0: all).
+ * Temporaries of such entries that writers which died left behind (an hour
+ * old) go too.
  */
 void symcache_trim(const char *dir, const char *prefix, const char *keep, size_t max_bytes);
 

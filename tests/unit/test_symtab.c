@@ -1266,6 +1266,156 @@ static void test_kallsyms_cache(void **state)
 }
 
 /*
+ * A module loaded after the cache was written (same boot) is still named:
+ * the cached core does not cover it, so a live read answers. Kernel
+ * pointers hidden in the live read (kptr_restrict) give no module names,
+ * never wrong ones, while the cached core still names vmlinux.
+ */
+static void test_kallsyms_cache_later_module(void **state)
+{
+	static const char before[] = "ffffffff81000000 T _stext\n"
+				     "ffffffff81000100 t local_fn\n"
+				     "ffffffff81000500 T last_core\n";
+	static const char after[] = "ffffffff81000000 T _stext\n"
+				    "ffffffff81000100 t local_fn\n"
+				    "ffffffff81000500 T last_core\n"
+				    "ffffffffc0005000 t late_fn\t[latemod]\n"
+				    "ffffffffc0005100 t late_fn2\t[latemod]"; /* no newline */
+	static const char hidden[] = "0000000000000000 T _stext\n"
+				     "0000000000000000 t local_fn\n"
+				     "0000000000000000 T last_core\n"
+				     "0000000000000000 t late_fn\t[latemod]\n";
+	char *root = tmpdir_new();
+	char path[PATH_MAX], dir[PATH_MAX];
+	const char *mod;
+	struct ksyms *k;
+
+	pathf(path, sizeof(path), "%s/kallsyms", root);
+	pathf(dir, sizeof(dir), "%s/cache", root);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	write_file(path, before, strlen(before));
+	k = ksyms_load_cached(path, dir, BOOT_A);
+	assert_non_null(k);
+	assert_false(ksyms_cached(k));
+	ksyms_free(k);
+
+	write_file(path, after, strlen(after)); /* insmod latemod */
+	k = ksyms_load_cached(path, dir, BOOT_A);
+	assert_non_null(k);
+	assert_true(ksyms_cached(k));
+	assert_string_equal(ksyms_lookup(k, 0xffffffff81000104ull, NULL), "local_fn");
+	mod = NULL;
+	assert_string_equal(ksyms_lookup(k, 0xffffffffc0005010ull, &mod), "late_fn");
+	assert_non_null(mod);
+	assert_string_equal(mod, "latemod");
+	assert_string_equal(ksyms_lookup(k, 0xffffffffc0005108ull, &mod), "late_fn2");
+	assert_string_equal(ksyms_lookup(k, 0xffffffff81000104ull, &mod), "local_fn");
+	assert_null(mod);
+	ksyms_free(k);
+
+	write_file(path, hidden, strlen(hidden));
+	k = ksyms_load_cached(path, dir, BOOT_A);
+	assert_non_null(k);
+	assert_true(ksyms_cached(k));
+	assert_string_equal(ksyms_lookup(k, 0xffffffff81000104ull, NULL), "local_fn");
+	assert_null(ksyms_lookup(k, 0xffffffffc0005010ull, NULL));
+	ksyms_free(k);
+	/* and with no cache, hidden pointers name nothing at all */
+	k = ksyms_load_cached(path, NULL, NULL);
+	assert_non_null(k);
+	assert_int_equal(ksyms_count(k), 0);
+	assert_null(ksyms_lookup(k, 0xffffffff81000104ull, NULL));
+	assert_null(ksyms_lookup(k, 0, NULL));
+	ksyms_free(k);
+	tmpdir_free(root);
+}
+
+/*
+ * A cache entry whose header or records lie (a tampered or torn file the
+ * ownership check let through) is refused whole: the live read answers,
+ * with the same names. Under ASan any offset trusted unchecked shows here.
+ */
+struct kcache_patch {
+	const char *what;
+	size_t at;     /* byte offset into the entry (from its end with from_end) */
+	bool from_end;
+	size_t width;  /* bytes of value written there: 1, 2, 4 or 8 */
+	uint64_t value;
+	bool cut;      /* instead: the file cut to @at bytes */
+};
+
+#define KC_HDR 72u   /* magic 8, sym_size 4, reserved 4, nsyms 8, names_len 8, boot_id 40 */
+#define KC_SYM 16u   /* addr 8, name 4, module 2, rank 1, unders 1 */
+
+static void test_kallsyms_cache_corrupt(void **state)
+{
+	static const struct kcache_patch patches[] = {
+		{ "magic", 0, false, 1, 'X', false },
+		{ "record size", 8, false, 4, 24, false },
+		{ "nsyms 0", 16, false, 8, 0, false },
+		{ "nsyms past the file", 16, false, 8, 1000, false },
+		{ "nsyms huge", 16, false, 8, UINT64_MAX / 2, false },
+		{ "names_len short", 24, false, 8, 3, false },
+		{ "names_len huge", 24, false, 8, UINT64_MAX, false },
+		{ "boot id", 32, false, 1, 'f', false },
+		{ "name offset past the arena", KC_HDR + 8, false, 4, 100000, false },
+		{ "name offset max", KC_HDR + KC_SYM + 8, false, 4, UINT32_MAX, false },
+		{ "module index", KC_HDR + 12, false, 2, 7, false },
+		{ "rank", KC_HDR + 14, false, 1, 200, false },
+		{ "address 0", KC_HDR, false, 8, 0, false },
+		{ "addresses out of order", KC_HDR + KC_SYM, false, 8, 1, false },
+		{ "arena not terminated", 1, true, 1, 'x', false },
+		{ "header only", KC_HDR, false, 0, 0, true },
+		{ "half a header", KC_HDR / 2, false, 0, 0, true },
+		{ "a record cut", KC_HDR + KC_SYM + 3, false, 0, 0, true },
+		{ "empty", 0, false, 0, 0, true },
+	};
+	char *root = tmpdir_new();
+	char path[PATH_MAX], dir[PATH_MAX], entry[PATH_MAX];
+	struct ksyms *k;
+	size_t len;
+	char *good;
+
+	pathf(path, sizeof(path), "%s/kallsyms", root);
+	pathf(dir, sizeof(dir), "%s/cache", root);
+	pathf(entry, sizeof(entry), "%s/kallsyms-" BOOT_A, dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	write_file(path, cache_kallsyms, strlen(cache_kallsyms));
+	ksyms_free(ksyms_load_cached(path, dir, BOOT_A));
+	good = read_all(entry, &len);
+	assert_true(len > KC_HDR + 4 * KC_SYM); /* the 4 core symbols, then names */
+
+	for (size_t i = 0; i < sizeof(patches) / sizeof(patches[0]); i++) {
+		const struct kcache_patch *p = &patches[i];
+		char *bad = malloc(len);
+		size_t at = p->from_end ? len - p->at : p->at, n = len;
+
+		assert_non_null(bad);
+		memcpy(bad, good, len);
+		if (p->cut)
+			n = at;
+		else
+			memcpy(bad + at, &p->value, p->width); /* little-endian host */
+		write_file(entry, bad, n);
+		assert_int_equal(chmod(entry, 0600), 0);
+		free(bad);
+		k = ksyms_load_cached(path, dir, BOOT_A);
+		assert_non_null(k);
+		if (ksyms_cached(k))
+			fail_msg("cache entry with a bad %s was used", p->what);
+		check_ksym_cases(k);
+		ksyms_free(k);
+		/* the live read wrote a good entry again: it is used */
+		k = ksyms_load_cached(path, dir, BOOT_A);
+		assert_true(ksyms_cached(k));
+		check_ksym_cases(k);
+		ksyms_free(k);
+	}
+	free(good);
+	tmpdir_free(root);
+}
+
+/*
  * Compressed debuginfo (as Debian ships libc6-dbg) is inflated once into
  * the cache by build-id; names are those of the uncompressed original.
  */
@@ -1387,6 +1537,8 @@ int main(void)
 		cmocka_unit_test(test_kallsyms_hidden),
 		cmocka_unit_test(test_kallsyms_long_lines),
 		cmocka_unit_test(test_kallsyms_cache),
+		cmocka_unit_test(test_kallsyms_cache_later_module),
+		cmocka_unit_test(test_kallsyms_cache_corrupt),
 		cmocka_unit_test(test_dwarf_cache),
 		cmocka_unit_test(test_null_handles),
 	};
