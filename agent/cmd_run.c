@@ -280,9 +280,20 @@ static struct rcg *cg_by_id(struct agent *a, uint64_t id)
 
 /* ---- samples and probes ------------------------------------------------- */
 
+/*
+ * What the callbacks of one drain work on: CPU sampling rings feed the
+ * agent's stacks engine, probe rings (with stacks) the probes' engine; each
+ * kind counts its own losses.
+ */
+struct ring {
+	struct agent *a;
+	struct stacks *st;
+	uint64_t *lost;
+};
+
 static void on_sample(void *ctx, const struct sample *s)
 {
-	struct agent *a = ctx;
+	struct agent *a = ((struct ring *)ctx)->a;
 
 	a->samples++;
 	/* Samples of cgroups the config leaves out are not even unwound. */
@@ -295,75 +306,30 @@ static void on_sample(void *ctx, const struct sample *s)
 	stacks_add(a->st, s, NULL);
 }
 
+/* Side-band records keep the maps of the ring's stacks engine current. */
 static void on_mmap(void *ctx, const struct sample_mmap *m)
 {
-	struct agent *a = ctx;
-
-	stacks_mmap(a->st, m);
+	stacks_mmap(((struct ring *)ctx)->st, m);
 }
 
 static void on_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec)
 {
-	struct agent *a = ctx;
-
-	stacks_comm(a->st, pid, tid, comm, exec);
+	stacks_comm(((struct ring *)ctx)->st, pid, tid, comm, exec);
 }
 
 static void on_fork(void *ctx, uint32_t pid, uint32_t ppid, uint32_t tid)
 {
-	struct agent *a = ctx;
-
-	stacks_fork(a->st, pid, ppid, tid);
+	stacks_fork(((struct ring *)ctx)->st, pid, ppid, tid);
 }
 
 static void on_exit_rec(void *ctx, uint32_t pid, uint32_t tid)
 {
-	struct agent *a = ctx;
-
-	stacks_exit(a->st, pid, tid);
+	stacks_exit(((struct ring *)ctx)->st, pid, tid);
 }
 
 static void on_lost(void *ctx, uint64_t n)
 {
-	struct agent *a = ctx;
-
-	a->lost += n;
-}
-
-/* Side-band records of the rings of probes with stacks. */
-static void on_probe_mmap(void *ctx, const struct sample_mmap *m)
-{
-	struct agent *a = ctx;
-
-	stacks_mmap(a->pst, m);
-}
-
-static void on_probe_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec)
-{
-	struct agent *a = ctx;
-
-	stacks_comm(a->pst, pid, tid, comm, exec);
-}
-
-static void on_probe_fork(void *ctx, uint32_t pid, uint32_t ppid, uint32_t tid)
-{
-	struct agent *a = ctx;
-
-	stacks_fork(a->pst, pid, ppid, tid);
-}
-
-static void on_probe_exit(void *ctx, uint32_t pid, uint32_t tid)
-{
-	struct agent *a = ctx;
-
-	stacks_exit(a->pst, pid, tid);
-}
-
-static void on_probe_lost(void *ctx, uint64_t n)
-{
-	struct agent *a = ctx;
-
-	a->probe_lost += n;
+	*((struct ring *)ctx)->lost += n;
 }
 
 static struct pcell *pcell_get(struct agent *a, uint32_t probe, uint64_t cgroup)
@@ -445,7 +411,7 @@ static void pair_latency(struct agent *a, uint64_t upto)
 
 static void on_probe(void *ctx, const struct sample *s)
 {
-	struct agent *a = ctx;
+	struct agent *a = ((struct ring *)ctx)->a;
 	struct rprobe *rp = &a->pr[a->cur];
 	struct pcell *c;
 
@@ -1441,13 +1407,14 @@ int cmd_run(int argc, char **argv)
 		}
 		if (a.watch && (pfd[1].revents & POLLIN))
 			cg_watch_read(a.watch, on_watch, &a);
-		struct sampler_cb cb = {.ctx = &a, .sample = on_sample, .mmap = on_mmap,
+		struct ring cpu = {&a, a.st, &a.lost}, probes = {&a, a.pst, &a.probe_lost};
+		struct sampler_cb cb = {.ctx = &cpu, .sample = on_sample, .mmap = on_mmap,
 					.comm = on_comm, .fork = on_fork, .exit = on_exit_rec,
 					.lost = on_lost};
-		struct sampler_cb pcb = {.ctx = &a, .sample = on_probe, .lost = on_probe_lost};
-		struct sampler_cb scb = {.ctx = &a, .sample = on_probe, .mmap = on_probe_mmap,
-					 .comm = on_probe_comm, .fork = on_probe_fork,
-					 .exit = on_probe_exit, .lost = on_probe_lost};
+		struct sampler_cb pcb = {.ctx = &probes, .sample = on_probe, .lost = on_lost};
+		struct sampler_cb scb = {.ctx = &probes, .sample = on_probe, .mmap = on_mmap,
+					 .comm = on_comm, .fork = on_fork, .exit = on_exit_rec,
+					 .lost = on_lost};
 		uint64_t round = mono_ns();
 
 		if (a.smp)

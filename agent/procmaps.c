@@ -400,12 +400,17 @@ void procmaps_comm(struct procmaps *pm, uint32_t pid, uint32_t tid, const char *
 		t->exited = 0;
 	}
 	if (exec) {
-		/* exec replaced the address space: MMAP2 records for it follow. */
+		/*
+		 * exec replaced the address space. MMAP2 records for it follow
+		 * in this ring, but those another CPU's ring held may have been
+		 * read already and are cleared here too: the next lookup reads
+		 * /proc/PID/maps again (while the process lives).
+		 */
 		struct proc *p = proc_get(pm, pid);
 
 		if (p) {
 			proc_clear(p);
-			p->seeded = true;
+			p->seeded = false;
 			p->exited = 0;
 		}
 	}

@@ -587,14 +587,6 @@ void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
 	int nu;
 	uint64_t *slot;
 
-	/* The sampled user address outside every known map: an exec or mmap
-	 * on another CPU's ring is not read yet; see what /proc says now. */
-	if (s->pid && s->user_mode && !procmaps_find(r->pm, s->pid, s->ip) &&
-	    procmaps_refresh(r->pm, s->pid, s->tid)) {
-		pt_restart(r, s->pid);
-		if (r->uc)
-			unwind_forget_process(r->uc, s->pid);
-	}
 	key[0] = r->per_cgroup ? s->cgroup_id : 0;
 	key[1] = prefix ? intern_comm(r, prefix) + 1 : 0;
 	key[2] = intern_comm(r, s->pid ? procmaps_comm_of(r->pm, s->pid, s->tid) : "swapper");
@@ -623,6 +615,17 @@ void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
 		uint64_t ip = i && ips[i] ? ips[i] - 1 : ips[i];
 		struct pmap_entry *m = (struct pmap_entry *)procmaps_find(r->pm, s->pid, ip);
 
+		/* The sampled user address outside every known map: an exec or
+		 * mmap on another CPU's ring is not read yet; see what /proc says
+		 * now (this sample's DWARF unwind already stopped at it). */
+		if (!m && i == 0 && s->user_mode && s->pid &&
+		    procmaps_refresh(r->pm, s->pid, s->tid)) {
+			pt_restart(r, s->pid);
+			if (r->uc)
+				unwind_forget_process(r->uc, s->pid);
+			key[2] = intern_comm(r, procmaps_comm_of(r->pm, s->pid, s->tid));
+			m = (struct pmap_entry *)procmaps_find(r->pm, s->pid, ip);
+		}
 		if (!m) {
 			key[n++] = ((uint64_t)OBJ_UNKNOWN << 48) | (ip & 0xffffffffffffull);
 			continue;

@@ -54,7 +54,6 @@
 /* Stack sample counts are summed per bucket of this many ns. */
 #define BUCKET_NS 60000000000ull
 #define SCHEMA_VERSION 3
-#define BUILD_ID_MAX 128
 /* Interned stacks checked for being unreferenced per retention call. */
 #define PRUNE_CHUNK 2000
 
@@ -534,30 +533,21 @@ static int fold(struct sqlite_store *s, const Cgperf__V1__Batch *m, const Cgperf
 	return 0;
 }
 
-/* Per-batch memory of what is written already: frames by string id, module
- * ids by module index (0 = not yet). */
+/* Per-batch memory: modules table ids by module index (0 = not yet), and
+ * scratch for a stack's modules text. */
 struct put_ctx {
 	int64_t *module_id;
 	char *mods; /* scratch: a stack's modules text */
 	size_t mods_cap;
 };
 
-static bool build_id_ok(const char *b)
-{
-	size_t n = 0;
-
-	for (; b[n]; n++)
-		if (!((b[n] >= '0' && b[n] <= '9') || (b[n] >= 'a' && b[n] <= 'f')))
-			return false;
-	return n <= BUILD_ID_MAX;
-}
-
 /* The modules table id of module index @mi of @m. >0, or -EIO. */
 static int64_t module_id(struct sqlite_store *s, struct put_ctx *pc, const Cgperf__V1__Batch *m,
 			 size_t mi)
 {
 	const Cgperf__V1__Module *mod = m->modules[mi];
-	const char *bid = mod->build_id && build_id_ok(mod->build_id) ? mod->build_id : "";
+	/* wire_decode() checked the build-id (lowercase hex, bounded). */
+	const char *bid = mod->build_id ? mod->build_id : "";
 	sqlite3_stmt *q;
 
 	if (pc->module_id[mi])

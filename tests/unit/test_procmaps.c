@@ -88,13 +88,20 @@ static void test_seed_and_exec_record(void **state)
 	assert_null(procmaps_find(pm, PID, 0x55d000000100));
 	assert_string_equal(procmaps_comm_of(pm, PID, PID), "sh");
 
-	/* An exec record in order: old maps gone, the new ones from MMAP2. */
+	/* An exec record: the old maps are gone; the new image comes from
+	 * /proc (MMAP2 records of another CPU's ring may have been read, and
+	 * cleared, before it) and from the MMAP2 records that follow. */
+	put("4242/maps", prog_maps);
 	procmaps_comm(pm, PID, PID, "prog", true);
 	assert_null(procmaps_find(pm, PID, 0x55d000012345));
+	m = procmaps_find(pm, PID, 0x7f1000000100);
+	assert_non_null(m);
+	assert_string_equal(m->path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
 	procmaps_mmap(pm, PID, 0x560000001000, 0x4000, 0x1000, 0x801, 300, true, "/opt/prog");
 	m = procmaps_find(pm, PID, 0x560000002000);
 	assert_non_null(m);
 	assert_string_equal(m->path, "/opt/prog");
+	assert_int_equal(m->pgoff, 0x1000);
 	assert_string_equal(procmaps_comm_of(pm, PID, PID), "prog");
 	procmaps_free(pm);
 }
