@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 
 
 struct builtin {
@@ -61,6 +63,31 @@ const char *ev_builtin_name(size_t i, const char **kind)
 	return builtins[i].name;
 }
 
+/*
+ * A host where nothing mounted tracefs yet (no systemd, a fresh container
+ * host, a minimal VM) still has its mount point in sysfs. Mount it there,
+ * as libtracefs and systemd's sys-kernel-tracing.mount do: tracepoints are
+ * otherwise unusable, and a mount of the kernel's own tracefs at its
+ * standard place changes nothing else. Needs CAP_SYS_ADMIN in the initial
+ * mount namespace; without it the caller reports tracefs as not mounted.
+ */
+#define TRACEFS_DEFAULT "/sys/kernel/tracing"
+
+static char *tracefs_mount_default(void)
+{
+	struct stat st;
+
+	if (stat(TRACEFS_DEFAULT, &st) != 0 || !S_ISDIR(st.st_mode))
+		return NULL;
+	if (mount("nodev", TRACEFS_DEFAULT, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0 &&
+	    errno != EBUSY)
+		return NULL;
+	/* EBUSY: mounted meanwhile by someone else; events/ says it is usable */
+	if (stat(TRACEFS_DEFAULT "/events", &st) != 0)
+		return NULL;
+	return strdup(TRACEFS_DEFAULT);
+}
+
 const char *ev_tracefs(void)
 {
 	static char *cached;
@@ -105,6 +132,8 @@ const char *ev_tracefs(void)
 	}
 	free(line);
 	fclose(f);
+	if (!cached)
+		cached = tracefs_mount_default();
 	return cached;
 }
 

@@ -30,7 +30,9 @@ struct ev_spec {
 };
 
 /* The tracefs mount ("/sys/kernel/tracing" or ".../debug/tracing"), found
- * from /proc/self/mountinfo; NULL when neither is mounted. Cached. */
+ * from /proc/self/mountinfo. When neither is mounted, tracefs is mounted at
+ * /sys/kernel/tracing if the caller may (CAP_SYS_ADMIN); NULL when it is
+ * still not there. Cached: the first call decides. */
 const char *ev_tracefs(void);
 
 /*
