@@ -25,7 +25,7 @@ WARNFLAGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wformat-security -Wvla \
 	-Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
 override CPPFLAGS += -I. -I$(O)/gen -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 override CFLAGS += -std=gnu11 $(WARNFLAGS) -fno-omit-frame-pointer
-LDLIBS_AGENT := -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
+LDLIBS_AGENT := -liberty -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
 
 ifeq ($(SAN),1)
 override CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined -O1
@@ -58,7 +58,7 @@ TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(patsubst tests/tools/%.c,$(O)/tools/%,$(TOOL_SRC))
 WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 WORKLOAD_BIN := $(patsubst tests/workloads/%.c,$(O)/workloads/%,$(filter-out tests/workloads/chain.c,$(WORKLOAD_SRC))) \
-	$(O)/workloads/chain-fp $(O)/workloads/chain-nofp
+	$(O)/workloads/chain-fp $(O)/workloads/chain-nofp $(O)/workloads/cxx
 
 ifneq ($(V),1)
 Q := @
@@ -134,6 +134,14 @@ $(O)/workloads/chain-fp: tests/workloads/chain.c
 $(O)/workloads/chain-nofp: tests/workloads/chain.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -fomit-frame-pointer -fno-optimize-sibling-calls -o $@ $<
+
+# The C++ workload: -fwhole-program makes every function local, so GCC
+# clones some (.constprop); frame pointers for -g, CFI with personality and
+# LSDA for --call-graph dwarf.
+CXX ?= g++
+$(O)/workloads/cxx: tests/workloads/cxx.cpp
+	@mkdir -p $(dir $@)
+	$(Q)$(CXX) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fwhole-program -o $@ $<
 
 build-tests: $(O)/cgperf-agent $(O)/cgperf-exporter $(UNIT_BIN) $(WORKLOAD_BIN) $(TOOL_BIN)
 
