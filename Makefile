@@ -104,6 +104,10 @@ $(O)/tests/%: tests/unit/%.c $(O)/libcgperf.a
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libcgperf.a -lcmocka $(LDLIBS_AGENT)
 
+# test_unwind unwinds through a frame with a cleanup: its CFI then has a
+# personality and an LSDA (CIE augmentation "zPLR"), as C++ code has.
+$(O)/tests/test_unwind: override CFLAGS += -fexceptions
+
 # An archive, so a test or tool pulls in only the exporter modules it uses.
 $(O)/libexporter.a: $(EXPORTER_LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
