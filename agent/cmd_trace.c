@@ -37,6 +37,7 @@
 
 #include "agent/cmd.h"
 #include "agent/cpumap.h"
+#include "agent/demangle.h"
 #include "agent/fold.h"
 #include "agent/hist.h"
 #include "agent/json.h"
@@ -469,9 +470,17 @@ static int list_binary(const char *prog, const char *bin)
 	for (size_t i = 0; i < symtab_count(st); i++) {
 		uint64_t off;
 		const char *name = symtab_name_at(st, i, &off);
+		char *dm;
 
-		if (name)
-			printf("u:%s:%s\n", path, name);
+		if (!name)
+			continue;
+		/* The spec takes the name as stored, so each u: line stays one;
+		 * a comment line above says what a C++ name is. */
+		dm = demangle_name(name, DEMANGLE_FULL);
+		if (dm)
+			printf("# %s\n", dm);
+		printf("u:%s:%s\n", path, name);
+		free(dm);
 	}
 	symtab_free(st);
 	ul = usdt_read(path);

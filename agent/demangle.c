@@ -64,19 +64,43 @@ static int looks_mangled(const char *name)
 
 char *demangle_name(const char *name, enum demangle_style style)
 {
-	char *out;
+	char buf[DEMANGLE_MAX_IN + 1], *out, *joined;
+	const char *at, *suffix = "";
+	size_t len, olen, slen;
 	int flags;
 
-	if (!name || style == DEMANGLE_NONE || !looks_mangled(name) ||
-	    strnlen(name, DEMANGLE_MAX_IN + 1) > DEMANGLE_MAX_IN)
+	if (!name || style == DEMANGLE_NONE || !looks_mangled(name))
 		return NULL;
-	flags = style == DEMANGLE_FULL ? DMGL_PARAMS | DMGL_ANSI : DMGL_NO_OPTS;
-	out = cplus_demangle(name, flags);
-	if (out && (!*out || strlen(out) > DEMANGLE_MAX_OUT)) {
-		free(out);
-		out = NULL;
+	len = strnlen(name, DEMANGLE_MAX_IN + 1);
+	if (len > DEMANGLE_MAX_IN)
+		return NULL;
+	/* A PLT stub ("NAME@plt") or a versioned name ("NAME@@GLIBCXX_3.4"):
+	 * the name demangled, the suffix as it is, as perf shows them. */
+	memcpy(buf, name, len + 1);
+	at = strchr(name, '@');
+	if (at) {
+		buf[at - name] = '\0';
+		suffix = at;
 	}
-	return out;
+	flags = style == DEMANGLE_FULL ? DMGL_PARAMS | DMGL_ANSI : DMGL_NO_OPTS;
+	out = cplus_demangle(buf, flags);
+	if (!out)
+		return NULL;
+	olen = strlen(out);
+	slen = strlen(suffix);
+	if (!olen || olen + slen > DEMANGLE_MAX_OUT) {
+		free(out);
+		return NULL;
+	}
+	if (!slen)
+		return out;
+	joined = malloc(olen + slen + 1);
+	if (joined) {
+		memcpy(joined, out, olen);
+		memcpy(joined + olen, suffix, slen + 1);
+	}
+	free(out);
+	return joined;
 }
 
 struct demangle_cache {

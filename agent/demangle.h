@@ -14,6 +14,9 @@
  *                   suffix, "outer::inner::Klass<int>::method"
  *   DEMANGLE_NONE   names as the symbol table has them
  *
+ * A suffix from the first '@' on ("@plt" of PLT stubs, "@@GLIBCXX_3.4"
+ * of versioned names) is kept as it is after the demangled name.
+ *
  * Names that are not mangled (C functions, kernel symbols) come back as
  * they are, as do names longer than DEMANGLE_MAX_IN (cut by the symbol
  * table, they no longer parse) and demanglings longer than

@@ -55,6 +55,13 @@ static const struct dm_case cases[] = {
 	{ "_ZdlPv", "operator delete(void*)", "operator delete" },
 	{ "_ZN3foo3barIJidEEEvDpT_", "void foo::bar<int, double>(int, double)", "foo::bar<int, double>" },
 	{ "_ZL4burnm", "burn(unsigned long)", "burn" },
+	/* PLT stubs and versioned names: the suffix stays */
+	{ "_ZNSt13runtime_errorC1EPKc@plt", "std::runtime_error::runtime_error(char const*)@plt",
+	  "std::runtime_error::runtime_error@plt" },
+	{ "_ZNSt9exceptionD2Ev@@GLIBCXX_3.4", "std::exception::~exception()@@GLIBCXX_3.4",
+	  "std::exception::~exception@@GLIBCXX_3.4" },
+	{ "_Zfoo@plt", NULL, NULL },
+	{ "malloc@plt", NULL, NULL },
 	/* the standard library */
 	{ "_ZNSt6vectorIiSaIiEE9push_backERKi",
 	  "std::vector<int, std::allocator<int> >::push_back(int const&)",
