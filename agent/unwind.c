@@ -19,7 +19,9 @@
  *   memory     access_mem() serves, in order: the stack copy (only a whole
  *              8-byte word inside [SP, SP + dyn_size)); the cached
  *              .eh_frame_hdr/.eh_frame bytes of the binaries the process
- *              has met (its "bins", below); and lastly the mapped file
+ *              has met (its "bins", below), with the few data words their
+ *              CFI points at indirectly (C++ personality routines, see
+ *              "indirect pointers of the CFI"); and lastly the mapped file
  *              itself (text, for libunwind's PLT and signal-trampoline
  *              checks), read through one small window per sample.
  *   tables     find_proc_info() finds the mapping of an IP (in the bins,
