@@ -8,7 +8,8 @@
 #    (`perf script -v`: parameters and clone suffixes) appears, byte for
 #    byte, as a leaf in the agent's folded stacks; with --demangle short,
 #    perf's default names (`perf script`); with --no-demangle, the mangled
-#    ones; `trace --stacks` names frames the same way.
+#    ones; `trace --stacks` names frames the same way, and `run` pushes
+#    them so (symbols.demangle: default full, and none).
 #  - DWARF: the workload's hot frames sit under C++ frames with cleanups
 #    and handlers (CIE augmentation "zPLR"); the share of samples whose
 #    stack reaches main or _start must be within 5 points of perf's.
@@ -59,8 +60,57 @@ perf script -v -i "$TMP/perf-dw.data" -F ip,sym >"$TMP/perf-dw.full" 2>/dev/null
 "$AGENT" trace -e "u:$BIN:_Z9leaf_worki" --stacks -- "$BIN" 0.3 >"$TMP/trace.out" 2>&1 ||
 	fail "trace failed: $(tail -5 "$TMP/trace.out")"
 
+# run: what is pushed carries the names as symbols.demangle says (default
+# full, then none), through a stand-in collector and wire-dump.
+cg=$(cg_make cxx)
+relcg=${cg#"$(cg2_mount)"}
+for style in default none; do
+	mkdir -p "$TMP/fc-$style"
+	python3 "$ROOT/tests/lib/fake_collector.py" --dir "$TMP/fc-$style" --port 0 \
+		--port-file "$TMP/port-$style" >"$TMP/fc-$style.log" 2>&1 &
+	fc=$!
+	bg_track $fc
+	for i in $(seq 50); do
+		[[ -s $TMP/port-$style ]] && break
+		sleep 0.1
+	done
+	[[ -s $TMP/port-$style ]] || fail "collector did not start: $(cat "$TMP/fc-$style.log")"
+	symbols=""
+	[[ $style == none ]] && symbols="symbols: {demangle: none}"
+	cat >"$TMP/run-$style.yaml" <<YAML
+host: {name: test-host, agent_id_file: $TMP/agent-id}
+cgroups: {include: ["$relcg"]}
+counters: {enabled: false}
+sampling: {frequency: $FREQ, call_graph: dwarf}
+$symbols
+push:
+  interval: 1s
+  collectors: ["http://127.0.0.1:$(cat "$TMP/port-$style")/api/v1/push"]
+  spool: {dir: $TMP/spool-$style}
+YAML
+	"$AGENT" run --config "$TMP/run-$style.yaml" 2>"$TMP/run-$style.log" &
+	ag=$!
+	bg_track $ag
+	for i in $(seq 100); do
+		grep -q 'msg=started' "$TMP/run-$style.log" && break
+		kill -0 $ag 2>/dev/null || fail "run ($style): agent exited: $(cat "$TMP/run-$style.log")"
+		sleep 0.1
+	done
+	sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" 1.5' sh "$cg" "$BIN" ||
+		fail "the workload failed in $cg"
+	sleep 1.2 # one more interval
+	kill -TERM $ag
+	wait $ag || fail "run ($style) failed: $(tail -n 20 "$TMP/run-$style.log")"
+	kill $fc
+	wait $fc 2>/dev/null
+	for f in "$TMP/fc-$style"/body-*; do
+		[[ -f $f ]] || fail "run ($style): no batch received: $(cat "$TMP/fc-$style.log")"
+		"$AGENT" wire-dump "$f"
+	done >"$TMP/batches-$style.jsonl" || fail "run ($style): a batch does not decode"
+done
+
 python3 - "$TMP" <<'PY'
-import re, sys
+import json, re, sys
 from collections import Counter
 tmp = sys.argv[1]
 fails = []
@@ -187,6 +237,32 @@ if walked < 5:
 trace = open(f"{tmp}/trace.out").read()
 if "round_once(int);leaf_work(int)" not in trace:
     fails.append("trace --stacks does not show demangled frames:\n" + trace[-600:])
+
+# run: the pushed string tables.
+def pushed_strings(style):
+    out = set()
+    def walk(v):
+        if isinstance(v, str):
+            out.add(v)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+    for line in open(f"{tmp}/batches-{style}.jsonl"):
+        walk(json.loads(line))
+    return out
+full_name = "outer::inner::Klass<int>::method(int, int) [clone .constprop.0]"
+raw_name = "_ZN5outer5inner5KlassIiE6methodEii.constprop.0"
+for style, want, unwanted in (("default", full_name, raw_name), ("none", raw_name, full_name)):
+    strs = pushed_strings(style)
+    hit = any(want in s for s in strs)
+    miss = any(unwanted in s for s in strs)
+    print(f"# run ({style}): pushed {want!r}: {hit}; {unwanted!r}: {miss}")
+    if not hit or miss:
+        fails.append(f"run ({style}): pushed names: want {want!r}, not {unwanted!r}; "
+                     f"got {sorted(s for s in strs if 'method' in s or 'Klass' in s)}")
 
 for f in fails:
     print("FAIL:", f)
