@@ -202,7 +202,15 @@ $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h) agent/wire.h 
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 $(WARNFLAGS) $(FUZZ_FLAGS) -o $@ $(FUZZ_INGEST_SRC) \
 		-lsqlite3 -lprotobuf-c -lz -lm
 
-fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest
+# The .eh_frame scan of the DWARF unwinder (personality and LSDA words).
+FUZZ_CFI_SRC := tests/fuzz/fuzz_cfi.c agent/unwind.c
+$(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/unwind.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCC  $@")
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 $(WARNFLAGS) $(FUZZ_FLAGS) -o $@ $(FUZZ_CFI_SRC) \
+		-lelf -lunwind-x86_64 -lunwind
+
+fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest $(O)/fuzz/fuzz_cfi
 	@mkdir -p $(O)/fuzz/corpus/wire
 	$(Q)$(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/corpus/wire
 	$(Q)$(O)/fuzz/fuzz_wire -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
@@ -211,6 +219,13 @@ fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest
 	$(Q)$(O)/fuzz/fuzz_ingest -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
 		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(O)/fuzz/ingest- \
 		$(O)/fuzz/corpus/wire
+	@mkdir -p $(O)/fuzz/corpus/cfi
+	$(Q)for b in /bin/true $(O)/workloads/cxx; do [ -f $$b ] || continue; \
+		objcopy -O binary --only-section=.eh_frame $$b $(O)/fuzz/cfi.tmp && \
+		{ printf '\000'; cat $(O)/fuzz/cfi.tmp; } >$(O)/fuzz/corpus/cfi/$$(basename $$b); done
+	$(Q)$(O)/fuzz/fuzz_cfi -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
+		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(O)/fuzz/cfi- \
+		$(O)/fuzz/corpus/cfi
 
 format:
 	clang-format -i cgroup/*.[ch] agent/*.[ch] exporter/*.[ch] tests/unit/*.c tests/fuzz/*.c \
