@@ -86,16 +86,17 @@ const char *ev_tracefs(void)
 	if (done)
 		return cached;
 	done = true;
+	/* The path is libtracefs's allocation, handed over: kept for good. */
 	if (tracefs_tracing_dir_is_mounted(false, &path) == 1 && path) {
-		cached = strdup(path);
+		cached = (char *)path;
 		return cached;
 	}
 	/* 0: not mounted before, mounted now at @path; -1: could not mount. */
 	path = NULL;
 	if (tracefs_tracing_dir_is_mounted(true, &path) != 0 || !path)
 		return NULL;
-	cached = strdup(path);
-	if (cached && mount_hook)
+	cached = (char *)path;
+	if (mount_hook)
 		mount_hook(cached);
 	return cached;
 }
