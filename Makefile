@@ -53,6 +53,14 @@ EXPORTER_LIB_OBJ := $(filter-out $(O)/exporter/main.o,$(EXPORTER_OBJ))
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
+# Shared test helpers (tests/unit/testlib.h), linked into every unit test;
+# the failing-allocation injector (testalloc.h) replaces malloc, so only the
+# tests named here link it.
+TESTLIB_OBJ := $(O)/tests/unit/testlib.o
+TESTALLOC_OBJ := $(O)/tests/unit/testalloc.o
+TESTALLOC_BIN := $(addprefix $(O)/tests/,test_render test_fold test_cgwatch)
+$(TESTALLOC_BIN): $(TESTALLOC_OBJ)
+$(TESTALLOC_BIN): TEST_EXTRA_OBJ := $(TESTALLOC_OBJ)
 # Unit tests of exporter modules (by name) link the exporter's objects too.
 UNIT_EXPORTER_BIN := $(filter $(O)/tests/test_render% $(O)/tests/test_store% \
 	$(O)/tests/test_totals%,$(UNIT_BIN))
@@ -90,7 +98,7 @@ $(PROTO_OBJ): $(PROTO_C) $(PROTO_H)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 # Anything may include agent/wire.h: generate before compiling.
-$(LIB_OBJ) $(AGENT_OBJ) $(EXPORTER_OBJ) $(UNIT_BIN) $(TOOL_BIN): | $(PROTO_H)
+$(LIB_OBJ) $(AGENT_OBJ) $(EXPORTER_OBJ) $(UNIT_BIN) $(TOOL_BIN) $(TESTLIB_OBJ): | $(PROTO_H)
 
 $(O)/libcgperf.a: $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -103,10 +111,11 @@ $(O)/cgperf-exporter: $(EXPORTER_OBJ) $(O)/libcgperf.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lsqlite3 $(LDLIBS_AGENT)
 
-$(O)/tests/%: tests/unit/%.c $(O)/libcgperf.a
+$(O)/tests/%: tests/unit/%.c $(TESTLIB_OBJ) $(O)/libcgperf.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libcgperf.a -lcmocka $(LDLIBS_AGENT)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TESTLIB_OBJ) $(TEST_EXTRA_OBJ) \
+		$(O)/libcgperf.a -lcmocka $(LDLIBS_AGENT)
 
 # test_unwind unwinds through a frame with a cleanup: its CFI then has a
 # personality and an LSDA (CIE augmentation "zPLR"), as C++ code has.
@@ -116,10 +125,11 @@ $(O)/tests/test_unwind: override CFLAGS += -fexceptions
 $(O)/libexporter.a: $(EXPORTER_LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(UNIT_EXPORTER_BIN): $(O)/tests/%: tests/unit/%.c $(O)/libexporter.a $(O)/libcgperf.a
+$(UNIT_EXPORTER_BIN): $(O)/tests/%: tests/unit/%.c $(TESTLIB_OBJ) $(O)/libexporter.a $(O)/libcgperf.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libexporter.a $(O)/libcgperf.a \
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TESTLIB_OBJ) $(TEST_EXTRA_OBJ) \
+		$(O)/libexporter.a $(O)/libcgperf.a \
 		-lcmocka -lsqlite3 $(LDLIBS_AGENT)
 
 $(O)/tools/%: tests/tools/%.c $(O)/libexporter.a $(O)/libcgperf.a
@@ -232,7 +242,7 @@ fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest $(O)/f
 		$(O)/fuzz/corpus/cfi
 
 format:
-	clang-format -i cgroup/*.[ch] agent/*.[ch] exporter/*.[ch] tests/unit/*.c tests/fuzz/*.c \
+	clang-format -i cgroup/*.[ch] agent/*.[ch] exporter/*.[ch] tests/unit/*.[ch] tests/fuzz/*.c \
 		$(wildcard tests/tools/*.c)
 
 clean:
