@@ -83,19 +83,6 @@ struct req {
 	size_t len, cap;
 };
 
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void hlog(enum log_level lvl, const char *msg, ...)
-{
-	va_list ap;
-
-	va_start(ap, msg);
-	pthread_mutex_lock(&log_lock);
-	log_vkv(lvl, msg, ap);
-	pthread_mutex_unlock(&log_lock);
-	va_end(ap);
-}
-
 uint64_t http_now_ns(void)
 {
 	struct timespec ts;
@@ -342,7 +329,7 @@ static void count_reject(struct http *h, enum reject why, const char *text)
 	pthread_mutex_lock(&h->lock);
 	h->rejects[why]++;
 	pthread_mutex_unlock(&h->lock);
-	hlog(LOG_WARN, "push rejected", "reason", reject_name[why], "error", text, NULL);
+	log_kv(LOG_WARN, "push rejected", "reason", reject_name[why], "error", text, NULL);
 }
 
 /* Compare without leaking where the first difference is. */
@@ -696,7 +683,7 @@ static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, st
 	free(x.mods);
 	if (ret) {
 		fold_set_free(x.fs);
-		hlog(LOG_ERROR, "stacks query failed", "error", strerror(-ret), NULL);
+		log_kv(LOG_ERROR, "stacks query failed", "error", strerror(-ret), NULL);
 		return answer(c, r, ret == -ENOMEM ? MHD_HTTP_SERVICE_UNAVAILABLE
 						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
 			      "stacks query failed\n");
@@ -927,7 +914,7 @@ static enum MHD_Result finish_push(struct http *h, struct MHD_Connection *c, str
 	if (ret == 0) {
 		h->received++;
 		if (totals_add_batch(h->cfg.totals, m, now))
-			hlog(LOG_ERROR, "out of memory: /metrics totals incomplete", NULL);
+			log_kv(LOG_ERROR, "out of memory: /metrics totals incomplete", NULL);
 	} else if (ret == 1) {
 		h->duplicates++;
 	} else {
@@ -936,11 +923,11 @@ static enum MHD_Result finish_push(struct http *h, struct MHD_Connection *c, str
 	pthread_mutex_unlock(&h->lock);
 	snprintf(seq, sizeof(seq), "%" PRIu64, m->seq);
 	if (ret < 0)
-		hlog(LOG_ERROR, "cannot store batch", "agent_id", m->agent_id, "seq", seq, "error",
-		     err, NULL);
+		log_kv(LOG_ERROR, "cannot store batch", "agent_id", m->agent_id, "seq", seq, "error",
+		       err, NULL);
 	else
-		hlog(LOG_DEBUG, ret ? "duplicate batch" : "batch stored", "host", m->host,
-		     "agent_id", m->agent_id, "seq", seq, NULL);
+		log_kv(LOG_DEBUG, ret ? "duplicate batch" : "batch stored", "host", m->host,
+		       "agent_id", m->agent_id, "seq", seq, NULL);
 	wire_batch_decoded_free(m);
 	if (ret < 0)
 		return answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "store failed\n");
