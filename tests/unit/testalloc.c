@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "tests/unit/testalloc.h"
 
+#include <errno.h>
 #include <stddef.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -84,6 +85,7 @@ static bool fail_now(void)
 		return false;
 	if (countdown-- == 0) {
 		failed = true;
+		errno = ENOMEM; /* as glibc's allocators do */
 		return true;
 	}
 	return false;
