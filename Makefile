@@ -76,7 +76,7 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all deps run run-stat test check check-asan bench clean distclean format build-tests fuzz
+.PHONY: all deps run run-stat test check check-asan bench clean distclean format build-tests fuzz fuzz-parsers
 all: $(O)/cgperf-agent $(O)/cgperf-exporter
 
 deps:
@@ -224,7 +224,39 @@ $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/unwind.h
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 $(WARNFLAGS) $(FUZZ_FLAGS) -o $@ $(FUZZ_CFI_SRC) \
 		-lelf -lunwind-x86_64 -lunwind
 
-fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest $(O)/fuzz/fuzz_cfi
+# Parsers of files a container may hand the agent, and the YAML config:
+# ELF symbols (and symtab's .eh_frame_hdr), USDT notes, the unwinder's
+# .eh_frame_hdr load, config_parse(). Seeds and a short run of each:
+# tests/integration/fuzz_parsers.sh.
+FUZZ_SYMTAB_SRC := tests/fuzz/fuzz_symtab.c agent/symtab.c agent/symcache.c
+FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/usdt.c
+FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c agent/unwind.c
+FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/config.c agent/events.c agent/demangle.c agent/fold.c \
+	cgroup/identity.c
+FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config)
+
+$(O)/fuzz/fuzz_symtab: $(FUZZ_SYMTAB_SRC) agent/symtab.h agent/symcache.h tests/fuzz/fuzz_file.h
+$(O)/fuzz/fuzz_symtab: FUZZ_SRC := $(FUZZ_SYMTAB_SRC)
+$(O)/fuzz/fuzz_symtab: FUZZ_LIBS := -ldw -lelf -lz
+$(O)/fuzz/fuzz_usdt: $(FUZZ_USDT_SRC) agent/usdt.h tests/fuzz/fuzz_file.h
+$(O)/fuzz/fuzz_usdt: FUZZ_SRC := $(FUZZ_USDT_SRC)
+$(O)/fuzz/fuzz_usdt: FUZZ_LIBS := -lelf
+$(O)/fuzz/fuzz_ehhdr: $(FUZZ_EHHDR_SRC) agent/unwind.h tests/fuzz/fuzz_file.h
+$(O)/fuzz/fuzz_ehhdr: FUZZ_SRC := $(FUZZ_EHHDR_SRC)
+$(O)/fuzz/fuzz_ehhdr: FUZZ_LIBS := -lelf -lunwind-x86_64 -lunwind
+$(O)/fuzz/fuzz_config: $(FUZZ_CONFIG_SRC) agent/config.h agent/events.h cgroup/identity.h
+$(O)/fuzz/fuzz_config: FUZZ_SRC := $(FUZZ_CONFIG_SRC)
+$(O)/fuzz/fuzz_config: FUZZ_LIBS := -lyaml $(TRACEFS_LIBS) -liberty
+
+$(FUZZ_PARSERS):
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCC  $@")
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 $(WARNFLAGS) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRC) $(FUZZ_LIBS)
+
+fuzz-parsers: $(FUZZ_PARSERS) $(O)/workloads/sdtprobe
+	$(Q)BUILD=$(O) FUZZ_PARSERS_TIME=$(FUZZ_TIME) tests/integration/fuzz_parsers.sh
+
+fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest $(O)/fuzz/fuzz_cfi fuzz-parsers
 	@mkdir -p $(O)/fuzz/corpus/wire
 	$(Q)$(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/corpus/wire
 	$(Q)$(O)/fuzz/fuzz_wire -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
