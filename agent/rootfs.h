@@ -38,6 +38,14 @@
 #define ROOTFS_MAX_HOPS 40
 /* No cap on the file size. */
 #define ROOTFS_NO_CAP UINT64_MAX
+/*
+ * The largest ELF file (binary, library, separate debuginfo) the agent
+ * opens: real ones stay well below (a libxul.so debuginfo is ~3 GB); a
+ * larger one is a sparse decoy. Build with -DROOTFS_ELF_MAX=... to change.
+ */
+#ifndef ROOTFS_ELF_MAX
+#define ROOTFS_ELF_MAX (4ull << 30)
+#endif
 
 /*
  * Open @path inside the directory @rootfd (any fd on a directory, O_PATH is
