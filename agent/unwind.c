@@ -117,6 +117,8 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
 #define UNWIND_RULES_MAX (16u << 20)   /* bytes of rows kept, all binaries */
 #define UNWIND_WIN 128                 /* file-read window for text reads */
 #define UNWIND_PREFETCH 2048           /* stack copy prefetched ahead of the walk */
+#define UNWIND_POPPED 6                /* callee-saved registers: rbx, rbp, r12-r15 */
+#define UNWIND_RED_ZONE 128            /* bytes below SP a leaf may still address */
 #define UNWIND_PAGE 4096ull
 
 /* DWARF pointer encodings used by .eh_frame_hdr. */
@@ -226,6 +228,9 @@ struct unwind_state {
 	bool filling;     /* the scratch cursor's RIP is fill_ip */
 	uint64_t fill_ip;
 	struct unwind_func *once; /* rows that could not be cached, freed after use */
+	/* Registers the leaf popped: their save slots lie below SP, outside the copy. */
+	uint64_t popped_addr[UNWIND_POPPED], popped_val[UNWIND_POPPED];
+	size_t npopped;
 	/* The file behind the text window, by value: find_map may reuse its answers. */
 	struct unwind_map fmap;
 	int fd;
@@ -1262,6 +1267,12 @@ static int acc_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *valp
 	*valp = 0;
 	if (write)
 		return -UNW_EINVAL;
+	for (size_t i = 0; i < st->npopped; i++) {
+		if (st->popped_addr[i] == addr) {
+			*valp = st->popped_val[i];
+			return 0;
+		}
+	}
 	if (!read_cached(st, addr, &val) && !read_file(st, addr, &val))
 		return -UNW_EINVAL;
 	*valp = val;
@@ -1400,6 +1411,58 @@ static int step_rows(unw_cursor_t *cur, const void *rows)
 }
 
 /*
+ * A leaf sampled in its epilogue (between the pops and the ret, or at a
+ * tail call's jmp) has already popped some callee-saved registers: its CFI
+ * still says "saved at CFA-N", but CFA-N now lies below SP, which the
+ * kernel's stack copy does not hold, and the walk would stop one frame up
+ * (the caller's CFA is RBP+16). The pop left the value in the register, so
+ * the live register is the saved value. Only the leaf, only slots in the
+ * red zone, and only when the leaf's next instruction is a pop, ret or jmp:
+ * a leaf that saved a register in the red zone without popping it (hand
+ * written code) keeps today's stop rather than get a wrong value.
+ */
+static bool at_epilogue(struct unwind_state *st, uint64_t ip)
+{
+	uint64_t word;
+	uint8_t b[8];
+
+	if (!read_cached(st, ip, &word) && !read_file(st, ip, &word))
+		return false;
+	memcpy(b, &word, sizeof(b));
+	if (b[0] == 0xf3 || b[0] == 0x41) /* rep ret, pop r8-r15 */
+		memmove(b, b + 1, sizeof(b) - 1);
+	return b[0] == 0xc3 || b[0] == 0xc2 ||       /* ret */
+	       b[0] == 0xe9 || b[0] == 0xeb ||       /* jmp rel32, rel8 */
+	       (b[0] == 0xff && ((b[1] >> 3) & 7) == 4) || /* jmp r/m */
+	       (b[0] >= 0x58 && b[0] <= 0x5f);       /* pop */
+}
+
+static void leaf_popped(struct unwind_state *st, unw_cursor_t *cur, uint64_t ip, uint64_t sp)
+{
+	static const unw_regnum_t saved[UNWIND_POPPED] = {
+		UNW_X86_64_RBX, UNW_X86_64_RBP, UNW_X86_64_R12,
+		UNW_X86_64_R13, UNW_X86_64_R14, UNW_X86_64_R15,
+	};
+	bool checked = false;
+
+	for (size_t i = 0; i < UNWIND_POPPED; i++) {
+		unw_save_loc_t loc;
+		uint64_t val;
+
+		if (unw_get_save_loc(cur, saved[i], &loc) < 0 || loc.type != UNW_SLT_MEMORY ||
+		    loc.u.addr >= sp || sp - loc.u.addr > UNWIND_RED_ZONE)
+			continue;
+		if (!checked && !at_epilogue(st, ip))
+			return;
+		checked = true;
+		if (sample_reg(st->s, unwind_perf_reg[saved[i]], &val) < 0)
+			continue;
+		st->popped_addr[st->npopped] = loc.u.addr;
+		st->popped_val[st->npopped++] = val;
+	}
+}
+
+/*
  * The walk reads words scattered up the stack copy, which the kernel has
  * just written (often from another CPU): keep the lines up to @upto bytes
  * into it on their way, UNWIND_PREFETCH ahead of the frame being unwound,
@@ -1454,6 +1517,8 @@ int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t
 		 */
 		if ((rows ? step_rows(&cur, rows) : unw_step(&cur)) <= 0)
 			break;
+		if (n == 1)
+			leaf_popped(&st, &cur, ip, sp);
 		if (unw_get_reg(&cur, UNW_REG_IP, &nip) < 0 ||
 		    unw_get_reg(&cur, UNW_REG_SP, &nsp) < 0)
 			break;

@@ -1349,6 +1349,84 @@ static void test_function_boundaries(void **state)
 	snap = saved;
 }
 
+/* ---- a leaf sampled in its epilogue ---- */
+
+/*
+ * epi_leaf(regs, ret) keeps a frame pointer, records the registers it
+ * would show at an interrupt on its final `ret` (after `pop %rbp`, when its
+ * CFI still says "RBP saved at CFA-16", a slot now below SP), and the
+ * return address; epi_caller, with a frame pointer and so a CFA of RBP+16,
+ * makes the copy. Without the live RBP the walk stops at epi_caller.
+ */
+__asm__(".text\n"
+	".type epi_leaf, @function\n"
+	"epi_leaf:\n"
+	".cfi_startproc\n"
+	"pushq %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"movq %rsp, %rbp\n"
+	".cfi_def_cfa_register %rbp\n"
+	"movq %rbx, 8(%rdi)\n"
+	"movq %r12, 160(%rdi)\n"
+	"movq %r13, 168(%rdi)\n"
+	"movq %r14, 176(%rdi)\n"
+	"movq %r15, 184(%rdi)\n"
+	"movq 8(%rsp), %rax\n"
+	"movq %rax, (%rsi)\n"
+	"leaq 16(%rsp), %rax\n"
+	"movq %rax, 56(%rdi)\n" /* SP at the ret: the return address's slot */
+	"subq $8, 56(%rdi)\n"
+	"popq %rbp\n"
+	".cfi_def_cfa %rsp, 8\n"
+	"movq %rbp, 48(%rdi)\n"
+	".globl test_epi_ret\n"
+	".hidden test_epi_ret\n"
+	"test_epi_ret:\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size epi_leaf, .-epi_leaf\n");
+void epi_leaf(uint64_t *regs, uint64_t *ret);
+extern const char test_epi_ret[];
+
+static struct snapshot epi;
+
+__attribute__((noinline, noclone, optimize("no-omit-frame-pointer"))) static void epi_caller(void)
+{
+	uint64_t caller_sp;
+
+	memset(&epi, 0, sizeof(epi));
+	epi_leaf(epi.regs, &epi.ret[0]);
+	epi.ret[1] = (uintptr_t)__builtin_return_address(0);
+	epi.regs[PERF_REG_X86_IP] = (uintptr_t)test_epi_ret;
+	/* Our frame is intact (we are in it); the return address's slot was reused. */
+	caller_sp = epi.regs[PERF_REG_X86_SP] + 8;
+	epi.stack_size = 8 + copy_stack(epi.stack + 8, caller_sp, STACK_COPY - 8);
+	memcpy(epi.stack, &epi.ret[0], 8);
+}
+
+static void test_epilogue_leaf(void **state)
+{
+	struct unwind_cache *c = unwind_cache_new(16);
+	uint64_t ips[MAX_FRAMES];
+	struct sample_buf b;
+	int n;
+
+	assert_non_null(c);
+	epi_caller();
+	assert_true(epi.stack_size > 256);
+	sample_make(&b, epi.regs, unwind_dwarf_regs_mask(), epi.stack, epi.stack_size,
+		    &self_maps);
+	n = unwind_dwarf(c, &b.s, ips, MAX_FRAMES);
+	assert_true(n >= 3);
+	assert_int_equal(ips[0], (uintptr_t)test_epi_ret);
+	assert_int_equal(ips[1], epi.ret[0]); /* epi_leaf -> epi_caller */
+	assert_int_equal(ips[2], epi.ret[1]); /* epi_caller -> this test, through the live RBP */
+
+	sample_release(&b);
+	unwind_cache_free(c);
+}
+
 static int group_setup(void **state)
 {
 	maps_load(&self_maps);
@@ -1380,6 +1458,7 @@ int main(void)
 		cmocka_unit_test(test_process_binary_forget),
 		cmocka_unit_test(test_signal_frame),
 		cmocka_unit_test(test_function_boundaries),
+		cmocka_unit_test(test_epilogue_leaf),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
