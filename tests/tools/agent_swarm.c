@@ -16,7 +16,9 @@
  * ack not back after T ms is a timeout: the connection is closed and the
  * batch sent again on a new one, as the agent does; default 5000),
  * --healthz-ms P (GET /healthz on a new connection every P ms meanwhile,
- * default 100; 0 = none), --token TOKEN, --gzip, --stacks N, --cgroups N.
+ * default 100; 0 = none), --token TOKEN, --gzip, --stacks N, --cgroups N,
+ * --close (each push on a new connection, opened when the push is due and
+ * closed after its answer: the latency then includes the handshake).
  *
  * Each agent is "swarm-PID-I" on host "swarm-host-I"; each batch is built
  * with agent/wire.h's builder just before it goes, with the agent's next
@@ -29,7 +31,7 @@
  * written to the last byte of the answer).
  *
  * The last line of stdout is the summary, KEY=VALUE fields after a tag:
- *   swarm agents= threads= rate= duration= sent= acked= stored= duplicates=
+ *   swarm mode=keepalive|close agents= threads= rate= duration= sent= acked= stored= duplicates=
  *         resends= timeouts= busy= errors= closed= late= p50_ms= p90_ms=
  *         p99_ms= max_ms= healthz_n= healthz_p50_ms= healthz_p99_ms=
  *         healthz_max_ms= healthz_fail= cpu_s=
@@ -67,7 +69,7 @@ struct opts {
 	double rate, duration;
 	unsigned timeout_ms, healthz_ms;
 	const char *token;
-	bool gzip;
+	bool gzip, close_each;
 	struct sockaddr_in addr;
 	char hostport[96];
 };
@@ -81,6 +83,7 @@ struct agent {
 	uint64_t due_ns;     /* next scheduled send (monotonic) */
 	uint64_t retry_ns;   /* after a 503/429: not before this */
 	uint64_t started_ns; /* first byte of this request */
+	uint64_t conn_ns;    /* --close: when its connection was opened */
 	uint8_t *req;
 	size_t req_len, req_off;
 	char resp[RESP_MAX + 1];
@@ -266,6 +269,7 @@ static int agent_connect(struct loop *l, struct agent *ag)
 		return fd;
 	ag->fd = fd;
 	ag->connected = false;
+	ag->conn_ns = mono_ns();
 	if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev)) {
 		int e = errno;
 
@@ -321,7 +325,8 @@ static void agent_send(struct loop *l, struct agent *ag, uint64_t now)
 		l->c.late++;
 	l->c.sent++;
 	ag->inflight = true;
-	ag->started_ns = now;
+	/* --close: the handshake is part of what the push costs. */
+	ag->started_ns = l->o->close_each && ag->conn_ns ? ag->conn_ns : now;
 	ag->req_off = 0;
 	ag->resp_len = 0;
 	agent_write(l, ag);
@@ -415,7 +420,9 @@ static void agent_read(struct loop *l, struct agent *ag, uint64_t now)
 			ag->resend = false;
 			ag->seq++;
 		}
-		if (strstr(ag->resp, "Connection: close")) {
+		if (l->o->close_each) {
+			agent_close(l, ag); /* the next push connects when due */
+		} else if (strstr(ag->resp, "Connection: close")) {
 			agent_close(l, ag);
 			agent_connect(l, ag);
 		}
@@ -456,12 +463,16 @@ static void *loop_main(void *arg)
 				continue;
 			if (draining)
 				busy = true;
+			uint64_t at = ag->resend ? (ag->retry_ns > now ? ag->retry_ns : now) : ag->due_ns;
+
 			if (!ag->connected || ag->fd < 0) {
-				if (ag->fd < 0)
+				/* --close: connect only when the push is due */
+				if (ag->fd < 0 && (!l->o->close_each || at <= now))
 					agent_connect(l, ag);
+				else if (ag->fd < 0 && at < next)
+					next = at;
 				continue;
 			}
-			uint64_t at = ag->resend ? (ag->retry_ns > now ? ag->retry_ns : now) : ag->due_ns;
 
 			if (at <= now) {
 				bool was_resend = ag->resend;
@@ -645,7 +656,7 @@ static int run_push(const struct opts *o, struct healthz *hz)
 		l->ep = epoll_create1(EPOLL_CLOEXEC);
 		if (l->ep < 0)
 			return 1;
-		for (unsigned i = 0; i < l->n; i++)
+		for (unsigned i = 0; i < l->n && !o->close_each; i++)
 			if (agent_connect(l, &l->a[i]))
 				l->c.errors++;
 	}
@@ -683,11 +694,11 @@ static int run_push(const struct opts *o, struct healthz *hz)
 	hs[0] = '\0';
 	if (hz)
 		healthz_summary(hz, hs, sizeof(hs));
-	printf("swarm agents=%u threads=%u rate=%g duration=%g sent=%" PRIu64 " acked=%" PRIu64
+	printf("swarm mode=%s agents=%u threads=%u rate=%g duration=%g sent=%" PRIu64 " acked=%" PRIu64
 	       " stored=%" PRIu64 " duplicates=%" PRIu64 " resends=%" PRIu64 " timeouts=%" PRIu64
 	       " busy=%" PRIu64 " errors=%" PRIu64 " closed=%" PRIu64 " late=%" PRIu64
 	       " p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f max_ms=%.2f %s cpu_s=%.2f\n",
-	       o->agents, o->threads, o->rate, o->duration, t.sent, t.acked, t.stored,
+	       o->close_each ? "close" : "keepalive", o->agents, o->threads, o->rate, o->duration, t.sent, t.acked, t.stored,
 	       t.duplicates, t.resends, t.timeouts, t.busy, t.errors, t.closed, t.late,
 	       pct_ms(t.lat_us, t.n_lat, 0.5), pct_ms(t.lat_us, t.n_lat, 0.9),
 	       pct_ms(t.lat_us, t.n_lat, 0.99),
@@ -778,7 +789,7 @@ static void usage(void)
 {
 	fputs("usage: agent_swarm [--agents N] [--threads M] [--rate R] [--duration S]\n"
 	      "                   [--timeout-ms T] [--healthz-ms P] [--token TOKEN] [--gzip]\n"
-	      "                   [--cgroups N] [--stacks N] push URL\n"
+	      "                   [--cgroups N] [--stacks N] [--close] push URL\n"
 	      "       agent_swarm [--idle K] [--duration S] [--healthz-ms P] idle URL\n",
 	      stderr);
 }
@@ -818,7 +829,8 @@ int main(int argc, char **argv)
 		{ "healthz-ms", required_argument, NULL, 'H' },
 		{ "token", required_argument, NULL, 'k' },   { "gzip", no_argument, NULL, 'z' },
 		{ "idle", required_argument, NULL, 'i' },    { "cgroups", required_argument, NULL, 'c' },
-		{ "stacks", required_argument, NULL, 's' },  { NULL, 0, NULL, 0 },
+		{ "stacks", required_argument, NULL, 's' },  { "close", no_argument, NULL, 'C' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .agents = 100, .threads = 2, .rate = 100, .duration = 10,
 			  .timeout_ms = 5000, .healthz_ms = 100, .idle = 1000, .cgroups = 2,
@@ -837,6 +849,7 @@ int main(int argc, char **argv)
 		case 'H': o.healthz_ms = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'k': o.token = optarg; break;
 		case 'z': o.gzip = true; break;
+		case 'C': o.close_each = true; break;
 		case 'i': o.idle = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'c': o.cgroups = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 's': o.stacks = (unsigned)strtoul(optarg, NULL, 10); break;
