@@ -71,6 +71,8 @@
  * this many bytes of bodies; past either, 503 + Retry-After. */
 #define INGEST_QUEUE_MAX 4096u
 #define INGEST_QUEUE_BYTES (512ull << 20)
+/* Pushes committed in one transaction, at most (group commit). */
+#define INGEST_GROUP_MAX 64u
 /* Read requests waiting for a reader thread. */
 #define READ_QUEUE_MAX 256u
 /* Retry-After of a 503 for a full queue, seconds. */
@@ -109,7 +111,8 @@ struct workq {
 	size_t n, max_n;
 	uint64_t bytes, max_bytes;
 	bool stopping;
-	void (*serve)(struct http *h, struct req *r);
+	size_t group; /* requests handed to serve() at once, at most */
+	void (*serve)(struct http *h, struct req **r, size_t n);
 	pthread_t threads[READ_THREADS > 1 ? READ_THREADS : 1];
 	unsigned n_threads;
 };
@@ -905,30 +908,40 @@ static enum MHD_Result enqueue(struct http *h, struct workq *q, struct MHD_Conne
 static void *workq_main(void *arg)
 {
 	struct workq *q = arg;
+	struct req *rs[INGEST_GROUP_MAX];
 
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
-		struct req *r = q->head;
+		size_t n = 0;
 
-		if (!r) {
+		if (!q->head) {
 			if (q->stopping)
 				break;
 			pthread_cond_wait(&q->cond, &q->lock);
 			continue;
 		}
-		q->head = r->next;
-		if (!q->head)
-			q->tail = NULL;
-		q->n--;
-		q->bytes -= r->queued_bytes;
-		pthread_mutex_unlock(&q->lock);
-		q->serve(q->h, r);
-		if (!r->resp) { /* out of memory building any answer */
-			r->resp = MHD_create_response_from_buffer(0, (void *)"",
-								  MHD_RESPMEM_PERSISTENT);
-			r->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		while (q->head && n < q->group) {
+			struct req *r = q->head;
+
+			q->head = r->next;
+			if (!q->head)
+				q->tail = NULL;
+			q->n--;
+			q->bytes -= r->queued_bytes;
+			rs[n++] = r;
 		}
-		MHD_resume_connection(r->conn);
+		pthread_mutex_unlock(&q->lock);
+		q->serve(q->h, rs, n);
+		for (size_t i = 0; i < n; i++) {
+			struct req *r = rs[i];
+
+			if (!r->resp) { /* out of memory building any answer */
+				r->resp = MHD_create_response_from_buffer(0, (void *)"",
+									  MHD_RESPMEM_PERSISTENT);
+				r->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+			}
+			MHD_resume_connection(r->conn);
+		}
 		pthread_mutex_lock(&q->lock);
 	}
 	pthread_mutex_unlock(&q->lock);
@@ -936,11 +949,13 @@ static void *workq_main(void *arg)
 }
 
 static int workq_start(struct http *h, struct workq *q, unsigned threads, size_t max_n,
-		       uint64_t max_bytes, void (*serve)(struct http *h, struct req *r))
+		       uint64_t max_bytes, size_t group,
+		       void (*serve)(struct http *h, struct req **r, size_t n))
 {
 	int ret;
 
 	q->h = h;
+	q->group = group;
 	q->max_n = max_n;
 	q->max_bytes = max_bytes;
 	q->serve = serve;
@@ -1072,34 +1087,6 @@ static int body_append(struct http *h, struct req *r, const char *data, size_t n
 	return 0;
 }
 
-/* The last call of a push: the whole body is here. */
-/*
- * Would @m take /metrics past its caps (entries or bytes)? Checked under
- * the ingest lock, so that expiry and other pushes cannot interleave; the
- * growth is an upper bound, so a batch is never let through that does not
- * fit. The reason goes to @err.
- */
-static bool over_series_limit(struct http *h, const Cgperf__V1__Batch *m, char *err,
-			      size_t errlen)
-{
-	size_t max_n = h->cfg.max_series ? h->cfg.max_series : TOTALS_ENTRIES_MAX_DEFAULT;
-	size_t max_b = h->cfg.max_series_bytes ? h->cfg.max_series_bytes : TOTALS_BYTES_MAX_DEFAULT;
-	size_t n, b, grow_n, grow_b = 0;
-
-	pthread_mutex_lock(&h->lock);
-	n = totals_entries(h->cfg.totals);
-	b = totals_bytes(h->cfg.totals);
-	grow_n = totals_batch_growth(h->cfg.totals, m, &grow_b);
-	pthread_mutex_unlock(&h->lock);
-	if (n + grow_n <= max_n && b + grow_b <= max_b)
-		return false;
-	snprintf(err, errlen,
-		 "series limit: %zu entries (%zu bytes) held, this batch adds up to %zu (%zu bytes); "
-		 "caps %zu entries, %zu bytes",
-		 n, b, grow_n, grow_b, max_n, max_b);
-	return true;
-}
-
 /* 429 with Retry-After: the series expiry frees room. */
 static enum MHD_Result answer_retry(struct MHD_Connection *c, struct req *r, struct http *h,
 				    const char *why)
@@ -1119,6 +1106,8 @@ static enum MHD_Result answer_retry(struct MHD_Connection *c, struct req *r, str
 	return deliver(c, r, MHD_HTTP_TOO_MANY_REQUESTS, resp);
 }
 
+/* The last call of a push: the whole body is here. Decode it on the loop
+ * (bounded work), then queue it for the store thread. */
 static enum MHD_Result finish_push(struct http *h, struct MHD_Connection *c, struct req *r)
 {
 	char err[256] = "";
@@ -1148,55 +1137,98 @@ static enum MHD_Result finish_push(struct http *h, struct MHD_Connection *c, str
 	return enqueue(h, &h->store_q, c, r);
 }
 
-/* The store thread: commit the batch of @r, then build its answer. */
-static void ingest(struct http *h, struct req *r)
+/*
+ * The store thread: commit the batches of @rs (in queue order, in one
+ * transaction: one fsync for all), then build their answers. Batches that
+ * would pass the series caps, counting those before them in the group, get
+ * 429 and are not stored.
+ */
+static void ingest(struct http *h, struct req **rs, size_t n)
 {
-	Cgperf__V1__Batch *m = r->m;
+	size_t max_n = h->cfg.max_series ? h->cfg.max_series : TOTALS_ENTRIES_MAX_DEFAULT;
+	size_t max_b = h->cfg.max_series_bytes ? h->cfg.max_series_bytes : TOTALS_BYTES_MAX_DEFAULT;
+	const Cgperf__V1__Batch *put[INGEST_GROUP_MAX];
+	int res[INGEST_GROUP_MAX];
+	size_t k = 0, held_n, held_b;
 	char err[256] = "";
-	char seq[32];
 	uint64_t now;
-	int ret;
 
-	r->m = NULL;
 	pthread_mutex_lock(&h->ingest);
-	if (over_series_limit(h, m, err, sizeof(err))) {
-		pthread_mutex_unlock(&h->ingest);
-		wire_batch_decoded_free(m);
-		count_reject(h, REJ_SERIES_LIMIT, err);
-		answer_retry(NULL, r, h, err);
-		return;
-	}
-	now = http_now_ns();
-	ret = store_put(h->cfg.store, m, now, err, sizeof(err));
 	pthread_mutex_lock(&h->lock);
-	pthread_mutex_unlock(&h->ingest);
-	if (ret == 0) {
-		h->received++;
-		if (totals_add_batch(h->cfg.totals, m, now))
-			hlog(LOG_ERROR, "out of memory: /metrics totals incomplete", NULL);
-	} else if (ret == 1) {
-		h->duplicates++;
-	} else {
-		h->store_errors++;
+	held_n = totals_entries(h->cfg.totals);
+	held_b = totals_bytes(h->cfg.totals);
+	for (size_t i = 0; i < n; i++) {
+		size_t grow_b = 0, grow_n = totals_batch_growth(h->cfg.totals, rs[i]->m, &grow_b);
+
+		if (held_n + grow_n <= max_n && held_b + grow_b <= max_b) {
+			held_n += grow_n;
+			held_b += grow_b;
+			put[k++] = rs[i]->m;
+			continue;
+		}
+		snprintf(err, sizeof(err),
+			 "series limit: %zu entries (%zu bytes) held or committing, this batch adds "
+			 "up to %zu (%zu bytes); caps %zu entries, %zu bytes",
+			 held_n, held_b, grow_n, grow_b, max_n, max_b);
+		h->rejects[REJ_SERIES_LIMIT]++;
+		hlog(LOG_WARN, "push rejected", "reason", reject_name[REJ_SERIES_LIMIT], "error", err,
+		     NULL);
+		wire_batch_decoded_free(rs[i]->m);
+		rs[i]->m = NULL;
+		answer_retry(NULL, rs[i], h, err);
 	}
 	pthread_mutex_unlock(&h->lock);
-	snprintf(seq, sizeof(seq), "%" PRIu64, m->seq);
-	if (ret < 0)
-		hlog(LOG_ERROR, "cannot store batch", "agent_id", m->agent_id, "seq", seq, "error",
-		     err, NULL);
-	else
-		hlog(LOG_DEBUG, ret ? "duplicate batch" : "batch stored", "host", m->host,
-		     "agent_id", m->agent_id, "seq", seq, NULL);
-	wire_batch_decoded_free(m);
-	if (ret < 0)
-		answer(NULL, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "store failed\n");
-	else
-		answer(NULL, r, MHD_HTTP_OK, ret ? "duplicate\n" : "stored\n");
+	err[0] = '\0';
+	now = http_now_ns();
+	if (k)
+		store_put_many(h->cfg.store, put, k, now, res, err, sizeof(err));
+	pthread_mutex_lock(&h->lock);
+	pthread_mutex_unlock(&h->ingest);
+	/* In commit order, under the lock the scrapes take. */
+	for (size_t i = 0, j = 0; i < n; i++) {
+		if (!rs[i]->m)
+			continue;
+		if (res[j] == 0) {
+			h->received++;
+			if (totals_add_batch(h->cfg.totals, rs[i]->m, now))
+				hlog(LOG_ERROR, "out of memory: /metrics totals incomplete", NULL);
+		} else if (res[j] == 1) {
+			h->duplicates++;
+		} else {
+			h->store_errors++;
+		}
+		j++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	for (size_t i = 0, j = 0; i < n; i++) {
+		Cgperf__V1__Batch *m = rs[i]->m;
+		char seq[32];
+		int ret;
+
+		if (!m)
+			continue;
+		ret = res[j++];
+		snprintf(seq, sizeof(seq), "%" PRIu64, m->seq);
+		if (ret < 0)
+			hlog(LOG_ERROR, "cannot store batch", "agent_id", m->agent_id, "seq", seq,
+			     "error", err, NULL);
+		else
+			hlog(LOG_DEBUG, ret ? "duplicate batch" : "batch stored", "host", m->host,
+			     "agent_id", m->agent_id, "seq", seq, NULL);
+		wire_batch_decoded_free(m);
+		rs[i]->m = NULL;
+		if (ret < 0)
+			answer(NULL, rs[i], MHD_HTTP_INTERNAL_SERVER_ERROR, "store failed\n");
+		else
+			answer(NULL, rs[i], MHD_HTTP_OK, ret ? "duplicate\n" : "stored\n");
+	}
 }
 
 /* A reader thread: build the answer of a read route. */
-static void serve_read(struct http *h, struct req *r)
+static void serve_read(struct http *h, struct req **rs, size_t n)
 {
+	struct req *r = rs[0];
+
 	switch (r->route) {
 	case RT_METRICS: serve_metrics(h, NULL, r); break;
 	case RT_STACKS: serve_stacks(h, NULL, r); break;
@@ -1341,9 +1373,10 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 		h->cfg.max_connections = HTTP_CONNECTIONS_DEFAULT;
 	if (!h->cfg.idle_timeout_s)
 		h->cfg.idle_timeout_s = HTTP_IDLE_TIMEOUT_DEFAULT_S;
-	ret = workq_start(h, &h->store_q, 1, INGEST_QUEUE_MAX, INGEST_QUEUE_BYTES, ingest);
+	ret = workq_start(h, &h->store_q, 1, INGEST_QUEUE_MAX, INGEST_QUEUE_BYTES,
+			  INGEST_GROUP_MAX, ingest);
 	if (!ret)
-		ret = workq_start(h, &h->read_q, READ_THREADS, READ_QUEUE_MAX, UINT64_MAX,
+		ret = workq_start(h, &h->read_q, READ_THREADS, READ_QUEUE_MAX, UINT64_MAX, 1,
 				  serve_read);
 	if (ret) {
 		snprintf(err, errlen, "cannot start worker threads: %s", strerror(-ret));
