@@ -980,6 +980,14 @@ static void workq_stop(struct workq *q)
 	pthread_mutex_unlock(&q->lock);
 	for (unsigned i = 0; i < q->n_threads; i++)
 		pthread_join(q->threads[i], NULL);
+	q->n_threads = 0;
+}
+
+/* After the event loops have stopped: they take the queue's lock. */
+static void workq_release(struct workq *q)
+{
+	if (!q->h)
+		return;
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->cond);
 	q->h = NULL;
@@ -1401,6 +1409,8 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 err_threads:
 	workq_stop(&h->store_q);
 	workq_stop(&h->read_q);
+	workq_release(&h->store_q);
+	workq_release(&h->read_q);
 	pthread_mutex_destroy(&h->lock);
 	pthread_mutex_destroy(&h->ingest);
 	free(h->auth);
@@ -1418,6 +1428,8 @@ void http_stop(struct http *h)
 	workq_stop(&h->store_q);
 	workq_stop(&h->read_q);
 	MHD_stop_daemon(h->d);
+	workq_release(&h->store_q);
+	workq_release(&h->read_q);
 	pthread_mutex_destroy(&h->lock);
 	pthread_mutex_destroy(&h->ingest);
 	free(h->auth);
