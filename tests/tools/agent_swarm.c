@@ -598,6 +598,9 @@ static void healthz_summary(struct healthz *hz, char *out, size_t len)
 		 hz->c.n_lat, pct_ms(hz->c.lat_us, hz->c.n_lat, 0.5),
 		 pct_ms(hz->c.lat_us, hz->c.n_lat, 0.99),
 		 hz->c.n_lat ? (double)hz->c.lat_us[hz->c.n_lat - 1] / 1000.0 : 0.0, hz->c.errors);
+	free(hz->c.lat_us);
+	hz->c.lat_us = NULL;
+	hz->c.n_lat = hz->c.cap_lat = 0;
 }
 
 /* ---- modes ---- */
