@@ -25,7 +25,7 @@ WARNFLAGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wformat-security -Wvla \
 	-Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
 override CPPFLAGS += -I. -I$(O)/gen -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 override CFLAGS += -std=gnu11 $(WARNFLAGS) -fno-omit-frame-pointer
-LDLIBS_AGENT := -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
+LDLIBS_AGENT := -liberty -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
 
 ifeq ($(SAN),1)
 override CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined -O1
@@ -58,7 +58,7 @@ TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(patsubst tests/tools/%.c,$(O)/tools/%,$(TOOL_SRC))
 WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 WORKLOAD_BIN := $(patsubst tests/workloads/%.c,$(O)/workloads/%,$(filter-out tests/workloads/chain.c,$(WORKLOAD_SRC))) \
-	$(O)/workloads/chain-fp $(O)/workloads/chain-nofp
+	$(O)/workloads/chain-fp $(O)/workloads/chain-nofp $(O)/workloads/cxx
 
 ifneq ($(V),1)
 Q := @
@@ -104,6 +104,10 @@ $(O)/tests/%: tests/unit/%.c $(O)/libcgperf.a
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libcgperf.a -lcmocka $(LDLIBS_AGENT)
 
+# test_unwind unwinds through a frame with a cleanup: its CFI then has a
+# personality and an LSDA (CIE augmentation "zPLR"), as C++ code has.
+$(O)/tests/test_unwind: override CFLAGS += -fexceptions
+
 # An archive, so a test or tool pulls in only the exporter modules it uses.
 $(O)/libexporter.a: $(EXPORTER_LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -134,6 +138,14 @@ $(O)/workloads/chain-fp: tests/workloads/chain.c
 $(O)/workloads/chain-nofp: tests/workloads/chain.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -fomit-frame-pointer -fno-optimize-sibling-calls -o $@ $<
+
+# The C++ workload: -fwhole-program makes every function local, so GCC
+# clones some (.constprop); frame pointers for -g, CFI with personality and
+# LSDA for --call-graph dwarf.
+CXX ?= g++
+$(O)/workloads/cxx: tests/workloads/cxx.cpp
+	@mkdir -p $(dir $@)
+	$(Q)$(CXX) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fwhole-program -o $@ $<
 
 build-tests: $(O)/cgperf-agent $(O)/cgperf-exporter $(UNIT_BIN) $(WORKLOAD_BIN) $(TOOL_BIN)
 
@@ -190,7 +202,15 @@ $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h) agent/wire.h 
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 $(WARNFLAGS) $(FUZZ_FLAGS) -o $@ $(FUZZ_INGEST_SRC) \
 		-lsqlite3 -lprotobuf-c -lz -lm
 
-fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest
+# The .eh_frame scan of the DWARF unwinder (personality and LSDA words).
+FUZZ_CFI_SRC := tests/fuzz/fuzz_cfi.c agent/unwind.c
+$(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/unwind.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCC  $@")
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 $(WARNFLAGS) $(FUZZ_FLAGS) -o $@ $(FUZZ_CFI_SRC) \
+		-lelf -lunwind-x86_64 -lunwind
+
+fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest $(O)/fuzz/fuzz_cfi
 	@mkdir -p $(O)/fuzz/corpus/wire
 	$(Q)$(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/corpus/wire
 	$(Q)$(O)/fuzz/fuzz_wire -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
@@ -199,6 +219,13 @@ fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest
 	$(Q)$(O)/fuzz/fuzz_ingest -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
 		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(O)/fuzz/ingest- \
 		$(O)/fuzz/corpus/wire
+	@mkdir -p $(O)/fuzz/corpus/cfi
+	$(Q)for b in /bin/true $(O)/workloads/cxx; do [ -f $$b ] || continue; \
+		objcopy -O binary --only-section=.eh_frame $$b $(O)/fuzz/cfi.tmp && \
+		{ printf '\000'; cat $(O)/fuzz/cfi.tmp; } >$(O)/fuzz/corpus/cfi/$$(basename $$b); done
+	$(Q)$(O)/fuzz/fuzz_cfi -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
+		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(O)/fuzz/cfi- \
+		$(O)/fuzz/corpus/cfi
 
 format:
 	clang-format -i cgroup/*.[ch] agent/*.[ch] exporter/*.[ch] tests/unit/*.c tests/fuzz/*.c \

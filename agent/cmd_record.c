@@ -149,7 +149,8 @@ static void usage(FILE *f)
 {
 	fputs("usage: cgperf-agent record [-a | -G CG[,CG...] | -p PID | --target SELECTOR]\n"
 	      "                           [-F HZ | -c PERIOD] [-e EVENT] [-g | --call-graph fp|dwarf[,BYTES]]\n"
-	      "                           [-o FILE] [--per-cgroup] [--duration SECONDS | -- COMMAND...]\n"
+	      "                           [-o FILE] [--per-cgroup] [--demangle=STYLE | --no-demangle]\n"
+	      "                           [--duration SECONDS | -- COMMAND...]\n"
 	      "\n"
 	      "  -a, --all-cpus          sample the whole host (default)\n"
 	      "  -G, --cgroup CG,...     only these cgroups (paths relative to the cgroup mount)\n"
@@ -163,6 +164,9 @@ static void usage(FILE *f)
 	      "                          stack with .eh_frame (default 8192)\n"
 	      "  -o, --output FILE       folded stacks to FILE (default stdout)\n"
 	      "      --per-cgroup        the cgroup (container identity when known) as first frame\n"
+	      "      --demangle STYLE    C++/Rust names: full (default, as perf -v: parameters,\n"
+	      "                          clone suffixes), short (as perf: no parameters), none\n"
+	      "      --no-demangle       symbol names as the binary has them (= --demangle none)\n"
 	      "  -d, --duration SECONDS  stop after this long (default: Ctrl-C or COMMAND's end)\n"
 	      "  -v, --verbose           print the agent's own figures on stderr\n",
 	      f);
@@ -202,7 +206,7 @@ static int parse_u64(const char *prog, const char *what, const char *s, uint64_t
 
 int cmd_record(int argc, char **argv)
 {
-	enum { OPT_CALLGRAPH = 256, OPT_PERCG };
+	enum { OPT_CALLGRAPH = 256, OPT_PERCG, OPT_DEMANGLE, OPT_NO_DEMANGLE };
 	static const struct option longopts[] = {
 		{"all-cpus", no_argument, NULL, 'a'},
 		{"cgroup", required_argument, NULL, 'G'},
@@ -214,6 +218,8 @@ int cmd_record(int argc, char **argv)
 		{"call-graph", required_argument, NULL, OPT_CALLGRAPH},
 		{"output", required_argument, NULL, 'o'},
 		{"per-cgroup", no_argument, NULL, OPT_PERCG},
+		{"demangle", required_argument, NULL, OPT_DEMANGLE},
+		{"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
 		{"duration", required_argument, NULL, 'd'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
@@ -230,6 +236,7 @@ int cmd_record(int argc, char **argv)
 	size_t ncgdirs = 0;
 	double duration = 0;
 	bool verbose = false, have_ev = false, per_cgroup = false;
+	enum demangle_style dstyle = DEMANGLE_FULL;
 	int opt, ret = 0, *cpus = NULL, ncpu, sfd = -1, *fds = NULL;
 	struct spawn sp = {.pid = -1, .go_fd = -1};
 	sigset_t oldmask;
@@ -319,6 +326,15 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'o': outpath = optarg; break;
 		case OPT_PERCG: per_cgroup = true; break;
+		case OPT_DEMANGLE:
+			if (demangle_style_parse(optarg, &dstyle) < 0) {
+				fprintf(stderr, "%s: --demangle takes full, short or none, not '%s'\n",
+					r.prog, optarg);
+				ret = 2;
+				goto out;
+			}
+			break;
+		case OPT_NO_DEMANGLE: dstyle = DEMANGLE_NONE; break;
 		case 'd': {
 			char *end;
 
@@ -383,7 +399,7 @@ int cmd_record(int argc, char **argv)
 	}
 	r.st = stacks_new(r.mode, per_cgroup, r.mount);
 	r.pidsel = fold_new();
-	if (!r.st || !r.pidsel) {
+	if (!r.st || !r.pidsel || stacks_set_demangle(r.st, dstyle) < 0) {
 		fprintf(stderr, "%s: out of memory\n", r.prog);
 		ret = 1;
 		goto out;

@@ -597,6 +597,10 @@ static int agent_start(struct agent *a, const char *prog)
 			.mmap_pages = mode == STACKS_DWARF ? 256 : 64,
 		};
 
+		if (a->st && stacks_set_demangle(a->st, cfg->symbols.demangle) < 0) {
+			stacks_free(a->st);
+			a->st = NULL;
+		}
 		a->smp = a->st ? sampler_open(&so) : NULL;
 		if (!a->smp) {
 			if (errno == EACCES || errno == EPERM)
@@ -631,6 +635,11 @@ static int agent_start(struct agent *a, const char *prog)
 		a->npr++;
 		if (rp->stacks && !a->pst) {
 			a->pst = stacks_new(mode, true, a->mount);
+			if (a->pst && stacks_set_demangle(a->pst, cfg->symbols.demangle) < 0) {
+				stacks_free(a->pst);
+				a->pst = NULL;
+				errno = ENOMEM;
+			}
 			if (!a->pst) {
 				fprintf(stderr, "%s: probe stacks: %s\n", prog, strerror(errno));
 				return 1;

@@ -123,6 +123,7 @@ struct config *config_defaults(void)
 	c->sampling.call_graph = CONFIG_CALL_GRAPH_FP;
 	c->sampling.stack_bytes = 8192;
 	c->sampling.per_cgroup = true;
+	c->symbols.demangle = DEMANGLE_FULL;
 	c->push.interval_ms = 15 * MS_S;
 	c->push.timeout_ms = 10 * MS_S;
 	c->push.idle_close_ms = 60 * MS_S;
@@ -421,13 +422,14 @@ bool config_cgroup_wanted(const struct config *cfg, const char *path)
 
 /* ---- the schema ---- */
 
-static const char *const top_keys[] = {"host", "cgroups", "counters", "sampling", "probes",
-				       "push", "log", "metrics", NULL};
+static const char *const top_keys[] = {"host", "cgroups", "counters", "sampling", "symbols",
+				       "probes", "push", "log", "metrics", NULL};
 static const char *const host_keys[] = {"name", "agent_id_file", NULL};
 static const char *const cgroups_keys[] = {"include", "exclude", "containers_only", NULL};
 static const char *const counters_keys[] = {"events", "enabled", NULL};
 static const char *const sampling_keys[] = {"enabled", "frequency", "call_graph", "stack_bytes",
 					    "event", "per_cgroup", NULL};
+static const char *const symbols_keys[] = {"demangle", NULL};
 static const char *const probe_keys[] = {"spec", "hist", "latency_end", "stacks", NULL};
 static const char *const push_keys[] = {"interval", "collectors", "token_file", "timeout", "idle_close",
 					"tls", "spool", "retry", NULL};
@@ -442,12 +444,15 @@ static const struct section {
 	const char *const *keys;
 } sections[] = {
 	{"host", host_keys},	   {"cgroups", cgroups_keys}, {"counters", counters_keys},
-	{"sampling", sampling_keys}, {"probes[]", probe_keys}, {"push", push_keys},
+	{"sampling", sampling_keys}, {"symbols", symbols_keys}, {"probes[]", probe_keys},
+	{"push", push_keys},
 	{"push.tls", tls_keys},	   {"push.spool", spool_keys}, {"push.retry", retry_keys},
 	{"log", log_keys},	   {"metrics", metrics_keys},
 };
 
 static const char *const call_graph_names[] = {"fp", "dwarf", NULL};
+/* Indexed by enum demangle_style; then the booleans, false = none, true = full. */
+static const char *const demangle_names[] = {"none", "short", "full", "false", "true", NULL};
 static const char *const log_format_names[] = {"logfmt", "json", NULL};
 static const char *const log_level_names[] = {"debug", "info", "warn", "error", NULL};
 
@@ -1307,6 +1312,22 @@ static int parse_sampling(struct ctx *x, const yaml_node_t *root, struct config 
 	return 0;
 }
 
+static int parse_symbols(struct ctx *x, const yaml_node_t *root, struct config *c)
+{
+	const yaml_node_t *m, *v;
+	int rc = section(x, root, "", "symbols", symbols_keys, &m), e;
+
+	if (rc || !m)
+		return rc;
+	if ((v = get(x, m, "demangle"))) {
+		if ((rc = as_enum(x, v, "symbols.demangle", demangle_names, &e)))
+			return rc;
+		c->symbols.demangle = e == 3 ? DEMANGLE_NONE : e == 4 ? DEMANGLE_FULL
+								   : (enum demangle_style)e;
+	}
+	return 0;
+}
+
 static int parse_probe(struct ctx *x, const yaml_node_t *n, const char *name,
 		       struct config_probe *p)
 {
@@ -1551,7 +1572,8 @@ static int parse_root(struct ctx *x, const yaml_node_t *root, struct config *c)
 			    what(root).s);
 	if ((rc = check_keys(x, root, "", top_keys)) || (rc = parse_host(x, root, c)) ||
 	    (rc = parse_cgroups(x, root, c)) || (rc = parse_counters(x, root, c)) ||
-	    (rc = parse_sampling(x, root, c)) || (rc = parse_probes(x, root, c)) ||
+	    (rc = parse_sampling(x, root, c)) || (rc = parse_symbols(x, root, c)) ||
+	    (rc = parse_probes(x, root, c)) ||
 	    (rc = parse_push(x, root, c, &collectors)) || (rc = parse_log(x, root, c)) ||
 	    (rc = parse_metrics(x, root, c)))
 		return rc;
@@ -1880,6 +1902,7 @@ int config_dump(const struct config *c, FILE *f)
 		enum_name(call_graph_names, (int)c->sampling.call_graph), c->sampling.stack_bytes);
 	put_opt(f, c->sampling.event);
 	fprintf(f, "\n  per_cgroup: %s\n", tf(c->sampling.per_cgroup));
+	fprintf(f, "symbols:\n  demangle: %s\n", demangle_style_name(c->symbols.demangle));
 
 	fputs("probes:", f);
 	if (!c->nprobes)

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "agent/demangle.h"
+
 #define CONFIG_MAX_FILE (1 << 20)  /* bytes of YAML read at most */
 #define CONFIG_MAX_STRING 4096     /* bytes in one string value, NUL excluded */
 #define CONFIG_MAX_LIST 256        /* items in cgroups.include / exclude */
@@ -79,6 +81,10 @@ struct config {
 		bool per_cgroup;          /* one folded-stack set per cgroup; false: one for
 					   * the host, pushed as the root cgroup "/"'s */
 	} sampling;
+
+	struct {
+		enum demangle_style demangle; /* how frames are named in every stack */
+	} symbols;
 
 	struct config_probe *probes;
 	size_t nprobes;

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/demangle.h"
 #include "agent/fold.h"
 #include "agent/perfmap.h"
 #include "agent/procmaps.h"
@@ -115,6 +116,8 @@ struct stacks {
 	struct fold *names; /* 8-byte frame -> index + 1 into strs */
 	char **strs;
 	size_t nstrs, capstrs;
+	/* Symbol names as shown: each distinct mangled name demangled once. */
+	struct demangle_cache *dm;
 };
 
 #define NAMES_MAX 500000
@@ -710,7 +713,11 @@ static char *name_frame(struct stacks *r, uint64_t frame)
 	if (o && o->st && symtab_lookup(o->st, off, &name, &symoff) == 0) {
 		const char *inl[8];
 		size_t ni = symtab_inlines(o->st, off, inl, 8);
-		size_t len = strlen(name) + 1;
+		size_t len;
+
+		/* Copied below before the cache is asked again. */
+		name = demangle_cache_get(r->dm, name);
+		len = strlen(name) + 1;
 
 		for (size_t i = 0; i < ni; i++)
 			len += strlen(inl[i]) + 1;
@@ -1200,9 +1207,10 @@ struct stacks *stacks_new(enum stacks_mode mode, bool per_cgroup, const char *cg
 	r->strings = fold_new();
 	r->cglabels = fold_new();
 	r->mount = cgroup_mount ? strdup(cgroup_mount) : NULL;
+	r->dm = demangle_cache_new(DEMANGLE_FULL, 0);
 	if (mode == STACKS_DWARF)
 		r->uc = unwind_cache_new(256);
-	if (!r->pm || !r->raw || !r->objkey || !r->strings || !r->cglabels ||
+	if (!r->pm || !r->raw || !r->objkey || !r->strings || !r->cglabels || !r->dm ||
 	    (cgroup_mount && !r->mount) || (mode == STACKS_DWARF && !r->uc)) {
 		stacks_free(r);
 		errno = ENOMEM;
@@ -1240,11 +1248,29 @@ void stacks_free(struct stacks *r)
 	fold_free(r->strings);
 	fold_free(r->cglabels);
 	names_flush(r);
+	demangle_cache_free(r->dm);
 	procmaps_free(r->pm);
 	unwind_cache_free(r->uc);
 	ksyms_free(r->ks);
 	free(r->mount);
 	free(r);
+}
+
+int stacks_set_demangle(struct stacks *r, enum demangle_style style)
+{
+	struct demangle_cache *dm;
+
+	if (!r)
+		return -EINVAL;
+	if (demangle_cache_style(r->dm) == style)
+		return 0;
+	dm = demangle_cache_new(style, 0);
+	if (!dm)
+		return -ENOMEM;
+	demangle_cache_free(r->dm);
+	r->dm = dm;
+	names_flush(r); /* names already made were made in the old style */
+	return 0;
 }
 
 int stacks_write(struct stacks *r, FILE *out, size_t *nlines)
