@@ -8,6 +8,7 @@
  * values are read as text by this file.
  */
 #include "exporter/config.h"
+#include "exporter/http.h"
 #include "exporter/totals.h"
 
 #include <ctype.h>
@@ -55,8 +56,8 @@ int exporter_config_defaults(struct exporter_config *c)
 	c->max_body = 32u << 20;
 	c->max_series = TOTALS_ENTRIES_MAX_DEFAULT;
 	c->max_series_bytes = TOTALS_BYTES_MAX_DEFAULT;
-	c->max_connections = 16384;
-	c->idle_timeout_ns = 120 * NS_S;
+	c->max_connections = HTTP_CONNECTIONS_DEFAULT;
+	c->idle_timeout_ns = HTTP_IDLE_TIMEOUT_DEFAULT_S * NS_S;
 	if (set_str(&c->log_level, "info") || set_str(&c->store, "sqlite")) {
 		exporter_config_release(c);
 		return -ENOMEM;
