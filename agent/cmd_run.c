@@ -788,6 +788,7 @@ static int agent_start(struct agent *a, const char *prog)
 			.n_urls = cfg->push.ncollectors,
 			.token = token,
 			.timeout_ms = (unsigned)cfg->push.timeout_ms,
+			.idle_close_ms = (unsigned)cfg->push.idle_close_ms,
 			.ca_file = cfg->push.tls.ca_file,
 			.cert_file = cfg->push.tls.cert_file,
 			.key_file = cfg->push.tls.key_file,
@@ -1201,6 +1202,11 @@ static void publish_metrics(struct agent *a)
 	self_metric(f, a, "batches_total", "counter", "Batches built (spooled when collectors are configured).", a->batches);
 	self_metric(f, a, "push_failures_total", "counter",
 		    "Push requests that failed and are retried.", ps.failures);
+	self_metric(f, a, "push_maybe_delivered_total", "counter",
+		    "Failed push requests whose whole batch had been sent (the resend may be a duplicate).",
+		    ps.maybe_delivered);
+	self_metric(f, a, "push_duplicates_total", "counter",
+		    "Resent batches a collector answered it had already stored.", ps.duplicates);
 	self_metric(f, a, "push_rejected_total", "counter",
 		    "Batches a collector refused (not retried).", ps.rejected);
 	self_metric(f, a, "spool_dropped_batches_total", "counter",

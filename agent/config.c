@@ -126,6 +126,7 @@ struct config *config_defaults(void)
 	c->symbols.demangle = DEMANGLE_FULL;
 	c->push.interval_ms = 15 * MS_S;
 	c->push.timeout_ms = 10 * MS_S;
+	c->push.idle_close_ms = 60 * MS_S;
 	c->push.tls.verify = true;
 	c->push.spool.max_bytes = 256 * MIB;
 	c->push.retry.initial_ms = 1 * MS_S;
@@ -430,7 +431,7 @@ static const char *const sampling_keys[] = {"enabled", "frequency", "call_graph"
 					    "event", "per_cgroup", NULL};
 static const char *const symbols_keys[] = {"demangle", NULL};
 static const char *const probe_keys[] = {"spec", "hist", "latency_end", "stacks", NULL};
-static const char *const push_keys[] = {"interval", "collectors", "token_file", "timeout",
+static const char *const push_keys[] = {"interval", "collectors", "token_file", "timeout", "idle_close",
 					"tls", "spool", "retry", NULL};
 static const char *const tls_keys[] = {"ca_file", "cert_file", "key_file", "verify", NULL};
 static const char *const spool_keys[] = {"dir", "max_bytes", NULL};
@@ -1462,6 +1463,9 @@ static int parse_push(struct ctx *x, const yaml_node_t *root, struct config *c,
 	if ((v = get(x, m, "timeout")) &&
 	    (rc = as_duration(x, v, "push.timeout", 100, 10 * MS_M, &c->push.timeout_ms)))
 		return rc;
+	if ((v = get(x, m, "idle_close")) &&
+	    (rc = as_duration(x, v, "push.idle_close", MS_S, MS_H, &c->push.idle_close_ms)))
+		return rc;
 
 	if ((rc = section(x, m, "push", "tls", tls_keys, &s)))
 		return rc;
@@ -1921,7 +1925,9 @@ int config_dump(const struct config *c, FILE *f)
 	fputs("  token_file: ", f);
 	put_opt(f, c->push.token_file);
 	format_duration(c->push.timeout_ms, a, sizeof(a));
-	fprintf(f, "\n  timeout: %s\n  tls:\n    ca_file: ", a);
+	fprintf(f, "\n  timeout: %s", a);
+	format_duration(c->push.idle_close_ms, a, sizeof(a));
+	fprintf(f, "\n  idle_close: %s\n  tls:\n    ca_file: ", a);
 	put_opt(f, c->push.tls.ca_file);
 	fputs("\n    cert_file: ", f);
 	put_opt(f, c->push.tls.cert_file);

@@ -95,6 +95,7 @@ struct config {
 		size_t ncollectors;
 		char *token_file;  /* bearer token, or NULL */
 		uint64_t timeout_ms;
+		uint64_t idle_close_ms; /* a kept-alive connection idle this long is closed */
 		struct {
 			char *ca_file, *cert_file, *key_file; /* or NULL */
 			bool verify;

@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "agent/events.h"
+#include "agent/rootfs.h"
 #include "agent/sampler.h"
 #include "agent/symtab.h"
 
@@ -168,23 +169,29 @@ static bool is_elf(const char *path)
 	unsigned char h[EI_NIDENT + 2];
 	struct stat st;
 	bool ok;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* /proc/PID/root/... resolved inside that root; regular files only */
+	int fd = rootfs_open_path(path, ROOTFS_ELF_MAX, &st);
 
 	if (fd < 0)
 		return false;
-	ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read(fd, h, sizeof(h)) == sizeof(h) &&
+	ok = S_ISREG(st.st_mode) && read(fd, h, sizeof(h)) == sizeof(h) &&
 	     memcmp(h, ELFMAG, SELFMAG) == 0 && h[EI_DATA] == ELFDATA2LSB &&
 	     (h[EI_NIDENT] == ET_EXEC || h[EI_NIDENT] == ET_DYN) && h[EI_NIDENT + 1] == 0;
 	close(fd);
 	return ok;
 }
 
+/* @a (maybe a /proc/PID/root/... path, resolved inside that root) and the
+ * host path @b are one inode. */
 static bool same_file(const char *a, const char *b)
 {
 	struct stat sa, sb;
+	int fd = rootfs_open_path(a, ROOTFS_ELF_MAX, &sa);
 
-	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-	       sa.st_ino == sb.st_ino;
+	if (fd < 0)
+		return false;
+	close(fd);
+	return stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 /* ---- near matches ---- */

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@
 #include "agent/fold.h"
 #include "agent/perfmap.h"
 #include "agent/procmaps.h"
+#include "agent/rootfs.h"
 #include "agent/symtab.h"
 #include "agent/unwind.h"
 #include "cgroup/identity.h"
@@ -387,6 +389,25 @@ static void object_release(struct stacks *r, uint32_t id)
 	r->free_ids[r->nfree++] = id;
 }
 
+/*
+ * The host's file at @m's path is the very inode the process mapped. A
+ * container's path names another file on the host, or one the container
+ * chose: read the host's only when (dev, inode) prove it is the same.
+ */
+static bool host_same_file(const struct pmap_entry *m)
+{
+	struct stat st;
+	int fd;
+
+	if (!m->dev && !m->ino)
+		return false;
+	fd = rootfs_open("", m->path, ROOTFS_ELF_MAX, &st);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return (uint64_t)st.st_dev == m->dev && (uint64_t)st.st_ino == m->ino;
+}
+
 /* Object index for @m of @pid, opening its symbols on first sight. */
 static uint32_t intern_object(struct stacks *r, uint32_t pid, struct pmap_entry *m)
 {
@@ -409,7 +430,7 @@ static uint32_t intern_object(struct stacks *r, uint32_t pid, struct pmap_entry 
 	}
 	/* Files by (dev, ino); JIT code by process; other pseudo maps by name. */
 	if (anon_path(m->path) && perfmap_path("/proc", (pid_t)pid, jitpath, sizeof(jitpath)) == 0 &&
-	    access(jitpath, R_OK) == 0) {
+	    perfmap_present(jitpath)) {
 		snprintf(jitkey, sizeof(jitkey), "jit:%" PRIu32, pid);
 		key = jitkey;
 		keylen = strlen(jitkey);
@@ -459,12 +480,17 @@ static uint32_t intern_object(struct stacks *r, uint32_t pid, struct pmap_entry 
 		o->open_path = malloc(n);
 		if (o->open_path) {
 			snprintf(o->open_path, n, "%s%s", root, m->path);
-			o->st = symtab_open(o->open_path, root);
-			if (!o->st && root[0]) {
-				/* The process may be gone; the host view may still do. */
+			o->st = root[0] ? symtab_open(o->open_path, root) : NULL;
+			if (!o->st && host_same_file(m)) {
+				/* The process may be gone; the host view may still do,
+				 * if the host's file at that path is the one mapped. */
 				o->st = symtab_open(m->path, "");
-				if (o->st)
+				if (o->st || !root[0])
 					snprintf(o->open_path, n, "%s", m->path);
+			} else if (!o->st && !root[0]) {
+				/* never read another file by the same name */
+				free(o->open_path);
+				o->open_path = NULL;
 			}
 		}
 	}

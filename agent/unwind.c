@@ -100,6 +100,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/rootfs.h"
+
 /* Exported by libunwind-x86_64 but not declared by its headers. */
 extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip,
 					      unw_dyn_info_t *di, unw_proc_info_t *pi,
@@ -1008,17 +1010,10 @@ static int entry_load(struct unwind_entry *e, const char *path)
 	Elf *elf;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* inside the process's root, regular files only (agent/rootfs.h) */
+	fd = rootfs_open_path(path, ROOTFS_ELF_MAX, &st);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		goto out_close;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		ret = -ENOEXEC;
-		goto out_close;
-	}
+		return fd == -EINVAL || fd == -EISDIR ? -ENOEXEC : fd;
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf) {
 		ret = -ENOEXEC;
@@ -1564,7 +1559,7 @@ static bool read_file(struct unwind_state *st, uint64_t addr, uint64_t *val)
 			close(st->fd);
 		st->fmap = *m;
 		st->win_len = 0;
-		st->fd = open(m->path, O_RDONLY | O_CLOEXEC);
+		st->fd = rootfs_open_path(m->path, ROOTFS_ELF_MAX, NULL);
 	}
 	if (st->fd < 0)
 		return false;

@@ -621,6 +621,7 @@ static const struct err_case err_cases[] = {
 	{"push:\n  interval: 500ms\n", "t.yaml:2:13: push.interval: '500ms' is out of range (1s..1h)"},
 	{"push:\n  interval: 2h\n", "t.yaml:2:13: push.interval: '2h' is out of range (1s..1h)"},
 	{"push:\n  timeout: 0s\n", "t.yaml:2:12: push.timeout: '0s' is out of range (100ms..10m)"},
+	{"push:\n  idle_close: 500ms\n", "t.yaml:2:15: push.idle_close: '500ms' is out of range (1s..1h)"},
 	{"push:\n  timeout: 99999999999999999999h\n",
 	 "t.yaml:2:12: push.timeout: '99999999999999999999h' is out of range (100ms..10m)"},
 	{"push:\n  retry:\n    initial: 5s\n    max: 2s\n",
