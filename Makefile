@@ -217,7 +217,7 @@ $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h) agent/wire.h 
 		-lsqlite3 -lprotobuf-c -lz -lm
 
 # The .eh_frame scan of the DWARF unwinder (personality and LSDA words).
-FUZZ_CFI_SRC := tests/fuzz/fuzz_cfi.c agent/unwind.c
+FUZZ_CFI_SRC := tests/fuzz/fuzz_cfi.c agent/unwind.c agent/rootfs.c
 $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/unwind.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZCC  $@")
@@ -228,9 +228,9 @@ $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/unwind.h
 # ELF symbols (and symtab's .eh_frame_hdr), USDT notes, the unwinder's
 # .eh_frame_hdr load, config_parse(). Seeds and a short run of each:
 # tests/integration/fuzz_parsers.sh.
-FUZZ_SYMTAB_SRC := tests/fuzz/fuzz_symtab.c agent/symtab.c agent/symcache.c
-FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/usdt.c
-FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c agent/unwind.c
+FUZZ_SYMTAB_SRC := tests/fuzz/fuzz_symtab.c agent/symtab.c agent/symcache.c agent/rootfs.c
+FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/usdt.c agent/rootfs.c
+FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c agent/unwind.c agent/rootfs.c
 FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/config.c agent/events.c agent/demangle.c agent/fold.c \
 	cgroup/identity.c
 FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config)
