@@ -21,7 +21,7 @@
 # ones use the agent's own split (-v: sampling+unwinding only), the per-sample
 # cost of a long run.
 #
-# Symbolization cache (agent/symcache.h): the agent keeps this boot's kernel
+# Symbolization cache (agent/symbols/symcache.h): the agent keeps this boot's kernel
 # symbols and inflated debuginfo DWARF in a cache directory. The bench uses a
 # private one, empty at the start: "pg-fp-cold" is the first run of a boot
 # (it reads /proc/kallsyms and inflates libc's DWARF, and fills the cache);

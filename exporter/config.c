@@ -4,7 +4,7 @@
  * is short: libyaml's document API builds the tree, every key must be one
  * of the settings, exactly once, and each value goes through the same
  * setter a command-line flag uses, so a file and a flag accept exactly the
- * same text. As in agent/config.c, YAML's implicit typing is not used:
+ * same text. As in agent/cmd/config.c, YAML's implicit typing is not used:
  * values are read as text by this file.
  */
 #include "exporter/config.h"
@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "agent/events.h"
+#include "lib/strdist.h"
 
 #define CONFIG_FILE_MAX (1 << 20)
 #define VALUE_MAX 4096

@@ -53,13 +53,13 @@
 #include <time.h>
 #include <zlib.h>
 
-#include "agent/log.h"
-#include "agent/wire.h"
+#include "lib/log.h"
+#include "wire/wire.h"
 #include "exporter/config.h"
 #include "exporter/page.h"
 #include "exporter/procmetrics.h"
-#include "exporter/render.h"
-#include "exporter/store.h"
+#include "exporter/render/render.h"
+#include "exporter/store/store.h"
 #include "exporter/targets.h"
 #include "exporter/totals.h"
 

@@ -19,10 +19,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "agent/log.h"
+#include "lib/log.h"
 #include "exporter/config.h"
 #include "exporter/http.h"
-#include "exporter/store.h"
+#include "exporter/store/store.h"
 #include "exporter/totals.h"
 
 /* Longest token file accepted. */

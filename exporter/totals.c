@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/wire.h"
+#include "wire/wire.h"
 
 /* Identity fields in store_cgroup order. */
 enum { ID_CONTAINER, ID_RUNTIME, ID_POD, ID_QOS, ID_NS, ID_POD_NAME, ID_CONTAINER_NAME, ID_UNIT,

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "exporter/page.h"
-#include "exporter/store.h"
+#include "exporter/store/store.h"
 #include "proto/cgperf.pb-c.h"
 
 struct totals;

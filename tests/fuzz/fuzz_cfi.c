@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/unwind.h"
+#include "agent/stacks/unwind.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/config.h"
+#include "agent/cmd/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/unwind.h"
+#include "agent/stacks/unwind.h"
 #include "tests/fuzz/fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -22,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/wire.h"
+#include "wire/wire.h"
 #include "exporter/page.h"
-#include "exporter/render.h"
+#include "exporter/render/render.h"
 #include "exporter/totals.h"
 
 #define FUZZ_CAP (1u << 20)

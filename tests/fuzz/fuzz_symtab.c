@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/symtab.h"
+#include "agent/symbols/symtab.h"
 #include "tests/fuzz/fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

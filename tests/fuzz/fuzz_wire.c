@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/wire.h"
+#include "wire/wire.h"
 
 #define FUZZ_CAP (1u << 20)
 

@@ -21,7 +21,7 @@
  * closed after its answer: the latency then includes the handshake).
  *
  * Each agent is "swarm-PID-I" on host "swarm-host-I"; each batch is built
- * with agent/wire.h's builder just before it goes, with the agent's next
+ * with wire/wire.h's builder just before it goes, with the agent's next
  * sequence number, so every batch is unique and a batch sent twice is a
  * resend. Agents are spread evenly over the period N / R, each on a fixed
  * schedule. Counted: acks ("stored" or "duplicate" in the 200's body; a
@@ -58,7 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/wire.h"
+#include "wire/wire.h"
 
 #define RESP_MAX 4096
 #define NS_MS 1000000ull

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * gen_batch: push batches made with agent/wire.h's builder, for tests and
+ * gen_batch: push batches made with wire/wire.h's builder, for tests and
  * benchmarks of cgperf-exporter (test-only; not installed).
  *
  *   gen_batch [SHAPE] write FILE        one batch into FILE
@@ -59,7 +59,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "agent/wire.h"
+#include "wire/wire.h"
 
 #define POOL 512
 #define NAME_MAX_LEN 128

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * render_tool: exporter/render.h from the command line, for tests and
+ * render_tool: exporter/render/render.h from the command line, for tests and
  * benchmarks (test-only; not installed).
  *
  *   render_tool [OPTS] folded|pprof|svg < IN > OUT
@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "exporter/render.h"
+#include "exporter/render/render.h"
 
 static char build_id[32];
 

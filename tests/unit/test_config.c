@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/config.h"
-#include "agent/probe.h"
+#include "agent/cmd/config.h"
+#include "agent/perf/probe.h"
 
 #define NCASES(a) (sizeof(a) / sizeof((a)[0]))
 #define EXAMPLE "tests/data/agent-example.yaml"

@@ -30,8 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/counters.h"
-#include "agent/cpumap.h"
+#include "agent/perf/counters.h"
+#include "agent/perf/cpumap.h"
 #include "cgroup/mount.h"
 #include "tests/unit/testalloc.h"
 #include "tests/unit/testlib.h"

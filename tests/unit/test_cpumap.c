@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/cpumap.h"
+#include "agent/perf/cpumap.h"
 
 #define MAX_CPUS 16
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/demangle.h"
+#include "agent/symbols/demangle.h"
 
 struct dm_case {
 	const char *in, *full, *brief; /* NULL: shown as it is */

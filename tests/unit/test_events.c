@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/events.h"
+#include "agent/perf/events.h"
 
 /* ---- built-ins ---- */
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/fold.h"
+#include "agent/stacks/fold.h"
 #include "tests/unit/testalloc.h"
 #include "tests/unit/testlib.h"
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/hist.h"
+#include "lib/hist.h"
 #include "tests/unit/testlib.h"
 
 #define NCASES(a) (sizeof(a) / sizeof((a)[0]))

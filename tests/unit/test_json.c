@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/json.h"
+#include "lib/json.h"
 
 /* What json_write_string(@s) writes, as a malloc'd string. */
 static char *string_out(const char *s)

@@ -6,7 +6,7 @@
  * once: every line whole, and lines written + lines suppressed adding up to
  * lines asked for (the guard is shared state; without its lock both break).
  * Under TSan too: gcc -fsanitize=thread -I. -D_GNU_SOURCE tests/unit/test_log.c
- * tests/unit/testlib.c agent/log.c agent/json.c -lcmocka -lpthread
+ * tests/unit/testlib.c lib/log.c lib/json.c -lcmocka -lpthread
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/log.h"
+#include "lib/log.h"
 #include "tests/unit/testlib.h"
 
 #define NCASES(a) (sizeof(a) / sizeof((a)[0]))

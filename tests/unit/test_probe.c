@@ -38,10 +38,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/events.h"
-#include "agent/probe.h"
-#include "agent/symtab.h"
-#include "agent/usdt.h"
+#include "agent/perf/events.h"
+#include "agent/perf/probe.h"
+#include "agent/symbols/symtab.h"
+#include "agent/perf/usdt.h"
 
 #define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
 #define CALLS 1000

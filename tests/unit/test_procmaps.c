@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/procmaps.h"
+#include "agent/stacks/procmaps.h"
 
 #define PID 4242u
 

@@ -37,7 +37,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "agent/push.h"
+#include "agent/ship/push.h"
 
 #define TOKEN "s3cret-t0ken"
 #define MAX_SRV 3

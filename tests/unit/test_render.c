@@ -27,7 +27,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "exporter/render.h"
+#include "exporter/render/render.h"
 #include "tests/unit/testalloc.h"
 
 /* ---- helpers ------------------------------------------------------------ */

@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/rootfs.h"
+#include "lib/rootfs.h"
 
 #define SECRET "SECRETSTRING-rootfs-test"
 #define VALID "7f0000000000 100 jit_function\n"

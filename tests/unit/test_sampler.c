@@ -32,9 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/cpumap.h"
-#include "agent/events.h"
-#include "agent/sampler.h"
+#include "agent/perf/cpumap.h"
+#include "agent/perf/events.h"
+#include "agent/perf/sampler.h"
 #include "cgroup/mount.h"
 
 #ifndef PERF_SAMPLE_CGROUP

@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/spool.h"
+#include "agent/ship/spool.h"
 
 struct fixture {
 	char dir[64];

@@ -24,9 +24,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/wire.h"
+#include "wire/wire.h"
 #include "exporter/config.h"
-#include "exporter/store.h"
+#include "exporter/store/store.h"
 
 #define NS 1000000000ull
 #define T0 (1700000000ull * NS) /* 20 s into its minute bucket */

@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/symcache.h"
+#include "agent/symbols/symcache.h"
 
 #define NOBODY 65534
 

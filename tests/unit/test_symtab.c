@@ -37,7 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/symtab.h"
+#include "agent/symbols/symtab.h"
 
 #define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
 

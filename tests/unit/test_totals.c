@@ -23,9 +23,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/wire.h"
+#include "wire/wire.h"
 #include "exporter/page.h"
-#include "exporter/store.h"
+#include "exporter/store/store.h"
 #include "exporter/totals.h"
 
 #define NS 1000000000ull

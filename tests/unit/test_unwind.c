@@ -42,7 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/unwind.h"
+#include "agent/stacks/unwind.h"
 
 #define MAX_FRAMES 64
 #define STACK_COPY (16 * 1024)

@@ -33,7 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/usdt.h"
+#include "agent/perf/usdt.h"
 
 #define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
 

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "agent/wire.h"
+#include "wire/wire.h"
 
 /* ---- a realistic batch, with everything needed to check it ---- */
 

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cgperf-agent cgroups: the cgroup tree with container/pod/unit identity and
+ * process counts; with --processes, the processes of each cgroup.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/cmd/cmd.h"
+#include "lib/json.h"
+#include "cgroup/identity.h"
+#include "cgroup/proc.h"
+#include "cgroup/tree.h"
+
+struct cgroups_opts {
+	bool processes, json, containers;
+	const char *under; /* only this subtree */
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: cgperf-agent cgroups [--processes] [--json] [--containers] [SUBTREE]\n"
+	      "\n"
+	      "  -p, --processes   list the processes of each cgroup (pid, comm, exe)\n"
+	      "  -j, --json        one JSON document on stdout\n"
+	      "  -c, --containers  only cgroups that are containers or pods\n"
+	      "  SUBTREE           only this cgroup and its descendants\n",
+	      f);
+}
+
+static bool in_subtree(const char *path, const char *under)
+{
+	size_t n;
+
+	if (!under || !strcmp(under, "/"))
+		return true;
+	n = strlen(under);
+	return !strncmp(path, under, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+static bool show(const struct cgroups_opts *o, const struct cg_node *n)
+{
+	if (!in_subtree(n->path, o->under))
+		return false;
+	if (o->containers && !n->ident.container_id[0] && !n->ident.pod_uid[0] &&
+	    !n->ident.container_name[0])
+		return false;
+	return true;
+}
+
+static void json_field(FILE *f, const char *key, const char *val)
+{
+	if (!val || !val[0])
+		return;
+	fprintf(f, ",\"%s\":", key);
+	json_write_string(f, val);
+}
+
+static void print_json(const struct cgroups_opts *o, const char *mount, const struct cg_tree *t,
+		       const struct cg_proc_list *pl)
+{
+	bool first = true;
+
+	fputs("{\"mount\":", stdout);
+	json_write_string(stdout, mount);
+	fputs(",\"cgroups\":[", stdout);
+	for (size_t i = 0; i < cg_tree_count(t); i++) {
+		const struct cg_node *n = cg_tree_get(t, i);
+		const struct cg_identity *id = &n->ident;
+
+		if (!show(o, n))
+			continue;
+		fputs(first ? "\n" : ",\n", stdout);
+		first = false;
+		fputs("{\"path\":", stdout);
+		json_write_string(stdout, n->path);
+		fprintf(stdout, ",\"id\":%" PRIu64 ",\"depth\":%d,\"nprocs\":%ld", n->id, n->depth,
+			n->nprocs);
+		json_field(stdout, "runtime", cg_runtime_name(id->runtime));
+		json_field(stdout, "container_id", id->container_id);
+		json_field(stdout, "container_name", id->container_name);
+		json_field(stdout, "pod_uid", id->pod_uid);
+		json_field(stdout, "qos", cg_qos_name(id->qos));
+		json_field(stdout, "unit", id->unit);
+		json_field(stdout, "slice", id->slice);
+		if (pl) {
+			bool pfirst = true;
+
+			fputs(",\"processes\":[", stdout);
+			for (size_t k = 0; k < cg_proc_list_count(pl); k++) {
+				const struct cg_proc *p = cg_proc_list_get(pl, k);
+
+				if (!p->cgroup || strcmp(p->cgroup, n->path))
+					continue;
+				fprintf(stdout, "%s{\"pid\":%d,\"ppid\":%d,\"comm\":",
+					pfirst ? "" : ",", (int)p->pid, (int)p->ppid);
+				pfirst = false;
+				json_write_string(stdout, p->comm);
+				fputs(",\"exe\":", stdout);
+				if (p->exe)
+					json_write_string(stdout, p->exe);
+				else
+					fputs("null", stdout);
+				fputs(",\"cmdline\":", stdout);
+				json_write_string(stdout, p->cmdline);
+				fputc('}', stdout);
+			}
+			fputc(']', stdout);
+		}
+		fputc('}', stdout);
+	}
+	fputs("\n]}\n", stdout);
+}
+
+/* Cgroup names are user data: print control characters visibly. */
+static void print_name(const char *s, int width)
+{
+	int n = 0;
+
+	for (; *s; s++, n++) {
+		if ((unsigned char)*s < 0x20 || *s == 0x7f) {
+			printf("\\x%02x", (unsigned char)*s);
+			n += 3;
+		} else {
+			putchar(*s);
+		}
+	}
+	for (; n < width; n++)
+		putchar(' ');
+}
+
+static void print_text(const struct cgroups_opts *o, const char *mount, const struct cg_tree *t,
+		       const struct cg_proc_list *pl)
+{
+	printf("# cgroup hierarchy at %s\n", mount);
+	printf("%-56s %12s %6s  %s\n", "CGROUP", "ID", "PROCS", "IDENTITY");
+	for (size_t i = 0; i < cg_tree_count(t); i++) {
+		const struct cg_node *n = cg_tree_get(t, i);
+		const char *base = strrchr(n->path, '/');
+		char label[600], indent[2 * CG_TREE_MAX_DEPTH + 1];
+		int depth = n->depth < CG_TREE_MAX_DEPTH ? n->depth : CG_TREE_MAX_DEPTH;
+
+		if (!show(o, n))
+			continue;
+		memset(indent, ' ', (size_t)depth * 2);
+		indent[depth * 2] = '\0';
+		base = n->depth == 0 ? "/" : base + 1;
+		cg_identity_label(&n->ident, label, sizeof(label));
+		if (!label[0] && n->ident.slice[0] && n->depth > 0 &&
+		    strstr(base, ".slice"))
+			snprintf(label, sizeof(label), "slice");
+		fputs(indent, stdout);
+		print_name(base, 56 - depth * 2);
+		printf(" %12" PRIu64 " %6ld  %s\n", n->id, n->nprocs, label);
+		if (!pl)
+			continue;
+		for (size_t k = 0; k < cg_proc_list_count(pl); k++) {
+			const struct cg_proc *p = cg_proc_list_get(pl, k);
+
+			if (!p->cgroup || strcmp(p->cgroup, n->path))
+				continue;
+			printf("%s  %7d %-16s ", indent, (int)p->pid, p->comm);
+			print_name(p->exe ? p->exe : (p->cmdline[0] ? p->cmdline : "[kernel]"), 0);
+			putchar('\n');
+		}
+	}
+}
+
+int cmd_cgroups(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"processes", no_argument, NULL, 'p'},
+		{"json", no_argument, NULL, 'j'},
+		{"containers", no_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *prog = "cgperf-agent cgroups";
+	struct cgroups_opts o = {0};
+	struct cg_tree *t = NULL;
+	struct cg_proc_list *pl = NULL;
+	char *mount, *under = NULL;
+	int opt, ret = 0;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "pjch", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p': o.processes = true; break;
+		case 'j': o.json = true; break;
+		case 'c': o.containers = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (argc - optind > 1) {
+		usage(stderr);
+		return 2;
+	}
+	mount = cmd_perf_cgroup_mount(prog);
+	if (!mount)
+		return 1;
+	if (optind < argc) {
+		uint64_t id;
+		int err;
+
+		under = cg_path_normalize(mount, argv[optind]);
+		if (!under) {
+			err = errno;
+			fprintf(stderr, "%s: bad cgroup path '%s': %s\n", prog, argv[optind],
+				err == EINVAL ? "'..' is not allowed" : strerror(err));
+			ret = err == EINVAL ? 2 : 1;
+			goto out;
+		}
+		err = cg_path_id(mount, strcmp(under, "/") ? under : "", &id);
+		if (err) {
+			fprintf(stderr, "%s: cgroup '%s' not found (no directory %s%s)\n", prog,
+				under, mount, strcmp(under, "/") ? under : "");
+			ret = 2;
+			goto out;
+		}
+		o.under = under;
+	}
+	t = cg_tree_scan(mount);
+	if (!t) {
+		fprintf(stderr, "%s: cannot scan %s: %s\n", prog, mount, strerror(errno));
+		ret = 1;
+		goto out;
+	}
+	if (o.processes) {
+		pl = cg_proc_list_read("/proc");
+		if (!pl) {
+			fprintf(stderr, "%s: cannot list processes: %s\n", prog, strerror(errno));
+			ret = 1;
+			goto out;
+		}
+	}
+	if (o.json)
+		print_json(&o, mount, t, pl);
+	else
+		print_text(&o, mount, t, pl);
+out:
+	cg_proc_list_free(pl);
+	cg_tree_free(t);
+	free(under);
+	free(mount);
+	return ret;
+}

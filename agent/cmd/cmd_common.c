@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Pieces the commands share: turning -G lists into cgroup directories, the
+ * cgroup made for "-- COMMAND", the file-descriptor limit.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+
+#include "agent/cmd/cmd.h"
+#include "agent/cmd/spawn.h"
+#include "cgroup/tree.h"
+
+static int dirs_push(char ***dirs, size_t *n, const char *mount, const char *rel)
+{
+	size_t len = strlen(mount) + strlen(rel) + 1;
+	char **v = realloc(*dirs, (*n + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	*dirs = v;
+	v[*n] = malloc(len);
+	if (!v[*n])
+		return -ENOMEM;
+	snprintf(v[*n], len, "%s%s", mount, strcmp(rel, "/") ? rel : "");
+	(*n)++;
+	return 0;
+}
+
+int cmd_cgroup_dirs(const char *prog, const char *mount, const char *csv, char ***dirs,
+		    size_t *n)
+{
+	char *copy = strdup(csv), *save = NULL;
+	int ret = 0;
+
+	if (!copy)
+		return 1;
+	for (char *g = strtok_r(copy, ",", &save); g && !ret; g = strtok_r(NULL, ",", &save)) {
+		char *rel = cg_path_normalize(mount, g);
+		uint64_t id;
+
+		if (!rel || cg_path_id(mount, strcmp(rel, "/") ? rel : "", &id) < 0) {
+			fprintf(stderr, "%s: cgroup '%s' not found (no directory %s%s)\n", prog,
+				rel ? rel : g, mount, rel && strcmp(rel, "/") ? rel : "");
+			ret = 2;
+		} else if (dirs_push(dirs, n, mount, rel) < 0) {
+			ret = 1;
+		}
+		free(rel);
+	}
+	free(copy);
+	return ret;
+}
+
+int cmd_command_cgroup(const char *prog, const char *mount, const char *name, char **abs,
+		       char ***dirs, size_t *n)
+{
+	char *rel = NULL;
+	int err = spawn_make_cgroup(mount, name, &rel, abs);
+
+	if (err) {
+		fprintf(stderr, "%s: cannot create a cgroup for the command under %s: %s\n", prog,
+			mount, strerror(-err));
+		return 1;
+	}
+	err = dirs_push(dirs, n, mount, rel);
+	free(rel);
+	return err ? 1 : 0;
+}
+
+void cmd_dirs_free(char **dirs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(dirs[i]);
+	free(dirs);
+}
+
+void cmd_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int cmd_signalfd(sigset_t *oldmask)
+{
+	sigset_t mask;
+	int fd;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, oldmask) < 0)
+		return -errno;
+	fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (fd < 0) {
+		int err = errno;
+
+		sigprocmask(SIG_SETMASK, oldmask, NULL);
+		return -err;
+	}
+	return fd;
+}
+
+int cmd_exit_status(int wait_status)
+{
+	if (WIFEXITED(wait_status))
+		return WEXITSTATUS(wait_status);
+	if (WIFSIGNALED(wait_status))
+		return 128 + WTERMSIG(wait_status);
+	return 1;
+}

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CGPERF_AGENT_STACKS_H
+#define CGPERF_AGENT_STACKS_H
+
+/*
+ * Stacks from samples, folded: the engine behind `record` and `trace
+ * --stacks`.
+ *
+ * The hot path (stacks_add, once per sample) does no symbolization and no
+ * string work: each frame becomes (object id, file offset), the whole stack
+ * a small array of integers, counted in a hash table. Objects are interned
+ * the first time a mapping is hit, while the process is alive, so binaries
+ * of short-lived processes and of other mount namespaces can still be
+ * opened (through /proc/PID/root). Only stacks_write() names every distinct
+ * frame, once, and produces folded text.
+ *
+ * User stacks come from one of two unwinders behind one ops table: frame
+ * pointers (the kernel already walked them into the callchain) or DWARF CFI
+ * over the copied user stack (agent/stacks/unwind.c).
+ *
+ * Memory stays bounded on hosts where binaries come and go: an object (a
+ * binary with its symbols and unwind tables) is dropped at stacks_gc() once
+ * no process the engine still tracks maps it and none of its samples are
+ * waiting to be folded (in `record`, until stacks_write(); in `run`, until
+ * the stacks_reset() after the interval's stacks_foreach*()).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "agent/symbols/demangle.h"
+#include "agent/perf/sampler.h"
+
+enum stacks_mode {
+	STACKS_FP,    /* PERF_SAMPLE_CALLCHAIN as the kernel walked it */
+	STACKS_DWARF, /* CFI over PERF_SAMPLE_STACK_USER + REGS_USER */
+	STACKS_LEAF,  /* the sampled function only (perf record without -g) */
+};
+
+struct stacks;
+
+/* @cgroup_mount is needed for cgroup labels with @per_cgroup (may be NULL
+ * otherwise). NULL + errno. */
+struct stacks *stacks_new(enum stacks_mode mode, bool per_cgroup, const char *cgroup_mount);
+void stacks_free(struct stacks *st);
+
+/*
+ * How symbol names are shown (see agent/symbols/demangle.h): DEMANGLE_FULL unless
+ * set otherwise. Frames named already are named again. 0 or -errno.
+ */
+int stacks_set_demangle(struct stacks *st, enum demangle_style style);
+
+/* sample_regs_user the mode needs (0 but for DWARF). */
+uint64_t stacks_regs_mask(enum stacks_mode mode);
+const char *stacks_mode_name(enum stacks_mode mode);
+
+/* Count the stack of @s. @prefix (may be NULL) becomes a frame before the
+ * cgroup and comm ("the probe that fired"). */
+void stacks_add(struct stacks *st, const struct sample *s, const char *prefix);
+
+/* Side-band records keep process maps and thread names current. */
+void stacks_mmap(struct stacks *st, const struct sample_mmap *m);
+void stacks_comm(struct stacks *st, uint32_t pid, uint32_t tid, const char *comm, bool exec);
+void stacks_fork(struct stacks *st, uint32_t pid, uint32_t ppid, uint32_t tid);
+void stacks_exit(struct stacks *st, uint32_t pid, uint32_t tid);
+/* Forget processes gone since two calls ago, and the objects only they
+ * mapped (see above); call after each drain. */
+void stacks_gc(struct stacks *st);
+
+/* Name every frame and write "frames count" lines, sorted. 0 or -errno. */
+int stacks_write(struct stacks *st, FILE *out, size_t *nlines);
+
+/*
+ * For the wire: every distinct stack of the interval as its cgroup id and
+ * folded text without a cgroup frame ("[prefix;]comm;root;...;leaf"), with
+ * its count. 0 or -errno.
+ */
+int stacks_foreach(struct stacks *st,
+		   void (*cb)(void *ctx, uint64_t cgroup_id, const char *folded, uint64_t count),
+		   void *ctx);
+/*
+ * The same stacks with their frames one by one, for the wire: @frames[0..@n)
+ * root first as in the folded text ([prefix,] comm, user frames, kernel
+ * frames; a function with inlined calls gives one frame per call, as the
+ * folded text does), each with the binary it was found in. Stacks that are
+ * the same text but not the same binaries stay apart. Everything @frames
+ * points to is valid during the call only. 0 or -errno.
+ */
+struct stacks_frame {
+	const char *name;     /* as in the folded text */
+	const char *module;   /* the binary's path as the process saw it, or
+			       * "[kernel.kallsyms]", "[vdso]", "[jit]"; NULL for
+			       * the comm and prefix frames and unmapped addresses */
+	const char *build_id; /* GNU build-id, lowercase hex, "" unknown; NULL
+			       * when module is */
+};
+int stacks_foreach_frames(struct stacks *st,
+			  void (*cb)(void *ctx, uint64_t cgroup_id, const struct stacks_frame *frames,
+				     size_t n, uint64_t count),
+			  void *ctx);
+
+/* Start a new interval: counts cleared, objects and maps kept (objects of
+ * processes gone may be dropped at the next stacks_gc()). */
+int stacks_reset(struct stacks *st);
+
+struct stacks_stats {
+	uint64_t kept;          /* samples counted */
+	uint64_t refused;       /* dropped: distinct-stack cap reached */
+	uint64_t unwind_errors; /* DWARF unwinding failed outright */
+	uint64_t no_user_regs;  /* DWARF: sample without user registers (kernel threads) */
+	size_t objects;          /* binaries held now (symbols, unwind tables) */
+	uint64_t objects_dropped; /* binaries dropped once no process mapped them */
+	size_t processes, distinct;
+};
+void stacks_stats(const struct stacks *st, struct stacks_stats *out);
+
+#endif

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CGPERF_AGENT_SYMTAB_H
+#define CGPERF_AGENT_SYMTAB_H
+
+/*
+ * Symbols of one ELF object (executable or shared library), looked up by
+ * FILE OFFSET, which is what a sample's address minus its mapping's start
+ * plus the mapping's pgoff gives: independent of where the object is
+ * loaded and of ASLR, so one symtab serves every process mapping the file.
+ *
+ * Sources, best first: .symtab of the file; .symtab of separate debuginfo
+ * found by build-id (/usr/lib/debug/.build-id/xx/yyyy.debug) or
+ * .gnu_debuglink (next to the file, its .debug/ dir, /usr/lib/debug/PATH);
+ * .dynsym. Debuginfo with DWARF also yields inlined frames.
+ *
+ * A symtab costs 16 bytes per symbol plus the names; the file is closed
+ * when symtab_open() returns. Lookups are read-only and may run
+ * concurrently; symtab_inlines() is not (it opens DWARF on first use).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct symtab;
+
+/*
+ * Open @path (may be a /proc/PID/root/... path into another mount
+ * namespace, then resolved inside that root, as the debuginfo paths under
+ * it are: lib/rootfs.h). @debug_root is where /usr/lib/debug is looked
+ * up, normally "" (host) or "/proc/PID/root" (the container's). NULL +
+ * errno on failure (ENOENT, ENOEXEC for a non-ELF or non-regular file,
+ * EFBIG over ROOTFS_ELF_MAX, the other refusals of lib/rootfs.h).
+ */
+struct symtab *symtab_open(const char *path, const char *debug_root);
+void symtab_free(struct symtab *s);
+
+/*
+ * Name of the function containing file offset @off. Returns 0 and sets
+ * @name (owned by @s, valid until symtab_free) and @sym_off (offset of
+ * @off into the function); -ENOENT when no symbol covers it.
+ */
+int symtab_lookup(const struct symtab *s, uint64_t off, const char **name, uint64_t *sym_off);
+
+/*
+ * Inlined frames at @off, innermost first, from DWARF debuginfo, not
+ * including the containing function itself. Fills up to @max names (owned
+ * by @s) and returns how many (0 without DWARF).
+ * The DWARF file is opened (by path) on the first call and kept until
+ * symtab_free(); each call walks one compile unit, so callers should cache
+ * results per offset. Compressed debuginfo is inflated once into the
+ * symbolization cache (keyed by build-id) and mapped from there.
+ */
+size_t symtab_inlines(struct symtab *s, uint64_t off, const char **names, size_t max);
+
+/*
+ * Open the file that holds DWARF now (keeping one fd), so symtab_inlines()
+ * still works after the path has become unreachable, e.g. a container
+ * process that exited. Cheap: the DWARF itself is read on first use.
+ * 0 (also when there is no DWARF) or -errno.
+ */
+int symtab_hold_dwarf(struct symtab *s);
+
+/*
+ * True once symtab_inlines() reads DWARF from the symbolization cache's
+ * inflated copy (see agent/symbols/symcache.h and symtab.c) rather than from the
+ * compressed debuginfo file itself. The names are the same either way.
+ */
+bool symtab_dwarf_cached(const struct symtab *s);
+
+/*
+ * For code no symbol covers: the file offset where its function starts,
+ * from the .eh_frame FDE containing @off. 0, or -ENOENT when no FDE does.
+ */
+int symtab_func_start(const struct symtab *s, uint64_t off, uint64_t *start_off);
+
+/* GNU build-id as lowercase hex ("" when the file has none). */
+const char *symtab_build_id(const struct symtab *s);
+/* Number of symbols loaded; where they came from ("symtab", "debuginfo",
+ * "dynsym", or "none" when the file has no function symbols). */
+size_t symtab_count(const struct symtab *s);
+const char *symtab_source(const struct symtab *s);
+
+/*
+ * File offset of the function named @name (exact match, no demangling).
+ * Where one address has several names only the one symtab kept is known
+ * (see symtab.c: malloc, not __libc_malloc); where several local
+ * functions share a name, the lowest address wins. 0, -ENOENT when no
+ * kept symbol has that name or its address has no file bytes.
+ */
+int symtab_find(const struct symtab *s, const char *name, uint64_t *off);
+
+/*
+ * Symbol @i (0 <= i < symtab_count(), in address order) for listings and
+ * near-match suggestions: its name (owned by @s), and in @off (may be
+ * NULL) its file offset, or UINT64_MAX when its address maps to no file
+ * bytes. NULL when @i is out of range.
+ */
+const char *symtab_name_at(const struct symtab *s, size_t i, uint64_t *off);
+
+/*
+ * Convert a file offset to the ELF virtual address (via PT_LOAD program
+ * headers) and back; used by the unwinder and for probes. 0 or -ENOENT.
+ */
+int symtab_off_to_vaddr(const struct symtab *s, uint64_t off, uint64_t *vaddr);
+int symtab_vaddr_to_off(const struct symtab *s, uint64_t vaddr, uint64_t *off);
+
+/*
+ * Kernel symbols from /proc/kallsyms (text symbols only), sorted.
+ *
+ * ksyms_load("/proc/kallsyms") uses the symbolization cache (see
+ * agent/symbols/symcache.h): the vmlinux symbols of this boot are written there by
+ * the first reader and mapped by later ones instead of reading
+ * /proc/kallsyms (~35 ms of kernel CPU); addresses outside vmlinux (modules,
+ * BPF, ftrace trampolines) are then looked up in a live read made on first
+ * need, so answers never differ from a live read's. Any other path is read
+ * as it is, without the cache.
+ */
+struct ksyms;
+/* NULL + errno when @path cannot be read; malformed and over-long lines
+ * are skipped. */
+struct ksyms *ksyms_load(const char *path);
+/*
+ * The same with an explicit cache: @cache_dir (NULL: no cache) and the
+ * boot's id @boot_id (36 characters, as /proc/sys/kernel/random/boot_id).
+ * For tests and for callers that know them already.
+ */
+struct ksyms *ksyms_load_cached(const char *path, const char *cache_dir, const char *boot_id);
+/* Number of text symbols kept (0 when kptr_restrict hides them); from the
+ * cache, vmlinux symbols only. */
+size_t ksyms_count(const struct ksyms *k);
+/* True when @k was mapped from the cache rather than read. */
+bool ksyms_cached(const struct ksyms *k);
+/* Name of the kernel function containing @addr; NULL if none (or the
+ * addresses are hidden by kptr_restrict: all zero). Module symbols are
+ * returned as "name" and their module in @module (NULL for vmlinux; set
+ * only when a name is returned; @module may be NULL). Not const: may read
+ * /proc/kallsyms on first need (see above). */
+const char *ksyms_lookup(struct ksyms *k, uint64_t addr, const char **module);
+void ksyms_free(struct ksyms *k);
+
+#endif

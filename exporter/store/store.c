@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The store's front: every call goes through the backend's ops, so callers
+ * never name a backend. See store.h for the contract backends keep.
+ */
+#include "exporter/store/store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct store_ops *const backends[] = { &store_sqlite_ops };
+
+const struct store_ops *store_backend(const char *name)
+{
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+		if (!strcmp(backends[i]->name, name))
+			return backends[i];
+	return NULL;
+}
+
+struct store *store_open(const struct store_ops *ops, const char *dir, char *err, size_t errlen)
+{
+	struct store *s = ops->open(dir, err, errlen);
+
+	if (s)
+		s->ops = ops;
+	return s;
+}
+
+void store_close(struct store *s)
+{
+	if (s)
+		s->ops->close(s);
+}
+
+int store_put(struct store *s, const Cgperf__V1__Batch *m, uint64_t received_ns, char *err,
+	      size_t errlen)
+{
+	return s->ops->put(s, m, received_ns, err, errlen);
+}
+
+int store_put_many(struct store *s, const Cgperf__V1__Batch *const *m, size_t n,
+		   uint64_t received_ns, int *res, char *err, size_t errlen)
+{
+	size_t failed = 0;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (s->ops->put_many)
+		return s->ops->put_many(s, m, n, received_ns, res, err, errlen);
+	for (size_t i = 0; i < n; i++) {
+		char e[256] = "";
+
+		res[i] = s->ops->put(s, m[i], received_ns, e, sizeof(e));
+		if (res[i] < 0 && !failed++)
+			snprintf(err, errlen, "%s", e);
+	}
+	return 0;
+}
+
+int store_load(struct store *s, const struct store_visitor *v)
+{
+	return s->ops->load(s, v);
+}
+
+int store_expire(struct store *s, uint64_t before_ns)
+{
+	return s->ops->expire(s, before_ns);
+}
+
+int store_retention(struct store *s, uint64_t before_ns, size_t max_rows, size_t *deleted)
+{
+	return s->ops->retention(s, before_ns, max_rows, deleted);
+}
+
+int store_stacks(struct store *s, const struct store_selection *sel,
+		 int (*fn)(void *arg, const struct store_stack *st), void *arg)
+{
+	return s->ops->stacks(s, sel, fn, arg);
+}
+
+int store_module(struct store *s, int64_t id, struct store_module *out)
+{
+	return s->ops->module ? s->ops->module(s, id, out) : -ENOENT;
+}
+
+void store_stats(struct store *s, struct store_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	s->ops->stats(s, out);
+}
+
+double store_scaled(uint64_t value, uint64_t enabled, uint64_t running)
+{
+	if (!running)
+		return 0;
+	return (double)value * ((double)enabled / (double)running);
+}

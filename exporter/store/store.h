@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CGPERF_EXPORTER_STORE_H
+#define CGPERF_EXPORTER_STORE_H
+
+/*
+ * The exporter's durable store, behind one interface so that backends can
+ * be swapped (perf's unwind ops): struct store_ops holds the calls, a
+ * backend fills one (store_sqlite_ops: SQLite in the data directory) and
+ * callers use only the store_*() wrappers below, never a backend's name.
+ *
+ * What every backend must guarantee:
+ *  - put() is atomic and durable: when it returns 0 the batch is stored
+ *    and survives a crash (kill -9, power loss as far as fsync goes); on
+ *    error nothing of it is. A batch is known by (agent_id, seq); a second
+ *    put() of it returns 1 and changes nothing.
+ *  - Running totals (counters per cgroup and event, probe hits and
+ *    histograms, agents' figures) are kept in the same transaction as the
+ *    batch, so that load() gives back exactly what was summed, whatever
+ *    retention() has deleted since: counters on /metrics never go back.
+ *  - Calls are thread-safe: the backend serializes writers (put,
+ *    retention, expire) and readers (stacks, module, load) as it needs;
+ *    readers should not wait for a writer's fsync.
+ *  - Nothing prints; errors come back as -errno with a one-line reason.
+ *
+ * Ownership: strings in the structs handed to callbacks live until the
+ * callback returns.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/hist.h"
+#include "wire/wire.h"
+#include "proto/cgperf.pb-c.h"
+
+struct store;
+
+/* What is known of a cgroup (as last pushed), and when it was last seen. */
+struct store_cgroup {
+	const char *host, *path;
+	uint64_t cgroup_id;
+	const char *container_id, *runtime, *pod_uid, *qos, *k8s_namespace, *pod_name,
+		*container_name, *unit, *slice;
+	uint64_t last_seen_ns;
+};
+
+/* The running total of one counting event of one cgroup (scaled for
+ * multiplexing; ns for task-clock). */
+struct store_counter_total {
+	const char *host, *path, *event;
+	double total;
+	uint64_t last_seen_ns;
+};
+
+/* The running totals of one probe in one cgroup. */
+struct store_probe_total {
+	const char *host, *path, *label;
+	uint64_t hits;
+	struct hist values, latency_ns; /* count 0: none seen */
+	uint64_t last_seen_ns;
+};
+
+/* An agent: its last header, its summed counts and last gauges. */
+struct store_agent {
+	const char *agent_id, *host, *version;
+	uint64_t first_seen_ns, last_push_ns, batches, stack_samples;
+	struct wire_self self; /* counts summed; spool_bytes, spool_batches last */
+};
+
+/* Called by load() for every persistent row; a non-zero return stops the
+ * walk and is returned. Any member may be NULL. */
+struct store_visitor {
+	int (*cgroup)(void *arg, const struct store_cgroup *c);
+	int (*counter)(void *arg, const struct store_counter_total *t);
+	int (*probe)(void *arg, const struct store_probe_total *t);
+	int (*agent)(void *arg, const struct store_agent *a);
+	void *arg;
+};
+
+/* Which stacks to sum; NULL or "" fields match everything. */
+struct store_selection {
+	const char *host;
+	const char *cgroup;    /* exact cgroup path */
+	const char *container; /* container id (or a prefix of >= 12), or container name */
+	const char *pod;       /* pod UID or pod name */
+	const char *event;     /* sampling event */
+	uint64_t from_ns, to_ns; /* [from, to): buckets that start in it, widened to buckets */
+};
+
+/* One stored stack summed over a selection, per sampling rate. */
+struct store_stack {
+	const char *folded; /* "root;...;leaf" */
+	const char *event;
+	uint64_t count;
+	uint64_t frequency, period; /* as the profile said; both 0 unknown */
+	const char *modules; /* per frame the module id (store_module), space-separated,
+			      * 0 = none; "" when not known */
+};
+
+/* A binary frames were found in. */
+struct store_module {
+	char *path, *build_id; /* malloc'd, the caller frees both */
+};
+
+struct store_stats {
+	uint64_t bytes;       /* on disk */
+	uint64_t stack_rows;  /* stack_samples rows written (summed or new) since open */
+	uint64_t deleted_rows; /* deleted by retention since open */
+};
+
+struct store_ops {
+	const char *name;
+	/* Open or create the store under @dir. NULL + errno, reason in @err. */
+	struct store *(*open)(const char *dir, char *err, size_t errlen);
+	void (*close)(struct store *s);
+	/* See store_put(). */
+	int (*put)(struct store *s, const Cgperf__V1__Batch *m, uint64_t received_ns, char *err,
+		   size_t errlen);
+	/* See store_put_many(); NULL: store_put_many() calls put() for each. */
+	int (*put_many)(struct store *s, const Cgperf__V1__Batch *const *m, size_t n,
+			uint64_t received_ns, int *res, char *err, size_t errlen);
+	int (*load)(struct store *s, const struct store_visitor *v);
+	int (*expire)(struct store *s, uint64_t before_ns);
+	int (*retention)(struct store *s, uint64_t before_ns, size_t max_rows, size_t *deleted);
+	int (*stacks)(struct store *s, const struct store_selection *sel,
+		      int (*fn)(void *arg, const struct store_stack *st), void *arg);
+	int (*module)(struct store *s, int64_t id, struct store_module *out);
+	void (*stats)(struct store *s, struct store_stats *out);
+};
+
+/* Every store starts with this; backends embed it first. */
+struct store {
+	const struct store_ops *ops;
+};
+
+extern const struct store_ops store_sqlite_ops;
+
+/* The backend called @name ("sqlite"), or NULL. */
+const struct store_ops *store_backend(const char *name);
+
+/*
+ * Open (creating if needed) the store of backend @ops in @dir. NULL + errno
+ * on failure, with a one-line reason in @err.
+ */
+struct store *store_open(const struct store_ops *ops, const char *dir, char *err, size_t errlen);
+/* NULL is fine. */
+void store_close(struct store *s);
+
+/*
+ * Store the decoded, validated batch @m received at @received_ns, with the
+ * running totals it adds to, in one transaction. Returns 0 once committed,
+ * 1 if (agent_id, seq) was stored before (nothing written), or -errno
+ * (-EIO for a backend error, reason in @err) with nothing written.
+ */
+int store_put(struct store *s, const Cgperf__V1__Batch *m, uint64_t received_ns, char *err,
+	      size_t errlen);
+
+/*
+ * store_put() of @n batches at once, in one transaction where the backend
+ * can (one fsync for all: group commit). @res[i] gets what store_put()
+ * would have returned for @m[i]; a batch that fails leaves nothing and the
+ * others are stored. Returns -errno when the transaction as a whole failed
+ * (every @res[i] is then that), else 0; the first reason goes to @err.
+ */
+int store_put_many(struct store *s, const Cgperf__V1__Batch *const *m, size_t n,
+		   uint64_t received_ns, int *res, char *err, size_t errlen);
+
+/* Walk every persistent total, cgroup and agent (to rebuild /metrics at
+ * start): cgroups first, then counters, probes, agents. 0 or -errno. */
+int store_load(struct store *s, const struct store_visitor *v);
+
+/* Forget cgroups' series and agents last seen before @before_ns: their
+ * running totals are deleted (a series seen again starts from zero).
+ * 0 or -errno. */
+int store_expire(struct store *s, uint64_t before_ns);
+
+/*
+ * Delete raw rows (stack samples of minute buckets that start before
+ * @before_ns, counter and probe rows and batches received before it,
+ * cgroup identities not seen since, then unreferenced interned stacks):
+ * one transaction of at most @max_rows rows, so ingest waits little.
+ * *@deleted gets the rows deleted. Returns 1 when there may be more to do
+ * (call again), 0 when done, or -errno. Running totals are untouched.
+ */
+int store_retention(struct store *s, uint64_t before_ns, size_t max_rows, size_t *deleted);
+
+/* Call @fn for each distinct (stack, event, frequency, period) of @sel with
+ * its summed count; a non-zero return of @fn stops and is returned. */
+int store_stacks(struct store *s, const struct store_selection *sel,
+		 int (*fn)(void *arg, const struct store_stack *st), void *arg);
+
+/* Module @id of a store_stack's modules: 0 and *@out filled, -ENOENT when
+ * unknown, or -errno. */
+int store_module(struct store *s, int64_t id, struct store_module *out);
+
+void store_stats(struct store *s, struct store_stats *out);
+
+/* The scaled value of a counter delta, exactly as every store and the
+ * /metrics totals sum it: value x enabled / running (0 when not running). */
+double store_scaled(uint64_t value, uint64_t enabled, uint64_t running);
+
+#endif
