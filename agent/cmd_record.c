@@ -94,6 +94,19 @@ static void on_sample(void *ctx, const struct sample *s)
 	stacks_add(r->st, s, NULL);
 }
 
+struct trunc_report {
+	struct record *r;
+};
+
+/* One "cgroup reason count" line of the summary. */
+static void trunc_line(void *ctx, uint64_t cgroup_id, enum stacks_trunc reason, uint64_t count)
+{
+	struct trunc_report *t = ctx;
+
+	fprintf(stderr, "%s:   %s %s %" PRIu64 "\n", t->r->prog,
+		stacks_cgroup_label(t->r->st, cgroup_id), stacks_trunc_name(reason), count);
+}
+
 static void on_mmap(void *ctx, const struct sample_mmap *m)
 {
 	struct record *r = ctx;
@@ -393,7 +406,11 @@ int cmd_record(int argc, char **argv)
 	so.callchain = r.mode != STACKS_LEAF;
 	so.user_stack = r.mode == STACKS_DWARF;
 	so.regs_mask = stacks_regs_mask(r.mode);
-	so.max_stack = 127;
+	/* perf's default depth, or less when the sysctl says so (more fails). */
+	int sysmax = sampler_max_stack_default();
+
+	so.max_stack = sysmax > 0 && sysmax < 127 ? (uint32_t)sysmax : 127;
+	stacks_set_max_stack(r.st, so.max_stack);
 	so.cpus = cpus;
 	so.ncpu = (size_t)ncpu;
 	so.cgroup_dirs = (const char *const *)cgdirs;
@@ -548,6 +565,16 @@ int cmd_record(int argc, char **argv)
 		" lost, %zu distinct stacks%s%s\n",
 		r.prog, r.samples, elapsed, sst.kept, st.lost, nlines,
 		outpath ? " -> " : "", outpath ? outpath : "");
+	if (sst.truncated[0] + sst.truncated[1] + sst.truncated[2]) {
+		struct trunc_report tr = {.r = &r};
+
+		fprintf(stderr,
+			"%s: stacks cut short: %" PRIu64 " [truncated: stack copy], %" PRIu64
+			" [truncated: max stack], %" PRIu64 " [bad return address]\n",
+			r.prog, sst.truncated[STACKS_TRUNC_STACK_COPY],
+			sst.truncated[STACKS_TRUNC_MAX_STACK], sst.truncated[STACKS_TRUNC_BAD_ADDRESS]);
+		stacks_foreach_truncated(r.st, trunc_line, &tr);
+	}
 	if (verbose) {
 		fprintf(stderr,
 			"%s: mode %s; agent CPU %.3f s (%.3f s sampling+unwinding, %.3f s naming)"

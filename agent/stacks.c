@@ -44,6 +44,7 @@
 #define OBJ_KERNEL 0u
 #define OBJ_UNKNOWN 1u /* no mapping: the frame keeps its raw address */
 #define OBJ_FIRST 2u
+#define OBJ_MARK 0xffffu /* a marker frame: the offset is an enum stacks_trunc */
 #define MAX_OBJECTS 65000 /* ids live in the top 16 bits of a frame */
 #define MAX_DISTINCT_STACKS 2000000
 
@@ -109,6 +110,16 @@ struct stacks {
 	unsigned umap_next;
 	uint32_t cur_pid;
 	uint64_t kept, unwind_errors, no_user_stack;
+	uint32_t max_stack;          /* the events' sample_max_stack */
+	struct fold *trunc;          /* (cgroup id, reason) -> stacks cut, this interval */
+	uint64_t trunc_total[STACKS_TRUNC_N];
+	/* Samples of processes whose maps were not known yet: copies, replayed
+	 * after the drain (by then the FORK record from another CPU's ring
+	 * has given them their parent's maps). */
+	struct pending *pending;
+	size_t npending, cappending, pending_bytes;
+	bool replaying;
+	uint64_t deferred;
 	/* Frame names, kept across intervals: a frame (object, offset) always
 	 * names the same function, and naming (DWARF inlines above all) is the
 	 * expensive part. Bounded: flushed when it grows past NAMES_MAX. */
@@ -118,6 +129,16 @@ struct stacks {
 };
 
 #define NAMES_MAX 500000
+/* Samples held until the other rings are read (see stacks_add). */
+#define PENDING_MAX 8192
+#define PENDING_BYTES (32u << 20)
+
+struct pending {
+	struct sample s; /* its pointers into buf */
+	char *prefix;
+	void *buf;
+	size_t bytes;
+};
 
 /* ---- interning ---------------------------------------------------------- */
 
@@ -509,34 +530,51 @@ static const struct unwind_map *find_umap(void *ctx, uint64_t ip)
 /* User IPs of @s, leaf first, into @ips. */
 struct user_unwinder {
 	const char *name;
-	int (*unwind)(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max);
+	/* *@cut: an enum stacks_trunc when the walk was cut, else -1. */
+	int (*unwind)(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max,
+		      int *cut);
 };
 
-static int fp_user(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max)
+static int fp_user(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max,
+		   int *cut)
 {
 	size_t n = 0;
-	bool user = false;
+	uint64_t entries = 0; /* what the kernel counts against sample_max_stack */
+	bool user = false, ended = false;
 
-	for (uint64_t i = 0; i < s->nr_callchain && n < max; i++) {
+	for (uint64_t i = 0; i < s->nr_callchain; i++) {
 		uint64_t ip = s->callchain[i];
 
 		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
 			user = ip == (uint64_t)PERF_CONTEXT_USER;
 			continue;
 		}
-		if (!user)
+		entries++;
+		if (!user || ended)
 			continue;
-		if (!ip)
-			break; /* the walk ran off the end of the frame chain */
+		if (!ip) {
+			ended = true; /* the walk ran off the end of the frame chain */
+			continue;
+		}
+		if (n == max) {
+			*cut = STACKS_TRUNC_MAX_STACK;
+			ended = true;
+			continue;
+		}
 		ips[n++] = ip;
 	}
+	/* The kernel stops storing at sample_max_stack entries, contexts aside. */
+	if (!ended && n && entries >= r->max_stack)
+		*cut = STACKS_TRUNC_MAX_STACK;
 	if (!s->nr_callchain && s->user_mode && max)
 		ips[n++] = s->ip;
 	return (int)n;
 }
 
-static int dwarf_user(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max)
+static int dwarf_user(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max,
+		      int *cut)
 {
+	enum unwind_end end = UNWIND_END_COMPLETE;
 	struct unwind_sample us = {
 		.regs = s->regs,
 		.regs_mask = unwind_dwarf_regs_mask(),
@@ -545,6 +583,7 @@ static int dwarf_user(struct stacks *r, const struct sample *s, uint64_t *ips, s
 		.find_map = find_umap,
 		.ctx = r,
 		.pid = s->pid,
+		.end = &end,
 	};
 	int n;
 
@@ -558,10 +597,15 @@ static int dwarf_user(struct stacks *r, const struct sample *s, uint64_t *ips, s
 		r->unwind_errors++;
 		return 0;
 	}
+	if (end == UNWIND_END_STACK_COPY)
+		*cut = STACKS_TRUNC_STACK_COPY;
+	else if (end == UNWIND_END_MAX)
+		*cut = STACKS_TRUNC_MAX_STACK;
 	return n;
 }
 
-static int leaf_only(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max)
+static int leaf_only(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max,
+		     int *cut)
 {
 	if (!s->user_mode || !max)
 		return 0;
@@ -580,13 +624,98 @@ static const struct user_unwinder unwinders[] = {
 
 static void pt_restart(struct stacks *r, uint32_t pid);
 
+/*
+ * Keep a copy of @s for later: rings are drained one CPU after another, so
+ * the sample of a child that ran on one CPU may be read before the FORK
+ * record its parent's CPU wrote. A child that lived a few ms has no
+ * /proc/PID/maps left to read. False when the queue is full.
+ */
+static bool defer_sample(struct stacks *r, const struct sample *s, const char *prefix)
+{
+	size_t nregs = 0, bytes;
+	struct pending *p;
+	uint8_t *b;
+
+	if (r->mode == STACKS_DWARF && s->regs)
+		nregs = (size_t)__builtin_popcountll(stacks_regs_mask(r->mode));
+	bytes = s->nr_callchain * 8 + nregs * 8 + (s->stack ? s->stack_size : 0) +
+		(prefix ? strlen(prefix) + 1 : 0);
+	if (r->npending >= PENDING_MAX || r->pending_bytes + bytes > PENDING_BYTES ||
+	    s->nr_callchain > 4096)
+		return false;
+	if (r->npending == r->cappending) {
+		size_t nc = r->cappending ? r->cappending * 2 : 64;
+		struct pending *v = realloc(r->pending, nc * sizeof(*v));
+
+		if (!v)
+			return false;
+		r->pending = v;
+		r->cappending = nc;
+	}
+	p = &r->pending[r->npending];
+	memset(p, 0, sizeof(*p));
+	p->buf = malloc(bytes ? bytes : 1);
+	if (!p->buf)
+		return false;
+	p->s = *s;
+	p->s.raw = NULL;
+	p->s.raw_size = 0;
+	b = p->buf;
+	if (s->nr_callchain) {
+		memcpy(b, s->callchain, s->nr_callchain * 8);
+		p->s.callchain = (const uint64_t *)b;
+		b += s->nr_callchain * 8;
+	}
+	if (nregs) {
+		memcpy(b, s->regs, nregs * 8);
+		p->s.regs = (const uint64_t *)b;
+		b += nregs * 8;
+	} else if (r->mode == STACKS_DWARF) {
+		p->s.regs = NULL;
+	}
+	if (s->stack && s->stack_size) {
+		memcpy(b, s->stack, s->stack_size);
+		p->s.stack = b;
+		b += s->stack_size;
+	}
+	if (prefix) {
+		memcpy(b, prefix, strlen(prefix) + 1);
+		p->prefix = (char *)b;
+	}
+	p->bytes = bytes;
+	r->pending_bytes += bytes;
+	r->npending++;
+	r->deferred++;
+	return true;
+}
+
+/* Count the held samples now, with what the drain since taught us. */
+static void replay_pending(struct stacks *r)
+{
+	if (!r->npending)
+		return;
+	r->replaying = true;
+	for (size_t i = 0; i < r->npending; i++) {
+		stacks_add(r, &r->pending[i].s, r->pending[i].prefix);
+		free(r->pending[i].buf);
+	}
+	r->replaying = false;
+	r->npending = 0;
+	r->pending_bytes = 0;
+}
+
 void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
 {
 	uint64_t key[HDR + MAX_FRAMES], ips[MAX_FRAMES];
 	size_t n = HDR;
 	int nu;
 	uint64_t *slot;
+	int cut = -1;
+	bool maps_known = false;
 
+	if (!r->replaying && s->pid && s->pid != (uint32_t)-1 && r->mode != STACKS_LEAF &&
+	    procmaps_unknown(r->pm, s->pid) && defer_sample(r, s, prefix))
+		return;
 	key[0] = r->per_cgroup ? s->cgroup_id : 0;
 	key[1] = prefix ? intern_comm(r, prefix) + 1 : 0;
 	key[2] = intern_comm(r, s->pid ? procmaps_comm_of(r->pm, s->pid, s->tid) : "swapper");
@@ -610,7 +739,8 @@ void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
 	if (!s->nr_callchain && !s->user_mode)
 		key[n++] = ((uint64_t)OBJ_KERNEL << 48) | (s->ip & 0xffffffffffffull);
 
-	nu = unwinders[r->mode].unwind(r, s, ips, HDR + MAX_FRAMES - n);
+	/* One slot kept for a marker frame. */
+	nu = unwinders[r->mode].unwind(r, s, ips, HDR + MAX_FRAMES - n - 1, &cut);
 	for (int i = 0; i < nu; i++) {
 		uint64_t ip = i && ips[i] ? ips[i] - 1 : ips[i];
 		struct pmap_entry *m = (struct pmap_entry *)procmaps_find(r->pm, s->pid, ip);
@@ -626,10 +756,29 @@ void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
 			key[2] = intern_comm(r, procmaps_comm_of(r->pm, s->pid, s->tid));
 			m = (struct pmap_entry *)procmaps_find(r->pm, s->pid, ip);
 		}
+		/*
+		 * A return address outside every executable mapping of a process
+		 * whose maps we know (its leaf was found) is junk: a frame pointer
+		 * chain through code built without one, or a walk gone astray.
+		 * Nothing above it can be trusted. A mapping made since the maps
+		 * were read gets one more look (rate-limited) first.
+		 */
+		if (!m && i > 0 && maps_known && procmaps_refresh(r->pm, s->pid, s->tid)) {
+			pt_restart(r, s->pid);
+			if (r->uc)
+				unwind_forget_process(r->uc, s->pid);
+			m = (struct pmap_entry *)procmaps_find(r->pm, s->pid, ip);
+		}
+		if (!m && i > 0 && maps_known) {
+			cut = STACKS_TRUNC_BAD_ADDRESS;
+			break;
+		}
 		if (!m) {
 			key[n++] = ((uint64_t)OBJ_UNKNOWN << 48) | (ip & 0xffffffffffffull);
 			continue;
 		}
+		if (i == 0)
+			maps_known = true;
 		uint32_t obj = intern_object(r, s->pid, m);
 		struct object *o = object_at(r, obj);
 		uint64_t off = o && o->jit ? ip : ip - m->start + m->pgoff;
@@ -638,6 +787,15 @@ void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
 			o->used = r->epoch; /* kept until this interval is folded */
 
 		key[n++] = ((uint64_t)obj << 48) | (off & 0xffffffffffffull);
+	}
+	if (cut >= 0 && nu > 0) {
+		uint64_t tk[2] = {s->cgroup_id, (uint64_t)cut};
+		uint64_t *tc = fold_slot(r->trunc, tk, sizeof(tk));
+
+		key[n++] = ((uint64_t)OBJ_MARK << 48) | (uint64_t)cut;
+		if (tc)
+			(*tc)++;
+		r->trunc_total[cut]++;
 	}
 	key[3] = n - HDR;
 	slot = fold_slot(r->raw, key, n * sizeof(key[0]));
@@ -693,6 +851,15 @@ static char *name_frame(struct stacks *r, uint64_t frame)
 		if (asprintf(&s, "[unmapped]+0x%" PRIx64, off) < 0)
 			s = NULL;
 		return s;
+	}
+	if (obj == OBJ_MARK) {
+		static const char *const marks[STACKS_TRUNC_N] = {
+			[STACKS_TRUNC_STACK_COPY] = "[truncated: stack copy]",
+			[STACKS_TRUNC_MAX_STACK] = "[truncated: max stack]",
+			[STACKS_TRUNC_BAD_ADDRESS] = "[bad return address]",
+		};
+
+		return strdup(off < STACKS_TRUNC_N ? marks[off] : "[truncated]");
 	}
 	struct object *o = object_at(r, obj);
 	const char *name = NULL;
@@ -1153,6 +1320,7 @@ static void objects_sweep(struct stacks *r)
 
 void stacks_gc(struct stacks *r)
 {
+	replay_pending(r);
 	procmaps_gc(r->pm);
 	/* The same aging as procmaps_gc(): gone two calls after the EXIT. */
 	for (size_t i = 0; i < r->ptcap; i++) {
@@ -1199,10 +1367,12 @@ struct stacks *stacks_new(enum stacks_mode mode, bool per_cgroup, const char *cg
 	r->objkey = fold_new();
 	r->strings = fold_new();
 	r->cglabels = fold_new();
+	r->trunc = fold_new();
+	r->max_stack = 127;
 	r->mount = cgroup_mount ? strdup(cgroup_mount) : NULL;
 	if (mode == STACKS_DWARF)
 		r->uc = unwind_cache_new(256);
-	if (!r->pm || !r->raw || !r->objkey || !r->strings || !r->cglabels ||
+	if (!r->pm || !r->raw || !r->objkey || !r->strings || !r->cglabels || !r->trunc ||
 	    (cgroup_mount && !r->mount) || (mode == STACKS_DWARF && !r->uc)) {
 		stacks_free(r);
 		errno = ENOMEM;
@@ -1239,6 +1409,10 @@ void stacks_free(struct stacks *r)
 	fold_free(r->objkey);
 	fold_free(r->strings);
 	fold_free(r->cglabels);
+	fold_free(r->trunc);
+	for (size_t i = 0; i < r->npending; i++)
+		free(r->pending[i].buf);
+	free(r->pending);
 	names_flush(r);
 	procmaps_free(r->pm);
 	unwind_cache_free(r->uc);
@@ -1252,6 +1426,7 @@ int stacks_write(struct stacks *r, FILE *out, size_t *nlines)
 	struct namer nm = {.r = r};
 	int err;
 
+	replay_pending(r);
 	nm.out = fold_new();
 	if (!nm.out || names_ready(r) < 0) {
 		fold_free(nm.out);
@@ -1277,6 +1452,57 @@ void stacks_stats(const struct stacks *r, struct stacks_stats *out)
 	out->objects_dropped = r->dropped;
 	out->processes = procmaps_nprocs(r->pm);
 	out->distinct = fold_count(r->raw);
+	memcpy(out->truncated, r->trunc_total, sizeof(out->truncated));
+	out->fork_seeds = procmaps_fork_seeds(r->pm);
+	out->deferred = r->deferred;
+}
+
+const char *stacks_trunc_name(enum stacks_trunc t)
+{
+	static const char *const names[STACKS_TRUNC_N] = {
+		[STACKS_TRUNC_STACK_COPY] = "stack_copy",
+		[STACKS_TRUNC_MAX_STACK] = "max_stack",
+		[STACKS_TRUNC_BAD_ADDRESS] = "bad_return_address",
+	};
+
+	return (unsigned)t < STACKS_TRUNC_N ? names[t] : "?";
+}
+
+const char *stacks_cgroup_label(struct stacks *r, uint64_t cgroup_id)
+{
+	return cgroup_label(r, cgroup_id);
+}
+
+void stacks_set_max_stack(struct stacks *r, uint32_t max_stack)
+{
+	r->max_stack = max_stack ? max_stack : 127;
+}
+
+struct trunc_ctx {
+	void (*cb)(void *ctx, uint64_t cgroup_id, enum stacks_trunc reason, uint64_t count);
+	void *ctx;
+};
+
+static void trunc_one(void *ctx, const void *key, size_t len, uint64_t count)
+{
+	const struct trunc_ctx *t = ctx;
+	uint64_t k[2];
+
+	if (len != sizeof(k) || !count)
+		return;
+	memcpy(k, key, sizeof(k));
+	if (k[1] < STACKS_TRUNC_N)
+		t->cb(t->ctx, k[0], (enum stacks_trunc)k[1], count);
+}
+
+void stacks_foreach_truncated(const struct stacks *r,
+			      void (*cb)(void *ctx, uint64_t cgroup_id, enum stacks_trunc reason,
+					 uint64_t count),
+			      void *ctx)
+{
+	struct trunc_ctx t = {cb, ctx};
+
+	fold_foreach(r->trunc, trunc_one, &t);
 }
 
 struct each_ctx {
@@ -1303,6 +1529,7 @@ int stacks_foreach(struct stacks *r,
 	struct each_ctx e = {cb, ctx};
 	int err;
 
+	replay_pending(r);
 	nm.out = fold_new();
 	if (!nm.out || names_ready(r) < 0) {
 		fold_free(nm.out);
@@ -1444,6 +1671,7 @@ int stacks_foreach_frames(struct stacks *r,
 	struct frames_ctx e = {.r = r, .cb = cb, .ctx = ctx};
 	int err;
 
+	replay_pending(r);
 	nm.out = fold_new();
 	if (!nm.out || names_ready(r) < 0) {
 		fold_free(nm.out);
@@ -1466,9 +1694,15 @@ int stacks_foreach_frames(struct stacks *r,
 int stacks_reset(struct stacks *r)
 {
 	struct fold *f = fold_new();
+	struct fold *t = fold_new();
 
-	if (!f)
+	if (!f || !t) {
+		fold_free(f);
+		fold_free(t);
 		return -ENOMEM;
+	}
+	fold_free(r->trunc);
+	r->trunc = t;
 	fold_set_limit(f, MAX_DISTINCT_STACKS);
 	fold_free(r->raw);
 	r->raw = f;
