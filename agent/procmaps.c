@@ -248,18 +248,25 @@ static int maps_insert(struct proc *p, const struct pmap_entry *e)
 	return 0;
 }
 
-/* Seed from /proc/PID/maps: only executable mappings matter for stacks. */
-static void seed(struct procmaps *pm, struct proc *p)
+static FILE *maps_open(struct procmaps *pm, uint32_t pid)
 {
-	char path[64], *line = NULL;
-	size_t cap = 0;
-	FILE *f;
+	char path[64];
 
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", pm->procfs, pid);
+	return fopen(path, "re");
+}
+
+/* Seed from /proc/PID/maps (@f, already open, or NULL to open it): only
+ * executable mappings matter for stacks. */
+static void seed_from(struct procmaps *pm, struct proc *p, FILE *f)
+{
+	char *line = NULL;
+	size_t cap = 0;
 	size_t nlines = 0;
 
 	p->seeded = true;
-	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", pm->procfs, p->pid);
-	f = fopen(path, "re");
+	if (!f)
+		f = maps_open(pm, p->pid);
 	p->gone = !f;
 	if (!f)
 		return;
@@ -287,6 +294,11 @@ static void seed(struct procmaps *pm, struct proc *p)
 	}
 	free(line);
 	fclose(f);
+}
+
+static void seed(struct procmaps *pm, struct proc *p)
+{
+	seed_from(pm, p, NULL);
 }
 
 const struct pmap_entry *procmaps_find(struct procmaps *pm, uint32_t pid, uint64_t addr)
@@ -534,8 +546,12 @@ bool procmaps_refresh(struct procmaps *pm, uint32_t pid, uint32_t tid)
 	if (p->refreshed_ns && now - p->refreshed_ns < PROCMAPS_REFRESH_NS)
 		return false;
 	p->refreshed_ns = now;
+	/* Gone already: what we had is all there will be. */
+	f = maps_open(pm, pid);
+	if (!f)
+		return false;
 	proc_clear(p);
-	seed(pm, p);
+	seed_from(pm, p, f);
 	/* The thread's name may be as stale as the maps (an exec we have not
 	 * seen yet). */
 	snprintf(path, sizeof(path), "%s/%" PRIu32 "/task/%" PRIu32 "/comm", pm->procfs, pid, tid);
