@@ -136,6 +136,11 @@ $(O)/workloads/chain-nofp: tests/workloads/chain.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -fomit-frame-pointer -fno-optimize-sibling-calls -o $@ $<
 
+# Frame pointers too: the fork-storm test unwinds it both ways.
+$(O)/workloads/forkstorm: tests/workloads/forkstorm.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls -o $@ $<
+
 # Stacks too deep to unwind completely, with and without frame pointers.
 $(O)/workloads/deepstack-fp: tests/workloads/deepstack.c
 	@mkdir -p $(dir $@)
