@@ -70,6 +70,7 @@ struct rcg {
 	int slot; /* counters slot, -1 without counters */
 	bool removed;
 	struct cg_identity ident;
+	uint64_t truncated[STACKS_TRUNC_N]; /* CPU stacks cut short, since start */
 };
 
 #define RUN_MAX_SITES 16
@@ -584,6 +585,12 @@ static int agent_start(struct agent *a, const char *prog)
 		}
 		a->have_sev = true;
 		a->st = stacks_new(mode, cfg->sampling.per_cgroup, a->mount);
+		/* perf's default depth, or less when the sysctl says so (more fails) */
+		int sysmax = sampler_max_stack_default();
+		uint32_t max_stack = sysmax > 0 && sysmax < 127 ? (uint32_t)sysmax : 127;
+
+		if (a->st)
+			stacks_set_max_stack(a->st, max_stack);
 		struct sampler_opts so = {
 			.event = &a->sev,
 			.freq = cfg->sampling.frequency,
@@ -591,7 +598,7 @@ static int agent_start(struct agent *a, const char *prog)
 			.user_stack = mode == STACKS_DWARF,
 			.stack_bytes = cfg->sampling.stack_bytes,
 			.regs_mask = stacks_regs_mask(mode),
-			.max_stack = 127,
+			.max_stack = max_stack,
 			.cpus = a->cpus,
 			.ncpu = (size_t)a->ncpu,
 			.mmap_pages = mode == STACKS_DWARF ? 256 : 64,
@@ -973,6 +980,29 @@ static void add_probe_stack(void *ctx, uint64_t cgroup_id, const struct stacks_f
 	sc->probe_samples += sc->samples - before;
 }
 
+/* stacks_foreach_truncated() of the CPU stacks: into the cgroup's profile
+ * (made by add_stack: every cut stack is also a stack) and its totals. */
+static void add_truncated(void *ctx, uint64_t cgroup_id, enum stacks_trunc reason, uint64_t count)
+{
+	struct stack_ctx *sc = ctx;
+	struct agent *a = sc->a;
+	struct rcg *c = cg_by_id(a, cgroup_id);
+	uint64_t counts[WIRE_TRUNC_REASONS] = {0};
+	int prof = -1;
+
+	if ((unsigned)reason >= WIRE_TRUNC_REASONS)
+		return;
+	counts[reason] = count;
+	if (c)
+		c->truncated[reason] += count;
+	if (!a->cfg->sampling.per_cgroup)
+		prof = sc->host_prof;
+	else if (c)
+		prof = sc->prof[c - a->cg];
+	if (prof >= 0)
+		wire_add_truncated(sc->b, prof, counts);
+}
+
 static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t end_ns)
 {
 	struct wire_batch *b = wire_batch_new(a->host, a->machine_id, a->agent_id, CGPERF_VERSION,
@@ -1019,6 +1049,7 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 
 	if (a->st) {
 		stacks_foreach_frames(a->st, add_stack, &sc);
+		stacks_foreach_truncated(a->st, add_truncated, &sc);
 		stacks_reset(a->st);
 		stacks_gc(a->st);
 		stacks_stats(a->st, &ss);
@@ -1213,6 +1244,33 @@ static void publish_metrics(struct agent *a)
 		self_metric(f, a, "symbol_objects_dropped_total", "counter",
 			    "Binaries dropped once no process mapped them.",
 			    ss.objects_dropped + pss.objects_dropped);
+		self_metric(f, a, "fork_maps_reads_total", "counter",
+			    "Parents' /proc/PID/maps read at a fork (children inherit them).",
+			    ss.fork_seeds + pss.fork_seeds);
+		fputs("# HELP cgperf_agent_stacks_truncated_total Stacks (CPU and probe) cut short, "
+		      "by reason.\n# TYPE cgperf_agent_stacks_truncated_total counter\n",
+		      f);
+		for (int k = 0; k < STACKS_TRUNC_N; k++) {
+			fputs("cgperf_agent_stacks_truncated_total{host=\"", f);
+			selfmetrics_label(f, a->host);
+			fprintf(f, "\",reason=\"%s\"} %" PRIu64 "\n", stacks_trunc_name(k),
+				ss.truncated[k] + pss.truncated[k]);
+		}
+		fputs("# HELP cgperf_cgroup_stacks_truncated_total CPU stacks of the cgroup cut "
+		      "short, by reason.\n# TYPE cgperf_cgroup_stacks_truncated_total counter\n",
+		      f);
+		for (size_t i = 0; i < a->ncg; i++) {
+			const uint64_t *t = a->cg[i].truncated;
+
+			if (!t[0] && !t[1] && !t[2])
+				continue; /* series appear with the first cut stack */
+			for (int k = 0; k < STACKS_TRUNC_N; k++) {
+				fputs("cgperf_cgroup_stacks_truncated_total{", f);
+				cg_labels(f, a, &a->cg[i]);
+				fprintf(f, ",reason=\"%s\"} %" PRIu64 "\n", stacks_trunc_name(k),
+					a->cg[i].truncated[k]);
+			}
+		}
 	}
 	if (a->ctr) {
 		ssize_t tc = -1;
