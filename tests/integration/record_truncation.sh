@@ -125,4 +125,44 @@ check "$TMP/junk.folded" deepstack-nofp "[bad return address]" "$TMP/junk.err" |
 if grep -q '\[unmapped\]' "$TMP/nofp.folded"; then
 	fail "frames outside the mappings: $(grep -o '\[unmapped\][^;]*' "$TMP/nofp.folded" | sort -u | head -3)"
 fi
+
+# 4. run: counted per cgroup on its own /metrics, on the wire, and on the
+# exporter's /metrics.
+EXPORTER=$(dirname "$AGENT")/cgperf-exporter
+cg=$(cg_make trunc)
+rel=${cg#"$(cg2_mount)"}
+port=$(free_port)
+ex=http://127.0.0.1:$port
+"$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/data" 2>>"$TMP/exporter.log" &
+bg_track $!
+wait_http "$ex/healthz" 10 "$TMP/exporter.log"
+mport=$(free_port)
+cat >"$TMP/agent.yaml" <<YAML
+host: {name: "trunc-host", agent_id_file: $TMP/agent-id}
+cgroups: {include: ["$rel"]}
+counters: {events: [task-clock]}
+sampling: {frequency: 199, call_graph: dwarf, event: cpu-clock}
+push: {interval: 1s, collectors: ["$ex/api/v1/push"], timeout: 2s, spool: {dir: $TMP/spool}}
+metrics: {listen: "127.0.0.1:$mport"}
+YAML
+"$AGENT" run --config "$TMP/agent.yaml" --duration 5 2>"$TMP/agent.log" &
+ag=$!
+bg_track $ag
+sleep 1
+sh -c 'echo $$ >"$1/cgroup.procs" || exit 1; exec "$2" rec 100 2' sh "$cg" "$W/deepstack-fp" &
+wl=$!
+bg_track $wl
+wait $wl || fail "deepstack failed"
+sleep 1.5
+curl -sf "http://127.0.0.1:$mport/metrics" >"$TMP/agent.metrics" || fail "no agent /metrics: $(tail -3 "$TMP/agent.log")"
+wait $ag || fail "agent run failed: $(tail -5 "$TMP/agent.log")"
+curl -sf "$ex/metrics" >"$TMP/exporter.metrics" || fail "no exporter /metrics"
+a=$(awk -v r="id=\"$rel\"" 'index($0, "cgperf_cgroup_stacks_truncated_total{") == 1 && index($0, r) && /reason="stack_copy"/ { print $NF }' "$TMP/agent.metrics")
+e=$(awk -v r="id=\"$rel\"" 'index($0, "cgperf_cgroup_stacks_truncated_total{") == 1 && index($0, r) && /reason="stack_copy"/ { print $NF }' "$TMP/exporter.metrics")
+info "run: stack_copy truncations of $rel: agent /metrics ${a:-none}, exporter /metrics ${e:-none}"
+((${a:-0} >= 100)) || fail "agent /metrics: $(grep stacks_truncated "$TMP/agent.metrics" | head -5)"
+[[ ${e:-0} == "$a" ]] || fail "exporter /metrics says ${e:-none}, the agent $a: $(grep stacks_truncated "$TMP/exporter.metrics" | head -5)"
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$TMP/exporter.metrics" >/dev/null 2>&1 || fail "promtool rejects the exporter's /metrics"
+fi
 exit 0
