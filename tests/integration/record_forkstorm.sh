@@ -5,7 +5,7 @@
 # it was started before the recording: its maps come from nowhere but the
 # FORK records. At -F 99, by frame pointers and by DWARF, >= 97% of the
 # children's samples must have a named leaf (not "[unmapped]+0x...").
-# perf record -a runs over the same window, for comparison (printed).
+# perf record -G over the same window, for comparison (printed).
 source "$(dirname "$0")/../lib/common.sh"
 W=$BUILD_DIR/workloads
 DUR=${FORKSTORM_DUR:-5}
@@ -39,7 +39,7 @@ PY
 }
 # perf_share PERF.DATA: the same over perf's leaves ([unknown] = unnamed).
 perf_share() {
-	perf script -i "$1" -F comm,sym -G 2>/dev/null |
+	timeout 60 perf script -i "$1" -F comm,sym -G 2>/dev/null |
 		awk '$1 == "storm-child" { t++; if ($2 != "[unknown]") g++ } END { print g + 0, t + 0 }'
 }
 
@@ -51,7 +51,7 @@ run_mode() {
 	bg_track $pid
 	sleep 1
 	if command -v perf >/dev/null; then
-		perf record -q -a -F 99 $perf_cg -o "$TMP/perf-$mode.data" -- sleep "$DUR" \
+		perf record -q -e cpu-clock -G "${rel#/}" -a -F 99 $perf_cg -o "$TMP/perf-$mode.data" -- sleep "$DUR" \
 			>/dev/null 2>"$TMP/perf-$mode.err" &
 	fi
 	"$AGENT" record -G "$rel" -F 99 $agent_cg --duration "$DUR" -o "$TMP/$mode.folded" -v \
