@@ -41,6 +41,7 @@
 #include "agent/fold.h"
 #include "agent/sampler.h"
 #include "agent/spawn.h"
+#include "agent/refusals.h"
 #include "agent/stacks.h"
 #include "cgroup/proc.h"
 #include "cgroup/tree.h"
@@ -397,6 +398,11 @@ int cmd_record(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	if (cmd_refusals_start(r.prog, verbose) < 0) {
+		fprintf(stderr, "%s: out of memory\n", r.prog);
+		ret = 1;
+		goto out;
+	}
 	r.st = stacks_new(r.mode, per_cgroup, r.mount);
 	r.pidsel = fold_new();
 	if (!r.st || !r.pidsel || stacks_set_demangle(r.st, dstyle) < 0) {
@@ -564,16 +570,22 @@ int cmd_record(int argc, char **argv)
 		" lost, %zu distinct stacks%s%s\n",
 		r.prog, r.samples, elapsed, sst.kept, st.lost, nlines,
 		outpath ? " -> " : "", outpath ? outpath : "");
+	char refused[256];
+
+	cmd_refusals_text(refused, sizeof(refused));
+	if (!verbose && refused[0] != '0')
+		fprintf(stderr, "%s: container files refused: %s; -v names them\n", r.prog, refused);
 	if (verbose) {
 		fprintf(stderr,
 			"%s: mode %s; agent CPU %.3f s (%.3f s sampling+unwinding, %.3f s naming)"
 			" = %.1f us/sample; %zu objects, %zu processes tracked;"
 			" unwind errors %" PRIu64 ", no user regs %" PRIu64 ", filtered %" PRIu64
-			", malformed %" PRIu64 ", throttled %" PRIu64 ", refused %" PRIu64 "\n",
+			", malformed %" PRIu64 ", throttled %" PRIu64 ", refused %" PRIu64
+			"; container files refused %s\n",
 			r.prog, stacks_mode_name(r.mode), cpu_total, cpu_sample, cpu_total - cpu_sample,
 			r.samples ? cpu_total * 1e6 / (double)r.samples : 0.0, sst.objects,
 			sst.processes, sst.unwind_errors, sst.no_user_regs, r.filtered,
-			st.malformed, st.throttled, sst.refused);
+			st.malformed, st.throttled, sst.refused, refused);
 	}
 	if (child > 0) {
 		kill(child, SIGTERM);
@@ -608,6 +620,7 @@ out:
 	if (have_ev)
 		ev_spec_release(&ev);
 	stacks_free(r.st);
+	refusals_stop();
 	fold_free(r.pidsel);
 	cg_selector_free(r.sel);
 	free(r.mount);

@@ -52,6 +52,7 @@
 #include "agent/probe.h"
 #include "agent/push.h"
 #include "agent/sampler.h"
+#include "agent/refusals.h"
 #include "agent/selfmetrics.h"
 #include "agent/stacks.h"
 #include "agent/usdt.h"
@@ -1215,6 +1216,20 @@ static void publish_metrics(struct agent *a)
 		    ps.spool_bytes);
 	self_metric(f, a, "spool_batches", "gauge", "Batches waiting in the spool.",
 		    ps.spool_count);
+	{
+		struct refusals_figures rf;
+
+		refusals_figures(&rf);
+		fputs("# HELP cgperf_agent_files_refused_total Files of profiled processes (containers) "
+		      "the agent refused to read, by reason (docs/security.md).\n"
+		      "# TYPE cgperf_agent_files_refused_total counter\n", f);
+		for (int i = 0; i < ROOTFS_R_N; i++) {
+			fputs("cgperf_agent_files_refused_total{host=\"", f);
+			selfmetrics_label(f, a->host);
+			fprintf(f, "\",reason=\"%s\"} %" PRIu64 "\n",
+				rootfs_reason_name((enum rootfs_reason)i), rf.by_reason[i]);
+		}
+	}
 	if (a->st || a->pst) {
 		struct stacks_stats ss = {0}, pss = {0};
 
@@ -1289,6 +1304,17 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A refused container file (agent/refusals.h), rate-limited there; the
+ * log escapes the path. */
+static void run_refusal_notice(void *ctx, pid_t pid, const char *path, const char *reason)
+{
+	char p[24];
+
+	(void)ctx;
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	log_kv(LOG_INFO, "container file refused", "pid", p, "path", path, "reason", reason, NULL);
 }
 
 int cmd_run(int argc, char **argv)
@@ -1367,6 +1393,11 @@ int cmd_run(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	/* Counted for the agent's life, across reloads. */
+	if (refusals_start(run_refusal_notice, NULL) < 0) {
+		ret = 1;
+		goto out;
+	}
 	ret = agent_start(&a, prog);
 	if (ret)
 		goto out;
@@ -1487,6 +1518,7 @@ out:
 	if (sfd >= 0)
 		close(sfd);
 	agent_stop(&a); /* joins the push threads before the mask is restored */
+	refusals_stop();
 	if (sfd >= 0)
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	config_free(a.cfg);

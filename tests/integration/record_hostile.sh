@@ -85,7 +85,7 @@ record() {
 $addr $size ${ENVSECRET}_function
 $addr $size ${ENVSECRET}_function
 " /usr/bin/time -v -o "$TMP/$kind.time" timeout -s KILL $LIMIT \
-		"$AGENT" record -g -G "$rel" -F 199 --duration $DUR -o "$TMP/$kind.folded" \
+		"$AGENT" record -v -g -G "$rel" -F 199 --duration $DUR -o "$TMP/$kind.folded" \
 		>"$TMP/$kind.out" 2>"$TMP/$kind.err"
 	rc=$?
 	t1=$(date +%s.%N)
@@ -110,6 +110,27 @@ for kind in fifo hostlink environ maps sparse; do
 	total=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/$kind.folded")
 	((total >= 100)) || fail "$kind: only $total samples"
 	! grep -q jit_spin_loop "$TMP/$kind.folded" || fail "$kind: a JIT name from a refused map"
+	info "$kind: $(grep -a 'refused' "$TMP/$kind.err" | tr '\n' '|')"
+done
+# Refusals are counted and named (-v): one notice per (pid, path), the
+# figures line by reason. The FIFO is never opened (special); the link to
+# the host file leads nowhere inside the container (link); the links into
+# /proc/self reach the container's own procfs (pseudofs); the sparse file is
+# read with a cap, not refused.
+expect_refusal() { # KIND REASON
+	local notice="cgperf-agent record: refused pid $jp /tmp/perf-1.map: $2"
+	[[ $(grep -acF -- "$notice" "$TMP/$1.err") == 1 ]] ||
+		fail "$1: not exactly one notice '$notice': $(grep -a refused "$TMP/$1.err")"
+	grep -aq "container files refused [0-9]* (.*$2 [1-9]" "$TMP/$1.err" ||
+		fail "$1: no $2 refusal in the figures: $(grep -a 'container files' "$TMP/$1.err")"
+}
+expect_refusal fifo special
+expect_refusal hostlink link
+expect_refusal environ pseudofs
+expect_refusal maps pseudofs
+for kind in valid sparse; do
+	grep -aq 'container files refused 0$' "$TMP/$kind.err" ||
+		fail "$kind: refusals counted for an acceptable map: $(grep -a refused "$TMP/$kind.err")"
 done
 
 # ---- run: continuous mode sees the FIFO, then the host link -----------------
@@ -124,6 +145,7 @@ done
 [[ -s $TMP/port ]] || fail "collector did not start: $(cat "$TMP/fc.log")"
 for kind in fifo hostlink; do
 	plant $kind
+	mport=$(free_port)
 	cat >"$TMP/run-$kind.yaml" <<YAML
 host: {name: test-host, agent_id_file: $TMP/agent-id}
 cgroups: {include: ["$rel"]}
@@ -135,6 +157,7 @@ push:
   timeout: 5s
   spool: {dir: $TMP/spool-$kind}
 log: {level: debug}
+metrics: {listen: "127.0.0.1:$mport"}
 YAML
 	"$AGENT" run --config "$TMP/run-$kind.yaml" 2>"$TMP/run-$kind.log" &
 	AG=$!; bg_track $AG
@@ -144,6 +167,8 @@ YAML
 		sleep 0.1
 	done
 	sleep 2.5 # two intervals of samples of the JIT
+	curl -sf "http://127.0.0.1:$mport/metrics" >"$TMP/metrics-$kind" ||
+		fail "run ($kind): no /metrics"
 	kill -TERM $AG
 	for i in $(seq 100); do
 		kill -0 $AG 2>/dev/null || break
@@ -154,6 +179,13 @@ YAML
 	batches=$(grep -c 'msg="batch queued"' "$TMP/run-$kind.log")
 	info "run ($kind): stopped on SIGTERM, $batches batches"
 	((batches >= 2)) || fail "run ($kind): $batches batches in 2.5 s"
+	reason=$([[ $kind == fifo ]] && echo special || echo link)
+	grep -q "^cgperf_agent_files_refused_total{host=\"test-host\",reason=\"$reason\"} 1\$" \
+		"$TMP/metrics-$kind" ||
+		fail "run ($kind): no $reason refusal on /metrics: $(grep files_refused "$TMP/metrics-$kind")"
+	[[ $(grep -c "msg=\"container file refused\" pid=$jp path=/tmp/perf-1.map reason=$reason" \
+		"$TMP/run-$kind.log") == 1 ]] ||
+		fail "run ($kind): not one notice of the refusal: $(grep refused "$TMP/run-$kind.log")"
 done
 kill $FC; wait $FC 2>/dev/null
 ls "$TMP"/fc/body-* >/dev/null 2>&1 || fail "run: no batch reached the collector"
