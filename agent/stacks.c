@@ -34,6 +34,7 @@
 
 #include "agent/demangle.h"
 #include "agent/fold.h"
+#include "agent/jitload.h"
 #include "agent/perfmap.h"
 #include "agent/procmaps.h"
 #include "agent/rootfs.h"
@@ -56,7 +57,15 @@ struct object {
 	char *open_path; /* where it could be opened when first seen */
 	const char *base;
 	struct symtab *st;
-	struct perfmap *jit; /* JIT code: names by absolute address */
+	/* JIT code (anonymous executable memory of a process that may have a
+	 * perf map): frames keep absolute addresses; the map is loaded by the
+	 * loader thread (agent/jitload.h) and taken when names are made. */
+	bool is_jit;
+	bool jit_waited; /* a naming pass already waited for the load */
+	bool jit_absent; /* the process has no perf map (ENOENT) */
+	struct jitload_job *jitjob; /* the load, until it is done */
+	struct perfmap *jit;
+	char *anon; /* the mapping's own name (//anon, [anon:x], /memfd:x) */
 	void *key;           /* its key in objkey */
 	size_t keylen;
 	bool live;
@@ -82,6 +91,7 @@ struct stacks {
 	struct unwind_cache *uc;
 	struct ksyms *ks;
 	bool ks_tried;
+	struct jitload *jl; /* perf-map loader, made at the first JIT object */
 	struct fold *raw;     /* raw stack -> samples */
 	struct fold *objkey;  /* (dev, ino) or path -> object index */
 	struct fold *strings; /* comm and prefix strings -> id + 1 */
@@ -123,6 +133,8 @@ struct stacks {
 };
 
 #define NAMES_MAX 500000
+/* Wait for perf maps still loading, per naming pass (see jit_settle). */
+#define STACKS_JIT_WAIT_MS 200
 
 /* ---- interning ---------------------------------------------------------- */
 
@@ -368,7 +380,9 @@ static void object_release(struct stacks *r, uint32_t id)
 	if (r->uc && o->open_path && (o->dev || o->ino))
 		unwind_cache_forget(r->uc, o->dev, o->ino);
 	symtab_free(o->st);
+	jitload_job_free(o->jitjob);
 	perfmap_free(o->jit);
+	free(o->anon);
 	free(o->path);
 	free(o->open_path);
 	free(o->key);
@@ -429,8 +443,10 @@ static uint32_t intern_object(struct stacks *r, uint32_t pid, struct pmap_entry 
 		m->tag = -1; /* dropped since: intern again */
 	}
 	/* Files by (dev, ino); JIT code by process; other pseudo maps by name. */
-	if (anon_path(m->path) && perfmap_path("/proc", (pid_t)pid, jitpath, sizeof(jitpath)) == 0 &&
-	    perfmap_present(jitpath)) {
+	/* Anonymous executable memory is JIT code when the process has a perf
+	 * map: whether it has one is for the loader to find (a lookup in the
+	 * container may wait), so it is JIT code until the loader says not. */
+	if (anon_path(m->path) && perfmap_path("/proc", (pid_t)pid, jitpath, sizeof(jitpath)) == 0) {
 		snprintf(jitkey, sizeof(jitkey), "jit:%" PRIu32, pid);
 		key = jitkey;
 		keylen = strlen(jitkey);
@@ -464,13 +480,18 @@ static uint32_t intern_object(struct stacks *r, uint32_t pid, struct pmap_entry 
 	o->keylen = keylen;
 	o->base = strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path;
 	if (jitpath[0]) {
-		/* Loaded now, while the process lives; its name for unnamed frames. */
-		o->jit = perfmap_load(jitpath);
-		free(o->path);
+		/* Queued now, while the process lives, for the loader thread;
+		 * "perf-NSPID.map" names frames the map does not. */
+		o->is_jit = true;
+		o->anon = o->path;
 		o->path = strdup(strrchr(jitpath, '/') + 1);
 		if (!o->path)
 			goto err_release;
 		o->base = o->path;
+		if (!r->jl)
+			r->jl = jitload_new();
+		/* queue full or no thread: no names for this one, no wait */
+		o->jitjob = r->jl ? jitload_submit(r->jl, jitpath) : NULL;
 	} else if (!strcmp(m->path, "[vdso]")) {
 		o->st = open_vdso();
 	} else if (!pseudo_path(m->path)) {
@@ -661,7 +682,7 @@ void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
 		}
 		uint32_t obj = intern_object(r, s->pid, m);
 		struct object *o = object_at(r, obj);
-		uint64_t off = o && o->jit ? ip : ip - m->start + m->pgoff;
+		uint64_t off = o && o->is_jit ? ip : ip - m->start + m->pgoff;
 
 		if (o)
 			o->used = r->epoch; /* kept until this interval is folded */
@@ -688,6 +709,7 @@ struct namer {
 	bool by_id; /* key lines by the cgroup id (8 bytes first), no label frame */
 	bool mods;  /* by_id, and the key ends with a module code per frame */
 	uint32_t *codes; /* module codes of the line's frames (see MOD_*) */
+	char *tmp;       /* the last name not cached (see frame_name) */
 	size_t ncodes, capcodes;
 };
 
@@ -730,6 +752,13 @@ static char *name_frame(struct stacks *r, uint64_t frame)
 	if (o)
 		o->named = true;
 
+	if (o && o->is_jit && o->jit_absent) {
+		/* no perf map: anonymous code, by the mapping's name */
+		if (asprintf(&s, "%s+0x%" PRIx64, o->anon ? o->anon : "[anon]", off) < 0)
+			return NULL;
+		fold_sanitize(s);
+		return s;
+	}
 	if (o && o->jit && (name = perfmap_lookup(o->jit, off))) {
 		s = strdup(name);
 		if (s)
@@ -784,6 +813,14 @@ static const char *frame_name(struct namer *nm, uint64_t frame)
 	if (!slot)
 		return "?";
 	if (!*slot) {
+		struct object *o = object_at(r, (uint32_t)(frame >> 48));
+
+		if ((uint32_t)(frame >> 48) >= OBJ_FIRST && o && o->jitjob) {
+			/* its map is still loading: named for this pass only */
+			free(nm->tmp);
+			nm->tmp = name_frame(r, frame);
+			return nm->tmp ? nm->tmp : "?";
+		}
 		char *s = name_frame(nm->r, frame);
 
 		if (!s)
@@ -1006,9 +1043,42 @@ static void names_flush(struct stacks *r)
 	r->names = NULL;
 }
 
-/* The name cache exists and is within its bound. */
+/*
+ * Take the perf maps the loader has read. A load still under way is
+ * waited for, once per object and STACKS_JIT_WAIT_MS per naming pass in
+ * all; after that its frames are named without it (not cached) until it
+ * is done: a map that never comes costs one wait, never a stall.
+ */
+static void jit_settle(struct stacks *r)
+{
+	struct timespec ts;
+	uint64_t deadline;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	deadline = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+		   STACKS_JIT_WAIT_MS * 1000000ull;
+	for (size_t i = 0; i < r->nobjs; i++) {
+		struct object *o = &r->objs[i]; /* free slots have no job */
+		struct perfmap *m = NULL;
+		int err = 0;
+
+		if (!o->jitjob)
+			continue;
+		if (!jitload_wait(o->jitjob, o->jit_waited ? 0 : deadline, &m, &err)) {
+			o->jit_waited = true;
+			continue;
+		}
+		jitload_job_free(o->jitjob);
+		o->jitjob = NULL;
+		o->jit = m;
+		o->jit_absent = !m && err == ENOENT;
+	}
+}
+
+/* The name cache exists and is within its bound; loaded maps taken. */
 static int names_ready(struct stacks *r)
 {
+	jit_settle(r);
 	if (r->names && r->nstrs > NAMES_MAX)
 		names_flush(r);
 	if (!r->names)
@@ -1253,7 +1323,9 @@ void stacks_free(struct stacks *r)
 		return;
 	for (size_t i = 0; i < r->nobjs; i++) {
 		symtab_free(r->objs[i].st);
+		jitload_job_free(r->objs[i].jitjob);
 		perfmap_free(r->objs[i].jit);
+		free(r->objs[i].anon);
 		free(r->objs[i].path);
 		free(r->objs[i].open_path);
 		free(r->objs[i].key);
@@ -1275,6 +1347,7 @@ void stacks_free(struct stacks *r)
 	fold_free(r->cglabels);
 	names_flush(r);
 	demangle_cache_free(r->dm);
+	jitload_free(r->jl); /* after every job is freed */
 	procmaps_free(r->pm);
 	unwind_cache_free(r->uc);
 	ksyms_free(r->ks);
@@ -1314,6 +1387,7 @@ int stacks_write(struct stacks *r, FILE *out, size_t *nlines)
 	if (nlines)
 		*nlines = fold_count(nm.out);
 	free(nm.line);
+	free(nm.tmp);
 	fold_free(nm.out);
 	return err;
 }
@@ -1365,6 +1439,7 @@ int stacks_foreach(struct stacks *r,
 	if (!err)
 		fold_foreach(nm.out, each_line, &e);
 	free(nm.line);
+	free(nm.tmp);
 	fold_free(nm.out);
 	return err;
 }
@@ -1419,7 +1494,8 @@ static void module_of(struct stacks *r, uint32_t code, struct stacks_frame *f)
 		f->module = "[kernel.kallsyms]";
 		f->build_id = kernel_build_id(r);
 	} else if (o) {
-		f->module = o->jit ? "[jit]" : o->path;
+		f->module = o->is_jit ? (o->jit_absent ? (o->anon ? o->anon : "[anon]") : "[jit]")
+				      : o->path;
 		f->build_id = o->st ? symtab_build_id(o->st) : "";
 	}
 }
@@ -1511,6 +1587,7 @@ int stacks_foreach_frames(struct stacks *r,
 	free(e.frames);
 	free(nm.codes);
 	free(nm.line);
+	free(nm.tmp);
 	fold_free(nm.out);
 	return err;
 }
