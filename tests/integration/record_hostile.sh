@@ -133,6 +133,56 @@ for kind in valid sparse; do
 		fail "$kind: refusals counted for an acceptable map: $(grep -a refused "$TMP/$kind.err")"
 done
 
+# ---- FUSE: a perf map whose read waits for its daemon -----------------------
+# A FUSE daemon in the container answers the map's READ only after
+# $STALL s. The perf map is loaded by a loader thread (agent/jitload.h):
+# record's sampling and output must not wait for it; the JIT frames stay
+# unnamed. The agent's exit itself waits for the daemon (the kernel's FUSE
+# wait is not interruptible once the daemon has the request): killing the
+# daemon ends it.
+if [[ ! -c /dev/fuse ]] || ! command -v nsenter >/dev/null; then
+	info "FUSE case skipped: no /dev/fuse or nsenter"
+else
+	STALL=20
+	nsenter -t "$jp" -m -- mkdir -p /tmp/stall || fail "cannot make /tmp/stall in the namespace"
+	nsenter -t "$jp" -m -- "$BUILD_DIR/tools/stallfs" /tmp/stall read $STALL "$(cat "$TMP/valid.map")" \
+		>"$TMP/stallfs.out" 2>&1 &
+	SF=$!; bg_track $SF
+	for i in $(seq 50); do
+		grep -qs ready "$TMP/stallfs.out" && break
+		kill -0 $SF 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q ready "$TMP/stallfs.out" || fail "stallfs did not mount: $(cat "$TMP/stallfs.out")"
+	rm -f "$map"
+	ln -s /tmp/stall/map "$map"
+	t0=$(date +%s.%N)
+	"$AGENT" record -v -g -G "$rel" -F 199 --duration $DUR -o "$TMP/fuse.folded" \
+		>"$TMP/fuse.out" 2>"$TMP/fuse.err" &
+	AGP=$!; bg_track $AGP
+	for i in $(seq $((LIMIT * 10))); do
+		grep -q ' samples in ' "$TMP/fuse.err" && break
+		sleep 0.1
+	done
+	t1=$(date +%s.%N)
+	grep -q ' samples in ' "$TMP/fuse.err" ||
+		fail "fuse: no output within $LIMIT s while the map's read stalls: $(cat "$TMP/fuse.err")"
+	out_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+	kill $SF
+	for i in $(seq 50); do
+		kill -0 $AGP 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 $AGP 2>/dev/null && fail "fuse: record still running 5 s after its daemon ended"
+	wait $AGP || fail "fuse: record failed: $(cat "$TMP/fuse.err")"
+	total=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/fuse.folded")
+	info "fuse: output after $out_s s (duration $DUR s, daemon stalls $STALL s), $total samples, $(grep -c 'perf-1.map+' "$TMP/fuse.folded") unnamed JIT stacks"
+	((total >= 100)) || fail "fuse: only $total samples: sampling waited for the map"
+	grep -q 'perf-1.map+0x' "$TMP/fuse.folded" || fail "fuse: JIT frames not kept by address: $(head -3 "$TMP/fuse.folded")"
+	! grep -q jit_spin_loop "$TMP/fuse.folded" || fail "fuse: a name from a map still stalled"
+	rm -f "$map"
+fi
+
 # ---- run: continuous mode sees the FIFO, then the host link -----------------
 mkdir -p "$TMP/fc"
 python3 "$ROOT/tests/lib/fake_collector.py" --dir "$TMP/fc" --port 0 --port-file "$TMP/port" \
