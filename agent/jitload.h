@@ -12,6 +12,16 @@
  * made later (record at the end, run per interval), after a bounded wait
  * for loads still under way (jitload_wait).
  *
+ * The file itself is read by a helper PROCESS (jitload_set_helper: the
+ * agent's own binary, exec'd afresh, which sends the capped bytes back on
+ * a pipe), not by the loader thread: the kernel's wait for a FUSE request
+ * its daemon has taken cannot be interrupted, not even by SIGKILL, and a
+ * thread stuck there would keep the whole agent from exiting. A helper
+ * stuck there keeps only itself (it dies with the daemon's answer, or at
+ * once if it was not stuck: PR_SET_PDEATHSIG). The loader thread waits on
+ * the pipe, which any exit interrupts. Without a helper (unit tests) the
+ * thread reads the file itself.
+ *
  * A load that never ends (a hung FUSE daemon) keeps the loader thread, and
  * the maps queued after it, waiting: their frames stay unnamed
  * (perf-NSPID.map+0xADDR) but nothing else waits. At the end the loader is
@@ -28,6 +38,19 @@
 #include <stdint.h>
 
 #include "agent/perfmap.h"
+
+/*
+ * The helper: @exe (kept, not copied; "/proc/self/exe" for the agent) is
+ * run as "EXE JITLOAD_HELPER_CMD PATH" (main() dispatches it to
+ * jitload_helper_main). NULL: read in the loader thread. Set before the
+ * first submit.
+ */
+#define JITLOAD_HELPER_CMD "__read-perf-map"
+void jitload_set_helper(const char *exe);
+/* The helper process's main: open PATH as perfmap_load would, write a
+ * header (errno, refusal reason) and at most PERFMAP_MAX_BYTES of the file
+ * to stdout. Its exit status. */
+int jitload_helper_main(int argc, char **argv);
 
 /* Loads queued and not started, at most: beyond, submit says -EAGAIN. */
 #define JITLOAD_MAX_QUEUED 1024

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "agent/cmd.h"
+#include "agent/jitload.h"
 
 #ifndef CGPERF_VERSION
 #define CGPERF_VERSION "0.1.0"
@@ -47,6 +48,10 @@ int main(int argc, char **argv)
 		printf("cgperf-agent %s\n", CGPERF_VERSION);
 		return 0;
 	}
+	/* the perf-map reader the agent runs for itself (agent/jitload.h) */
+	if (!strcmp(argv[1], JITLOAD_HELPER_CMD))
+		return jitload_helper_main(argc - 1, argv + 1);
+	jitload_set_helper("/proc/self/exe");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);

@@ -84,6 +84,12 @@ void rootfs_set_refusal_hook(rootfs_refusal_fn fn, void *ctx)
 	refusal_ctx = ctx;
 }
 
+void rootfs_report_refusal(pid_t pid, const char *path, enum rootfs_reason why, int err)
+{
+	if (refusal_fn)
+		refusal_fn(refusal_ctx, pid, path, why, err);
+}
+
 const char *rootfs_reason_name(enum rootfs_reason why)
 {
 	static const char *const names[ROOTFS_R_N] = {

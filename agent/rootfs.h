@@ -127,6 +127,8 @@ typedef void (*rootfs_refusal_fn)(void *ctx, pid_t pid, const char *path,
 				  enum rootfs_reason why, int err);
 /* Install @fn (NULL: none). Not synchronised: set before threads open. */
 void rootfs_set_refusal_hook(rootfs_refusal_fn fn, void *ctx);
+/* Report a refusal found elsewhere (a helper process): calls the hook. */
+void rootfs_report_refusal(pid_t pid, const char *path, enum rootfs_reason why, int err);
 /* "special", "link", "pseudofs", "too_big", "vanished", "other". */
 const char *rootfs_reason_name(enum rootfs_reason why);
 

@@ -135,11 +135,11 @@ done
 
 # ---- FUSE: a perf map whose read waits for its daemon -----------------------
 # A FUSE daemon in the container answers the map's READ only after
-# $STALL s. The perf map is loaded by a loader thread (agent/jitload.h):
-# record's sampling and output must not wait for it; the JIT frames stay
-# unnamed. The agent's exit itself waits for the daemon (the kernel's FUSE
-# wait is not interruptible once the daemon has the request): killing the
-# daemon ends it.
+# $STALL s. The perf map is read by a helper process for a loader thread
+# (agent/jitload.h): record's sampling, output and exit must not wait for
+# it (a thread of its own stuck there would hold its exit: the kernel's
+# FUSE wait cannot be interrupted once the daemon has the request); the JIT
+# frames stay unnamed; the helper goes once the daemon does.
 if [[ ! -c /dev/fuse ]] || ! command -v nsenter >/dev/null; then
 	info "FUSE case skipped: no /dev/fuse or nsenter"
 else
@@ -168,15 +168,23 @@ else
 	grep -q ' samples in ' "$TMP/fuse.err" ||
 		fail "fuse: no output within $LIMIT s while the map's read stalls: $(cat "$TMP/fuse.err")"
 	out_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-	kill $SF
 	for i in $(seq 50); do
 		kill -0 $AGP 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -0 $AGP 2>/dev/null && fail "fuse: record still running 5 s after its daemon ended"
+	kill -0 $AGP 2>/dev/null && fail "fuse: record still running 5 s after its output, its map's read stalled"
 	wait $AGP || fail "fuse: record failed: $(cat "$TMP/fuse.err")"
+	exit_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+	helper=$(pgrep -f -- "__read-perf-map /proc/$jp/root" || true)
+	[[ -n $helper ]] || info "note: no helper left waiting (the read ended early?)"
+	kill $SF
+	for i in $(seq 50); do
+		[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null && break
+		sleep 0.1
+	done
+	[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null || fail "fuse: helper $helper still there after its daemon ended"
 	total=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/fuse.folded")
-	info "fuse: output after $out_s s (duration $DUR s, daemon stalls $STALL s), $total samples, $(grep -c 'perf-1.map+' "$TMP/fuse.folded") unnamed JIT stacks"
+	info "fuse: output after $out_s s, exit after $exit_s s (duration $DUR s, daemon stalls $STALL s), $total samples, $(grep -c 'perf-1.map+' "$TMP/fuse.folded") unnamed JIT stacks"
 	((total >= 100)) || fail "fuse: only $total samples: sampling waited for the map"
 	grep -q 'perf-1.map+0x' "$TMP/fuse.folded" || fail "fuse: JIT frames not kept by address: $(head -3 "$TMP/fuse.folded")"
 	! grep -q jit_spin_loop "$TMP/fuse.folded" || fail "fuse: a name from a map still stalled"
