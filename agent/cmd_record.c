@@ -41,6 +41,7 @@
 #include "agent/fold.h"
 #include "agent/sampler.h"
 #include "agent/spawn.h"
+#include "agent/refusals.h"
 #include "agent/stacks.h"
 #include "cgroup/proc.h"
 #include "cgroup/tree.h"
@@ -162,7 +163,8 @@ static void usage(FILE *f)
 {
 	fputs("usage: cgperf-agent record [-a | -G CG[,CG...] | -p PID | --target SELECTOR]\n"
 	      "                           [-F HZ | -c PERIOD] [-e EVENT] [-g | --call-graph fp|dwarf[,BYTES]]\n"
-	      "                           [-o FILE] [--per-cgroup] [--duration SECONDS | -- COMMAND...]\n"
+	      "                           [-o FILE] [--per-cgroup] [--demangle=STYLE | --no-demangle]\n"
+	      "                           [--duration SECONDS | -- COMMAND...]\n"
 	      "\n"
 	      "  -a, --all-cpus          sample the whole host (default)\n"
 	      "  -G, --cgroup CG,...     only these cgroups (paths relative to the cgroup mount)\n"
@@ -176,6 +178,9 @@ static void usage(FILE *f)
 	      "                          stack with .eh_frame (default 8192)\n"
 	      "  -o, --output FILE       folded stacks to FILE (default stdout)\n"
 	      "      --per-cgroup        the cgroup (container identity when known) as first frame\n"
+	      "      --demangle STYLE    C++/Rust names: full (default, as perf -v: parameters,\n"
+	      "                          clone suffixes), short (as perf: no parameters), none\n"
+	      "      --no-demangle       symbol names as the binary has them (= --demangle none)\n"
 	      "  -d, --duration SECONDS  stop after this long (default: Ctrl-C or COMMAND's end)\n"
 	      "  -v, --verbose           print the agent's own figures on stderr\n",
 	      f);
@@ -215,7 +220,7 @@ static int parse_u64(const char *prog, const char *what, const char *s, uint64_t
 
 int cmd_record(int argc, char **argv)
 {
-	enum { OPT_CALLGRAPH = 256, OPT_PERCG };
+	enum { OPT_CALLGRAPH = 256, OPT_PERCG, OPT_DEMANGLE, OPT_NO_DEMANGLE };
 	static const struct option longopts[] = {
 		{"all-cpus", no_argument, NULL, 'a'},
 		{"cgroup", required_argument, NULL, 'G'},
@@ -227,6 +232,8 @@ int cmd_record(int argc, char **argv)
 		{"call-graph", required_argument, NULL, OPT_CALLGRAPH},
 		{"output", required_argument, NULL, 'o'},
 		{"per-cgroup", no_argument, NULL, OPT_PERCG},
+		{"demangle", required_argument, NULL, OPT_DEMANGLE},
+		{"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
 		{"duration", required_argument, NULL, 'd'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
@@ -243,6 +250,7 @@ int cmd_record(int argc, char **argv)
 	size_t ncgdirs = 0;
 	double duration = 0;
 	bool verbose = false, have_ev = false, per_cgroup = false;
+	enum demangle_style dstyle = DEMANGLE_FULL;
 	int opt, ret = 0, *cpus = NULL, ncpu, sfd = -1, *fds = NULL;
 	struct spawn sp = {.pid = -1, .go_fd = -1};
 	sigset_t oldmask;
@@ -332,6 +340,15 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'o': outpath = optarg; break;
 		case OPT_PERCG: per_cgroup = true; break;
+		case OPT_DEMANGLE:
+			if (demangle_style_parse(optarg, &dstyle) < 0) {
+				fprintf(stderr, "%s: --demangle takes full, short or none, not '%s'\n",
+					r.prog, optarg);
+				ret = 2;
+				goto out;
+			}
+			break;
+		case OPT_NO_DEMANGLE: dstyle = DEMANGLE_NONE; break;
 		case 'd': {
 			char *end;
 
@@ -394,9 +411,14 @@ int cmd_record(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	if (cmd_refusals_start(r.prog, verbose) < 0) {
+		fprintf(stderr, "%s: out of memory\n", r.prog);
+		ret = 1;
+		goto out;
+	}
 	r.st = stacks_new(r.mode, per_cgroup, r.mount);
 	r.pidsel = fold_new();
-	if (!r.st || !r.pidsel) {
+	if (!r.st || !r.pidsel || stacks_set_demangle(r.st, dstyle) < 0) {
 		fprintf(stderr, "%s: out of memory\n", r.prog);
 		ret = 1;
 		goto out;
@@ -575,16 +597,22 @@ int cmd_record(int argc, char **argv)
 			sst.truncated[STACKS_TRUNC_MAX_STACK], sst.truncated[STACKS_TRUNC_BAD_ADDRESS]);
 		stacks_foreach_truncated(r.st, trunc_line, &tr);
 	}
+	char refused[256];
+
+	cmd_refusals_text(refused, sizeof(refused));
+	if (!verbose && refused[0] != '0')
+		fprintf(stderr, "%s: container files refused: %s; -v names them\n", r.prog, refused);
 	if (verbose) {
 		fprintf(stderr,
 			"%s: mode %s; agent CPU %.3f s (%.3f s sampling+unwinding, %.3f s naming)"
 			" = %.1f us/sample; %zu objects, %zu processes tracked;"
 			" unwind errors %" PRIu64 ", no user regs %" PRIu64 ", filtered %" PRIu64
-			", malformed %" PRIu64 ", throttled %" PRIu64 ", refused %" PRIu64 "\n",
+			", malformed %" PRIu64 ", throttled %" PRIu64 ", refused %" PRIu64
+			"; container files refused %s\n",
 			r.prog, stacks_mode_name(r.mode), cpu_total, cpu_sample, cpu_total - cpu_sample,
 			r.samples ? cpu_total * 1e6 / (double)r.samples : 0.0, sst.objects,
 			sst.processes, sst.unwind_errors, sst.no_user_regs, r.filtered,
-			st.malformed, st.throttled, sst.refused);
+			st.malformed, st.throttled, sst.refused, refused);
 	}
 	if (child > 0) {
 		kill(child, SIGTERM);
@@ -619,6 +647,7 @@ out:
 	if (have_ev)
 		ev_spec_release(&ev);
 	stacks_free(r.st);
+	refusals_stop();
 	fold_free(r.pidsel);
 	cg_selector_free(r.sel);
 	free(r.mount);

@@ -52,6 +52,7 @@
 #include "agent/probe.h"
 #include "agent/push.h"
 #include "agent/sampler.h"
+#include "agent/refusals.h"
 #include "agent/selfmetrics.h"
 #include "agent/stacks.h"
 #include "agent/usdt.h"
@@ -604,6 +605,10 @@ static int agent_start(struct agent *a, const char *prog)
 			.mmap_pages = mode == STACKS_DWARF ? 256 : 64,
 		};
 
+		if (a->st && stacks_set_demangle(a->st, cfg->symbols.demangle) < 0) {
+			stacks_free(a->st);
+			a->st = NULL;
+		}
 		a->smp = a->st ? sampler_open(&so) : NULL;
 		if (!a->smp) {
 			if (errno == EACCES || errno == EPERM)
@@ -638,6 +643,11 @@ static int agent_start(struct agent *a, const char *prog)
 		a->npr++;
 		if (rp->stacks && !a->pst) {
 			a->pst = stacks_new(mode, true, a->mount);
+			if (a->pst && stacks_set_demangle(a->pst, cfg->symbols.demangle) < 0) {
+				stacks_free(a->pst);
+				a->pst = NULL;
+				errno = ENOMEM;
+			}
 			if (!a->pst) {
 				fprintf(stderr, "%s: probe stacks: %s\n", prog, strerror(errno));
 				return 1;
@@ -786,6 +796,7 @@ static int agent_start(struct agent *a, const char *prog)
 			.n_urls = cfg->push.ncollectors,
 			.token = token,
 			.timeout_ms = (unsigned)cfg->push.timeout_ms,
+			.idle_close_ms = (unsigned)cfg->push.idle_close_ms,
 			.ca_file = cfg->push.tls.ca_file,
 			.cert_file = cfg->push.tls.cert_file,
 			.key_file = cfg->push.tls.key_file,
@@ -1223,6 +1234,11 @@ static void publish_metrics(struct agent *a)
 	self_metric(f, a, "batches_total", "counter", "Batches built (spooled when collectors are configured).", a->batches);
 	self_metric(f, a, "push_failures_total", "counter",
 		    "Push requests that failed and are retried.", ps.failures);
+	self_metric(f, a, "push_maybe_delivered_total", "counter",
+		    "Failed push requests whose whole batch had been sent (the resend may be a duplicate).",
+		    ps.maybe_delivered);
+	self_metric(f, a, "push_duplicates_total", "counter",
+		    "Resent batches a collector answered it had already stored.", ps.duplicates);
 	self_metric(f, a, "push_rejected_total", "counter",
 		    "Batches a collector refused (not retried).", ps.rejected);
 	self_metric(f, a, "spool_dropped_batches_total", "counter",
@@ -1231,6 +1247,20 @@ static void publish_metrics(struct agent *a)
 		    ps.spool_bytes);
 	self_metric(f, a, "spool_batches", "gauge", "Batches waiting in the spool.",
 		    ps.spool_count);
+	{
+		struct refusals_figures rf;
+
+		refusals_figures(&rf);
+		fputs("# HELP cgperf_agent_files_refused_total Files of profiled processes (containers) "
+		      "the agent refused to read, by reason (docs/security.md).\n"
+		      "# TYPE cgperf_agent_files_refused_total counter\n", f);
+		for (int i = 0; i < ROOTFS_R_N; i++) {
+			fputs("cgperf_agent_files_refused_total{host=\"", f);
+			selfmetrics_label(f, a->host);
+			fprintf(f, "\",reason=\"%s\"} %" PRIu64 "\n",
+				rootfs_reason_name((enum rootfs_reason)i), rf.by_reason[i]);
+		}
+	}
 	if (a->st || a->pst) {
 		struct stacks_stats ss = {0}, pss = {0};
 
@@ -1334,6 +1364,17 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* A refused container file (agent/refusals.h), rate-limited there; the
+ * log escapes the path. */
+static void run_refusal_notice(void *ctx, pid_t pid, const char *path, const char *reason)
+{
+	char p[24];
+
+	(void)ctx;
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	log_kv(LOG_INFO, "container file refused", "pid", p, "path", path, "reason", reason, NULL);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1410,6 +1451,11 @@ int cmd_run(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	/* Counted for the agent's life, across reloads. */
+	if (refusals_start(run_refusal_notice, NULL) < 0) {
+		ret = 1;
+		goto out;
+	}
 	ret = agent_start(&a, prog);
 	if (ret)
 		goto out;
@@ -1530,6 +1576,7 @@ out:
 	if (sfd >= 0)
 		close(sfd);
 	agent_stop(&a); /* joins the push threads before the mask is restored */
+	refusals_stop();
 	if (sfd >= 0)
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	config_free(a.cfg);

@@ -37,12 +37,14 @@
 
 #include "agent/cmd.h"
 #include "agent/cpumap.h"
+#include "agent/demangle.h"
 #include "agent/fold.h"
 #include "agent/hist.h"
 #include "agent/json.h"
 #include "agent/probe.h"
 #include "agent/sampler.h"
 #include "agent/spawn.h"
+#include "agent/refusals.h"
 #include "agent/stacks.h"
 #include "agent/symtab.h"
 #include "agent/usdt.h"
@@ -107,7 +109,8 @@ static void usage(FILE *f)
 {
 	fputs("usage: cgperf-agent trace -e PROBE [-e PROBE...] [--hist ARG] [--latency START[,END]]\n"
 	      "                          [--stacks] [--filter EXPR] [-a | -G CG[,CG...] | -p PID]\n"
-	      "                          [--per-pid] [--json] [--duration SECONDS | -- COMMAND...]\n"
+	      "                          [--per-pid] [--json] [--demangle=STYLE | --no-demangle]\n"
+	      "                          [--duration SECONDS | -- COMMAND...]\n"
 	      "       cgperf-agent trace --list BINARY\n"
 	      "\n"
 	      "  -e, --event PROBE       u:BINARY:SYMBOL[+OFF][%return] [NAME=%REG...]\n"
@@ -118,6 +121,9 @@ static void usage(FILE *f)
 	      "                          u: probe, from the function's entry to its return\n"
 	      "      --stacks            fold the user+kernel stacks at every hit (frame pointers)\n"
 	      "      --call-graph MODE   fp or dwarf: how --stacks unwinds user stacks\n"
+	      "      --demangle STYLE    C++/Rust names in --stacks: full (default, as perf -v),\n"
+	      "                          short (as perf: no parameters), none\n"
+	      "      --no-demangle       names as the binary has them (= --demangle none)\n"
 	      "      --filter EXPR       kernel filter for the tracepoints ('count > 100')\n"
 	      "  -a, --all-cpus          every process of the host (default without COMMAND)\n"
 	      "  -G, --cgroup CG,...     only these cgroups\n"
@@ -125,7 +131,8 @@ static void usage(FILE *f)
 	      "      --per-pid           a row per process as well as per cgroup\n"
 	      "  -j, --json              JSON Lines on stdout\n"
 	      "  -d, --duration SECONDS  stop after this long\n"
-	      "  -l, --list BINARY       the functions and SDT probes BINARY offers\n",
+	      "  -l, --list BINARY       the functions and SDT probes BINARY offers\n"
+	      "  -v, --verbose           name each container file refused (docs/security.md)\n",
 	      f);
 }
 
@@ -465,9 +472,17 @@ static int list_binary(const char *prog, const char *bin)
 	for (size_t i = 0; i < symtab_count(st); i++) {
 		uint64_t off;
 		const char *name = symtab_name_at(st, i, &off);
+		char *dm;
 
-		if (name)
-			printf("u:%s:%s\n", path, name);
+		if (!name)
+			continue;
+		/* The spec takes the name as stored, so each u: line stays one;
+		 * a comment line above says what a C++ name is. */
+		dm = demangle_name(name, DEMANGLE_FULL);
+		if (dm)
+			printf("# %s\n", dm);
+		printf("u:%s:%s\n", path, name);
+		free(dm);
 	}
 	symtab_free(st);
 	ul = usdt_read(path);
@@ -597,13 +612,24 @@ static int open_probe(struct trace *t, struct tprobe *tp, const struct sampler_o
 
 int cmd_trace(int argc, char **argv)
 {
-	enum { OPT_HIST = 256, OPT_LAT, OPT_STACKS, OPT_FILTER, OPT_PERPID, OPT_CALLGRAPH };
+	enum {
+		OPT_HIST = 256,
+		OPT_LAT,
+		OPT_STACKS,
+		OPT_FILTER,
+		OPT_PERPID,
+		OPT_CALLGRAPH,
+		OPT_DEMANGLE,
+		OPT_NO_DEMANGLE,
+	};
 	static const struct option longopts[] = {
 		{"event", required_argument, NULL, 'e'},
 		{"hist", required_argument, NULL, OPT_HIST},
 		{"latency", required_argument, NULL, OPT_LAT},
 		{"stacks", no_argument, NULL, OPT_STACKS},
 		{"call-graph", required_argument, NULL, OPT_CALLGRAPH},
+		{"demangle", required_argument, NULL, OPT_DEMANGLE},
+		{"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
 		{"filter", required_argument, NULL, OPT_FILTER},
 		{"all-cpus", no_argument, NULL, 'a'},
 		{"cgroup", required_argument, NULL, 'G'},
@@ -612,6 +638,7 @@ int cmd_trace(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},
 		{"duration", required_argument, NULL, 'd'},
 		{"list", required_argument, NULL, 'l'},
+		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -622,8 +649,9 @@ int cmd_trace(int argc, char **argv)
 	char *groups = NULL, **cgdirs = NULL, *trans_rel = NULL, *trans_abs = NULL;
 	char *lat_a = NULL, *lat_b = NULL;
 	size_t ncgdirs = 0;
-	bool json = false, all = false, want_stacks = false;
+	bool json = false, all = false, want_stacks = false, verbose = false;
 	enum stacks_mode smode = STACKS_FP;
+	enum demangle_style dstyle = DEMANGLE_FULL;
 	double duration = 0;
 	long pid = 0;
 	int opt, ret = 0, *cpus = NULL, ncpu, sfd = -1;
@@ -635,7 +663,7 @@ int cmd_trace(int argc, char **argv)
 	struct cglabels cl = {0};
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+e:aG:p:jd:l:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+e:aG:p:jd:l:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'e':
 			if (nspecs >= MAX_PROBES - 2) {
@@ -662,6 +690,15 @@ int cmd_trace(int argc, char **argv)
 			want_stacks = true;
 			break;
 		case OPT_FILTER: filter = optarg; break;
+		case OPT_DEMANGLE:
+			if (demangle_style_parse(optarg, &dstyle) < 0) {
+				fprintf(stderr, "%s: --demangle takes full, short or none, not '%s'\n",
+					t.prog, optarg);
+				ret = 2;
+				goto out;
+			}
+			break;
+		case OPT_NO_DEMANGLE: dstyle = DEMANGLE_NONE; break;
 		case OPT_PERPID: t.per_pid = true; break;
 		case 'a': all = true; break;
 		case 'G': {
@@ -690,6 +727,7 @@ int cmd_trace(int argc, char **argv)
 			break;
 		}
 		case 'j': json = true; break;
+		case 'v': verbose = true; break;
 		case 'd': {
 			char *end;
 
@@ -713,6 +751,10 @@ int cmd_trace(int argc, char **argv)
 	if (all + (groups != NULL) + (pid > 0) > 1) {
 		fprintf(stderr, "%s: choose one of -a, -G and -p\n", t.prog);
 		ret = 2;
+		goto out;
+	}
+	if (cmd_refusals_start(t.prog, verbose) < 0) {
+		ret = 1;
 		goto out;
 	}
 
@@ -835,7 +877,7 @@ int cmd_trace(int argc, char **argv)
 	fold_set_limit(t.cells, MAX_CELLS);
 	if (want_stacks) {
 		t.stacks = stacks_new(smode, t.per_cgroup, t.mount);
-		if (!t.stacks) {
+		if (!t.stacks || stacks_set_demangle(t.stacks, dstyle) < 0) {
 			ret = 1;
 			goto out;
 		}
@@ -1108,6 +1150,14 @@ int cmd_trace(int argc, char **argv)
 		fprintf(stderr, ", %" PRIu64 " ends without a start", t.unpaired_end);
 	if (t.value_errors)
 		fprintf(stderr, ", %" PRIu64 " argument values unreadable", t.value_errors);
+	{
+		char refused[256];
+
+		cmd_refusals_text(refused, sizeof(refused));
+		if (refused[0] != '0')
+			fprintf(stderr, ", container files refused: %s%s", refused,
+				verbose ? "" : " (-v names them)");
+	}
 	fputc('\n', stderr);
 	fflush(stdout);
 	if (child > 0) {
@@ -1150,6 +1200,7 @@ out:
 	free(t.v);
 	free(t.lev);
 	stacks_free(t.stacks);
+	refusals_stop();
 	free(t.mount);
 	return ret;
 }

@@ -123,8 +123,10 @@ struct config *config_defaults(void)
 	c->sampling.call_graph = CONFIG_CALL_GRAPH_FP;
 	c->sampling.stack_bytes = 8192;
 	c->sampling.per_cgroup = true;
+	c->symbols.demangle = DEMANGLE_FULL;
 	c->push.interval_ms = 15 * MS_S;
 	c->push.timeout_ms = 10 * MS_S;
+	c->push.idle_close_ms = 60 * MS_S;
 	c->push.tls.verify = true;
 	c->push.spool.max_bytes = 256 * MIB;
 	c->push.retry.initial_ms = 1 * MS_S;
@@ -420,15 +422,16 @@ bool config_cgroup_wanted(const struct config *cfg, const char *path)
 
 /* ---- the schema ---- */
 
-static const char *const top_keys[] = {"host", "cgroups", "counters", "sampling", "probes",
-				       "push", "log", "metrics", NULL};
+static const char *const top_keys[] = {"host", "cgroups", "counters", "sampling", "symbols",
+				       "probes", "push", "log", "metrics", NULL};
 static const char *const host_keys[] = {"name", "agent_id_file", NULL};
 static const char *const cgroups_keys[] = {"include", "exclude", "containers_only", NULL};
 static const char *const counters_keys[] = {"events", "enabled", NULL};
 static const char *const sampling_keys[] = {"enabled", "frequency", "call_graph", "stack_bytes",
 					    "event", "per_cgroup", NULL};
+static const char *const symbols_keys[] = {"demangle", NULL};
 static const char *const probe_keys[] = {"spec", "hist", "latency_end", "stacks", NULL};
-static const char *const push_keys[] = {"interval", "collectors", "token_file", "timeout",
+static const char *const push_keys[] = {"interval", "collectors", "token_file", "timeout", "idle_close",
 					"tls", "spool", "retry", NULL};
 static const char *const tls_keys[] = {"ca_file", "cert_file", "key_file", "verify", NULL};
 static const char *const spool_keys[] = {"dir", "max_bytes", NULL};
@@ -441,12 +444,15 @@ static const struct section {
 	const char *const *keys;
 } sections[] = {
 	{"host", host_keys},	   {"cgroups", cgroups_keys}, {"counters", counters_keys},
-	{"sampling", sampling_keys}, {"probes[]", probe_keys}, {"push", push_keys},
+	{"sampling", sampling_keys}, {"symbols", symbols_keys}, {"probes[]", probe_keys},
+	{"push", push_keys},
 	{"push.tls", tls_keys},	   {"push.spool", spool_keys}, {"push.retry", retry_keys},
 	{"log", log_keys},	   {"metrics", metrics_keys},
 };
 
 static const char *const call_graph_names[] = {"fp", "dwarf", NULL};
+/* Indexed by enum demangle_style; then the booleans, false = none, true = full. */
+static const char *const demangle_names[] = {"none", "short", "full", "false", "true", NULL};
 static const char *const log_format_names[] = {"logfmt", "json", NULL};
 static const char *const log_level_names[] = {"debug", "info", "warn", "error", NULL};
 
@@ -1306,6 +1312,22 @@ static int parse_sampling(struct ctx *x, const yaml_node_t *root, struct config 
 	return 0;
 }
 
+static int parse_symbols(struct ctx *x, const yaml_node_t *root, struct config *c)
+{
+	const yaml_node_t *m, *v;
+	int rc = section(x, root, "", "symbols", symbols_keys, &m), e;
+
+	if (rc || !m)
+		return rc;
+	if ((v = get(x, m, "demangle"))) {
+		if ((rc = as_enum(x, v, "symbols.demangle", demangle_names, &e)))
+			return rc;
+		c->symbols.demangle = e == 3 ? DEMANGLE_NONE : e == 4 ? DEMANGLE_FULL
+								   : (enum demangle_style)e;
+	}
+	return 0;
+}
+
 static int parse_probe(struct ctx *x, const yaml_node_t *n, const char *name,
 		       struct config_probe *p)
 {
@@ -1441,6 +1463,9 @@ static int parse_push(struct ctx *x, const yaml_node_t *root, struct config *c,
 	if ((v = get(x, m, "timeout")) &&
 	    (rc = as_duration(x, v, "push.timeout", 100, 10 * MS_M, &c->push.timeout_ms)))
 		return rc;
+	if ((v = get(x, m, "idle_close")) &&
+	    (rc = as_duration(x, v, "push.idle_close", MS_S, MS_H, &c->push.idle_close_ms)))
+		return rc;
 
 	if ((rc = section(x, m, "push", "tls", tls_keys, &s)))
 		return rc;
@@ -1547,7 +1572,8 @@ static int parse_root(struct ctx *x, const yaml_node_t *root, struct config *c)
 			    what(root).s);
 	if ((rc = check_keys(x, root, "", top_keys)) || (rc = parse_host(x, root, c)) ||
 	    (rc = parse_cgroups(x, root, c)) || (rc = parse_counters(x, root, c)) ||
-	    (rc = parse_sampling(x, root, c)) || (rc = parse_probes(x, root, c)) ||
+	    (rc = parse_sampling(x, root, c)) || (rc = parse_symbols(x, root, c)) ||
+	    (rc = parse_probes(x, root, c)) ||
 	    (rc = parse_push(x, root, c, &collectors)) || (rc = parse_log(x, root, c)) ||
 	    (rc = parse_metrics(x, root, c)))
 		return rc;
@@ -1876,6 +1902,7 @@ int config_dump(const struct config *c, FILE *f)
 		enum_name(call_graph_names, (int)c->sampling.call_graph), c->sampling.stack_bytes);
 	put_opt(f, c->sampling.event);
 	fprintf(f, "\n  per_cgroup: %s\n", tf(c->sampling.per_cgroup));
+	fprintf(f, "symbols:\n  demangle: %s\n", demangle_style_name(c->symbols.demangle));
 
 	fputs("probes:", f);
 	if (!c->nprobes)
@@ -1898,7 +1925,9 @@ int config_dump(const struct config *c, FILE *f)
 	fputs("  token_file: ", f);
 	put_opt(f, c->push.token_file);
 	format_duration(c->push.timeout_ms, a, sizeof(a));
-	fprintf(f, "\n  timeout: %s\n  tls:\n    ca_file: ", a);
+	fprintf(f, "\n  timeout: %s", a);
+	format_duration(c->push.idle_close_ms, a, sizeof(a));
+	fprintf(f, "\n  idle_close: %s\n  tls:\n    ca_file: ", a);
 	put_opt(f, c->push.tls.ca_file);
 	fputs("\n    cert_file: ", f);
 	put_opt(f, c->push.tls.cert_file);

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "agent/demangle.h"
+
 #define CONFIG_MAX_FILE (1 << 20)  /* bytes of YAML read at most */
 #define CONFIG_MAX_STRING 4096     /* bytes in one string value, NUL excluded */
 #define CONFIG_MAX_LIST 256        /* items in cgroups.include / exclude */
@@ -80,6 +82,10 @@ struct config {
 					   * the host, pushed as the root cgroup "/"'s */
 	} sampling;
 
+	struct {
+		enum demangle_style demangle; /* how frames are named in every stack */
+	} symbols;
+
 	struct config_probe *probes;
 	size_t nprobes;
 
@@ -89,6 +95,7 @@ struct config {
 		size_t ncollectors;
 		char *token_file;  /* bearer token, or NULL */
 		uint64_t timeout_ms;
+		uint64_t idle_close_ms; /* a kept-alive connection idle this long is closed */
 		struct {
 			char *ca_file, *cert_file, *key_file; /* or NULL */
 			bool verify;

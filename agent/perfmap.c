@@ -6,9 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#define PERFMAP_MAX_ENTRIES (4u << 20)
-#define PERFMAP_MAX_LINE 4096
+#include "agent/rootfs.h"
+
 
 struct pm_entry {
 	uint64_t start, end;
@@ -64,33 +65,43 @@ static int add(struct perfmap *m, uint64_t start, uint64_t size, const char *nam
 
 struct perfmap *perfmap_load(const char *path)
 {
-	FILE *f = fopen(path, "re");
-	struct perfmap *m;
-	char line[PERFMAP_MAX_LINE];
-	int err = 0;
+	/* The container's file: resolved inside its root, a regular file of a
+	 * real filesystem or nothing (see agent/rootfs.h). */
+	int fd = rootfs_open_path(path, ROOTFS_NO_CAP, NULL);
 
-	if (!f)
+	if (fd < 0) {
+		errno = -fd;
 		return NULL;
+	}
+	return perfmap_load_fd(fd);
+}
+
+struct perfmap *perfmap_load_fd(int fd)
+{
+	struct rootfs_lines *lr;
+	struct perfmap *m;
+	const char *line;
+	size_t len;
+	int err = 0, r;
+
+	lr = rootfs_lines_new(fd, PERFMAP_MAX_LINE, PERFMAP_MAX_BYTES);
+	if (!lr) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return NULL;
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m) {
-		fclose(f);
+		rootfs_lines_free(lr);
 		errno = ENOMEM;
 		return NULL;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line, *end;
+	while ((r = rootfs_lines_next(lr, &line, &len)) > 0) {
+		const char *p = line;
+		char *end;
 		unsigned long long start, size;
-		size_t len = strlen(line);
 
-		if (len && line[len - 1] != '\n' && !feof(f)) {
-			/* Over-long line: skip the rest of it. */
-			int c;
-
-			while ((c = fgetc(f)) != EOF && c != '\n')
-				;
-			continue;
-		}
-		line[strcspn(line, "\n")] = '\0';
 		errno = 0;
 		start = strtoull(p, &end, 16);
 		if (errno || end == p || *end != ' ')
@@ -107,7 +118,8 @@ struct perfmap *perfmap_load(const char *path)
 		if (err)
 			break;
 	}
-	fclose(f);
+	/* a read error keeps what was read before it */
+	rootfs_lines_free(lr);
 	if (err) {
 		perfmap_free(m);
 		errno = -err;
@@ -117,6 +129,16 @@ struct perfmap *perfmap_load(const char *path)
 	if (m->n > 1)
 		qsort(m->v, m->n, sizeof(*m->v), cmp_entry);
 	return m;
+}
+
+bool perfmap_present(const char *path)
+{
+	int fd = rootfs_open_path(path, ROOTFS_NO_CAP, NULL);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
 }
 
 void perfmap_free(struct perfmap *m)

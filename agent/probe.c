@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "agent/events.h"
+#include "agent/rootfs.h"
 #include "agent/sampler.h"
 #include "agent/symtab.h"
 
@@ -168,23 +169,29 @@ static bool is_elf(const char *path)
 	unsigned char h[EI_NIDENT + 2];
 	struct stat st;
 	bool ok;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* /proc/PID/root/... resolved inside that root; regular files only */
+	int fd = rootfs_open_path(path, ROOTFS_ELF_MAX, &st);
 
 	if (fd < 0)
 		return false;
-	ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read(fd, h, sizeof(h)) == sizeof(h) &&
+	ok = S_ISREG(st.st_mode) && read(fd, h, sizeof(h)) == sizeof(h) &&
 	     memcmp(h, ELFMAG, SELFMAG) == 0 && h[EI_DATA] == ELFDATA2LSB &&
 	     (h[EI_NIDENT] == ET_EXEC || h[EI_NIDENT] == ET_DYN) && h[EI_NIDENT + 1] == 0;
 	close(fd);
 	return ok;
 }
 
+/* @a (maybe a /proc/PID/root/... path, resolved inside that root) and the
+ * host path @b are one inode. */
 static bool same_file(const char *a, const char *b)
 {
 	struct stat sa, sb;
+	int fd = rootfs_open_path(a, ROOTFS_ELF_MAX, &sa);
 
-	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-	       sa.st_ino == sb.st_ino;
+	if (fd < 0)
+		return false;
+	close(fd);
+	return stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 /* ---- near matches ---- */
@@ -1135,43 +1142,16 @@ struct tp_field {
 	bool is_signed, dynamic, relative;
 };
 
-/* Read tracefs events/SYS/EVENT/format into a NUL-terminated buffer. */
+/* Read tracefs events/SYS/EVENT/format (libtracefs) into a NUL-terminated
+ * buffer, cut at PROBE_FORMAT_MAX bytes. */
 static int format_read(const char *tracefs, const char *sys, const char *event, char **out)
 {
-	size_t n = strlen(tracefs) + strlen(sys) + strlen(event) + 32, len = 0;
-	char *path = malloc(n), *buf = NULL;
-	ssize_t r;
-	int fd, err = 0;
+	size_t len;
+	int err = ev_tracefs_read(tracefs, sys, event, "format", out, &len);
 
-	if (!path)
-		return -ENOMEM;
-	snprintf(path, n, "%s/events/%s/%s/format", tracefs, sys, event);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	free(path);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(PROBE_FORMAT_MAX + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (len < PROBE_FORMAT_MAX && (r = read(fd, buf + len, PROBE_FORMAT_MAX - len)) != 0) {
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			break;
-		}
-		len += (size_t)r;
-	}
-	close(fd);
-	if (err < 0) {
-		free(buf);
-		return err;
-	}
-	buf[len] = '\0';
-	*out = buf;
-	return 0;
+	if (!err && len > PROBE_FORMAT_MAX)
+		(*out)[PROBE_FORMAT_MAX] = '\0';
+	return err;
 }
 
 static int tp_argdef(struct probe *p, const struct tp_field *fields, size_t nfields, char *tok,

@@ -18,6 +18,24 @@
  * returns; one that is up is not held back. Cursors are written to the spool
  * directory after each ack so a restart resumes where each collector was.
  *
+ * Connections. Each collector's connection is kept alive between pushes
+ * (a handshake per push costs the collector more CPU than the push
+ * itself), and closed by the agent once it has been idle for idle_close_ms
+ * (default 60 s): longer than a usual push interval, so a pushing agent
+ * keeps its connection, and shorter than the exporter's idle timeout
+ * (120 s), so it is the agent that closes, never the server under a
+ * request being written. An agent that pushes rarely, or waits out a
+ * long backoff, holds no socket on the collector meanwhile.
+ *
+ * Resends. A batch is sent again only when it was not acked, and the
+ * outcome of a failed request says whether the collector can have it:
+ * a request that failed before its body was all written (connect errors,
+ * a connection the server closed, a timeout while sending) cannot have
+ * been stored, so its resend is a first delivery; one that failed after
+ * (a timeout waiting for the answer) may have been, and its resend may be
+ * answered "duplicate". Such answers are counted (duplicates), not taken
+ * for new data: the collector keys batches by agent id and sequence.
+ *
  * Logging is by state: each collector is OK, FAILING (retrying) or
  * REJECTING, and a line is logged when the state or the error class (e.g.
  * "HTTP 503" vs "curl 7") changes, never per retry. Log lines are built under
@@ -48,6 +66,7 @@
 #define DEFAULT_RETRY_INITIAL_MS 500u
 #define DEFAULT_RETRY_MAX_MS 60000u
 #define DEFAULT_SPOOL_MAX_BYTES (64ull << 20)
+#define DEFAULT_IDLE_CLOSE_MS 60000u
 /* Kept of a response body, for error messages; the rest is discarded. */
 #define RESP_KEEP 200
 #define KEY_MAX 48
@@ -60,6 +79,8 @@ enum outcome { R_ACK, R_RETRY, R_REJECT, R_STOPPED };
 struct result {
 	enum outcome kind;
 	long status; /* HTTP status, 0 for a transport error */
+	bool maybe_delivered; /* R_RETRY after the whole body went: may be stored */
+	bool duplicate; /* R_ACK whose answer says the batch was stored before */
 	int64_t retry_after_ms; /* -1: none */
 	char key[KEY_MAX]; /* error class, for rate-limited logging */
 	char text[PUSH_ERROR_MAX];
@@ -92,10 +113,11 @@ struct collector {
 	char state_key[KEY_MAX];
 	uint64_t state_count;
 	uint64_t state_since_ms;
-	uint64_t sent, acked, retried, rejected, failures;
+	uint64_t sent, acked, retried, rejected, failures, duplicates, maybe_delivered;
 	char last_error[PUSH_ERROR_MAX];
 
 	/* Only the sender thread. */
+	uint64_t last_io_ms; /* end of the last request; 0: no connection open */
 	uint64_t rng;
 	char errbuf[CURL_ERROR_SIZE];
 	char resp[RESP_KEEP + 1];
@@ -117,7 +139,7 @@ struct push {
 	char *ca_file, *cert_file, *key_file, *user_agent;
 	bool no_verify;
 	long timeout_ms, connect_timeout_ms;
-	uint64_t retry_initial_ms, retry_max_ms;
+	uint64_t retry_initial_ms, retry_max_ms, idle_close_ms;
 	push_log_fn log;
 	void *log_arg;
 
@@ -390,6 +412,13 @@ static void send_batch(struct collector *c, uint64_t seq, const void *buf, size_
 	if (rc == CURLE_ABORTED_BY_CALLBACK && atomic_load(&p->stopping)) {
 		r->kind = R_STOPPED;
 	} else if (rc != CURLE_OK) {
+		curl_off_t up = 0;
+
+		/* All of the body written: the collector may have stored it. */
+		if (curl_easy_getinfo(c->curl, CURLINFO_SIZE_UPLOAD_T, &up) == CURLE_OK &&
+		    (size_t)up >= len && rc != CURLE_COULDNT_CONNECT &&
+		    rc != CURLE_COULDNT_RESOLVE_HOST && rc != CURLE_SEND_ERROR)
+			r->maybe_delivered = true;
 		snprintf(r->key, sizeof(r->key), "curl %d", (int)rc);
 		snprintf(r->text, sizeof(r->text), "%.80s%s%.160s", curl_easy_strerror(rc), c->errbuf[0] ? ": " : "",
 			 c->errbuf);
@@ -398,7 +427,10 @@ static void send_batch(struct collector *c, uint64_t seq, const void *buf, size_
 
 		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
 		classify_status(c, status, r);
+		/* cgperf-exporter answers "duplicate" for a batch it had. */
+		r->duplicate = r->kind == R_ACK && !strncmp(c->resp, "duplicate", 9);
 	}
+	c->last_io_ms = now_ms();
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, NULL);
 	curl_slist_free_all(h);
@@ -461,6 +493,8 @@ static void on_result(struct collector *c, uint64_t seq, const struct result *r,
 	switch (r->kind) {
 	case R_ACK:
 		c->acked++;
+		if (r->duplicate)
+			c->duplicates++;
 		if (c->state == C_FAILING)
 			msg_add(m, PUSH_LOG_INFO,
 				"push: collector %s recovered: batch %" PRIu64 " acked after %" PRIu64
@@ -502,6 +536,8 @@ static void on_result(struct collector *c, uint64_t seq, const struct result *r,
 		uint64_t delay;
 
 		c->failures++;
+		if (r->maybe_delivered)
+			c->maybe_delivered++;
 		copy_str(c->last_error, sizeof(c->last_error), r->text);
 		if (c->state != C_FAILING) {
 			msg_add(m, PUSH_LOG_WARN,
@@ -532,6 +568,41 @@ static void on_result(struct collector *c, uint64_t seq, const struct result *r,
 
 /* ---- the sender thread ---------------------------------------------- */
 
+/* The earlier of @until and the time @c's connection turns idle. */
+static uint64_t idle_deadline(const struct collector *c, uint64_t until)
+{
+	uint64_t idle;
+
+	if (!c->last_io_ms)
+		return until;
+	idle = c->last_io_ms + c->p->idle_close_ms;
+	return idle < until ? idle : until;
+}
+
+/*
+ * Close @c's idle connection. Connections live in the multi handle's cache:
+ * a new multi handle replaces it. Under p->lock, which stop_senders() takes
+ * before it wakes the multi handle, so that it never wakes a freed one; the
+ * lock is let go while the old one closes (a TLS close may write).
+ */
+static void close_idle(struct collector *c)
+{
+	struct push *p = c->p;
+	CURLM *fresh, *old;
+
+	c->last_io_ms = 0;
+	if (atomic_load(&p->stopping))
+		return;
+	fresh = curl_multi_init();
+	if (!fresh)
+		return; /* kept open: tried again after the next request */
+	old = c->multi;
+	c->multi = fresh;
+	pthread_mutex_unlock(&p->lock);
+	curl_multi_cleanup(old);
+	pthread_mutex_lock(&p->lock);
+}
+
 static void *sender_main(void *arg)
 {
 	struct collector *c = arg;
@@ -546,16 +617,25 @@ static void *sender_main(void *arg)
 		size_t len;
 		int ret;
 
+		if (c->last_io_ms && now >= c->last_io_ms + p->idle_close_ms) {
+			close_idle(c);
+			continue;
+		}
 		if (now < c->next_ms) {
-			struct timespec ts = abstime_ms(c->next_ms);
+			struct timespec ts = abstime_ms(idle_deadline(c, c->next_ms));
 
 			pthread_cond_timedwait(&p->wake, &p->lock, &ts);
 			continue;
 		}
 		ret = spool_peek_after(p->spool, c->cursor, &seq, &buf, &len);
 		if (ret == -ENOENT) {
+			struct timespec ts = abstime_ms(idle_deadline(c, UINT64_MAX));
+
 			pthread_cond_broadcast(&p->progress); /* unreadable batches may have gone */
-			pthread_cond_wait(&p->wake, &p->lock);
+			if (c->last_io_ms)
+				pthread_cond_timedwait(&p->wake, &p->lock, &ts);
+			else
+				pthread_cond_wait(&p->wake, &p->lock);
 			continue;
 		}
 		if (ret < 0) { /* out of memory: wait and see */
@@ -716,11 +796,13 @@ static void stop_senders(struct push *p)
 	pthread_mutex_lock(&p->lock);
 	atomic_store(&p->stopping, true);
 	pthread_cond_broadcast(&p->wake);
-	pthread_mutex_unlock(&p->lock);
+	/* Under the lock: close_idle() swaps multi handles under it, and none
+	 * once stopping is set. */
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->c[i].multi)
 			curl_multi_wakeup(p->c[i].multi);
 	}
+	pthread_mutex_unlock(&p->lock);
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->c[i].started)
 			pthread_join(p->c[i].thread, NULL);
@@ -797,6 +879,7 @@ struct push *push_new(const struct push_opts *o)
 		p->connect_timeout_ms = p->timeout_ms;
 	p->retry_initial_ms = o->retry_initial_ms ? o->retry_initial_ms : DEFAULT_RETRY_INITIAL_MS;
 	p->retry_max_ms = o->retry_max_ms ? o->retry_max_ms : DEFAULT_RETRY_MAX_MS;
+	p->idle_close_ms = o->idle_close_ms ? o->idle_close_ms : DEFAULT_IDLE_CLOSE_MS;
 	if (p->retry_initial_ms > p->retry_max_ms)
 		p->retry_initial_ms = p->retry_max_ms;
 	if (o->token) {
@@ -982,6 +1065,8 @@ void push_stats(struct push *p, struct push_stats *st)
 		cs->retried = c->retried;
 		cs->rejected = c->rejected;
 		cs->failures = c->failures;
+		cs->duplicates = c->duplicates;
+		cs->maybe_delivered = c->maybe_delivered;
 		cs->cursor = c->cursor;
 		cs->pending = spool_count_after(p->spool, c->cursor);
 		cs->failing = c->state == C_FAILING;
@@ -991,6 +1076,8 @@ void push_stats(struct push *p, struct push_stats *st)
 		st->retried += c->retried;
 		st->rejected += c->rejected;
 		st->failures += c->failures;
+		st->duplicates += c->duplicates;
+		st->maybe_delivered += c->maybe_delivered;
 	}
 	st->spool_bytes = spool_bytes(p->spool);
 	st->spool_count = spool_count(p->spool);

@@ -26,7 +26,12 @@
  *
  * Delivery is at least once: a batch whose ack was lost (or whose cursor
  * update was lost in a crash) is sent again with the same sequence number,
- * which the collector uses to drop duplicates.
+ * which the collector uses to drop duplicates. A batch is resent only when
+ * not acked; failures after the whole body went are counted apart
+ * (maybe_delivered), and so are acks that say "duplicate".
+ *
+ * The connection to a collector is kept alive between pushes and closed
+ * once idle for idle_close_ms.
  *
  * The module never prints: it reports through opts->log, at most once per
  * change of a collector's state or error (not once per retry).
@@ -70,6 +75,7 @@ struct push_opts {
 	bool tls_no_verify; /* skip peer and host name verification (verify is the default) */
 	unsigned retry_initial_ms; /* first backoff ceiling; default 500 */
 	unsigned retry_max_ms; /* backoff cap; default 60000 */
+	unsigned idle_close_ms; /* close a connection idle this long; default 60000 */
 	const char *spool_dir; /* required */
 	uint64_t spool_max_bytes; /* default 64 MiB */
 	const char *user_agent; /* default "cgperf-agent" */
@@ -84,6 +90,8 @@ struct push_collector_stats {
 	uint64_t retried; /* requests that resent a batch after a failure */
 	uint64_t rejected; /* batches refused with a non-retryable status */
 	uint64_t failures; /* requests that failed and will be retried */
+	uint64_t maybe_delivered; /* of those, failed after the whole body was sent */
+	uint64_t duplicates; /* acks saying the batch was stored before (a resend) */
 	uint64_t cursor; /* last sequence number acked or rejected */
 	uint64_t pending; /* spooled batches not yet through this collector */
 	bool failing; /* the last request failed (retrying) */
@@ -92,7 +100,7 @@ struct push_collector_stats {
 
 struct push_stats {
 	/* Sums over the collectors. */
-	uint64_t sent, acked, retried, rejected, failures;
+	uint64_t sent, acked, retried, rejected, failures, maybe_delivered, duplicates;
 	uint64_t spool_bytes, spool_count, spool_dropped;
 	uint64_t submit_errors; /* push_submit calls that could not spool */
 	size_t n_collectors;

@@ -27,13 +27,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/demangle.h"
 #include "agent/fold.h"
+#include "agent/jitload.h"
 #include "agent/perfmap.h"
 #include "agent/procmaps.h"
+#include "agent/rootfs.h"
 #include "agent/symtab.h"
 #include "agent/unwind.h"
 #include "cgroup/identity.h"
@@ -54,7 +58,15 @@ struct object {
 	char *open_path; /* where it could be opened when first seen */
 	const char *base;
 	struct symtab *st;
-	struct perfmap *jit; /* JIT code: names by absolute address */
+	/* JIT code (anonymous executable memory of a process that may have a
+	 * perf map): frames keep absolute addresses; the map is loaded by the
+	 * loader thread (agent/jitload.h) and taken when names are made. */
+	bool is_jit;
+	bool jit_waited; /* a naming pass already waited for the load */
+	bool jit_absent; /* the process has no perf map (ENOENT) */
+	struct jitload_job *jitjob; /* the load, until it is done */
+	struct perfmap *jit;
+	char *anon; /* the mapping's own name (//anon, [anon:x], /memfd:x) */
 	void *key;           /* its key in objkey */
 	size_t keylen;
 	bool live;
@@ -80,6 +92,7 @@ struct stacks {
 	struct unwind_cache *uc;
 	struct ksyms *ks;
 	bool ks_tried;
+	struct jitload *jl; /* perf-map loader, made at the first JIT object */
 	struct fold *raw;     /* raw stack -> samples */
 	struct fold *objkey;  /* (dev, ino) or path -> object index */
 	struct fold *strings; /* comm and prefix strings -> id + 1 */
@@ -126,9 +139,13 @@ struct stacks {
 	struct fold *names; /* 8-byte frame -> index + 1 into strs */
 	char **strs;
 	size_t nstrs, capstrs;
+	/* Symbol names as shown: each distinct mangled name demangled once. */
+	struct demangle_cache *dm;
 };
 
 #define NAMES_MAX 500000
+/* Wait for perf maps still loading, per naming pass (see jit_settle). */
+#define STACKS_JIT_WAIT_MS 200
 /* Samples held until the other rings are read (see stacks_add). */
 #define PENDING_MAX 8192
 #define PENDING_BYTES (32u << 20)
@@ -384,7 +401,9 @@ static void object_release(struct stacks *r, uint32_t id)
 	if (r->uc && o->open_path && (o->dev || o->ino))
 		unwind_cache_forget(r->uc, o->dev, o->ino);
 	symtab_free(o->st);
+	jitload_job_free(o->jitjob);
 	perfmap_free(o->jit);
+	free(o->anon);
 	free(o->path);
 	free(o->open_path);
 	free(o->key);
@@ -403,6 +422,25 @@ static void object_release(struct stacks *r, uint32_t id)
 		r->capfree = nc;
 	}
 	r->free_ids[r->nfree++] = id;
+}
+
+/*
+ * The host's file at @m's path is the very inode the process mapped. A
+ * container's path names another file on the host, or one the container
+ * chose: read the host's only when (dev, inode) prove it is the same.
+ */
+static bool host_same_file(const struct pmap_entry *m)
+{
+	struct stat st;
+	int fd;
+
+	if (!m->dev && !m->ino)
+		return false;
+	fd = rootfs_open("", m->path, ROOTFS_ELF_MAX, &st);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return (uint64_t)st.st_dev == m->dev && (uint64_t)st.st_ino == m->ino;
 }
 
 /* Object index for @m of @pid, opening its symbols on first sight. */
@@ -426,8 +464,10 @@ static uint32_t intern_object(struct stacks *r, uint32_t pid, struct pmap_entry 
 		m->tag = -1; /* dropped since: intern again */
 	}
 	/* Files by (dev, ino); JIT code by process; other pseudo maps by name. */
-	if (anon_path(m->path) && perfmap_path("/proc", (pid_t)pid, jitpath, sizeof(jitpath)) == 0 &&
-	    access(jitpath, R_OK) == 0) {
+	/* Anonymous executable memory is JIT code when the process has a perf
+	 * map: whether it has one is for the loader to find (a lookup in the
+	 * container may wait), so it is JIT code until the loader says not. */
+	if (anon_path(m->path) && perfmap_path("/proc", (pid_t)pid, jitpath, sizeof(jitpath)) == 0) {
 		snprintf(jitkey, sizeof(jitkey), "jit:%" PRIu32, pid);
 		key = jitkey;
 		keylen = strlen(jitkey);
@@ -461,13 +501,18 @@ static uint32_t intern_object(struct stacks *r, uint32_t pid, struct pmap_entry 
 	o->keylen = keylen;
 	o->base = strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path;
 	if (jitpath[0]) {
-		/* Loaded now, while the process lives; its name for unnamed frames. */
-		o->jit = perfmap_load(jitpath);
-		free(o->path);
+		/* Queued now, while the process lives, for the loader thread;
+		 * "perf-NSPID.map" names frames the map does not. */
+		o->is_jit = true;
+		o->anon = o->path;
 		o->path = strdup(strrchr(jitpath, '/') + 1);
 		if (!o->path)
 			goto err_release;
 		o->base = o->path;
+		if (!r->jl)
+			r->jl = jitload_new();
+		/* queue full or no thread: no names for this one, no wait */
+		o->jitjob = r->jl ? jitload_submit(r->jl, jitpath) : NULL;
 	} else if (!strcmp(m->path, "[vdso]")) {
 		o->st = open_vdso();
 	} else if (!pseudo_path(m->path)) {
@@ -477,12 +522,17 @@ static uint32_t intern_object(struct stacks *r, uint32_t pid, struct pmap_entry 
 		o->open_path = malloc(n);
 		if (o->open_path) {
 			snprintf(o->open_path, n, "%s%s", root, m->path);
-			o->st = symtab_open(o->open_path, root);
-			if (!o->st && root[0]) {
-				/* The process may be gone; the host view may still do. */
+			o->st = root[0] ? symtab_open(o->open_path, root) : NULL;
+			if (!o->st && host_same_file(m)) {
+				/* The process may be gone; the host view may still do,
+				 * if the host's file at that path is the one mapped. */
 				o->st = symtab_open(m->path, "");
-				if (o->st)
+				if (o->st || !root[0])
 					snprintf(o->open_path, n, "%s", m->path);
+			} else if (!o->st && !root[0]) {
+				/* never read another file by the same name */
+				free(o->open_path);
+				o->open_path = NULL;
 			}
 		}
 	}
@@ -781,7 +831,7 @@ void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
 			maps_known = true;
 		uint32_t obj = intern_object(r, s->pid, m);
 		struct object *o = object_at(r, obj);
-		uint64_t off = o && o->jit ? ip : ip - m->start + m->pgoff;
+		uint64_t off = o && o->is_jit ? ip : ip - m->start + m->pgoff;
 
 		if (o)
 			o->used = r->epoch; /* kept until this interval is folded */
@@ -817,6 +867,7 @@ struct namer {
 	bool by_id; /* key lines by the cgroup id (8 bytes first), no label frame */
 	bool mods;  /* by_id, and the key ends with a module code per frame */
 	uint32_t *codes; /* module codes of the line's frames (see MOD_*) */
+	char *tmp;       /* the last name not cached (see frame_name) */
 	size_t ncodes, capcodes;
 };
 
@@ -868,6 +919,13 @@ static char *name_frame(struct stacks *r, uint64_t frame)
 	if (o)
 		o->named = true;
 
+	if (o && o->is_jit && o->jit_absent) {
+		/* no perf map: anonymous code, by the mapping's name */
+		if (asprintf(&s, "%s+0x%" PRIx64, o->anon ? o->anon : "[anon]", off) < 0)
+			return NULL;
+		fold_sanitize(s);
+		return s;
+	}
 	if (o && o->jit && (name = perfmap_lookup(o->jit, off))) {
 		s = strdup(name);
 		if (s)
@@ -877,7 +935,11 @@ static char *name_frame(struct stacks *r, uint64_t frame)
 	if (o && o->st && symtab_lookup(o->st, off, &name, &symoff) == 0) {
 		const char *inl[8];
 		size_t ni = symtab_inlines(o->st, off, inl, 8);
-		size_t len = strlen(name) + 1;
+		size_t len;
+
+		/* Copied below before the cache is asked again. */
+		name = demangle_cache_get(r->dm, name);
+		len = strlen(name) + 1;
 
 		for (size_t i = 0; i < ni; i++)
 			len += strlen(inl[i]) + 1;
@@ -918,6 +980,14 @@ static const char *frame_name(struct namer *nm, uint64_t frame)
 	if (!slot)
 		return "?";
 	if (!*slot) {
+		struct object *o = object_at(r, (uint32_t)(frame >> 48));
+
+		if ((uint32_t)(frame >> 48) >= OBJ_FIRST && o && o->jitjob) {
+			/* its map is still loading: named for this pass only */
+			free(nm->tmp);
+			nm->tmp = name_frame(r, frame);
+			return nm->tmp ? nm->tmp : "?";
+		}
 		char *s = name_frame(nm->r, frame);
 
 		if (!s)
@@ -1140,9 +1210,42 @@ static void names_flush(struct stacks *r)
 	r->names = NULL;
 }
 
-/* The name cache exists and is within its bound. */
+/*
+ * Take the perf maps the loader has read. A load still under way is
+ * waited for, once per object and STACKS_JIT_WAIT_MS per naming pass in
+ * all; after that its frames are named without it (not cached) until it
+ * is done: a map that never comes costs one wait, never a stall.
+ */
+static void jit_settle(struct stacks *r)
+{
+	struct timespec ts;
+	uint64_t deadline;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	deadline = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+		   STACKS_JIT_WAIT_MS * 1000000ull;
+	for (size_t i = 0; i < r->nobjs; i++) {
+		struct object *o = &r->objs[i]; /* free slots have no job */
+		struct perfmap *m = NULL;
+		int err = 0;
+
+		if (!o->jitjob)
+			continue;
+		if (!jitload_wait(o->jitjob, o->jit_waited ? 0 : deadline, &m, &err)) {
+			o->jit_waited = true;
+			continue;
+		}
+		jitload_job_free(o->jitjob);
+		o->jitjob = NULL;
+		o->jit = m;
+		o->jit_absent = !m && err == ENOENT;
+	}
+}
+
+/* The name cache exists and is within its bound; loaded maps taken. */
 static int names_ready(struct stacks *r)
 {
+	jit_settle(r);
 	if (r->names && r->nstrs > NAMES_MAX)
 		names_flush(r);
 	if (!r->names)
@@ -1370,9 +1473,10 @@ struct stacks *stacks_new(enum stacks_mode mode, bool per_cgroup, const char *cg
 	r->trunc = fold_new();
 	r->max_stack = 127;
 	r->mount = cgroup_mount ? strdup(cgroup_mount) : NULL;
+	r->dm = demangle_cache_new(DEMANGLE_FULL, 0);
 	if (mode == STACKS_DWARF)
 		r->uc = unwind_cache_new(256);
-	if (!r->pm || !r->raw || !r->objkey || !r->strings || !r->cglabels || !r->trunc ||
+	if (!r->pm || !r->raw || !r->objkey || !r->strings || !r->cglabels || !r->trunc || !r->dm ||
 	    (cgroup_mount && !r->mount) || (mode == STACKS_DWARF && !r->uc)) {
 		stacks_free(r);
 		errno = ENOMEM;
@@ -1389,7 +1493,9 @@ void stacks_free(struct stacks *r)
 		return;
 	for (size_t i = 0; i < r->nobjs; i++) {
 		symtab_free(r->objs[i].st);
+		jitload_job_free(r->objs[i].jitjob);
 		perfmap_free(r->objs[i].jit);
+		free(r->objs[i].anon);
 		free(r->objs[i].path);
 		free(r->objs[i].open_path);
 		free(r->objs[i].key);
@@ -1414,11 +1520,30 @@ void stacks_free(struct stacks *r)
 		free(r->pending[i].buf);
 	free(r->pending);
 	names_flush(r);
+	demangle_cache_free(r->dm);
+	jitload_free(r->jl); /* after every job is freed */
 	procmaps_free(r->pm);
 	unwind_cache_free(r->uc);
 	ksyms_free(r->ks);
 	free(r->mount);
 	free(r);
+}
+
+int stacks_set_demangle(struct stacks *r, enum demangle_style style)
+{
+	struct demangle_cache *dm;
+
+	if (!r)
+		return -EINVAL;
+	if (demangle_cache_style(r->dm) == style)
+		return 0;
+	dm = demangle_cache_new(style, 0);
+	if (!dm)
+		return -ENOMEM;
+	demangle_cache_free(r->dm);
+	r->dm = dm;
+	names_flush(r); /* names already made were made in the old style */
+	return 0;
 }
 
 int stacks_write(struct stacks *r, FILE *out, size_t *nlines)
@@ -1437,6 +1562,7 @@ int stacks_write(struct stacks *r, FILE *out, size_t *nlines)
 	if (nlines)
 		*nlines = fold_count(nm.out);
 	free(nm.line);
+	free(nm.tmp);
 	fold_free(nm.out);
 	return err;
 }
@@ -1540,6 +1666,7 @@ int stacks_foreach(struct stacks *r,
 	if (!err)
 		fold_foreach(nm.out, each_line, &e);
 	free(nm.line);
+	free(nm.tmp);
 	fold_free(nm.out);
 	return err;
 }
@@ -1594,7 +1721,8 @@ static void module_of(struct stacks *r, uint32_t code, struct stacks_frame *f)
 		f->module = "[kernel.kallsyms]";
 		f->build_id = kernel_build_id(r);
 	} else if (o) {
-		f->module = o->jit ? "[jit]" : o->path;
+		f->module = o->is_jit ? (o->jit_absent ? (o->anon ? o->anon : "[anon]") : "[jit]")
+				      : o->path;
 		f->build_id = o->st ? symtab_build_id(o->st) : "";
 	}
 }
@@ -1687,6 +1815,7 @@ int stacks_foreach_frames(struct stacks *r,
 	free(e.frames);
 	free(nm.codes);
 	free(nm.line);
+	free(nm.tmp);
 	fold_free(nm.out);
 	return err;
 }

@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "agent/demangle.h"
 #include "agent/sampler.h"
 
 enum stacks_mode {
@@ -44,6 +45,12 @@ struct stacks;
  * otherwise). NULL + errno. */
 struct stacks *stacks_new(enum stacks_mode mode, bool per_cgroup, const char *cgroup_mount);
 void stacks_free(struct stacks *st);
+
+/*
+ * How symbol names are shown (see agent/demangle.h): DEMANGLE_FULL unless
+ * set otherwise. Frames named already are named again. 0 or -errno.
+ */
+int stacks_set_demangle(struct stacks *st, enum demangle_style style);
 
 /* sample_regs_user the mode needs (0 but for DWARF). */
 uint64_t stacks_regs_mask(enum stacks_mode mode);

@@ -61,6 +61,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "agent/rootfs.h"
 #include "agent/symcache.h"
 
 #define SYMTAB_MAX_SYMS (4u << 20)  /* symbols kept per object */
@@ -143,19 +144,15 @@ static int elf_file_open(struct elf_file *f, const char *path)
 {
 	GElf_Ehdr eh;
 
-	/* O_NONBLOCK: a FIFO planted at the path must not hang the agent */
-	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (f->fd < 0)
-		return -errno;
-	if (fstat(f->fd, &f->st) < 0) {
-		int err = -errno;
+	/* A /proc/PID/root/... path is resolved inside that root, and only a
+	 * regular file of sane size is opened (agent/rootfs.h): a FIFO or a
+	 * link to a host file planted in a container is refused. */
+	f->fd = rootfs_open_path(path, ROOTFS_ELF_MAX, &f->st);
+	if (f->fd < 0) {
+		int err = f->fd;
 
-		elf_file_close(f);
-		return err;
-	}
-	if (!S_ISREG(f->st.st_mode)) {
-		elf_file_close(f);
-		return -ENOEXEC;
+		f->fd = -1;
+		return err == -EINVAL || err == -EISDIR ? -ENOEXEC : err;
 	}
 	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
 	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &eh)) {
@@ -1371,12 +1368,19 @@ static int dwarf_from_cache(struct symtab *s)
 	return dwarf_cache_open(s, dir, name);
 }
 
+/* The file of dwarf_path again (maybe inside a container's root), by the
+ * same rules as elf_file_open(). An fd or -errno. */
+static int dwarf_file_open(const char *path)
+{
+	return rootfs_open_path(path, ROOTFS_ELF_MAX, NULL);
+}
+
 static Dwarf *symtab_dwarf(struct symtab *s)
 {
 	if (s->dwarf || s->dwarf_failed || !s->dwarf_path)
 		return s->dwarf;
 	if (s->dwarf_fd < 0)
-		s->dwarf_fd = open(s->dwarf_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		s->dwarf_fd = dwarf_file_open(s->dwarf_path);
 	if (s->dwarf_fd >= 0 && dwarf_from_cache(s) < 0)
 		s->dwarf = dwarf_begin(s->dwarf_fd, DWARF_C_READ);
 	if (!s->dwarf) {
@@ -1398,8 +1402,8 @@ int symtab_hold_dwarf(struct symtab *s)
 {
 	if (!s || !s->dwarf_path || s->dwarf || s->dwarf_failed || s->dwarf_fd >= 0)
 		return 0;
-	s->dwarf_fd = open(s->dwarf_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	return s->dwarf_fd < 0 ? -errno : 0;
+	s->dwarf_fd = dwarf_file_open(s->dwarf_path);
+	return s->dwarf_fd < 0 ? s->dwarf_fd : 0;
 }
 
 static const char *inline_name(Dwarf_Die *die)

@@ -26,9 +26,11 @@ struct symtab;
 
 /*
  * Open @path (may be a /proc/PID/root/... path into another mount
- * namespace). @debug_root is where /usr/lib/debug is looked up, normally
- * "" (host) or "/proc/PID/root" (the container's). NULL + errno on failure
- * (ENOENT, ENOEXEC for a non-ELF file).
+ * namespace, then resolved inside that root, as the debuginfo paths under
+ * it are: agent/rootfs.h). @debug_root is where /usr/lib/debug is looked
+ * up, normally "" (host) or "/proc/PID/root" (the container's). NULL +
+ * errno on failure (ENOENT, ENOEXEC for a non-ELF or non-regular file,
+ * EFBIG over ROOTFS_ELF_MAX, the other refusals of agent/rootfs.h).
  */
 struct symtab *symtab_open(const char *path, const char *debug_root);
 void symtab_free(struct symtab *s);

@@ -19,7 +19,9 @@
  *   memory     access_mem() serves, in order: the stack copy (only a whole
  *              8-byte word inside [SP, SP + dyn_size)); the cached
  *              .eh_frame_hdr/.eh_frame bytes of the binaries the process
- *              has met (its "bins", below); and lastly the mapped file
+ *              has met (its "bins", below), with the few data words their
+ *              CFI points at indirectly (C++ personality routines, see
+ *              "indirect pointers of the CFI"); and lastly the mapped file
  *              itself (text, for libunwind's PLT and signal-trampoline
  *              checks), read through one small window per sample.
  *   tables     find_proc_info() finds the mapping of an IP (in the bins,
@@ -98,6 +100,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/rootfs.h"
+
 /* Exported by libunwind-x86_64 but not declared by its headers. */
 extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip,
 					      unw_dyn_info_t *di, unw_proc_info_t *pi,
@@ -115,7 +119,11 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
 #define UNWIND_RULES_MAX (16u << 20)   /* bytes of rows kept, all binaries */
 #define UNWIND_WIN 128                 /* file-read window for text reads */
 #define UNWIND_PREFETCH 2048           /* stack copy prefetched ahead of the walk */
+#define UNWIND_POPPED 6                /* callee-saved registers: rbx, rbp, r12-r15 */
+#define UNWIND_RED_ZONE 128            /* bytes below SP a leaf may still address */
 #define UNWIND_PAGE 4096ull
+#define UNWIND_SLOTS 16                /* indirect CFI pointers kept per binary */
+#define UNWIND_CIES 64                 /* CIEs remembered while scanning .eh_frame */
 
 /* DWARF pointer encodings used by .eh_frame_hdr. */
 #define EH_PE_absptr 0x00
@@ -125,8 +133,12 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
 #define EH_PE_sdata2 0x0a
 #define EH_PE_sdata4 0x0b
 #define EH_PE_sdata8 0x0c
+#define EH_PE_uleb128 0x01
+#define EH_PE_sleb128 0x09
 #define EH_PE_pcrel 0x10
 #define EH_PE_datarel 0x30
+#define EH_PE_aligned 0x50
+#define EH_PE_indirect 0x80
 #define EH_PE_omit 0xff
 
 struct unwind_seg {
@@ -173,6 +185,10 @@ struct unwind_entry {
 	size_t nsegs;
 	struct unwind_region reg[2];
 	size_t nreg;
+	/* Words the CFI points at indirectly (personality, LSDA): link-time
+	 * address and the file's bytes there (see cfi_scan_indirect()). */
+	uint64_t slot_vaddr[UNWIND_SLOTS], slot_val[UNWIND_SLOTS];
+	size_t nslots;
 };
 
 /* One executable mapping a process has met: a binary at a bias. */
@@ -225,6 +241,9 @@ struct unwind_state {
 	bool filling;     /* the scratch cursor's RIP is fill_ip */
 	uint64_t fill_ip;
 	struct unwind_func *once; /* rows that could not be cached, freed after use */
+	/* Registers the leaf popped: their save slots lie below SP, outside the copy. */
+	uint64_t popped_addr[UNWIND_POPPED], popped_val[UNWIND_POPPED];
+	size_t npopped;
 	/* The file behind the text window, by value: find_map may reuse its answers. */
 	struct unwind_map fmap;
 	int fd;
@@ -669,6 +688,320 @@ out:
 	return ret;
 }
 
+/*
+ * ---- indirect pointers of the CFI ----
+ *
+ * A C++ function with cleanups or handlers has an FDE whose CIE carries the
+ * augmentation "zPLR": P, the personality routine, is usually encoded
+ * DW_EH_PE_indirect | pcrel | sdata4, i.e. the CIE holds the address of a
+ * word (DW.ref.__gxx_personality_v0, in .data) that holds the routine's
+ * address. libunwind's CIE parser dereferences it through access_mem()
+ * while it looks up the FDE, even though unwinding never calls the routine,
+ * and fails the whole lookup when the read fails: every C++ frame with a
+ * cleanup ended the stack. The same holds for an 'L' (LSDA) pointer with
+ * an indirect encoding in an FDE. Those words sit in writable data we do
+ * not copy, so the binary's CFI is scanned once, when its entry is loaded:
+ * the addresses of every such word are collected and the file's bytes
+ * there kept, for access_mem() to serve (their values, unrelocated, are
+ * never used for unwinding).
+ *
+ * The scan reads the .eh_frame format (LSB's "Exception Frames"): records
+ * of a 32-bit length (0xffffffff: a 64-bit length follows; 0: the end), then
+ * a 32-bit CIE id, 0 for a CIE, else the distance back to the FDE's CIE.
+ * A CIE: version (1, 3 or 4), the augmentation string, for version 4 the
+ * address and segment sizes, code and data alignment (LEB128), the return
+ * register (a byte in version 1, else ULEB128), and with a 'z' first, the
+ * augmentation data's length and then, per letter, L (LSDA encoding byte),
+ * P (encoding byte, then a pointer so encoded), R (FDE pointer encoding
+ * byte), S (signal frame), B and G (AArch64 BTI and MTE: no data). Any
+ * other letter ends what can be understood; the 'z' length still bounds
+ * the data. An FDE: the initial location and range, encoded as its CIE's
+ * R says, then with 'z' its augmentation data length and the LSDA pointer.
+ */
+struct cfi_cur {
+	const uint8_t *buf;
+	size_t len, pos;
+	uint64_t vaddr; /* link-time address of buf[0] */
+};
+
+static int cfi_u8(struct cfi_cur *c, uint8_t *v)
+{
+	if (c->pos >= c->len)
+		return -EINVAL;
+	*v = c->buf[c->pos++];
+	return 0;
+}
+
+static int cfi_fixed(struct cfi_cur *c, size_t n, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	if (c->pos > c->len || c->len - c->pos < n)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		x |= (uint64_t)c->buf[c->pos + i] << (8 * i);
+	c->pos += n;
+	*v = x;
+	return 0;
+}
+
+static int cfi_leb(struct cfi_cur *c, bool is_signed, uint64_t *v)
+{
+	uint64_t x = 0;
+	unsigned shift = 0;
+	uint8_t b;
+
+	do {
+		if (cfi_u8(c, &b) < 0 || shift >= 64)
+			return -EINVAL;
+		x |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	if (is_signed && shift < 64 && (b & 0x40))
+		x |= ~0ull << shift;
+	*v = x;
+	return 0;
+}
+
+/*
+ * One pointer encoded as @enc at the cursor. *@v is its value, or with
+ * DW_EH_PE_indirect the address of the word holding it (*@indirect set);
+ * *@known is false for bases the scan cannot know (textrel, datarel,
+ * funcrel): the bytes are still consumed. -EINVAL: truncated or an unknown
+ * value format.
+ */
+static int cfi_ptr(struct cfi_cur *c, uint8_t enc, uint64_t *v, bool *indirect, bool *known)
+{
+	uint64_t at, x;
+	int ret;
+
+	*indirect = false;
+	*known = true;
+	*v = 0;
+	if (enc == EH_PE_omit)
+		return 0;
+	if ((enc & 0x70) == EH_PE_aligned) {
+		/* An absolute pointer, at the next multiple of its size. */
+		uint64_t pad = (8 - ((c->vaddr + c->pos) & 7)) & 7;
+
+		if (c->pos > c->len || c->len - c->pos < pad)
+			return -EINVAL;
+		c->pos += pad;
+		if ((ret = cfi_fixed(c, 8, &x)) < 0)
+			return ret;
+		*v = x;
+		*indirect = enc & EH_PE_indirect;
+		return 0;
+	}
+	at = c->vaddr + c->pos;
+	switch (enc & 0x0f) {
+	case EH_PE_absptr:
+	case EH_PE_udata8:
+	case EH_PE_sdata8:
+		ret = cfi_fixed(c, 8, &x);
+		break;
+	case EH_PE_udata4:
+		ret = cfi_fixed(c, 4, &x);
+		break;
+	case EH_PE_sdata4:
+		ret = cfi_fixed(c, 4, &x);
+		x = (uint64_t)(int64_t)(int32_t)(uint32_t)x;
+		break;
+	case EH_PE_udata2:
+		ret = cfi_fixed(c, 2, &x);
+		break;
+	case EH_PE_sdata2:
+		ret = cfi_fixed(c, 2, &x);
+		x = (uint64_t)(int64_t)(int16_t)(uint16_t)x;
+		break;
+	case EH_PE_uleb128:
+		ret = cfi_leb(c, false, &x);
+		break;
+	case EH_PE_sleb128:
+		ret = cfi_leb(c, true, &x);
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (ret < 0)
+		return ret;
+	switch (enc & 0x70) {
+	case 0:
+		break;
+	case EH_PE_pcrel:
+		x += at;
+		break;
+	default:
+		*known = false;
+		break;
+	}
+	*v = x;
+	*indirect = enc & EH_PE_indirect;
+	return 0;
+}
+
+struct cfi_cie {
+	size_t off; /* of its length field in .eh_frame */
+	bool z;
+	uint8_t fde_enc, lsda_enc;
+};
+
+static void slot_add(uint64_t *slots, size_t *n, size_t max, uint64_t v)
+{
+	size_t i = 0;
+
+	while (i < *n && slots[i] < v)
+		i++;
+	if ((i < *n && slots[i] == v) || *n == max)
+		return;
+	memmove(slots + i + 1, slots + i, (*n - i) * sizeof(*slots));
+	slots[i] = v;
+	(*n)++;
+}
+
+/* Parse the CIE whose body (after the id) is [c->pos, end). */
+static int cfi_cie_parse(struct cfi_cur *c, size_t end, struct cfi_cie *cie, uint64_t *slots,
+			 size_t *nslots, size_t max)
+{
+	struct cfi_cur a;
+	const char *aug;
+	size_t auglen;
+	uint8_t ver, b;
+	uint64_t x, dlen;
+	bool ind, known;
+
+	cie->z = false;
+	cie->fde_enc = EH_PE_absptr;
+	cie->lsda_enc = EH_PE_omit;
+	c->len = end;
+	if (cfi_u8(c, &ver) < 0 || (ver != 1 && ver != 3 && ver != 4))
+		return -EINVAL;
+	aug = (const char *)c->buf + c->pos;
+	auglen = strnlen(aug, end - c->pos);
+	if (auglen == end - c->pos)
+		return -EINVAL;
+	c->pos += auglen + 1;
+	if (aug[0] != 'z')
+		return 0; /* no augmentation data we could find our way through */
+	cie->z = true;
+	if (ver == 4 && (cfi_u8(c, &b) < 0 || cfi_u8(c, &b) < 0))
+		return -EINVAL;
+	if (cfi_leb(c, false, &x) < 0 || cfi_leb(c, true, &x) < 0)
+		return -EINVAL;
+	if (ver == 1 ? cfi_u8(c, &b) < 0 : cfi_leb(c, false, &x) < 0)
+		return -EINVAL;
+	if (cfi_leb(c, false, &dlen) < 0 || dlen > end - c->pos)
+		return -EINVAL;
+	a = *c;
+	a.len = c->pos + dlen;
+	for (size_t i = 1; i < auglen; i++) {
+		switch (aug[i]) {
+		case 'L':
+			if (cfi_u8(&a, &cie->lsda_enc) < 0)
+				return -EINVAL;
+			break;
+		case 'R':
+			if (cfi_u8(&a, &cie->fde_enc) < 0)
+				return -EINVAL;
+			break;
+		case 'P':
+			if (cfi_u8(&a, &b) < 0 || cfi_ptr(&a, b, &x, &ind, &known) < 0)
+				return -EINVAL;
+			if (ind && known)
+				slot_add(slots, nslots, max, x);
+			break;
+		case 'S':
+		case 'B':
+		case 'G':
+			break;
+		default:
+			return 0; /* unknown letter: the rest is not ours to read */
+		}
+	}
+	return 0;
+}
+
+size_t unwind_cfi_indirect(const uint8_t *eh, size_t len, uint64_t eh_vaddr, uint64_t *slots,
+			   size_t max)
+{
+	struct cfi_cie cies[UNWIND_CIES];
+	size_t ncies = 0, nslots = 0, pos = 0;
+
+	if (!eh || (!slots && max))
+		return 0;
+	while (pos < len && len - pos >= 4) {
+		struct cfi_cur c = { .buf = eh, .len = len, .pos = pos, .vaddr = eh_vaddr };
+		uint64_t rlen, id, x, dlen;
+		size_t start = pos, body, end;
+		const struct cfi_cie *cie = NULL;
+		bool ind, known;
+
+		if (cfi_fixed(&c, 4, &rlen) < 0 || !rlen)
+			break;
+		if (rlen == 0xffffffffull && cfi_fixed(&c, 8, &rlen) < 0)
+			break;
+		body = c.pos;
+		if (rlen > len - body || rlen < 4)
+			break;
+		end = body + rlen;
+		pos = end;
+		if (cfi_fixed(&c, 4, &id) < 0)
+			break;
+		if (!id) {
+			struct cfi_cie one = { .off = start };
+
+			if (cfi_cie_parse(&c, end, &one, slots, &nslots, max) == 0 &&
+			    ncies < UNWIND_CIES)
+				cies[ncies++] = one;
+			continue;
+		}
+		/* An FDE: only an LSDA with an indirect encoding concerns us. */
+		if (id > body)
+			continue;
+		for (size_t i = 0; i < ncies; i++)
+			if (cies[i].off == body - id)
+				cie = &cies[i];
+		if (!cie || !cie->z || cie->lsda_enc == EH_PE_omit ||
+		    !(cie->lsda_enc & EH_PE_indirect))
+			continue;
+		c.len = end;
+		if (cfi_ptr(&c, cie->fde_enc, &x, &ind, &known) < 0 ||
+		    cfi_ptr(&c, cie->fde_enc & 0x0f, &x, &ind, &known) < 0 ||
+		    cfi_leb(&c, false, &dlen) < 0 || dlen > end - c.pos)
+			continue;
+		c.len = c.pos + dlen;
+		if (cfi_ptr(&c, cie->lsda_enc, &x, &ind, &known) == 0 && ind && known && x)
+			slot_add(slots, &nslots, max, x);
+	}
+	return nslots;
+}
+
+/* Collect the indirect words of @e's .eh_frame and read them from @fd. */
+static void entry_slots(struct unwind_entry *e, int fd, uint64_t eh_vaddr, uint64_t eh_end)
+{
+	for (size_t k = 0; k < e->nreg; k++) {
+		const struct unwind_region *r = &e->reg[k];
+
+		if (eh_vaddr < r->vaddr || eh_vaddr - r->vaddr >= r->size)
+			continue;
+		if (eh_end > r->vaddr + r->size)
+			eh_end = r->vaddr + r->size;
+		e->nslots = unwind_cfi_indirect(r->data + (eh_vaddr - r->vaddr), eh_end - eh_vaddr,
+						eh_vaddr, e->slot_vaddr, UNWIND_SLOTS);
+		break;
+	}
+	for (size_t i = 0; i < e->nslots; i++) {
+		uint64_t v = e->slot_vaddr[i];
+		const struct unwind_seg *s = seg_of_vaddr(e, v);
+		uint8_t w[8] = { 0 };
+
+		/* Past the file's bytes (.bss) the word is 0, as the loader leaves it. */
+		if (s && s->filesz - (v - s->vaddr) >= 8)
+			(void)pread_full(fd, w, 8, s->offset + (v - s->vaddr));
+		memcpy(&e->slot_val[i], w, 8);
+	}
+}
+
 static int entry_load(struct unwind_entry *e, const char *path)
 {
 	struct unwind_elf_info info = { 0 };
@@ -678,17 +1011,10 @@ static int entry_load(struct unwind_entry *e, const char *path)
 	Elf *elf;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* inside the process's root, regular files only (agent/rootfs.h) */
+	fd = rootfs_open_path(path, ROOTFS_ELF_MAX, &st);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		goto out_close;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		ret = -ENOEXEC;
-		goto out_close;
-	}
+		return fd == -EINVAL || fd == -EISDIR ? -ENOEXEC : fd;
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf) {
 		ret = -ENOEXEC;
@@ -722,6 +1048,8 @@ static int entry_load(struct unwind_entry *e, const char *path)
 		if (ret == 0)
 			ret = region_load(e, fd, info.eh_vaddr, eh_end - info.eh_vaddr);
 	}
+	if (ret == 0)
+		entry_slots(e, fd, info.eh_vaddr, eh_end);
 out_close:
 	close(fd);
 	return ret;
@@ -1199,6 +1527,13 @@ static bool read_cached(struct unwind_state *st, uint64_t addr, uint64_t *val)
 				return true;
 			}
 		}
+		for (size_t k = 0; k < b->e->nslots; k++) {
+			if (b->e->slot_vaddr[k] == vaddr) {
+				*val = b->e->slot_val[k];
+				cache_touch(st->c, b->e);
+				return true;
+			}
+		}
 	}
 	return false;
 }
@@ -1225,7 +1560,7 @@ static bool read_file(struct unwind_state *st, uint64_t addr, uint64_t *val)
 			close(st->fd);
 		st->fmap = *m;
 		st->win_len = 0;
-		st->fd = open(m->path, O_RDONLY | O_CLOEXEC);
+		st->fd = rootfs_open_path(m->path, ROOTFS_ELF_MAX, NULL);
 	}
 	if (st->fd < 0)
 		return false;
@@ -1272,6 +1607,12 @@ static int acc_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *valp
 	*valp = 0;
 	if (write)
 		return -UNW_EINVAL;
+	for (size_t i = 0; i < st->npopped; i++) {
+		if (st->popped_addr[i] == addr) {
+			*valp = st->popped_val[i];
+			return 0;
+		}
+	}
 	if (!read_cached(st, addr, &val) && !read_file(st, addr, &val))
 		return -UNW_EINVAL;
 	*valp = val;
@@ -1410,6 +1751,58 @@ static int step_rows(unw_cursor_t *cur, const void *rows)
 }
 
 /*
+ * A leaf sampled in its epilogue (between the pops and the ret, or at a
+ * tail call's jmp) has already popped some callee-saved registers: its CFI
+ * still says "saved at CFA-N", but CFA-N now lies below SP, which the
+ * kernel's stack copy does not hold, and the walk would stop one frame up
+ * (the caller's CFA is RBP+16). The pop left the value in the register, so
+ * the live register is the saved value. Only the leaf, only slots in the
+ * red zone, and only when the leaf's next instruction is a pop, ret or jmp:
+ * a leaf that saved a register in the red zone without popping it (hand
+ * written code) keeps today's stop rather than get a wrong value.
+ */
+static bool at_epilogue(struct unwind_state *st, uint64_t ip)
+{
+	uint64_t word;
+	uint8_t b[8];
+
+	if (!read_cached(st, ip, &word) && !read_file(st, ip, &word))
+		return false;
+	memcpy(b, &word, sizeof(b));
+	if (b[0] == 0xf3 || b[0] == 0x41) /* rep ret, pop r8-r15 */
+		memmove(b, b + 1, sizeof(b) - 1);
+	return b[0] == 0xc3 || b[0] == 0xc2 ||       /* ret */
+	       b[0] == 0xe9 || b[0] == 0xeb ||       /* jmp rel32, rel8 */
+	       (b[0] == 0xff && ((b[1] >> 3) & 7) == 4) || /* jmp r/m */
+	       (b[0] >= 0x58 && b[0] <= 0x5f);       /* pop */
+}
+
+static void leaf_popped(struct unwind_state *st, unw_cursor_t *cur, uint64_t ip, uint64_t sp)
+{
+	static const unw_regnum_t saved[UNWIND_POPPED] = {
+		UNW_X86_64_RBX, UNW_X86_64_RBP, UNW_X86_64_R12,
+		UNW_X86_64_R13, UNW_X86_64_R14, UNW_X86_64_R15,
+	};
+	bool checked = false;
+
+	for (size_t i = 0; i < UNWIND_POPPED; i++) {
+		unw_save_loc_t loc;
+		uint64_t val;
+
+		if (unw_get_save_loc(cur, saved[i], &loc) < 0 || loc.type != UNW_SLT_MEMORY ||
+		    loc.u.addr >= sp || sp - loc.u.addr > UNWIND_RED_ZONE)
+			continue;
+		if (!checked && !at_epilogue(st, ip))
+			return;
+		checked = true;
+		if (sample_reg(st->s, unwind_perf_reg[saved[i]], &val) < 0)
+			continue;
+		st->popped_addr[st->npopped] = loc.u.addr;
+		st->popped_val[st->npopped++] = val;
+	}
+}
+
+/*
  * The walk reads words scattered up the stack copy, which the kernel has
  * just written (often from another CPU): keep the lines up to @upto bytes
  * into it on their way, UNWIND_PREFETCH ahead of the frame being unwound,
@@ -1472,6 +1865,8 @@ int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t
 			end = UNWIND_END_COMPLETE;
 		if (ret <= 0)
 			break;
+		if (n == 1)
+			leaf_popped(&st, &cur, ip, sp);
 		if (unw_get_reg(&cur, UNW_REG_IP, &nip) < 0 ||
 		    unw_get_reg(&cur, UNW_REG_SP, &nsp) < 0)
 			break;

@@ -97,6 +97,17 @@ size_t unwind_cache_processes(const struct unwind_cache *c);
  */
 uint64_t unwind_cache_rule_fills(const struct unwind_cache *c);
 
+/*
+ * The link-time addresses of the words that .eh_frame bytes @eh (@len
+ * bytes at link-time address @eh_vaddr) point at with DW_EH_PE_indirect:
+ * CIE personality pointers ('P') and FDE LSDA pointers ('L'), which
+ * libunwind dereferences while it looks an FDE up. Up to @max, sorted, no
+ * duplicates; returns how many. Malformed bytes end the scan (what was
+ * found before is kept). Used when a binary is loaded; exposed for tests.
+ */
+size_t unwind_cfi_indirect(const uint8_t *eh, size_t len, uint64_t eh_vaddr, uint64_t *slots,
+			   size_t max);
+
 /* The register mask the DWARF backend needs (for perf_event_attr.sample_regs_user). */
 uint64_t unwind_dwarf_regs_mask(void);
 

@@ -62,6 +62,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/rootfs.h"
+
 #define USDT_NOTE_OWNER "stapsdt"
 #define USDT_NOTE_TYPE 3
 #define USDT_MAX_PROBES (1u << 16) /* probes kept per file */
@@ -351,14 +353,15 @@ static int usdt_elf_open(struct usdt_elf *f, const char *path)
 	struct stat st;
 	GElf_Ehdr eh;
 
-	/* O_NONBLOCK: a FIFO planted at the path must not hang us */
-	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (f->fd < 0)
-		return -errno;
-	if (fstat(f->fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -ENOEXEC;
+	/* Inside a /proc/PID/root path's root, regular files only: a FIFO or a
+	 * link to a host file planted in a container is refused (rootfs.h). */
+	f->fd = rootfs_open_path(path, ROOTFS_ELF_MAX, &st);
+	if (f->fd < 0) {
+		int err = f->fd;
+
+		f->fd = -1;
+		return err == -EINVAL || err == -EISDIR ? -ENOEXEC : err;
+	}
 	f->file_size = (uint64_t)st.st_size;
 	(void)elf_version(EV_CURRENT);
 	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);

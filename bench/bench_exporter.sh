@@ -9,8 +9,14 @@
 #     also on core 1) fed the same series (the exporter's cgperf_cgroup_*
 #     lines, PUT to /metrics/job/bench), 20 scrapes of its /metrics; the
 #     ratio.
+#  3. a fleet (tests/tools/agent_swarm, on core 0): 1000 agents at 100
+#     batches/s in total with kept-alive connections, then the same with a new
+#     connection per push (the two agent designs), then 10,000 agents at 667
+#     batches/s (a 10,000-host fleet pushing every 15 s): ack latency
+#     percentiles, timeouts, resends, /healthz latency, exporter CPU; then
+#     10,000 idle connections: the exporter's RSS and /healthz meanwhile.
 # Printed figures only. Knobs: BENCH_BATCHES (default 60), BENCH_SCRAPES (20),
-# BENCH_CGROUPS_METRICS (10000).
+# BENCH_CGROUPS_METRICS (10000), BENCH_FLEET_SECONDS (20; 0 skips part 3).
 source "$(dirname "$0")/../tests/lib/common.sh"
 GEN=$BUILD_DIR/tools/gen_batch
 EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
@@ -73,6 +79,36 @@ for mode in raw gzip; do
 	kill -TERM $EXP
 	wait $EXP 2>/dev/null
 done
+
+# --- 3. a fleet (before /metrics: part 2 may exit early without Pushgateway)
+FLEET_S=${BENCH_FLEET_SECONDS:-20}
+SWARM=$BUILD_DIR/tools/agent_swarm
+if ((FLEET_S > 0)) && [[ -x $SWARM ]]; then
+	ulimit -n "$(ulimit -Hn)" 2>/dev/null
+	fleet() { # NAME SWARM-ARGS...: one exporter, one swarm run, one line
+		local name=$1 c0 c1 rss sw
+		shift
+		start_exporter "fleet-$name"
+		c0=$(cpu_s $EXP)
+		taskset -c 0 "$SWARM" "$@" "$EXURL" >"$TMP/swarm-$name" 2>&1 &
+		sw=$!
+		sleep $((FLEET_S / 2 + 1))
+		rss=$(awk '/^VmRSS/ { print $2 }' /proc/$EXP/status) # mid-run: connections open
+		wait $sw
+		c1=$(cpu_s $EXP)
+		echo "fleet $name: $(tail -n 1 "$TMP/swarm-$name")"
+		awk -v a="$c0" -v b="$c1" -v s="$FLEET_S" -v n="$name" -v r="$rss" \
+			'BEGIN { printf "fleet %s: exporter CPU %.2f s = %.1f%% of a core; RSS mid-run %.0f MiB\n", n, b - a, (b - a) * 100 / s, r / 1024 }'
+		kill -TERM $EXP
+		wait $EXP 2>/dev/null
+	}
+	fleet keepalive-1000 --agents 1000 --rate 100 --duration "$FLEET_S" push
+	fleet close-1000 --agents 1000 --rate 100 --duration "$FLEET_S" --close push
+	fleet keepalive-10000 --agents 10000 --rate 667 --duration "$FLEET_S" push
+	fleet idle-10000 --idle 10000 --duration "$FLEET_S" idle
+else
+	echo "fleet: SKIPPED (BENCH_FLEET_SECONDS=0 or $SWARM not built)"
+fi
 
 # --- 2. /metrics with ~100k series
 start_exporter metrics

@@ -8,6 +8,7 @@
  * values are read as text by this file.
  */
 #include "exporter/config.h"
+#include "exporter/http.h"
 #include "exporter/totals.h"
 
 #include <ctype.h>
@@ -32,7 +33,8 @@
 
 static const char *const keys[] = {
 	"listen", "data_dir", "token_file", "log_level", "store",
-	"retention", "series_expiry", "max_body", "max_series", "max_series_bytes", NULL,
+	"retention", "series_expiry", "max_body", "max_series", "max_series_bytes",
+	"max_connections", "idle_timeout", NULL,
 };
 
 static int set_str(char **dst, const char *s)
@@ -54,6 +56,8 @@ int exporter_config_defaults(struct exporter_config *c)
 	c->max_body = 32u << 20;
 	c->max_series = TOTALS_ENTRIES_MAX_DEFAULT;
 	c->max_series_bytes = TOTALS_BYTES_MAX_DEFAULT;
+	c->max_connections = HTTP_CONNECTIONS_DEFAULT;
+	c->idle_timeout_ns = HTTP_IDLE_TIMEOUT_DEFAULT_S * NS_S;
 	if (set_str(&c->log_level, "info") || set_str(&c->store, "sqlite")) {
 		exporter_config_release(c);
 		return -ENOMEM;
@@ -175,6 +179,23 @@ int exporter_config_set(struct exporter_config *c, const char *key, const char *
 			return -EINVAL;
 		}
 		c->max_body = n;
+		return 0;
+	}
+	if (!strcmp(key, "idle_timeout"))
+		return set_duration(&c->idle_timeout_ns, key, v, NS_S, err, errlen);
+	if (!strcmp(key, "max_connections")) {
+		char *end;
+		unsigned long long n;
+
+		errno = 0;
+		n = strtoull(v, &end, 10);
+		if (errno || end == v || *end || !isdigit((unsigned char)*v) || n < 16 ||
+		    n > EXPORTER_MAX_CONNECTIONS_MAX) {
+			snprintf(err, errlen, "%s: '%.60s': want a whole number 16..%u", key, v,
+				 EXPORTER_MAX_CONNECTIONS_MAX);
+			return -EINVAL;
+		}
+		c->max_connections = n;
 		return 0;
 	}
 	if (!strcmp(key, "max_series") || !strcmp(key, "max_series_bytes")) {

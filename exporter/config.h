@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #define EXPORTER_MAX_BODY_MAX (1ull << 30)
+#define EXPORTER_MAX_CONNECTIONS_MAX 1000000u
 
 struct exporter_config {
 	char *listen;      /* "HOST:PORT" */
@@ -27,6 +28,8 @@ struct exporter_config {
 	uint64_t max_body;         /* bytes, 1..EXPORTER_MAX_BODY_MAX */
 	uint64_t max_series;       /* entries /metrics may hold (cgroups, series, agents) */
 	uint64_t max_series_bytes; /* bytes they may take */
+	uint64_t max_connections;  /* HTTP connections held at once; default 16384 */
+	uint64_t idle_timeout_ns;  /* an idle connection is closed after this; default 120s */
 };
 
 /* Defaults into @c (strings malloc'd). 0 or -ENOMEM. */

@@ -15,6 +15,20 @@
  *
  * GET /api/v1/stacks reads through the store's reader, outside both locks.
  *
+ * Nothing slow runs on libmicrohttpd's event loops. A few threads each
+ * run an epoll loop over thousands of connections (kept-alive agents are
+ * idle most of the time), and a loop that waits for a commit's fsync or
+ * renders a flame graph stalls every connection it holds. So a loop does
+ * only the cheap part: headers, the body, decoding the batch. Then the
+ * request joins a bounded queue and its connection is suspended
+ * (MHD_suspend_connection): pushes go to one store thread, which commits
+ * them in arrival order, and read routes (/metrics, stacks, targets, the
+ * index) to a few reader threads. The worker builds the answer and resumes
+ * the connection; the loop sends it on the handler's next call. The ack
+ * of a push is sent only after its commit: a 200 always means stored. A
+ * full queue is answered at once with 503 and Retry-After, which the agent
+ * retries after; /healthz never queues.
+ *
  * Text answers of the read routes (/metrics, folded and SVG stacks,
  * targets, the index page) are gzip'd when the client accepts gzip:
  * Prometheus always asks, and /metrics at 100,000 series is ~16 MB of
@@ -49,8 +63,22 @@
 #include "exporter/targets.h"
 #include "exporter/totals.h"
 
+/* Event loops (epoll), each over its share of the connections. */
 #define HTTP_THREADS 4u
-#define HTTP_CONNECTIONS 128u
+/* Threads that build the answers of read routes. */
+#define READ_THREADS 2u
+/* Pushes decoded and waiting for the store thread: at most this many, and
+ * this many bytes of bodies; past either, 503 + Retry-After. */
+#define INGEST_QUEUE_MAX 4096u
+#define INGEST_QUEUE_BYTES (512ull << 20)
+/* Pushes committed in one transaction, at most (group commit). */
+#define INGEST_GROUP_MAX 64u
+/* Read requests waiting for a reader thread. */
+#define READ_QUEUE_MAX 256u
+/* Retry-After of a 503 for a full queue, seconds. */
+#define BUSY_RETRY_S "1"
+/* Connections waiting to be accepted (the kernel caps it at somaxconn). */
+#define LISTEN_BACKLOG 4096u
 /* Longest query parameter value accepted. */
 #define PARAM_MAX 4096
 /* Default span of a stacks query. */
@@ -63,14 +91,41 @@ enum reject { REJ_AUTH, REJ_TOO_LARGE, REJ_BAD_REQUEST, REJ_SERIES_LIMIT, REJ_N 
 static const char *const reject_name[REJ_N] = { "auth", "too_large", "bad_request",
 						"series_limit" };
 
+enum route { RT_PUSH, RT_METRICS, RT_STACKS, RT_TARGETS, RT_INDEX };
+
+enum format { FMT_FOLDED, FMT_PPROF, FMT_SVG };
+
+struct stacks_query {
+	struct store_selection sel;
+	enum format format;
+};
+
+struct req;
+
+/* A queue of suspended requests and the threads that serve it. */
+struct workq {
+	struct http *h;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct req *head, *tail;
+	size_t n, max_n;
+	uint64_t bytes, max_bytes;
+	bool stopping;
+	size_t group; /* requests handed to serve() at once, at most */
+	void (*serve)(struct http *h, struct req **r, size_t n);
+	pthread_t threads[READ_THREADS > 1 ? READ_THREADS : 1];
+	unsigned n_threads;
+};
+
 struct http {
 	struct MHD_Daemon *d;
 	struct http_config cfg;
 	char *auth;		 /* "Bearer TOKEN" or NULL */
 	pthread_mutex_t ingest;	 /* store commits, in order */
 	pthread_mutex_t lock;	 /* totals and the figures below */
-	uint64_t received, duplicates, rejects[REJ_N], store_errors;
+	uint64_t received, duplicates, rejects[REJ_N], store_errors, busy;
 	size_t metrics_len; /* of the last page, to allocate the next at once */
+	struct workq store_q, read_q;
 };
 
 struct req {
@@ -79,22 +134,23 @@ struct req {
 	bool encodable; /* a read route: its answer varies with Accept-Encoding */
 	bool gzip;	/* and the client accepts gzip */
 	bool too_large; /* more than max_body bytes came */
+	bool om;	/* /metrics: OpenMetrics asked for */
 	uint8_t *buf;
 	size_t len, cap;
+
+	/* Set while the request waits in a queue or a worker serves it: the
+	 * answer is built into resp/status instead of being queued on the
+	 * connection, which is suspended meanwhile. */
+	bool deferred;
+	enum route route;
+	struct stacks_query q;	/* RT_STACKS, parsed before queueing */
+	Cgperf__V1__Batch *m;	/* RT_PUSH, decoded before queueing */
+	uint64_t queued_bytes;	/* of this request in its queue's figure */
+	struct MHD_Connection *conn;
+	struct req *next;
+	struct MHD_Response *resp; /* the answer, once built */
+	unsigned status;
 };
-
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void hlog(enum log_level lvl, const char *msg, ...)
-{
-	va_list ap;
-
-	va_start(ap, msg);
-	pthread_mutex_lock(&log_lock);
-	log_vkv(lvl, msg, ap);
-	pthread_mutex_unlock(&log_lock);
-	va_end(ap);
-}
 
 uint64_t http_now_ns(void)
 {
@@ -266,6 +322,26 @@ static int gzip_body(const void *in, size_t len, void **out, size_t *outlen)
 	return 0;
 }
 
+/* Send @resp with @status now, or keep it for the handler's next call when
+ * the request is deferred. Takes over @resp. */
+static enum MHD_Result deliver(struct MHD_Connection *c, struct req *r, unsigned status,
+			       struct MHD_Response *resp)
+{
+	enum MHD_Result ret;
+
+	r->done = true;
+	if (r->deferred) {
+		if (r->resp)
+			MHD_destroy_response(r->resp);
+		r->resp = resp;
+		r->status = status;
+		return MHD_YES;
+	}
+	ret = MHD_queue_response(c, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
 /* Queue @len bytes at @body (taken over when @owned, else copied);
  * gzip'd when the request is encodable and the client takes gzip, however
  * short the body (one rule is easier to rely on than ~20 bytes saved);
@@ -275,7 +351,6 @@ static enum MHD_Result respond(struct MHD_Connection *c, struct req *r, unsigned
 			       const char *disposition)
 {
 	struct MHD_Response *resp;
-	enum MHD_Result ret;
 	void *z = NULL;
 	size_t zlen = 0;
 
@@ -301,9 +376,7 @@ static enum MHD_Result respond(struct MHD_Connection *c, struct req *r, unsigned
 		MHD_add_response_header(resp, "Content-Encoding", "gzip");
 	if (disposition)
 		MHD_add_response_header(resp, "Content-Disposition", disposition);
-	ret = MHD_queue_response(c, status, resp);
-	MHD_destroy_response(resp);
-	return ret;
+	return deliver(c, r, status, resp);
 }
 
 static enum MHD_Result answer(struct MHD_Connection *c, struct req *r, unsigned status,
@@ -342,7 +415,7 @@ static void count_reject(struct http *h, enum reject why, const char *text)
 	pthread_mutex_lock(&h->lock);
 	h->rejects[why]++;
 	pthread_mutex_unlock(&h->lock);
-	hlog(LOG_WARN, "push rejected", "reason", reject_name[why], "error", text, NULL);
+	log_kv(LOG_WARN, "push rejected", "reason", reject_name[why], "error", text, NULL);
 }
 
 /* Compare without leaking where the first difference is. */
@@ -355,6 +428,8 @@ static bool same_secret(const char *a, const char *b)
 		d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
 	return d == 0;
 }
+
+static void workq_depth(struct http *h, size_t out[2]);
 
 /* ---- /metrics ---- */
 
@@ -387,7 +462,7 @@ static bool wants_openmetrics(struct MHD_Connection *c)
 
 static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c, struct req *r)
 {
-	bool om = wants_openmetrics(c);
+	bool om = r->om;
 	struct store_stats st;
 	struct page p;
 	uint64_t now = http_now_ns();
@@ -408,6 +483,9 @@ static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c, s
 	for (int i = 0; i < REJ_N; i++)
 		page_printf(&p, "cgperf_exporter_rejects_total{reason=\"%s\"} %" PRIu64 "\n",
 			    reject_name[i], h->rejects[i]);
+	self_metric(&p, om, "cgperf_exporter_busy_total", "counter",
+		    "Requests answered 503 with Retry-After because a work queue was full.",
+		    h->busy);
 	self_metric(&p, om, "cgperf_exporter_series", "gauge",
 		    "Series held for /metrics (cgroup counters, probes, agents).",
 		    totals_series(h->cfg.totals));
@@ -420,6 +498,22 @@ static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c, s
 		    "Rows deleted by retention since start.", st.deleted_rows);
 	self_metric(&p, om, "cgperf_exporter_store_size_bytes", "gauge",
 		    "Size of the store on disk.", st.bytes);
+	{
+		const union MHD_DaemonInfo *di =
+			MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		size_t qn[2];
+
+		self_metric(&p, om, "cgperf_exporter_connections", "gauge",
+			    "HTTP connections open (kept-alive agents included).",
+			    di ? di->num_connections : 0);
+		workq_depth(h, qn);
+		self_metric(&p, om, "cgperf_exporter_ingest_queue", "gauge",
+			    "Pushes decoded and waiting for the store thread.", qn[0]);
+		self_metric(&p, om, "cgperf_exporter_connection_limit", "gauge",
+			    "Connections the exporter accepts at once (--max-connections, "
+			    "lowered to fit RLIMIT_NOFILE).",
+			    h->cfg.max_connections);
+	}
 	procmetrics_render(&p, om);
 	if (om)
 		page_put(&p, "# EOF\n");
@@ -454,13 +548,6 @@ static enum MHD_Result serve_index(struct http *h, struct MHD_Connection *c, str
 }
 
 /* ---- /api/v1/stacks ---- */
-
-enum format { FMT_FOLDED, FMT_PPROF, FMT_SVG };
-
-struct stacks_query {
-	struct store_selection sel;
-	enum format format;
-};
 
 /* Parameter @name: NULL when absent; -EINVAL when too long. */
 static int param(struct MHD_Connection *c, const char *name, const char **out, char *why,
@@ -680,15 +767,12 @@ static enum MHD_Result serve_svg(struct MHD_Connection *c, struct req *r,
 
 static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, struct req *r)
 {
-	struct stacks_query q;
+	const struct stacks_query q = r->q; /* parsed by first_call() */
 	struct sum_ctx x = { 0 };
-	char why[256];
 	enum MHD_Result res;
 	unsigned status = MHD_HTTP_OK;
 	int ret;
 
-	if (parse_stacks_query(c, &q, why, sizeof(why)))
-		return answerf(c, r, MHD_HTTP_BAD_REQUEST, "%s\n", why);
 	x.fs = fold_set_new();
 	if (!x.fs)
 		return answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
@@ -696,7 +780,7 @@ static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, st
 	free(x.mods);
 	if (ret) {
 		fold_set_free(x.fs);
-		hlog(LOG_ERROR, "stacks query failed", "error", strerror(-ret), NULL);
+		log_kv(LOG_ERROR, "stacks query failed", "error", strerror(-ret), NULL);
 		return answer(c, r, ret == -ENOMEM ? MHD_HTTP_SERVICE_UNAVAILABLE
 						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
 			      "stacks query failed\n");
@@ -753,6 +837,160 @@ static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, st
 	return res;
 }
 
+/* ---- work queues ---- */
+
+/*
+ * Hand @r to @q's threads and suspend its connection until a worker has
+ * built the answer; 503 with Retry-After when the queue is full or the
+ * server stops. Called on an event loop, from the handler.
+ */
+static enum MHD_Result enqueue(struct http *h, struct workq *q, struct MHD_Connection *c,
+			       struct req *r)
+{
+	uint64_t bytes = r->route == RT_PUSH ? r->len : 0;
+	bool full;
+
+	pthread_mutex_lock(&q->lock);
+	full = q->stopping || q->n >= q->max_n ||
+	       (q->n && q->bytes + bytes > q->max_bytes);
+	if (!full) {
+		r->deferred = true;
+		r->conn = c;
+		r->queued_bytes = bytes;
+		r->next = NULL;
+		if (q->tail)
+			q->tail->next = r;
+		else
+			q->head = r;
+		q->tail = r;
+		q->n++;
+		q->bytes += bytes;
+		/* Suspended before a worker can resume it: under the queue's lock. */
+		MHD_suspend_connection(c);
+		pthread_cond_signal(&q->cond);
+	}
+	pthread_mutex_unlock(&q->lock);
+	if (!full)
+		return MHD_YES;
+	if (r->m) {
+		wire_batch_decoded_free(r->m);
+		r->m = NULL;
+	}
+	pthread_mutex_lock(&h->lock);
+	h->busy++;
+	pthread_mutex_unlock(&h->lock);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+		sizeof("busy: queue full, retry later\n") - 1, (void *)"busy: queue full, retry later\n",
+		MHD_RESPMEM_PERSISTENT);
+
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
+	MHD_add_response_header(resp, "Retry-After", BUSY_RETRY_S);
+	return deliver(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+}
+
+/* A worker: serve requests until the queue stops and is empty, so that no
+ * connection is left suspended. */
+static void *workq_main(void *arg)
+{
+	struct workq *q = arg;
+	struct req *rs[INGEST_GROUP_MAX];
+
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		size_t n = 0;
+
+		if (!q->head) {
+			if (q->stopping)
+				break;
+			pthread_cond_wait(&q->cond, &q->lock);
+			continue;
+		}
+		while (q->head && n < q->group) {
+			struct req *r = q->head;
+
+			q->head = r->next;
+			if (!q->head)
+				q->tail = NULL;
+			q->n--;
+			q->bytes -= r->queued_bytes;
+			rs[n++] = r;
+		}
+		pthread_mutex_unlock(&q->lock);
+		q->serve(q->h, rs, n);
+		for (size_t i = 0; i < n; i++) {
+			struct req *r = rs[i];
+
+			if (!r->resp) { /* out of memory building any answer */
+				r->resp = MHD_create_response_from_buffer(0, (void *)"",
+									  MHD_RESPMEM_PERSISTENT);
+				r->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+			}
+			MHD_resume_connection(r->conn);
+		}
+		pthread_mutex_lock(&q->lock);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+static int workq_start(struct http *h, struct workq *q, unsigned threads, size_t max_n,
+		       uint64_t max_bytes, size_t group,
+		       void (*serve)(struct http *h, struct req **r, size_t n))
+{
+	int ret;
+
+	q->h = h;
+	q->group = group;
+	q->max_n = max_n;
+	q->max_bytes = max_bytes;
+	q->serve = serve;
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	for (; q->n_threads < threads; q->n_threads++) {
+		ret = pthread_create(&q->threads[q->n_threads], NULL, workq_main, q);
+		if (ret)
+			return -ret;
+	}
+	return 0;
+}
+
+/* Stop taking requests, serve those queued, join the threads. */
+static void workq_stop(struct workq *q)
+{
+	if (!q->h)
+		return;
+	pthread_mutex_lock(&q->lock);
+	q->stopping = true;
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+	for (unsigned i = 0; i < q->n_threads; i++)
+		pthread_join(q->threads[i], NULL);
+	q->n_threads = 0;
+}
+
+/* After the event loops have stopped: they take the queue's lock. */
+static void workq_release(struct workq *q)
+{
+	if (!q->h)
+		return;
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->cond);
+	q->h = NULL;
+}
+
+static void workq_depth(struct http *h, size_t out[2])
+{
+	struct workq *qs[2] = { &h->store_q, &h->read_q };
+
+	for (int i = 0; i < 2; i++) {
+		pthread_mutex_lock(&qs[i]->lock);
+		out[i] = qs[i]->n;
+		pthread_mutex_unlock(&qs[i]->lock);
+	}
+}
+
 /* ---- routing ---- */
 
 static const char routes_text[] =
@@ -768,19 +1006,24 @@ static enum MHD_Result first_call(struct http *h, struct MHD_Connection *c, stru
 					    "/api/v1/targets", "/" };
 
 	for (size_t i = 0; i < sizeof(gets) / sizeof(gets[0]); i++) {
+		static const enum route rt[] = { RT_METRICS, 0, RT_STACKS, RT_TARGETS, RT_INDEX };
+		char why[256];
+
 		if (strcmp(url, gets[i]))
 			continue;
 		if (!get)
 			return answer(c, r, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: GET\n");
-		r->encodable = i != 1; /* all but /healthz */
-		r->gzip = r->encodable && accepts_gzip(c);
-		switch (i) {
-		case 0: return serve_metrics(h, c, r);
-		case 1: return answer(c, r, MHD_HTTP_OK, "ok\n");
-		case 2: return serve_stacks(h, c, r);
-		case 3: return serve_targets(h, c, r);
-		default: return serve_index(h, c, r);
-		}
+		if (i == 1) /* /healthz: at once, whatever the queues hold */
+			return answer(c, r, MHD_HTTP_OK, "ok\n");
+		r->encodable = true;
+		r->gzip = accepts_gzip(c);
+		r->om = i == 0 && wants_openmetrics(c);
+		r->route = rt[i];
+		/* Whatever a worker needs of the request is read here: it never
+		 * touches the connection. */
+		if (r->route == RT_STACKS && parse_stacks_query(c, &r->q, why, sizeof(why)))
+			return answerf(c, r, MHD_HTTP_BAD_REQUEST, "%s\n", why);
+		return enqueue(h, &h->read_q, c, r);
 	}
 	if (strcmp(url, "/api/v1/push"))
 		return answer(c, r, MHD_HTTP_NOT_FOUND, routes_text);
@@ -839,41 +1082,12 @@ static int body_append(struct http *h, struct req *r, const char *data, size_t n
 	return 0;
 }
 
-/* The last call of a push: the whole body is here. */
-/*
- * Would @m take /metrics past its caps (entries or bytes)? Checked under
- * the ingest lock, so that expiry and other pushes cannot interleave; the
- * growth is an upper bound, so a batch is never let through that does not
- * fit. The reason goes to @err.
- */
-static bool over_series_limit(struct http *h, const Cgperf__V1__Batch *m, char *err,
-			      size_t errlen)
-{
-	size_t max_n = h->cfg.max_series ? h->cfg.max_series : TOTALS_ENTRIES_MAX_DEFAULT;
-	size_t max_b = h->cfg.max_series_bytes ? h->cfg.max_series_bytes : TOTALS_BYTES_MAX_DEFAULT;
-	size_t n, b, grow_n, grow_b = 0;
-
-	pthread_mutex_lock(&h->lock);
-	n = totals_entries(h->cfg.totals);
-	b = totals_bytes(h->cfg.totals);
-	grow_n = totals_batch_growth(h->cfg.totals, m, &grow_b);
-	pthread_mutex_unlock(&h->lock);
-	if (n + grow_n <= max_n && b + grow_b <= max_b)
-		return false;
-	snprintf(err, errlen,
-		 "series limit: %zu entries (%zu bytes) held, this batch adds up to %zu (%zu bytes); "
-		 "caps %zu entries, %zu bytes",
-		 n, b, grow_n, grow_b, max_n, max_b);
-	return true;
-}
-
 /* 429 with Retry-After: the series expiry frees room. */
 static enum MHD_Result answer_retry(struct MHD_Connection *c, struct req *r, struct http *h,
 				    const char *why)
 {
 	char text[600], after[32];
 	struct MHD_Response *resp;
-	enum MHD_Result ret;
 	uint64_t secs = h->cfg.series_expiry_ns / 1000000000u;
 
 	r->done = true;
@@ -884,18 +1098,15 @@ static enum MHD_Result answer_retry(struct MHD_Connection *c, struct req *r, str
 		return MHD_NO;
 	MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
 	MHD_add_response_header(resp, "Retry-After", after);
-	ret = MHD_queue_response(c, MHD_HTTP_TOO_MANY_REQUESTS, resp);
-	MHD_destroy_response(resp);
-	return ret;
+	return deliver(c, r, MHD_HTTP_TOO_MANY_REQUESTS, resp);
 }
 
+/* The last call of a push: the whole body is here. Decode it on the loop
+ * (bounded work), then queue it for the store thread. */
 static enum MHD_Result finish_push(struct http *h, struct MHD_Connection *c, struct req *r)
 {
 	char err[256] = "";
-	char seq[32];
 	Cgperf__V1__Batch *m;
-	uint64_t now;
-	int ret;
 
 	if (r->too_large) {
 		count_reject(h, REJ_TOO_LARGE, "body over --max-body");
@@ -913,38 +1124,112 @@ static enum MHD_Result finish_push(struct http *h, struct MHD_Connection *c, str
 			       e == EMSGSIZE ? MHD_HTTP_CONTENT_TOO_LARGE : MHD_HTTP_BAD_REQUEST,
 			       "%s\n", err);
 	}
+	free(r->buf); /* the decoded batch is all that is needed now */
+	r->buf = NULL;
+	r->cap = 0;
+	r->m = m;
+	r->route = RT_PUSH;
+	return enqueue(h, &h->store_q, c, r);
+}
+
+/*
+ * The store thread: commit the batches of @rs (in queue order, in one
+ * transaction: one fsync for all), then build their answers. Batches that
+ * would pass the series caps, counting those before them in the group, get
+ * 429 and are not stored.
+ */
+static void ingest(struct http *h, struct req **rs, size_t n)
+{
+	size_t max_n = h->cfg.max_series ? h->cfg.max_series : TOTALS_ENTRIES_MAX_DEFAULT;
+	size_t max_b = h->cfg.max_series_bytes ? h->cfg.max_series_bytes : TOTALS_BYTES_MAX_DEFAULT;
+	const Cgperf__V1__Batch *put[INGEST_GROUP_MAX];
+	int res[INGEST_GROUP_MAX];
+	size_t k = 0, held_n, held_b;
+	char err[256] = "";
+	uint64_t now;
+
 	pthread_mutex_lock(&h->ingest);
-	if (over_series_limit(h, m, err, sizeof(err))) {
-		pthread_mutex_unlock(&h->ingest);
-		wire_batch_decoded_free(m);
-		count_reject(h, REJ_SERIES_LIMIT, err);
-		return answer_retry(c, r, h, err);
-	}
-	now = http_now_ns();
-	ret = store_put(h->cfg.store, m, now, err, sizeof(err));
 	pthread_mutex_lock(&h->lock);
-	pthread_mutex_unlock(&h->ingest);
-	if (ret == 0) {
-		h->received++;
-		if (totals_add_batch(h->cfg.totals, m, now))
-			hlog(LOG_ERROR, "out of memory: /metrics totals incomplete", NULL);
-	} else if (ret == 1) {
-		h->duplicates++;
-	} else {
-		h->store_errors++;
+	held_n = totals_entries(h->cfg.totals);
+	held_b = totals_bytes(h->cfg.totals);
+	for (size_t i = 0; i < n; i++) {
+		size_t grow_b = 0, grow_n = totals_batch_growth(h->cfg.totals, rs[i]->m, &grow_b);
+
+		if (held_n + grow_n <= max_n && held_b + grow_b <= max_b) {
+			held_n += grow_n;
+			held_b += grow_b;
+			put[k++] = rs[i]->m;
+			continue;
+		}
+		snprintf(err, sizeof(err),
+			 "series limit: %zu entries (%zu bytes) held or committing, this batch adds "
+			 "up to %zu (%zu bytes); caps %zu entries, %zu bytes",
+			 held_n, held_b, grow_n, grow_b, max_n, max_b);
+		h->rejects[REJ_SERIES_LIMIT]++;
+		log_kv(LOG_WARN, "push rejected", "reason", reject_name[REJ_SERIES_LIMIT], "error",
+		       err, NULL);
+		wire_batch_decoded_free(rs[i]->m);
+		rs[i]->m = NULL;
+		answer_retry(NULL, rs[i], h, err);
 	}
 	pthread_mutex_unlock(&h->lock);
-	snprintf(seq, sizeof(seq), "%" PRIu64, m->seq);
-	if (ret < 0)
-		hlog(LOG_ERROR, "cannot store batch", "agent_id", m->agent_id, "seq", seq, "error",
-		     err, NULL);
-	else
-		hlog(LOG_DEBUG, ret ? "duplicate batch" : "batch stored", "host", m->host,
-		     "agent_id", m->agent_id, "seq", seq, NULL);
-	wire_batch_decoded_free(m);
-	if (ret < 0)
-		return answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "store failed\n");
-	return answer(c, r, MHD_HTTP_OK, ret ? "duplicate\n" : "stored\n");
+	err[0] = '\0';
+	now = http_now_ns();
+	if (k)
+		store_put_many(h->cfg.store, put, k, now, res, err, sizeof(err));
+	pthread_mutex_lock(&h->lock);
+	pthread_mutex_unlock(&h->ingest);
+	/* In commit order, under the lock the scrapes take. */
+	for (size_t i = 0, j = 0; i < n; i++) {
+		if (!rs[i]->m)
+			continue;
+		if (res[j] == 0) {
+			h->received++;
+			if (totals_add_batch(h->cfg.totals, rs[i]->m, now))
+				log_kv(LOG_ERROR, "out of memory: /metrics totals incomplete", NULL);
+		} else if (res[j] == 1) {
+			h->duplicates++;
+		} else {
+			h->store_errors++;
+		}
+		j++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	for (size_t i = 0, j = 0; i < n; i++) {
+		Cgperf__V1__Batch *m = rs[i]->m;
+		char seq[32];
+		int ret;
+
+		if (!m)
+			continue;
+		ret = res[j++];
+		snprintf(seq, sizeof(seq), "%" PRIu64, m->seq);
+		if (ret < 0)
+			log_kv(LOG_ERROR, "cannot store batch", "agent_id", m->agent_id, "seq", seq,
+			       "error", err, NULL);
+		else
+			log_kv(LOG_DEBUG, ret ? "duplicate batch" : "batch stored", "host", m->host,
+			       "agent_id", m->agent_id, "seq", seq, NULL);
+		wire_batch_decoded_free(m);
+		rs[i]->m = NULL;
+		if (ret < 0)
+			answer(NULL, rs[i], MHD_HTTP_INTERNAL_SERVER_ERROR, "store failed\n");
+		else
+			answer(NULL, rs[i], MHD_HTTP_OK, ret ? "duplicate\n" : "stored\n");
+	}
+}
+
+/* A reader thread: build the answer of a read route. */
+static void serve_read(struct http *h, struct req **rs, size_t n)
+{
+	struct req *r = rs[0];
+
+	switch (r->route) {
+	case RT_METRICS: serve_metrics(h, NULL, r); break;
+	case RT_STACKS: serve_stacks(h, NULL, r); break;
+	case RT_TARGETS: serve_targets(h, NULL, r); break;
+	default: serve_index(h, NULL, r); break;
+	}
 }
 
 int http_expire(struct http *h, uint64_t now)
@@ -977,6 +1262,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		*state = r;
 		return first_call(h, c, r, url, method);
 	}
+	if (r->deferred) {
+		/* Resumed: a worker built the answer. */
+		struct MHD_Response *resp = r->resp;
+
+		if (!resp)
+			return MHD_NO; /* no memory for any answer: close */
+		r->resp = NULL;
+		r->deferred = false;
+		return deliver(c, r, r->status, resp);
+	}
 	if (r->done || !r->push) {
 		*upload_len = 0;
 		return MHD_YES;
@@ -996,6 +1291,10 @@ static void completed(void *cls, struct MHD_Connection *c, void **state,
 	struct req *r = *state;
 
 	if (r) {
+		if (r->resp)
+			MHD_destroy_response(r->resp);
+		if (r->m)
+			wire_batch_decoded_free(r->m);
 		free(r->buf);
 		free(r);
 		*state = NULL;
@@ -1047,6 +1346,7 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 	struct sockaddr_storage ss;
 	struct http *h;
 	uint16_t port;
+	int ret;
 
 	if (parse_listen(cfg->listen, &ss, &port)) {
 		snprintf(err, errlen, "--listen '%s': want HOST:PORT", cfg->listen);
@@ -1064,30 +1364,59 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 	}
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_mutex_init(&h->ingest, NULL);
+	if (!h->cfg.max_connections)
+		h->cfg.max_connections = HTTP_CONNECTIONS_DEFAULT;
+	if (!h->cfg.idle_timeout_s)
+		h->cfg.idle_timeout_s = HTTP_IDLE_TIMEOUT_DEFAULT_S;
+	ret = workq_start(h, &h->store_q, 1, INGEST_QUEUE_MAX, INGEST_QUEUE_BYTES,
+			  INGEST_GROUP_MAX, ingest);
+	if (!ret)
+		ret = workq_start(h, &h->read_q, READ_THREADS, READ_QUEUE_MAX, UINT64_MAX, 1,
+				  serve_read);
+	if (ret) {
+		snprintf(err, errlen, "cannot start worker threads: %s", strerror(-ret));
+		goto err_threads;
+	}
 	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+					MHD_ALLOW_SUSPEND_RESUME |
 					(ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				port, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR,
 				(struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, HTTP_THREADS,
-				MHD_OPTION_CONNECTION_LIMIT, HTTP_CONNECTIONS,
-				MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_NOTIFY_COMPLETED,
-				completed, h, MHD_OPTION_END);
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->cfg.max_connections,
+				MHD_OPTION_LISTEN_BACKLOG_SIZE, LISTEN_BACKLOG,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->cfg.idle_timeout_s,
+				MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_END);
 	if (!h->d) {
 		snprintf(err, errlen, "cannot listen on %s (in use?)", cfg->listen);
-		pthread_mutex_destroy(&h->lock);
-		pthread_mutex_destroy(&h->ingest);
-		free(h->auth);
-		free(h);
-		errno = EADDRINUSE;
-		return NULL;
+		ret = -EADDRINUSE;
+		goto err_threads;
 	}
 	return h;
+
+err_threads:
+	workq_stop(&h->store_q);
+	workq_stop(&h->read_q);
+	workq_release(&h->store_q);
+	workq_release(&h->read_q);
+	pthread_mutex_destroy(&h->lock);
+	pthread_mutex_destroy(&h->ingest);
+	free(h->auth);
+	free(h);
+	errno = -ret;
+	return NULL;
 }
 
 void http_stop(struct http *h)
 {
 	if (!h)
 		return;
+	/* Queued requests are answered first: MHD must not stop with a
+	 * connection suspended. Requests that come meanwhile get 503. */
+	workq_stop(&h->store_q);
+	workq_stop(&h->read_q);
 	MHD_stop_daemon(h->d);
+	workq_release(&h->store_q);
+	workq_release(&h->read_q);
 	pthread_mutex_destroy(&h->lock);
 	pthread_mutex_destroy(&h->ingest);
 	free(h->auth);

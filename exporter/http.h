@@ -3,7 +3,9 @@
 #define CGPERF_EXPORTER_HTTP_H
 
 /*
- * The exporter's HTTP service (libmicrohttpd, a small thread pool):
+ * The exporter's HTTP service (libmicrohttpd: a few epoll loops holding
+ * thousands of connections, a store thread and reader threads for the
+ * slow work, see http.c):
  *   POST /api/v1/push  a batch (protobuf, gzip'd or not): 401 without the
  *                      bearer token, 413 over the body cap, 400 with the
  *                      reason when it does not decode, 200 once stored (or
@@ -24,6 +26,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Connections held at once by default: a fleet of kept-alive agents. */
+#define HTTP_CONNECTIONS_DEFAULT 16384u
+/* Idle connections closed after this long by default: longer than any usual
+ * push interval, so a pushing agent keeps its connection. */
+#define HTTP_IDLE_TIMEOUT_DEFAULT_S 120u
+
 struct store;
 struct totals;
 struct http;
@@ -35,13 +43,16 @@ struct http_config {
 	uint64_t series_expiry_ns; /* > 0 */
 	size_t max_series;         /* entries the totals may hold; 0: TOTALS_ENTRIES_MAX_DEFAULT */
 	size_t max_series_bytes;   /* bytes they may take; 0: TOTALS_BYTES_MAX_DEFAULT */
+	size_t max_connections;    /* open at once; 0: HTTP_CONNECTIONS_DEFAULT */
+	unsigned idle_timeout_s;   /* a connection idle this long is closed; 0: default */
 	struct store *store;
 	struct totals *totals;
 };
 
 /* Start serving. NULL + errno, reason in @err. */
 struct http *http_start(const struct http_config *cfg, char *err, size_t errlen);
-/* Stop serving (waits for requests in flight); NULL is fine. */
+/* Stop serving (answers requests queued, waits for those in flight);
+ * NULL is fine. */
 void http_stop(struct http *h);
 
 /* Forget series last seen before @now_ns - series_expiry, in the store

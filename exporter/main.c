@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -30,12 +31,15 @@
 /* Rows deleted per retention transaction, and transactions per round. */
 #define RETENTION_ROWS 5000
 #define RETENTION_STEPS 200
+/* Descriptors kept for the store, the event loops and logs. */
+#define FD_RESERVE 64
 
 static void usage(FILE *f)
 {
 	fputs("usage: cgperf-exporter --listen ADDR:PORT --data-dir DIR [--token-file FILE]\n"
 	      "                       [--retention DURATION] [--series-expiry DURATION]\n"
 	      "                       [--max-body BYTES] [--max-series N] [--max-series-bytes BYTES]\n"
+	      "                       [--max-connections N] [--idle-timeout DURATION]\n"
 	      "                       [--config FILE.yaml]\n"
 	      "                       [--log-level debug|info|warn|error]\n",
 	      f);
@@ -73,6 +77,8 @@ static const struct option opts[] = {
 	{ "max-body", required_argument, NULL, 'm' },
 	{ "max-series", required_argument, NULL, 'S' },
 	{ "max-series-bytes", required_argument, NULL, 'B' },
+	{ "max-connections", required_argument, NULL, 'C' },
+	{ "idle-timeout", required_argument, NULL, 'I' },
 	{ "config", required_argument, NULL, 'c' },
 	{ "log-level", required_argument, NULL, 'L' },
 	{ "help", no_argument, NULL, 'h' },
@@ -91,6 +97,8 @@ static const char *setting(int opt)
 	case 'm': return "max_body";
 	case 'S': return "max_series";
 	case 'B': return "max_series_bytes";
+	case 'C': return "max_connections";
+	case 'I': return "idle_timeout";
 	case 'L': return "log_level";
 	default: return NULL;
 	}
@@ -186,6 +194,44 @@ static void retention(struct store *s, uint64_t keep_ns)
 	}
 }
 
+/*
+ * Every connection is a descriptor: raise the soft RLIMIT_NOFILE to the hard
+ * one, and when even that does not cover the connection limit (plus the
+ * store's and the loops' own descriptors), lower the limit to what fits and
+ * say so. Returns the connection limit to use.
+ */
+static size_t fit_connections(size_t want)
+{
+	struct rlimit rl;
+	rlim_t before;
+	char w[32], s[32], h[32], u[32];
+	size_t fit;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return want;
+	before = rl.rlim_cur;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			rl.rlim_cur = before;
+	}
+	snprintf(w, sizeof(w), "%zu", want);
+	snprintf(s, sizeof(s), "%llu", (unsigned long long)before);
+	snprintf(h, sizeof(h), "%llu", (unsigned long long)rl.rlim_cur);
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)want + FD_RESERVE) {
+		if (before != rl.rlim_cur)
+			log_kv(LOG_DEBUG, "raised the open files limit", "from", s, "to", h, NULL);
+		return want;
+	}
+	fit = rl.rlim_cur > 2 * FD_RESERVE ? (size_t)rl.rlim_cur - FD_RESERVE : FD_RESERVE;
+	snprintf(u, sizeof(u), "%zu", fit);
+	log_kv(LOG_WARN,
+	       "open files limit (RLIMIT_NOFILE, hard) is below the connection limit: "
+	       "fewer agents can stay connected; raise it (ulimit -Hn, LimitNOFILE=)",
+	       "nofile", h, "max_connections", w, "using", u, NULL);
+	return fit;
+}
+
 /* Wait for SIGTERM or SIGINT, expiring series and enforcing retention
  * meanwhile. */
 static void serve(struct http *http, struct store *store, const struct exporter_config *cfg,
@@ -276,12 +322,16 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	size_t max_conn = fit_connections((size_t)cfg.max_connections);
+
 	http = http_start(&(struct http_config){ .listen = cfg.listen,
 						 .token = token,
 						 .max_body = (size_t)cfg.max_body,
 						 .max_series = (size_t)cfg.max_series,
 						 .max_series_bytes = (size_t)cfg.max_series_bytes,
 						 .series_expiry_ns = cfg.series_expiry_ns,
+						 .max_connections = max_conn,
+						 .idle_timeout_s = (unsigned)(cfg.idle_timeout_ns / NS_S),
 						 .store = store,
 						 .totals = totals },
 			  err, sizeof(err));
@@ -290,14 +340,16 @@ int main(int argc, char **argv)
 		       err[0] ? err : strerror(errno), NULL);
 		goto out;
 	}
-	char mb[32], rt[32], ex[32];
+	char mb[32], rt[32], ex[32], mc[32], it[32];
 
 	snprintf(mb, sizeof(mb), "%" PRIu64, cfg.max_body);
 	snprintf(rt, sizeof(rt), "%" PRIu64 "s", cfg.retention_ns / NS_S);
 	snprintf(ex, sizeof(ex), "%" PRIu64 "s", cfg.series_expiry_ns / NS_S);
+	snprintf(mc, sizeof(mc), "%zu", max_conn);
+	snprintf(it, sizeof(it), "%" PRIu64 "s", cfg.idle_timeout_ns / NS_S);
 	log_kv(LOG_INFO, "exporter started", "listen", cfg.listen, "data_dir", cfg.data_dir, "auth",
 	       token ? "bearer" : "none", "max_body", mb, "retention", rt, "series_expiry", ex,
-	       "store", cfg.store, NULL);
+	       "store", cfg.store, "max_connections", mc, "idle_timeout", it, NULL);
 	serve(http, store, &cfg, &sigs);
 	http_stop(http);
 	status = 0;

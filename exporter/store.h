@@ -117,6 +117,9 @@ struct store_ops {
 	/* See store_put(). */
 	int (*put)(struct store *s, const Cgperf__V1__Batch *m, uint64_t received_ns, char *err,
 		   size_t errlen);
+	/* See store_put_many(); NULL: store_put_many() calls put() for each. */
+	int (*put_many)(struct store *s, const Cgperf__V1__Batch *const *m, size_t n,
+			uint64_t received_ns, int *res, char *err, size_t errlen);
 	int (*load)(struct store *s, const struct store_visitor *v);
 	int (*expire)(struct store *s, uint64_t before_ns);
 	int (*retention)(struct store *s, uint64_t before_ns, size_t max_rows, size_t *deleted);
@@ -152,6 +155,16 @@ void store_close(struct store *s);
  */
 int store_put(struct store *s, const Cgperf__V1__Batch *m, uint64_t received_ns, char *err,
 	      size_t errlen);
+
+/*
+ * store_put() of @n batches at once, in one transaction where the backend
+ * can (one fsync for all: group commit). @res[i] gets what store_put()
+ * would have returned for @m[i]; a batch that fails leaves nothing and the
+ * others are stored. Returns -errno when the transaction as a whole failed
+ * (every @res[i] is then that), else 0; the first reason goes to @err.
+ */
+int store_put_many(struct store *s, const Cgperf__V1__Batch *const *m, size_t n,
+		   uint64_t received_ns, int *res, char *err, size_t errlen);
 
 /* Walk every persistent total, cgroup and agent (to rebuild /metrics at
  * start): cgroups first, then counters, probes, agents. 0 or -errno. */

@@ -61,6 +61,9 @@ enum stmt {
 	ST_BEGIN,
 	ST_COMMIT,
 	ST_ROLLBACK,
+	ST_SAVEPOINT,
+	ST_RELEASE,
+	ST_ROLLBACK_TO,
 	ST_RETIRED,
 	ST_BATCH,
 	ST_CGROUP,
@@ -82,6 +85,9 @@ static const char *const stmt_sql[ST_N] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_SAVEPOINT] = "SAVEPOINT one_batch",
+	[ST_RELEASE] = "RELEASE one_batch",
+	[ST_ROLLBACK_TO] = "ROLLBACK TO one_batch",
 	[ST_RETIRED] = "SELECT retired_seq FROM agents WHERE agent_id = ?",
 	[ST_BATCH] = "INSERT OR IGNORE INTO batches(agent_id, seq, host, start_ns, end_ns, "
 		     "received_ns) VALUES (?, ?, ?, ?, ?, ?)",
@@ -836,11 +842,34 @@ static int retired(struct sqlite_store *s, const Cgperf__V1__Batch *m)
 	return rc;
 }
 
+/* The rows of @m inside the open transaction: 0, 1 when it was stored
+ * before (nothing written), or -errno (the caller rolls back). */
+static int put_one(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64_t received_ns)
+{
+	sqlite3_stmt *q;
+	int ret;
+
+	ret = retired(s, m);
+	if (ret)
+		return ret;
+	q = stmt(s, ST_BATCH);
+	bind_text(q, 1, m->agent_id);
+	bind_u64(q, 2, m->seq);
+	bind_text(q, 3, m->host);
+	bind_u64(q, 4, m->start_ns);
+	bind_u64(q, 5, m->end_ns);
+	bind_u64(q, 6, received_ns);
+	if (run(q))
+		return -EIO;
+	if (sqlite3_changes(s->db) == 0)
+		return 1;
+	return put_rows(s, m, received_ns);
+}
+
 static int sq_put(struct store *base, const Cgperf__V1__Batch *m, uint64_t received_ns, char *err,
 		  size_t errlen)
 {
 	struct sqlite_store *s = ss(base);
-	sqlite3_stmt *q;
 	int ret;
 
 	pthread_mutex_lock(&s->wlock);
@@ -849,25 +878,7 @@ static int sq_put(struct store *base, const Cgperf__V1__Batch *m, uint64_t recei
 		pthread_mutex_unlock(&s->wlock);
 		return -EIO;
 	}
-	ret = retired(s, m);
-	if (ret)
-		goto err_rollback;
-	q = stmt(s, ST_BATCH);
-	bind_text(q, 1, m->agent_id);
-	bind_u64(q, 2, m->seq);
-	bind_text(q, 3, m->host);
-	bind_u64(q, 4, m->start_ns);
-	bind_u64(q, 5, m->end_ns);
-	bind_u64(q, 6, received_ns);
-	if (run(q)) {
-		ret = -EIO;
-		goto err_rollback;
-	}
-	if (sqlite3_changes(s->db) == 0) {
-		ret = 1;
-		goto err_rollback;
-	}
-	ret = put_rows(s, m, received_ns);
+	ret = put_one(s, m, received_ns);
 	if (ret)
 		goto err_rollback;
 	if (run(stmt(s, ST_COMMIT))) {
@@ -881,6 +892,53 @@ err_rollback:
 	if (ret < 0)
 		snprintf(err, errlen, "%s", ret == -ENOMEM ? "out of memory" : sqlite3_errmsg(s->db));
 	run(stmt(s, ST_ROLLBACK));
+	pthread_mutex_unlock(&s->wlock);
+	return ret;
+}
+
+/*
+ * Group commit: one transaction, one fsync, for @n batches, each inside its
+ * own savepoint so that one that fails (or is a duplicate) leaves nothing
+ * and the others are still stored.
+ */
+static int sq_put_many(struct store *base, const Cgperf__V1__Batch *const *m, size_t n,
+		       uint64_t received_ns, int *res, char *err, size_t errlen)
+{
+	struct sqlite_store *s = ss(base);
+	int ret = 0;
+
+	pthread_mutex_lock(&s->wlock);
+	if (run(stmt(s, ST_BEGIN))) {
+		snprintf(err, errlen, "begin: %s", sqlite3_errmsg(s->db));
+		ret = -EIO;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (run(stmt(s, ST_SAVEPOINT))) {
+			res[i] = -EIO;
+		} else {
+			res[i] = put_one(s, m[i], received_ns);
+			if (res[i] && run(stmt(s, ST_ROLLBACK_TO)))
+				ret = -EIO; /* the transaction cannot be trusted */
+			if (run(stmt(s, ST_RELEASE)))
+				ret = -EIO;
+		}
+		if (res[i] < 0 && !err[0])
+			snprintf(err, errlen, "%s",
+				 res[i] == -ENOMEM ? "out of memory" : sqlite3_errmsg(s->db));
+		if (ret)
+			break;
+	}
+	if (!ret && run(stmt(s, ST_COMMIT))) {
+		snprintf(err, errlen, "commit: %s", sqlite3_errmsg(s->db));
+		ret = -EIO;
+	}
+	if (ret)
+		run(stmt(s, ST_ROLLBACK));
+out:
+	if (ret)
+		for (size_t i = 0; i < n; i++)
+			res[i] = ret;
 	pthread_mutex_unlock(&s->wlock);
 	return ret;
 }
@@ -1277,6 +1335,7 @@ const struct store_ops store_sqlite_ops = {
 	.open = sq_open,
 	.close = sq_close,
 	.put = sq_put,
+	.put_many = sq_put_many,
 	.load = sq_load,
 	.expire = sq_expire,
 	.retention = sq_retention,

@@ -19,7 +19,10 @@ says, so a test that sees only "ok" verdicts knows the requests were right.
 Several runs may share --dir (a collector restarting): files are appended.
 
 Statuses: comma-separated HTTP codes, or "hang" (read the request, never
-answer) or "close" (read the request, close the connection unanswered).
+answer), "store-hang" (accept the batch as a 200 would, then never answer:
+an ack lost) or "close" (read the request, close the connection
+unanswered). A 2xx for a sequence number accepted before says "duplicate"
+in its body, as cgperf-exporter does.
 --retry-after VALUE is sent with 429 and 503; "date+N" sends the HTTP date
 N seconds ahead. --port 0 picks a free port; --port-file gets it once the
 socket listens. With --tls-cert/--tls-key it speaks HTTPS, and with
@@ -47,6 +50,7 @@ class State:
         self.statuses = [s.strip() for s in args.statuses.split(",") if s.strip()] if args.statuses else []
         self.lock = threading.Lock()
         self.n = 0
+        self.seen = set()  # sequence numbers accepted
 
     def next_status(self):
         with self.lock:
@@ -111,8 +115,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 verdict = "bad-gzip"
         if verdict != "ok":
             status = 401 if verdict == "bad-token" else 400
-        elif script == "hang":
-            status = "hang"
+        elif script in ("hang", "store-hang"):
+            status = script
         elif script == "close":
             status = "close"
         else:
@@ -123,7 +127,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             "n": n, "time": now, "seq": seq, "status": status, "verdict": verdict,
             "path": self.path, "length": length, "headers": dict(self.headers.items()),
         }) + "\n")
-        if status == "hang":
+        if status == "store-hang":
+            st.record("accepted.log", "%s\n" % seq)
+            with open(os.path.join(args.dir, "body-%s" % seq), "wb") as f:
+                f.write(body)
+            st.seen.add(seq)
+        if status in ("hang", "store-hang"):
             while True:
                 time.sleep(3600)
         if status == "close":
@@ -135,11 +144,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if ra.startswith("date+"):
                 ra = email.utils.formatdate(time.time() + float(ra[5:]), usegmt=True)
             extra["Retry-After"] = ra
+        text = "scripted %d (%s)" % (status, verdict)
         if 200 <= status < 300:
             with open(os.path.join(args.dir, "body-%s" % seq), "wb") as f:
                 f.write(body)
             st.record("accepted.log", "%s\n" % seq)
-        self.reply(status, "" if 200 <= status < 300 else "scripted %d (%s)" % (status, verdict), extra)
+            text = "duplicate\n" if seq in st.seen else "stored\n"
+            st.seen.add(seq)
+        self.reply(status, text, extra)
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):

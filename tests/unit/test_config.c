@@ -175,6 +175,7 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 	assert_int_equal(a->sampling.stack_bytes, b->sampling.stack_bytes);
 	assert_string_equal(a->sampling.event, b->sampling.event);
 	assert_int_equal(a->sampling.per_cgroup, b->sampling.per_cgroup);
+	assert_int_equal(a->symbols.demangle, b->symbols.demangle);
 	assert_int_equal(a->nprobes, b->nprobes);
 	for (size_t i = 0; i < a->nprobes; i++) {
 		assert_string_equal(a->probes[i].spec, b->probes[i].spec);
@@ -223,6 +224,7 @@ static void check_defaults(const struct config *c)
 	assert_int_equal(c->sampling.stack_bytes, 8192);
 	assert_string_equal(c->sampling.event, "cpu-clock");
 	assert_true(c->sampling.per_cgroup);
+	assert_int_equal(c->symbols.demangle, DEMANGLE_FULL);
 	assert_int_equal(c->nprobes, 0);
 	assert_int_equal(c->push.interval_ms, 15000);
 	assert_int_equal(c->push.ncollectors, 1);
@@ -392,6 +394,24 @@ static void test_accepted(void **state)
 	assert_true(c->probes[0].stacks);
 	config_free(c);
 
+	/* symbols.demangle: the three styles, and YAML booleans. */
+	{
+		static const struct {
+			const char *v;
+			enum demangle_style want;
+		} dm[] = { { "full", DEMANGLE_FULL },	{ "short", DEMANGLE_SHORT },
+			   { "none", DEMANGLE_NONE },	{ "true", DEMANGLE_FULL },
+			   { "false", DEMANGLE_NONE } };
+		char text[64];
+
+		for (size_t i = 0; i < NCASES(dm); i++) {
+			snprintf(text, sizeof(text), "symbols:\n  demangle: %s\n", dm[i].v);
+			c = parse_ok(text);
+			assert_int_equal(c->symbols.demangle, dm[i].want);
+			config_free(c);
+		}
+	}
+
 	c = parse_ok("sampling:\n  frequency: 1\n  stack_bytes: 8\n  event: \"cs:u\"\n");
 	assert_int_equal(c->sampling.frequency, 1);
 	assert_int_equal(c->sampling.stack_bytes, 8);
@@ -536,6 +556,13 @@ static const struct err_case err_cases[] = {
 	 "t.yaml:2:16: sampling.stack_bytes: '4' is out of range (8..65528)"},
 	{"sampling:\n  call_graph: dwraf\n",
 	 "t.yaml:2:15: sampling.call_graph: expected fp or dwarf, got 'dwraf' (did you mean 'dwarf'?)"},
+	{"symbols:\n  demangle: ful\n",
+	 "t.yaml:2:13: symbols.demangle: expected none, short, full, false or true, got 'ful' (did you "
+	 "mean 'full'?)"},
+	{"symbols:\n  demangel: full\n",
+	 "t.yaml:2:3: unknown key 'demangel' in symbols (did you mean 'demangle'?)"},
+	{"demangle: full\n",
+	 "t.yaml:1:1: unknown key 'demangle' at the top level (it belongs in symbols)"},
 	{"sampling:\n  call_graph: lbr\n",
 	 "t.yaml:2:15: sampling.call_graph: expected fp or dwarf, got 'lbr'"},
 	{"log:\n  level: verbose\n",
@@ -594,6 +621,7 @@ static const struct err_case err_cases[] = {
 	{"push:\n  interval: 500ms\n", "t.yaml:2:13: push.interval: '500ms' is out of range (1s..1h)"},
 	{"push:\n  interval: 2h\n", "t.yaml:2:13: push.interval: '2h' is out of range (1s..1h)"},
 	{"push:\n  timeout: 0s\n", "t.yaml:2:12: push.timeout: '0s' is out of range (100ms..10m)"},
+	{"push:\n  idle_close: 500ms\n", "t.yaml:2:15: push.idle_close: '500ms' is out of range (1s..1h)"},
 	{"push:\n  timeout: 99999999999999999999h\n",
 	 "t.yaml:2:12: push.timeout: '99999999999999999999h' is out of range (100ms..10m)"},
 	{"push:\n  retry:\n    initial: 5s\n    max: 2s\n",

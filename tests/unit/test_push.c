@@ -7,6 +7,8 @@
  * 429/503 with Retry-After in seconds and as an HTTP date; 400 not retried;
  * an outage (batches spool, then arrive in order with no gap); the spool
  * cap during an outage; two collectors, one hanging; an agent restart;
+ * the kept-alive connection closed once idle; a lost ack (stored, never
+ * answered) counted as maybe delivered and its resend as a duplicate;
  * HTTPS with a private CA and a client certificate.
  *
  * Servers are stopped by PID in the teardown, whatever failed.
@@ -916,6 +918,114 @@ static void test_tls(void **state)
 	}
 }
 
+/* Established connections from this process's side to 127.0.0.1:@port
+ * (/proc/net/tcp: rem_address is the server, state 01). */
+static int established_to(int port)
+{
+	FILE *fp = fopen("/proc/net/tcp", "r");
+	char line[512];
+	int n = 0;
+
+	assert_non_null(fp);
+	while (fgets(line, sizeof(line), fp)) {
+		unsigned lport, rport, st;
+
+		if (sscanf(line, " %*d: %*x:%x %*x:%x %x", &lport, &rport, &st) == 3 &&
+		    (int)rport == port && st == 1)
+			n++;
+	}
+	fclose(fp);
+	return n;
+}
+
+/* One kept-alive connection for every push, closed once idle for
+ * idle_close_ms, opened again by the next push. */
+static void test_idle_close(void **state)
+{
+	struct fixture *f = *state;
+	char url[128];
+	const char *urls[] = { url };
+	struct push_opts o = base_opts(f, urls, 1);
+	struct push_stats st;
+	struct push *p;
+	uint64_t t0;
+	int n;
+
+	o.idle_close_ms = 500;
+	srv_start(f, 0, 0, "--token", TOKEN, NULL);
+	url_of(&f->srv[0], "http", url, sizeof(url));
+	p = start_push(f, &o);
+	for (int i = 0; i < 4; i++) {
+		submit_next(p);
+		assert_int_equal(push_flush(p, 5000), 0);
+		sleep_ms(50);
+	}
+	check_accepted(&f->srv[0], 1, 4);
+	/* Four pushes, one connection. */
+	assert_int_equal(established_to(f->srv[0].port), 1);
+	t0 = now_ms();
+	while ((n = established_to(f->srv[0].port)) > 0 && now_ms() - t0 < 3000)
+		sleep_ms(20);
+	fprintf(stderr, "  idle connection closed %" PRIu64 " ms after the last push\n",
+		now_ms() - t0);
+	assert_int_equal(n, 0);
+	assert_true(now_ms() - t0 >= 300);
+	submit_next(p);
+	assert_int_equal(push_flush(p, 5000), 0);
+	check_accepted(&f->srv[0], 1, 5);
+	assert_int_equal(established_to(f->srv[0].port), 1);
+	push_stats(p, &st);
+	assert_int_equal(st.acked, 5);
+	assert_int_equal(st.failures + st.duplicates + st.maybe_delivered, 0);
+	stop_push(f, p);
+}
+
+/*
+ * An ack lost (the collector stored the batch, its answer never came): the
+ * timeout counts as maybe delivered, and the resend's "duplicate" answer is
+ * counted as such. A collector that refuses the connection: failures that
+ * cannot have delivered anything.
+ */
+static void test_ack_lost(void **state)
+{
+	struct fixture *f = *state;
+	char url[128];
+	const char *urls[] = { url };
+	struct push_opts o = base_opts(f, urls, 1);
+	struct push_stats st;
+	struct push *p;
+	int port;
+
+	o.timeout_ms = 500;
+	srv_start(f, 0, 0, "--token", TOKEN, "--statuses", "store-hang", NULL);
+	url_of(&f->srv[0], "http", url, sizeof(url));
+	port = f->srv[0].port;
+	p = start_push(f, &o);
+	submit_next(p);
+	submit_next(p);
+	assert_int_equal(push_flush(p, 5000), 0);
+	push_stats(p, &st);
+	assert_int_equal(st.acked, 2);
+	assert_int_equal(st.failures, 1);
+	assert_int_equal(st.maybe_delivered, 1);
+	assert_int_equal(st.duplicates, 1);
+	assert_int_equal(st.retried, 1);
+
+	/* Nobody listening: nothing can have been delivered. */
+	srv_stop(&f->srv[0]);
+	submit_next(p);
+	assert_int_equal(push_flush(p, 400), -ETIMEDOUT);
+	push_stats(p, &st);
+	assert_true(st.failures >= 2);
+	assert_int_equal(st.maybe_delivered, 1);
+	srv_start(f, 0, port, "--token", TOKEN, NULL);
+	assert_int_equal(push_flush(p, 5000), 0);
+	push_stats(p, &st);
+	assert_int_equal(st.acked, 3);
+	assert_int_equal(st.duplicates, 1);
+	stop_push(f, p);
+}
+
 static void test_bad_options(void **state)
 {
 	struct fixture *f = *state;
@@ -983,6 +1093,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_two_collectors_one_hangs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_resends, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_close, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ack_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
 	};
 

@@ -594,6 +594,45 @@ static void test_future_start_retained(void **state)
 /* Query times: "20000000000" (year 2603) used to wrap to 1986 and
  * "3000-01-01T00:00:00Z" to 1846; past 2262 they cannot be ns in an int64
  * and are refused. */
+/* ---- group commit ---- */
+
+/* store_put_many(): per batch the answer store_put() gives, a duplicate
+ * inside the group included, and the same rows and totals. */
+static void test_put_many(void **state)
+{
+	struct store *s = open_store();
+	Cgperf__V1__Batch *g1[] = { batch("h1", 1, T0, 1), batch("h1", 1, T0, 1),
+				    batch("h1", 2, T0 + NS, 2) };
+	Cgperf__V1__Batch *g2[] = { batch("h1", 2, T0 + NS, 2), batch("h1", 3, T0 + 2 * NS, 1) };
+	int res[3] = { -99, -99, -99 };
+	char err[256] = "x";
+	struct loaded l;
+
+	assert_int_equal(store_put_many(s, (const Cgperf__V1__Batch *const *)g1, 3, T0, res, err,
+					sizeof(err)),
+			 0);
+	assert_int_equal(res[0], 0);
+	assert_int_equal(res[1], 1);
+	assert_int_equal(res[2], 0);
+	assert_string_equal(err, "");
+	assert_int_equal(store_put_many(s, (const Cgperf__V1__Batch *const *)g2, 2, T0 + NS, res,
+					err, sizeof(err)),
+			 0);
+	assert_int_equal(res[0], 1);
+	assert_int_equal(res[1], 0);
+	for (int i = 0; i < 3; i++)
+		wire_batch_decoded_free(g1[i]);
+	for (int i = 0; i < 2; i++)
+		wire_batch_decoded_free(g2[i]);
+	/* Batches 1, 2 (scale 2) and 3: 11 + 22 + 11 samples. */
+	assert_int_equal(sel_total(s, (struct store_selection){ .host = "h1" }), 44);
+	l = load(s);
+	assert_int_equal(l.agent_batches, 3);
+	assert_int_equal(l.hits, 7 * 4);
+	assert_int_equal(put(s, batch("h1", 3, T0, 1), T0), 1);
+	store_close(s);
+}
+
 static void test_parse_time_range(void **state)
 {
 	uint64_t ns = 0;
@@ -626,6 +665,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wal_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_count_overflow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_future_start_retained, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_put_many, setup, teardown),
 		cmocka_unit_test(test_parse_time_range),
 	};
 

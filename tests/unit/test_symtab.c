@@ -30,7 +30,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -554,6 +556,103 @@ static void test_debuginfo_debuglink(void **state)
 	write_file(mirror, bytes, len + 1);
 	free(bytes);
 	check_no_debuginfo(bin, root);
+	tmpdir_free(root);
+}
+
+/*
+ * A "container": a child chrooted into @root, so /proc/CHILD/root is
+ * @root as the agent meets it. Its pid, or 0 when chroot is not allowed.
+ */
+static pid_t chrooted_child(const char *root)
+{
+	int pfd[2];
+	char ok = 0;
+	pid_t pid;
+
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		/* gone with the test, even when an assertion cut it short */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		ok = chroot(root) == 0 && chdir("/") == 0;
+		(void)!write(pfd[1], &ok, 1);
+		if (ok)
+			pause();
+		_exit(0);
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &ok, 1) != 1)
+		ok = 0;
+	close(pfd[0]);
+	if (!ok) {
+		waitpid(pid, NULL, 0);
+		return 0;
+	}
+	return pid;
+}
+
+/*
+ * Debuginfo and binaries of a container are resolved inside its root: a
+ * build-id link that points to an absolute host path (where a matching
+ * debuginfo sits) must not reach it, an absolute link that stays inside
+ * the root works, and a binary that is a link to a host file is not found.
+ */
+static void test_debuginfo_container(void **state)
+{
+	char orig[PATH_MAX], bin[PATH_MAX], dbg[PATH_MAX], dir[PATH_MAX], hostdbg[PATH_MAX];
+	char croot[64], cbin[PATH_MAX];
+	char *root = tmpdir_new(), *host = tmpdir_new();
+	struct symtab *s;
+	char id[41];
+	pid_t child;
+
+	symfix_path(orig, sizeof(orig));
+	s = symtab_open(orig, "");
+	assert_non_null(s);
+	snprintf(id, sizeof(id), "%s", symtab_build_id(s));
+	symtab_free(s);
+	pathf(dir, sizeof(dir), "%s/usr/lib/debug/.build-id/%.2s", root, id);
+	pathf(dbg, sizeof(dbg), "%s/%s.debug", dir, id + 2);
+	mkdirs(dir);
+	pathf(bin, sizeof(bin), "%s/bin", root);
+	mkdirs(bin);
+	pathf(bin, sizeof(bin), "%s/bin/symfix", root);
+	objcopy((const char *const[]){ "objcopy", "--strip-all", orig, bin, NULL });
+	/* the matching debuginfo, on the host only */
+	pathf(hostdbg, sizeof(hostdbg), "%s/symfix.debug", host);
+	objcopy((const char *const[]){ "objcopy", "--only-keep-debug", orig, hostdbg, NULL });
+	assert_int_equal(symlink(hostdbg, dbg), 0);
+	pathf(cbin, sizeof(cbin), "%s/bin/evil", root);
+	assert_int_equal(symlink(orig, cbin), 0);
+
+	child = chrooted_child(root);
+	if (!child) {
+		tmpdir_free(host);
+		tmpdir_free(root);
+		skip(); /* chroot needs CAP_SYS_CHROOT */
+	}
+	snprintf(croot, sizeof(croot), "/proc/%d/root", (int)child);
+	pathf(cbin, sizeof(cbin), "%s/bin/symfix", croot);
+	check_no_debuginfo(cbin, croot);
+	/* the same debuginfo inside the root, by an absolute link in it */
+	pathf(dir, sizeof(dir), "%s/dbg", root);
+	mkdirs(dir);
+	pathf(dir, sizeof(dir), "%s/dbg/symfix.debug", root);
+	objcopy((const char *const[]){ "objcopy", "--only-keep-debug", orig, dir, NULL });
+	assert_int_equal(unlink(dbg), 0);
+	assert_int_equal(symlink("/dbg/symfix.debug", dbg), 0);
+	check_symfix(cbin, croot, "debuginfo");
+	/* a binary that is a link to the host's (unstripped) file */
+	pathf(cbin, sizeof(cbin), "%s/bin/evil", croot);
+	errno = 0;
+	assert_null(symtab_open(cbin, croot));
+	assert_int_equal(errno, ENOENT);
+
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	tmpdir_free(host);
 	tmpdir_free(root);
 }
 
@@ -1527,6 +1626,7 @@ int main(void)
 		cmocka_unit_test(test_symfix),
 		cmocka_unit_test(test_debuginfo_build_id),
 		cmocka_unit_test(test_debuginfo_debuglink),
+		cmocka_unit_test(test_debuginfo_container),
 		cmocka_unit_test(test_not_elf),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_corrupt),

@@ -12,8 +12,10 @@
  * another "process", forgetting, recycling, bins overflowing), PLT stubs
  * and signal frames (CFI that reads DWARF expressions out of .eh_frame),
  * frames whose address sits on a function boundary (where the lookup must
- * be at the return address minus 1, or exactly at a signal's IP), and a
- * small benchmark (printed, not asserted).
+ * be at the return address minus 1, or exactly at a signal's IP), CIEs
+ * with a personality and FDEs with an LSDA (C++'s "zPLR", hand-built and
+ * compiled: this file is built with -fexceptions), and a small benchmark
+ * (printed, not asserted).
  *
  * Every stack handed to unwind_dwarf() is a heap block of exactly
  * stack_size bytes, so under ASan a read past the copy is caught.
@@ -31,6 +33,7 @@
 #include <inttypes.h>
 #include <libelf.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1349,6 +1352,334 @@ static void test_function_boundaries(void **state)
 	snap = saved;
 }
 
+/* ---- C++-style CFI: personality and LSDA (CIE augmentation "zPLR") ---- */
+
+/* A little .eh_frame writer: bytes at link-time address EH_VADDR. */
+#define EH_VADDR 0x2000ull
+
+struct ehbuf {
+	uint8_t b[1024];
+	size_t n;
+};
+
+static void eh_u8(struct ehbuf *e, uint8_t v)
+{
+	assert_true(e->n < sizeof(e->b));
+	e->b[e->n++] = v;
+}
+
+static void eh_u32(struct ehbuf *e, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		eh_u8(e, (uint8_t)(v >> (8 * i)));
+}
+
+static void eh_u64(struct ehbuf *e, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		eh_u8(e, (uint8_t)(v >> (8 * i)));
+}
+
+static void eh_str(struct ehbuf *e, const char *s)
+{
+	do
+		eh_u8(e, (uint8_t)*s);
+	while (*s++);
+}
+
+/* A pcrel sdata4 pointer to @target, at the current position. */
+static void eh_pcrel(struct ehbuf *e, uint64_t target)
+{
+	eh_u32(e, (uint32_t)(int32_t)(target - (EH_VADDR + e->n)));
+}
+
+/* Open a record (length patched by eh_end) and return where it starts. */
+static size_t eh_begin(struct ehbuf *e)
+{
+	size_t at = e->n;
+
+	eh_u32(e, 0);
+	return at;
+}
+
+static void eh_end(struct ehbuf *e, size_t at)
+{
+	while ((e->n - at) % 4)
+		eh_u8(e, 0); /* DW_CFA_nop */
+	uint32_t len = (uint32_t)(e->n - at - 4);
+
+	memcpy(e->b + at, &len, 4);
+}
+
+/* A CIE with version @ver and augmentation @aug; @data: its augmentation data. */
+static size_t eh_cie(struct ehbuf *e, uint8_t ver, const char *aug, const uint8_t *data,
+		     size_t ndata, uint64_t pcrel_pers_at)
+{
+	size_t at = eh_begin(e);
+
+	eh_u32(e, 0); /* CIE id */
+	eh_u8(e, ver);
+	eh_str(e, aug);
+	if (ver == 4) {
+		eh_u8(e, 8); /* address size */
+		eh_u8(e, 0); /* segment size */
+	}
+	eh_u8(e, 1);    /* code alignment */
+	eh_u8(e, 0x78); /* data alignment -8 */
+	eh_u8(e, 16);   /* return address register */
+	if (aug[0] == 'z') {
+		eh_u8(e, (uint8_t)ndata);
+		for (size_t i = 0; i < ndata; i++) {
+			/* 0xee 0xee: a pcrel sdata4 personality pointer goes here */
+			if (data[i] == 0xee && i + 1 < ndata && data[i + 1] == 0xee) {
+				eh_pcrel(e, pcrel_pers_at);
+				i += 3;
+				continue;
+			}
+			eh_u8(e, data[i]);
+		}
+	}
+	eh_u8(e, 0x0c); /* DW_CFA_def_cfa rsp+8 */
+	eh_u8(e, 7);
+	eh_u8(e, 8);
+	eh_end(e, at);
+	return at;
+}
+
+/* An FDE of the CIE at @cie (pcrel sdata4 locations), with @z a pcrel
+ * sdata4 LSDA pointer to @lsda in its augmentation data. */
+static void eh_fde(struct ehbuf *e, size_t cie, bool z, uint64_t lsda)
+{
+	size_t at = eh_begin(e);
+
+	eh_u32(e, (uint32_t)(e->n - cie)); /* back to the CIE */
+	eh_pcrel(e, 0x1000);                 /* initial location */
+	eh_u32(e, 0x40);                     /* range */
+	if (z) {
+		eh_u8(e, 4);
+		eh_pcrel(e, lsda);
+	}
+	eh_end(e, at);
+}
+
+static void test_cfi_zplr(void **state)
+{
+	struct ehbuf e = { .n = 0 };
+	uint64_t slots[8];
+	size_t n, c1, c2, c3, cut;
+
+	/* GCC's C++ CIE: zPLR, personality indirect|pcrel|sdata4 -> the word at 0x4068. */
+	static const uint8_t zplr[] = { 0x9b, 0xee, 0xee, 0, 0, 0x1b, 0x1b };
+	c1 = eh_cie(&e, 1, "zPLR", zplr, sizeof(zplr), 0x4068);
+	eh_fde(&e, c1, true, 0x3000); /* LSDA pcrel, not indirect: no slot */
+	eh_fde(&e, c1, true, 0x3010);
+
+	/* zR, no personality; and the pre-'z' "eh" form: nothing to take. */
+	static const uint8_t zr[] = { 0x1b };
+	c2 = eh_cie(&e, 1, "zR", zr, sizeof(zr), 0);
+	eh_fde(&e, c2, true, 0);
+	eh_cie(&e, 1, "eh", NULL, 0, 0);
+
+	/* Version 3, letters S and B (no data), the personality aligned|indirect
+	 * (an absolute pointer at the next 8-byte boundary) -> 0x4070, and an
+	 * indirect LSDA encoding: every FDE's LSDA word counts. */
+	{
+		size_t at = eh_begin(&e), pad;
+
+		eh_u32(&e, 0);
+		eh_u8(&e, 3);
+		eh_str(&e, "zSPLRB");
+		eh_u8(&e, 1);
+		eh_u8(&e, 0x78);
+		eh_u8(&e, 16); /* ULEB128 in version 3: the same byte */
+		/* length: P enc, padding, 8-byte pointer, L enc, R enc */
+		pad = (8 - ((EH_VADDR + e.n + 2) & 7)) & 7;
+		eh_u8(&e, (uint8_t)(1 + pad + 8 + 2));
+		eh_u8(&e, 0xd0); /* indirect | aligned */
+		for (size_t i = 0; i < pad; i++)
+			eh_u8(&e, 0);
+		eh_u64(&e, 0x4070);
+		eh_u8(&e, 0x9b); /* L: indirect | pcrel | sdata4 */
+		eh_u8(&e, 0x1b); /* R */
+		eh_end(&e, at);
+		c3 = at;
+	}
+	eh_fde(&e, c3, true, 0x4080);
+	eh_fde(&e, c3, true, 0x4080); /* the same word twice: one slot */
+	eh_fde(&e, c3, true, 0x4088);
+
+	/* Version 4 (address and segment sizes), personality indirect|udata8. */
+	static const uint8_t v4[] = { 0x84, 0x90, 0x40, 0, 0, 0, 0, 0, 0, 0x1b };
+	eh_cie(&e, 4, "zPR", v4, sizeof(v4), 0);
+
+	/* An unknown letter before P: what follows is not read. */
+	static const uint8_t unk[] = { 0x00, 0x9b, 0xee, 0xee, 0, 0 };
+	eh_cie(&e, 1, "zXP", unk, sizeof(unk), 0x5000);
+	cut = e.n;
+	eh_u32(&e, 0); /* terminator */
+
+	n = unwind_cfi_indirect(e.b, e.n, EH_VADDR, slots, 8);
+	print_message("cfi: %zu indirect words in %zu bytes of .eh_frame\n", n, e.n);
+	assert_int_equal(n, 5);
+	assert_int_equal(slots[0], 0x4068); /* C++ personality (zPLR) */
+	assert_int_equal(slots[1], 0x4070); /* aligned personality */
+	assert_int_equal(slots[2], 0x4080); /* indirect LSDAs */
+	assert_int_equal(slots[3], 0x4088);
+	assert_int_equal(slots[4], 0x4090); /* version 4, udata8 */
+
+	/* Bounded by @max, smallest kept. */
+	assert_int_equal(unwind_cfi_indirect(e.b, e.n, EH_VADDR, slots, 2), 2);
+	assert_int_equal(slots[0], 0x4068);
+	assert_int_equal(unwind_cfi_indirect(e.b, e.n, EH_VADDR, NULL, 0), 0);
+
+	/* Cut anywhere: no read past the buffer, what came before is kept. */
+	for (size_t len = 0; len <= cut; len++) {
+		uint8_t *copy = malloc(len ? len : 1);
+
+		assert_non_null(copy);
+		memcpy(copy, e.b, len);
+		n = unwind_cfi_indirect(copy, len, EH_VADDR, slots, 8);
+		assert_true(n <= 5);
+		free(copy);
+	}
+	/* A record claiming more than there is ends the scan. */
+	e.b[c2] = 0xff;
+	e.b[c2 + 1] = 0xff;
+	n = unwind_cfi_indirect(e.b, e.n, EH_VADDR, slots, 8);
+	assert_int_equal(n, 1);
+	assert_int_equal(slots[0], 0x4068);
+}
+
+/*
+ * A frame with a cleanup, as C++ RAII makes them (this file is built with
+ * -fexceptions): its FDE has an LSDA and its CIE the augmentation "zPLR"
+ * with __gcc_personality_v0 behind an indirect pointer in .data. The
+ * unwind from chain_leaf must go through it to its caller.
+ */
+static volatile int cleanup_sink;
+static uint64_t cleanup_ret;
+
+static void cleanup_note(int *v)
+{
+	cleanup_sink += *v;
+}
+
+NOFP static int cleanup_frame(int x)
+{
+	int guard __attribute__((cleanup(cleanup_note))) = x;
+	int r;
+
+	SMASH_RBP(JUNK_RBP + 5);
+	r = chain_a(x + 1) * 11;
+	cleanup_ret = (uintptr_t)__builtin_return_address(0);
+	return r + guard;
+}
+
+NOFP static int cleanup_caller(int x)
+{
+	return cleanup_frame(x) + 1;
+}
+
+static void test_cleanup_frame(void **state)
+{
+	static struct snapshot saved, sn;
+	uint64_t ips[MAX_FRAMES];
+	int n, k;
+
+	saved = snap;
+	cleanup_caller(chain_seed);
+	sn = snap;
+	snap = saved;
+	n = unwind_twice(&sn, ips);
+	print_message("unwind: %d frames through a frame with a personality\n", n);
+	assert_true(n >= 7);
+	assert_int_equal(ips[0], sn.regs[PERF_REG_X86_IP]);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(ips[i + 1], sn.ret[i]);
+	/* ips[4] is chain_a's return into cleanup_frame; then out of it. */
+	for (k = 5; k < n && ips[k] != cleanup_ret; k++)
+		;
+	assert_int_equal(k, 5);
+}
+
+/* ---- a leaf sampled in its epilogue ---- */
+
+/*
+ * epi_leaf(regs, ret) keeps a frame pointer, records the registers it
+ * would show at an interrupt on its final `ret` (after `pop %rbp`, when its
+ * CFI still says "RBP saved at CFA-16", a slot now below SP), and the
+ * return address; epi_caller, with a frame pointer and so a CFA of RBP+16,
+ * makes the copy. Without the live RBP the walk stops at epi_caller.
+ */
+__asm__(".text\n"
+	".type epi_leaf, @function\n"
+	"epi_leaf:\n"
+	".cfi_startproc\n"
+	"pushq %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"movq %rsp, %rbp\n"
+	".cfi_def_cfa_register %rbp\n"
+	"movq %rbx, 8(%rdi)\n"
+	"movq %r12, 160(%rdi)\n"
+	"movq %r13, 168(%rdi)\n"
+	"movq %r14, 176(%rdi)\n"
+	"movq %r15, 184(%rdi)\n"
+	"movq 8(%rsp), %rax\n"
+	"movq %rax, (%rsi)\n"
+	"leaq 16(%rsp), %rax\n"
+	"movq %rax, 56(%rdi)\n" /* SP at the ret: the return address's slot */
+	"subq $8, 56(%rdi)\n"
+	"popq %rbp\n"
+	".cfi_def_cfa %rsp, 8\n"
+	"movq %rbp, 48(%rdi)\n"
+	".globl test_epi_ret\n"
+	".hidden test_epi_ret\n"
+	"test_epi_ret:\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size epi_leaf, .-epi_leaf\n");
+void epi_leaf(uint64_t *regs, uint64_t *ret);
+extern const char test_epi_ret[];
+
+static struct snapshot epi;
+
+__attribute__((noinline, noclone, optimize("no-omit-frame-pointer"))) static void epi_caller(void)
+{
+	uint64_t caller_sp;
+
+	memset(&epi, 0, sizeof(epi));
+	epi_leaf(epi.regs, &epi.ret[0]);
+	epi.ret[1] = (uintptr_t)__builtin_return_address(0);
+	epi.regs[PERF_REG_X86_IP] = (uintptr_t)test_epi_ret;
+	/* Our frame is intact (we are in it); the return address's slot was reused. */
+	caller_sp = epi.regs[PERF_REG_X86_SP] + 8;
+	epi.stack_size = 8 + copy_stack(epi.stack + 8, caller_sp, STACK_COPY - 8);
+	memcpy(epi.stack, &epi.ret[0], 8);
+}
+
+static void test_epilogue_leaf(void **state)
+{
+	struct unwind_cache *c = unwind_cache_new(16);
+	uint64_t ips[MAX_FRAMES];
+	struct sample_buf b;
+	int n;
+
+	assert_non_null(c);
+	epi_caller();
+	assert_true(epi.stack_size > 256);
+	sample_make(&b, epi.regs, unwind_dwarf_regs_mask(), epi.stack, epi.stack_size,
+		    &self_maps);
+	n = unwind_dwarf(c, &b.s, ips, MAX_FRAMES);
+	assert_true(n >= 3);
+	assert_int_equal(ips[0], (uintptr_t)test_epi_ret);
+	assert_int_equal(ips[1], epi.ret[0]); /* epi_leaf -> epi_caller */
+	assert_int_equal(ips[2], epi.ret[1]); /* epi_caller -> this test, through the live RBP */
+
+	sample_release(&b);
+	unwind_cache_free(c);
+}
+
 static int group_setup(void **state)
 {
 	maps_load(&self_maps);
@@ -1380,6 +1711,9 @@ int main(void)
 		cmocka_unit_test(test_process_binary_forget),
 		cmocka_unit_test(test_signal_frame),
 		cmocka_unit_test(test_function_boundaries),
+		cmocka_unit_test(test_epilogue_leaf),
+		cmocka_unit_test(test_cfi_zplr),
+		cmocka_unit_test(test_cleanup_frame),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
