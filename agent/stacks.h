@@ -68,8 +68,11 @@ void stacks_comm(struct stacks *st, uint32_t pid, uint32_t tid, const char *comm
  * so children that live a few ms are named (see procmaps_fork). */
 void stacks_fork(struct stacks *st, uint32_t pid, uint32_t ppid, uint32_t tid);
 void stacks_exit(struct stacks *st, uint32_t pid, uint32_t tid);
-/* Forget processes gone since two calls ago, and the objects only they
- * mapped (see above); call after each drain. */
+/* Count the samples held back by stacks_add() (a process whose maps were
+ * unknown and whose /proc entry was gone: its FORK record may sit in a ring
+ * not read yet), then forget processes gone since two calls ago, and the
+ * objects only they mapped (see above); call after each drain of every
+ * ring. stacks_write() and stacks_foreach*() count held samples first too. */
 void stacks_gc(struct stacks *st);
 
 /* Name every frame and write "frames count" lines, sorted. 0 or -errno. */
