@@ -67,9 +67,9 @@
 #define HTTP_THREADS 4u
 /* Threads that build the answers of read routes. */
 #define READ_THREADS 2u
-/* Pushes decoded and waiting for the store thread: at most this many, and
- * this many bytes of bodies; past either, 503 + Retry-After. */
-#define INGEST_QUEUE_MAX 4096u
+/* Pushes decoded and waiting for the store thread: at most --ingest-queue
+ * (HTTP_INGEST_QUEUE_DEFAULT) and this many bytes of bodies; past either,
+ * 503 + Retry-After. */
 #define INGEST_QUEUE_BYTES (512ull << 20)
 /* Pushes committed in one transaction, at most (group commit). */
 #define INGEST_GROUP_MAX 64u
@@ -1381,7 +1381,9 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 		h->cfg.max_connections = HTTP_CONNECTIONS_DEFAULT;
 	if (!h->cfg.idle_timeout_s)
 		h->cfg.idle_timeout_s = HTTP_IDLE_TIMEOUT_DEFAULT_S;
-	ret = workq_start(h, &h->store_q, 1, INGEST_QUEUE_MAX, INGEST_QUEUE_BYTES,
+	if (!h->cfg.ingest_queue)
+		h->cfg.ingest_queue = HTTP_INGEST_QUEUE_DEFAULT;
+	ret = workq_start(h, &h->store_q, 1, h->cfg.ingest_queue, INGEST_QUEUE_BYTES,
 			  INGEST_GROUP_MAX, ingest);
 	if (!ret)
 		ret = workq_start(h, &h->read_q, READ_THREADS, READ_QUEUE_MAX, UINT64_MAX, 1,

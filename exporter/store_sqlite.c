@@ -918,14 +918,17 @@ static int sq_put_many(struct store *base, const Cgperf__V1__Batch *const *m, si
 			res[i] = -EIO;
 		} else {
 			res[i] = put_one(s, m[i], received_ns);
+			/* The reason before the rollback's own status replaces it. */
+			if (res[i] < 0 && !err[0])
+				snprintf(err, errlen, "%s",
+					 res[i] == -ENOMEM ? "out of memory" : sqlite3_errmsg(s->db));
 			if (res[i] && run(stmt(s, ST_ROLLBACK_TO)))
 				ret = -EIO; /* the transaction cannot be trusted */
 			if (run(stmt(s, ST_RELEASE)))
 				ret = -EIO;
 		}
 		if (res[i] < 0 && !err[0])
-			snprintf(err, errlen, "%s",
-				 res[i] == -ENOMEM ? "out of memory" : sqlite3_errmsg(s->db));
+			snprintf(err, errlen, "savepoint: %s", sqlite3_errmsg(s->db));
 		if (ret)
 			break;
 	}

@@ -633,6 +633,60 @@ static void test_put_many(void **state)
 	store_close(s);
 }
 
+/* SQL on the store's file through a connection of the test's own. */
+static void side_sql(const char *sql)
+{
+	char path[128], *msg = NULL;
+	sqlite3 *db;
+
+	snprintf(path, sizeof(path), "%s/cgperf.db", dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", sql, msg ? msg : "?");
+	sqlite3_close(db);
+}
+
+/* A batch the store fails on in the middle of a group (a trigger refuses
+ * its probe rows, written after its cgroups, counters and stacks): that
+ * batch alone gets -EIO and the reason, nothing of it stays, the batches
+ * before and after it are committed; once the trigger is gone the same
+ * batch is stored, not taken for a duplicate. */
+static void test_put_many_one_fails(void **state)
+{
+	struct store *s = open_store();
+	Cgperf__V1__Batch *g[] = { batch("h1", 1, T0, 1), batch("bad", 2, T0, 1),
+				   batch("h1", 3, T0 + NS, 1) };
+	int res[3] = { -99, -99, -99 };
+	char err[256] = "";
+	struct loaded l;
+
+	side_sql("CREATE TRIGGER test_refuse BEFORE INSERT ON probe_samples WHEN NEW.host = 'bad' "
+		 "BEGIN SELECT RAISE(ABORT, 'refused by the test trigger'); END;");
+	assert_int_equal(store_put_many(s, (const Cgperf__V1__Batch *const *)g, 3, T0, res, err,
+					sizeof(err)),
+			 0);
+	assert_int_equal(res[0], 0);
+	assert_int_equal(res[1], -EIO);
+	assert_int_equal(res[2], 0);
+	assert_non_null(strstr(err, "refused by the test trigger"));
+	for (int i = 0; i < 3; i++)
+		wire_batch_decoded_free(g[i]);
+	assert_int_equal(sel_total(s, (struct store_selection){ .host = "h1" }), 22);
+	assert_int_equal(sel_total(s, (struct store_selection){ .host = "bad" }), 0);
+	l = load(s);
+	assert_int_equal(l.cgroups, 2); /* h1's /web and /db: none of "bad" */
+	assert_int_equal(l.agent_batches, 2);
+	assert_int_equal(l.hits, 7 * 2);
+	side_sql("DROP TRIGGER test_refuse;");
+	assert_int_equal(put(s, batch("bad", 2, T0, 1), T0), 0);
+	assert_int_equal(sel_total(s, (struct store_selection){ .host = "bad" }), 11);
+	l = load(s);
+	assert_int_equal(l.cgroups, 4);
+	assert_int_equal(l.agent_batches, 3);
+	store_close(s);
+}
+
 static void test_parse_time_range(void **state)
 {
 	uint64_t ns = 0;
@@ -666,6 +720,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_count_overflow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_future_start_retained, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_put_many, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_put_many_one_fails, setup, teardown),
 		cmocka_unit_test(test_parse_time_range),
 	};
 
