@@ -13,6 +13,7 @@
 #     commit in one transaction (same received time); the middle one is
 #     refused by the store (a test trigger on counter_samples) and answered
 #     500 with nothing of it stored, the two others are acked 200 and stored.
+#  3. --ingest-queue and ingest_queue: out-of-range values refused.
 source "$(dirname "$0")/../lib/common.sh"
 W=$BUILD_DIR/workloads
 GEN=$BUILD_DIR/tools/gen_batch
@@ -235,4 +236,14 @@ read -r st _ <"$TMP/g-again"
 	fail "the refused batch sent again: $(cat "$TMP/g-again" "$TMP/g-again.b")"
 kill -TERM $EXP
 wait $EXP
+
+# The setting's range, as a flag and as a YAML key.
+"$EXPORTER" --listen 127.0.0.1:1 --data-dir "$TMP/x" --ingest-queue 0 2>"$TMP/bad.err" &&
+	fail "--ingest-queue 0 was accepted"
+grep -q "ingest-queue: '0': want a whole number 1..1000000" "$TMP/bad.err" ||
+	fail "bad --ingest-queue: $(cat "$TMP/bad.err")"
+printf 'listen: "127.0.0.1:1"\ndata_dir: %s\ningest_queue: 1000001\n' "$TMP/x" >"$TMP/bad.yaml"
+"$EXPORTER" --config "$TMP/bad.yaml" 2>"$TMP/bad2.err" && fail "ingest_queue: 1000001 was accepted"
+grep -q "ingest_queue: '1000001': want a whole number 1..1000000" "$TMP/bad2.err" ||
+	fail "bad ingest_queue: $(cat "$TMP/bad2.err")"
 echo "PASS: exporter_backpressure"
