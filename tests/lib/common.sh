@@ -15,7 +15,7 @@
 #                 overrides it. A bound scaled so is said in the output.
 #   scaled N      N * TIME_SCALE (integers)
 set -u
-AGENT=${CGPERF_AGENT:-${CGPERF_ROOT:-$PWD}/build/cgperf-agent}
+AGENT=${CGPERF_AGENT:-${CGPERF_ROOT:-$PWD}/${BUILD:-build}/cgperf-agent}
 ROOT=${CGPERF_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BUILD_DIR=$ROOT/${BUILD:-build}
 TMP=$(mktemp -d /tmp/cgperf-it.XXXXXX)
