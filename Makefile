@@ -18,14 +18,18 @@ ifeq ($(origin CC),default)
 CC = gcc
 endif
 
-PKGS := libelf libdw libunwind libtraceevent libcurl libprotobuf-c libmicrohttpd sqlite3 yaml-0.1 zlib
+PKGS := libelf libdw libunwind libtraceevent libtracefs libcurl libprotobuf-c libmicrohttpd sqlite3 yaml-0.1 zlib
+# libtracefs (finding and mounting tracefs, reading event ids and formats):
+# its header lives in its own include directory, so ask pkg-config.
+TRACEFS_CFLAGS := $(shell pkg-config --cflags libtracefs 2>/dev/null || echo -I/usr/include/tracefs -I/usr/include/traceevent)
+TRACEFS_LIBS := $(shell pkg-config --libs libtracefs 2>/dev/null || echo -ltracefs -ltraceevent)
 
 CFLAGS ?= -O2 -g
 WARNFLAGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wformat-security -Wvla \
 	-Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
-override CPPFLAGS += -I. -I$(O)/gen -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
+override CPPFLAGS += -I. -I$(O)/gen -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(TRACEFS_CFLAGS)
 override CFLAGS += -std=gnu11 $(WARNFLAGS) -fno-omit-frame-pointer
-LDLIBS_AGENT := -liberty -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
+LDLIBS_AGENT := -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
 
 ifeq ($(SAN),1)
 override CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined -O1
@@ -49,6 +53,14 @@ EXPORTER_LIB_OBJ := $(filter-out $(O)/exporter/main.o,$(EXPORTER_OBJ))
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
+# Shared test helpers (tests/unit/testlib.h), linked into every unit test;
+# the failing-allocation injector (testalloc.h) replaces malloc, so only the
+# tests named here link it.
+TESTLIB_OBJ := $(O)/tests/unit/testlib.o
+TESTALLOC_OBJ := $(O)/tests/unit/testalloc.o
+TESTALLOC_BIN := $(addprefix $(O)/tests/,test_render test_fold test_counters test_cgwatch)
+$(TESTALLOC_BIN): $(TESTALLOC_OBJ)
+$(TESTALLOC_BIN): TEST_EXTRA_OBJ := $(TESTALLOC_OBJ)
 # Unit tests of exporter modules (by name) link the exporter's objects too.
 UNIT_EXPORTER_BIN := $(filter $(O)/tests/test_render% $(O)/tests/test_store% \
 	$(O)/tests/test_totals%,$(UNIT_BIN))
@@ -64,7 +76,7 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all deps run run-stat test check check-asan bench clean distclean format build-tests fuzz
+.PHONY: all deps run run-stat test check check-asan bench clean distclean format build-tests fuzz fuzz-parsers
 all: $(O)/cgperf-agent $(O)/cgperf-exporter
 
 deps:
@@ -86,7 +98,7 @@ $(PROTO_OBJ): $(PROTO_C) $(PROTO_H)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 # Anything may include agent/wire.h: generate before compiling.
-$(LIB_OBJ) $(AGENT_OBJ) $(EXPORTER_OBJ) $(UNIT_BIN) $(TOOL_BIN): | $(PROTO_H)
+$(LIB_OBJ) $(AGENT_OBJ) $(EXPORTER_OBJ) $(UNIT_BIN) $(TOOL_BIN) $(TESTLIB_OBJ): | $(PROTO_H)
 
 $(O)/libcgperf.a: $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -99,10 +111,11 @@ $(O)/cgperf-exporter: $(EXPORTER_OBJ) $(O)/libcgperf.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lsqlite3 $(LDLIBS_AGENT)
 
-$(O)/tests/%: tests/unit/%.c $(O)/libcgperf.a
+$(O)/tests/%: tests/unit/%.c $(TESTLIB_OBJ) $(O)/libcgperf.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libcgperf.a -lcmocka $(LDLIBS_AGENT)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TESTLIB_OBJ) $(TEST_EXTRA_OBJ) \
+		$(O)/libcgperf.a -lcmocka $(LDLIBS_AGENT)
 
 # test_unwind unwinds through a frame with a cleanup: its CFI then has a
 # personality and an LSDA (CIE augmentation "zPLR"), as C++ code has.
@@ -112,10 +125,11 @@ $(O)/tests/test_unwind: override CFLAGS += -fexceptions
 $(O)/libexporter.a: $(EXPORTER_LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(UNIT_EXPORTER_BIN): $(O)/tests/%: tests/unit/%.c $(O)/libexporter.a $(O)/libcgperf.a
+$(UNIT_EXPORTER_BIN): $(O)/tests/%: tests/unit/%.c $(TESTLIB_OBJ) $(O)/libexporter.a $(O)/libcgperf.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libexporter.a $(O)/libcgperf.a \
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TESTLIB_OBJ) $(TEST_EXTRA_OBJ) \
+		$(O)/libexporter.a $(O)/libcgperf.a \
 		-lcmocka -lsqlite3 $(LDLIBS_AGENT)
 
 $(O)/tools/%: tests/tools/%.c $(O)/libexporter.a $(O)/libcgperf.a
@@ -203,14 +217,46 @@ $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h) agent/wire.h 
 		-lsqlite3 -lprotobuf-c -lz -lm
 
 # The .eh_frame scan of the DWARF unwinder (personality and LSDA words).
-FUZZ_CFI_SRC := tests/fuzz/fuzz_cfi.c agent/unwind.c
+FUZZ_CFI_SRC := tests/fuzz/fuzz_cfi.c agent/unwind.c agent/rootfs.c
 $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/unwind.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZCC  $@")
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 $(WARNFLAGS) $(FUZZ_FLAGS) -o $@ $(FUZZ_CFI_SRC) \
 		-lelf -lunwind-x86_64 -lunwind
 
-fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest $(O)/fuzz/fuzz_cfi
+# Parsers of files a container may hand the agent, and the YAML config:
+# ELF symbols (and symtab's .eh_frame_hdr), USDT notes, the unwinder's
+# .eh_frame_hdr load, config_parse(). Seeds and a short run of each:
+# tests/integration/fuzz_parsers.sh.
+FUZZ_SYMTAB_SRC := tests/fuzz/fuzz_symtab.c agent/symtab.c agent/symcache.c agent/rootfs.c
+FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/usdt.c agent/rootfs.c
+FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c agent/unwind.c agent/rootfs.c
+FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/config.c agent/events.c agent/demangle.c agent/fold.c \
+	cgroup/identity.c
+FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config)
+
+$(O)/fuzz/fuzz_symtab: $(FUZZ_SYMTAB_SRC) agent/symtab.h agent/symcache.h tests/fuzz/fuzz_file.h
+$(O)/fuzz/fuzz_symtab: FUZZ_SRC := $(FUZZ_SYMTAB_SRC)
+$(O)/fuzz/fuzz_symtab: FUZZ_LIBS := -ldw -lelf -lz
+$(O)/fuzz/fuzz_usdt: $(FUZZ_USDT_SRC) agent/usdt.h tests/fuzz/fuzz_file.h
+$(O)/fuzz/fuzz_usdt: FUZZ_SRC := $(FUZZ_USDT_SRC)
+$(O)/fuzz/fuzz_usdt: FUZZ_LIBS := -lelf
+$(O)/fuzz/fuzz_ehhdr: $(FUZZ_EHHDR_SRC) agent/unwind.h tests/fuzz/fuzz_file.h
+$(O)/fuzz/fuzz_ehhdr: FUZZ_SRC := $(FUZZ_EHHDR_SRC)
+$(O)/fuzz/fuzz_ehhdr: FUZZ_LIBS := -lelf -lunwind-x86_64 -lunwind
+$(O)/fuzz/fuzz_config: $(FUZZ_CONFIG_SRC) agent/config.h agent/events.h cgroup/identity.h
+$(O)/fuzz/fuzz_config: FUZZ_SRC := $(FUZZ_CONFIG_SRC)
+$(O)/fuzz/fuzz_config: FUZZ_LIBS := -lyaml $(TRACEFS_LIBS) -liberty
+
+$(FUZZ_PARSERS):
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCC  $@")
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 $(WARNFLAGS) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRC) $(FUZZ_LIBS)
+
+fuzz-parsers: $(FUZZ_PARSERS) $(O)/workloads/sdtprobe
+	$(Q)BUILD=$(O) FUZZ_PARSERS_TIME=$(FUZZ_TIME) tests/integration/fuzz_parsers.sh
+
+fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest $(O)/fuzz/fuzz_cfi fuzz-parsers
 	@mkdir -p $(O)/fuzz/corpus/wire
 	$(Q)$(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/corpus/wire
 	$(Q)$(O)/fuzz/fuzz_wire -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
@@ -228,7 +274,7 @@ fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest $(O)/f
 		$(O)/fuzz/corpus/cfi
 
 format:
-	clang-format -i cgroup/*.[ch] agent/*.[ch] exporter/*.[ch] tests/unit/*.c tests/fuzz/*.c \
+	clang-format -i cgroup/*.[ch] agent/*.[ch] exporter/*.[ch] tests/unit/*.[ch] tests/fuzz/*.c \
 		$(wildcard tests/tools/*.c)
 
 clean:

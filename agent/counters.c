@@ -101,7 +101,8 @@ static void slot_release(struct counters *c, struct slot *s)
 {
 	if (!s->used)
 		return;
-	for (size_t i = 0; i < c->nev * c->ncpu; i++) {
+	/* fds is NULL when counters_add's allocation of it failed */
+	for (size_t i = 0; s->fds && i < c->nev * c->ncpu; i++) {
 		if (s->fds[i] >= 0) {
 			close(s->fds[i]);
 			c->nfds--;

@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "agent/events.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
+#include <tracefs.h>
 
 
 struct builtin {
@@ -64,76 +62,42 @@ const char *ev_builtin_name(size_t i, const char **kind)
 }
 
 /*
- * A host where nothing mounted tracefs yet (no systemd, a fresh container
- * host, a minimal VM) still has its mount point in sysfs. Mount it there,
- * as libtracefs and systemd's sys-kernel-tracing.mount do: tracepoints are
- * otherwise unusable, and a mount of the kernel's own tracefs at its
- * standard place changes nothing else. Needs CAP_SYS_ADMIN in the initial
- * mount namespace; without it the caller reports tracefs as not mounted.
+ * Finding tracefs is libtracefs's job: it knows the places (a tracefs mount,
+ * debugfs's tracing/ directory) and, on a host where nothing mounted it yet
+ * (no systemd, a fresh container host, a minimal VM), mounts tracefs at
+ * /sys/kernel/tracing as systemd's sys-kernel-tracing.mount would. Such a
+ * mount needs CAP_SYS_ADMIN in the mount namespace; without it the caller
+ * reports tracefs as not mounted. The module does not print: the mount is
+ * told to the hook the command installed.
  */
-#define TRACEFS_DEFAULT "/sys/kernel/tracing"
+static void (*mount_hook)(const char *path);
 
-static char *tracefs_mount_default(void)
+void ev_tracefs_on_mount(void (*fn)(const char *path))
 {
-	struct stat st;
-
-	if (stat(TRACEFS_DEFAULT, &st) != 0 || !S_ISDIR(st.st_mode))
-		return NULL;
-	if (mount("nodev", TRACEFS_DEFAULT, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0 &&
-	    errno != EBUSY)
-		return NULL;
-	/* EBUSY: mounted meanwhile by someone else; events/ says it is usable */
-	if (stat(TRACEFS_DEFAULT "/events", &st) != 0)
-		return NULL;
-	return strdup(TRACEFS_DEFAULT);
+	mount_hook = fn;
 }
 
 const char *ev_tracefs(void)
 {
 	static char *cached;
-	static int done;
-	FILE *f;
-	char *line = NULL;
-	size_t cap = 0;
+	static bool done;
+	const char *path = NULL;
 
 	if (done)
 		return cached;
-	done = 1;
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return NULL;
-	/* Prefer a tracefs mount; fall back to debugfs's tracing directory. */
-	while (getline(&line, &cap, f) > 0) {
-		char mnt[4096], fstype[64];
-		const char *sep = strstr(line, " - ");
-
-		if (!sep || sscanf(sep, " - %63s", fstype) != 1)
-			continue;
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
-			continue;
-		if (!strcmp(fstype, "tracefs") && !cached) {
-			cached = strdup(mnt);
-		} else if (!strcmp(fstype, "debugfs") && !cached) {
-			size_t n = strlen(mnt) + sizeof("/tracing");
-			char *p = malloc(n);
-			DIR *d;
-
-			if (!p)
-				continue;
-			snprintf(p, n, "%s/tracing", mnt);
-			d = opendir(p);
-			if (d) {
-				closedir(d);
-				cached = p;
-			} else {
-				free(p);
-			}
-		}
+	done = true;
+	/* The path is libtracefs's allocation, handed over: kept for good. */
+	if (tracefs_tracing_dir_is_mounted(false, &path) == 1 && path) {
+		cached = (char *)path;
+		return cached;
 	}
-	free(line);
-	fclose(f);
-	if (!cached)
-		cached = tracefs_mount_default();
+	/* 0: not mounted before, mounted now at @path; -1: could not mount. */
+	path = NULL;
+	if (tracefs_tracing_dir_is_mounted(true, &path) != 0 || !path)
+		return NULL;
+	cached = (char *)path;
+	if (mount_hook)
+		mount_hook(cached);
 	return cached;
 }
 
@@ -156,34 +120,56 @@ static int parse_modifiers(const char *mod, struct ev_spec *out)
 	return 0;
 }
 
-static int read_tracepoint_id(const char *tracefs, const char *sys, const char *name,
-			      uint64_t *id)
+/* An event file (id, format) of tracefs at @tracefs, as libtracefs reads
+ * it: a malloc'd NUL-terminated buffer and its length, or -errno. */
+int ev_tracefs_read(const char *tracefs, const char *sys, const char *event, const char *file,
+		    char **out, size_t *len)
 {
-	char path[4096], buf[32], *end;
-	FILE *f;
-	unsigned long long v;
+	struct tracefs_instance *top;
+	char *text;
+	int size = 0, err;
 
 	if (!tracefs)
 		return -ENOENT;
-	if (strchr(sys, '/') || strchr(name, '/') || !strcmp(sys, "..") || !strcmp(name, ".."))
+	if (strchr(sys, '/') || strchr(event, '/') || !strcmp(sys, "..") || !strcmp(event, "..") ||
+	    !strcmp(sys, ".") || !strcmp(event, "."))
 		return -EINVAL;
-	if ((size_t)snprintf(path, sizeof(path), "%s/events/%s/%s/id", tracefs, sys, name) >=
-	    sizeof(path))
-		return -ENAMETOOLONG;
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? -ENOENT : -errno;
-	if (!fgets(buf, sizeof(buf), f)) {
-		fclose(f);
+	/* The top instance of that tracefs; NULL would mean the host's own. */
+	top = tracefs_instance_alloc(tracefs, NULL);
+	if (!top)
+		return errno ? -errno : -ENOENT;
+	errno = 0;
+	text = tracefs_event_file_read(top, sys, event, file, &size);
+	err = errno;
+	tracefs_instance_free(top);
+	if (!text)
+		return err ? -err : -EIO;
+	if (size < 0) {
+		free(text);
 		return -EIO;
 	}
-	fclose(f);
-	errno = 0;
-	v = strtoull(buf, &end, 10);
-	if (errno || end == buf)
-		return -EIO;
-	*id = v;
+	*out = text;
+	if (len)
+		*len = (size_t)size;
 	return 0;
+}
+
+static int read_tracepoint_id(const char *tracefs, const char *sys, const char *name,
+			      uint64_t *id)
+{
+	char *text, *end;
+	unsigned long long v;
+	int err = ev_tracefs_read(tracefs, sys, name, "id", &text, NULL);
+
+	if (err)
+		return err;
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	err = errno || end == text || (*end && *end != '\n') ? -EIO : 0;
+	free(text);
+	if (!err)
+		*id = v;
+	return err;
 }
 
 int ev_parse(const char *name, const char *tracefs, struct ev_spec *out)
@@ -366,58 +352,45 @@ static void consider(struct ranking *r, const char *want, const char *have)
 
 static void scan_tracepoints(struct ranking *r, const char *want, const char *tracefs)
 {
-	char path[4096];
-	DIR *events, *sub;
-	struct dirent *s, *e;
 	const char *colon = strchr(want, ':');
 	size_t wsys = colon ? (size_t)(colon - want) : 0;
+	char **systems = tracefs_event_systems(tracefs);
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/events", tracefs) >= sizeof(path))
-		return;
-	events = opendir(path);
-	if (!events)
-		return;
-	while ((s = readdir(events))) {
-		if (s->d_type != DT_DIR || s->d_name[0] == '.')
-			continue;
+	for (size_t i = 0; systems && systems[i]; i++) {
+		const char *sys = systems[i];
+		char **events;
+
 		/* With a subsystem given, only look at subsystems close to it. */
 		if (colon) {
-			char sys[256];
+			char want_sys[256];
 
-			if (wsys >= sizeof(sys))
+			if (wsys >= sizeof(want_sys))
 				continue;
-			memcpy(sys, want, wsys);
-			sys[wsys] = '\0';
-			if (ev_distance(sys, s->d_name) > 2)
+			memcpy(want_sys, want, wsys);
+			want_sys[wsys] = '\0';
+			if (ev_distance(want_sys, sys) > 2)
 				continue;
 		}
-		if ((size_t)snprintf(path, sizeof(path), "%s/events/%s", tracefs, s->d_name) >=
-		    sizeof(path))
-			continue;
-		sub = opendir(path);
-		if (!sub)
-			continue;
-		while ((e = readdir(sub))) {
+		events = tracefs_system_events(tracefs, sys);
+		for (size_t j = 0; events && events[j]; j++) {
 			char full[600];
 
-			if (e->d_type != DT_DIR || e->d_name[0] == '.')
-				continue;
-			if ((size_t)snprintf(full, sizeof(full), "%s:%s", s->d_name, e->d_name) >=
+			if ((size_t)snprintf(full, sizeof(full), "%s:%s", sys, events[j]) >=
 			    sizeof(full))
 				continue;
 			if (colon) {
 				consider(r, want, full);
 			} else {
 				/* "sched_switch" alone: suggest "sched:sched_switch". */
-				size_t d = closeness(want, e->d_name);
+				size_t d = closeness(want, events[j]);
 
 				if (d <= 2)
 					rank(r, full, d + 1);
 			}
 		}
-		closedir(sub);
+		tracefs_list_free(events);
 	}
-	closedir(events);
+	tracefs_list_free(systems);
 }
 
 size_t ev_suggest(const char *name, const char *tracefs, char **out, size_t max)

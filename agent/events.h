@@ -29,11 +29,26 @@ struct ev_spec {
 	bool is_clock; /* task-clock/cpu-clock: nanoseconds, shown as msec */
 };
 
-/* The tracefs mount ("/sys/kernel/tracing" or ".../debug/tracing"), found
- * from /proc/self/mountinfo. When neither is mounted, tracefs is mounted at
- * /sys/kernel/tracing if the caller may (CAP_SYS_ADMIN); NULL when it is
- * still not there. Cached: the first call decides. */
+/* The tracefs mount ("/sys/kernel/tracing" or ".../debug/tracing"), found by
+ * libtracefs. When neither is mounted, tracefs is mounted at
+ * /sys/kernel/tracing if the caller may (CAP_SYS_ADMIN) and the hook set by
+ * ev_tracefs_on_mount() is told; NULL when it is still not there. Cached:
+ * the first call decides. Not thread-safe: call it once before threads. */
 const char *ev_tracefs(void);
+
+/* @fn(path) is called when ev_tracefs() mounted tracefs itself, so that
+ * the command can say so (this module does not print). */
+void ev_tracefs_on_mount(void (*fn)(const char *path));
+
+/*
+ * Read events/@sys/@event/@file of the tracefs at @tracefs (through
+ * libtracefs): 0 with a malloc'd NUL-terminated *@out (the caller frees) and
+ * its length in *@len (if not NULL); -ENOENT when @tracefs is NULL or the
+ * file is missing, -EINVAL for a name that would leave events/ ("/", ".."),
+ * -EACCES and other -errno from the read.
+ */
+int ev_tracefs_read(const char *tracefs, const char *sys, const char *event, const char *file,
+		    char **out, size_t *len);
 
 /*
  * Resolve @name into @out. @tracefs may be NULL (tracepoints then fail).

@@ -2,6 +2,7 @@
 #include "agent/log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,9 +12,18 @@
 
 #define GUARD_SLOTS 64
 
+/*
+ * Threads share this module (the exporter's main loop and its HTTP
+ * threads): one mutex covers the settings, the flood guard and the writing
+ * of a line, so a line is decided and written whole, never interleaved with
+ * another thread's. Logging is rare next to the work it reports; a lock held
+ * for one line costs nothing measurable.
+ */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static bool json_out;
 static enum log_level threshold = LOG_INFO;
 static unsigned long suppressed;
+static FILE *out_stream; /* NULL: stderr */
 
 /* Flood guard: per message text (by a hash of it: messages may be built in
  * reused buffers), the minute it was last seen and how often. */
@@ -27,29 +37,43 @@ static const char *const names[] = {"debug", "info", "warn", "error"};
 
 int log_setup(const char *format, const char *level)
 {
-	if (format) {
-		if (!strcmp(format, "json"))
-			json_out = true;
-		else if (!strcmp(format, "logfmt"))
-			json_out = false;
-		else
-			return -EINVAL;
-	}
-	if (level) {
-		size_t i;
+	bool json = false;
+	size_t lvl = 0;
 
-		for (i = 0; i < 4 && strcmp(level, names[i]); i++)
+	if (format && strcmp(format, "json") && strcmp(format, "logfmt"))
+		return -EINVAL;
+	json = format && !strcmp(format, "json");
+	if (level) {
+		for (lvl = 0; lvl < 4 && strcmp(level, names[lvl]); lvl++)
 			;
-		if (i == 4)
+		if (lvl == 4)
 			return -EINVAL;
-		threshold = (enum log_level)i;
 	}
+	/* Both checked: a bad level leaves the format as it was, too. */
+	pthread_mutex_lock(&lock);
+	if (format)
+		json_out = json;
+	if (level)
+		threshold = (enum log_level)lvl;
+	pthread_mutex_unlock(&lock);
 	return 0;
+}
+
+void log_set_stream(FILE *f)
+{
+	pthread_mutex_lock(&lock);
+	out_stream = f;
+	pthread_mutex_unlock(&lock);
 }
 
 unsigned long log_suppressed(void)
 {
-	return suppressed;
+	unsigned long n;
+
+	pthread_mutex_lock(&lock);
+	n = suppressed;
+	pthread_mutex_unlock(&lock);
+	return n;
 }
 
 /* logfmt values: bare when safe, else quoted with \" \\ and \n escaped. */
@@ -77,7 +101,8 @@ static void logfmt_value(FILE *f, const char *v)
 	fputc('"', f);
 }
 
-static bool flood_guard(const char *msg)
+/* Called with the lock held. */
+static bool flood_guard(FILE *f, const char *msg)
 {
 	time_t minute = time(NULL) / 60;
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -88,7 +113,7 @@ static bool flood_guard(const char *msg)
 	slot = (unsigned)(h % GUARD_SLOTS);
 	if (guard[slot].hash != h || guard[slot].minute != minute) {
 		if (guard[slot].count > LOG_BURST)
-			fprintf(stderr,
+			fprintf(f,
 				json_out ? "{\"level\":\"info\",\"msg\":\"earlier message repeated\","
 					   "\"suppressed\":%u}\n"
 					 : "level=info msg=\"earlier message repeated\" suppressed=%u\n",
@@ -109,10 +134,14 @@ void log_vkv(enum log_level lvl, const char *msg, va_list ap)
 	char ts[96];
 	struct timespec now;
 	struct tm tm;
-	FILE *f = stderr;
+	FILE *f;
 
-	if (lvl < threshold || !flood_guard(msg))
+	pthread_mutex_lock(&lock);
+	f = out_stream ? out_stream : stderr;
+	if (lvl < threshold || !flood_guard(f, msg)) {
+		pthread_mutex_unlock(&lock);
 		return;
+	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	gmtime_r(&now.tv_sec, &tm);
 	snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
@@ -143,6 +172,7 @@ void log_vkv(enum log_level lvl, const char *msg, va_list ap)
 	}
 	fputs(json_out ? "}\n" : "\n", f);
 	fflush(f);
+	pthread_mutex_unlock(&lock);
 }
 
 void log_kv(enum log_level lvl, const char *msg, ...)

@@ -7,10 +7,13 @@
  * (ts=... level=info msg="..." key=value) or JSON, with a level threshold
  * and a flood guard: the same message (by its format string) is written at
  * most LOG_BURST times per minute, then counted and summarized.
+ *
+ * Thread-safe: every call may come from any thread; a line is written whole.
  */
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
@@ -26,6 +29,10 @@ int log_setup(const char *format, const char *level);
  */
 void log_kv(enum log_level lvl, const char *msg, ...) __attribute__((sentinel));
 void log_vkv(enum log_level lvl, const char *msg, va_list ap);
+
+/* Write to @f instead of stderr (NULL: stderr again). The caller keeps @f
+ * open while the log may write to it. */
+void log_set_stream(FILE *f);
 
 /* Lines suppressed by the flood guard so far. */
 unsigned long log_suppressed(void);

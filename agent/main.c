@@ -3,10 +3,13 @@
  * cgperf-agent: container- and cgroup-aware profiling agent. A perf-like
  * command for one-off use; each subcommand lives in agent/cmd_*.c.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "agent/cmd.h"
+#include "agent/events.h"
+#include "agent/log.h"
 
 #ifndef CGPERF_VERSION
 #define CGPERF_VERSION "0.1.0"
@@ -24,6 +27,19 @@ static const struct {
 	{"wire-dump", cmd_wiredump, "decode pushed batches (as a collector gets them) to JSON"},
 	{"trace", cmd_trace, "uprobes, USDT and tracepoints per cgroup: hits, histograms, latency"},
 };
+
+/* `run` logs through the log module; the one-shot commands talk plainly. */
+static bool log_structured;
+
+/* Told by the events module when it mounted tracefs itself. */
+static void tracefs_mounted(const char *path)
+{
+	if (log_structured)
+		log_kv(LOG_INFO, "mounted tracefs: nothing had mounted it", "path", path, NULL);
+	else
+		fprintf(stderr, "cgperf-agent: mounted tracefs at %s (nothing had mounted it)\n",
+			path);
+}
 
 static void usage(FILE *f)
 {
@@ -47,6 +63,8 @@ int main(int argc, char **argv)
 		printf("cgperf-agent %s\n", CGPERF_VERSION);
 		return 0;
 	}
+	ev_tracefs_on_mount(tracefs_mounted);
+	log_structured = !strcmp(argv[1], "run");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);

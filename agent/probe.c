@@ -1142,43 +1142,16 @@ struct tp_field {
 	bool is_signed, dynamic, relative;
 };
 
-/* Read tracefs events/SYS/EVENT/format into a NUL-terminated buffer. */
+/* Read tracefs events/SYS/EVENT/format (libtracefs) into a NUL-terminated
+ * buffer, cut at PROBE_FORMAT_MAX bytes. */
 static int format_read(const char *tracefs, const char *sys, const char *event, char **out)
 {
-	size_t n = strlen(tracefs) + strlen(sys) + strlen(event) + 32, len = 0;
-	char *path = malloc(n), *buf = NULL;
-	ssize_t r;
-	int fd, err = 0;
+	size_t len;
+	int err = ev_tracefs_read(tracefs, sys, event, "format", out, &len);
 
-	if (!path)
-		return -ENOMEM;
-	snprintf(path, n, "%s/events/%s/%s/format", tracefs, sys, event);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	free(path);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(PROBE_FORMAT_MAX + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (len < PROBE_FORMAT_MAX && (r = read(fd, buf + len, PROBE_FORMAT_MAX - len)) != 0) {
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			break;
-		}
-		len += (size_t)r;
-	}
-	close(fd);
-	if (err < 0) {
-		free(buf);
-		return err;
-	}
-	buf[len] = '\0';
-	*out = buf;
-	return 0;
+	if (!err && len > PROBE_FORMAT_MAX)
+		(*out)[PROBE_FORMAT_MAX] = '\0';
+	return err;
 }
 
 static int tp_argdef(struct probe *p, const struct tp_field *fields, size_t nfields, char *tok,

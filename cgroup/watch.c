@@ -60,8 +60,21 @@ static int add_watch(struct cg_watch *w, const char *rel)
 	free(abs);
 	if (wd < 0)
 		return -errno;
-	if (find_wd(w, wd))
-		return 0; /* already watched (inotify returns the same wd) */
+	slot = find_wd(w, wd);
+	if (slot) {
+		/* Already watched (inotify returns the same wd): a directory
+		 * renamed keeps its watch, and now goes by @rel. */
+		char *path;
+
+		if (!strcmp(slot->path, rel))
+			return 0;
+		path = strdup(rel);
+		if (!path)
+			return -ENOMEM; /* the watch stays, under its old name */
+		free(slot->path);
+		slot->path = path;
+		return 0;
+	}
 	for (size_t i = 0; i < w->n && !slot; i++)
 		if (!w->v[i].path)
 			slot = &w->v[i];
@@ -145,7 +158,11 @@ struct cg_watch *cg_watch_new(const char *mount)
 		err = w->fd < 0 ? errno : ENOMEM;
 		goto fail;
 	}
-	err = -add_tree(w, "/", 0, NULL, NULL, &calls);
+	/* The root must be there: add_tree() forgives a vanished directory,
+	 * which is right below the root (removed meanwhile), not for it. */
+	err = -add_watch(w, "/");
+	if (!err)
+		err = -add_tree(w, "/", 0, NULL, NULL, &calls);
 	if (err)
 		goto fail;
 	return w;

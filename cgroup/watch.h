@@ -22,7 +22,8 @@ enum cg_watch_kind {
 
 struct cg_watch;
 
-/* Watch every cgroup under @mount. NULL + errno. */
+/* Watch every cgroup under @mount. NULL + errno (ENOENT or ENOTDIR when
+ * @mount is not a directory, ENOSPC when out of inotify watches). */
 struct cg_watch *cg_watch_new(const char *mount);
 void cg_watch_free(struct cg_watch *w);
 

@@ -152,19 +152,6 @@ struct req {
 	unsigned status;
 };
 
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void hlog(enum log_level lvl, const char *msg, ...)
-{
-	va_list ap;
-
-	va_start(ap, msg);
-	pthread_mutex_lock(&log_lock);
-	log_vkv(lvl, msg, ap);
-	pthread_mutex_unlock(&log_lock);
-	va_end(ap);
-}
-
 uint64_t http_now_ns(void)
 {
 	struct timespec ts;
@@ -428,7 +415,7 @@ static void count_reject(struct http *h, enum reject why, const char *text)
 	pthread_mutex_lock(&h->lock);
 	h->rejects[why]++;
 	pthread_mutex_unlock(&h->lock);
-	hlog(LOG_WARN, "push rejected", "reason", reject_name[why], "error", text, NULL);
+	log_kv(LOG_WARN, "push rejected", "reason", reject_name[why], "error", text, NULL);
 }
 
 /* Compare without leaking where the first difference is. */
@@ -793,7 +780,7 @@ static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, st
 	free(x.mods);
 	if (ret) {
 		fold_set_free(x.fs);
-		hlog(LOG_ERROR, "stacks query failed", "error", strerror(-ret), NULL);
+		log_kv(LOG_ERROR, "stacks query failed", "error", strerror(-ret), NULL);
 		return answer(c, r, ret == -ENOMEM ? MHD_HTTP_SERVICE_UNAVAILABLE
 						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
 			      "stacks query failed\n");
@@ -1179,8 +1166,8 @@ static void ingest(struct http *h, struct req **rs, size_t n)
 			 "up to %zu (%zu bytes); caps %zu entries, %zu bytes",
 			 held_n, held_b, grow_n, grow_b, max_n, max_b);
 		h->rejects[REJ_SERIES_LIMIT]++;
-		hlog(LOG_WARN, "push rejected", "reason", reject_name[REJ_SERIES_LIMIT], "error", err,
-		     NULL);
+		log_kv(LOG_WARN, "push rejected", "reason", reject_name[REJ_SERIES_LIMIT], "error",
+		       err, NULL);
 		wire_batch_decoded_free(rs[i]->m);
 		rs[i]->m = NULL;
 		answer_retry(NULL, rs[i], h, err);
@@ -1199,7 +1186,7 @@ static void ingest(struct http *h, struct req **rs, size_t n)
 		if (res[j] == 0) {
 			h->received++;
 			if (totals_add_batch(h->cfg.totals, rs[i]->m, now))
-				hlog(LOG_ERROR, "out of memory: /metrics totals incomplete", NULL);
+				log_kv(LOG_ERROR, "out of memory: /metrics totals incomplete", NULL);
 		} else if (res[j] == 1) {
 			h->duplicates++;
 		} else {
@@ -1218,11 +1205,11 @@ static void ingest(struct http *h, struct req **rs, size_t n)
 		ret = res[j++];
 		snprintf(seq, sizeof(seq), "%" PRIu64, m->seq);
 		if (ret < 0)
-			hlog(LOG_ERROR, "cannot store batch", "agent_id", m->agent_id, "seq", seq,
-			     "error", err, NULL);
+			log_kv(LOG_ERROR, "cannot store batch", "agent_id", m->agent_id, "seq", seq,
+			       "error", err, NULL);
 		else
-			hlog(LOG_DEBUG, ret ? "duplicate batch" : "batch stored", "host", m->host,
-			     "agent_id", m->agent_id, "seq", seq, NULL);
+			log_kv(LOG_DEBUG, ret ? "duplicate batch" : "batch stored", "host", m->host,
+			       "agent_id", m->agent_id, "seq", seq, NULL);
 		wire_batch_decoded_free(m);
 		rs[i]->m = NULL;
 		if (ret < 0)

@@ -6,7 +6,7 @@
 #   packaging/install-deps.sh --build    only what `make` needs
 set -eu
 
-BUILD="gcc g++ make pkg-config libc6-dev libelf-dev libdw-dev libunwind-dev libtraceevent-dev
+BUILD="gcc g++ make pkg-config libc6-dev libelf-dev libdw-dev libunwind-dev libtraceevent-dev libtracefs-dev
 libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler libmicrohttpd-dev libsqlite3-dev
 libyaml-dev zlib1g-dev libiberty-dev"
 # Tests and benchmarks: golang-go for `go tool pprof`, prometheus-pushgateway

@@ -19,6 +19,7 @@ out=$(unshare -m --propagation private bash -c '
 [[ $rc -eq 0 ]] || fail "stat with tracefs unmounted: rc=$rc: $out"
 grep -q '^MOUNTED /sys/kernel/tracing$' <<<"$out" || fail "tracefs not mounted by the agent: $out"
 grep -q 'sched:sched_switch' <<<"$out" || fail "no sched:sched_switch count: $out"
+grep -q "mounted tracefs at /sys/kernel/tracing" <<<"$out" || fail "the agent did not say it mounted tracefs: $out"
 
 # Without CAP_SYS_ADMIN nothing is mounted, and the message says what to do.
 out=$(unshare -m --propagation private bash -c '

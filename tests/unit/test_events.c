@@ -262,7 +262,11 @@ static int fake_setup(void **state)
 	fake_puts(f, "tracing/events/sched/sched_switch", "id", "316\n");
 	fake_puts(f, "tracing/events/sched/sched_wakeup", "id", "318\n");
 	fake_puts(f, "tracing/events/sched/sched_process_exec", "id", "312\n");
+	/* Every subsystem of a real tracefs has an enable file: libtracefs lists
+	 * a directory of events/ as a subsystem by it. */
+	fake_puts(f, "tracing/events/syscalls", "enable", "0\n");
 	fake_puts(f, "tracing/events/syscalls/sys_enter_read", "id", "655\n");
+	fake_puts(f, "tracing/events/block", "enable", "0\n");
 	fake_puts(f, "tracing/events/block/block_rq_issue", "id", "1210");
 	/* broken entries: no id, an id that is not a number, an empty id */
 	fake_mkdirs(f, "tracing/events/broken/no_id");

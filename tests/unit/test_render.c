@@ -28,68 +28,7 @@
 #include <zlib.h>
 
 #include "exporter/render.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define HAVE_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAVE_ASAN 1
-#endif
-#endif
-
-/* ---- allocation failure injection (not under ASan) ---------------------- */
-
-#ifndef HAVE_ASAN
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-
-static long fail_countdown = -1; /* fail the allocation this many from now */
-static bool failed_one, counting;
-static long live; /* allocations not yet freed while counting */
-
-static bool fail_now(void)
-{
-	if (fail_countdown < 0)
-		return false;
-	if (fail_countdown-- == 0) {
-		failed_one = true;
-		return true;
-	}
-	return false;
-}
-
-void *malloc(size_t n)
-{
-	void *p = fail_now() ? NULL : __libc_malloc(n);
-
-	live += counting && p;
-	return p;
-}
-
-void *calloc(size_t a, size_t b)
-{
-	void *p = fail_now() ? NULL : __libc_calloc(a, b);
-
-	live += counting && p;
-	return p;
-}
-
-void *realloc(void *old, size_t n)
-{
-	void *p = fail_now() ? NULL : __libc_realloc(old, n);
-
-	live += counting && p && !old;
-	return p;
-}
-
-void free(void *p)
-{
-	live -= counting && p;
-	__libc_free(p);
-}
-#endif
+#include "tests/unit/testalloc.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -1011,7 +950,6 @@ static void test_svg_layout(void **state)
 
 /* ---- allocation failures ------------------------------------------------ */
 
-#ifndef HAVE_ASAN
 static int run_all(FILE *sink)
 {
 	struct fold_set *fs = fold_set_new();
@@ -1041,31 +979,25 @@ out:
 	return ret;
 }
 
-#endif
-
 static void test_alloc_failures(void **state)
 {
-#ifdef HAVE_ASAN
-	skip(); /* ASan owns malloc; the plain build runs this */
-#else
-	FILE *sink = fopen("/dev/null", "w");
+	FILE *sink;
 	long i;
 
+	if (!tl_alloc_available())
+		skip(); /* ASan owns malloc; the plain build runs this */
+	sink = fopen("/dev/null", "w");
 	assert_non_null(sink);
 	assert_int_equal(run_all(sink), 0); /* sink's buffer allocated once */
 	for (i = 0; i < 100000; i++) {
 		int ret;
 
-		failed_one = false;
-		live = 0;
-		counting = true;
-		fail_countdown = i;
+		tl_alloc_fail_at(i);
 		ret = run_all(sink);
-		fail_countdown = -1;
-		counting = false;
-		if (live)
-			fail_msg("allocation %ld failed: %ld allocations leaked", i, live);
-		if (!failed_one) {
+		tl_alloc_reset();
+		if (tl_alloc_live())
+			fail_msg("allocation %ld failed: %ld allocations leaked", i, tl_alloc_live());
+		if (!tl_alloc_failed()) {
 			assert_int_equal(ret, 0);
 			break;
 		}
@@ -1076,7 +1008,6 @@ static void test_alloc_failures(void **state)
 	print_message("     %ld allocations failed in turn\n", i);
 	assert_true(i > 20);
 	fclose(sink);
-#endif
 }
 
 /* ---- scale -------------------------------------------------------------- */

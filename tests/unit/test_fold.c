@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+/*
+ * agent/fold: the byte-keyed counting table under `record`. Keys found
+ * again, binary keys (NULs inside, empty), growth far past the first table,
+ * the key cap and its refusals, sorted folded output, frame-name
+ * sanitizing, and every allocation failed in turn (NULL, nothing leaked,
+ * the table still usable).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/fold.h"
+#include "tests/unit/testalloc.h"
+#include "tests/unit/testlib.h"
+
+#define NCASES(a) (sizeof(a) / sizeof((a)[0]))
+
+static uint64_t *slot_str(struct fold *f, const char *s)
+{
+	return fold_slot(f, s, strlen(s));
+}
+
+static void test_counting(void **state)
+{
+	struct fold *f = fold_new();
+	uint64_t *a, *b;
+
+	assert_non_null(f);
+	assert_int_equal(fold_count(f), 0);
+	a = slot_str(f, "main;work");
+	assert_non_null(a);
+	assert_int_equal(*a, 0); /* new keys start at 0 */
+	*a += 3;
+	b = slot_str(f, "main;work");
+	assert_ptr_equal(a, b);
+	assert_int_equal(*b, 3);
+	*slot_str(f, "main;idle") += 1;
+	assert_int_equal(fold_count(f), 2);
+	/* prefixes and extensions are other keys */
+	assert_int_equal(*slot_str(f, "main;wor"), 0);
+	assert_int_equal(*slot_str(f, "main;work;"), 0);
+	assert_int_equal(fold_count(f), 4);
+	assert_int_equal(fold_refused(f), 0);
+	fold_free(f);
+	fold_free(NULL);
+}
+
+static void test_binary_keys(void **state)
+{
+	static const unsigned char k1[] = { 0, 1, 2, 0 }, k2[] = { 0, 1, 2, 1 };
+	struct fold *f = fold_new();
+
+	assert_non_null(f);
+	*fold_slot(f, k1, sizeof(k1)) = 10;
+	*fold_slot(f, k2, sizeof(k2)) = 20;
+	*fold_slot(f, k1, 3) = 30; /* the first three bytes: another key */
+	*fold_slot(f, "", 0) = 40; /* the empty key is a key */
+	assert_int_equal(fold_count(f), 4);
+	assert_int_equal(*fold_slot(f, k1, sizeof(k1)), 10);
+	assert_int_equal(*fold_slot(f, k2, sizeof(k2)), 20);
+	assert_int_equal(*fold_slot(f, k1, 3), 30);
+	assert_int_equal(*fold_slot(f, "", 0), 40);
+	fold_free(f);
+}
+
+struct sum {
+	uint64_t keys, total;
+	bool bad;
+};
+
+static void sum_cb(void *ctx, const void *key, size_t len, uint64_t value)
+{
+	struct sum *s = ctx;
+	unsigned long i;
+
+	/* keys are "k<i>", value i + 1, and a NUL follows each key */
+	if (sscanf(key, "k%lu", &i) != 1 || value != i + 1 || ((const char *)key)[len])
+		s->bad = true;
+	s->keys++;
+	s->total += value;
+}
+
+static void test_growth(void **state)
+{
+	enum { N = 50000 }; /* the table starts at 1024 slots */
+	struct fold *f = fold_new();
+	struct sum s = { 0 };
+	char key[32];
+
+	assert_non_null(f);
+	for (unsigned long i = 0; i < N; i++) {
+		snprintf(key, sizeof(key), "k%lu", i);
+		*slot_str(f, key) += i + 1;
+	}
+	assert_int_equal(fold_count(f), N);
+	/* every key still finds its value after the table grew */
+	for (unsigned long i = 0; i < N; i += 97) {
+		snprintf(key, sizeof(key), "k%lu", i);
+		assert_int_equal(*slot_str(f, key), i + 1);
+	}
+	assert_int_equal(fold_count(f), N);
+	fold_foreach(f, sum_cb, &s);
+	assert_false(s.bad);
+	assert_int_equal(s.keys, N);
+	assert_int_equal(s.total, (uint64_t)N * (N + 1) / 2);
+	fold_free(f);
+}
+
+static void test_limit(void **state)
+{
+	struct fold *f = fold_new();
+
+	assert_non_null(f);
+	fold_set_limit(f, 3);
+	assert_non_null(slot_str(f, "a"));
+	assert_non_null(slot_str(f, "b"));
+	assert_non_null(slot_str(f, "c"));
+	assert_null(slot_str(f, "d"));
+	assert_null(slot_str(f, "e"));
+	assert_null(slot_str(f, "d")); /* asked again: refused again */
+	assert_int_equal(fold_refused(f), 3);
+	/* known keys still count at the cap */
+	*slot_str(f, "a") += 5;
+	assert_int_equal(*slot_str(f, "a"), 5);
+	assert_int_equal(fold_count(f), 3);
+	assert_int_equal(fold_refused(f), 3);
+	/* 0 lifts the cap */
+	fold_set_limit(f, 0);
+	assert_non_null(slot_str(f, "d"));
+	assert_int_equal(fold_count(f), 4);
+	fold_free(f);
+}
+
+static char *write_to_string(const struct fold *f)
+{
+	FILE *out = tl_capture_begin();
+
+	assert_int_equal(fold_write(f, out), 0);
+	return tl_capture_end(out);
+}
+
+static void test_write_sorted(void **state)
+{
+	struct fold *f = fold_new();
+	char *text;
+
+	assert_non_null(f);
+	text = write_to_string(f);
+	assert_string_equal(text, ""); /* empty table, empty output */
+	free(text);
+	*slot_str(f, "b;c") = 2;
+	*slot_str(f, "a;z") = 18446744073709551615ull;
+	*slot_str(f, "B") = 1;
+	*slot_str(f, "a") = 0;
+	text = write_to_string(f);
+	/* byte order: uppercase first, a prefix before its extensions */
+	assert_string_equal(text, "B 1\na 0\na;z 18446744073709551615\nb;c 2\n");
+	free(text);
+	fold_free(f);
+}
+
+static void test_sanitize(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "plain", "plain" },
+		{ "a;b", "a:b" },
+		{ ";;", "::" },
+		{ "new\nline", "new?line" },
+		{ "tab\tcr\r", "tab?cr?" },
+		{ "del\x7f", "del?" },
+		{ "esc\x1b[31m", "esc?[31m" },
+		{ "operator<<(int) 42", "operator<<(int) 42" }, /* spaces kept */
+		{ "caf\xc3\xa9", "caf\xc3\xa9" },                 /* UTF-8 kept */
+		{ "", "" },
+	};
+
+	for (size_t i = 0; i < NCASES(cases); i++) {
+		char buf[64];
+
+		snprintf(buf, sizeof(buf), "%s", cases[i].in);
+		fold_sanitize(buf);
+		assert_string_equal(buf, cases[i].out);
+	}
+}
+
+static void test_alloc_failures(void **state)
+{
+	char key[32];
+	FILE *out;
+	long i;
+
+	if (!tl_alloc_available())
+		skip(); /* ASan owns malloc; the plain build runs this */
+	out = fopen("/dev/null", "w");
+	assert_non_null(out);
+	fputs("stdio allocates its buffer now, before the injector is armed\n", out);
+	for (i = 0; i < 10000; i++) {
+		struct fold *f;
+		bool ok = true;
+
+		tl_alloc_fail_at(i);
+		f = fold_new();
+		/* enough keys to grow the table twice */
+		for (int k = 0; f && k < 2000; k++) {
+			snprintf(key, sizeof(key), "stack %d", k);
+			if (!slot_str(f, key))
+				ok = false;
+		}
+		if (f) {
+			/* -ENOMEM, or 0 when only qsort's scratch failed (it falls back) */
+			if (fold_write(f, out) != 0)
+				ok = false;
+			/* a failed insert leaves the table usable */
+			if (!ok && fold_count(f) < 2000) {
+				uint64_t *v = slot_str(f, "after the failure");
+
+				assert_non_null(v);
+				(*v)++;
+			}
+		}
+		fold_free(f);
+		tl_alloc_reset();
+		if (tl_alloc_live())
+			fail_msg("allocation %ld failed: %ld blocks leaked", i, tl_alloc_live());
+		if (!tl_alloc_failed()) {
+			assert_true(ok && f);
+			break;
+		}
+	}
+	fclose(out);
+	print_message("     %ld allocations failed in turn\n", i);
+	assert_true(i > 2000);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_counting),    cmocka_unit_test(test_binary_keys),
+		cmocka_unit_test(test_growth),      cmocka_unit_test(test_limit),
+		cmocka_unit_test(test_write_sorted), cmocka_unit_test(test_sanitize),
+		cmocka_unit_test(test_alloc_failures),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

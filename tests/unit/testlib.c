@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+#include "tests/unit/testlib.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *tl_tmpdir(const char *name)
+{
+	size_t n = strlen(name) + sizeof("/tmp/.XXXXXX");
+	char *path = malloc(n);
+
+	if (!path) {
+		fail_msg("tl_tmpdir: out of memory");
+		return NULL;
+	}
+	snprintf(path, n, "/tmp/%s.XXXXXX", name);
+	if (!mkdtemp(path))
+		fail_msg("mkdtemp %s: %s", path, strerror(errno));
+	return path;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path) ? -errno : 0;
+}
+
+int tl_rmtree(char *path)
+{
+	int ret, err;
+
+	if (!path)
+		return 0;
+	ret = nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	err = errno;
+	free(path);
+	/* nftw's own failure is -1 with errno; below that, rm_entry's -errno */
+	if (ret == 0)
+		return 0;
+	return ret < -1 ? ret : -err;
+}
+
+static void join(char *out, size_t cap, const char *dir, const char *rel)
+{
+	int n = rel ? snprintf(out, cap, "%s/%s", dir, rel) : snprintf(out, cap, "%s", dir);
+
+	if (n < 0 || (size_t)n >= cap)
+		fail_msg("path too long: %s/%s", dir, rel ? rel : "");
+}
+
+static void mkdir_or_exists(const char *path)
+{
+	if (mkdir(path, 0755) && errno != EEXIST)
+		fail_msg("mkdir %s: %s", path, strerror(errno));
+}
+
+void tl_mkdirs(const char *dir, const char *rel)
+{
+	char path[PATH_MAX];
+
+	join(path, sizeof(path), dir, rel);
+	for (char *p = path + strlen(dir) + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		mkdir_or_exists(path);
+		*p = '/';
+	}
+	mkdir_or_exists(path);
+}
+
+void tl_write_file(const char *dir, const char *rel, const char *text)
+{
+	char path[PATH_MAX];
+	size_t len = strlen(text);
+	int fd;
+
+	join(path, sizeof(path), dir, rel);
+	if (rel && strrchr(rel, '/')) {
+		char sub[PATH_MAX];
+		size_t n = (size_t)(strrchr(rel, '/') - rel);
+
+		memcpy(sub, rel, n);
+		sub[n] = '\0';
+		tl_mkdirs(dir, sub);
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		fail_msg("open %s: %s", path, strerror(errno));
+	if (write(fd, text, len) != (ssize_t)len)
+		fail_msg("write %s: %s", path, strerror(errno));
+	if (close(fd))
+		fail_msg("close %s: %s", path, strerror(errno));
+}
+
+char *tl_read_file(const char *path, size_t cap, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *buf;
+	size_t n = 0;
+
+	if (fd < 0)
+		return NULL;
+	buf = malloc(cap + 1);
+	if (!buf) {
+		close(fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	while (n < cap) {
+		ssize_t r = read(fd, buf + n, cap - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+
+			free(buf);
+			close(fd);
+			errno = e;
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}
+
+FILE *tl_capture_begin(void)
+{
+	FILE *f = tmpfile();
+
+	if (!f)
+		fail_msg("tmpfile: %s", strerror(errno));
+	return f;
+}
+
+char *tl_capture_end(FILE *f)
+{
+	long size = -1;
+	char *buf;
+
+	if (fflush(f) || fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0)
+		fail_msg("capture: %s", strerror(errno));
+	buf = malloc((size_t)size + 1);
+	if (!buf) {
+		fail_msg("capture: out of memory");
+		return NULL;
+	}
+	rewind(f);
+	if (fread(buf, 1, (size_t)size, f) != (size_t)size)
+		fail_msg("capture: short read");
+	buf[size] = '\0';
+	fclose(f);
+	return buf;
+}
+
+size_t tl_count_lines(const char *text)
+{
+	size_t n = 0;
+	const char *p = text;
+
+	for (; *p; p++)
+		n += *p == '\n';
+	if (p > text && p[-1] != '\n')
+		n++;
+	return n;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CGPERF_TESTS_TESTLIB_H
+#define CGPERF_TESTS_TESTLIB_H
+
+/*
+ * Helpers shared by the cmocka unit tests (linked into every one): temp
+ * directories and the files in them, whole-file reads, and text captured
+ * from a FILE *. They fail the running test (cmocka's fail_msg) instead of
+ * returning errors, so a test reads as its steps.
+ *
+ * The failing-allocation injector is apart, in testalloc.h: it replaces
+ * malloc, so only the tests that ask for it link it (see the Makefile).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* A new directory /tmp/@name.XXXXXX; the malloc'd path, freed by tl_rmtree. */
+char *tl_tmpdir(const char *name);
+
+/* Remove @path and everything under it (not following symlinks), then free
+ * @path. Returns 0 or -errno; NULL is a no-op. */
+int tl_rmtree(char *path);
+
+/* Make @dir/@rel and its parents (mkdir -p). */
+void tl_mkdirs(const char *dir, const char *rel);
+
+/* Write @text to @dir/@rel (truncating), creating the directories on the
+ * way. @rel may be NULL: write @dir itself. */
+void tl_write_file(const char *dir, const char *rel, const char *text);
+
+/* Read at most @cap bytes of @path: a malloc'd NUL-terminated buffer (the
+ * caller frees), its length in *@len if not NULL; NULL + errno on failure. */
+char *tl_read_file(const char *path, size_t cap, size_t *len);
+
+/* A stream whose text tl_capture_end() returns: tmpfile-backed, so it may
+ * be written from several threads and by fd as well. */
+FILE *tl_capture_begin(void);
+/* Close @f; its whole text, malloc'd (the caller frees). */
+char *tl_capture_end(FILE *f);
+
+/* Lines of @text (a final line without '\n' counts too). */
+size_t tl_count_lines(const char *text);
+
+#endif
