@@ -12,7 +12,7 @@
 #  2. Group commit with one bad batch: three pushes queued behind the stall
 #     commit in one transaction (same received time); the middle one is
 #     refused by the store (a test trigger on counter_samples) and answered
-#     500 with nothing of it stored, the two others are acked 200 and stored.
+#     500 with the store's reason, nothing of it stored, the two others are acked 200 and stored.
 #  3. --ingest-queue and ingest_queue: out-of-range values refused.
 source "$(dirname "$0")/../lib/common.sh"
 W=$BUILD_DIR/workloads
@@ -219,6 +219,8 @@ for b in 0 -ok2 -ok3; do
 done
 read -r st _ <"$TMP/g-bad1"
 [[ $st == 500 ]] || fail "the refused batch got $st (want 500): $(cat "$TMP/g-bad1.b")"
+grep -q '^store failed: refused by the test trigger$' "$TMP/g-bad1.b" ||
+	fail "the 500 does not carry its own reason: $(cat "$TMP/g-bad1.b")"
 grep -q 'msg="cannot store batch" agent_id=bad seq=1 error="refused by the test trigger"' \
 	"$TMP/exporter.log" || fail "the refusal's reason is not logged: $(grep 'cannot store' "$TMP/exporter.log")"
 [[ $(metric cgperf_exporter_store_errors_total) == $((errs0 + 1)) ]] ||
