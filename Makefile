@@ -69,8 +69,9 @@ UNIT_EXPORTER_BIN := $(filter $(O)/tests/test_render% $(O)/tests/test_store% \
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(patsubst tests/tools/%.c,$(O)/tools/%,$(TOOL_SRC))
 WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
-WORKLOAD_BIN := $(patsubst tests/workloads/%.c,$(O)/workloads/%,$(filter-out tests/workloads/chain.c,$(WORKLOAD_SRC))) \
-	$(O)/workloads/chain-fp $(O)/workloads/chain-nofp $(O)/workloads/cxx
+WORKLOAD_BIN := $(patsubst tests/workloads/%.c,$(O)/workloads/%,$(filter-out tests/workloads/chain.c tests/workloads/deepstack.c,$(WORKLOAD_SRC))) \
+	$(O)/workloads/chain-fp $(O)/workloads/chain-nofp $(O)/workloads/cxx \
+	$(O)/workloads/deepstack-fp $(O)/workloads/deepstack-nofp
 
 ifneq ($(V),1)
 Q := @
@@ -150,6 +151,20 @@ $(O)/workloads/chain-fp: tests/workloads/chain.c
 	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls -o $@ $<
 
 $(O)/workloads/chain-nofp: tests/workloads/chain.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -fomit-frame-pointer -fno-optimize-sibling-calls -o $@ $<
+
+# Frame pointers too: the fork-storm test unwinds it both ways.
+$(O)/workloads/forkstorm: tests/workloads/forkstorm.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls -o $@ $<
+
+# Stacks too deep to unwind completely, with and without frame pointers.
+$(O)/workloads/deepstack-fp: tests/workloads/deepstack.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls -o $@ $<
+
+$(O)/workloads/deepstack-nofp: tests/workloads/deepstack.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -fomit-frame-pointer -fno-optimize-sibling-calls -o $@ $<
 

@@ -3,6 +3,8 @@
 #define CGPERF_AGENT_CMD_H
 
 #include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 /*
  * Subcommands of cgperf-agent. Each takes argv with argv[0] = the
@@ -43,6 +45,15 @@ int cmd_signalfd(sigset_t *oldmask);
 int cmd_exit_status(int wait_status);
 /* Raise RLIMIT_NOFILE's soft limit to the hard one: events are fds. */
 void cmd_raise_nofile(void);
+
+/*
+ * Refused container files (agent/refusals.h) for record and trace: start
+ * counting, with one notice per file on stderr when @verbose ("PROG:
+ * refused pid N PATH: REASON", the path escaped). 0 or -ENOMEM.
+ */
+int cmd_refusals_start(const char *prog, bool verbose);
+/* "N files refused (special a, link b, ...)" into @buf ("none" when 0). */
+void cmd_refusals_text(char *buf, size_t len);
 
 /* Explain a perf_event_open permission failure on stderr. */
 void cmd_explain_perf_permission(const char *prog, int err);

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "agent/cmd.h"
+#include "agent/refusals.h"
 #include "agent/spawn.h"
 #include "cgroup/tree.h"
 
@@ -119,4 +120,39 @@ int cmd_exit_status(int wait_status)
 	if (WIFSIGNALED(wait_status))
 		return 128 + WTERMSIG(wait_status);
 	return 1;
+}
+
+static void refusal_notice(void *ctx, pid_t pid, const char *path, const char *reason)
+{
+	char esc[512];
+
+	refusals_escape(path, esc, sizeof(esc));
+	fprintf(stderr, "%s: refused pid %d %s: %s\n", (const char *)ctx, (int)pid, esc, reason);
+}
+
+int cmd_refusals_start(const char *prog, bool verbose)
+{
+	return refusals_start(verbose ? refusal_notice : NULL, (void *)prog);
+}
+
+void cmd_refusals_text(char *buf, size_t len)
+{
+	struct refusals_figures f;
+	const char *sep = " (";
+	size_t n;
+	int w;
+
+	refusals_figures(&f);
+	w = snprintf(buf, len, "%llu", (unsigned long long)f.total);
+	n = w > 0 ? (size_t)w : 0;
+	for (int i = 0; i < ROOTFS_R_N && n < len; i++) {
+		if (!f.by_reason[i])
+			continue;
+		w = snprintf(buf + n, len - n, "%s%s %llu", sep, rootfs_reason_name((enum rootfs_reason)i),
+			     (unsigned long long)f.by_reason[i]);
+		n += w > 0 ? (size_t)w : 0;
+		sep = ", ";
+	}
+	if (f.total && n < len)
+		snprintf(buf + n, len - n, ")%s", f.notices_dropped ? " (notices rate-limited)" : "");
 }

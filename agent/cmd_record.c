@@ -41,6 +41,7 @@
 #include "agent/fold.h"
 #include "agent/sampler.h"
 #include "agent/spawn.h"
+#include "agent/refusals.h"
 #include "agent/stacks.h"
 #include "cgroup/proc.h"
 #include "cgroup/tree.h"
@@ -92,6 +93,19 @@ static void on_sample(void *ctx, const struct sample *s)
 		return;
 	}
 	stacks_add(r->st, s, NULL);
+}
+
+struct trunc_report {
+	struct record *r;
+};
+
+/* One "cgroup reason count" line of the summary. */
+static void trunc_line(void *ctx, uint64_t cgroup_id, enum stacks_trunc reason, uint64_t count)
+{
+	struct trunc_report *t = ctx;
+
+	fprintf(stderr, "%s:   %s %s %" PRIu64 "\n", t->r->prog,
+		stacks_cgroup_label(t->r->st, cgroup_id), stacks_trunc_name(reason), count);
 }
 
 static void on_mmap(void *ctx, const struct sample_mmap *m)
@@ -397,6 +411,11 @@ int cmd_record(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	if (cmd_refusals_start(r.prog, verbose) < 0) {
+		fprintf(stderr, "%s: out of memory\n", r.prog);
+		ret = 1;
+		goto out;
+	}
 	r.st = stacks_new(r.mode, per_cgroup, r.mount);
 	r.pidsel = fold_new();
 	if (!r.st || !r.pidsel || stacks_set_demangle(r.st, dstyle) < 0) {
@@ -409,7 +428,11 @@ int cmd_record(int argc, char **argv)
 	so.callchain = r.mode != STACKS_LEAF;
 	so.user_stack = r.mode == STACKS_DWARF;
 	so.regs_mask = stacks_regs_mask(r.mode);
-	so.max_stack = 127;
+	/* perf's default depth, or less when the sysctl says so (more fails). */
+	int sysmax = sampler_max_stack_default();
+
+	so.max_stack = sysmax > 0 && sysmax < 127 ? (uint32_t)sysmax : 127;
+	stacks_set_max_stack(r.st, so.max_stack);
 	so.cpus = cpus;
 	so.ncpu = (size_t)ncpu;
 	so.cgroup_dirs = (const char *const *)cgdirs;
@@ -564,16 +587,32 @@ int cmd_record(int argc, char **argv)
 		" lost, %zu distinct stacks%s%s\n",
 		r.prog, r.samples, elapsed, sst.kept, st.lost, nlines,
 		outpath ? " -> " : "", outpath ? outpath : "");
+	if (sst.truncated[0] + sst.truncated[1] + sst.truncated[2]) {
+		struct trunc_report tr = {.r = &r};
+
+		fprintf(stderr,
+			"%s: stacks cut short: %" PRIu64 " [truncated: stack copy], %" PRIu64
+			" [truncated: max stack], %" PRIu64 " [bad return address]\n",
+			r.prog, sst.truncated[STACKS_TRUNC_STACK_COPY],
+			sst.truncated[STACKS_TRUNC_MAX_STACK], sst.truncated[STACKS_TRUNC_BAD_ADDRESS]);
+		stacks_foreach_truncated(r.st, trunc_line, &tr);
+	}
+	char refused[256];
+
+	cmd_refusals_text(refused, sizeof(refused));
+	if (!verbose && refused[0] != '0')
+		fprintf(stderr, "%s: container files refused: %s; -v names them\n", r.prog, refused);
 	if (verbose) {
 		fprintf(stderr,
 			"%s: mode %s; agent CPU %.3f s (%.3f s sampling+unwinding, %.3f s naming)"
 			" = %.1f us/sample; %zu objects, %zu processes tracked;"
 			" unwind errors %" PRIu64 ", no user regs %" PRIu64 ", filtered %" PRIu64
-			", malformed %" PRIu64 ", throttled %" PRIu64 ", refused %" PRIu64 "\n",
+			", malformed %" PRIu64 ", throttled %" PRIu64 ", refused %" PRIu64
+			"; container files refused %s\n",
 			r.prog, stacks_mode_name(r.mode), cpu_total, cpu_sample, cpu_total - cpu_sample,
 			r.samples ? cpu_total * 1e6 / (double)r.samples : 0.0, sst.objects,
 			sst.processes, sst.unwind_errors, sst.no_user_regs, r.filtered,
-			st.malformed, st.throttled, sst.refused);
+			st.malformed, st.throttled, sst.refused, refused);
 	}
 	if (child > 0) {
 		kill(child, SIGTERM);
@@ -608,6 +647,7 @@ out:
 	if (have_ev)
 		ev_spec_release(&ev);
 	stacks_free(r.st);
+	refusals_stop();
 	fold_free(r.pidsel);
 	cg_selector_free(r.sel);
 	free(r.mount);

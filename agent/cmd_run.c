@@ -52,6 +52,7 @@
 #include "agent/probe.h"
 #include "agent/push.h"
 #include "agent/sampler.h"
+#include "agent/refusals.h"
 #include "agent/selfmetrics.h"
 #include "agent/stacks.h"
 #include "agent/usdt.h"
@@ -70,6 +71,7 @@ struct rcg {
 	int slot; /* counters slot, -1 without counters */
 	bool removed;
 	struct cg_identity ident;
+	uint64_t truncated[STACKS_TRUNC_N]; /* CPU stacks cut short, since start */
 };
 
 #define RUN_MAX_SITES 16
@@ -584,6 +586,12 @@ static int agent_start(struct agent *a, const char *prog)
 		}
 		a->have_sev = true;
 		a->st = stacks_new(mode, cfg->sampling.per_cgroup, a->mount);
+		/* perf's default depth, or less when the sysctl says so (more fails) */
+		int sysmax = sampler_max_stack_default();
+		uint32_t max_stack = sysmax > 0 && sysmax < 127 ? (uint32_t)sysmax : 127;
+
+		if (a->st)
+			stacks_set_max_stack(a->st, max_stack);
 		struct sampler_opts so = {
 			.event = &a->sev,
 			.freq = cfg->sampling.frequency,
@@ -591,7 +599,7 @@ static int agent_start(struct agent *a, const char *prog)
 			.user_stack = mode == STACKS_DWARF,
 			.stack_bytes = cfg->sampling.stack_bytes,
 			.regs_mask = stacks_regs_mask(mode),
-			.max_stack = 127,
+			.max_stack = max_stack,
 			.cpus = a->cpus,
 			.ncpu = (size_t)a->ncpu,
 			.mmap_pages = mode == STACKS_DWARF ? 256 : 64,
@@ -983,6 +991,29 @@ static void add_probe_stack(void *ctx, uint64_t cgroup_id, const struct stacks_f
 	sc->probe_samples += sc->samples - before;
 }
 
+/* stacks_foreach_truncated() of the CPU stacks: into the cgroup's profile
+ * (made by add_stack: every cut stack is also a stack) and its totals. */
+static void add_truncated(void *ctx, uint64_t cgroup_id, enum stacks_trunc reason, uint64_t count)
+{
+	struct stack_ctx *sc = ctx;
+	struct agent *a = sc->a;
+	struct rcg *c = cg_by_id(a, cgroup_id);
+	uint64_t counts[WIRE_TRUNC_REASONS] = {0};
+	int prof = -1;
+
+	if ((unsigned)reason >= WIRE_TRUNC_REASONS)
+		return;
+	counts[reason] = count;
+	if (c)
+		c->truncated[reason] += count;
+	if (!a->cfg->sampling.per_cgroup)
+		prof = sc->host_prof;
+	else if (c)
+		prof = sc->prof[c - a->cg];
+	if (prof >= 0)
+		wire_add_truncated(sc->b, prof, counts);
+}
+
 static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t end_ns)
 {
 	struct wire_batch *b = wire_batch_new(a->host, a->machine_id, a->agent_id, CGPERF_VERSION,
@@ -1029,6 +1060,7 @@ static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t e
 
 	if (a->st) {
 		stacks_foreach_frames(a->st, add_stack, &sc);
+		stacks_foreach_truncated(a->st, add_truncated, &sc);
 		stacks_reset(a->st);
 		stacks_gc(a->st);
 		stacks_stats(a->st, &ss);
@@ -1215,6 +1247,20 @@ static void publish_metrics(struct agent *a)
 		    ps.spool_bytes);
 	self_metric(f, a, "spool_batches", "gauge", "Batches waiting in the spool.",
 		    ps.spool_count);
+	{
+		struct refusals_figures rf;
+
+		refusals_figures(&rf);
+		fputs("# HELP cgperf_agent_files_refused_total Files of profiled processes (containers) "
+		      "the agent refused to read, by reason (docs/security.md).\n"
+		      "# TYPE cgperf_agent_files_refused_total counter\n", f);
+		for (int i = 0; i < ROOTFS_R_N; i++) {
+			fputs("cgperf_agent_files_refused_total{host=\"", f);
+			selfmetrics_label(f, a->host);
+			fprintf(f, "\",reason=\"%s\"} %" PRIu64 "\n",
+				rootfs_reason_name((enum rootfs_reason)i), rf.by_reason[i]);
+		}
+	}
 	if (a->st || a->pst) {
 		struct stacks_stats ss = {0}, pss = {0};
 
@@ -1228,6 +1274,33 @@ static void publish_metrics(struct agent *a)
 		self_metric(f, a, "symbol_objects_dropped_total", "counter",
 			    "Binaries dropped once no process mapped them.",
 			    ss.objects_dropped + pss.objects_dropped);
+		self_metric(f, a, "fork_maps_reads_total", "counter",
+			    "Parents' /proc/PID/maps read at a fork (children inherit them).",
+			    ss.fork_seeds + pss.fork_seeds);
+		fputs("# HELP cgperf_agent_stacks_truncated_total Stacks (CPU and probe) cut short, "
+		      "by reason.\n# TYPE cgperf_agent_stacks_truncated_total counter\n",
+		      f);
+		for (int k = 0; k < STACKS_TRUNC_N; k++) {
+			fputs("cgperf_agent_stacks_truncated_total{host=\"", f);
+			selfmetrics_label(f, a->host);
+			fprintf(f, "\",reason=\"%s\"} %" PRIu64 "\n", stacks_trunc_name(k),
+				ss.truncated[k] + pss.truncated[k]);
+		}
+		fputs("# HELP cgperf_cgroup_stacks_truncated_total CPU stacks of the cgroup cut "
+		      "short, by reason.\n# TYPE cgperf_cgroup_stacks_truncated_total counter\n",
+		      f);
+		for (size_t i = 0; i < a->ncg; i++) {
+			const uint64_t *t = a->cg[i].truncated;
+
+			if (!t[0] && !t[1] && !t[2])
+				continue; /* series appear with the first cut stack */
+			for (int k = 0; k < STACKS_TRUNC_N; k++) {
+				fputs("cgperf_cgroup_stacks_truncated_total{", f);
+				cg_labels(f, a, &a->cg[i]);
+				fprintf(f, ",reason=\"%s\"} %" PRIu64 "\n", stacks_trunc_name(k),
+					a->cg[i].truncated[k]);
+			}
+		}
 	}
 	if (a->ctr) {
 		ssize_t tc = -1;
@@ -1289,6 +1362,17 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A refused container file (agent/refusals.h), rate-limited there; the
+ * log escapes the path. */
+static void run_refusal_notice(void *ctx, pid_t pid, const char *path, const char *reason)
+{
+	char p[24];
+
+	(void)ctx;
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	log_kv(LOG_INFO, "container file refused", "pid", p, "path", path, "reason", reason, NULL);
 }
 
 int cmd_run(int argc, char **argv)
@@ -1367,6 +1451,11 @@ int cmd_run(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	/* Counted for the agent's life, across reloads. */
+	if (refusals_start(run_refusal_notice, NULL) < 0) {
+		ret = 1;
+		goto out;
+	}
 	ret = agent_start(&a, prog);
 	if (ret)
 		goto out;
@@ -1487,6 +1576,7 @@ out:
 	if (sfd >= 0)
 		close(sfd);
 	agent_stop(&a); /* joins the push threads before the mask is restored */
+	refusals_stop();
 	if (sfd >= 0)
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	config_free(a.cfg);

@@ -44,6 +44,7 @@
 #include "agent/probe.h"
 #include "agent/sampler.h"
 #include "agent/spawn.h"
+#include "agent/refusals.h"
 #include "agent/stacks.h"
 #include "agent/symtab.h"
 #include "agent/usdt.h"
@@ -130,7 +131,8 @@ static void usage(FILE *f)
 	      "      --per-pid           a row per process as well as per cgroup\n"
 	      "  -j, --json              JSON Lines on stdout\n"
 	      "  -d, --duration SECONDS  stop after this long\n"
-	      "  -l, --list BINARY       the functions and SDT probes BINARY offers\n",
+	      "  -l, --list BINARY       the functions and SDT probes BINARY offers\n"
+	      "  -v, --verbose           name each container file refused (docs/security.md)\n",
 	      f);
 }
 
@@ -636,6 +638,7 @@ int cmd_trace(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},
 		{"duration", required_argument, NULL, 'd'},
 		{"list", required_argument, NULL, 'l'},
+		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -646,7 +649,7 @@ int cmd_trace(int argc, char **argv)
 	char *groups = NULL, **cgdirs = NULL, *trans_rel = NULL, *trans_abs = NULL;
 	char *lat_a = NULL, *lat_b = NULL;
 	size_t ncgdirs = 0;
-	bool json = false, all = false, want_stacks = false;
+	bool json = false, all = false, want_stacks = false, verbose = false;
 	enum stacks_mode smode = STACKS_FP;
 	enum demangle_style dstyle = DEMANGLE_FULL;
 	double duration = 0;
@@ -660,7 +663,7 @@ int cmd_trace(int argc, char **argv)
 	struct cglabels cl = {0};
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+e:aG:p:jd:l:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+e:aG:p:jd:l:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'e':
 			if (nspecs >= MAX_PROBES - 2) {
@@ -724,6 +727,7 @@ int cmd_trace(int argc, char **argv)
 			break;
 		}
 		case 'j': json = true; break;
+		case 'v': verbose = true; break;
 		case 'd': {
 			char *end;
 
@@ -747,6 +751,10 @@ int cmd_trace(int argc, char **argv)
 	if (all + (groups != NULL) + (pid > 0) > 1) {
 		fprintf(stderr, "%s: choose one of -a, -G and -p\n", t.prog);
 		ret = 2;
+		goto out;
+	}
+	if (cmd_refusals_start(t.prog, verbose) < 0) {
+		ret = 1;
 		goto out;
 	}
 
@@ -1142,6 +1150,14 @@ int cmd_trace(int argc, char **argv)
 		fprintf(stderr, ", %" PRIu64 " ends without a start", t.unpaired_end);
 	if (t.value_errors)
 		fprintf(stderr, ", %" PRIu64 " argument values unreadable", t.value_errors);
+	{
+		char refused[256];
+
+		cmd_refusals_text(refused, sizeof(refused));
+		if (refused[0] != '0')
+			fprintf(stderr, ", container files refused: %s%s", refused,
+				verbose ? "" : " (-v names them)");
+	}
 	fputc('\n', stderr);
 	fflush(stdout);
 	if (child > 0) {
@@ -1184,6 +1200,7 @@ out:
 	free(t.v);
 	free(t.lev);
 	stacks_free(t.stacks);
+	refusals_stop();
 	free(t.mount);
 	return ret;
 }

@@ -62,7 +62,14 @@ static void dump(const Cgperf__V1__Batch *m)
 			samples += p->stacks[k]->count;
 		printf("%s{\"cgroup\":%" PRIu32 ",\"event\":", i ? "," : "", p->cgroup);
 		str(m, p->event);
-		printf(",\"stacks\":%zu,\"samples\":%" PRIu64 ",\"folded\":[", p->n_stacks, samples);
+		printf(",\"stacks\":%zu,\"samples\":%" PRIu64, p->n_stacks, samples);
+		if (p->truncated_stack_copy || p->truncated_max_stack ||
+		    p->truncated_bad_return_address)
+			printf(",\"truncated\":{\"stack_copy\":%" PRIu64 ",\"max_stack\":%" PRIu64
+			       ",\"bad_return_address\":%" PRIu64 "}",
+			       p->truncated_stack_copy, p->truncated_max_stack,
+			       p->truncated_bad_return_address);
+		fputs(",\"folded\":[", stdout);
 		for (size_t k = 0; k < p->n_stacks; k++) {
 			const Cgperf__V1__Stack *s = p->stacks[k];
 			char *line = NULL;

@@ -9,6 +9,7 @@
 
 #include "agent/cmd.h"
 #include "agent/events.h"
+#include "agent/jitload.h"
 #include "agent/log.h"
 
 #ifndef CGPERF_VERSION
@@ -63,6 +64,10 @@ int main(int argc, char **argv)
 		printf("cgperf-agent %s\n", CGPERF_VERSION);
 		return 0;
 	}
+	/* the perf-map reader the agent runs for itself (agent/jitload.h) */
+	if (!strcmp(argv[1], JITLOAD_HELPER_CMD))
+		return jitload_helper_main(argc - 1, argv + 1);
+	jitload_set_helper("/proc/self/exe");
 	ev_tracefs_on_mount(tracefs_mounted);
 	log_structured = !strcmp(argv[1], "run");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

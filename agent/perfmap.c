@@ -65,19 +65,25 @@ static int add(struct perfmap *m, uint64_t start, uint64_t size, const char *nam
 
 struct perfmap *perfmap_load(const char *path)
 {
-	struct rootfs_lines *lr;
-	struct perfmap *m;
-	const char *line;
-	size_t len;
-	int fd, err = 0, r;
-
 	/* The container's file: resolved inside its root, a regular file of a
 	 * real filesystem or nothing (see agent/rootfs.h). */
-	fd = rootfs_open_path(path, ROOTFS_NO_CAP, NULL);
+	int fd = rootfs_open_path(path, ROOTFS_NO_CAP, NULL);
+
 	if (fd < 0) {
 		errno = -fd;
 		return NULL;
 	}
+	return perfmap_load_fd(fd);
+}
+
+struct perfmap *perfmap_load_fd(int fd)
+{
+	struct rootfs_lines *lr;
+	struct perfmap *m;
+	const char *line;
+	size_t len;
+	int err = 0, r;
+
 	lr = rootfs_lines_new(fd, PERFMAP_MAX_LINE, PERFMAP_MAX_BYTES);
 	if (!lr) {
 		err = errno;

@@ -34,6 +34,9 @@ struct perfmap;
 /* Load @path. NULL + errno (ENOENT when the process has no map; the
  * errors of agent/rootfs.h for a file that is refused). */
 struct perfmap *perfmap_load(const char *path);
+/* The same from an open fd (a file, a pipe), which it closes, with the
+ * same caps. NULL + errno. */
+struct perfmap *perfmap_load_fd(int fd);
 /* A perf map that perfmap_load() would read is at @path (cheap: one
  * resolution, nothing read). */
 bool perfmap_present(const char *path);

@@ -12,10 +12,17 @@
 #define COMM_LEN 16
 /* procmaps_refresh re-reads one process's maps at most this often. */
 #define PROCMAPS_REFRESH_NS 1000000000ull
+/* Parents' maps read at a fork (their first): at most this many a second,
+ * in bursts of as many. A fork storm of one parent costs one read. */
+#define PROCMAPS_FORK_SEEDS_PER_S 200
+/* Lines of /proc/PID/maps read per seed: a process with more mappings
+ * than this has its first ones known only (executable ones come first). */
+#define PROCMAPS_SEED_LINES 65536
 
 struct proc {
 	uint32_t pid; /* 0 = empty slot */
 	bool seeded;  /* /proc/PID/maps read (or the process was born from FORK) */
+	bool gone;    /* seeded from /proc after the process had exited: no maps */
 	int exited;   /* 0 alive; 1 exited; 2 exited before the previous gc */
 	bool tomb;    /* deleted slot, keeps probe chains intact */
 	uint64_t refreshed_ns; /* last procmaps_refresh re-read (CLOCK_MONOTONIC_COARSE) */
@@ -37,6 +44,9 @@ struct procmaps {
 	size_t pcap, pcount, pused; /* pused counts live + tombs */
 	struct thread *threads;
 	size_t tcap, tcount, tused;
+	/* fork seeding: a token bucket, and how many seeds it allowed */
+	uint64_t seed_tokens_ns;
+	uint64_t fork_seeds;
 };
 
 static uint32_t hash32(uint32_t x)
@@ -238,19 +248,29 @@ static int maps_insert(struct proc *p, const struct pmap_entry *e)
 	return 0;
 }
 
-/* Seed from /proc/PID/maps: only executable mappings matter for stacks. */
-static void seed(struct procmaps *pm, struct proc *p)
+static FILE *maps_open(struct procmaps *pm, uint32_t pid)
 {
-	char path[64], *line = NULL;
+	char path[64];
+
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", pm->procfs, pid);
+	return fopen(path, "re");
+}
+
+/* Seed from /proc/PID/maps (@f, already open, or NULL to open it): only
+ * executable mappings matter for stacks. */
+static void seed_from(struct procmaps *pm, struct proc *p, FILE *f)
+{
+	char *line = NULL;
 	size_t cap = 0;
-	FILE *f;
+	size_t nlines = 0;
 
 	p->seeded = true;
-	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", pm->procfs, p->pid);
-	f = fopen(path, "re");
+	if (!f)
+		f = maps_open(pm, p->pid);
+	p->gone = !f;
 	if (!f)
 		return;
-	while (getline(&line, &cap, f) > 0) {
+	while (nlines++ < PROCMAPS_SEED_LINES && getline(&line, &cap, f) > 0) {
 		unsigned long long start, end, off, ino;
 		unsigned int maj, min;
 		char perms[8];
@@ -274,6 +294,11 @@ static void seed(struct procmaps *pm, struct proc *p)
 	}
 	free(line);
 	fclose(f);
+}
+
+static void seed(struct procmaps *pm, struct proc *p)
+{
+	seed_from(pm, p, NULL);
 }
 
 const struct pmap_entry *procmaps_find(struct procmaps *pm, uint32_t pid, uint64_t addr)
@@ -322,26 +347,115 @@ void procmaps_mmap(struct procmaps *pm, uint32_t pid, uint64_t start, uint64_t l
 	maps_insert(p, &e);
 }
 
+static struct thread *thread_get(struct procmaps *pm, uint32_t tid, bool create);
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A token for reading a parent's maps at a fork (see the bucket above). */
+static bool fork_seed_token(struct procmaps *pm)
+{
+	const uint64_t cost = 1000000000ull / PROCMAPS_FORK_SEEDS_PER_S;
+	uint64_t now = mono_ns(), floor = now - PROCMAPS_FORK_SEEDS_PER_S * cost;
+
+	/* The bucket's time runs from "full" (a second ago) to now. */
+	if (pm->seed_tokens_ns < floor || pm->seed_tokens_ns > now)
+		pm->seed_tokens_ns = floor;
+	if (now - pm->seed_tokens_ns < cost)
+		return false;
+	pm->seed_tokens_ns += cost;
+	return true;
+}
+
+/* The child's maps are its parent's: a copy (both sorted, disjoint). */
+static int maps_copy(struct proc *child, const struct proc *parent)
+{
+	if (!parent->nmaps)
+		return 0;
+	child->maps = calloc(parent->nmaps, sizeof(*child->maps));
+	if (!child->maps)
+		return -ENOMEM;
+	child->cap = parent->nmaps;
+	for (size_t i = 0; i < parent->nmaps; i++) {
+		struct pmap_entry *e = &child->maps[child->nmaps];
+
+		*e = parent->maps[i];
+		e->tag = -1; /* the child interns objects for itself */
+		e->path = strdup(parent->maps[i].path);
+		if (!e->path)
+			return -ENOMEM;
+		child->nmaps++;
+	}
+	return 0;
+}
+
 void procmaps_fork(struct procmaps *pm, uint32_t pid, uint32_t ppid)
 {
 	struct proc *child, *parent;
+	struct thread *pt, *ct;
 
 	if (pid == ppid)
 		return; /* a new thread shares its process's maps */
+	/*
+	 * A parent never sampled (a shell, a pool's master sleeping between
+	 * forks) has unknown maps, and its children may live a few ms: read
+	 * the parent's now, while it surely lives, as perf's synthesized maps
+	 * would have it. Its MMAP2 records keep them current from here on.
+	 */
+	parent = proc_get(pm, ppid);
+	if (parent && !parent->seeded && !parent->exited && fork_seed_token(pm)) {
+		seed(pm, parent);
+		pm->fork_seeds++;
+	}
 	child = proc_get(pm, pid);
-	parent = proc_lookup(pm, ppid);
+	parent = proc_lookup(pm, ppid); /* proc_get may have moved the table */
 	if (!child)
 		return;
 	proc_clear(child);
 	child->exited = 0;
+	child->gone = false;
 	child->seeded = true;
-	if (!parent || !parent->seeded) {
+	child->refreshed_ns = 0;
+	if (!parent || !parent->seeded || parent->gone) {
 		child->seeded = false;
 		return;
 	}
-	parent = proc_lookup(pm, ppid); /* proc_get may have moved the table */
-	for (size_t i = 0; parent && i < parent->nmaps; i++)
-		maps_insert(child, &parent->maps[i]);
+	if (maps_copy(child, parent) < 0) {
+		proc_clear(child);
+		child->seeded = false;
+	}
+	/* The child's name is its parent's until it execs (no COMM record says so). */
+	pt = thread_get(pm, ppid, false);
+	if (!pt)
+		procmaps_comm_of(pm, ppid, ppid);
+	pt = thread_get(pm, ppid, false);
+	ct = pt && pt->comm[0] ? thread_get(pm, pid, true) : NULL;
+	pt = thread_get(pm, ppid, false); /* thread_get may have moved the table */
+	if (ct && pt) {
+		memcpy(ct->comm, pt->comm, sizeof(ct->comm));
+		ct->exited = 0;
+	}
+}
+
+bool procmaps_unknown(struct procmaps *pm, uint32_t pid)
+{
+	struct proc *p = proc_get(pm, pid);
+
+	if (!p)
+		return false;
+	if (!p->seeded && !p->exited)
+		seed(pm, p);
+	return p->gone && !p->nmaps;
+}
+
+uint64_t procmaps_fork_seeds(const struct procmaps *pm)
+{
+	return pm->fork_seeds;
 }
 
 static struct thread *thread_get(struct procmaps *pm, uint32_t tid, bool create)
@@ -432,8 +546,12 @@ bool procmaps_refresh(struct procmaps *pm, uint32_t pid, uint32_t tid)
 	if (p->refreshed_ns && now - p->refreshed_ns < PROCMAPS_REFRESH_NS)
 		return false;
 	p->refreshed_ns = now;
+	/* Gone already: what we had is all there will be. */
+	f = maps_open(pm, pid);
+	if (!f)
+		return false;
 	proc_clear(p);
-	seed(pm, p);
+	seed_from(pm, p, f);
 	/* The thread's name may be as stale as the maps (an exec we have not
 	 * seen yet). */
 	snprintf(path, sizeof(path), "%s/%" PRIu32 "/task/%" PRIu32 "/comm", pm->procfs, pid, tid);

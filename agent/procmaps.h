@@ -37,7 +37,22 @@ const struct pmap_entry *procmaps_find(struct procmaps *pm, uint32_t pid, uint64
 
 void procmaps_mmap(struct procmaps *pm, uint32_t pid, uint64_t start, uint64_t len,
 		   uint64_t pgoff, uint64_t dev, uint64_t ino, bool exec, const char *path);
+/*
+ * @pid was forked from @ppid: it gets a copy of @ppid's maps and its name.
+ * When @ppid's maps are not known yet they are read from /proc first (at
+ * most PROCMAPS_FORK_SEEDS_PER_S parents a second, each once until it
+ * execs): children that live a few ms are gone before anything else could
+ * read theirs.
+ */
 void procmaps_fork(struct procmaps *pm, uint32_t pid, uint32_t ppid);
+/* Parents whose maps procmaps_fork() read. */
+uint64_t procmaps_fork_seeds(const struct procmaps *pm);
+/*
+ * True when nothing is known of @pid's maps and /proc has none either (it
+ * exited before we looked, and no FORK record has given it its parent's
+ * yet): a caller may hold its samples until the other rings are read.
+ */
+bool procmaps_unknown(struct procmaps *pm, uint32_t pid);
 void procmaps_comm(struct procmaps *pm, uint32_t pid, uint32_t tid, const char *comm,
 		   bool exec);
 void procmaps_exit(struct procmaps *pm, uint32_t pid, uint32_t tid);

@@ -70,10 +70,35 @@
 
 static bool force_walk;
 static int openat2_missing; /* 1 once the kernel said ENOSYS */
+static rootfs_refusal_fn refusal_fn;
+static void *refusal_ctx;
 
 void rootfs_force_walk(bool on)
 {
 	force_walk = on;
+}
+
+void rootfs_set_refusal_hook(rootfs_refusal_fn fn, void *ctx)
+{
+	refusal_fn = fn;
+	refusal_ctx = ctx;
+}
+
+void rootfs_report_refusal(pid_t pid, const char *path, enum rootfs_reason why, int err)
+{
+	if (refusal_fn)
+		refusal_fn(refusal_ctx, pid, path, why, err);
+}
+
+const char *rootfs_reason_name(enum rootfs_reason why)
+{
+	static const char *const names[ROOTFS_R_N] = {
+		[ROOTFS_R_SPECIAL] = "special", [ROOTFS_R_LINK] = "link",
+		[ROOTFS_R_PSEUDO] = "pseudofs", [ROOTFS_R_BIG] = "too_big",
+		[ROOTFS_R_GONE] = "vanished",   [ROOTFS_R_OTHER] = "other",
+	};
+
+	return (unsigned)why < ROOTFS_R_N ? names[why] : "other";
 }
 
 /* ---- resolution ---- */
@@ -292,9 +317,65 @@ int rootfs_openat(int rootfd, const char *path, uint64_t max_size, struct stat *
 	return fd;
 }
 
+/*
+ * After -ENOENT inside @rootfd: is @path's last component a symbolic link
+ * (which then leads nowhere inside the root)? Its directory is resolved
+ * as the open would have, the link itself is only looked at.
+ */
+static bool dangling_link(int rootfd, const char *path)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	char *dir;
+	int dfd;
+	struct stat st;
+	bool ret = false;
+
+	if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+		return false;
+	dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
+	if (!dir)
+		return false;
+	dfd = resolve_in_root(rootfd, dir);
+	free(dir);
+	if (dfd < 0)
+		return false;
+	ret = fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+	close(dfd);
+	return ret;
+}
+
+/* rootfs_openat for a process's root, with refusals reported. */
+static int open_reported(pid_t pid, int rootfd, const char *path, uint64_t max_size,
+			 struct stat *st)
+{
+	int fd = rootfs_openat(rootfd, path, max_size, st);
+	enum rootfs_reason why;
+
+	if (fd >= 0 || !refusal_fn)
+		return fd;
+	switch (fd) {
+	case -ENOENT:
+		if (!dangling_link(rootfd, path))
+			return fd;
+		why = ROOTFS_R_LINK;
+		break;
+	case -ENOTDIR: return fd;
+	case -EINVAL: why = ROOTFS_R_SPECIAL; break;
+	case -ELOOP: why = ROOTFS_R_LINK; break;
+	case -EPERM: why = ROOTFS_R_PSEUDO; break;
+	case -EFBIG: why = ROOTFS_R_BIG; break;
+	case -ESRCH: why = ROOTFS_R_GONE; break;
+	default: why = ROOTFS_R_OTHER; break;
+	}
+	refusal_fn(refusal_ctx, pid, path, why, -fd);
+	return fd;
+}
+
 int rootfs_open(const char *root, const char *path, uint64_t max_size, struct stat *st)
 {
 	int rootfd, fd;
+	pid_t pid = 0;
+	const char *rest;
 
 	if (!root || !path)
 		return -EINVAL;
@@ -308,10 +389,16 @@ int rootfs_open(const char *root, const char *path, uint64_t max_size, struct st
 		close(pfd);
 		return fd;
 	}
+	if (!rootfs_split(root, &pid, &rest) || strcmp(rest, "/") != 0)
+		pid = 0;
 	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0)
-		return -errno;
-	fd = rootfs_openat(rootfd, path, max_size, st);
+	if (rootfd < 0) {
+		fd = -errno;
+		if (pid && fd == -ENOENT && refusal_fn)
+			refusal_fn(refusal_ctx, pid, path, ROOTFS_R_GONE, ESRCH);
+		return fd;
+	}
+	fd = open_reported(pid, rootfd, path, max_size, st);
 	close(rootfd);
 	return fd;
 }
@@ -343,7 +430,7 @@ int rootfs_open_path(const char *path, uint64_t max_size, struct stat *st)
 	const char *rest;
 	char dir[32];
 	pid_t pid;
-	int piddir, rootfd, fd;
+	int piddir, rootfd = -1, fd;
 
 	if (!path)
 		return -EINVAL;
@@ -351,15 +438,24 @@ int rootfs_open_path(const char *path, uint64_t max_size, struct stat *st)
 		return rootfs_open("", path, max_size, st);
 	snprintf(dir, sizeof(dir), "/proc/%d", (int)pid);
 	piddir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (piddir < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
+	if (piddir < 0) {
+		fd = errno == ENOENT ? -ESRCH : -errno;
+		goto gone;
+	}
 	/* "root" under the process's own directory: if PID ended in between,
 	 * this fails rather than reaching a successor's root */
 	rootfd = openat(piddir, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	fd = rootfd < 0 ? (errno == ENOENT ? -ESRCH : -errno) : rootfs_openat(rootfd, rest, max_size, st);
+	fd = rootfd < 0 ? -errno : open_reported(pid, rootfd, rest, max_size, st);
 	if (rootfd >= 0)
 		close(rootfd);
 	close(piddir);
+	if (rootfd >= 0)
+		return fd;
+	if (fd == -ENOENT)
+		fd = -ESRCH;
+gone:
+	if (refusal_fn)
+		refusal_fn(refusal_ctx, pid, rest, fd == -ESRCH ? ROOTFS_R_GONE : ROOTFS_R_OTHER, -fd);
 	return fd;
 }
 

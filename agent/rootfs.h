@@ -24,8 +24,9 @@
  * Devices and FIFOs are never opened for reading, only looked at (O_PATH),
  * so no open has a side effect or waits for a writer.
  *
- * Library module: does not print. Not thread-hostile: no global state but
- * the test switch rootfs_force_walk().
+ * Library module: does not print. Global state: the test switch
+ * rootfs_force_walk() and the refusal hook below, both set before any
+ * thread opens a file.
  */
 
 #include <stdbool.h>
@@ -101,6 +102,35 @@ int rootfs_lines_next(struct rootfs_lines *lr, const char **line, size_t *len);
 uint64_t rootfs_lines_skipped(const struct rootfs_lines *lr);
 bool rootfs_lines_capped(const struct rootfs_lines *lr);
 void rootfs_lines_free(struct rootfs_lines *lr);
+
+/*
+ * Refusals. A file asked for inside a process's root (rootfs_open with a
+ * "/proc/PID/root" root, rootfs_open_path with such a path) that is there
+ * but not opened is reported to the hook, on the caller's thread, with the
+ * pid (0 when the root is not a /proc/PID/root path), the path as asked
+ * inside the root (untrusted bytes), the reason and the errno. A missing
+ * file (-ENOENT, -ENOTDIR) is not a refusal, except when the path's last
+ * component is a symbolic link that leads nowhere inside the root: a link
+ * out of the container (or a broken one), reported as ROOTFS_R_LINK. Host
+ * paths (root "" or "/") are not reported.
+ */
+enum rootfs_reason {
+	ROOTFS_R_SPECIAL, /* FIFO, socket or device (-EINVAL) */
+	ROOTFS_R_LINK,    /* magic link or too many links (-ELOOP), link leading out */
+	ROOTFS_R_PSEUDO,  /* file of a pseudo filesystem (-EPERM) */
+	ROOTFS_R_BIG,     /* over the size cap (-EFBIG) */
+	ROOTFS_R_GONE,    /* the process ended (-ESRCH) */
+	ROOTFS_R_OTHER,   /* a directory, permission, any other error */
+	ROOTFS_R_N
+};
+typedef void (*rootfs_refusal_fn)(void *ctx, pid_t pid, const char *path,
+				  enum rootfs_reason why, int err);
+/* Install @fn (NULL: none). Not synchronised: set before threads open. */
+void rootfs_set_refusal_hook(rootfs_refusal_fn fn, void *ctx);
+/* Report a refusal found elsewhere (a helper process): calls the hook. */
+void rootfs_report_refusal(pid_t pid, const char *path, enum rootfs_reason why, int err);
+/* "special", "link", "pseudofs", "too_big", "vanished", "other". */
+const char *rootfs_reason_name(enum rootfs_reason why);
 
 /* Tests: resolve with the user-space walk instead of openat2(2). */
 void rootfs_force_walk(bool on);

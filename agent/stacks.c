@@ -34,6 +34,7 @@
 
 #include "agent/demangle.h"
 #include "agent/fold.h"
+#include "agent/jitload.h"
 #include "agent/perfmap.h"
 #include "agent/procmaps.h"
 #include "agent/rootfs.h"
@@ -47,6 +48,7 @@
 #define OBJ_KERNEL 0u
 #define OBJ_UNKNOWN 1u /* no mapping: the frame keeps its raw address */
 #define OBJ_FIRST 2u
+#define OBJ_MARK 0xffffu /* a marker frame: the offset is an enum stacks_trunc */
 #define MAX_OBJECTS 65000 /* ids live in the top 16 bits of a frame */
 #define MAX_DISTINCT_STACKS 2000000
 
@@ -56,7 +58,15 @@ struct object {
 	char *open_path; /* where it could be opened when first seen */
 	const char *base;
 	struct symtab *st;
-	struct perfmap *jit; /* JIT code: names by absolute address */
+	/* JIT code (anonymous executable memory of a process that may have a
+	 * perf map): frames keep absolute addresses; the map is loaded by the
+	 * loader thread (agent/jitload.h) and taken when names are made. */
+	bool is_jit;
+	bool jit_waited; /* a naming pass already waited for the load */
+	bool jit_absent; /* the process has no perf map (ENOENT) */
+	struct jitload_job *jitjob; /* the load, until it is done */
+	struct perfmap *jit;
+	char *anon; /* the mapping's own name (//anon, [anon:x], /memfd:x) */
 	void *key;           /* its key in objkey */
 	size_t keylen;
 	bool live;
@@ -82,6 +92,7 @@ struct stacks {
 	struct unwind_cache *uc;
 	struct ksyms *ks;
 	bool ks_tried;
+	struct jitload *jl; /* perf-map loader, made at the first JIT object */
 	struct fold *raw;     /* raw stack -> samples */
 	struct fold *objkey;  /* (dev, ino) or path -> object index */
 	struct fold *strings; /* comm and prefix strings -> id + 1 */
@@ -112,6 +123,16 @@ struct stacks {
 	unsigned umap_next;
 	uint32_t cur_pid;
 	uint64_t kept, unwind_errors, no_user_stack;
+	uint32_t max_stack;          /* the events' sample_max_stack */
+	struct fold *trunc;          /* (cgroup id, reason) -> stacks cut, this interval */
+	uint64_t trunc_total[STACKS_TRUNC_N];
+	/* Samples of processes whose maps were not known yet: copies, replayed
+	 * after the drain (by then the FORK record from another CPU's ring
+	 * has given them their parent's maps). */
+	struct pending *pending;
+	size_t npending, cappending, pending_bytes;
+	bool replaying;
+	uint64_t deferred;
 	/* Frame names, kept across intervals: a frame (object, offset) always
 	 * names the same function, and naming (DWARF inlines above all) is the
 	 * expensive part. Bounded: flushed when it grows past NAMES_MAX. */
@@ -123,6 +144,18 @@ struct stacks {
 };
 
 #define NAMES_MAX 500000
+/* Wait for perf maps still loading, per naming pass (see jit_settle). */
+#define STACKS_JIT_WAIT_MS 200
+/* Samples held until the other rings are read (see stacks_add). */
+#define PENDING_MAX 8192
+#define PENDING_BYTES (32u << 20)
+
+struct pending {
+	struct sample s; /* its pointers into buf */
+	char *prefix;
+	void *buf;
+	size_t bytes;
+};
 
 /* ---- interning ---------------------------------------------------------- */
 
@@ -368,7 +401,9 @@ static void object_release(struct stacks *r, uint32_t id)
 	if (r->uc && o->open_path && (o->dev || o->ino))
 		unwind_cache_forget(r->uc, o->dev, o->ino);
 	symtab_free(o->st);
+	jitload_job_free(o->jitjob);
 	perfmap_free(o->jit);
+	free(o->anon);
 	free(o->path);
 	free(o->open_path);
 	free(o->key);
@@ -429,8 +464,10 @@ static uint32_t intern_object(struct stacks *r, uint32_t pid, struct pmap_entry 
 		m->tag = -1; /* dropped since: intern again */
 	}
 	/* Files by (dev, ino); JIT code by process; other pseudo maps by name. */
-	if (anon_path(m->path) && perfmap_path("/proc", (pid_t)pid, jitpath, sizeof(jitpath)) == 0 &&
-	    perfmap_present(jitpath)) {
+	/* Anonymous executable memory is JIT code when the process has a perf
+	 * map: whether it has one is for the loader to find (a lookup in the
+	 * container may wait), so it is JIT code until the loader says not. */
+	if (anon_path(m->path) && perfmap_path("/proc", (pid_t)pid, jitpath, sizeof(jitpath)) == 0) {
 		snprintf(jitkey, sizeof(jitkey), "jit:%" PRIu32, pid);
 		key = jitkey;
 		keylen = strlen(jitkey);
@@ -464,13 +501,18 @@ static uint32_t intern_object(struct stacks *r, uint32_t pid, struct pmap_entry 
 	o->keylen = keylen;
 	o->base = strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path;
 	if (jitpath[0]) {
-		/* Loaded now, while the process lives; its name for unnamed frames. */
-		o->jit = perfmap_load(jitpath);
-		free(o->path);
+		/* Queued now, while the process lives, for the loader thread;
+		 * "perf-NSPID.map" names frames the map does not. */
+		o->is_jit = true;
+		o->anon = o->path;
 		o->path = strdup(strrchr(jitpath, '/') + 1);
 		if (!o->path)
 			goto err_release;
 		o->base = o->path;
+		if (!r->jl)
+			r->jl = jitload_new();
+		/* queue full or no thread: no names for this one, no wait */
+		o->jitjob = r->jl ? jitload_submit(r->jl, jitpath) : NULL;
 	} else if (!strcmp(m->path, "[vdso]")) {
 		o->st = open_vdso();
 	} else if (!pseudo_path(m->path)) {
@@ -538,34 +580,51 @@ static const struct unwind_map *find_umap(void *ctx, uint64_t ip)
 /* User IPs of @s, leaf first, into @ips. */
 struct user_unwinder {
 	const char *name;
-	int (*unwind)(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max);
+	/* *@cut: an enum stacks_trunc when the walk was cut, else -1. */
+	int (*unwind)(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max,
+		      int *cut);
 };
 
-static int fp_user(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max)
+static int fp_user(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max,
+		   int *cut)
 {
 	size_t n = 0;
-	bool user = false;
+	uint64_t entries = 0; /* what the kernel counts against sample_max_stack */
+	bool user = false, ended = false;
 
-	for (uint64_t i = 0; i < s->nr_callchain && n < max; i++) {
+	for (uint64_t i = 0; i < s->nr_callchain; i++) {
 		uint64_t ip = s->callchain[i];
 
 		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
 			user = ip == (uint64_t)PERF_CONTEXT_USER;
 			continue;
 		}
-		if (!user)
+		entries++;
+		if (!user || ended)
 			continue;
-		if (!ip)
-			break; /* the walk ran off the end of the frame chain */
+		if (!ip) {
+			ended = true; /* the walk ran off the end of the frame chain */
+			continue;
+		}
+		if (n == max) {
+			*cut = STACKS_TRUNC_MAX_STACK;
+			ended = true;
+			continue;
+		}
 		ips[n++] = ip;
 	}
+	/* The kernel stops storing at sample_max_stack entries, contexts aside. */
+	if (!ended && n && entries >= r->max_stack)
+		*cut = STACKS_TRUNC_MAX_STACK;
 	if (!s->nr_callchain && s->user_mode && max)
 		ips[n++] = s->ip;
 	return (int)n;
 }
 
-static int dwarf_user(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max)
+static int dwarf_user(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max,
+		      int *cut)
 {
+	enum unwind_end end = UNWIND_END_COMPLETE;
 	struct unwind_sample us = {
 		.regs = s->regs,
 		.regs_mask = unwind_dwarf_regs_mask(),
@@ -574,6 +633,7 @@ static int dwarf_user(struct stacks *r, const struct sample *s, uint64_t *ips, s
 		.find_map = find_umap,
 		.ctx = r,
 		.pid = s->pid,
+		.end = &end,
 	};
 	int n;
 
@@ -587,10 +647,15 @@ static int dwarf_user(struct stacks *r, const struct sample *s, uint64_t *ips, s
 		r->unwind_errors++;
 		return 0;
 	}
+	if (end == UNWIND_END_STACK_COPY)
+		*cut = STACKS_TRUNC_STACK_COPY;
+	else if (end == UNWIND_END_MAX)
+		*cut = STACKS_TRUNC_MAX_STACK;
 	return n;
 }
 
-static int leaf_only(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max)
+static int leaf_only(struct stacks *r, const struct sample *s, uint64_t *ips, size_t max,
+		     int *cut)
 {
 	if (!s->user_mode || !max)
 		return 0;
@@ -609,13 +674,98 @@ static const struct user_unwinder unwinders[] = {
 
 static void pt_restart(struct stacks *r, uint32_t pid);
 
+/*
+ * Keep a copy of @s for later: rings are drained one CPU after another, so
+ * the sample of a child that ran on one CPU may be read before the FORK
+ * record its parent's CPU wrote. A child that lived a few ms has no
+ * /proc/PID/maps left to read. False when the queue is full.
+ */
+static bool defer_sample(struct stacks *r, const struct sample *s, const char *prefix)
+{
+	size_t nregs = 0, bytes;
+	struct pending *p;
+	uint8_t *b;
+
+	if (r->mode == STACKS_DWARF && s->regs)
+		nregs = (size_t)__builtin_popcountll(stacks_regs_mask(r->mode));
+	bytes = s->nr_callchain * 8 + nregs * 8 + (s->stack ? s->stack_size : 0) +
+		(prefix ? strlen(prefix) + 1 : 0);
+	if (r->npending >= PENDING_MAX || r->pending_bytes + bytes > PENDING_BYTES ||
+	    s->nr_callchain > 4096)
+		return false;
+	if (r->npending == r->cappending) {
+		size_t nc = r->cappending ? r->cappending * 2 : 64;
+		struct pending *v = realloc(r->pending, nc * sizeof(*v));
+
+		if (!v)
+			return false;
+		r->pending = v;
+		r->cappending = nc;
+	}
+	p = &r->pending[r->npending];
+	memset(p, 0, sizeof(*p));
+	p->buf = malloc(bytes ? bytes : 1);
+	if (!p->buf)
+		return false;
+	p->s = *s;
+	p->s.raw = NULL;
+	p->s.raw_size = 0;
+	b = p->buf;
+	if (s->nr_callchain) {
+		memcpy(b, s->callchain, s->nr_callchain * 8);
+		p->s.callchain = (const uint64_t *)b;
+		b += s->nr_callchain * 8;
+	}
+	if (nregs) {
+		memcpy(b, s->regs, nregs * 8);
+		p->s.regs = (const uint64_t *)b;
+		b += nregs * 8;
+	} else if (r->mode == STACKS_DWARF) {
+		p->s.regs = NULL;
+	}
+	if (s->stack && s->stack_size) {
+		memcpy(b, s->stack, s->stack_size);
+		p->s.stack = b;
+		b += s->stack_size;
+	}
+	if (prefix) {
+		memcpy(b, prefix, strlen(prefix) + 1);
+		p->prefix = (char *)b;
+	}
+	p->bytes = bytes;
+	r->pending_bytes += bytes;
+	r->npending++;
+	r->deferred++;
+	return true;
+}
+
+/* Count the held samples now, with what the drain since taught us. */
+static void replay_pending(struct stacks *r)
+{
+	if (!r->npending)
+		return;
+	r->replaying = true;
+	for (size_t i = 0; i < r->npending; i++) {
+		stacks_add(r, &r->pending[i].s, r->pending[i].prefix);
+		free(r->pending[i].buf);
+	}
+	r->replaying = false;
+	r->npending = 0;
+	r->pending_bytes = 0;
+}
+
 void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
 {
 	uint64_t key[HDR + MAX_FRAMES], ips[MAX_FRAMES];
 	size_t n = HDR;
 	int nu;
 	uint64_t *slot;
+	int cut = -1;
+	bool maps_known = false;
 
+	if (!r->replaying && s->pid && s->pid != (uint32_t)-1 && r->mode != STACKS_LEAF &&
+	    procmaps_unknown(r->pm, s->pid) && defer_sample(r, s, prefix))
+		return;
 	key[0] = r->per_cgroup ? s->cgroup_id : 0;
 	key[1] = prefix ? intern_comm(r, prefix) + 1 : 0;
 	key[2] = intern_comm(r, s->pid ? procmaps_comm_of(r->pm, s->pid, s->tid) : "swapper");
@@ -639,7 +789,8 @@ void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
 	if (!s->nr_callchain && !s->user_mode)
 		key[n++] = ((uint64_t)OBJ_KERNEL << 48) | (s->ip & 0xffffffffffffull);
 
-	nu = unwinders[r->mode].unwind(r, s, ips, HDR + MAX_FRAMES - n);
+	/* One slot kept for a marker frame. */
+	nu = unwinders[r->mode].unwind(r, s, ips, HDR + MAX_FRAMES - n - 1, &cut);
 	for (int i = 0; i < nu; i++) {
 		uint64_t ip = i && ips[i] ? ips[i] - 1 : ips[i];
 		struct pmap_entry *m = (struct pmap_entry *)procmaps_find(r->pm, s->pid, ip);
@@ -655,18 +806,46 @@ void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
 			key[2] = intern_comm(r, procmaps_comm_of(r->pm, s->pid, s->tid));
 			m = (struct pmap_entry *)procmaps_find(r->pm, s->pid, ip);
 		}
+		/*
+		 * A return address outside every executable mapping of a process
+		 * whose maps we know (its leaf was found) is junk: a frame pointer
+		 * chain through code built without one, or a walk gone astray.
+		 * Nothing above it can be trusted. A mapping made since the maps
+		 * were read gets one more look (rate-limited) first.
+		 */
+		if (!m && i > 0 && maps_known && procmaps_refresh(r->pm, s->pid, s->tid)) {
+			pt_restart(r, s->pid);
+			if (r->uc)
+				unwind_forget_process(r->uc, s->pid);
+			m = (struct pmap_entry *)procmaps_find(r->pm, s->pid, ip);
+		}
+		if (!m && i > 0 && maps_known) {
+			cut = STACKS_TRUNC_BAD_ADDRESS;
+			break;
+		}
 		if (!m) {
 			key[n++] = ((uint64_t)OBJ_UNKNOWN << 48) | (ip & 0xffffffffffffull);
 			continue;
 		}
+		if (i == 0)
+			maps_known = true;
 		uint32_t obj = intern_object(r, s->pid, m);
 		struct object *o = object_at(r, obj);
-		uint64_t off = o && o->jit ? ip : ip - m->start + m->pgoff;
+		uint64_t off = o && o->is_jit ? ip : ip - m->start + m->pgoff;
 
 		if (o)
 			o->used = r->epoch; /* kept until this interval is folded */
 
 		key[n++] = ((uint64_t)obj << 48) | (off & 0xffffffffffffull);
+	}
+	if (cut >= 0 && nu > 0) {
+		uint64_t tk[2] = {s->cgroup_id, (uint64_t)cut};
+		uint64_t *tc = fold_slot(r->trunc, tk, sizeof(tk));
+
+		key[n++] = ((uint64_t)OBJ_MARK << 48) | (uint64_t)cut;
+		if (tc)
+			(*tc)++;
+		r->trunc_total[cut]++;
 	}
 	key[3] = n - HDR;
 	slot = fold_slot(r->raw, key, n * sizeof(key[0]));
@@ -688,6 +867,7 @@ struct namer {
 	bool by_id; /* key lines by the cgroup id (8 bytes first), no label frame */
 	bool mods;  /* by_id, and the key ends with a module code per frame */
 	uint32_t *codes; /* module codes of the line's frames (see MOD_*) */
+	char *tmp;       /* the last name not cached (see frame_name) */
 	size_t ncodes, capcodes;
 };
 
@@ -723,6 +903,15 @@ static char *name_frame(struct stacks *r, uint64_t frame)
 			s = NULL;
 		return s;
 	}
+	if (obj == OBJ_MARK) {
+		static const char *const marks[STACKS_TRUNC_N] = {
+			[STACKS_TRUNC_STACK_COPY] = "[truncated: stack copy]",
+			[STACKS_TRUNC_MAX_STACK] = "[truncated: max stack]",
+			[STACKS_TRUNC_BAD_ADDRESS] = "[bad return address]",
+		};
+
+		return strdup(off < STACKS_TRUNC_N ? marks[off] : "[truncated]");
+	}
 	struct object *o = object_at(r, obj);
 	const char *name = NULL;
 	uint64_t symoff;
@@ -730,6 +919,13 @@ static char *name_frame(struct stacks *r, uint64_t frame)
 	if (o)
 		o->named = true;
 
+	if (o && o->is_jit && o->jit_absent) {
+		/* no perf map: anonymous code, by the mapping's name */
+		if (asprintf(&s, "%s+0x%" PRIx64, o->anon ? o->anon : "[anon]", off) < 0)
+			return NULL;
+		fold_sanitize(s);
+		return s;
+	}
 	if (o && o->jit && (name = perfmap_lookup(o->jit, off))) {
 		s = strdup(name);
 		if (s)
@@ -784,6 +980,14 @@ static const char *frame_name(struct namer *nm, uint64_t frame)
 	if (!slot)
 		return "?";
 	if (!*slot) {
+		struct object *o = object_at(r, (uint32_t)(frame >> 48));
+
+		if ((uint32_t)(frame >> 48) >= OBJ_FIRST && o && o->jitjob) {
+			/* its map is still loading: named for this pass only */
+			free(nm->tmp);
+			nm->tmp = name_frame(r, frame);
+			return nm->tmp ? nm->tmp : "?";
+		}
 		char *s = name_frame(nm->r, frame);
 
 		if (!s)
@@ -1006,9 +1210,42 @@ static void names_flush(struct stacks *r)
 	r->names = NULL;
 }
 
-/* The name cache exists and is within its bound. */
+/*
+ * Take the perf maps the loader has read. A load still under way is
+ * waited for, once per object and STACKS_JIT_WAIT_MS per naming pass in
+ * all; after that its frames are named without it (not cached) until it
+ * is done: a map that never comes costs one wait, never a stall.
+ */
+static void jit_settle(struct stacks *r)
+{
+	struct timespec ts;
+	uint64_t deadline;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	deadline = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+		   STACKS_JIT_WAIT_MS * 1000000ull;
+	for (size_t i = 0; i < r->nobjs; i++) {
+		struct object *o = &r->objs[i]; /* free slots have no job */
+		struct perfmap *m = NULL;
+		int err = 0;
+
+		if (!o->jitjob)
+			continue;
+		if (!jitload_wait(o->jitjob, o->jit_waited ? 0 : deadline, &m, &err)) {
+			o->jit_waited = true;
+			continue;
+		}
+		jitload_job_free(o->jitjob);
+		o->jitjob = NULL;
+		o->jit = m;
+		o->jit_absent = !m && err == ENOENT;
+	}
+}
+
+/* The name cache exists and is within its bound; loaded maps taken. */
 static int names_ready(struct stacks *r)
 {
+	jit_settle(r);
 	if (r->names && r->nstrs > NAMES_MAX)
 		names_flush(r);
 	if (!r->names)
@@ -1186,6 +1423,7 @@ static void objects_sweep(struct stacks *r)
 
 void stacks_gc(struct stacks *r)
 {
+	replay_pending(r);
 	procmaps_gc(r->pm);
 	/* The same aging as procmaps_gc(): gone two calls after the EXIT. */
 	for (size_t i = 0; i < r->ptcap; i++) {
@@ -1232,11 +1470,13 @@ struct stacks *stacks_new(enum stacks_mode mode, bool per_cgroup, const char *cg
 	r->objkey = fold_new();
 	r->strings = fold_new();
 	r->cglabels = fold_new();
+	r->trunc = fold_new();
+	r->max_stack = 127;
 	r->mount = cgroup_mount ? strdup(cgroup_mount) : NULL;
 	r->dm = demangle_cache_new(DEMANGLE_FULL, 0);
 	if (mode == STACKS_DWARF)
 		r->uc = unwind_cache_new(256);
-	if (!r->pm || !r->raw || !r->objkey || !r->strings || !r->cglabels || !r->dm ||
+	if (!r->pm || !r->raw || !r->objkey || !r->strings || !r->cglabels || !r->trunc || !r->dm ||
 	    (cgroup_mount && !r->mount) || (mode == STACKS_DWARF && !r->uc)) {
 		stacks_free(r);
 		errno = ENOMEM;
@@ -1253,7 +1493,9 @@ void stacks_free(struct stacks *r)
 		return;
 	for (size_t i = 0; i < r->nobjs; i++) {
 		symtab_free(r->objs[i].st);
+		jitload_job_free(r->objs[i].jitjob);
 		perfmap_free(r->objs[i].jit);
+		free(r->objs[i].anon);
 		free(r->objs[i].path);
 		free(r->objs[i].open_path);
 		free(r->objs[i].key);
@@ -1273,8 +1515,13 @@ void stacks_free(struct stacks *r)
 	fold_free(r->objkey);
 	fold_free(r->strings);
 	fold_free(r->cglabels);
+	fold_free(r->trunc);
+	for (size_t i = 0; i < r->npending; i++)
+		free(r->pending[i].buf);
+	free(r->pending);
 	names_flush(r);
 	demangle_cache_free(r->dm);
+	jitload_free(r->jl); /* after every job is freed */
 	procmaps_free(r->pm);
 	unwind_cache_free(r->uc);
 	ksyms_free(r->ks);
@@ -1304,6 +1551,7 @@ int stacks_write(struct stacks *r, FILE *out, size_t *nlines)
 	struct namer nm = {.r = r};
 	int err;
 
+	replay_pending(r);
 	nm.out = fold_new();
 	if (!nm.out || names_ready(r) < 0) {
 		fold_free(nm.out);
@@ -1314,6 +1562,7 @@ int stacks_write(struct stacks *r, FILE *out, size_t *nlines)
 	if (nlines)
 		*nlines = fold_count(nm.out);
 	free(nm.line);
+	free(nm.tmp);
 	fold_free(nm.out);
 	return err;
 }
@@ -1329,6 +1578,57 @@ void stacks_stats(const struct stacks *r, struct stacks_stats *out)
 	out->objects_dropped = r->dropped;
 	out->processes = procmaps_nprocs(r->pm);
 	out->distinct = fold_count(r->raw);
+	memcpy(out->truncated, r->trunc_total, sizeof(out->truncated));
+	out->fork_seeds = procmaps_fork_seeds(r->pm);
+	out->deferred = r->deferred;
+}
+
+const char *stacks_trunc_name(enum stacks_trunc t)
+{
+	static const char *const names[STACKS_TRUNC_N] = {
+		[STACKS_TRUNC_STACK_COPY] = "stack_copy",
+		[STACKS_TRUNC_MAX_STACK] = "max_stack",
+		[STACKS_TRUNC_BAD_ADDRESS] = "bad_return_address",
+	};
+
+	return (unsigned)t < STACKS_TRUNC_N ? names[t] : "?";
+}
+
+const char *stacks_cgroup_label(struct stacks *r, uint64_t cgroup_id)
+{
+	return cgroup_label(r, cgroup_id);
+}
+
+void stacks_set_max_stack(struct stacks *r, uint32_t max_stack)
+{
+	r->max_stack = max_stack ? max_stack : 127;
+}
+
+struct trunc_ctx {
+	void (*cb)(void *ctx, uint64_t cgroup_id, enum stacks_trunc reason, uint64_t count);
+	void *ctx;
+};
+
+static void trunc_one(void *ctx, const void *key, size_t len, uint64_t count)
+{
+	const struct trunc_ctx *t = ctx;
+	uint64_t k[2];
+
+	if (len != sizeof(k) || !count)
+		return;
+	memcpy(k, key, sizeof(k));
+	if (k[1] < STACKS_TRUNC_N)
+		t->cb(t->ctx, k[0], (enum stacks_trunc)k[1], count);
+}
+
+void stacks_foreach_truncated(const struct stacks *r,
+			      void (*cb)(void *ctx, uint64_t cgroup_id, enum stacks_trunc reason,
+					 uint64_t count),
+			      void *ctx)
+{
+	struct trunc_ctx t = {cb, ctx};
+
+	fold_foreach(r->trunc, trunc_one, &t);
 }
 
 struct each_ctx {
@@ -1355,6 +1655,7 @@ int stacks_foreach(struct stacks *r,
 	struct each_ctx e = {cb, ctx};
 	int err;
 
+	replay_pending(r);
 	nm.out = fold_new();
 	if (!nm.out || names_ready(r) < 0) {
 		fold_free(nm.out);
@@ -1365,6 +1666,7 @@ int stacks_foreach(struct stacks *r,
 	if (!err)
 		fold_foreach(nm.out, each_line, &e);
 	free(nm.line);
+	free(nm.tmp);
 	fold_free(nm.out);
 	return err;
 }
@@ -1419,7 +1721,8 @@ static void module_of(struct stacks *r, uint32_t code, struct stacks_frame *f)
 		f->module = "[kernel.kallsyms]";
 		f->build_id = kernel_build_id(r);
 	} else if (o) {
-		f->module = o->jit ? "[jit]" : o->path;
+		f->module = o->is_jit ? (o->jit_absent ? (o->anon ? o->anon : "[anon]") : "[jit]")
+				      : o->path;
 		f->build_id = o->st ? symtab_build_id(o->st) : "";
 	}
 }
@@ -1496,6 +1799,7 @@ int stacks_foreach_frames(struct stacks *r,
 	struct frames_ctx e = {.r = r, .cb = cb, .ctx = ctx};
 	int err;
 
+	replay_pending(r);
 	nm.out = fold_new();
 	if (!nm.out || names_ready(r) < 0) {
 		fold_free(nm.out);
@@ -1511,6 +1815,7 @@ int stacks_foreach_frames(struct stacks *r,
 	free(e.frames);
 	free(nm.codes);
 	free(nm.line);
+	free(nm.tmp);
 	fold_free(nm.out);
 	return err;
 }
@@ -1518,9 +1823,15 @@ int stacks_foreach_frames(struct stacks *r,
 int stacks_reset(struct stacks *r)
 {
 	struct fold *f = fold_new();
+	struct fold *t = fold_new();
 
-	if (!f)
+	if (!f || !t) {
+		fold_free(f);
+		fold_free(t);
 		return -ENOMEM;
+	}
+	fold_free(r->trunc);
+	r->trunc = t;
 	fold_set_limit(f, MAX_DISTINCT_STACKS);
 	fold_free(r->raw);
 	r->raw = f;

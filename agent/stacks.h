@@ -63,10 +63,16 @@ void stacks_add(struct stacks *st, const struct sample *s, const char *prefix);
 /* Side-band records keep process maps and thread names current. */
 void stacks_mmap(struct stacks *st, const struct sample_mmap *m);
 void stacks_comm(struct stacks *st, uint32_t pid, uint32_t tid, const char *comm, bool exec);
+/* A child gets a copy of its parent's maps; when the parent's are not
+ * known yet (it was never sampled), they are read from /proc at the fork,
+ * so children that live a few ms are named (see procmaps_fork). */
 void stacks_fork(struct stacks *st, uint32_t pid, uint32_t ppid, uint32_t tid);
 void stacks_exit(struct stacks *st, uint32_t pid, uint32_t tid);
-/* Forget processes gone since two calls ago, and the objects only they
- * mapped (see above); call after each drain. */
+/* Count the samples held back by stacks_add() (a process whose maps were
+ * unknown and whose /proc entry was gone: its FORK record may sit in a ring
+ * not read yet), then forget processes gone since two calls ago, and the
+ * objects only they mapped (see above); call after each drain of every
+ * ring. stacks_write() and stacks_foreach*() count held samples first too. */
 void stacks_gc(struct stacks *st);
 
 /* Name every frame and write "frames count" lines, sorted. 0 or -errno. */
@@ -101,6 +107,44 @@ int stacks_foreach_frames(struct stacks *st,
 				     size_t n, uint64_t count),
 			  void *ctx);
 
+/*
+ * Stacks that could not be completed. The walk is cut where it stops being
+ * trustworthy and a marker frame takes the root's place, right after the
+ * comm frame:
+ *   "[truncated: stack copy]"  DWARF: the next frame lies above the user
+ *                              stack the kernel copied (raise --call-graph
+ *                              dwarf,SIZE)
+ *   "[truncated: max stack]"   the kernel's callchain reached its depth cap
+ *                              (kernel.perf_event_max_stack, see
+ *                              stacks_set_max_stack()), or the engine's own
+ *                              254 frames
+ *   "[bad return address]"     a return address outside every executable
+ *                              mapping of the process (frame pointers over
+ *                              code built without them, junk in a DWARF walk):
+ *                              that frame and all above it are dropped
+ * Counted per cgroup (the sample's, per_cgroup or not; 0 when unknown) and
+ * reason, per interval.
+ */
+enum stacks_trunc {
+	STACKS_TRUNC_STACK_COPY,
+	STACKS_TRUNC_MAX_STACK,
+	STACKS_TRUNC_BAD_ADDRESS,
+	STACKS_TRUNC_N
+};
+/* "stack_copy", "max_stack", "bad_return_address": label values. */
+const char *stacks_trunc_name(enum stacks_trunc t);
+/* The callchain depth the sampling events were opened with (their
+ * sample_max_stack): a callchain that long was cut by the kernel. 0 = 127. */
+void stacks_set_max_stack(struct stacks *st, uint32_t max_stack);
+/* The label a cgroup id gets in folded text ("[no-cgroup]" for 0). Valid
+ * until stacks_free(). */
+const char *stacks_cgroup_label(struct stacks *st, uint64_t cgroup_id);
+/* Every (cgroup id, reason) counted since the last stacks_reset(). */
+void stacks_foreach_truncated(const struct stacks *st,
+			      void (*cb)(void *ctx, uint64_t cgroup_id, enum stacks_trunc reason,
+					 uint64_t count),
+			      void *ctx);
+
 /* Start a new interval: counts cleared, objects and maps kept (objects of
  * processes gone may be dropped at the next stacks_gc()). */
 int stacks_reset(struct stacks *st);
@@ -113,6 +157,9 @@ struct stacks_stats {
 	size_t objects;          /* binaries held now (symbols, unwind tables) */
 	uint64_t objects_dropped; /* binaries dropped once no process mapped them */
 	size_t processes, distinct;
+	uint64_t truncated[STACKS_TRUNC_N]; /* since stacks_new(), by reason */
+	uint64_t fork_seeds; /* parents' maps read at a fork (see stacks_fork) */
+	uint64_t deferred;   /* samples held until the drain's FORK records were read */
 };
 void stacks_stats(const struct stacks *st, struct stacks_stats *out);
 

@@ -237,6 +237,7 @@ struct unwind_state {
 	uint64_t stack_lo, stack_size;
 	const uint8_t *stack;
 	uint64_t prefetched; /* bytes of the copy prefetched */
+	bool above_copy;     /* a read since the last step fell above the copy */
 	bool filling;     /* the scratch cursor's RIP is fill_ip */
 	uint64_t fill_ip;
 	struct unwind_func *once; /* rows that could not be cached, freed after use */
@@ -1599,6 +1600,10 @@ static int acc_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *valp
 		memcpy(valp, st->stack + off, 8);
 		return 0;
 	}
+	/* Above the copy, below where the copy could have gone on (8 MiB):
+	 * the frame is real and was cut off, not junk. */
+	if (addr >= st->stack_lo && off - st->stack_size < (8ull << 20))
+		st->above_copy = true;
 	*valp = 0;
 	if (write)
 		return -UNW_EINVAL;
@@ -1814,6 +1819,7 @@ static void stack_prefetch(struct unwind_state *st, uint64_t upto)
 int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t *ips, size_t max)
 {
 	struct unwind_state st = { .c = c, .s = s, .fd = -1 };
+	enum unwind_end end = UNWIND_END_BROKEN;
 	uint64_t ip, sp, prev_sp;
 	bool exact = true; /* the leaf's IP is where it is */
 	unw_cursor_t cur;
@@ -1823,6 +1829,8 @@ int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t
 		return -EINVAL;
 	if (sample_reg(s, PERF_REG_X86_IP, &ip) < 0)
 		return -EINVAL;
+	if (s->end)
+		*s->end = max ? UNWIND_END_BROKEN : UNWIND_END_MAX;
 	if (!max)
 		return 0;
 	if (max > INT_MAX)
@@ -1843,6 +1851,7 @@ int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t
 		bool signal = false;
 		const void *rows = frame_rows(&st, ip, exact, &signal);
 		unw_word_t nip, nsp;
+		int ret;
 
 		/*
 		 * No rows: libunwind's own step, heuristics and all. (Its own
@@ -1850,15 +1859,23 @@ int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t
 		 * cursor about ip - 1; that differs from ours only when a call
 		 * without CFI is followed by a function with some.)
 		 */
-		if ((rows ? step_rows(&cur, rows) : unw_step(&cur)) <= 0)
+		st.above_copy = false;
+		ret = rows ? step_rows(&cur, rows) : unw_step(&cur);
+		if (ret == 0)
+			end = UNWIND_END_COMPLETE;
+		if (ret <= 0)
 			break;
 		if (n == 1)
 			leaf_popped(&st, &cur, ip, sp);
 		if (unw_get_reg(&cur, UNW_REG_IP, &nip) < 0 ||
 		    unw_get_reg(&cur, UNW_REG_SP, &nsp) < 0)
 			break;
+		if (!nip) {
+			end = UNWIND_END_COMPLETE;
+			break;
+		}
 		/* A caller's frame sits above its callee's: anything else is a loop or junk. */
-		if (!nip || nsp <= prev_sp)
+		if (nsp <= prev_sp)
 			break;
 		ips[n++] = nip;
 		ip = nip;
@@ -1866,6 +1883,10 @@ int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t
 		stack_prefetch(&st, nsp - sp + UNWIND_PREFETCH);
 		exact = signal;
 	}
+	if (n == max)
+		end = UNWIND_END_MAX;
+	else if (end == UNWIND_END_BROKEN && (st.above_copy || prev_sp - sp >= st.stack_size))
+		end = UNWIND_END_STACK_COPY;
 out:
 	if (st.fd >= 0)
 		close(st.fd);
@@ -1874,5 +1895,7 @@ out:
 	space_clear(&c->shared);
 	c->gen++; /* unpin this call's entries */
 	cache_trim(c);
+	if (s->end)
+		*s->end = end;
 	return (int)n;
 }

@@ -24,6 +24,14 @@ struct unwind_map {
 };
 
 /* Find the mapping that contains @ip, or NULL. */
+/* Why a DWARF walk ended (unwind_sample.end). */
+enum unwind_end {
+	UNWIND_END_COMPLETE,   /* the CFI said the stack ends here (or a zero IP) */
+	UNWIND_END_STACK_COPY, /* the next frame lies above the copied user stack */
+	UNWIND_END_MAX,        /* @max frames written */
+	UNWIND_END_BROKEN,     /* no unwind info, bad CFI, or a frame not above the last */
+};
+
 typedef const struct unwind_map *(*unwind_find_map_fn)(void *ctx, uint64_t ip);
 
 struct unwind_sample {
@@ -39,6 +47,8 @@ struct unwind_sample {
 	 * unwind_forget_process()); with 0, only for the call.
 	 */
 	uint32_t pid;
+	/* Out, may be NULL: why the walk ended (set when 0 or more is returned). */
+	enum unwind_end *end;
 };
 
 /*
@@ -111,7 +121,9 @@ uint64_t unwind_dwarf_regs_mask(void);
  * instruction after each call: subtract 1 before a line lookup). The walk
  * ends where the CFI says the stack ends, where the stack copy or the
  * unwind info runs out, at a zero IP, or at a frame whose SP is not above
- * the previous one (a loop, or junk). -EINVAL: bad arguments or no IP in
+ * the previous one (a loop, or junk); *@s->end says which. A step that had
+ * to read above the copy (the caller's frame was not copied) ends with
+ * UNWIND_END_STACK_COPY. -EINVAL: bad arguments or no IP in
  * the sample. Files are read through @s->find_map's paths: the binaries'
  * unwind tables (once, into @c) and, when CFI is missing, a few words of
  * text for libunwind's PLT and signal-frame checks.

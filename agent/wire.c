@@ -535,6 +535,20 @@ int wire_add_profile(struct wire_batch *b, int cg, const char *event, uint64_t p
 	return i;
 }
 
+int wire_add_truncated(struct wire_batch *b, int profile, const uint64_t counts[WIRE_TRUNC_REASONS])
+{
+	Cgperf__V1__Profile *m;
+
+	if (!b || profile < 0 || (size_t)profile >= b->nprof || !counts)
+		return -EINVAL;
+	m = &b->prof[profile].m;
+	m->truncated_stack_copy = sat(sat(m->truncated_stack_copy) + sat(counts[0]));
+	m->truncated_max_stack = sat(sat(m->truncated_max_stack) + sat(counts[1]));
+	m->truncated_bad_return_address =
+		sat(sat(m->truncated_bad_return_address) + sat(counts[2]));
+	return 0;
+}
+
 /* A build-id as the wire wants it in @out: lowercase hex, whole bytes,
  * 2..WIRE_BUILD_ID_MAX digits; "" for anything else. */
 static void build_id_clean(const char *s, char out[WIRE_BUILD_ID_MAX + 1])
@@ -1273,7 +1287,13 @@ static int check_profiles(const struct vctx *v)
 		if ((ret = check_cg(v, "profiles", i, p->cgroup)) < 0 ||
 		    (ret = check_sid(v, "profiles", i, "event", p->event, true)) < 0 ||
 		    (ret = check_value(v, "profiles", i, "period", p->period)) < 0 ||
-		    (ret = check_value(v, "profiles", i, "frequency", p->frequency)) < 0)
+		    (ret = check_value(v, "profiles", i, "frequency", p->frequency)) < 0 ||
+		    (ret = check_value(v, "profiles", i, "truncated_stack_copy",
+				       p->truncated_stack_copy)) < 0 ||
+		    (ret = check_value(v, "profiles", i, "truncated_max_stack",
+				       p->truncated_max_stack)) < 0 ||
+		    (ret = check_value(v, "profiles", i, "truncated_bad_return_address",
+				       p->truncated_bad_return_address)) < 0)
 			return ret;
 		for (size_t k = 0; k < p->n_stacks; k++) {
 			const Cgperf__V1__Stack *s = p->stacks[k];

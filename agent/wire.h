@@ -103,6 +103,14 @@ int wire_add_profile(struct wire_batch *b, int cg, const char *event, uint64_t p
 		     uint64_t freq_hz);
 
 /*
+ * Stacks of profile @profile cut short over the interval, by reason
+ * (enum stacks_trunc order: stack copy, max stack, bad return address);
+ * added to what the profile has. 0 or -EINVAL.
+ */
+#define WIRE_TRUNC_REASONS 3
+int wire_add_truncated(struct wire_batch *b, int profile, const uint64_t counts[WIRE_TRUNC_REASONS]);
+
+/*
  * Add @count samples of the stack @frames[0..@n) (root first, @n >= 1,
  * names interned) to profile @profile. A stack deeper than WIRE_STACK_MAX
  * keeps its leaf-most WIRE_STACK_MAX - 1 frames under a WIRE_TRUNCATED_FRAME

@@ -48,6 +48,11 @@ struct cg {
 	size_t ncounters, ccap;
 	struct probe_series *probes;
 	size_t nprobes, pcap;
+	/* Stacks cut short (Profile.truncated_*), by reason: kept here only,
+	 * not in the store, so they start from 0 when the exporter restarts
+	 * (a counter reset to Prometheus). */
+	uint64_t truncated[WIRE_TRUNC_REASONS];
+	uint64_t truncated_seen;
 	struct cg *next;
 };
 
@@ -625,9 +630,24 @@ int totals_add_batch(struct totals *t, const Cgperf__V1__Batch *m, uint64_t now)
 		hist_merge(&s->latency, &h);
 		s->last_seen = max64(s->last_seen, now);
 	}
-	for (size_t p = 0; p < m->n_profiles; p++)
-		for (size_t i = 0; i < m->profiles[p]->n_stacks; i++)
-			samples = sat_add(samples, m->profiles[p]->stacks[i]->count);
+	for (size_t p = 0; p < m->n_profiles; p++) {
+		const Cgperf__V1__Profile *pr = m->profiles[p];
+		const uint64_t cut[WIRE_TRUNC_REASONS] = {pr->truncated_stack_copy,
+							  pr->truncated_max_stack,
+							  pr->truncated_bad_return_address};
+
+		for (size_t i = 0; i < pr->n_stacks; i++)
+			samples = sat_add(samples, pr->stacks[i]->count);
+		if (cut[0] || cut[1] || cut[2]) {
+			struct cg *c = batch_cg(t, m, pr->cgroup, now);
+
+			if (!c)
+				return -ENOMEM;
+			for (int k = 0; k < WIRE_TRUNC_REASONS; k++)
+				c->truncated[k] = sat_add(c->truncated[k], cut[k]);
+			c->truncated_seen = max64(c->truncated_seen, now);
+		}
+	}
 	a = agent_get(t, m->agent_id);
 	if (!a || set_str(&a->host, m->host, NULL) || set_str(&a->version, m->agent_version, NULL))
 		return -ENOMEM;
@@ -838,6 +858,25 @@ static void render_counters(const struct totals *t, struct page *p, bool om, uin
 			page_label(p, s->event);
 			page_put(p, "\"} ");
 			page_double(p, s->total);
+			page_putc(p, '\n');
+		}
+	}
+	static const char *const reasons[WIRE_TRUNC_REASONS] = {"stack_copy", "max_stack",
+								 "bad_return_address"};
+
+	family(p, om, "cgperf_cgroup_stacks_truncated_total", "counter",
+	       "Sampled stacks of the cgroup the agent could not complete, by reason.");
+	EACH_CG(t, c)
+	{
+		if (!c->truncated_seen || c->truncated_seen < cutoff)
+			continue;
+		for (int k = 0; k < WIRE_TRUNC_REASONS; k++) {
+			page_put(p, "cgperf_cgroup_stacks_truncated_total{");
+			page_put(p, c->labels);
+			page_put(p, ",reason=\"");
+			page_put(p, reasons[k]);
+			page_put(p, "\"} ");
+			page_u64(p, c->truncated[k]);
 			page_putc(p, '\n');
 		}
 	}

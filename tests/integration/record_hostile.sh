@@ -85,7 +85,7 @@ record() {
 $addr $size ${ENVSECRET}_function
 $addr $size ${ENVSECRET}_function
 " /usr/bin/time -v -o "$TMP/$kind.time" timeout -s KILL $LIMIT \
-		"$AGENT" record -g -G "$rel" -F 199 --duration $DUR -o "$TMP/$kind.folded" \
+		"$AGENT" record -v -g -G "$rel" -F 199 --duration $DUR -o "$TMP/$kind.folded" \
 		>"$TMP/$kind.out" 2>"$TMP/$kind.err"
 	rc=$?
 	t1=$(date +%s.%N)
@@ -110,7 +110,86 @@ for kind in fifo hostlink environ maps sparse; do
 	total=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/$kind.folded")
 	((total >= 100)) || fail "$kind: only $total samples"
 	! grep -q jit_spin_loop "$TMP/$kind.folded" || fail "$kind: a JIT name from a refused map"
+	info "$kind: $(grep -a 'refused' "$TMP/$kind.err" | tr '\n' '|')"
 done
+# Refusals are counted and named (-v): one notice per (pid, path), the
+# figures line by reason. The FIFO is never opened (special); the link to
+# the host file leads nowhere inside the container (link); the links into
+# /proc/self reach the container's own procfs (pseudofs); the sparse file is
+# read with a cap, not refused.
+expect_refusal() { # KIND REASON
+	local notice="cgperf-agent record: refused pid $jp /tmp/perf-1.map: $2"
+	[[ $(grep -acF -- "$notice" "$TMP/$1.err") == 1 ]] ||
+		fail "$1: not exactly one notice '$notice': $(grep -a refused "$TMP/$1.err")"
+	grep -aq "container files refused [0-9]* (.*$2 [1-9]" "$TMP/$1.err" ||
+		fail "$1: no $2 refusal in the figures: $(grep -a 'container files' "$TMP/$1.err")"
+}
+expect_refusal fifo special
+expect_refusal hostlink link
+expect_refusal environ pseudofs
+expect_refusal maps pseudofs
+for kind in valid sparse; do
+	grep -aq 'container files refused 0$' "$TMP/$kind.err" ||
+		fail "$kind: refusals counted for an acceptable map: $(grep -a refused "$TMP/$kind.err")"
+done
+
+# ---- FUSE: a perf map whose read waits for its daemon -----------------------
+# A FUSE daemon in the container answers the map's READ only after
+# $STALL s. The perf map is read by a helper process for a loader thread
+# (agent/jitload.h): record's sampling, output and exit must not wait for
+# it (a thread of its own stuck there would hold its exit: the kernel's
+# FUSE wait cannot be interrupted once the daemon has the request); the JIT
+# frames stay unnamed; the helper goes once the daemon does.
+if [[ ! -c /dev/fuse ]] || ! command -v nsenter >/dev/null; then
+	info "FUSE case skipped: no /dev/fuse or nsenter"
+else
+	STALL=20
+	nsenter -t "$jp" -m -- mkdir -p /tmp/stall || fail "cannot make /tmp/stall in the namespace"
+	nsenter -t "$jp" -m -- "$BUILD_DIR/tools/stallfs" /tmp/stall read $STALL "$(cat "$TMP/valid.map")" \
+		>"$TMP/stallfs.out" 2>&1 &
+	SF=$!; bg_track $SF
+	for i in $(seq 50); do
+		grep -qs ready "$TMP/stallfs.out" && break
+		kill -0 $SF 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q ready "$TMP/stallfs.out" || fail "stallfs did not mount: $(cat "$TMP/stallfs.out")"
+	rm -f "$map"
+	ln -s /tmp/stall/map "$map"
+	t0=$(date +%s.%N)
+	"$AGENT" record -v -g -G "$rel" -F 199 --duration $DUR -o "$TMP/fuse.folded" \
+		>"$TMP/fuse.out" 2>"$TMP/fuse.err" &
+	AGP=$!; bg_track $AGP
+	for i in $(seq $((LIMIT * 10))); do
+		grep -q ' samples in ' "$TMP/fuse.err" && break
+		sleep 0.1
+	done
+	t1=$(date +%s.%N)
+	grep -q ' samples in ' "$TMP/fuse.err" ||
+		fail "fuse: no output within $LIMIT s while the map's read stalls: $(cat "$TMP/fuse.err")"
+	out_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+	for i in $(seq 50); do
+		kill -0 $AGP 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 $AGP 2>/dev/null && fail "fuse: record still running 5 s after its output, its map's read stalled"
+	wait $AGP || fail "fuse: record failed: $(cat "$TMP/fuse.err")"
+	exit_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+	helper=$(pgrep -f -- "__read-perf-map /proc/$jp/root" || true)
+	[[ -n $helper ]] || info "note: no helper left waiting (the read ended early?)"
+	kill $SF
+	for i in $(seq 50); do
+		[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null && break
+		sleep 0.1
+	done
+	[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null || fail "fuse: helper $helper still there after its daemon ended"
+	total=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/fuse.folded")
+	info "fuse: output after $out_s s, exit after $exit_s s (duration $DUR s, daemon stalls $STALL s), $total samples, $(grep -c 'perf-1.map+' "$TMP/fuse.folded") unnamed JIT stacks"
+	((total >= 100)) || fail "fuse: only $total samples: sampling waited for the map"
+	grep -q 'perf-1.map+0x' "$TMP/fuse.folded" || fail "fuse: JIT frames not kept by address: $(head -3 "$TMP/fuse.folded")"
+	! grep -q jit_spin_loop "$TMP/fuse.folded" || fail "fuse: a name from a map still stalled"
+	rm -f "$map"
+fi
 
 # ---- run: continuous mode sees the FIFO, then the host link -----------------
 mkdir -p "$TMP/fc"
@@ -124,6 +203,7 @@ done
 [[ -s $TMP/port ]] || fail "collector did not start: $(cat "$TMP/fc.log")"
 for kind in fifo hostlink; do
 	plant $kind
+	mport=$(free_port)
 	cat >"$TMP/run-$kind.yaml" <<YAML
 host: {name: test-host, agent_id_file: $TMP/agent-id}
 cgroups: {include: ["$rel"]}
@@ -135,6 +215,7 @@ push:
   timeout: 5s
   spool: {dir: $TMP/spool-$kind}
 log: {level: debug}
+metrics: {listen: "127.0.0.1:$mport"}
 YAML
 	"$AGENT" run --config "$TMP/run-$kind.yaml" 2>"$TMP/run-$kind.log" &
 	AG=$!; bg_track $AG
@@ -144,6 +225,8 @@ YAML
 		sleep 0.1
 	done
 	sleep 2.5 # two intervals of samples of the JIT
+	curl -sf "http://127.0.0.1:$mport/metrics" >"$TMP/metrics-$kind" ||
+		fail "run ($kind): no /metrics"
 	kill -TERM $AG
 	for i in $(seq 100); do
 		kill -0 $AG 2>/dev/null || break
@@ -154,6 +237,13 @@ YAML
 	batches=$(grep -c 'msg="batch queued"' "$TMP/run-$kind.log")
 	info "run ($kind): stopped on SIGTERM, $batches batches"
 	((batches >= 2)) || fail "run ($kind): $batches batches in 2.5 s"
+	reason=$([[ $kind == fifo ]] && echo special || echo link)
+	grep -q "^cgperf_agent_files_refused_total{host=\"test-host\",reason=\"$reason\"} 1\$" \
+		"$TMP/metrics-$kind" ||
+		fail "run ($kind): no $reason refusal on /metrics: $(grep files_refused "$TMP/metrics-$kind")"
+	[[ $(grep -c "msg=\"container file refused\" pid=$jp path=/tmp/perf-1.map reason=$reason" \
+		"$TMP/run-$kind.log") == 1 ]] ||
+		fail "run ($kind): not one notice of the refusal: $(grep refused "$TMP/run-$kind.log")"
 done
 kill $FC; wait $FC 2>/dev/null
 ls "$TMP"/fc/body-* >/dev/null 2>&1 || fail "run: no batch reached the collector"

@@ -139,11 +139,65 @@ static void test_refresh_after_unseen_exec(void **state)
 	procmaps_free(pm);
 }
 
+/*
+ * A parent never sampled forks a child that lives a few ms: the parent's
+ * maps are read at the fork and the child gets a copy, and its name. A
+ * child whose /proc entry is gone and that no FORK explained is unknown.
+ */
+static void test_fork_of_unseen_parent(void **state)
+{
+	struct procmaps *pm = procmaps_new(root);
+	const struct pmap_entry *m;
+
+	assert_non_null(pm);
+	/* The child (pid 5000) has no /proc entry: it exited already. */
+	assert_true(procmaps_unknown(pm, 5000));
+	procmaps_fork(pm, 5000, PID);
+	assert_int_equal(procmaps_fork_seeds(pm), 1);
+	assert_false(procmaps_unknown(pm, 5000));
+	m = procmaps_find(pm, 5000, 0x55d000010100ull);
+	assert_non_null(m);
+	assert_string_equal(m->path, "/usr/bin/dash");
+	assert_int_equal(m->tag, -1);
+	assert_string_equal(procmaps_comm_of(pm, 5000, 5000), "sh");
+	/* A second child of the same parent costs no read. */
+	procmaps_fork(pm, 5001, PID);
+	assert_int_equal(procmaps_fork_seeds(pm), 1);
+	assert_non_null(procmaps_find(pm, 5001, 0x7f0000000100ull));
+	/* A new thread is no new process. */
+	procmaps_fork(pm, PID, PID);
+	assert_int_equal(procmaps_fork_seeds(pm), 1);
+	/* The child's exit and the parent's later mmaps leave the copy alone. */
+	procmaps_mmap(pm, PID, 0x7f2000000000ull, 0x1000, 0, 0x801, 400, true, "/opt/lib.so");
+	assert_null(procmaps_find(pm, 5000, 0x7f2000000000ull));
+	procmaps_exit(pm, 5000, 5000);
+	assert_non_null(procmaps_find(pm, 5000, 0x55d000010100ull));
+	procmaps_free(pm);
+}
+
+/* A refresh that finds the process gone keeps what was known. */
+static void test_refresh_of_vanished_process(void **state)
+{
+	struct procmaps *pm = procmaps_new(root);
+	char path[256];
+
+	assert_non_null(pm);
+	assert_non_null(procmaps_find(pm, PID, 0x55d000010100ull));
+	snprintf(path, sizeof(path), "%s/%u/maps", root, PID);
+	assert_int_equal(unlink(path), 0);
+	assert_false(procmaps_refresh(pm, PID, PID));
+	assert_non_null(procmaps_find(pm, PID, 0x55d000010100ull));
+	assert_false(procmaps_unknown(pm, PID));
+	procmaps_free(pm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_seed_and_exec_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refresh_after_unseen_exec, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fork_of_unseen_parent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refresh_of_vanished_process, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

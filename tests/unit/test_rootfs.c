@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/refusals.h"
 #include "agent/rootfs.h"
 
 #define SECRET "SECRETSTRING-rootfs-test"
@@ -125,6 +126,7 @@ static int teardown(void **state)
 	(void)state;
 	alarm(0);
 	rootfs_force_walk(false);
+	rootfs_set_refusal_hook(NULL, NULL);
 	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	nftw(outside, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return 0;
@@ -146,42 +148,67 @@ static int open_in(const char *path, uint64_t cap, char *content, size_t size)
 	return 0;
 }
 
+static int n_refused;
+static enum rootfs_reason last_why;
+static char last_path[PATH_MAX];
+
+static void record_refusal(void *ctx, pid_t pid, const char *path, enum rootfs_reason why, int err)
+{
+	(void)ctx;
+	(void)err;
+	assert_int_equal(pid, 0); /* the root is a plain directory */
+	n_refused++;
+	last_why = why;
+	snprintf(last_path, sizeof(last_path), "%s", path);
+}
+
 static void resolution_cases(void)
 {
 	static const struct {
 		const char *path;
 		int err;
 		const char *content; /* when err == 0 */
+		int why;             /* the refusal reported, -1 for none */
 	} cases[] = {
-		{ "/tmp/valid.map", 0, VALID },
-		{ "tmp/valid.map", 0, VALID },
-		{ "/../../../tmp/valid.map", 0, VALID }, /* ".." stops at the root */
-		{ "/tmp/rel", 0, VALID },
-		{ "/tmpl/valid.map", 0, VALID },
-		{ "/tmp/abs_inner", 0, "inside the root\n" },
-		{ "/tmp/fifo", -EINVAL, NULL },
-		{ "/tmp/to_fifo", -EINVAL, NULL },
-		{ "/tmp/dir", -EISDIR, NULL },
-		{ "/tmp/to_dir", -EISDIR, NULL },
-		{ "/tmp/abs", -ENOENT, NULL },  /* resolved inside: no such file */
-		{ "/tmp/up", -ENOENT, NULL },
-		{ "/tmp/self_environ", -ENOENT, NULL }, /* the root has no /proc */
-		{ "/tmp/self_maps", -ENOENT, NULL },
-		{ "/tmp/loop1", -ELOOP, NULL },
-		{ "/tmp/missing", -ENOENT, NULL },
-		{ "/tmp/valid.map/x", -ENOTDIR, NULL },
-		{ "/tmp/sparse", -EFBIG, NULL }, /* over the 64 MiB cap below */
+		{ "/tmp/valid.map", 0, VALID, -1 },
+		{ "tmp/valid.map", 0, VALID, -1 },
+		{ "/../../../tmp/valid.map", 0, VALID, -1 }, /* ".." stops at the root */
+		{ "/tmp/rel", 0, VALID, -1 },
+		{ "/tmpl/valid.map", 0, VALID, -1 },
+		{ "/tmp/abs_inner", 0, "inside the root\n", -1 },
+		{ "/tmp/fifo", -EINVAL, NULL, ROOTFS_R_SPECIAL },
+		{ "/tmp/to_fifo", -EINVAL, NULL, ROOTFS_R_SPECIAL },
+		{ "/tmp/dir", -EISDIR, NULL, ROOTFS_R_OTHER },
+		{ "/tmp/to_dir", -EISDIR, NULL, ROOTFS_R_OTHER },
+		/* resolved inside: no such file, a link leading out */
+		{ "/tmp/abs", -ENOENT, NULL, ROOTFS_R_LINK },
+		{ "/tmp/up", -ENOENT, NULL, ROOTFS_R_LINK },
+		{ "/tmpl/abs", -ENOENT, NULL, ROOTFS_R_LINK },
+		{ "/tmp/self_environ", -ENOENT, NULL, ROOTFS_R_LINK }, /* the root has no /proc */
+		{ "/tmp/self_maps", -ENOENT, NULL, ROOTFS_R_LINK },
+		{ "/tmp/loop1", -ELOOP, NULL, ROOTFS_R_LINK },
+		{ "/tmp/missing", -ENOENT, NULL, -1 }, /* missing is not refused */
+		{ "/tmpl/missing", -ENOENT, NULL, -1 }, /* even through a link */
+		{ "/tmp/valid.map/x", -ENOTDIR, NULL, -1 },
+		{ "/tmp/sparse", -EFBIG, NULL, ROOTFS_R_BIG }, /* over the 64 MiB cap below */
 	};
 	char content[256];
 
+	rootfs_set_refusal_hook(record_refusal, NULL);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int err;
 
 		content[0] = '\0';
+		n_refused = 0;
 		err = open_in(cases[i].path, 64u << 20, content, sizeof(content));
 
 		if (err != cases[i].err)
 			fail_msg("%s: %d, want %d", cases[i].path, err, cases[i].err);
+		if (n_refused != (cases[i].why >= 0) ||
+		    (n_refused && ((int)last_why != cases[i].why || strcmp(last_path, cases[i].path))))
+			fail_msg("%s: %d refusals (%s, %s), want %s", cases[i].path, n_refused,
+				 n_refused ? rootfs_reason_name(last_why) : "-", last_path,
+				 cases[i].why >= 0 ? rootfs_reason_name((enum rootfs_reason)cases[i].why) : "none");
 		if (!err)
 			assert_string_equal(content, cases[i].content);
 		else
@@ -293,6 +320,77 @@ static void test_open_path(void **state)
 	fd = rootfs_open_path(path, ROOTFS_NO_CAP, NULL);
 	assert_true(fd >= 0);
 	close(fd);
+}
+
+static int n_notices;
+static char notice_path[PATH_MAX];
+static pid_t notice_pid;
+
+static void on_notice(void *ctx, pid_t pid, const char *path, const char *reason)
+{
+	(void)ctx;
+	(void)reason;
+	n_notices++;
+	notice_pid = pid;
+	snprintf(notice_path, sizeof(notice_path), "%s", path);
+}
+
+/* agent/refusals: counted once per (pid, path, reason), one notice each,
+ * rate-limited; host paths are not container files. */
+static void test_refusals(void **state)
+{
+	char path[PATH_MAX], esc[64];
+	struct refusals_figures f;
+	int fd;
+
+	(void)state;
+	n_notices = 0;
+	assert_int_equal(refusals_start(on_notice, NULL), 0);
+	snprintf(path, sizeof(path), "/proc/%d/root%s/tmp/fifo", (int)getpid(), root);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(rootfs_open_path(path, ROOTFS_NO_CAP, NULL), -EINVAL);
+	assert_int_equal(n_notices, 1);
+	assert_int_equal(notice_pid, getpid());
+	assert_string_equal(notice_path, strstr(path, "/root/") + 5);
+	/* (our root is the host's: a link to a host path would resolve) */
+	snprintf(path, sizeof(path), "/proc/%d/root%s/tmp/loop1", (int)getpid(), root);
+	assert_int_equal(rootfs_open_path(path, ROOTFS_NO_CAP, NULL), -ELOOP);
+	assert_int_equal(rootfs_open_path("/proc/2147483646/root/tmp/x", ROOTFS_NO_CAP, NULL), -ESRCH);
+	/* not counted: a missing file, a host path */
+	snprintf(path, sizeof(path), "/proc/%d/root%s/tmp/missing", (int)getpid(), root);
+	assert_int_equal(rootfs_open_path(path, ROOTFS_NO_CAP, NULL), -ENOENT);
+	assert_int_equal(rootfs_open("", "/proc/self/environ", ROOTFS_NO_CAP, NULL), -EPERM);
+	snprintf(path, sizeof(path), "%s/tmp/valid.map", root);
+	fd = rootfs_open("", path, ROOTFS_NO_CAP, NULL);
+	assert_true(fd >= 0);
+	close(fd);
+	refusals_figures(&f);
+	assert_int_equal(f.by_reason[ROOTFS_R_SPECIAL], 1);
+	assert_int_equal(f.by_reason[ROOTFS_R_LINK], 1);
+	assert_int_equal(f.by_reason[ROOTFS_R_GONE], 1);
+	assert_int_equal(f.total, 3);
+	/* a flood of distinct refusals: counted, notices capped */
+	n_notices = 0;
+	for (int i = 0; i < 4 * REFUSALS_BURST; i++) {
+		snprintf(path, sizeof(path), "/proc/2147483646/root/tmp/x%d", i);
+		rootfs_open_path(path, ROOTFS_NO_CAP, NULL);
+	}
+	refusals_figures(&f);
+	assert_int_equal(f.total, 3 + 4 * REFUSALS_BURST);
+	assert_true(n_notices <= 2 * REFUSALS_BURST);
+	assert_int_equal((uint64_t)n_notices + f.notices_dropped, 4 * REFUSALS_BURST);
+	refusals_stop();
+	assert_int_equal(rootfs_open_path("/proc/2147483646/root/tmp/y", ROOTFS_NO_CAP, NULL), -ESRCH);
+	refusals_figures(&f);
+	assert_int_equal(f.total, 3 + 4 * REFUSALS_BURST); /* the hook is gone */
+
+	/* paths are hostile: no control byte, no escape sequence gets out */
+	refusals_escape("/tmp/a\x1b[31m\nb\\c\xc3\xa9", esc, sizeof(esc));
+	assert_string_equal(esc, "/tmp/a\\x1b[31m\\x0ab\\\\c\\xc3\\xa9");
+	refusals_escape("/0123456789abcdef", esc, 12);
+	assert_string_equal(esc, "/0123456...");
+	refusals_escape("\x01\x02\x03", esc, 9);
+	assert_string_equal(esc, "\\x01...");
 }
 
 static void test_read_capped(void **state)
@@ -420,6 +518,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_host_refusals, setup, teardown),
 		cmocka_unit_test(test_split),
 		cmocka_unit_test_setup_teardown(test_open_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_capped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lines, setup, teardown),
 	};

@@ -11,6 +11,7 @@
  * a series is found by hash (not a scan of its cgroup's series) also after
  * expiry, and the entries a batch would add are counted for the cap.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -167,6 +168,50 @@ static void test_lines(void **state)
 	assert_int_equal(totals_series(t), 0);
 	page = render(t, false, 0);
 	assert_null(strstr(page, "\ncgperf_"));
+	free(page);
+	totals_free(t);
+}
+
+/* Profiles' truncated stack counts add up per cgroup and reason, and only
+ * cgroups that had some get the series. */
+static void test_truncated(void **state)
+{
+	struct totals *t = totals_new();
+	char *page;
+
+	assert_non_null(t);
+	for (uint64_t i = 1; i <= 2; i++) {
+		struct wire_batch *b = wire_batch_new("h1", NULL, "a\"1", "1.0", i, T0, T0 + NS);
+		const char *st[] = {"comm", "[truncated: stack copy]", "f"};
+		const uint64_t cut[WIRE_TRUNC_REASONS] = {3 * i, 0, i};
+		struct wire_self self = {0};
+		Cgperf__V1__Batch *m;
+		int cw, ce, p;
+
+		assert_non_null(b);
+		cw = wire_add_cgroup(b, "/web", 1, NULL);
+		ce = wire_add_cgroup(b, "/quiet", 2, NULL);
+		p = wire_add_profile(b, cw, "cpu-clock", 0, 99);
+		assert_int_equal(wire_add_stack(b, p, st, 3, 4 * i), 0);
+		assert_int_equal(wire_add_truncated(b, p, cut), 0);
+		assert_int_equal(wire_add_truncated(b, -1, cut), -EINVAL);
+		p = wire_add_profile(b, ce, "cpu-clock", 0, 99);
+		assert_int_equal(wire_add_stack(b, p, st + 2, 1, 1), 0);
+		wire_set_self(b, &self);
+		m = decode(b);
+		assert_int_equal(m->profiles[0]->truncated_stack_copy, 3 * i);
+		assert_int_equal(totals_add_batch(t, m, T0 + i * NS), 0);
+		wire_batch_decoded_free(m);
+	}
+	page = render(t, false, 0);
+	has(page, "# TYPE cgperf_cgroup_stacks_truncated_total counter\n");
+	has(page, "\ncgperf_cgroup_stacks_truncated_total{host=\"h1\",id=\"/web\",container=\"\","
+		  "container_name=\"\",pod=\"\",pod_name=\"\",namespace=\"\",unit=\"\",runtime=\"\","
+		  "reason=\"stack_copy\"} 9\n");
+	has(page, ",reason=\"max_stack\"} 0\n");
+	has(page, "id=\"/web\",container=\"\",container_name=\"\",pod=\"\",pod_name=\"\","
+		  "namespace=\"\",unit=\"\",runtime=\"\",reason=\"bad_return_address\"} 3\n");
+	assert_null(strstr(page, "cgperf_cgroup_stacks_truncated_total{host=\"h1\",id=\"/quiet\""));
 	free(page);
 	totals_free(t);
 }
@@ -501,6 +546,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lines),
+		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_rebuild_from_store),
 		cmocka_unit_test(test_100k_series),
 		cmocka_unit_test(test_saturation_matches_store),

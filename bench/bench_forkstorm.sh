@@ -1,0 +1,81 @@
+#!/bin/bash
+# A fork storm at the default rate: tests/workloads/forkstorm (a sleeping
+# parent forking 200 children a second, each burning ~3 ms of CPU, then
+# exiting), started before the recording, sampled at -F 99 by
+# `cgperf-agent record -G` and by `perf record -G` (+ `perf script`), one
+# after the other over the same window length, with frame pointers and with
+# DWARF. Prints, per tool and mode: the share of the children's samples
+# whose leaf is named (not [unmapped] / [unknown]), and the tool's CPU time
+# (user + system, from wait4's rusage; perf's includes `perf script`).
+# Figures, not pass/fail; the machine is shared, so CPU figures are noisy.
+#
+#   BENCH_FORKSTORM_DUR=S   window of each run (default 10)
+source "$(dirname "$0")/../tests/lib/common.sh" || exit 1
+export LC_ALL=C
+W=$BUILD_DIR/workloads
+DUR=${BENCH_FORKSTORM_DUR:-10}
+[[ -x $W/forkstorm ]] || skip "$W/forkstorm not built (make build-tests)"
+HAVE_PERF=1
+command -v perf >/dev/null || HAVE_PERF=0
+
+cg=$(cg_make storm)
+rel=${cg#"$(cg2_mount)"}
+
+# cpu_run OUT CMD...: run CMD, write "user_s sys_s maxrss_kb" to OUT.
+cpu_run() {
+	python3 -c '
+import os, sys
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+_, st, ru = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{ru.ru_utime:.6f} {ru.ru_stime:.6f} {ru.ru_maxrss}\n")
+sys.exit(os.waitstatus_to_exitcode(st) & 255)
+' "$@"
+}
+cpu_of() { awk '{ printf "%.3f", $1 + $2 }' "$1"; }
+
+storm() { # a fresh parent, never sampled before
+	(cg_enter "$cg" $BASHPID && exec "$W/forkstorm" $((DUR + 3))) &
+	STORM=$!
+	bg_track $STORM
+	sleep 1
+}
+
+agent_share() {
+	python3 - "$1" <<'PY'
+import re, sys
+named = total = 0
+for line in open(sys.argv[1]):
+    stack, _, count = line.rstrip("\n").rpartition(" ")
+    f = stack.split(";")
+    unnamed = f[-1].startswith("[unmapped]") or re.search(r"\+0x[0-9a-f]+$", f[-1]) is not None
+    if f[0] == "storm-child" or (f[0] == "forkstorm" and (unnamed or any(x.startswith("storm_") for x in f))):
+        total += int(count)
+        named += 0 if unnamed else int(count)
+print(f"{named} {total}")
+PY
+}
+
+printf '%-6s %-6s %10s %8s %10s\n' tool mode named% samples cpu_s
+for mode in fp dwarf; do
+	if [[ $mode == fp ]]; then cgopt=-g; else cgopt="--call-graph dwarf"; fi
+	storm
+	cpu_run "$TMP/a.t" "$AGENT" record -G "$rel" -F 99 $cgopt --duration "$DUR" -o "$TMP/a.folded" 2>/dev/null
+	wait $STORM 2>/dev/null
+	read -r g t < <(agent_share "$TMP/a.folded")
+	printf '%-6s %-6s %10s %8s %10s\n' agent $mode "$(awk -v g=$g -v t=$t 'BEGIN { printf "%.1f", t ? 100 * g / t : 0 }')" "$t" "$(cpu_of "$TMP/a.t")"
+	((HAVE_PERF)) || continue
+	storm
+	cpu_run "$TMP/p.t" perf record -q -e cpu-clock -G "${rel#/}" -a -F 99 $cgopt -o "$TMP/perf.data" -- sleep "$DUR" >/dev/null 2>&1
+	cpu_run "$TMP/ps.t" sh -c "timeout 60 perf script -i '$TMP/perf.data' -F comm,sym -G >'$TMP/perf.txt' 2>/dev/null"
+	wait $STORM 2>/dev/null
+	read -r g t < <(awk '$1 == "storm-child" { t++; if ($2 != "[unknown]") g++ } END { print g + 0, t + 0 }' "$TMP/perf.txt")
+	printf '%-6s %-6s %10s %8s %10s\n' perf $mode "$(awk -v g=$g -v t=$t 'BEGIN { printf "%.1f", t ? 100 * g / t : 0 }')" "$t" \
+		"$(awk -v a="$(cpu_of "$TMP/p.t")" -v b="$(cpu_of "$TMP/ps.t")" 'BEGIN { printf "%.3f", a + b }')"
+done
+exit 0

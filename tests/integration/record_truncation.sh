@@ -1,0 +1,168 @@
+#!/bin/bash
+# record: stacks that cannot be completed end in a marker frame that says
+# why, right after the comm frame, and are counted in the summary:
+#   DWARF recursion deeper than the 8 KiB stack copy   [truncated: stack copy]
+#   FP recursion deeper than kernel.perf_event_max_stack  [truncated: max stack]
+#   FP walk through code without frame pointers         [bad return address]
+# No frame is an address outside the process's executable mappings
+# ("[unmapped]+0x..." is what the agent writes for those).
+source "$(dirname "$0")/../lib/common.sh"
+W=$BUILD_DIR/workloads
+SYSCTL=/proc/sys/kernel/perf_event_max_stack
+OLD_MAX=$(cat $SYSCTL)
+restore() {
+	[[ $(cat $SYSCTL) == "$OLD_MAX" ]] || echo "$OLD_MAX" >$SYSCTL 2>/dev/null
+	_cleanup
+}
+trap restore EXIT
+
+# What a frame may be: a symbol of the workload, libc or ld.so, "FILE+0xOFF"
+# of a mapped file, a kernel frame, or a marker.
+nm -a --defined-only "$W/deepstack-fp" "$W/deepstack-nofp" 2>/dev/null | awk 'NF == 3 { print $3 }' >"$TMP/syms"
+for lib in $(ldd "$W/deepstack-fp" | awk '/=>/ { print $3 } /ld-linux/ { print $1 }'); do
+	nm -D --defined-only "$lib" 2>/dev/null | awk 'NF == 3 { sub(/@.*/, "", $3); print $3 }' >>"$TMP/syms"
+	nm -a --defined-only "$lib" 2>/dev/null | awk 'NF == 3 { print $3 }' >>"$TMP/syms"
+done
+
+# check FILE COMM MARKER SUMMARY-FILE: the marker in >= 90% of COMM's samples,
+# the summary's count equal to the folded one, every frame a real one.
+check() {
+	python3 - "$@" "$TMP/syms" <<'PY'
+import re, sys
+path, comm, marker, errpath, symspath = sys.argv[1:6]
+syms = set(l.strip() for l in open(symspath))
+total = marked = 0
+allmarked = 0
+bad = []
+for line in open(path):
+    stack, _, count = line.rstrip("\n").rpartition(" ")
+    frames = stack.split(";")
+    n = int(count)
+    if any(f.startswith("[truncated") or f == "[bad return address]" for f in frames):
+        allmarked += n
+        # the marker is the root: right after the comm frame, and only there
+        assert frames[1].startswith("[") and not any(
+            f.startswith("[truncated") or f == "[bad return address]" for f in frames[2:]), line
+    if frames[0] != comm:
+        continue
+    total += n
+    if frames[1] == marker:
+        marked += n
+    for f in frames[1:]:
+        if f.endswith("_[k]") or f in (marker,):
+            continue
+        if f.startswith("[unmapped]"):
+            bad.append(f)
+        elif re.fullmatch(r"[^+]+\+0x[0-9a-f]+", f):
+            continue  # a mapped file without a symbol there
+        elif f not in syms:
+            bad.append(f)
+share = marked / total if total else 0
+print(f"# {comm}: {marked}/{total} samples end in {marker} ({share:.1%}); frames outside mappings: {len(bad)} {sorted(set(bad))[:5]}")
+assert total >= 50, f"only {total} samples of {comm}"
+assert share >= 0.90, f"only {share:.1%} of {comm}'s samples carry {marker}"
+assert not bad, f"frames that are not code: {sorted(set(bad))[:10]}"
+# the summary counts every marked stack of the run, by reason
+want = {"[truncated: stack copy]": 0, "[truncated: max stack]": 0, "[bad return address]": 0}
+for line in open(path):
+    stack, _, count = line.rstrip("\n").rpartition(" ")
+    for f in stack.split(";")[1:2]:
+        if f in want:
+            want[f] += int(count)
+m = None
+for l in open(errpath):
+    m = re.search(r"stacks cut short: (\d+) \[truncated: stack copy\], (\d+) \[truncated: max stack\], (\d+) \[bad return address\]", l) or m
+assert m, "no 'stacks cut short' line in the summary"
+got = [int(x) for x in m.groups()]
+assert got == list(want.values()), f"summary {got} != folded {list(want.values())}"
+# and per cgroup: lines "  CGROUP REASON COUNT" that add up
+per = {}
+for l in open(errpath):
+    mm = re.match(r".*:   (\S+) (stack_copy|max_stack|bad_return_address) (\d+)$", l.rstrip("\n"))
+    if mm:
+        per[mm.group(2)] = per.get(mm.group(2), 0) + int(mm.group(3))
+assert [per.get(k, 0) for k in ("stack_copy", "max_stack", "bad_return_address")] == got, f"per-cgroup {per} != {got}"
+PY
+}
+
+# 1. DWARF, 100 levels of 256+ bytes: far more than the 8 KiB copied.
+"$AGENT" record --call-graph dwarf -F 199 -o "$TMP/dw.folded" -- "$W/deepstack-fp" rec 100 2 2>"$TMP/dw.err" ||
+	fail "record dwarf failed: $(cat "$TMP/dw.err")"
+cat "$TMP/dw.err"
+check "$TMP/dw.folded" deepstack-fp "[truncated: stack copy]" "$TMP/dw.err" || fail "dwarf: stack copy truncation"
+# A bigger copy goes deeper: more frames per stack.
+"$AGENT" record --call-graph dwarf,65528 -F 199 -o "$TMP/dw64.folded" -- "$W/deepstack-fp" rec 100 1 2>/dev/null ||
+	fail "record dwarf,65528 failed"
+d8=$(awk '/^deepstack-fp;/ { n = split($0, a, ";"); if (n > m) m = n } END { print m + 0 }' "$TMP/dw.folded")
+d64=$(awk '/^deepstack-fp;/ { n = split($0, a, ";"); if (n > m) m = n } END { print m + 0 }' "$TMP/dw64.folded")
+info "deepest DWARF stack: $d8 frames with 8 KiB copied, $d64 with 64 KiB"
+((d64 > d8)) || fail "a 64 KiB copy did not unwind deeper ($d64 <= $d8 frames)"
+
+# 2. Frame pointers, 300 levels: more than the kernel's cap. Lower the cap
+# to 64 when the kernel lets us (EBUSY while other callchain events exist).
+MAX=$OLD_MAX
+if echo 64 >$SYSCTL 2>/dev/null; then
+	MAX=64
+else
+	info "kernel.perf_event_max_stack busy (other profilers): kept at $OLD_MAX"
+fi
+"$AGENT" record -g -F 199 -o "$TMP/fp.folded" -- "$W/deepstack-fp" rec 300 2 2>"$TMP/fp.err" ||
+	fail "record -g failed: $(cat "$TMP/fp.err")"
+echo "$OLD_MAX" >$SYSCTL 2>/dev/null
+cat "$TMP/fp.err"
+check "$TMP/fp.folded" deepstack-fp "[truncated: max stack]" "$TMP/fp.err" || fail "fp: max stack truncation"
+deepest=$(awk '/^deepstack-fp;/ { n = split($0, a, ";"); k = 0; for (i = 1; i <= n; i++) if (a[i] !~ /_\[k\]$/) k++; if (k > m) m = k } END { print m + 0 }' "$TMP/fp.folded")
+info "deepest FP stack: $deepest user frames (+ comm and marker), cap $MAX"
+((deepest <= MAX + 2)) || fail "more user frames ($deepest) than the kernel's cap $MAX allows"
+
+# 3. Frame pointers over code built without them, RBP pointing at text.
+"$AGENT" record -g -F 199 -o "$TMP/junk.folded" -- "$W/deepstack-nofp" junk 0 2 2>"$TMP/junk.err" ||
+	fail "record -g (junk) failed: $(cat "$TMP/junk.err")"
+cat "$TMP/junk.err"
+check "$TMP/junk.folded" deepstack-nofp "[bad return address]" "$TMP/junk.err" || fail "fp: bad return address"
+# ... and the ordinary no-FP build: whatever the walk finds is code, or cut.
+"$AGENT" record -g -F 199 -o "$TMP/nofp.folded" -- "$W/chain-nofp" 1 2>/dev/null || fail "record -g chain-nofp failed"
+if grep -q '\[unmapped\]' "$TMP/nofp.folded"; then
+	fail "frames outside the mappings: $(grep -o '\[unmapped\][^;]*' "$TMP/nofp.folded" | sort -u | head -3)"
+fi
+
+# 4. run: counted per cgroup on its own /metrics, on the wire, and on the
+# exporter's /metrics.
+EXPORTER=$(dirname "$AGENT")/cgperf-exporter
+cg=$(cg_make trunc)
+rel=${cg#"$(cg2_mount)"}
+port=$(free_port)
+ex=http://127.0.0.1:$port
+"$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/data" 2>>"$TMP/exporter.log" &
+bg_track $!
+wait_http "$ex/healthz" 10 "$TMP/exporter.log"
+mport=$(free_port)
+cat >"$TMP/agent.yaml" <<YAML
+host: {name: "trunc-host", agent_id_file: $TMP/agent-id}
+cgroups: {include: ["$rel"]}
+counters: {events: [task-clock]}
+sampling: {frequency: 199, call_graph: dwarf, event: cpu-clock}
+push: {interval: 1s, collectors: ["$ex/api/v1/push"], timeout: 2s, spool: {dir: $TMP/spool}}
+metrics: {listen: "127.0.0.1:$mport"}
+YAML
+"$AGENT" run --config "$TMP/agent.yaml" --duration 5 2>"$TMP/agent.log" &
+ag=$!
+bg_track $ag
+sleep 1
+sh -c 'echo $$ >"$1/cgroup.procs" || exit 1; exec "$2" rec 100 2' sh "$cg" "$W/deepstack-fp" &
+wl=$!
+bg_track $wl
+wait $wl || fail "deepstack failed"
+sleep 1.5
+curl -sf "http://127.0.0.1:$mport/metrics" >"$TMP/agent.metrics" || fail "no agent /metrics: $(tail -3 "$TMP/agent.log")"
+wait $ag || fail "agent run failed: $(tail -5 "$TMP/agent.log")"
+curl -sf "$ex/metrics" >"$TMP/exporter.metrics" || fail "no exporter /metrics"
+a=$(awk -v r="id=\"$rel\"" 'index($0, "cgperf_cgroup_stacks_truncated_total{") == 1 && index($0, r) && /reason="stack_copy"/ { print $NF }' "$TMP/agent.metrics")
+e=$(awk -v r="id=\"$rel\"" 'index($0, "cgperf_cgroup_stacks_truncated_total{") == 1 && index($0, r) && /reason="stack_copy"/ { print $NF }' "$TMP/exporter.metrics")
+info "run: stack_copy truncations of $rel: agent /metrics ${a:-none}, exporter /metrics ${e:-none}"
+((${a:-0} >= 100)) || fail "agent /metrics: $(grep stacks_truncated "$TMP/agent.metrics" | head -5)"
+[[ ${e:-0} == "$a" ]] || fail "exporter /metrics says ${e:-none}, the agent $a: $(grep stacks_truncated "$TMP/exporter.metrics" | head -5)"
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$TMP/exporter.metrics" >/dev/null 2>&1 || fail "promtool rejects the exporter's /metrics"
+fi
+exit 0
