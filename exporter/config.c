@@ -34,7 +34,7 @@
 static const char *const keys[] = {
 	"listen", "data_dir", "token_file", "log_level", "store",
 	"retention", "series_expiry", "max_body", "max_series", "max_series_bytes",
-	"max_connections", "idle_timeout", NULL,
+	"max_connections", "idle_timeout", "ingest_queue", NULL,
 };
 
 static int set_str(char **dst, const char *s)
@@ -58,6 +58,7 @@ int exporter_config_defaults(struct exporter_config *c)
 	c->max_series_bytes = TOTALS_BYTES_MAX_DEFAULT;
 	c->max_connections = HTTP_CONNECTIONS_DEFAULT;
 	c->idle_timeout_ns = HTTP_IDLE_TIMEOUT_DEFAULT_S * NS_S;
+	c->ingest_queue = HTTP_INGEST_QUEUE_DEFAULT;
 	if (set_str(&c->log_level, "info") || set_str(&c->store, "sqlite")) {
 		exporter_config_release(c);
 		return -ENOMEM;
@@ -196,6 +197,21 @@ int exporter_config_set(struct exporter_config *c, const char *key, const char *
 			return -EINVAL;
 		}
 		c->max_connections = n;
+		return 0;
+	}
+	if (!strcmp(key, "ingest_queue")) {
+		char *end;
+		unsigned long long n;
+
+		errno = 0;
+		n = strtoull(v, &end, 10);
+		if (errno || end == v || *end || !isdigit((unsigned char)*v) || n < 1 ||
+		    n > HTTP_INGEST_QUEUE_MAX) {
+			snprintf(err, errlen, "%s: '%.60s': want a whole number 1..%u", key, v,
+				 HTTP_INGEST_QUEUE_MAX);
+			return -EINVAL;
+		}
+		c->ingest_queue = n;
 		return 0;
 	}
 	if (!strcmp(key, "max_series") || !strcmp(key, "max_series_bytes")) {

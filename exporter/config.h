@@ -30,6 +30,7 @@ struct exporter_config {
 	uint64_t max_series_bytes; /* bytes they may take */
 	uint64_t max_connections;  /* HTTP connections held at once; default 16384 */
 	uint64_t idle_timeout_ns;  /* an idle connection is closed after this; default 120s */
+	uint64_t ingest_queue;     /* pushes waiting for the store, at most; default 4096 */
 };
 
 /* Defaults into @c (strings malloc'd). 0 or -ENOMEM. */

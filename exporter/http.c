@@ -67,9 +67,9 @@
 #define HTTP_THREADS 4u
 /* Threads that build the answers of read routes. */
 #define READ_THREADS 2u
-/* Pushes decoded and waiting for the store thread: at most this many, and
- * this many bytes of bodies; past either, 503 + Retry-After. */
-#define INGEST_QUEUE_MAX 4096u
+/* Pushes decoded and waiting for the store thread: at most --ingest-queue
+ * (HTTP_INGEST_QUEUE_DEFAULT) and this many bytes of bodies; past either,
+ * 503 + Retry-After. */
 #define INGEST_QUEUE_BYTES (512ull << 20)
 /* Pushes committed in one transaction, at most (group commit). */
 #define INGEST_GROUP_MAX 64u
@@ -1146,6 +1146,7 @@ static void ingest(struct http *h, struct req **rs, size_t n)
 	int res[INGEST_GROUP_MAX];
 	size_t k = 0, held_n, held_b;
 	char err[256] = "";
+	char why[INGEST_GROUP_MAX][256]; /* each batch's reason when it failed */
 	uint64_t now;
 
 	pthread_mutex_lock(&h->ingest);
@@ -1173,10 +1174,9 @@ static void ingest(struct http *h, struct req **rs, size_t n)
 		answer_retry(NULL, rs[i], h, err);
 	}
 	pthread_mutex_unlock(&h->lock);
-	err[0] = '\0';
 	now = http_now_ns();
 	if (k)
-		store_put_many(h->cfg.store, put, k, now, res, err, sizeof(err));
+		store_put_many(h->cfg.store, put, k, now, res, why[0], sizeof(why[0]));
 	pthread_mutex_lock(&h->lock);
 	pthread_mutex_unlock(&h->ingest);
 	/* In commit order, under the lock the scrapes take. */
@@ -1197,25 +1197,28 @@ static void ingest(struct http *h, struct req **rs, size_t n)
 	pthread_mutex_unlock(&h->lock);
 	for (size_t i = 0, j = 0; i < n; i++) {
 		Cgperf__V1__Batch *m = rs[i]->m;
+		const char *reason;
 		char seq[32];
 		int ret;
 
 		if (!m)
 			continue;
+		reason = why[j];
 		ret = res[j++];
 		snprintf(seq, sizeof(seq), "%" PRIu64, m->seq);
 		if (ret < 0)
 			log_kv(LOG_ERROR, "cannot store batch", "agent_id", m->agent_id, "seq", seq,
-			       "error", err, NULL);
+			       "error", reason, NULL);
 		else
 			log_kv(LOG_DEBUG, ret ? "duplicate batch" : "batch stored", "host", m->host,
 			       "agent_id", m->agent_id, "seq", seq, NULL);
-		wire_batch_decoded_free(m);
-		rs[i]->m = NULL;
 		if (ret < 0)
-			answer(NULL, rs[i], MHD_HTTP_INTERNAL_SERVER_ERROR, "store failed\n");
+			answerf(NULL, rs[i], MHD_HTTP_INTERNAL_SERVER_ERROR, "store failed: %s\n",
+				reason);
 		else
 			answer(NULL, rs[i], MHD_HTTP_OK, ret ? "duplicate\n" : "stored\n");
+		wire_batch_decoded_free(m);
+		rs[i]->m = NULL;
 	}
 }
 
@@ -1368,7 +1371,9 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 		h->cfg.max_connections = HTTP_CONNECTIONS_DEFAULT;
 	if (!h->cfg.idle_timeout_s)
 		h->cfg.idle_timeout_s = HTTP_IDLE_TIMEOUT_DEFAULT_S;
-	ret = workq_start(h, &h->store_q, 1, INGEST_QUEUE_MAX, INGEST_QUEUE_BYTES,
+	if (!h->cfg.ingest_queue)
+		h->cfg.ingest_queue = HTTP_INGEST_QUEUE_DEFAULT;
+	ret = workq_start(h, &h->store_q, 1, h->cfg.ingest_queue, INGEST_QUEUE_BYTES,
 			  INGEST_GROUP_MAX, ingest);
 	if (!ret)
 		ret = workq_start(h, &h->read_q, READ_THREADS, READ_QUEUE_MAX, UINT64_MAX, 1,

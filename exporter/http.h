@@ -32,6 +32,12 @@
  * push interval, so a pushing agent keeps its connection. */
 #define HTTP_IDLE_TIMEOUT_DEFAULT_S 120u
 
+/* Pushes decoded and waiting for the store thread, at most, by default;
+ * past it a push is answered 503 with Retry-After. The bound of the
+ * setting. */
+#define HTTP_INGEST_QUEUE_DEFAULT 4096u
+#define HTTP_INGEST_QUEUE_MAX 1000000u
+
 struct store;
 struct totals;
 struct http;
@@ -45,6 +51,7 @@ struct http_config {
 	size_t max_series_bytes;   /* bytes they may take; 0: TOTALS_BYTES_MAX_DEFAULT */
 	size_t max_connections;    /* open at once; 0: HTTP_CONNECTIONS_DEFAULT */
 	unsigned idle_timeout_s;   /* a connection idle this long is closed; 0: default */
+	size_t ingest_queue;       /* pushes waiting for the store; 0: HTTP_INGEST_QUEUE_DEFAULT */
 	struct store *store;
 	struct totals *totals;
 };

@@ -40,6 +40,7 @@ static void usage(FILE *f)
 	      "                       [--retention DURATION] [--series-expiry DURATION]\n"
 	      "                       [--max-body BYTES] [--max-series N] [--max-series-bytes BYTES]\n"
 	      "                       [--max-connections N] [--idle-timeout DURATION]\n"
+	      "                       [--ingest-queue N]\n"
 	      "                       [--config FILE.yaml]\n"
 	      "                       [--log-level debug|info|warn|error]\n",
 	      f);
@@ -79,6 +80,7 @@ static const struct option opts[] = {
 	{ "max-series-bytes", required_argument, NULL, 'B' },
 	{ "max-connections", required_argument, NULL, 'C' },
 	{ "idle-timeout", required_argument, NULL, 'I' },
+	{ "ingest-queue", required_argument, NULL, 'Q' },
 	{ "config", required_argument, NULL, 'c' },
 	{ "log-level", required_argument, NULL, 'L' },
 	{ "help", no_argument, NULL, 'h' },
@@ -99,6 +101,7 @@ static const char *setting(int opt)
 	case 'B': return "max_series_bytes";
 	case 'C': return "max_connections";
 	case 'I': return "idle_timeout";
+	case 'Q': return "ingest_queue";
 	case 'L': return "log_level";
 	default: return NULL;
 	}
@@ -332,6 +335,7 @@ int main(int argc, char **argv)
 						 .series_expiry_ns = cfg.series_expiry_ns,
 						 .max_connections = max_conn,
 						 .idle_timeout_s = (unsigned)(cfg.idle_timeout_ns / NS_S),
+						 .ingest_queue = (size_t)cfg.ingest_queue,
 						 .store = store,
 						 .totals = totals },
 			  err, sizeof(err));
@@ -340,16 +344,18 @@ int main(int argc, char **argv)
 		       err[0] ? err : strerror(errno), NULL);
 		goto out;
 	}
-	char mb[32], rt[32], ex[32], mc[32], it[32];
+	char mb[32], rt[32], ex[32], mc[32], it[32], iq[32];
 
 	snprintf(mb, sizeof(mb), "%" PRIu64, cfg.max_body);
 	snprintf(rt, sizeof(rt), "%" PRIu64 "s", cfg.retention_ns / NS_S);
 	snprintf(ex, sizeof(ex), "%" PRIu64 "s", cfg.series_expiry_ns / NS_S);
 	snprintf(mc, sizeof(mc), "%zu", max_conn);
 	snprintf(it, sizeof(it), "%" PRIu64 "s", cfg.idle_timeout_ns / NS_S);
+	snprintf(iq, sizeof(iq), "%" PRIu64, cfg.ingest_queue);
 	log_kv(LOG_INFO, "exporter started", "listen", cfg.listen, "data_dir", cfg.data_dir, "auth",
 	       token ? "bearer" : "none", "max_body", mb, "retention", rt, "series_expiry", ex,
-	       "store", cfg.store, "max_connections", mc, "idle_timeout", it, NULL);
+	       "store", cfg.store, "max_connections", mc, "idle_timeout", it,
+	       "ingest_queue", iq, NULL);
 	serve(http, store, &cfg, &sigs);
 	http_stop(http);
 	status = 0;

@@ -43,19 +43,12 @@ int store_put(struct store *s, const Cgperf__V1__Batch *m, uint64_t received_ns,
 int store_put_many(struct store *s, const Cgperf__V1__Batch *const *m, size_t n,
 		   uint64_t received_ns, int *res, char *err, size_t errlen)
 {
-	size_t failed = 0;
-
-	if (err && errlen)
-		err[0] = '\0';
+	for (size_t i = 0; i < n && errlen; i++)
+		err[i * errlen] = '\0';
 	if (s->ops->put_many)
 		return s->ops->put_many(s, m, n, received_ns, res, err, errlen);
-	for (size_t i = 0; i < n; i++) {
-		char e[256] = "";
-
-		res[i] = s->ops->put(s, m[i], received_ns, e, sizeof(e));
-		if (res[i] < 0 && !failed++)
-			snprintf(err, errlen, "%s", e);
-	}
+	for (size_t i = 0; i < n; i++)
+		res[i] = s->ops->put(s, m[i], received_ns, err + i * errlen, errlen);
 	return 0;
 }
 

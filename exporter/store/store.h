@@ -160,8 +160,10 @@ int store_put(struct store *s, const Cgperf__V1__Batch *m, uint64_t received_ns,
  * store_put() of @n batches at once, in one transaction where the backend
  * can (one fsync for all: group commit). @res[i] gets what store_put()
  * would have returned for @m[i]; a batch that fails leaves nothing and the
- * others are stored. Returns -errno when the transaction as a whole failed
- * (every @res[i] is then that), else 0; the first reason goes to @err.
+ * others are stored. @err holds @n reasons of @errlen bytes each: the one
+ * at @err + i * @errlen is @m[i]'s, empty unless @res[i] < 0. Returns
+ * -errno when the transaction as a whole failed (every @res[i] is then
+ * that, and every reason the transaction's), else 0.
  */
 int store_put_many(struct store *s, const Cgperf__V1__Batch *const *m, size_t n,
 		   uint64_t received_ns, int *res, char *err, size_t errlen);

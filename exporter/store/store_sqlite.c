@@ -905,40 +905,49 @@ static int sq_put_many(struct store *base, const Cgperf__V1__Batch *const *m, si
 		       uint64_t received_ns, int *res, char *err, size_t errlen)
 {
 	struct sqlite_store *s = ss(base);
+	char reason[256] = ""; /* of a failure of the whole transaction */
 	int ret = 0;
 
 	pthread_mutex_lock(&s->wlock);
 	if (run(stmt(s, ST_BEGIN))) {
-		snprintf(err, errlen, "begin: %s", sqlite3_errmsg(s->db));
+		snprintf(reason, sizeof(reason), "begin: %s", sqlite3_errmsg(s->db));
 		ret = -EIO;
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
+		char *why = err + i * errlen;
+
 		if (run(stmt(s, ST_SAVEPOINT))) {
 			res[i] = -EIO;
-		} else {
-			res[i] = put_one(s, m[i], received_ns);
-			if (res[i] && run(stmt(s, ST_ROLLBACK_TO)))
-				ret = -EIO; /* the transaction cannot be trusted */
-			if (run(stmt(s, ST_RELEASE)))
-				ret = -EIO;
+			snprintf(why, errlen, "savepoint: %s", sqlite3_errmsg(s->db));
+			continue;
 		}
-		if (res[i] < 0 && !err[0])
-			snprintf(err, errlen, "%s",
+		res[i] = put_one(s, m[i], received_ns);
+		/* The reason before the rollback's own status replaces it. */
+		if (res[i] < 0)
+			snprintf(why, errlen, "%s",
 				 res[i] == -ENOMEM ? "out of memory" : sqlite3_errmsg(s->db));
-		if (ret)
+		if (res[i] && run(stmt(s, ST_ROLLBACK_TO)))
+			ret = -EIO; /* the transaction cannot be trusted */
+		if (!ret && run(stmt(s, ST_RELEASE)))
+			ret = -EIO;
+		if (ret) {
+			snprintf(reason, sizeof(reason), "savepoint: %s", sqlite3_errmsg(s->db));
 			break;
+		}
 	}
 	if (!ret && run(stmt(s, ST_COMMIT))) {
-		snprintf(err, errlen, "commit: %s", sqlite3_errmsg(s->db));
+		snprintf(reason, sizeof(reason), "commit: %s", sqlite3_errmsg(s->db));
 		ret = -EIO;
 	}
 	if (ret)
 		run(stmt(s, ST_ROLLBACK));
 out:
 	if (ret)
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			res[i] = ret;
+			snprintf(err + i * errlen, errlen, "%s", reason);
+		}
 	pthread_mutex_unlock(&s->wlock);
 	return ret;
 }

@@ -28,8 +28,11 @@ cg=$(cg_make api)
 rel=${cg#"$(cg2_mount)"}
 evil=$'<b>"x\'&amp;'
 mkdir "$cg/$evil" || fail "cannot create cgroup with a hostile name"
-base=$((20000 + ($$ * 7) % 20000))
-pa=$base pb=$((base + 1)) pc=$((base + 2))
+# Ports free now (a fixed scheme can fall on a port some other connection
+# holds: ephemeral ports start at 32768), three different ones.
+pa=$(free_port) pb=$pa pc=$pa
+while [[ $pb == "$pa" ]]; do pb=$(free_port); done
+while [[ $pc == "$pa" || $pc == "$pb" ]]; do pc=$(free_port); done
 
 wait_port() { # PORT LOGFILE
 	for _ in $(seq 100); do

@@ -15,8 +15,8 @@ command -v curl >/dev/null || fail "curl missing"
 cg=$(cg_make exporter)
 rel=${cg#"$(cg2_mount)"}
 echo s3cret >"$TMP/token"
-port=$((20000 + ($$ + 11) % 20000))
-ref_port=$((20000 + ($$ + 13) % 20000))
+port=$(free_port) ref_port=$port
+while [[ $ref_port == "$port" ]]; do ref_port=$(free_port); done
 url=http://127.0.0.1:$port
 
 wait_port() { # PORT LOGFILE

@@ -8,8 +8,14 @@
 #   free_port     a TCP port on 127.0.0.1 that nothing listens on now
 #   wait_http URL SECONDS [LOG]   wait until URL answers 2xx, else fail
 #                 (with the tail of LOG)
+#   SANITIZED     1 when the binaries under test are built with SAN=1
+#                 (ASan+UBSan: several times slower), else 0
+#   TIME_SCALE    what time bounds and timeouts of a test are multiplied by:
+#                 3 for a sanitized build, 1 otherwise; CGPERF_TIME_SCALE
+#                 overrides it. A bound scaled so is said in the output.
+#   scaled N      N * TIME_SCALE (integers)
 set -u
-AGENT=${CGPERF_AGENT:-${CGPERF_ROOT:-$PWD}/build/cgperf-agent}
+AGENT=${CGPERF_AGENT:-${CGPERF_ROOT:-$PWD}/${BUILD:-build}/cgperf-agent}
 ROOT=${CGPERF_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BUILD_DIR=$ROOT/${BUILD:-build}
 TMP=$(mktemp -d /tmp/cgperf-it.XXXXXX)
@@ -96,5 +102,11 @@ pct_diff() {
 }
 
 [[ -x $AGENT ]] || fail "agent binary $AGENT not built"
+# The ASan runtime's entry point is in every sanitized binary.
+SANITIZED=0
+grep -q __asan_init "$AGENT" 2>/dev/null && SANITIZED=1
+TIME_SCALE=${CGPERF_TIME_SCALE:-$((SANITIZED ? 3 : 1))}
+[[ $TIME_SCALE =~ ^[1-9][0-9]*$ ]] || fail "CGPERF_TIME_SCALE='$TIME_SCALE': want a whole number >= 1"
+scaled() { echo $(($1 * TIME_SCALE)); }
 [[ $(id -u) -eq 0 ]] || skip "integration tests need root (perf_event_open on cgroups, cgroup creation)"
 [[ -n $(cg2_mount) ]] || skip "no cgroup2 mount on this host"

@@ -18,7 +18,11 @@
  * --healthz-ms P (GET /healthz on a new connection every P ms meanwhile,
  * default 100; 0 = none), --token TOKEN, --gzip, --stacks N, --cgroups N,
  * --close (each push on a new connection, opened when the push is due and
- * closed after its answer: the latency then includes the handshake).
+ * closed after its answer: the latency then includes the handshake),
+ * --warmup S (latencies of pushes and /healthz requests started in the
+ * first S seconds are left out of the percentiles and maxima: connections
+ * being opened and the exporter's first commits; everything else counts
+ * them; default 0).
  *
  * Each agent is "swarm-PID-I" on host "swarm-host-I"; each batch is built
  * with wire/wire.h's builder just before it goes, with the agent's next
@@ -32,7 +36,8 @@
  *
  * The last line of stdout is the summary, KEY=VALUE fields after a tag:
  *   swarm mode=keepalive|close agents= threads= rate= duration= sent= acked= stored= duplicates=
- *         resends= timeouts= busy= errors= closed= late= p50_ms= p90_ms=
+ *         resends= timeouts= busy= errors= closed= late= warmup= warmup_acks=
+ *         p50_ms= p90_ms=
  *         p99_ms= max_ms= healthz_n= healthz_p50_ms= healthz_p99_ms=
  *         healthz_max_ms= healthz_fail= cpu_s=
  *   idle want= held= refused= healthz_n= ... healthz_fail=
@@ -66,7 +71,7 @@
 
 struct opts {
 	unsigned agents, threads, idle, cgroups, stacks;
-	double rate, duration;
+	double rate, duration, warmup;
 	unsigned timeout_ms, healthz_ms;
 	const char *token;
 	bool gzip, close_each;
@@ -93,6 +98,7 @@ struct agent {
 
 struct counts {
 	uint64_t sent, acked, stored, duplicates, resends, timeouts, busy, errors, closed, late;
+	uint64_t warm; /* acks (or /healthz answers) left out of the latencies */
 	uint64_t *lat_us;
 	size_t n_lat, cap_lat;
 };
@@ -108,6 +114,8 @@ struct loop {
 };
 
 static volatile int stop_healthz;
+/* Monotonic time before which latencies are not recorded (--warmup). */
+static uint64_t steady_ns;
 
 static uint64_t mono_ns(void)
 {
@@ -408,7 +416,10 @@ static void agent_read(struct loop *l, struct agent *ag, uint64_t now)
 				l->c.duplicates++;
 			else
 				l->c.stored++;
-			lat_add(&l->c, (now - ag->started_ns) / 1000);
+			if (ag->started_ns >= steady_ns)
+				lat_add(&l->c, (now - ag->started_ns) / 1000);
+			else
+				l->c.warm++;
 			ag->resend = false;
 			ag->seq++;
 		} else if (status == 503 || status == 429) {
@@ -575,8 +586,10 @@ static void *healthz_main(void *arg)
 
 		if (us < 0)
 			hz->c.errors++;
-		else
+		else if (t0 >= steady_ns)
 			lat_add(&hz->c, (uint64_t)us);
+		else
+			hz->c.warm++;
 		spent = mono_ns() - t0;
 		if (spent < hz->o->healthz_ms * NS_MS) {
 			uint64_t left = hz->o->healthz_ms * NS_MS - spent;
@@ -680,6 +693,7 @@ static int run_push(const struct opts *o, struct healthz *hz)
 		t.errors += c->errors;
 		t.closed += c->closed;
 		t.late += c->late;
+		t.warm += c->warm;
 		for (size_t i = 0; i < c->n_lat; i++)
 			lat_add(&t, c->lat_us[i]);
 		free(c->lat_us);
@@ -700,9 +714,10 @@ static int run_push(const struct opts *o, struct healthz *hz)
 	printf("swarm mode=%s agents=%u threads=%u rate=%g duration=%g sent=%" PRIu64 " acked=%" PRIu64
 	       " stored=%" PRIu64 " duplicates=%" PRIu64 " resends=%" PRIu64 " timeouts=%" PRIu64
 	       " busy=%" PRIu64 " errors=%" PRIu64 " closed=%" PRIu64 " late=%" PRIu64
-	       " p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f max_ms=%.2f %s cpu_s=%.2f\n",
+	       " warmup=%g warmup_acks=%" PRIu64 " p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f max_ms=%.2f %s cpu_s=%.2f\n",
 	       o->close_each ? "close" : "keepalive", o->agents, o->threads, o->rate, o->duration, t.sent, t.acked, t.stored,
 	       t.duplicates, t.resends, t.timeouts, t.busy, t.errors, t.closed, t.late,
+	       o->warmup, t.warm,
 	       pct_ms(t.lat_us, t.n_lat, 0.5), pct_ms(t.lat_us, t.n_lat, 0.9),
 	       pct_ms(t.lat_us, t.n_lat, 0.99),
 	       t.n_lat ? (double)t.lat_us[t.n_lat - 1] / 1000.0 : 0.0, hs, cpu_s() - cpu0);
@@ -792,8 +807,8 @@ static void usage(void)
 {
 	fputs("usage: agent_swarm [--agents N] [--threads M] [--rate R] [--duration S]\n"
 	      "                   [--timeout-ms T] [--healthz-ms P] [--token TOKEN] [--gzip]\n"
-	      "                   [--cgroups N] [--stacks N] [--close] push URL\n"
-	      "       agent_swarm [--idle K] [--duration S] [--healthz-ms P] idle URL\n",
+	      "                   [--cgroups N] [--stacks N] [--close] [--warmup S] push URL\n"
+	      "       agent_swarm [--idle K] [--duration S] [--healthz-ms P] [--warmup S] idle URL\n",
 	      stderr);
 }
 
@@ -833,6 +848,7 @@ int main(int argc, char **argv)
 		{ "token", required_argument, NULL, 'k' },   { "gzip", no_argument, NULL, 'z' },
 		{ "idle", required_argument, NULL, 'i' },    { "cgroups", required_argument, NULL, 'c' },
 		{ "stacks", required_argument, NULL, 's' },  { "close", no_argument, NULL, 'C' },
+		{ "warmup", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .agents = 100, .threads = 2, .rate = 100, .duration = 10,
@@ -856,11 +872,13 @@ int main(int argc, char **argv)
 		case 'i': o.idle = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'c': o.cgroups = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 's': o.stacks = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'w': o.warmup = strtod(optarg, NULL); break;
 		default: usage(); return 1;
 		}
 	}
 	if (argc - optind != 2 || parse_url(argv[optind + 1], &o) || !o.agents || !o.threads ||
-	    o.threads > o.agents || o.rate <= 0 || o.duration < 0 || !o.timeout_ms) {
+	    o.threads > o.agents || o.rate <= 0 || o.duration < 0 || !o.timeout_ms ||
+	    !(o.warmup >= 0 && o.warmup < 3600)) {
 		usage();
 		return 1;
 	}
@@ -869,6 +887,7 @@ int main(int argc, char **argv)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	steady_ns = mono_ns() + (uint64_t)(o.warmup * 1e9);
 	if (o.healthz_ms && pthread_create(&hz.thread, NULL, healthz_main, &hz))
 		return 1;
 	if (!strcmp(argv[optind], "push"))

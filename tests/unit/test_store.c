@@ -605,18 +605,19 @@ static void test_put_many(void **state)
 				    batch("h1", 2, T0 + NS, 2) };
 	Cgperf__V1__Batch *g2[] = { batch("h1", 2, T0 + NS, 2), batch("h1", 3, T0 + 2 * NS, 1) };
 	int res[3] = { -99, -99, -99 };
-	char err[256] = "x";
+	char err[3][256] = { "x", "x", "x" };
 	struct loaded l;
 
-	assert_int_equal(store_put_many(s, (const Cgperf__V1__Batch *const *)g1, 3, T0, res, err,
-					sizeof(err)),
+	assert_int_equal(store_put_many(s, (const Cgperf__V1__Batch *const *)g1, 3, T0, res, err[0],
+					sizeof(err[0])),
 			 0);
 	assert_int_equal(res[0], 0);
 	assert_int_equal(res[1], 1);
 	assert_int_equal(res[2], 0);
-	assert_string_equal(err, "");
+	for (int i = 0; i < 3; i++)
+		assert_string_equal(err[i], "");
 	assert_int_equal(store_put_many(s, (const Cgperf__V1__Batch *const *)g2, 2, T0 + NS, res,
-					err, sizeof(err)),
+					err[0], sizeof(err[0])),
 			 0);
 	assert_int_equal(res[0], 1);
 	assert_int_equal(res[1], 0);
@@ -630,6 +631,68 @@ static void test_put_many(void **state)
 	assert_int_equal(l.agent_batches, 3);
 	assert_int_equal(l.hits, 7 * 4);
 	assert_int_equal(put(s, batch("h1", 3, T0, 1), T0), 1);
+	store_close(s);
+}
+
+/* SQL on the store's file through a connection of the test's own. */
+static void side_sql(const char *sql)
+{
+	char path[128], *msg = NULL;
+	sqlite3 *db;
+
+	snprintf(path, sizeof(path), "%s/cgperf.db", dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", sql, msg ? msg : "?");
+	sqlite3_close(db);
+}
+
+/* Batches the store fails on inside a group (triggers refuse their probe
+ * rows, written after their cgroups, counters and stacks, each with its
+ * own message): each of them gets -EIO and its own reason, nothing of them
+ * stays, the batches around them are committed; once the triggers are gone
+ * the same batches are stored, not taken for duplicates. */
+static void test_put_many_one_fails(void **state)
+{
+	struct store *s = open_store();
+	Cgperf__V1__Batch *g[] = { batch("h1", 1, T0, 1), batch("bad", 2, T0, 1),
+				   batch("h1", 3, T0 + NS, 1), batch("worse", 4, T0, 1) };
+	int res[4] = { -99, -99, -99, -99 };
+	char err[4][256] = { "x", "x", "x", "x" };
+	struct loaded l;
+
+	side_sql("CREATE TRIGGER test_refuse BEFORE INSERT ON probe_samples WHEN NEW.host = 'bad' "
+		 "BEGIN SELECT RAISE(ABORT, 'refused by the test trigger'); END;"
+		 "CREATE TRIGGER test_refuse2 BEFORE INSERT ON probe_samples WHEN NEW.host = 'worse' "
+		 "BEGIN SELECT RAISE(ABORT, 'refused by the second trigger'); END;");
+	assert_int_equal(store_put_many(s, (const Cgperf__V1__Batch *const *)g, 4, T0, res, err[0],
+					sizeof(err[0])),
+			 0);
+	assert_int_equal(res[0], 0);
+	assert_int_equal(res[1], -EIO);
+	assert_int_equal(res[2], 0);
+	assert_int_equal(res[3], -EIO);
+	assert_string_equal(err[0], "");
+	assert_string_equal(err[1], "refused by the test trigger");
+	assert_string_equal(err[2], "");
+	assert_string_equal(err[3], "refused by the second trigger");
+	for (int i = 0; i < 4; i++)
+		wire_batch_decoded_free(g[i]);
+	assert_int_equal(sel_total(s, (struct store_selection){ .host = "h1" }), 22);
+	assert_int_equal(sel_total(s, (struct store_selection){ .host = "bad" }), 0);
+	assert_int_equal(sel_total(s, (struct store_selection){ .host = "worse" }), 0);
+	l = load(s);
+	assert_int_equal(l.cgroups, 2); /* h1's /web and /db: none of "bad" */
+	assert_int_equal(l.agent_batches, 2);
+	assert_int_equal(l.hits, 7 * 2);
+	side_sql("DROP TRIGGER test_refuse; DROP TRIGGER test_refuse2;");
+	assert_int_equal(put(s, batch("bad", 2, T0, 1), T0), 0);
+	assert_int_equal(put(s, batch("worse", 4, T0, 1), T0), 0);
+	assert_int_equal(sel_total(s, (struct store_selection){ .host = "bad" }), 11);
+	l = load(s);
+	assert_int_equal(l.cgroups, 6);
+	assert_int_equal(l.agent_batches, 4);
 	store_close(s);
 }
 
@@ -666,6 +729,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_count_overflow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_future_start_retained, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_put_many, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_put_many_one_fails, setup, teardown),
 		cmocka_unit_test(test_parse_time_range),
 	};
 
