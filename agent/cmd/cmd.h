@@ -47,7 +47,7 @@ int cmd_exit_status(int wait_status);
 void cmd_raise_nofile(void);
 
 /*
- * Refused container files (agent/refusals.h) for record and trace: start
+ * Refused container files (agent/symbols/refusals.h) for record and trace: start
  * counting, with one notice per file on stderr when @verbose ("PROG:
  * refused pid N PATH: REASON", the path escaped). 0 or -ENOMEM.
  */

@@ -13,7 +13,7 @@
  *
  * User stacks come from one of two unwinders behind one small ops struct:
  * frame pointers (the kernel already walked them into the callchain) or
- * DWARF CFI over the copied user stack (agent/unwind.c).
+ * DWARF CFI over the copied user stack (agent/stacks/unwind.c).
  */
 #include <errno.h>
 #include <getopt.h>

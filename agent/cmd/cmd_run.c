@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * cgperf-agent run: the continuous agent. Every push interval it builds one
- * batch (agent/wire.h) of what happened in that interval, per cgroup:
+ * batch (wire/wire.h) of what happened in that interval, per cgroup:
  * counter deltas, folded CPU stacks and probe hits/histograms, plus its own
  * figures; the batch is gzip'd and handed to the push module, which spools
  * it durably and sends it to every collector from its own thread, so a slow
  * or absent collector never stalls sampling.
  *
- * Two stacks engines (agent/stacks.h): one for the CPU samples, one for the
+ * Two stacks engines (agent/stacks/stacks.h): one for the CPU samples, one for the
  * hits of probes with `stacks: true`. They are apart because a probe's
  * stack goes into its own Profile, whose event is the probe's label: each
  * hit is added with a prefix frame naming the probe by its index
@@ -1364,7 +1364,7 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* A refused container file (agent/refusals.h), rate-limited there; the
+/* A refused container file (agent/symbols/refusals.h), rate-limited there; the
  * log escapes the path. */
 static void run_refusal_notice(void *ctx, pid_t pid, const char *path, const char *reason)
 {

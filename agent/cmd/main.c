@@ -64,7 +64,7 @@ int main(int argc, char **argv)
 		printf("cgperf-agent %s\n", CGPERF_VERSION);
 		return 0;
 	}
-	/* the perf-map reader the agent runs for itself (agent/jitload.h) */
+	/* the perf-map reader the agent runs for itself (agent/symbols/jitload.h) */
 	if (!strcmp(argv[1], JITLOAD_HELPER_CMD))
 		return jitload_helper_main(argc - 1, argv + 1);
 	jitload_set_helper("/proc/self/exe");

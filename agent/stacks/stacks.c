@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The stacks engine: see agent/stacks.h. Frames are 64-bit words, the
+ * The stacks engine: see agent/stacks/stacks.h. Frames are 64-bit words, the
  * object id in the top 16 bits and a 48-bit offset below: a file offset
  * for files (ASLR-independent, shared by every process mapping the file),
  * the absolute address for JIT code and for the kernel (re-extended to its
@@ -60,7 +60,7 @@ struct object {
 	struct symtab *st;
 	/* JIT code (anonymous executable memory of a process that may have a
 	 * perf map): frames keep absolute addresses; the map is loaded by the
-	 * loader thread (agent/jitload.h) and taken when names are made. */
+	 * loader thread (agent/symbols/jitload.h) and taken when names are made. */
 	bool is_jit;
 	bool jit_waited; /* a naming pass already waited for the load */
 	bool jit_absent; /* the process has no perf map (ENOENT) */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The perf-map loader: see agent/jitload.h. One mutex guards the queue and
+ * The perf-map loader: see agent/symbols/jitload.h. One mutex guards the queue and
  * every job's state; one condition wakes the thread for work, another
  * wakes waiters when a job is done. The loader struct is shared by its
  * owner and its thread and freed by whichever lets go last, so a thread

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Counting rootfs refusals: see agent/refusals.h. */
+/* Counting rootfs refusals: see agent/symbols/refusals.h. */
 #include "agent/symbols/refusals.h"
 
 #include <errno.h>

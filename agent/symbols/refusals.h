@@ -4,7 +4,7 @@
 
 /*
  * What the agent refused to read from the processes it profiles: the
- * counting side of agent/rootfs.c's refusal hook, for the commands'
+ * counting side of lib/rootfs.c's refusal hook, for the commands'
  * figures and metrics (docs/security.md, docs/metrics.md).
  *
  * Process-wide, as the hook is: refusals_start() installs it, before the

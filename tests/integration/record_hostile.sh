@@ -136,7 +136,7 @@ done
 # ---- FUSE: a perf map whose read waits for its daemon -----------------------
 # A FUSE daemon in the container answers the map's READ only after
 # $STALL s. The perf map is read by a helper process for a loader thread
-# (agent/jitload.h): record's sampling, output and exit must not wait for
+# (agent/symbols/jitload.h): record's sampling, output and exit must not wait for
 # it (a thread of its own stuck there would hold its exit: the kernel's
 # FUSE wait cannot be interrupted once the daemon has the request); the JIT
 # frames stay unnamed; the helper goes once the daemon does.
