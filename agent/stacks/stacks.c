@@ -38,6 +38,7 @@
 #include "agent/symbols/perfmap.h"
 #include "agent/stacks/procmaps.h"
 #include "lib/rootfs.h"
+#include "agent/symbols/ksyms.h"
 #include "agent/symbols/symtab.h"
 #include "agent/stacks/unwind.h"
 #include "cgroup/identity.h"

@@ -63,7 +63,7 @@ int symtab_hold_dwarf(struct symtab *s);
 
 /*
  * True once symtab_inlines() reads DWARF from the symbolization cache's
- * inflated copy (see agent/symbols/symcache.h and symtab.c) rather than from the
+ * inflated copy (see agent/symbols/symcache.h and symtab_dwarf.c) rather than from the
  * compressed debuginfo file itself. The names are the same either way.
  */
 bool symtab_dwarf_cached(const struct symtab *s);
@@ -104,39 +104,5 @@ const char *symtab_name_at(const struct symtab *s, size_t i, uint64_t *off);
  */
 int symtab_off_to_vaddr(const struct symtab *s, uint64_t off, uint64_t *vaddr);
 int symtab_vaddr_to_off(const struct symtab *s, uint64_t vaddr, uint64_t *off);
-
-/*
- * Kernel symbols from /proc/kallsyms (text symbols only), sorted.
- *
- * ksyms_load("/proc/kallsyms") uses the symbolization cache (see
- * agent/symbols/symcache.h): the vmlinux symbols of this boot are written there by
- * the first reader and mapped by later ones instead of reading
- * /proc/kallsyms (~35 ms of kernel CPU); addresses outside vmlinux (modules,
- * BPF, ftrace trampolines) are then looked up in a live read made on first
- * need, so answers never differ from a live read's. Any other path is read
- * as it is, without the cache.
- */
-struct ksyms;
-/* NULL + errno when @path cannot be read; malformed and over-long lines
- * are skipped. */
-struct ksyms *ksyms_load(const char *path);
-/*
- * The same with an explicit cache: @cache_dir (NULL: no cache) and the
- * boot's id @boot_id (36 characters, as /proc/sys/kernel/random/boot_id).
- * For tests and for callers that know them already.
- */
-struct ksyms *ksyms_load_cached(const char *path, const char *cache_dir, const char *boot_id);
-/* Number of text symbols kept (0 when kptr_restrict hides them); from the
- * cache, vmlinux symbols only. */
-size_t ksyms_count(const struct ksyms *k);
-/* True when @k was mapped from the cache rather than read. */
-bool ksyms_cached(const struct ksyms *k);
-/* Name of the kernel function containing @addr; NULL if none (or the
- * addresses are hidden by kptr_restrict: all zero). Module symbols are
- * returned as "name" and their module in @module (NULL for vmlinux; set
- * only when a name is returned; @module may be NULL). Not const: may read
- * /proc/kallsyms on first need (see above). */
-const char *ksyms_lookup(struct ksyms *k, uint64_t addr, const char **module);
-void ksyms_free(struct ksyms *k);
 
 #endif

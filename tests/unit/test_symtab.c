@@ -37,6 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/symbols/ksyms.h"
 #include "agent/symbols/symtab.h"
 
 #define POSTGRES "/usr/lib/postgresql/15/bin/postgres"

@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Opening ELF files, their build-id and what they offer, and finding the
+ * separate debuginfo of a file (see the essay at the head of symtab.c):
+ * by build-id under DEBUG_ROOT/usr/lib/debug/.build-id, else by the
+ * .gnu_debuglink name next to the file, in its .debug/ directory or under
+ * DEBUG_ROOT/usr/lib/debug/DIR. A candidate found by name must match by
+ * build-id, or failing that by the CRC-32 the debuglink records.
+ */
+#include "agent/symbols/symtab_priv.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "lib/rootfs.h"
+
+/* ---- opening ELF files ---- */
+
+void symtab_elf_close(struct elf_file *f)
+{
+	if (f->elf)
+		elf_end(f->elf);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->elf = NULL;
+	f->fd = -1;
+}
+
+int symtab_elf_open(struct elf_file *f, const char *path)
+{
+	GElf_Ehdr eh;
+
+	/* A /proc/PID/root/... path is resolved inside that root, and only a
+	 * regular file of sane size is opened (lib/rootfs.h): a FIFO or a
+	 * link to a host file planted in a container is refused. */
+	f->fd = rootfs_open_path(path, ROOTFS_ELF_MAX, &f->st);
+	if (f->fd < 0) {
+		int err = f->fd;
+
+		f->fd = -1;
+		return err == -EINVAL || err == -EISDIR ? -ENOEXEC : err;
+	}
+	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
+	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &eh)) {
+		symtab_elf_close(f);
+		return -ENOEXEC;
+	}
+	return 0;
+}
+
+/* ---- build-id ---- */
+
+static size_t notes_build_id(Elf_Data *d, uint8_t *out)
+{
+	size_t off = 0, next, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	/* gelf_getnote() checks each note against d_size and always advances */
+	while ((next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    memcmp((const char *)d->d_buf + name_off, "GNU", 4) == 0 && nh.n_descsz > 0 &&
+		    nh.n_descsz <= SYMTAB_MAX_BUILD_ID) {
+			memcpy(out, (const char *)d->d_buf + desc_off, nh.n_descsz);
+			return nh.n_descsz;
+		}
+		off = next;
+	}
+	return 0;
+}
+
+/* Build-id of @elf into @out (SYMTAB_MAX_BUILD_ID bytes); its length or 0. */
+size_t symtab_elf_build_id(Elf *elf, uint8_t *out)
+{
+	Elf_Scn *scn = NULL;
+	size_t n, len;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (d && (len = notes_build_id(d, out)) > 0)
+			return len;
+	}
+	/* files whose section headers were stripped still have PT_NOTE */
+	if (elf_getphdrnum(elf, &n) < 0)
+		return 0;
+	for (size_t i = 0; i < n && i < SYMTAB_MAX_LOADS; i++) {
+		GElf_Phdr ph;
+		Elf_Data *d;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
+			continue;
+		d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+					 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+		if (d && (len = notes_build_id(d, out)) > 0)
+			return len;
+	}
+	return 0;
+}
+
+/* ---- what a file offers ---- */
+
+static void parse_debuglink(Elf *elf, Elf_Scn *scn, struct elf_info *info)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	const unsigned char *p;
+	size_t len, crc_off;
+	GElf_Ehdr eh;
+
+	if (!d || !d->d_buf || !gelf_getehdr(elf, &eh))
+		return;
+	p = d->d_buf;
+	len = strnlen((const char *)p, d->d_size);
+	/* a file name in the same directory, then the CRC 4-aligned after it */
+	crc_off = (len + 4) & ~(size_t)3;
+	if (len == 0 || len > NAME_MAX || crc_off + 4 > d->d_size)
+		return;
+	if (memchr(p, '/', len) || (len == 1 && p[0] == '.') ||
+	    (len == 2 && p[0] == '.' && p[1] == '.'))
+		return;
+	memcpy(info->link, p, len);
+	info->link[len] = '\0';
+	p += crc_off;
+	if (eh.e_ident[EI_DATA] == ELFDATA2MSB)
+		info->link_crc = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	else
+		info->link_crc = (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+	info->has_link = true;
+}
+
+void symtab_elf_scan(Elf *elf, struct elf_info *info)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	bool named = elf_getshdrstrndx(elf, &shstrndx) == 0;
+
+	memset(info, 0, sizeof(*info));
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB && !info->symtab)
+			info->symtab = scn;
+		else if (sh.sh_type == SHT_DYNSYM && !info->dynsym)
+			info->dynsym = scn;
+		if (!named || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+			continue;
+		/* a debuginfo-stripped file keeps .debug_* headers as NOBITS */
+		if (strcmp(name, ".debug_info") == 0 && sh.sh_type != SHT_NOBITS && sh.sh_size > 0)
+			info->has_dwarf = true;
+		else if (strcmp(name, ".gnu_debuglink") == 0 && !info->has_link)
+			parse_debuglink(elf, scn, info);
+	}
+}
+
+/* ---- separate debuginfo ---- */
+
+__attribute__((format(printf, 3, 4))) static int path_fmt(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static int file_crc32(int fd, uint32_t *out)
+{
+	const size_t chunk = 1 << 16;
+	unsigned char *buf = malloc(chunk);
+	uLong crc = crc32(0L, Z_NULL, 0);
+	off_t pos = 0;
+	int err = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t r = pread(fd, buf, chunk, pos);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		crc = crc32(crc, buf, (uInt)r);
+		pos += r;
+	}
+	free(buf);
+	if (err == 0)
+		*out = (uint32_t)crc;
+	return err;
+}
+
+/*
+ * Open @path as the debuginfo of @w->main if it is one. @by_link: found by
+ * the debuglink name, which anyone can reuse, so it must match by build-id
+ * or by CRC.
+ */
+static int debug_try(struct elf_file *out, const char *path, const struct debug_want *w,
+		     bool by_link, struct elf_info *info)
+{
+	struct elf_file f = ELF_FILE_INIT;
+	uint8_t bid[SYMTAB_MAX_BUILD_ID];
+	GElf_Ehdr meh, deh;
+	size_t blen;
+	int err;
+
+	err = symtab_elf_open(&f, path);
+	if (err < 0)
+		return err;
+	err = -ENOENT;
+	if (f.st.st_dev == w->main->st.st_dev && f.st.st_ino == w->main->st.st_ino)
+		goto out_close; /* a debuglink naming the file itself */
+	if (!gelf_getehdr(w->main->elf, &meh) || !gelf_getehdr(f.elf, &deh) ||
+	    meh.e_ident[EI_CLASS] != deh.e_ident[EI_CLASS] || meh.e_machine != deh.e_machine)
+		goto out_close;
+	blen = symtab_elf_build_id(f.elf, bid);
+	if (w->build_id_len > 0 && blen > 0) {
+		if (blen != w->build_id_len || memcmp(bid, w->build_id, blen) != 0)
+			goto out_close;
+	} else if (by_link) {
+		uint32_t crc = 0;
+
+		if (file_crc32(f.fd, &crc) < 0 || crc != w->info->link_crc)
+			goto out_close;
+	}
+	symtab_elf_scan(f.elf, info);
+	if (!info->symtab && !info->has_dwarf)
+		goto out_close;
+	*out = f;
+	return 0;
+
+out_close:
+	symtab_elf_close(&f);
+	return err;
+}
+
+/*
+ * Find separate debuginfo for @path: by build-id, then by debuglink. On
+ * success @out is open, @info describes it and @found holds its path.
+ */
+int symtab_debug_find(struct elf_file *out, struct elf_info *info, char *found, size_t size,
+		      const char *path, const char *debug_root, const struct debug_want *w)
+{
+	const char *slash = strrchr(path, '/'), *indir;
+	size_t rootlen = strlen(debug_root);
+	char dir[PATH_MAX];
+	int err;
+
+	if (w->build_id_len >= 2) {
+		char hex[2 * SYMTAB_MAX_BUILD_ID + 1];
+
+		for (size_t i = 0; i < w->build_id_len; i++)
+			snprintf(hex + 2 * i, 3, "%02x", w->build_id[i]);
+		if (path_fmt(found, size, "%s/usr/lib/debug/.build-id/%.2s/%s.debug", debug_root, hex,
+			     hex + 2) == 0 &&
+		    debug_try(out, found, w, false, info) == 0)
+			return 0;
+	}
+	if (!w->info->has_link)
+		return -ENOENT;
+
+	if (!slash)
+		err = path_fmt(dir, sizeof(dir), ".");
+	else
+		err = path_fmt(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (err < 0)
+		return err;
+	if (path_fmt(found, size, "%s/%s", dir, w->info->link) == 0 &&
+	    debug_try(out, found, w, true, info) == 0)
+		return 0;
+	if (path_fmt(found, size, "%s/.debug/%s", dir, w->info->link) == 0 &&
+	    debug_try(out, found, w, true, info) == 0)
+		return 0;
+	/* /usr/lib/debug mirrors the directory as seen inside the root */
+	if (path[0] != '/')
+		return -ENOENT;
+	while (rootlen > 0 && debug_root[rootlen - 1] == '/')
+		rootlen--;
+	indir = dir;
+	if (rootlen > 0 && strncmp(dir, debug_root, rootlen) == 0 &&
+	    (dir[rootlen] == '/' || dir[rootlen] == '\0'))
+		indir = dir + rootlen;
+	if (path_fmt(found, size, "%.*s/usr/lib/debug%s/%s", (int)rootlen, debug_root, indir,
+		     w->info->link) == 0 &&
+	    debug_try(out, found, w, true, info) == 0)
+		return 0;
+	return -ENOENT;
+}

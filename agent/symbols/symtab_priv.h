@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside struct symtab: shared by the files that build one (symtab.c: ELF
+ * symbols and lookups; symtab_debuginfo.c: opening ELF files, build-ids and
+ * finding separate debuginfo; symtab_dwarf.c: inlined frames from DWARF and
+ * its cache). Not for use outside agent/symbols/symtab*.c.
+ */
+#ifndef CGPERF_AGENT_SYMTAB_PRIV_H
+#define CGPERF_AGENT_SYMTAB_PRIV_H
+
+#include <elfutils/libdw.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "agent/symbols/symtab.h"
+
+#define SYMTAB_MAX_SYMS (4u << 20)  /* symbols kept per object */
+#define SYMTAB_MAX_NAME 1024	    /* longer names (templates) are cut */
+#define SYMTAB_MAX_LOADS 1024	    /* PT_LOAD headers considered */
+#define SYMTAB_MAX_BUILD_ID 64	    /* bytes; linkers write 20 (SHA-1) */
+#define SYMTAB_OVERLAP_SCAN 16	    /* symbols searched back for nesting */
+
+struct symtab_sym {
+	uint64_t addr;
+	uint32_t size;
+	uint32_t name; /* offset into names */
+};
+
+struct symtab_load {
+	uint64_t off, filesz, vaddr;
+};
+
+/* One compile unit's outermost scopes (see cu_index_get()). */
+struct cu_span {
+	uint64_t lo, hi;
+	uint64_t die; /* DIE offset: the first in DIE order wins */
+	int level;    /* recursion level it was found at */
+};
+
+struct cu_index {
+	uint64_t cu; /* CU DIE offset */
+	struct cu_span *v; /* by lo */
+	uint64_t *maxhi;   /* max hi of v[0..i] */
+	size_t n;
+	bool failed;
+};
+
+struct symtab {
+	struct symtab_sym *syms;
+	size_t nsyms;
+	char *names;
+	struct symtab_load *loads;
+	size_t nloads;
+	const char *source;
+	char build_id[2 * SYMTAB_MAX_BUILD_ID + 1];
+	/* the file holding DWARF, opened on first symtab_inlines() */
+	char *dwarf_path;
+	int dwarf_fd;
+	Dwarf *dwarf;
+	bool dwarf_failed;
+	/* when DWARF comes from the cache's decompressed copy */
+	Elf *dwarf_elf;
+	int dwarf_cache_fd;
+	bool dwarf_cached;
+	/* per compile unit, the address ranges of its outermost scopes */
+	struct cu_index *cus;
+	size_t ncus, capcus;
+	/* function extents from .eh_frame FDEs: for code no symbol covers */
+	uint64_t *fde_start, *fde_end;
+	size_t nfde;
+};
+
+
+/* An ELF file open for reading (fd + libelf handle + its stat). */
+struct elf_file {
+	int fd;
+	Elf *elf;
+	struct stat st;
+};
+
+#define ELF_FILE_INIT { .fd = -1, .elf = NULL }
+
+struct elf_info {
+	Elf_Scn *symtab, *dynsym;
+	bool has_dwarf;
+	bool has_link;
+	char link[NAME_MAX + 1]; /* .gnu_debuglink file name */
+	uint32_t link_crc;
+};
+
+/* What a separate debuginfo file must match. */
+struct debug_want {
+	const struct elf_file *main;
+	const uint8_t *build_id;
+	size_t build_id_len;
+	const struct elf_info *info;
+};
+
+
+/*
+ * Open @path as an ELF file by the rules of lib/rootfs.h (regular file,
+ * capped size, resolved inside a /proc/PID/root prefix). 0, -ENOEXEC for
+ * anything not ELF, or the -errno of the open. Close with
+ * symtab_elf_close() (idempotent).
+ */
+int symtab_elf_open(struct elf_file *f, const char *path);
+void symtab_elf_close(struct elf_file *f);
+/* Build-id of @elf into @out (SYMTAB_MAX_BUILD_ID bytes); its length or 0. */
+size_t symtab_elf_build_id(Elf *elf, uint8_t *out);
+/* The symbol tables, DWARF presence and .gnu_debuglink of @elf. */
+void symtab_elf_scan(Elf *elf, struct elf_info *info);
+/*
+ * Find separate debuginfo for @path under @debug_root: by build-id, then by
+ * debuglink. On success @out is open (the caller closes it), @info describes
+ * it and @found holds its path; -ENOENT otherwise.
+ */
+int symtab_debug_find(struct elf_file *out, struct elf_info *info, char *found, size_t size,
+		      const char *path, const char *debug_root, const struct debug_want *w);
+/* Free what symtab_dwarf.c attached to @s (DWARF handles, CU indexes). */
+void symtab_dwarf_release(struct symtab *s);
+
+#endif
