@@ -1,0 +1,608 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The object registry of the stacks engine (see the essay at the head of
+ * stacks.c): a binary, the vDSO or a process's JIT code interned once per
+ * (dev, ino) or path, its id cached in the procmaps tag with a generation;
+ * the objects each process interned, aged with procmaps' processes; the
+ * side-band records (mmap, comm, fork, exit) and the gc that drops objects
+ * no process and no pending stack holds.
+ */
+#include "agent/stacks/stacks_priv.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+/* ---- interning ---------------------------------------------------------- */
+
+uint32_t stacks_intern_comm(struct stacks *r, const char *comm)
+{
+	uint64_t *slot = fold_slot(r->strings, comm, strlen(comm));
+
+	if (!slot)
+		return 0;
+	if (!*slot) {
+		if (r->ncomms == r->capcomms) {
+			size_t nc = r->capcomms ? r->capcomms * 2 : 64;
+			char **v = realloc(r->comms, nc * sizeof(*v));
+
+			if (!v)
+				return 0;
+			r->comms = v;
+			r->capcomms = nc;
+		}
+		r->comms[r->ncomms] = strdup(comm);
+		if (!r->comms[r->ncomms])
+			return 0;
+		*slot = ++r->ncomms;
+	}
+	return (uint32_t)(*slot - 1);
+}
+
+/* Anonymous executable memory: where JITs put code. */
+static bool anon_path(const char *path)
+{
+	return !path[0] || !strncmp(path, "//anon", 6) || !strncmp(path, "[anon", 5) ||
+	       !strncmp(path, "/memfd:", 7);
+}
+
+/*
+ * The vDSO has no file; every process of this kernel maps the same image,
+ * so a copy of our own, in a memfd, gives its symbols.
+ */
+static struct symtab *open_vdso(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512], path[64];
+	unsigned long long lo = 0, hi = 0;
+	struct symtab *st = NULL;
+	int fd;
+
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "[vdso]") && sscanf(line, "%llx-%llx", &lo, &hi) == 2)
+			break;
+	fclose(f);
+	if (!lo || hi <= lo || hi - lo > (1u << 20))
+		return NULL;
+	fd = memfd_create("cgperf-vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (write(fd, (const void *)(uintptr_t)lo, hi - lo) == (ssize_t)(hi - lo)) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		st = symtab_open(path, "");
+	}
+	close(fd);
+	return st;
+}
+
+static bool pseudo_path(const char *path)
+{
+	return !path[0] || path[0] == '[' || !strncmp(path, "//anon", 6) ||
+	       !strncmp(path, "/memfd:", 7) || strstr(path, " (deleted)");
+}
+
+/* ---- objects ------------------------------------------------------------ */
+
+/* A procmaps tag: the object id in the low 16 bits, its generation above. */
+static int32_t tag_make(uint32_t id, uint16_t gen)
+{
+	return (int32_t)(((uint32_t)(gen & 0x7fff) << 16) | id);
+}
+
+struct object *stacks_object_at(struct stacks *r, uint32_t id)
+{
+	struct object *o;
+
+	if (id < OBJ_FIRST || id - OBJ_FIRST >= r->nobjs)
+		return NULL;
+	o = &r->objs[id - OBJ_FIRST];
+	return o->live ? o : NULL;
+}
+
+static struct ptrack *pt_lookup(struct stacks *r, uint32_t pid)
+{
+	size_t mask = r->ptcap - 1;
+
+	if (!r->ptcap)
+		return NULL;
+	for (size_t i = (pid * 0x9e3779b1u) & mask, n = 0; n < r->ptcap; i = (i + 1) & mask, n++) {
+		struct ptrack *p = &r->pt[i];
+
+		if (p->pid == pid)
+			return p;
+		if (!p->pid && !p->tomb)
+			return NULL;
+	}
+	return NULL;
+}
+
+static struct ptrack *pt_get(struct stacks *r, uint32_t pid)
+{
+	struct ptrack *p = pt_lookup(r, pid);
+	size_t mask;
+
+	if (p)
+		return p;
+	if ((r->ptused + 1) * 4 > r->ptcap * 3) {
+		/* Grow, or just shed the tombs, into a new table. */
+		size_t ncap = 64;
+		struct ptrack *nv;
+
+		if (r->ptcap)
+			ncap = (r->ptcount + 1) * 4 > r->ptcap * 2 ? r->ptcap * 2 : r->ptcap;
+		nv = calloc(ncap, sizeof(*nv));
+		if (!nv)
+			return NULL;
+		for (size_t i = 0; i < r->ptcap; i++) {
+			size_t j = (r->pt[i].pid * 0x9e3779b1u) & (ncap - 1);
+
+			if (!r->pt[i].pid)
+				continue;
+			while (nv[j].pid)
+				j = (j + 1) & (ncap - 1);
+			nv[j] = r->pt[i];
+		}
+		free(r->pt);
+		r->pt = nv;
+		r->ptcap = ncap;
+		r->ptused = r->ptcount;
+	}
+	mask = r->ptcap - 1;
+	for (size_t i = (pid * 0x9e3779b1u) & mask;; i = (i + 1) & mask) {
+		p = &r->pt[i];
+		if (!p->pid) {
+			if (!p->tomb)
+				r->ptused++;
+			memset(p, 0, sizeof(*p));
+			p->pid = pid;
+			r->ptcount++;
+			return p;
+		}
+	}
+}
+
+/* @pid holds object @id (it has a mapping tagged with it). */
+static void pt_add(struct stacks *r, uint32_t pid, uint32_t id)
+{
+	struct object *o = stacks_object_at(r, id);
+	struct ptrack *p;
+
+	if (!pid || !o)
+		return;
+	p = pt_get(r, pid);
+	if (!p)
+		return; /* untracked: the object may be dropped early and reopened */
+	for (uint32_t i = 0; i < p->n; i++)
+		if (p->objs[i] == id)
+			return;
+	if (p->n == p->cap) {
+		uint32_t nc = p->cap ? p->cap * 2 : 16;
+		uint32_t *v = realloc(p->objs, nc * sizeof(*v));
+
+		if (!v)
+			return;
+		p->objs = v;
+		p->cap = nc;
+	}
+	p->objs[p->n++] = id;
+	o->nprocs++;
+}
+
+/* @p's maps are gone (exec, fork over a reused pid, forgotten). */
+static void pt_clear(struct stacks *r, struct ptrack *p)
+{
+	for (uint32_t i = 0; i < p->n; i++) {
+		struct object *o = stacks_object_at(r, p->objs[i]);
+
+		if (o && o->nprocs)
+			o->nprocs--;
+	}
+	if (p->n)
+		r->sweep = true;
+	p->n = 0;
+}
+
+/* A fresh object slot (live, zeroed but for its generation): its id, or 0. */
+static uint32_t object_alloc(struct stacks *r)
+{
+	uint32_t id;
+	struct object *o;
+	uint16_t gen;
+
+	if (r->nfree) {
+		id = r->free_ids[--r->nfree];
+	} else {
+		if (r->nobjs >= MAX_OBJECTS)
+			return 0;
+		if (r->nobjs == r->capobjs) {
+			size_t nc = r->capobjs ? r->capobjs * 2 : 64;
+			struct object *v = realloc(r->objs, nc * sizeof(*v));
+
+			if (!v)
+				return 0;
+			r->objs = v;
+			r->capobjs = nc;
+		}
+		memset(&r->objs[r->nobjs], 0, sizeof(r->objs[0]));
+		id = (uint32_t)(r->nobjs++ + OBJ_FIRST);
+	}
+	o = &r->objs[id - OBJ_FIRST];
+	gen = o->gen;
+	memset(o, 0, sizeof(*o));
+	o->gen = gen;
+	o->live = true;
+	r->nlive++;
+	return id;
+}
+
+/* Drop object @id: its symbols, JIT map, unwind tables and key. The id is
+ * free for reuse under the next generation. */
+static void object_release(struct stacks *r, uint32_t id)
+{
+	struct object *o = stacks_object_at(r, id);
+	uint16_t gen;
+
+	if (!o)
+		return;
+	if (o->key) {
+		uint64_t *slot = fold_slot(r->objkey, o->key, o->keylen);
+
+		if (slot && *slot == id + 1u) {
+			*slot = 0;
+			r->dead_keys++;
+		}
+	}
+	if (r->uc && o->open_path && (o->dev || o->ino))
+		unwind_cache_forget(r->uc, o->dev, o->ino);
+	symtab_free(o->st);
+	jitload_job_free(o->jitjob);
+	perfmap_free(o->jit);
+	free(o->anon);
+	free(o->path);
+	free(o->open_path);
+	free(o->key);
+	gen = (uint16_t)((o->gen + 1) & 0x7fff);
+	memset(o, 0, sizeof(*o));
+	o->gen = gen;
+	r->nlive--;
+	/* The free list never needs more room than the slots there are. */
+	if (r->nfree == r->capfree) {
+		size_t nc = r->capfree ? r->capfree * 2 : 64;
+		uint32_t *v = realloc(r->free_ids, nc * sizeof(*v));
+
+		if (!v)
+			return; /* the slot is lost for reuse, nothing else */
+		r->free_ids = v;
+		r->capfree = nc;
+	}
+	r->free_ids[r->nfree++] = id;
+}
+
+/*
+ * The host's file at @m's path is the very inode the process mapped. A
+ * container's path names another file on the host, or one the container
+ * chose: read the host's only when (dev, inode) prove it is the same.
+ */
+static bool host_same_file(const struct pmap_entry *m)
+{
+	struct stat st;
+	int fd;
+
+	if (!m->dev && !m->ino)
+		return false;
+	fd = rootfs_open("", m->path, ROOTFS_ELF_MAX, &st);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return (uint64_t)st.st_dev == m->dev && (uint64_t)st.st_ino == m->ino;
+}
+
+/* Object index for @m of @pid, opening its symbols on first sight. */
+uint32_t stacks_intern_object(struct stacks *r, uint32_t pid, struct pmap_entry *m)
+{
+	struct { uint64_t dev, ino; } k = {m->dev, m->ino};
+	const void *key;
+	size_t keylen;
+	uint64_t *slot;
+	struct object *o;
+	uint32_t id;
+
+	char jitkey[48];
+	char jitpath[4096]; /* set on every path below: no 4 KiB zero-fill per frame */
+
+	if (m->tag >= 0) {
+		id = (uint32_t)m->tag & 0xffffu;
+		o = stacks_object_at(r, id);
+		if (o && o->gen == (uint32_t)m->tag >> 16)
+			return id;
+		m->tag = -1; /* dropped since: intern again */
+	}
+	/* Files by (dev, ino); JIT code by process; other pseudo maps by name. */
+	/* Anonymous executable memory is JIT code when the process has a perf
+	 * map: whether it has one is for the loader to find (a lookup in the
+	 * container may wait), so it is JIT code until the loader says not. */
+	if (anon_path(m->path) && perfmap_path("/proc", (pid_t)pid, jitpath, sizeof(jitpath)) == 0) {
+		snprintf(jitkey, sizeof(jitkey), "jit:%" PRIu32, pid);
+		key = jitkey;
+		keylen = strlen(jitkey);
+	} else if (m->ino && !pseudo_path(m->path)) {
+		jitpath[0] = '\0';
+		key = &k;
+		keylen = sizeof(k);
+	} else {
+		jitpath[0] = '\0';
+		key = m->path;
+		keylen = strlen(m->path);
+	}
+	slot = fold_slot(r->objkey, key, keylen);
+	if (!slot)
+		return OBJ_UNKNOWN;
+	if (*slot) {
+		id = (uint32_t)(*slot - 1);
+		goto found;
+	}
+	id = object_alloc(r);
+	if (!id)
+		return OBJ_UNKNOWN;
+	o = stacks_object_at(r, id);
+	o->dev = m->dev;
+	o->ino = m->ino;
+	o->path = strdup(m->path);
+	o->key = malloc(keylen ? keylen : 1);
+	if (!o->path || !o->key)
+		goto err_release;
+	memcpy(o->key, key, keylen);
+	o->keylen = keylen;
+	o->base = strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path;
+	if (jitpath[0]) {
+		/* Queued now, while the process lives, for the loader thread;
+		 * "perf-NSPID.map" names frames the map does not. */
+		o->is_jit = true;
+		o->anon = o->path;
+		o->path = strdup(strrchr(jitpath, '/') + 1);
+		if (!o->path)
+			goto err_release;
+		o->base = o->path;
+		if (!r->jl)
+			r->jl = jitload_new();
+		/* queue full or no thread: no names for this one, no wait */
+		o->jitjob = r->jl ? jitload_submit(r->jl, jitpath) : NULL;
+	} else if (!strcmp(m->path, "[vdso]")) {
+		o->st = open_vdso();
+	} else if (!pseudo_path(m->path)) {
+		const char *root = procmaps_root(r->pm, pid);
+		size_t n = strlen(root) + strlen(m->path) + 1;
+
+		o->open_path = malloc(n);
+		if (o->open_path) {
+			snprintf(o->open_path, n, "%s%s", root, m->path);
+			o->st = root[0] ? symtab_open(o->open_path, root) : NULL;
+			if (!o->st && host_same_file(m)) {
+				/* The process may be gone; the host view may still do,
+				 * if the host's file at that path is the one mapped. */
+				o->st = symtab_open(m->path, "");
+				if (o->st || !root[0])
+					snprintf(o->open_path, n, "%s", m->path);
+			} else if (!o->st && !root[0]) {
+				/* never read another file by the same name */
+				free(o->open_path);
+				o->open_path = NULL;
+			}
+		}
+	}
+	/* Inlined frames are named at the end, maybe after the process (and
+	 * its root) is gone: keep the debuginfo file open from now on. */
+	symtab_hold_dwarf(o->st);
+	*slot = id + 1;
+found:
+	o = stacks_object_at(r, id);
+	if (!o)
+		return OBJ_UNKNOWN;
+	m->tag = tag_make(id, o->gen);
+	pt_add(r, pid, id);
+	return id;
+
+err_release:
+	object_release(r, id); /* its key is not in objkey yet */
+	return OBJ_UNKNOWN;
+}
+
+/* ---- side-band ---------------------------------------------------------- */
+
+void stacks_mmap(struct stacks *r, const struct sample_mmap *m)
+{
+	procmaps_mmap(r->pm, m->pid, m->start, m->len, m->pgoff, makedev(m->maj, m->min), m->ino,
+		      (m->prot & PROT_EXEC) != 0, m->filename);
+	/* New code may sit where old code was: the unwinder's rules for it are stale. */
+	if ((m->prot & PROT_EXEC) && r->uc)
+		unwind_forget_process(r->uc, m->pid);
+}
+
+/* procmaps dropped @pid's maps (exec, a fork reusing the pid): so do we. */
+void stacks_pt_restart(struct stacks *r, uint32_t pid)
+{
+	struct ptrack *p = pt_lookup(r, pid);
+
+	if (p) {
+		pt_clear(r, p);
+		p->exited = 0;
+	}
+}
+
+void stacks_comm(struct stacks *r, uint32_t pid, uint32_t tid, const char *comm, bool exec)
+{
+	procmaps_comm(r->pm, pid, tid, comm, exec);
+	if (exec)
+		stacks_pt_restart(r, pid);
+	if (exec && r->uc)
+		unwind_forget_process(r->uc, pid);
+}
+
+void stacks_fork(struct stacks *r, uint32_t pid, uint32_t ppid, uint32_t tid)
+{
+	procmaps_fork(r->pm, pid, ppid);
+	if (pid != ppid)
+		stacks_pt_restart(r, pid);
+	if (pid != ppid && r->uc)
+		unwind_forget_process(r->uc, pid); /* its maps are now its parent's */
+}
+
+void stacks_exit(struct stacks *r, uint32_t pid, uint32_t tid)
+{
+	struct ptrack *p;
+
+	procmaps_exit(r->pm, pid, tid);
+	if (pid == tid && (p = pt_lookup(r, pid)))
+		p->exited = 1;
+	if (pid == tid && r->uc)
+		unwind_forget_process(r->uc, pid); /* the pid may be reused */
+}
+
+struct prune_ctx {
+	struct stacks *r;
+	char **strs; /* the kept names, renumbered */
+	size_t n;
+	struct fold *names;
+	bool failed;
+};
+
+static void prune_one(void *ctx, const void *key, size_t len, uint64_t value)
+{
+	struct prune_ctx *c = ctx;
+	struct stacks *r = c->r;
+	uint64_t frame, *slot;
+	uint32_t obj;
+
+	if (c->failed || len != sizeof(frame) || !value || value > r->nstrs)
+		return;
+	memcpy(&frame, key, sizeof(frame));
+	obj = (uint32_t)(frame >> 48);
+	if (obj >= OBJ_FIRST && !stacks_object_at(r, obj))
+		return; /* its object was dropped: freed with the old table */
+	slot = fold_slot(c->names, &frame, sizeof(frame));
+	if (!slot) {
+		c->failed = true;
+		return;
+	}
+	c->strs[c->n] = r->strs[value - 1];
+	r->strs[value - 1] = NULL;
+	*slot = ++c->n;
+}
+
+/* Forget the cached names of dropped objects (their ids will be reused).
+ * Out of memory, the whole cache goes: slower, never wrong. */
+static void names_prune(struct stacks *r)
+{
+	struct prune_ctx c = {.r = r};
+
+	if (!r->names)
+		return;
+	c.names = fold_new();
+	c.strs = malloc((r->nstrs ? r->nstrs : 1) * sizeof(*c.strs));
+	if (c.names && c.strs)
+		fold_foreach(r->names, prune_one, &c);
+	if (!c.names || !c.strs || c.failed) {
+		/* Names already moved go back, then everything is flushed. */
+		fold_free(c.names);
+		for (size_t i = 0; c.strs && i < c.n; i++)
+			free(c.strs[i]);
+		free(c.strs);
+		stacks_names_flush(r);
+		return;
+	}
+	for (size_t i = 0; i < r->nstrs; i++)
+		free(r->strs[i]);
+	free(r->strs);
+	fold_free(r->names);
+	r->names = c.names;
+	r->strs = c.strs;
+	r->nstrs = r->capstrs = c.n;
+	if (!r->capstrs) {
+		free(r->strs);
+		r->strs = NULL;
+	}
+}
+
+/* objkey without the keys of dropped objects, once they pile up. */
+static void objkey_rebuild(struct stacks *r)
+{
+	struct fold *f;
+
+	if (r->dead_keys <= r->nlive + 64)
+		return;
+	f = fold_new();
+	if (!f)
+		return;
+	for (size_t i = 0; i < r->nobjs; i++) {
+		const struct object *o = &r->objs[i];
+		uint64_t *slot;
+
+		if (!o->live || !o->key)
+			continue;
+		slot = fold_slot(f, o->key, o->keylen);
+		if (!slot) {
+			fold_free(f);
+			return;
+		}
+		*slot = i + OBJ_FIRST + 1;
+	}
+	fold_free(r->objkey);
+	r->objkey = f;
+	r->dead_keys = 0;
+}
+
+/* Drop the objects no tracked process holds and no unfolded stack uses. */
+static void objects_sweep(struct stacks *r)
+{
+	bool named = false;
+	size_t n = 0;
+
+	r->sweep = false;
+	for (size_t i = 0; i < r->nobjs; i++) {
+		const struct object *o = &r->objs[i];
+
+		if (!o->live || o->nprocs || o->used == r->epoch)
+			continue;
+		named |= o->named;
+		object_release(r, (uint32_t)(i + OBJ_FIRST));
+		n++;
+	}
+	if (!n)
+		return;
+	r->dropped += n;
+	if (named)
+		names_prune(r);
+	objkey_rebuild(r);
+}
+
+void stacks_gc(struct stacks *r)
+{
+	stacks_replay_pending(r);
+	procmaps_gc(r->pm);
+	/* The same aging as procmaps_gc(): gone two calls after the EXIT. */
+	for (size_t i = 0; i < r->ptcap; i++) {
+		struct ptrack *p = &r->pt[i];
+
+		if (!p->pid) {
+			continue;
+		} else if (p->exited == 1) {
+			p->exited = 2;
+		} else if (p->exited == 2) {
+			pt_clear(r, p);
+			free(p->objs);
+			memset(p, 0, sizeof(*p));
+			p->tomb = true;
+			r->ptcount--;
+		}
+	}
+	if (r->sweep)
+		objects_sweep(r);
+}
