@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "wire/wire.h"
+#include "lib/hashmap.h"
 
 /* Identity fields in store_cgroup order. */
 enum { ID_CONTAINER, ID_RUNTIME, ID_POD, ID_QOS, ID_NS, ID_POD_NAME, ID_CONTAINER_NAME, ID_UNIT,
@@ -112,14 +113,13 @@ static size_t agent_cost(const struct agent *a)
 
 static uint64_t hash_str(uint64_t h, const char *s)
 {
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return (h ^ 0xff) * 1099511628211ull; /* a separator no string holds */
+	h = hash_fnv1a_str(h, s);
+	return (h ^ 0xff) * HASH_FNV_PRIME; /* a separator no string holds */
 }
 
 static uint64_t cg_hash(const char *host, const char *path)
 {
-	return hash_str(hash_str(14695981039346656037ull, host), path);
+	return hash_str(hash_str(HASH_FNV_OFFSET, host), path);
 }
 
 struct totals *totals_new(void)

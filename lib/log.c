@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/hashmap.h"
 #include "lib/json.h"
 
 #define GUARD_SLOTS 64
@@ -105,11 +106,9 @@ static void logfmt_value(FILE *f, const char *v)
 static bool flood_guard(FILE *f, const char *msg)
 {
 	time_t minute = time(NULL) / 60;
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = hash_fnv1a_str(HASH_FNV_OFFSET, msg);
 	unsigned slot;
 
-	for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
-		h = (h ^ *p) * 0x100000001b3ull;
 	slot = (unsigned)(h % GUARD_SLOTS);
 	if (guard[slot].hash != h || guard[slot].minute != minute) {
 		if (guard[slot].count > LOG_BURST)

@@ -35,6 +35,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "lib/hashmap.h"
+
 struct str_meta {
 	uint32_t hash;
 	uint32_t len;
@@ -224,12 +226,8 @@ static char *text_clean(const char *s, size_t max, size_t *outlen)
 
 static uint32_t hash_str(const char *s, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = hash_fnv1a(HASH_FNV_OFFSET, s, len);
 
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ull;
-	}
 	return (uint32_t)(h ^ (h >> 32));
 }
 

@@ -60,6 +60,7 @@
 #include <curl/curl.h>
 
 #include "agent/ship/spool.h"
+#include "lib/hashmap.h"
 
 #define DEFAULT_TIMEOUT_MS 10000u
 #define DEFAULT_CONNECT_TIMEOUT_MS 5000u
@@ -184,13 +185,7 @@ static uint64_t rng_next(uint64_t *s)
 
 static uint64_t hash_str(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
+	return hash_fnv1a_str(HASH_FNV_OFFSET, s);
 }
 
 static void copy_str(char *dst, size_t size, const char *src)

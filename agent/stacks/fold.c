@@ -1,38 +1,19 @@
 // SPDX-License-Identifier: MIT
+/*
+ * Folding over lib/hashmap: the table is the shared map; this file adds
+ * the folded-text side (sorted output, frame-name sanitizing).
+ */
 #include "agent/stacks/fold.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct entry {
-	uint64_t hash;
-	uint64_t value;
-	size_t len;
-	unsigned char *key; /* NULL = empty */
-};
+#include "lib/hashmap.h"
 
 struct fold {
-	struct entry *v;
-	size_t cap, n, max;
-	uint64_t refused;
+	struct hashmap *m;
 };
-
-/* FNV-1a, 64-bit, finished with a multiply-xorshift to spread low bits. */
-static uint64_t hash_bytes(const void *p, size_t len)
-{
-	const unsigned char *s = p;
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= s[i];
-		h *= 0x100000001b3ull;
-	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	return h;
-}
 
 struct fold *fold_new(void)
 {
@@ -40,9 +21,8 @@ struct fold *fold_new(void)
 
 	if (!f)
 		return NULL;
-	f->cap = 1024;
-	f->v = calloc(f->cap, sizeof(*f->v));
-	if (!f->v) {
+	f->m = hashmap_new();
+	if (!f->m) {
 		free(f);
 		errno = ENOMEM;
 		return NULL;
@@ -54,120 +34,72 @@ void fold_free(struct fold *f)
 {
 	if (!f)
 		return;
-	for (size_t i = 0; i < f->cap; i++)
-		free(f->v[i].key);
-	free(f->v);
+	hashmap_free(f->m);
 	free(f);
 }
 
 void fold_set_limit(struct fold *f, size_t max_keys)
 {
-	f->max = max_keys;
+	hashmap_set_limit(f->m, max_keys);
 }
 
 uint64_t fold_refused(const struct fold *f)
 {
-	return f->refused;
-}
-
-static int grow(struct fold *f)
-{
-	size_t ncap = f->cap * 2;
-	struct entry *nv = calloc(ncap, sizeof(*nv));
-
-	if (!nv)
-		return -ENOMEM;
-	for (size_t i = 0; i < f->cap; i++) {
-		struct entry *e = &f->v[i];
-
-		if (!e->key)
-			continue;
-		for (size_t j = e->hash & (ncap - 1);; j = (j + 1) & (ncap - 1)) {
-			if (!nv[j].key) {
-				nv[j] = *e;
-				break;
-			}
-		}
-	}
-	free(f->v);
-	f->v = nv;
-	f->cap = ncap;
-	return 0;
+	return hashmap_refused(f->m);
 }
 
 uint64_t *fold_slot(struct fold *f, const void *key, size_t len)
 {
-	uint64_t h = hash_bytes(key, len);
-	size_t mask = f->cap - 1, i;
-
-	for (i = h & mask;; i = (i + 1) & mask) {
-		struct entry *e = &f->v[i];
-
-		if (!e->key)
-			break;
-		if (e->hash == h && e->len == len && !memcmp(e->key, key, len))
-			return &e->value;
-	}
-	if (f->max && f->n >= f->max) {
-		f->refused++;
-		return NULL;
-	}
-	if ((f->n + 1) * 4 > f->cap * 3) {
-		if (grow(f) < 0)
-			return NULL;
-		mask = f->cap - 1;
-		for (i = h & mask; f->v[i].key; i = (i + 1) & mask)
-			;
-	}
-	/* One extra NUL so string keys can be used as C strings. */
-	f->v[i].key = malloc(len + 1);
-	if (!f->v[i].key)
-		return NULL;
-	memcpy(f->v[i].key, key, len);
-	f->v[i].key[len] = '\0';
-	f->v[i].len = len;
-	f->v[i].hash = h;
-	f->v[i].value = 0;
-	f->n++;
-	return &f->v[i].value;
+	return hashmap_slot(f->m, key, len);
 }
 
 size_t fold_count(const struct fold *f)
 {
-	return f->n;
+	return hashmap_count(f->m);
 }
 
 void fold_foreach(const struct fold *f,
 		  void (*cb)(void *ctx, const void *key, size_t len, uint64_t value), void *ctx)
 {
-	for (size_t i = 0; i < f->cap; i++)
-		if (f->v[i].key)
-			cb(ctx, f->v[i].key, f->v[i].len, f->v[i].value);
+	hashmap_foreach(f->m, cb, ctx);
 }
 
-static int cmp_entry(const void *a, const void *b)
-{
-	const struct entry *x = *(const struct entry *const *)a;
-	const struct entry *y = *(const struct entry *const *)b;
+struct line {
+	const char *key; /* NUL-terminated by the map */
+	uint64_t value;
+};
 
-	return strcmp((const char *)x->key, (const char *)y->key);
+struct lines {
+	struct line *v;
+	size_t n;
+};
+
+static void collect(void *ctx, const void *key, size_t len, uint64_t value)
+{
+	struct lines *l = ctx;
+
+	(void)len;
+	l->v[l->n].key = key;
+	l->v[l->n].value = value;
+	l->n++;
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+	return strcmp(((const struct line *)a)->key, ((const struct line *)b)->key);
 }
 
 int fold_write(const struct fold *f, FILE *out)
 {
-	const struct entry **v = malloc((f->n + 1) * sizeof(*v));
-	size_t n = 0;
+	struct lines l = { .v = malloc((fold_count(f) + 1) * sizeof(*l.v)) };
 
-	if (!v)
+	if (!l.v)
 		return -ENOMEM;
-	for (size_t i = 0; i < f->cap; i++)
-		if (f->v[i].key)
-			v[n++] = &f->v[i];
-	qsort(v, n, sizeof(*v), cmp_entry);
-	for (size_t i = 0; i < n; i++)
-		fprintf(out, "%s %llu\n", (const char *)v[i]->key,
-			(unsigned long long)v[i]->value);
-	free(v);
+	fold_foreach(f, collect, &l);
+	qsort(l.v, l.n, sizeof(*l.v), cmp_line);
+	for (size_t i = 0; i < l.n; i++)
+		fprintf(out, "%s %llu\n", l.v[i].key, (unsigned long long)l.v[i].value);
+	free(l.v);
 	return ferror(out) ? -EIO : 0;
 }
 

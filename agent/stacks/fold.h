@@ -4,9 +4,10 @@
 
 /*
  * Folding: counting identical stacks. A hash table from byte keys to a
- * 64-bit value, used twice by `record`: first keyed by raw stacks (object
- * ids and file offsets, cheap to build per sample), then keyed by the folded
- * text "comm;root;...;leaf" once every distinct frame has been named.
+ * 64-bit value (lib/hashmap.h's map, same contract), used twice by
+ * `record`: first keyed by raw stacks (object ids and file offsets, cheap
+ * to build per sample), then keyed by the folded text "comm;root;...;leaf"
+ * once every distinct frame has been named.
  *
  * Folded text is what flamegraph.pl, speedscope and Pyroscope read: frames
  * root first, ';' between them, one space, an integer count.

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "exporter/render/render_internal.h"
+#include "lib/hashmap.h"
 
 /* ---- hashing and interning ---------------------------------------------- */
 
@@ -23,15 +24,7 @@ uint32_t render_hash(const void *p, size_t len)
 {
 	/* FNV-1a, then a final avalanche so the low bits used as the slot
 	 * index depend on every byte. */
-	const unsigned char *s = p;
-	uint64_t h = 14695981039346656037ull;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ s[i]) * 1099511628211ull;
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	return (uint32_t)h;
+	return (uint32_t)hash_mix64(hash_fnv1a(HASH_FNV_OFFSET, p, len));
 }
 
 void rtab_init(struct rtab *t)

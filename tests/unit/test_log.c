@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/hashmap.h"
 #include "lib/log.h"
 #include "tests/unit/testlib.h"
 
@@ -148,11 +149,7 @@ static void test_setup_and_levels(void **state)
  * (log.c's GUARD_SLOTS). Used to find a second text that evicts the first. */
 static unsigned guard_slot(const char *msg)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
-		h = (h ^ *p) * 0x100000001b3ull;
-	return (unsigned)(h % 64);
+	return (unsigned)(hash_fnv1a_str(HASH_FNV_OFFSET, msg) % 64);
 }
 
 static void test_flood_guard(void **state)

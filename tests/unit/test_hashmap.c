@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lib/hashmap: FNV-1a against published vectors and in pieces, and the map:
+ * insert and find, growth past the first table, binary keys, the key cap,
+ * foreach, and every allocation of an insert failed in turn.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/hashmap.h"
+#include "tests/unit/testalloc.h"
+#include "tests/unit/testlib.h"
+
+#define NCASES(a) (sizeof(a) / sizeof((a)[0]))
+
+static void test_fnv_vectors(void **state)
+{
+	/* FNV-1a 64 test vectors (Fowler, Noll, Vo) */
+	static const struct {
+		const char *s;
+		uint64_t h;
+	} cases[] = {
+		{ "", 0xcbf29ce484222325ull },
+		{ "a", 0xaf63dc4c8601ec8cull },
+		{ "foobar", 0x85944171f73967e8ull },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < NCASES(cases); i++) {
+		assert_true(hash_fnv1a(HASH_FNV_OFFSET, cases[i].s, strlen(cases[i].s)) == cases[i].h);
+		assert_true(hash_fnv1a_str(HASH_FNV_OFFSET, cases[i].s) == cases[i].h);
+	}
+	/* in pieces as in one go */
+	assert_true(hash_fnv1a(hash_fnv1a(HASH_FNV_OFFSET, "foo", 3), "bar", 3) == 0x85944171f73967e8ull);
+	assert_true(hash_fnv1a_str(hash_fnv1a_str(HASH_FNV_OFFSET, "foo"), "bar") == 0x85944171f73967e8ull);
+	/* the finisher moves high bits down */
+	assert_true((hash_mix64(1ull << 63) & 0xffff) != 0);
+	assert_true(hash_mix64(0) == 0);
+}
+
+static void test_map_basic(void **state)
+{
+	struct hashmap *m = hashmap_new();
+	char key[32];
+	uint64_t *v;
+
+	(void)state;
+	assert_non_null(m);
+	assert_null(hashmap_find(m, "x", 1));
+	v = hashmap_slot(m, "x", 1);
+	assert_non_null(v);
+	assert_true(*v == 0);
+	*v = 7;
+	assert_true(*hashmap_find(m, "x", 1) == 7);
+	assert_true(*hashmap_slot(m, "x", 1) == 7);
+	/* prefixes and binary keys are distinct keys */
+	assert_null(hashmap_find(m, "x\0", 2));
+	(*hashmap_slot(m, "x\0", 2))++;
+	(*hashmap_slot(m, "", 0))++;
+	assert_int_equal(hashmap_count(m), 3);
+	/* past the first table (1024 slots at 3/4 load) */
+	for (int i = 0; i < 5000; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		v = hashmap_slot(m, key, strlen(key));
+		assert_non_null(v);
+		*v = (uint64_t)i + 1;
+	}
+	assert_int_equal(hashmap_count(m), 5003);
+	for (int i = 0; i < 5000; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		v = hashmap_find(m, key, strlen(key));
+		assert_non_null(v);
+		assert_true(*v == (uint64_t)i + 1);
+	}
+	assert_true(*hashmap_find(m, "x", 1) == 7);
+	hashmap_free(m);
+	hashmap_free(NULL);
+}
+
+struct sum {
+	uint64_t values, keys;
+	int cstrings;
+};
+
+static void add_up(void *ctx, const void *key, size_t len, uint64_t value)
+{
+	struct sum *s = ctx;
+
+	s->values += value;
+	s->keys++;
+	/* each key is followed by a NUL */
+	if (((const char *)key)[len] == '\0')
+		s->cstrings++;
+}
+
+static void test_map_limit_foreach(void **state)
+{
+	struct hashmap *m = hashmap_new();
+	struct sum s = { 0 };
+
+	(void)state;
+	assert_non_null(m);
+	hashmap_set_limit(m, 3);
+	for (uint64_t i = 1; i <= 5; i++) {
+		uint64_t *v = hashmap_slot(m, &i, sizeof(i));
+
+		if (i <= 3) {
+			assert_non_null(v);
+			*v = i * 10;
+		} else {
+			assert_null(v);
+		}
+	}
+	/* known keys are still found at the cap */
+	assert_non_null(hashmap_slot(m, &(uint64_t){ 2 }, sizeof(uint64_t)));
+	assert_true(hashmap_refused(m) == 2);
+	assert_int_equal(hashmap_count(m), 3);
+	hashmap_foreach(m, add_up, &s);
+	assert_true(s.values == 60);
+	assert_true(s.keys == 3);
+	assert_int_equal(s.cstrings, 3);
+	hashmap_free(m);
+}
+
+static void test_map_alloc_failures(void **state)
+{
+	(void)state;
+	if (!tl_alloc_available())
+		skip();
+	for (long n = 0;; n++) {
+		struct hashmap *m;
+		bool failed;
+
+		tl_alloc_fail_at(n);
+		m = hashmap_new();
+		if (m) {
+			for (int i = 0; i < 800; i++) {
+				if (!hashmap_slot(m, &i, sizeof(i)))
+					break;
+			}
+			hashmap_free(m);
+		}
+		failed = tl_alloc_failed();
+		assert_int_equal(tl_alloc_live(), 0);
+		tl_alloc_reset();
+		if (!failed)
+			break;
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fnv_vectors),
+		cmocka_unit_test(test_map_basic),
+		cmocka_unit_test(test_map_limit_foreach),
+		cmocka_unit_test(test_map_alloc_failures),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
