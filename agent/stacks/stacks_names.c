@@ -415,24 +415,39 @@ static int names_ready(struct stacks *r)
 	return r->names ? 0 : -ENOMEM;
 }
 
+/*
+ * Name every raw stack of the interval into nm->out (made here): held
+ * samples counted first, perf maps settled. 0 or -errno; either way the
+ * caller releases @nm with namer_release().
+ */
+static int namer_run(struct stacks *r, struct namer *nm)
+{
+	stacks_replay_pending(r);
+	nm->out = fold_new();
+	if (!nm->out || names_ready(r) < 0)
+		return -ENOMEM;
+	fold_foreach(r->raw, name_stack, nm);
+	return nm->err;
+}
+
+static void namer_release(struct namer *nm)
+{
+	free(nm->codes);
+	free(nm->line);
+	free(nm->tmp);
+	fold_free(nm->out);
+}
+
 int stacks_write(struct stacks *r, FILE *out, size_t *nlines)
 {
 	struct namer nm = {.r = r};
-	int err;
+	int err = namer_run(r, &nm);
 
-	stacks_replay_pending(r);
-	nm.out = fold_new();
-	if (!nm.out || names_ready(r) < 0) {
-		fold_free(nm.out);
-		return -ENOMEM;
-	}
-	fold_foreach(r->raw, name_stack, &nm);
-	err = nm.err ? nm.err : fold_write(nm.out, out);
-	if (nlines)
+	if (!err)
+		err = fold_write(nm.out, out);
+	if (nlines && nm.out)
 		*nlines = fold_count(nm.out);
-	free(nm.line);
-	free(nm.tmp);
-	fold_free(nm.out);
+	namer_release(&nm);
 	return err;
 }
 
@@ -485,21 +500,11 @@ int stacks_foreach(struct stacks *r,
 {
 	struct namer nm = {.r = r, .by_id = true};
 	struct each_ctx e = {cb, ctx};
-	int err;
+	int err = namer_run(r, &nm);
 
-	stacks_replay_pending(r);
-	nm.out = fold_new();
-	if (!nm.out || names_ready(r) < 0) {
-		fold_free(nm.out);
-		return -ENOMEM;
-	}
-	fold_foreach(r->raw, name_stack, &nm);
-	err = nm.err;
 	if (!err)
 		fold_foreach(nm.out, each_line, &e);
-	free(nm.line);
-	free(nm.tmp);
-	fold_free(nm.out);
+	namer_release(&nm);
 	return err;
 }
 
@@ -629,26 +634,15 @@ int stacks_foreach_frames(struct stacks *r,
 {
 	struct namer nm = {.r = r, .by_id = true, .mods = true};
 	struct frames_ctx e = {.r = r, .cb = cb, .ctx = ctx};
-	int err;
+	int err = namer_run(r, &nm);
 
-	stacks_replay_pending(r);
-	nm.out = fold_new();
-	if (!nm.out || names_ready(r) < 0) {
-		fold_free(nm.out);
-		return -ENOMEM;
-	}
-	fold_foreach(r->raw, name_stack, &nm);
-	err = nm.err;
 	if (!err) {
 		fold_foreach(nm.out, each_frames, &e);
 		err = e.err;
 	}
 	free(e.text);
 	free(e.frames);
-	free(nm.codes);
-	free(nm.line);
-	free(nm.tmp);
-	fold_free(nm.out);
+	namer_release(&nm);
 	return err;
 }
 

@@ -84,26 +84,20 @@ static void test_map_basic(void **state)
 	hashmap_free(NULL);
 }
 
-struct sum {
-	uint64_t values, keys;
-	int cstrings;
-};
-
+/* ctx: uint64_t[3] = sum of values, keys seen, keys followed by a NUL */
 static void add_up(void *ctx, const void *key, size_t len, uint64_t value)
 {
-	struct sum *s = ctx;
+	uint64_t *acc = ctx;
 
-	s->values += value;
-	s->keys++;
-	/* each key is followed by a NUL */
-	if (((const char *)key)[len] == '\0')
-		s->cstrings++;
+	acc[0] += value;
+	acc[1]++;
+	acc[2] += ((const char *)key)[len] == '\0';
 }
 
 static void test_map_limit_foreach(void **state)
 {
 	struct hashmap *m = hashmap_new();
-	struct sum s = { 0 };
+	uint64_t acc[3] = { 0 };
 
 	(void)state;
 	assert_non_null(m);
@@ -122,10 +116,8 @@ static void test_map_limit_foreach(void **state)
 	assert_non_null(hashmap_slot(m, &(uint64_t){ 2 }, sizeof(uint64_t)));
 	assert_true(hashmap_refused(m) == 2);
 	assert_int_equal(hashmap_count(m), 3);
-	hashmap_foreach(m, add_up, &s);
-	assert_true(s.values == 60);
-	assert_true(s.keys == 3);
-	assert_int_equal(s.cstrings, 3);
+	hashmap_foreach(m, add_up, acc);
+	assert_true(acc[0] == 60 && acc[1] == 3 && acc[2] == 3);
 	hashmap_free(m);
 }
 
@@ -158,10 +150,8 @@ static void test_map_alloc_failures(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fnv_vectors),
-		cmocka_unit_test(test_map_basic),
-		cmocka_unit_test(test_map_limit_foreach),
-		cmocka_unit_test(test_map_alloc_failures),
+		cmocka_unit_test(test_fnv_vectors),       cmocka_unit_test(test_map_basic),
+		cmocka_unit_test(test_map_limit_foreach), cmocka_unit_test(test_map_alloc_failures),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

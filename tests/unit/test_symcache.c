@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "agent/symbols/symcache.h"
+#include "tests/unit/testlib.h"
 
 #define NOBODY 65534
 
@@ -62,16 +63,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void pathf(char *buf, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, size, fmt, ap);
-	va_end(ap);
-	assert_true(n > 0 && (size_t)n < size);
-}
 
 static void put(const char *path, const char *text, mode_t mode)
 {
@@ -97,7 +88,7 @@ static void test_dir_ok(void **state)
 	struct stat st;
 
 	(void)state;
-	pathf(path, sizeof(path), "%s/cache", root);
+	tl_pathf(path, sizeof(path), "%s/cache", root);
 	d = dir_for(path);
 	assert_non_null(d);
 	assert_string_equal(d, path);
@@ -105,20 +96,20 @@ static void test_dir_ok(void **state)
 	assert_int_equal(st.st_mode & 07777, 0700);
 
 	/* a symlink above it (in trusted directories) is resolved */
-	pathf(link, sizeof(link), "%s/via", root);
+	tl_pathf(link, sizeof(link), "%s/via", root);
 	assert_int_equal(symlink(root, link), 0);
-	pathf(path, sizeof(path), "%s/via/cache", root);
+	tl_pathf(path, sizeof(path), "%s/via/cache", root);
 	d = dir_for(path);
 	assert_non_null(d);
-	pathf(path, sizeof(path), "%s/cache", root);
+	tl_pathf(path, sizeof(path), "%s/cache", root);
 	assert_string_equal(d, path);
 
 	/* a sticky world-writable parent (as /tmp) is fine: others cannot
 	 * rename or remove what is ours there */
-	pathf(sticky, sizeof(sticky), "%s/sticky", root);
+	tl_pathf(sticky, sizeof(sticky), "%s/sticky", root);
 	assert_int_equal(mkdir(sticky, 0700), 0);
 	assert_int_equal(chmod(sticky, 01777), 0);
-	pathf(path, sizeof(path), "%s/cache", sticky);
+	tl_pathf(path, sizeof(path), "%s/cache", sticky);
 	assert_non_null(dir_for(path));
 
 	assert_null(dir_for(""));
@@ -132,19 +123,19 @@ static void test_dir_refused(void **state)
 	char path[PATH_MAX], target[PATH_MAX];
 
 	(void)state;
-	pathf(target, sizeof(target), "%s/elsewhere", root);
+	tl_pathf(target, sizeof(target), "%s/elsewhere", root);
 	assert_int_equal(mkdir(target, 0700), 0);
-	pathf(path, sizeof(path), "%s/link", root);
+	tl_pathf(path, sizeof(path), "%s/link", root);
 	assert_int_equal(symlink(target, path), 0);
 	assert_null(dir_for(path));
 
-	pathf(path, sizeof(path), "%s/open", root);
+	tl_pathf(path, sizeof(path), "%s/open", root);
 	assert_int_equal(mkdir(path, 0700), 0);
 	assert_int_equal(chmod(path, 0777), 0);
 	assert_null(dir_for(path));
 
 	if (geteuid() == 0) {
-		pathf(path, sizeof(path), "%s/theirs", root);
+		tl_pathf(path, sizeof(path), "%s/theirs", root);
 		assert_int_equal(mkdir(path, 0700), 0);
 		assert_int_equal(chown(path, NOBODY, NOBODY), 0);
 		assert_null(dir_for(path));
@@ -162,27 +153,27 @@ static void test_dir_chain(void **state)
 
 	(void)state;
 	/* writable by all, not sticky */
-	pathf(parent, sizeof(parent), "%s/shared", root);
+	tl_pathf(parent, sizeof(parent), "%s/shared", root);
 	assert_int_equal(mkdir(parent, 0700), 0);
 	assert_int_equal(chmod(parent, 0777), 0);
-	pathf(path, sizeof(path), "%s/cache", parent);
+	tl_pathf(path, sizeof(path), "%s/cache", parent);
 	assert_null(dir_for(path));
 	/* group-writable, not sticky */
 	assert_int_equal(chmod(parent, 0775), 0);
 	assert_null(dir_for(path));
 	/* deeper: one bad directory anywhere on the way is enough */
 	assert_int_equal(chmod(parent, 0777), 0);
-	pathf(path, sizeof(path), "%s/a", parent);
+	tl_pathf(path, sizeof(path), "%s/a", parent);
 	assert_int_equal(mkdir(path, 0700), 0);
-	pathf(path, sizeof(path), "%s/a/cache", parent);
+	tl_pathf(path, sizeof(path), "%s/a/cache", parent);
 	assert_null(dir_for(path));
 
 	if (geteuid() == 0) {
 		/* owned by someone else, even if only they may write it */
-		pathf(parent, sizeof(parent), "%s/user", root);
+		tl_pathf(parent, sizeof(parent), "%s/user", root);
 		assert_int_equal(mkdir(parent, 0755), 0);
 		assert_int_equal(chown(parent, NOBODY, NOBODY), 0);
-		pathf(path, sizeof(path), "%s/cache", parent);
+		tl_pathf(path, sizeof(path), "%s/cache", parent);
 		assert_null(dir_for(path));
 	}
 }
@@ -194,10 +185,10 @@ static void test_open(void **state)
 	int fd;
 
 	(void)state;
-	pathf(dir, sizeof(dir), "%s/cache", root);
+	tl_pathf(dir, sizeof(dir), "%s/cache", root);
 	assert_non_null(dir_for(dir));
 
-	pathf(path, sizeof(path), "%s/good", dir);
+	tl_pathf(path, sizeof(path), "%s/good", dir);
 	put(path, "data", 0600);
 	fd = symcache_open(dir, "good");
 	assert_true(fd >= 0);
@@ -212,23 +203,23 @@ static void test_open(void **state)
 	put(path, "data", 0620);
 	assert_int_equal(symcache_open(dir, "good"), -EPERM);
 
-	pathf(target, sizeof(target), "%s/target", root);
+	tl_pathf(target, sizeof(target), "%s/target", root);
 	put(target, "data", 0600);
-	pathf(path, sizeof(path), "%s/link", dir);
+	tl_pathf(path, sizeof(path), "%s/link", dir);
 	assert_int_equal(symlink(target, path), 0);
 	assert_int_equal(symcache_open(dir, "link"), -ELOOP);
 
 	/* a FIFO must neither block the agent nor be read */
-	pathf(path, sizeof(path), "%s/fifo", dir);
+	tl_pathf(path, sizeof(path), "%s/fifo", dir);
 	assert_int_equal(mkfifo(path, 0600), 0);
 	assert_int_equal(symcache_open(dir, "fifo"), -EPERM);
 
-	pathf(path, sizeof(path), "%s/sub", dir);
+	tl_pathf(path, sizeof(path), "%s/sub", dir);
 	assert_int_equal(mkdir(path, 0700), 0);
 	assert_int_equal(symcache_open(dir, "sub"), -EPERM);
 
 	if (geteuid() == 0) {
-		pathf(path, sizeof(path), "%s/theirs", dir);
+		tl_pathf(path, sizeof(path), "%s/theirs", dir);
 		put(path, "data", 0600);
 		assert_int_equal(chown(path, NOBODY, NOBODY), 0);
 		assert_int_equal(symcache_open(dir, "theirs"), -EPERM);
@@ -247,14 +238,14 @@ static void test_create_commit(void **state)
 	int fd;
 
 	(void)state;
-	pathf(dir, sizeof(dir), "%s/cache", root);
+	tl_pathf(dir, sizeof(dir), "%s/cache", root);
 	assert_non_null(dir_for(dir));
 
 	fd = symcache_create(dir, "entry", tmp, sizeof(tmp));
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "hello", 5), 5);
 	assert_int_equal(symcache_commit(fd, tmp, dir, "entry"), 0);
-	pathf(path, sizeof(path), "%s/entry", dir);
+	tl_pathf(path, sizeof(path), "%s/entry", dir);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_int_equal(st.st_size, 5);
 	assert_int_equal(st.st_mode & 0777, 0600);
@@ -264,7 +255,7 @@ static void test_create_commit(void **state)
 	assert_true(fd >= 0);
 	symcache_abort(fd, tmp);
 	assert_int_equal(lstat(tmp, &st), -1);
-	pathf(path, sizeof(path), "%s/other", dir);
+	tl_pathf(path, sizeof(path), "%s/other", dir);
 	assert_int_equal(lstat(path, &st), -1);
 
 	assert_int_equal(symcache_create(dir, "a/b", tmp, sizeof(tmp)), -EINVAL);
@@ -285,7 +276,7 @@ static bool exists(const char *dir, const char *name)
 	char path[PATH_MAX];
 	struct stat st;
 
-	pathf(path, sizeof(path), "%s/%s", dir, name);
+	tl_pathf(path, sizeof(path), "%s/%s", dir, name);
 	return lstat(path, &st) == 0;
 }
 
@@ -299,30 +290,30 @@ static void test_trim(void **state)
 	char dir[PATH_MAX], path[PATH_MAX], target[PATH_MAX];
 
 	(void)state;
-	pathf(dir, sizeof(dir), "%s/cache", root);
+	tl_pathf(dir, sizeof(dir), "%s/cache", root);
 	assert_non_null(dir_for(dir));
-	pathf(path, sizeof(path), "%s/dwarf-old", dir);
+	tl_pathf(path, sizeof(path), "%s/dwarf-old", dir);
 	put(path, "0123456789", 0600);
 	age(path, 300);
-	pathf(path, sizeof(path), "%s/dwarf-mid", dir);
+	tl_pathf(path, sizeof(path), "%s/dwarf-mid", dir);
 	put(path, "0123456789", 0600);
 	age(path, 200);
-	pathf(path, sizeof(path), "%s/dwarf-new", dir);
+	tl_pathf(path, sizeof(path), "%s/dwarf-new", dir);
 	put(path, "0123456789", 0600);
 	age(path, 100);
-	pathf(path, sizeof(path), "%s/dwarf-keep", dir);
+	tl_pathf(path, sizeof(path), "%s/dwarf-keep", dir);
 	put(path, "0123456789", 0600);
 	age(path, 400);
-	pathf(path, sizeof(path), "%s/kallsyms-x", dir);
+	tl_pathf(path, sizeof(path), "%s/kallsyms-x", dir);
 	put(path, "0123456789", 0600);
 	age(path, 500);
-	pathf(target, sizeof(target), "%s/victim", root);
+	tl_pathf(target, sizeof(target), "%s/victim", root);
 	put(target, "0123456789", 0600);
-	pathf(path, sizeof(path), "%s/dwarf-link", dir);
+	tl_pathf(path, sizeof(path), "%s/dwarf-link", dir);
 	assert_int_equal(symlink(target, path), 0);
-	pathf(path, sizeof(path), "%s/dwarf-a.tmp.AAAAAA", dir);
+	tl_pathf(path, sizeof(path), "%s/dwarf-a.tmp.AAAAAA", dir);
 	put(path, "partial", 0600);
-	pathf(path, sizeof(path), "%s/dwarf-b.tmp.BBBBBB", dir);
+	tl_pathf(path, sizeof(path), "%s/dwarf-b.tmp.BBBBBB", dir);
 	put(path, "partial", 0600);
 	age(path, 2 * 3600);
 

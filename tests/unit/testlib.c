@@ -182,3 +182,15 @@ size_t tl_count_lines(const char *text)
 		n++;
 	return n;
 }
+
+void tl_pathf(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= size)
+		fail_msg("path too long (%d bytes for %zu)", n, size);
+}
