@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/search.h"
+
 /* ---- cache ---- */
 
 static size_t cache_hash(const struct unwind_cache *c, uint64_t dev, uint64_t ino)
@@ -392,16 +394,8 @@ static struct unwind_rules *rules_of(struct unwind_cache *c, struct unwind_entry
 /* Index of the last function starting at or below @addr, or r->n when none. */
 static size_t rules_pos(const struct unwind_rules *r, uint64_t addr)
 {
-	size_t lo = 0, hi = r->n;
+	size_t lo = search_upper_u64(r->start, r->n, sizeof(*r->start), 0, addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (r->start[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo ? lo - 1 : r->n;
 }
 
@@ -555,7 +549,7 @@ const void *unwind_frame_rows(struct unwind_state *st, uint64_t ip, bool exact, 
 	struct unwind_rules *r;
 	struct unwind_func *f;
 	struct unwind_bin *b;
-	size_t lo = 0, hi;
+	size_t lo;
 	int err;
 
 	b = unwind_state_bin(st, lookup, &err);
@@ -579,15 +573,7 @@ const void *unwind_frame_rows(struct unwind_state *st, uint64_t ip, bool exact, 
 		}
 	}
 	/* The row holding lookup: the first whose end is above it. */
-	hi = f->nrows - 1;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->row_end[mid] <= lookup)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = search_upper_u64(f->row_end, f->nrows - 1, sizeof(*f->row_end), 0, lookup);
 	*signal = f->signal;
 	return f->states + lo * st->c->state_size;
 }

@@ -18,6 +18,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "lib/search.h"
+
 #include "agent/symbols/symcache.h"
 
 /*
@@ -552,20 +554,12 @@ bool ksyms_cached(const struct ksyms *k)
 
 static const char *ksyms_find(const struct ksyms *k, uint64_t addr, const char **module)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 	const struct ksym *sym;
 
 	if (k->hidden || k->n == 0)
 		return NULL;
-	hi = k->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (k->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = search_upper_u64(k->syms, k->n, sizeof(*k->syms), offsetof(struct ksym, addr), addr);
 	if (lo == 0)
 		return NULL;
 	sym = &k->syms[lo - 1];

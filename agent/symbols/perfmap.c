@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lib/rootfs.h"
+#include "lib/search.h"
 
 
 struct pm_entry {
@@ -152,17 +153,12 @@ void perfmap_free(struct perfmap *m)
 
 const char *perfmap_lookup(const struct perfmap *m, uint64_t addr)
 {
-	size_t lo = 0, hi = m ? m->n : 0;
+	size_t lo;
 
+	if (!m)
+		return NULL;
 	/* Last entry starting at or below addr, then check it covers addr. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->v[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = search_upper_u64(m->v, m->n, sizeof(*m->v), offsetof(struct pm_entry, start), addr);
 	for (size_t i = lo; i-- > 0 && lo - i <= 16;) {
 		if (addr < m->v[i].end)
 			return m->names + m->v[i].name;

@@ -56,6 +56,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/search.h"
+
 /* ---- collecting symbols ---- */
 
 struct cand {
@@ -521,19 +523,11 @@ static int read_fdes(struct symtab *s, Elf *elf)
 int symtab_func_start(const struct symtab *s, uint64_t off, uint64_t *start_off)
 {
 	uint64_t vaddr;
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!s || symtab_off_to_vaddr(s, off, &vaddr) < 0)
 		return -ENOENT;
-	hi = s->nfde;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->fde_start[mid] <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = search_upper_u64(s->fde_start, s->nfde, sizeof(*s->fde_start), 0, vaddr);
 	if (!lo || vaddr >= s->fde_end[lo - 1])
 		return -ENOENT;
 	return symtab_vaddr_to_off(s, s->fde_start[lo - 1], start_off);
@@ -714,21 +708,14 @@ int symtab_vaddr_to_off(const struct symtab *s, uint64_t vaddr, uint64_t *off)
 
 int symtab_lookup(const struct symtab *s, uint64_t off, const char **name, uint64_t *sym_off)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 	uint64_t vaddr;
 
 	if (!s || s->nsyms == 0 || symtab_off_to_vaddr(s, off, &vaddr) < 0)
 		return -ENOENT;
 	/* lo = number of symbols starting at or below vaddr */
-	hi = s->nsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = search_upper_u64(s->syms, s->nsyms, sizeof(*s->syms), offsetof(struct symtab_sym, addr),
+			      vaddr);
 	/*
 	 * The nearest symbol below may be a small one nested in, or ending
 	 * before, the function that really contains vaddr: look a little

@@ -19,6 +19,7 @@
 #include <zlib.h>
 
 #include "lib/rootfs.h"
+#include "lib/search.h"
 #include "agent/symbols/symcache.h"
 
 /*
@@ -472,16 +473,8 @@ static const struct cu_index *cu_index_get(struct symtab *s, Dwarf_Die *cudie)
 static bool cu_index_find(const struct cu_index *ci, uint64_t pc, const struct cu_span **out)
 {
 	const struct cu_span *best = NULL;
-	size_t lo = 0, hi = ci->n;
+	size_t lo = search_upper_u64(ci->v, ci->n, sizeof(*ci->v), offsetof(struct cu_span, lo), pc);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ci->v[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* v[0..lo) start at or below pc; past the prefix max nothing reaches it */
 	for (size_t i = lo; i > 0 && ci->maxhi[i - 1] > pc; i--) {
 		const struct cu_span *sp = &ci->v[i - 1];

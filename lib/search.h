@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CGPERF_LIB_SEARCH_H
+#define CGPERF_LIB_SEARCH_H
+
+/*
+ * Binary search over sorted tables keyed by a uint64_t (an address, an
+ * offset): the one loop behind every "which symbol, FDE, span or row holds
+ * this address" question.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * In the array @base of @n elements of @size bytes, each holding a uint64_t
+ * key at byte offset @off and sorted by it (ascending; equal keys allowed):
+ * how many elements have a key <= @key. The last such element, if any, is
+ * at index (result - 1). @base may be NULL when @n is 0.
+ */
+size_t search_upper_u64(const void *base, size_t n, size_t size, size_t off, uint64_t key);
+
+#endif
