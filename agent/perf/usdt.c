@@ -62,7 +62,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/rootfs.h"
+#include "agent/symbols/elfobj.h"
 
 #define USDT_NOTE_OWNER "stapsdt"
 #define USDT_NOTE_TYPE 3
@@ -70,7 +70,6 @@
 #define USDT_MAX_NAME 255          /* provider or probe name */
 #define USDT_MAX_SPEC 1024         /* whole argument string */
 #define USDT_MAX_TOKEN 63          /* one argument spec */
-#define USDT_MAX_LOADS 1024        /* PT_LOAD headers considered */
 #define USDT_MAX_SECTIONS 1024     /* semaphore-capable sections considered */
 #define USDT_SEMA_BYTES 2          /* unsigned short */
 
@@ -86,8 +85,8 @@ struct usdt_range {
 };
 
 struct usdt_elf {
-	int fd;
-	Elf *elf;
+	struct elfobj obj; /* owns the fd and the Elf */
+	Elf *elf;          /* obj.elf */
 	uint64_t file_size;
 	unsigned addr_bytes; /* 8 for ELFCLASS64, 4 for ELFCLASS32 */
 	bool msb;
@@ -340,34 +339,25 @@ int usdt_arg_value(const struct usdt_arg *a, const uint64_t *regs, uint64_t regs
 
 static void usdt_elf_close(struct usdt_elf *f)
 {
-	if (f->elf)
-		elf_end(f->elf);
-	if (f->fd >= 0)
-		close(f->fd);
+	elfobj_close(&f->obj);
+	f->elf = NULL;
 	free(f->loads);
 	free(f->secs);
 }
 
 static int usdt_elf_open(struct usdt_elf *f, const char *path)
 {
-	struct stat st;
-	GElf_Ehdr eh;
+	const GElf_Ehdr *eh = &f->obj.eh;
+	int err;
 
 	/* Inside a /proc/PID/root path's root, regular files only: a FIFO or a
-	 * link to a host file planted in a container is refused (rootfs.h). */
-	f->fd = rootfs_open_path(path, ROOTFS_ELF_MAX, &st);
-	if (f->fd < 0) {
-		int err = f->fd;
-
-		f->fd = -1;
-		return err == -EINVAL || err == -EISDIR ? -ENOEXEC : err;
-	}
-	f->file_size = (uint64_t)st.st_size;
-	(void)elf_version(EV_CURRENT);
-	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
-	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &eh))
-		return -ENOEXEC;
-	switch (eh.e_ident[EI_CLASS]) {
+	 * link to a host file planted in a container is refused (elfobj.h). */
+	err = elfobj_open(&f->obj, path, ELF_C_READ_MMAP);
+	if (err < 0)
+		return err;
+	f->elf = f->obj.elf;
+	f->file_size = (uint64_t)f->obj.st.st_size;
+	switch (eh->e_ident[EI_CLASS]) {
 	case ELFCLASS64:
 		f->addr_bytes = 8;
 		break;
@@ -377,29 +367,22 @@ static int usdt_elf_open(struct usdt_elf *f, const char *path)
 	default:
 		return -ENOEXEC;
 	}
-	f->msb = eh.e_ident[EI_DATA] == ELFDATA2MSB;
-	f->x86 = eh.e_machine == EM_X86_64 || eh.e_machine == EM_386;
+	f->msb = eh->e_ident[EI_DATA] == ELFDATA2MSB;
+	f->x86 = eh->e_machine == EM_X86_64 || eh->e_machine == EM_386;
 	return 0;
 }
 
 static int usdt_elf_loads(struct usdt_elf *f)
 {
-	size_t phnum;
+	const struct elfobj *o = &f->obj;
 
-	if (elf_getphdrnum(f->elf, &phnum) != 0)
-		return 0; /* no program headers: nothing can be placed */
-	if (phnum > USDT_MAX_LOADS)
-		phnum = USDT_MAX_LOADS;
-	f->loads = calloc(phnum ? phnum : 1, sizeof(*f->loads));
+	/* no program headers: nothing can be placed */
+	f->loads = calloc(o->nloads ? o->nloads : 1, sizeof(*f->loads));
 	if (!f->loads)
 		return -ENOMEM;
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(f->elf, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_filesz)
-			continue;
-		f->loads[f->nloads++] = (struct usdt_range){ ph.p_vaddr, ph.p_filesz, ph.p_offset };
-	}
+	for (size_t i = 0; i < o->nloads; i++)
+		f->loads[f->nloads++] = (struct usdt_range){ o->loads[i].vaddr, o->loads[i].filesz,
+							     o->loads[i].offset };
 	return 0;
 }
 
@@ -661,7 +644,7 @@ static int usdt_read_section(struct usdt_list *l, struct usdt_elf *f, Elf_Scn *s
 
 struct usdt_list *usdt_read(const char *path)
 {
-	struct usdt_elf f = { .fd = -1 };
+	struct usdt_elf f = { .obj = ELFOBJ_INIT };
 	struct usdt_list *l = NULL;
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;

@@ -19,7 +19,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
-#include "lib/rootfs.h"
+#include "agent/symbols/elfobj.h"
 
 /* DWARF pointer encodings used by .eh_frame_hdr. */
 #define EH_PE_absptr 0x00
@@ -163,41 +163,33 @@ struct unwind_elf_info {
 	uint64_t eh_vaddr, eh_size; /* eh_size 0: unknown */
 };
 
-static int elf_scan(Elf *elf, struct unwind_entry *e, struct unwind_elf_info *info)
+static int elf_scan(const struct elfobj *o, struct unwind_entry *e, struct unwind_elf_info *info)
 {
-	GElf_Ehdr ehdr;
-	size_t phnum, shnum, shstrndx;
+	Elf *elf = o->elf;
+	size_t shnum, shstrndx;
 	bool have_hdr = false;
 
-	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
+	if (o->eh.e_ident[EI_CLASS] != ELFCLASS64 || o->eh.e_machine != EM_X86_64 || o->phdrs_bad)
 		return -ENOEXEC;
-	if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_machine != EM_X86_64)
-		return -ENOEXEC;
-	if (elf_getphdrnum(elf, &phnum) < 0)
-		return -ENOEXEC;
-	for (size_t i = 0; i < phnum && i < 65536; i++) {
-		GElf_Phdr ph;
+	if (o->nloads > UNWIND_MAX_LOADS || o->loads_cut)
+		return -E2BIG;
+	for (size_t i = 0; i < o->nloads; i++) {
+		const struct elfobj_load *l = &o->loads[i];
 
-		if (!gelf_getphdr(elf, (int)i, &ph))
+		/* Headroom for 8-byte rounding past the end. */
+		if (l->vaddr > UINT64_MAX - 16 - l->filesz || l->offset > UINT64_MAX - 16 - l->filesz)
 			return -ENOEXEC;
-		if (ph.p_type == PT_LOAD && ph.p_filesz) {
-			if (e->nsegs == UNWIND_MAX_LOADS)
-				return -E2BIG;
-			/* Headroom for 8-byte rounding past the end. */
-			if (ph.p_vaddr > UINT64_MAX - 16 - ph.p_filesz ||
-			    ph.p_offset > UINT64_MAX - 16 - ph.p_filesz)
-				return -ENOEXEC;
-			e->segs[e->nsegs++] = (struct unwind_seg){
-				.offset = ph.p_offset,
-				.vaddr = ph.p_vaddr,
-				.filesz = ph.p_filesz,
-				.exec = ph.p_flags & PF_X,
-			};
-		} else if (ph.p_type == PT_GNU_EH_FRAME && ph.p_filesz) {
-			info->hdr_vaddr = ph.p_vaddr;
-			info->hdr_size = ph.p_filesz;
-			have_hdr = true;
-		}
+		e->segs[e->nsegs++] = (struct unwind_seg){
+			.offset = l->offset,
+			.vaddr = l->vaddr,
+			.filesz = l->filesz,
+			.exec = l->exec,
+		};
+	}
+	if (o->eh_frame_hdr_size) {
+		info->hdr_vaddr = o->eh_frame_hdr_vaddr;
+		info->hdr_size = o->eh_frame_hdr_size;
+		have_hdr = true;
 	}
 	/* Section headers, when present, also give .eh_frame's size. */
 	if (elf_getshdrnum(elf, &shnum) == 0 && elf_getshdrstrndx(elf, &shstrndx) == 0) {
@@ -596,21 +588,15 @@ int unwind_entry_load(struct unwind_entry *e, const char *path)
 	struct unwind_elf_info info = { 0 };
 	const struct unwind_seg *hs, *es;
 	uint64_t lo, hi, eh_end;
-	struct stat st;
-	Elf *elf;
+	struct elfobj o;
 	int fd, ret;
 
-	/* inside the process's root, regular files only (lib/rootfs.h) */
-	fd = rootfs_open_path(path, ROOTFS_ELF_MAX, &st);
-	if (fd < 0)
-		return fd == -EINVAL || fd == -EISDIR ? -ENOEXEC : fd;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf) {
-		ret = -ENOEXEC;
-		goto out_close;
-	}
-	ret = elf_scan(elf, e, &info);
-	elf_end(elf);
+	/* inside the process's root, regular files only; read on demand */
+	ret = elfobj_open(&o, path, ELF_C_READ);
+	if (ret < 0)
+		return ret;
+	fd = o.fd;
+	ret = elf_scan(&o, e, &info);
 	if (ret < 0)
 		goto out_close;
 	ret = hdr_parse(e, fd, &info);
@@ -640,6 +626,6 @@ int unwind_entry_load(struct unwind_entry *e, const char *path)
 	if (ret == 0)
 		entry_slots(e, fd, info.eh_vaddr, eh_end);
 out_close:
-	close(fd);
+	elfobj_close(&o);
 	return ret;
 }

@@ -42,10 +42,10 @@
  * name lengths, note sizes).
  *
  * The work is spread by job: this file collects ELF symbols and answers
- * lookups; symtab_debuginfo.c opens ELF files, reads build-ids and finds
- * separate debuginfo; symtab_dwarf.c names inlined frames from DWARF and
- * keeps its inflated cache; symtab_priv.h is what they share. Kernel
- * symbols are ksyms.c.
+ * lookups; elfobj.c opens ELF files and reads their segments and
+ * build-id; symtab_debuginfo.c finds separate debuginfo; symtab_dwarf.c
+ * names inlined frames from DWARF and keeps its inflated cache;
+ * symtab_priv.h is what they share. Kernel symbols are ksyms.c.
  */
 #include "agent/symbols/symtab_priv.h"
 
@@ -533,28 +533,20 @@ int symtab_func_start(const struct symtab *s, uint64_t off, uint64_t *start_off)
 	return symtab_vaddr_to_off(s, s->fde_start[lo - 1], start_off);
 }
 
-static int read_loads(struct symtab *s, Elf *elf)
+static int read_loads(struct symtab *s, const struct elfobj *o)
 {
-	size_t n;
-
-	if (elf_getphdrnum(elf, &n) < 0 || n == 0)
+	if (o->nloads == 0)
 		return 0; /* no segments: nothing maps, lookups fail */
-	if (n > SYMTAB_MAX_LOADS)
-		n = SYMTAB_MAX_LOADS;
-	s->loads = calloc(n, sizeof(*s->loads));
+	s->loads = calloc(o->nloads, sizeof(*s->loads));
 	if (!s->loads)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || ph.p_filesz == 0)
-			continue;
-		s->loads[s->nloads++] = (struct symtab_load){
-			.off = ph.p_offset,
-			.filesz = ph.p_filesz,
-			.vaddr = ph.p_vaddr,
+	for (size_t i = 0; i < o->nloads; i++)
+		s->loads[i] = (struct symtab_load){
+			.off = o->loads[i].offset,
+			.filesz = o->loads[i].filesz,
+			.vaddr = o->loads[i].vaddr,
 		};
-	}
+	s->nloads = o->nloads;
 	return 0;
 }
 
@@ -562,7 +554,7 @@ static int read_loads(struct symtab *s, Elf *elf)
 
 struct symtab *symtab_open(const char *path, const char *debug_root)
 {
-	struct elf_file mf = ELF_FILE_INIT, df = ELF_FILE_INIT;
+	struct elfobj mf = ELFOBJ_INIT, df = ELFOBJ_INIT;
 	struct elf_info minfo, dinfo;
 	struct builder b = { 0 };
 	uint8_t bid[SYMTAB_MAX_BUILD_ID];
@@ -587,15 +579,14 @@ struct symtab *symtab_open(const char *path, const char *debug_root)
 	s->dwarf_cache_fd = -1;
 	s->source = "none";
 
-	err = symtab_elf_open(&mf, path);
+	err = elfobj_open(&mf, path, ELF_C_READ_MMAP);
 	if (err < 0)
 		goto err_free;
-	err = read_loads(s, mf.elf);
+	err = read_loads(s, &mf);
 	if (err < 0)
 		goto err_close;
-	blen = symtab_elf_build_id(mf.elf, bid);
-	for (size_t i = 0; i < blen; i++)
-		snprintf(s->build_id + 2 * i, 3, "%02x", bid[i]);
+	blen = elfobj_build_id(mf.elf, bid);
+	elfobj_hex(bid, blen, s->build_id);
 	symtab_elf_scan(mf.elf, &minfo);
 
 	added = add_symbols(&b, mf.elf, minfo.symtab, 0);
@@ -651,15 +642,15 @@ struct symtab *symtab_open(const char *path, const char *debug_root)
 		goto err_close;
 	free(b.v);
 	free(b.owned);
-	symtab_elf_close(&df);
-	symtab_elf_close(&mf);
+	elfobj_close(&df);
+	elfobj_close(&mf);
 	return s;
 
 err_close:
 	free(b.v);
 	free(b.owned);
-	symtab_elf_close(&df);
-	symtab_elf_close(&mf);
+	elfobj_close(&df);
+	elfobj_close(&mf);
 err_free:
 	symtab_free(s);
 	errno = -err;

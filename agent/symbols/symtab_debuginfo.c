@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Opening ELF files, their build-id and what they offer, and finding the
- * separate debuginfo of a file (see the essay at the head of symtab.c):
+ * What an ELF file offers symbols (symbol tables, DWARF, debuglink), and
+ * finding the separate debuginfo of a file (see the essay at the head of symtab.c):
  * by build-id under DEBUG_ROOT/usr/lib/debug/.build-id, else by the
  * .gnu_debuglink name next to the file, in its .debug/ directory or under
  * DEBUG_ROOT/usr/lib/debug/DIR. A candidate found by name must match by
@@ -19,93 +19,6 @@
 #include <zlib.h>
 
 #include "lib/rootfs.h"
-
-/* ---- opening ELF files ---- */
-
-void symtab_elf_close(struct elf_file *f)
-{
-	if (f->elf)
-		elf_end(f->elf);
-	if (f->fd >= 0)
-		close(f->fd);
-	f->elf = NULL;
-	f->fd = -1;
-}
-
-int symtab_elf_open(struct elf_file *f, const char *path)
-{
-	GElf_Ehdr eh;
-
-	/* A /proc/PID/root/... path is resolved inside that root, and only a
-	 * regular file of sane size is opened (lib/rootfs.h): a FIFO or a
-	 * link to a host file planted in a container is refused. */
-	f->fd = rootfs_open_path(path, ROOTFS_ELF_MAX, &f->st);
-	if (f->fd < 0) {
-		int err = f->fd;
-
-		f->fd = -1;
-		return err == -EINVAL || err == -EISDIR ? -ENOEXEC : err;
-	}
-	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
-	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &eh)) {
-		symtab_elf_close(f);
-		return -ENOEXEC;
-	}
-	return 0;
-}
-
-/* ---- build-id ---- */
-
-static size_t notes_build_id(Elf_Data *d, uint8_t *out)
-{
-	size_t off = 0, next, name_off, desc_off;
-	GElf_Nhdr nh;
-
-	/* gelf_getnote() checks each note against d_size and always advances */
-	while ((next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-		    memcmp((const char *)d->d_buf + name_off, "GNU", 4) == 0 && nh.n_descsz > 0 &&
-		    nh.n_descsz <= SYMTAB_MAX_BUILD_ID) {
-			memcpy(out, (const char *)d->d_buf + desc_off, nh.n_descsz);
-			return nh.n_descsz;
-		}
-		off = next;
-	}
-	return 0;
-}
-
-/* Build-id of @elf into @out (SYMTAB_MAX_BUILD_ID bytes); its length or 0. */
-size_t symtab_elf_build_id(Elf *elf, uint8_t *out)
-{
-	Elf_Scn *scn = NULL;
-	size_t n, len;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		d = elf_getdata(scn, NULL);
-		if (d && (len = notes_build_id(d, out)) > 0)
-			return len;
-	}
-	/* files whose section headers were stripped still have PT_NOTE */
-	if (elf_getphdrnum(elf, &n) < 0)
-		return 0;
-	for (size_t i = 0; i < n && i < SYMTAB_MAX_LOADS; i++) {
-		GElf_Phdr ph;
-		Elf_Data *d;
-
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
-			continue;
-		d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
-					 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
-		if (d && (len = notes_build_id(d, out)) > 0)
-			return len;
-	}
-	return 0;
-}
 
 /* ---- what a file offers ---- */
 
@@ -212,16 +125,16 @@ static int file_crc32(int fd, uint32_t *out)
  * the debuglink name, which anyone can reuse, so it must match by build-id
  * or by CRC.
  */
-static int debug_try(struct elf_file *out, const char *path, const struct debug_want *w,
+static int debug_try(struct elfobj *out, const char *path, const struct debug_want *w,
 		     bool by_link, struct elf_info *info)
 {
-	struct elf_file f = ELF_FILE_INIT;
+	struct elfobj f = ELFOBJ_INIT;
 	uint8_t bid[SYMTAB_MAX_BUILD_ID];
 	GElf_Ehdr meh, deh;
 	size_t blen;
 	int err;
 
-	err = symtab_elf_open(&f, path);
+	err = elfobj_open(&f, path, ELF_C_READ_MMAP);
 	if (err < 0)
 		return err;
 	err = -ENOENT;
@@ -230,7 +143,7 @@ static int debug_try(struct elf_file *out, const char *path, const struct debug_
 	if (!gelf_getehdr(w->main->elf, &meh) || !gelf_getehdr(f.elf, &deh) ||
 	    meh.e_ident[EI_CLASS] != deh.e_ident[EI_CLASS] || meh.e_machine != deh.e_machine)
 		goto out_close;
-	blen = symtab_elf_build_id(f.elf, bid);
+	blen = elfobj_build_id(f.elf, bid);
 	if (w->build_id_len > 0 && blen > 0) {
 		if (blen != w->build_id_len || memcmp(bid, w->build_id, blen) != 0)
 			goto out_close;
@@ -247,7 +160,7 @@ static int debug_try(struct elf_file *out, const char *path, const struct debug_
 	return 0;
 
 out_close:
-	symtab_elf_close(&f);
+	elfobj_close(&f);
 	return err;
 }
 
@@ -255,7 +168,7 @@ out_close:
  * Find separate debuginfo for @path: by build-id, then by debuglink. On
  * success @out is open, @info describes it and @found holds its path.
  */
-int symtab_debug_find(struct elf_file *out, struct elf_info *info, char *found, size_t size,
+int symtab_debug_find(struct elfobj *out, struct elf_info *info, char *found, size_t size,
 		      const char *path, const char *debug_root, const struct debug_want *w)
 {
 	const char *slash = strrchr(path, '/'), *indir;
@@ -266,8 +179,7 @@ int symtab_debug_find(struct elf_file *out, struct elf_info *info, char *found, 
 	if (w->build_id_len >= 2) {
 		char hex[2 * SYMTAB_MAX_BUILD_ID + 1];
 
-		for (size_t i = 0; i < w->build_id_len; i++)
-			snprintf(hex + 2 * i, 3, "%02x", w->build_id[i]);
+		elfobj_hex(w->build_id, w->build_id_len, hex);
 		if (path_fmt(found, size, "%s/usr/lib/debug/.build-id/%.2s/%s.debug", debug_root, hex,
 			     hex + 2) == 0 &&
 		    debug_try(out, found, w, false, info) == 0)

@@ -187,11 +187,9 @@ static bool elf_build_id_is(Elf *elf, const char *want)
 {
 	uint8_t bid[SYMTAB_MAX_BUILD_ID];
 	char hex[2 * SYMTAB_MAX_BUILD_ID + 1];
-	size_t n = symtab_elf_build_id(elf, bid);
+	size_t n = elfobj_build_id(elf, bid);
 
-	for (size_t i = 0; i < n; i++)
-		snprintf(hex + 2 * i, 3, "%02x", bid[i]);
-	hex[2 * n] = '\0';
+	elfobj_hex(bid, n, hex);
 	return n > 0 && !strcmp(hex, want);
 }
 
@@ -261,7 +259,7 @@ static int dwarf_from_cache(struct symtab *s)
 }
 
 /* The file of dwarf_path again (maybe inside a container's root), by the
- * same rules as symtab_elf_open(). An fd or -errno. */
+ * same rules as elfobj_open(). An fd or -errno. */
 static int dwarf_file_open(const char *path)
 {
 	return rootfs_open_path(path, ROOTFS_ELF_MAX, NULL);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Inside struct symtab: shared by the files that build one (symtab.c: ELF
- * symbols and lookups; symtab_debuginfo.c: opening ELF files, build-ids and
- * finding separate debuginfo; symtab_dwarf.c: inlined frames from DWARF and
+ * symbols and lookups; symtab_debuginfo.c: what a file offers and finding
+ * separate debuginfo; symtab_dwarf.c: inlined frames from DWARF and
  * its cache). Not for use outside agent/symbols/symtab*.c.
  */
 #ifndef CGPERF_AGENT_SYMTAB_PRIV_H
@@ -16,12 +16,12 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "agent/symbols/elfobj.h"
 #include "agent/symbols/symtab.h"
 
 #define SYMTAB_MAX_SYMS (4u << 20)  /* symbols kept per object */
 #define SYMTAB_MAX_NAME 1024	    /* longer names (templates) are cut */
-#define SYMTAB_MAX_LOADS 1024	    /* PT_LOAD headers considered */
-#define SYMTAB_MAX_BUILD_ID 64	    /* bytes; linkers write 20 (SHA-1) */
+#define SYMTAB_MAX_BUILD_ID ELFOBJ_MAX_BUILD_ID
 #define SYMTAB_OVERLAP_SCAN 16	    /* symbols searched back for nesting */
 
 struct symtab_sym {
@@ -74,16 +74,7 @@ struct symtab {
 	size_t nfde;
 };
 
-
-/* An ELF file open for reading (fd + libelf handle + its stat). */
-struct elf_file {
-	int fd;
-	Elf *elf;
-	struct stat st;
-};
-
-#define ELF_FILE_INIT { .fd = -1, .elf = NULL }
-
+/* What an ELF file offers symbols (symtab_elf_scan()). */
 struct elf_info {
 	Elf_Scn *symtab, *dynsym;
 	bool has_dwarf;
@@ -94,23 +85,13 @@ struct elf_info {
 
 /* What a separate debuginfo file must match. */
 struct debug_want {
-	const struct elf_file *main;
+	const struct elfobj *main;
 	const uint8_t *build_id;
 	size_t build_id_len;
 	const struct elf_info *info;
 };
 
 
-/*
- * Open @path as an ELF file by the rules of lib/rootfs.h (regular file,
- * capped size, resolved inside a /proc/PID/root prefix). 0, -ENOEXEC for
- * anything not ELF, or the -errno of the open. Close with
- * symtab_elf_close() (idempotent).
- */
-int symtab_elf_open(struct elf_file *f, const char *path);
-void symtab_elf_close(struct elf_file *f);
-/* Build-id of @elf into @out (SYMTAB_MAX_BUILD_ID bytes); its length or 0. */
-size_t symtab_elf_build_id(Elf *elf, uint8_t *out);
 /* The symbol tables, DWARF presence and .gnu_debuglink of @elf. */
 void symtab_elf_scan(Elf *elf, struct elf_info *info);
 /*
@@ -118,7 +99,7 @@ void symtab_elf_scan(Elf *elf, struct elf_info *info);
  * debuglink. On success @out is open (the caller closes it), @info describes
  * it and @found holds its path; -ENOENT otherwise.
  */
-int symtab_debug_find(struct elf_file *out, struct elf_info *info, char *found, size_t size,
+int symtab_debug_find(struct elfobj *out, struct elf_info *info, char *found, size_t size,
 		      const char *path, const char *debug_root, const struct debug_want *w);
 /* Free what symtab_dwarf.c attached to @s (DWARF handles, CU indexes). */
 void symtab_dwarf_release(struct symtab *s);
