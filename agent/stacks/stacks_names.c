@@ -7,6 +7,7 @@
  * text, per-line callbacks, frames with their modules and build-ids.
  */
 #include "agent/stacks/stacks_priv.h"
+#include "agent/symbols/elfobj.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -512,8 +513,8 @@ int stacks_foreach(struct stacks *r,
  * reads it), once; "" when it cannot be read. */
 static const char *kernel_build_id(struct stacks *r)
 {
-	uint8_t buf[4096];
-	size_t len, at = 0;
+	uint8_t buf[4096], bid[ELFOBJ_MAX_BUILD_ID];
+	size_t len, n;
 	FILE *f;
 
 	if (r->kbid_tried)
@@ -524,27 +525,9 @@ static const char *kernel_build_id(struct stacks *r)
 		return r->kbid;
 	len = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
-	while (len - at >= 12) {
-		uint32_t namesz, descsz, type;
-		size_t name_at = at + 12, desc_at, next;
-
-		memcpy(&namesz, buf + at, 4);
-		memcpy(&descsz, buf + at + 4, 4);
-		memcpy(&type, buf + at + 8, 4);
-		if (namesz > len || descsz > len)
-			break;
-		desc_at = name_at + ((namesz + 3u) & ~3u);
-		next = desc_at + ((descsz + 3u) & ~3u);
-		if (next > len || desc_at + descsz > len)
-			break;
-		if (type == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 &&
-		    !memcmp(buf + name_at, "GNU", 4) && descsz && descsz <= 32) {
-			for (uint32_t i = 0; i < descsz; i++)
-				snprintf(r->kbid + 2 * i, 3, "%02x", buf[desc_at + i]);
-			break;
-		}
-		at = next;
-	}
+	n = elfobj_notes_build_id(buf, len, bid);
+	if (n > 0 && 2 * n < sizeof(r->kbid))
+		elfobj_hex(bid, n, r->kbid);
 	return r->kbid;
 }
 

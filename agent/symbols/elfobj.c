@@ -109,6 +109,19 @@ static size_t notes_build_id(Elf_Data *d, uint8_t *out)
 	return 0;
 }
 
+size_t elfobj_notes_build_id(const void *notes, size_t len, uint8_t *out)
+{
+	Elf_Data d = {
+		.d_buf = (void *)notes,
+		.d_type = ELF_T_NHDR,
+		.d_size = len,
+		.d_version = EV_CURRENT,
+	};
+
+	(void)elf_version(EV_CURRENT);
+	return notes ? notes_build_id(&d, out) : 0;
+}
+
 size_t elfobj_build_id(Elf *elf, uint8_t *out)
 {
 	Elf_Scn *scn = NULL;

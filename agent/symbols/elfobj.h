@@ -61,6 +61,10 @@ void elfobj_close(struct elfobj *o);
  * (ELFOBJ_MAX_BUILD_ID bytes): its length, 0 when it has none. */
 size_t elfobj_build_id(Elf *elf, uint8_t *out);
 
+/* The same from @len bytes of ELF notes in this host's byte order (such as
+ * /sys/kernel/notes). */
+size_t elfobj_notes_build_id(const void *notes, size_t len, uint8_t *out);
+
 /* Bytes @n of @bin as lowercase hex into @hex (2 * n + 1 bytes). */
 void elfobj_hex(const uint8_t *bin, size_t n, char *hex);
 

@@ -80,6 +80,42 @@ static void test_refusals(void **state)
 	tl_rmtree(dir);
 }
 
+/* One note: header (namesz, descsz, type), name, desc, each 4-aligned. */
+static size_t put_note(uint8_t *p, uint32_t type, const char *name, const uint8_t *desc,
+		       uint32_t descsz)
+{
+	uint32_t namesz = (uint32_t)strlen(name) + 1;
+	size_t at = 12;
+
+	memcpy(p, &namesz, 4);
+	memcpy(p + 4, &descsz, 4);
+	memcpy(p + 8, &type, 4);
+	memcpy(p + at, name, namesz);
+	at += (namesz + 3u) & ~3u;
+	memcpy(p + at, desc, descsz);
+	return at + ((descsz + 3u) & ~3u);
+}
+
+static void test_notes(void **state)
+{
+	uint8_t buf[256] = { 0 }, out[ELFOBJ_MAX_BUILD_ID], id[20];
+	size_t len = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(id); i++)
+		id[i] = (uint8_t)(0xa0 + i);
+	/* another vendor's note first, then an ABI tag, then the build-id */
+	len += put_note(buf + len, NT_GNU_BUILD_ID, "Xen", id, 4);
+	len += put_note(buf + len, NT_GNU_ABI_TAG, "GNU", id, 16);
+	assert_int_equal(elfobj_notes_build_id(buf, len, out), 0);
+	len += put_note(buf + len, NT_GNU_BUILD_ID, "GNU", id, sizeof(id));
+	assert_int_equal(elfobj_notes_build_id(buf, len, out), sizeof(id));
+	assert_memory_equal(out, id, sizeof(id));
+	/* cut inside the last note: not found */
+	assert_int_equal(elfobj_notes_build_id(buf, len - 4, out), 0);
+	assert_int_equal(elfobj_notes_build_id(NULL, 0, out), 0);
+}
+
 static void test_hex(void **state)
 {
 	const uint8_t b[] = { 0x00, 0x0f, 0xa5, 0xff };
@@ -97,6 +133,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_self),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_notes),
 		cmocka_unit_test(test_hex),
 	};
 
