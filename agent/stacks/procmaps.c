@@ -9,6 +9,8 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
+#include "lib/grow.h"
+
 #define COMM_LEN 16
 /* procmaps_refresh re-reads one process's maps at most this often. */
 #define PROCMAPS_REFRESH_NS 1000000000ull
@@ -188,16 +190,9 @@ static int maps_insert(struct proc *p, const struct pmap_entry *e)
 			if (!tail.path)
 				return -ENOMEM;
 			m->end = e->start;
-			if (p->nmaps == p->cap) {
-				size_t nc = p->cap ? p->cap * 2 : 32;
-				struct pmap_entry *v = realloc(p->maps, nc * sizeof(*v));
-
-				if (!v) {
-					free(tail.path);
-					return -ENOMEM;
-				}
-				p->maps = v;
-				p->cap = nc;
+			if (GROW_ARRAY(p->maps, p->nmaps, p->cap, 32) < 0) {
+				free(tail.path);
+				return -ENOMEM;
 			}
 			p->maps[p->nmaps++] = tail;
 			i++;
@@ -215,15 +210,8 @@ static int maps_insert(struct proc *p, const struct pmap_entry *e)
 			p->maps[i] = p->maps[--p->nmaps];
 		}
 	}
-	if (p->nmaps == p->cap) {
-		size_t nc = p->cap ? p->cap * 2 : 32;
-		struct pmap_entry *v = realloc(p->maps, nc * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		p->maps = v;
-		p->cap = nc;
-	}
+	if (GROW_ARRAY(p->maps, p->nmaps, p->cap, 32) < 0)
+		return -ENOMEM;
 	p->maps[p->nmaps] = *e;
 	p->maps[p->nmaps].tag = -1;
 	p->maps[p->nmaps].path = strdup(e->path ? e->path : "");

@@ -35,6 +35,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
+
 /* ---- unwinders ---------------------------------------------------------- */
 
 static const struct unwind_map *find_umap(void *ctx, uint64_t ip)
@@ -173,15 +175,8 @@ static bool defer_sample(struct stacks *r, const struct sample *s, const char *p
 	if (r->npending >= PENDING_MAX || r->pending_bytes + bytes > PENDING_BYTES ||
 	    s->nr_callchain > 4096)
 		return false;
-	if (r->npending == r->cappending) {
-		size_t nc = r->cappending ? r->cappending * 2 : 64;
-		struct pending *v = realloc(r->pending, nc * sizeof(*v));
-
-		if (!v)
-			return false;
-		r->pending = v;
-		r->cappending = nc;
-	}
+	if (GROW_ARRAY(r->pending, r->npending, r->cappending, 64) < 0)
+		return false;
 	p = &r->pending[r->npending];
 	memset(p, 0, sizeof(*p));
 	p->buf = malloc(bytes ? bytes : 1);

@@ -19,6 +19,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
+
 /* ---- naming ------------------------------------------------------------- */
 
 struct namer {
@@ -155,16 +157,9 @@ static const char *frame_name(struct namer *nm, uint64_t frame)
 
 		if (!s)
 			return "?";
-		if (r->nstrs == r->capstrs) {
-			size_t nc = r->capstrs ? r->capstrs * 2 : 1024;
-			char **v = realloc(r->strs, nc * sizeof(*v));
-
-			if (!v) {
-				free(s);
-				return "?";
-			}
-			r->strs = v;
-			r->capstrs = nc;
+		if (GROW_ARRAY(r->strs, r->nstrs, r->capstrs, 1024) < 0) {
+			free(s);
+			return "?";
 		}
 		r->strs[r->nstrs] = s;
 		*slot = ++r->nstrs;
@@ -329,15 +324,8 @@ static void rescan_cgroups(struct stacks *r)
 		if (!n->ident.container_id[0] && !n->ident.pod_uid[0] &&
 		    !n->ident.container_name[0])
 			snprintf(label, sizeof(label), "%s", n->path);
-		if (r->nlabels == r->caplabels) {
-			size_t nc = r->caplabels ? r->caplabels * 2 : 64;
-			char **v = realloc(r->labels, nc * sizeof(*v));
-
-			if (!v)
-				break;
-			r->labels = v;
-			r->caplabels = nc;
-		}
+		if (GROW_ARRAY(r->labels, r->nlabels, r->caplabels, 64) < 0)
+			break;
 		r->labels[r->nlabels] = strdup(label);
 		if (!r->labels[r->nlabels])
 			break;

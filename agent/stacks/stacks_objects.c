@@ -19,6 +19,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
+
 /* ---- interning ---------------------------------------------------------- */
 
 uint32_t stacks_intern_comm(struct stacks *r, const char *comm)
@@ -28,15 +30,8 @@ uint32_t stacks_intern_comm(struct stacks *r, const char *comm)
 	if (!slot)
 		return 0;
 	if (!*slot) {
-		if (r->ncomms == r->capcomms) {
-			size_t nc = r->capcomms ? r->capcomms * 2 : 64;
-			char **v = realloc(r->comms, nc * sizeof(*v));
-
-			if (!v)
-				return 0;
-			r->comms = v;
-			r->capcomms = nc;
-		}
+		if (GROW_ARRAY(r->comms, r->ncomms, r->capcomms, 64) < 0)
+			return 0;
 		r->comms[r->ncomms] = strdup(comm);
 		if (!r->comms[r->ncomms])
 			return 0;
@@ -222,15 +217,8 @@ static uint32_t object_alloc(struct stacks *r)
 	} else {
 		if (r->nobjs >= MAX_OBJECTS)
 			return 0;
-		if (r->nobjs == r->capobjs) {
-			size_t nc = r->capobjs ? r->capobjs * 2 : 64;
-			struct object *v = realloc(r->objs, nc * sizeof(*v));
-
-			if (!v)
-				return 0;
-			r->objs = v;
-			r->capobjs = nc;
-		}
+		if (GROW_ARRAY(r->objs, r->nobjs, r->capobjs, 64) < 0)
+			return 0;
 		memset(&r->objs[r->nobjs], 0, sizeof(r->objs[0]));
 		id = (uint32_t)(r->nobjs++ + OBJ_FIRST);
 	}
@@ -274,15 +262,8 @@ static void object_release(struct stacks *r, uint32_t id)
 	o->gen = gen;
 	r->nlive--;
 	/* The free list never needs more room than the slots there are. */
-	if (r->nfree == r->capfree) {
-		size_t nc = r->capfree ? r->capfree * 2 : 64;
-		uint32_t *v = realloc(r->free_ids, nc * sizeof(*v));
-
-		if (!v)
-			return; /* the slot is lost for reuse, nothing else */
-		r->free_ids = v;
-		r->capfree = nc;
-	}
+	if (GROW_ARRAY(r->free_ids, r->nfree, r->capfree, 64) < 0)
+		return; /* the slot is lost for reuse, nothing else */
 	r->free_ids[r->nfree++] = id;
 }
 

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "agent/stacks/fold.h"
+#include "lib/grow.h"
 
 #define DEMANGLE_DEFAULT_NAMES 65536
 
@@ -174,16 +175,9 @@ const char *demangle_cache_get(struct demangle_cache *c, const char *name)
 	if (!*slot) {
 		char *d;
 
-		if (c->n == c->cap) {
-			size_t nc = c->cap ? c->cap * 2 : 256;
-			char **v = realloc(c->names, nc * sizeof(*v));
-
-			if (!v) {
-				/* The key stays at 0: demangled next time. */
-				return name;
-			}
-			c->names = v;
-			c->cap = nc;
+		if (GROW_ARRAY(c->names, c->n, c->cap, 256) < 0) {
+			/* The key stays at 0: demangled next time. */
+			return name;
 		}
 		d = demangle_name(name, c->style);
 		c->names[c->n] = d;

@@ -10,6 +10,7 @@
 
 #include "lib/rootfs.h"
 #include "lib/search.h"
+#include "lib/grow.h"
 
 
 struct pm_entry {
@@ -37,15 +38,8 @@ static int add(struct perfmap *m, uint64_t start, uint64_t size, const char *nam
 
 	if (m->n >= PERFMAP_MAX_ENTRIES || m->nlen + len > UINT32_MAX)
 		return -E2BIG;
-	if (m->n == m->cap) {
-		size_t nc = m->cap ? m->cap * 2 : 256;
-		struct pm_entry *v = realloc(m->v, nc * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		m->v = v;
-		m->cap = nc;
-	}
+	if (GROW_ARRAY(m->v, m->n, m->cap, 256) < 0)
+		return -ENOMEM;
 	if (m->nlen + len > m->ncap) {
 		size_t nc = (m->nlen + len) * 2;
 		char *s = realloc(m->names, nc);

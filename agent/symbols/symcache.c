@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
+
 #define SYMCACHE_MAX_ENTRIES 4096 /* entries considered by symcache_trim() */
 /* A temporary this old was left by a writer that died (kill -9, OOM, a
  * crash): no write of an entry takes an hour. */
@@ -244,15 +246,8 @@ void symcache_trim(const char *dir, const char *prefix, const char *keep, size_t
 				unlinkat(dirfd(d), de->d_name, 0);
 			continue;
 		}
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			struct trim_entry *nv = realloc(v, nc * sizeof(*nv));
-
-			if (!nv)
-				break;
-			v = nv;
-			cap = nc;
-		}
+		if (GROW_ARRAY(v, n, cap, 16) < 0)
+			break;
 		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
 		v[n].mtime = st.st_mtime;
 		v[n].size = st.st_size;

@@ -21,6 +21,7 @@
 #include "lib/rootfs.h"
 #include "lib/search.h"
 #include "agent/symbols/symcache.h"
+#include "lib/grow.h"
 
 /*
  * Decompressed DWARF, cached. Distributions compress debuginfo sections
@@ -435,15 +436,8 @@ static const struct cu_index *cu_index_get(struct symtab *s, Dwarf_Die *cudie)
 			return s->cus[i].failed ? NULL : &s->cus[i];
 	if (s->ncus >= SYMTAB_MAX_CUS)
 		return NULL;
-	if (s->ncus == s->capcus) {
-		size_t nc = s->capcus ? s->capcus * 2 : 16;
-		struct cu_index *nv = realloc(s->cus, nc * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		s->cus = nv;
-		s->capcus = nc;
-	}
+	if (GROW_ARRAY(s->cus, s->ncus, s->capcus, 16) < 0)
+		return NULL;
 	ci = &s->cus[s->ncus++];
 	memset(ci, 0, sizeof(*ci));
 	ci->cu = off;
