@@ -62,6 +62,7 @@
 #include "exporter/store/store.h"
 #include "exporter/targets.h"
 #include "exporter/totals.h"
+#include "lib/clock.h"
 
 /* Event loops (epoll), each over its share of the connections. */
 #define HTTP_THREADS 4u
@@ -154,10 +155,7 @@ struct req {
 
 uint64_t http_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return clock_real_ns();
 }
 
 static uint64_t cutoff(const struct http *h, uint64_t now)

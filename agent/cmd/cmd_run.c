@@ -49,6 +49,7 @@
 #include "agent/stacks/fold.h"
 #include "lib/hist.h"
 #include "lib/log.h"
+#include "agent/perf/latency.h"
 #include "agent/perf/probe.h"
 #include "agent/ship/push.h"
 #include "agent/perf/sampler.h"
@@ -60,6 +61,7 @@
 #include "cgroup/identity.h"
 #include "cgroup/tree.h"
 #include "cgroup/watch.h"
+#include "lib/clock.h"
 
 #ifndef CGPERF_VERSION
 #define CGPERF_VERSION "0.1.0"
@@ -98,13 +100,6 @@ struct pcell {
 	struct hist lat;
 };
 
-/* A latency endpoint, held until every ring is drained past its time. */
-struct lev {
-	uint64_t time, cgroup;
-	uint32_t tid, probe;
-	bool end;
-};
-
 struct agent {
 	struct config *cfg;
 	char *mount;
@@ -128,9 +123,7 @@ struct agent {
 	struct pcell *pc;
 	size_t npc, cappc;
 	struct push *push;
-	struct lev *lev;
-	size_t nlev, caplev;
-	struct fold *starts; /* (start probe, tid) -> start time */
+	struct latency *lat; /* latency endpoints, paired in time order */
 	struct fold *ids; /* cgroup id -> 1 for the cgroups the config wants */
 	char host[256], machine_id[64], agent_id[64];
 	uint64_t samples, lost;
@@ -362,53 +355,23 @@ static struct pcell *pcell_get(struct agent *a, uint32_t probe, uint64_t cgroup)
 	return &a->pc[*slot - 1];
 }
 
-static int cmp_lev(const void *x, const void *y)
+static void on_latency(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, uint64_t ns)
 {
-	const struct lev *p = x, *q = y;
+	struct pcell *c = pcell_get(ctx, pair, cgroup);
 
-	if (p->time != q->time)
-		return p->time < q->time ? -1 : 1;
-	return p->end - q->end;
+	(void)pid;
+	if (c)
+		hist_add(&c->lat, (int64_t)ns);
 }
 
-/* Pair endpoints older than @upto in time order, per thread. */
-static void pair_latency(struct agent *a, uint64_t upto)
+/* Hold a hit that starts or ends latencies: one endpoint per pair it is in. */
+static void hold_latency(struct agent *a, const struct rprobe *rp, const struct sample *s)
 {
-	size_t done = 0;
-
-	if (!a->nlev)
-		return;
-	qsort(a->lev, a->nlev, sizeof(*a->lev), cmp_lev);
-	for (; done < a->nlev && a->lev[done].time < upto; done++) {
-		const struct lev *e = &a->lev[done];
-
-		for (size_t i = 0; i < a->npr; i++) {
-			const struct rprobe *rp = &a->pr[i];
-			struct {
-				uint32_t probe, tid;
-			} k = {(uint32_t)i, e->tid};
-			uint64_t *slot;
-
-			if (rp->lat_end < 0)
-				continue;
-			if (!e->end && e->probe == i) {
-				slot = fold_slot(a->starts, &k, sizeof(k));
-				if (slot)
-					*slot = e->time ? e->time : 1;
-			} else if (e->end && (uint32_t)rp->lat_end == e->probe) {
-				slot = fold_slot(a->starts, &k, sizeof(k));
-				if (slot && *slot && e->time >= *slot) {
-					struct pcell *c = pcell_get(a, (uint32_t)i, e->cgroup);
-
-					if (c)
-						hist_add(&c->lat, (int64_t)(e->time - *slot));
-					*slot = 0;
-				}
-			}
-		}
-	}
-	memmove(a->lev, a->lev + done, (a->nlev - done) * sizeof(*a->lev));
-	a->nlev -= done;
+	if (rp->lat_end >= 0)
+		latency_add(a->lat, (uint32_t)a->cur, false, s->time, s->cgroup_id, s->pid, s->tid);
+	for (size_t i = 0; rp->is_end && i < a->npr; i++)
+		if (a->pr[i].lat_end == (int)a->cur)
+			latency_add(a->lat, (uint32_t)i, true, s->time, s->cgroup_id, s->pid, s->tid);
 }
 
 static void on_probe(void *ctx, const struct sample *s)
@@ -417,26 +380,7 @@ static void on_probe(void *ctx, const struct sample *s)
 	struct rprobe *rp = &a->pr[a->cur];
 	struct pcell *c;
 
-	if ((rp->lat_end >= 0 || rp->is_end) && a->nlev < 4000000) {
-		if (a->nlev == a->caplev) {
-			size_t nc = a->caplev ? a->caplev * 2 : 4096;
-			struct lev *v = realloc(a->lev, nc * sizeof(*v));
-
-			if (v) {
-				a->lev = v;
-				a->caplev = nc;
-			}
-		}
-		if (a->nlev < a->caplev) {
-			/* a probe can both start and end latencies: one record each */
-			if (rp->lat_end >= 0)
-				a->lev[a->nlev++] = (struct lev){s->time, s->cgroup_id, s->tid,
-								 (uint32_t)a->cur, false};
-			if (rp->is_end && a->nlev < a->caplev)
-				a->lev[a->nlev++] = (struct lev){s->time, s->cgroup_id, s->tid,
-								 (uint32_t)a->cur, true};
-		}
-	}
+	hold_latency(a, rp, s);
 	if (rp->hidden)
 		return;
 	/* As for CPU samples, hits in cgroups the config leaves out are not
@@ -506,11 +450,8 @@ static void agent_stop(struct agent *a)
 	a->have_sev = false;
 	fold_free(a->cells);
 	a->cells = NULL;
-	fold_free(a->starts);
-	a->starts = NULL;
-	free(a->lev);
-	a->lev = NULL;
-	a->nlev = a->caplev = 0;
+	latency_free(a->lat);
+	a->lat = NULL;
 	fold_free(a->ids);
 	a->ids = NULL;
 	free(a->pc);
@@ -684,8 +625,8 @@ static int agent_start(struct agent *a, const char *prog)
 		a->pr[i].lat_end = (int)j;
 		a->pr[j].is_end = true;
 	}
-	a->starts = fold_new();
-	if (!a->starts)
+	a->lat = latency_new(4000000);
+	if (!a->lat)
 		return 1;
 	for (size_t i = 0; i < a->npr; i++) {
 		struct rprobe *rp = &a->pr[i];
@@ -1348,22 +1289,6 @@ static void publish_metrics(struct agent *a)
 	free(buf);
 }
 
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* A refused container file (agent/symbols/refusals.h), rate-limited there; the
  * log escapes the path. */
 static void run_refusal_notice(void *ctx, pid_t pid, const char *path, const char *reason)
@@ -1462,9 +1387,9 @@ int cmd_run(int argc, char **argv)
 	log_kv(LOG_INFO, "started", "host", a.host, "agent_id", a.agent_id, "config",
 	       a.cfg->path ? a.cfg->path : "(defaults)", NULL);
 
-	uint64_t period = a.cfg->push.interval_ms * 1000000ull, t0 = mono_ns();
+	uint64_t period = a.cfg->push.interval_ms * 1000000ull, t0 = clock_mono_ns();
 	uint64_t next = t0 + period, end = duration > 0 ? t0 + (uint64_t)(duration * 1e9) : 0;
-	uint64_t start_rt = realtime_ns();
+	uint64_t start_rt = clock_real_ns();
 	bool stop = false;
 
 	while (!stop) {
@@ -1491,7 +1416,7 @@ int cmd_run(int argc, char **argv)
 				     j++)
 					pfd[np++] = (struct pollfd){.fd = fds[j], .events = POLLIN};
 			}
-		uint64_t now = mono_ns(), wake = end && end < next ? end : next;
+		uint64_t now = clock_mono_ns(), wake = end && end < next ? end : next;
 		int timeout = wake > now ? (int)((wake - now) / 1000000) + 1 : 0;
 
 		if (timeout > 200)
@@ -1519,7 +1444,7 @@ int cmd_run(int argc, char **argv)
 		struct sampler_cb scb = {.ctx = &probes, .sample = on_probe, .mmap = on_mmap,
 					 .comm = on_comm, .fork = on_fork, .exit = on_exit_rec,
 					 .lost = on_lost};
-		uint64_t round = mono_ns();
+		uint64_t round = clock_mono_ns();
 
 		if (a.smp)
 			sampler_drain(a.smp, &cb);
@@ -1530,13 +1455,13 @@ int cmd_run(int argc, char **argv)
 				sampler_drain(a.pr[i].smp[k],
 					      a.pr[i].stacks && a.pst ? &scb : &pcb);
 			}
-		if (a.starts)
-			pair_latency(&a, round);
-		now = mono_ns();
+		if (a.lat)
+			latency_pair(a.lat, round, on_latency, &a);
+		now = clock_mono_ns();
 		if (end && now >= end)
 			stop = true;
 		if (now >= next || stop || reload) {
-			uint64_t seq = 0, end_rt = realtime_ns();
+			uint64_t seq = 0, end_rt = clock_real_ns();
 
 			if (a.push && push_next_seq(a.push, &seq) < 0)
 				log_kv(LOG_ERROR, "no sequence number", NULL);
@@ -1563,7 +1488,7 @@ int cmd_run(int argc, char **argv)
 			if (ret)
 				break;
 			period = a.cfg->push.interval_ms * 1000000ull; /* it may have changed */
-			next = mono_ns() + period;
+			next = clock_mono_ns() + period;
 			log_kv(LOG_INFO, "config reloaded", NULL);
 		}
 	}

@@ -60,6 +60,7 @@
 #include <curl/curl.h>
 
 #include "agent/ship/spool.h"
+#include "lib/clock.h"
 
 #define DEFAULT_TIMEOUT_MS 10000u
 #define DEFAULT_CONNECT_TIMEOUT_MS 5000u
@@ -159,10 +160,7 @@ struct push {
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return clock_mono_ns() / 1000000;
 }
 
 static struct timespec abstime_ms(uint64_t ms)
