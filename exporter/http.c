@@ -51,7 +51,6 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#include <zlib.h>
 
 #include "lib/log.h"
 #include "wire/wire.h"
@@ -63,6 +62,7 @@
 #include "exporter/targets.h"
 #include "exporter/totals.h"
 #include "lib/clock.h"
+#include "lib/gzip.h"
 
 /* Event loops (epoll), each over its share of the connections. */
 #define HTTP_THREADS 4u
@@ -281,45 +281,6 @@ static bool accepts_gzip(struct MHD_Connection *c)
 	return a.gzip >= 0 ? a.gzip > 0 : a.star > 0;
 }
 
-/* @len bytes at @in as one gzip member, in a malloc'd buffer. 0 or
- * -ENOMEM (-EIO should zlib refuse). */
-static int gzip_body(const void *in, size_t len, void **out, size_t *outlen)
-{
-	z_stream z = { 0 };
-	uint8_t *buf;
-	size_t cap;
-	int zr;
-
-	if (deflateInit2(&z, GZIP_LEVEL, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	cap = deflateBound(&z, len);
-	buf = malloc(cap);
-	if (!buf) {
-		deflateEnd(&z);
-		return -ENOMEM;
-	}
-	z.next_in = (Bytef *)in;
-	z.next_out = buf;
-	/* avail_* are 32-bit: feed and drain in steps below 4 GiB. */
-	do {
-		size_t in_left = len - (size_t)((const uint8_t *)z.next_in - (const uint8_t *)in);
-		size_t out_left = cap - (size_t)(z.next_out - buf);
-
-		z.avail_in = in_left > UINT32_MAX ? UINT32_MAX : (uInt)in_left;
-		z.avail_out = out_left > UINT32_MAX ? UINT32_MAX : (uInt)out_left;
-		zr = deflate(&z, z.avail_in == in_left ? Z_FINISH : Z_NO_FLUSH);
-	} while (zr == Z_OK);
-	*outlen = z.total_out;
-	deflateEnd(&z);
-	if (zr != Z_STREAM_END) {
-		free(buf);
-		return -EIO;
-	}
-	/* Give back what deflateBound() kept in reserve while MHD sends. */
-	*out = realloc(buf, *outlen) ?: buf;
-	return 0;
-}
-
 /* Send @resp with @status now, or keep it for the handler's next call when
  * the request is deferred. Takes over @resp. */
 static enum MHD_Result deliver(struct MHD_Connection *c, struct req *r, unsigned status,
@@ -349,11 +310,11 @@ static enum MHD_Result respond(struct MHD_Connection *c, struct req *r, unsigned
 			       const char *disposition)
 {
 	struct MHD_Response *resp;
-	void *z = NULL;
+	uint8_t *z = NULL;
 	size_t zlen = 0;
 
 	r->done = true;
-	if (r->encodable && r->gzip && !gzip_body(body, len, &z, &zlen)) {
+	if (r->encodable && r->gzip && !gzip_compress(body, len, GZIP_LEVEL, &z, &zlen)) {
 		if (owned)
 			free(body);
 		body = z;
