@@ -65,9 +65,11 @@
 
 #include "agent/cmd/run.h"
 
+#define RUN_PROG "cgperf-agent run"
+
 /* ---- identity ----------------------------------------------------------- */
 
-static void read_line(const char *path, char *buf, size_t len)
+void run_read_line(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "re");
 
@@ -85,7 +87,7 @@ static void agent_id(const char *file, char *out, size_t len)
 	FILE *f;
 	unsigned char rnd[16];
 
-	read_line(file, out, len);
+	run_read_line(file, out, len);
 	if (out[0])
 		return;
 	f = fopen("/dev/urandom", "re");
@@ -130,7 +132,7 @@ struct rcg *run_cg_find(struct agent *a, const char *path)
 	return NULL;
 }
 
-static void cg_add(struct agent *a, const char *path)
+void run_cg_add(struct agent *a, const char *path)
 {
 	struct cg_identity id;
 	struct rcg *c;
@@ -182,7 +184,7 @@ static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
 	struct rcg *c;
 
 	if (kind == CG_WATCH_ADDED) {
-		cg_add(a, path);
+		run_cg_add(a, path);
 	} else if (kind == CG_WATCH_REMOVED) {
 		c = run_cg_find(a, path);
 		if (c)
@@ -191,7 +193,7 @@ static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
 		struct cg_tree *t = cg_tree_scan(a->mount);
 
 		for (size_t i = 0; t && i < cg_tree_count(t); i++)
-			cg_add(a, cg_tree_get(t, i)->path);
+			run_cg_add(a, cg_tree_get(t, i)->path);
 		cg_tree_free(t);
 	}
 }
@@ -338,360 +340,6 @@ static void on_probe(void *ctx, const struct sample *s)
 	}
 }
 
-/* ---- set-up and tear-down ----------------------------------------------- */
-
-static void push_log(void *arg, enum push_log_level level, const char *msg)
-{
-	static const enum log_level map[] = {LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG};
-
-	log_kv(map[level], msg, NULL);
-}
-
-static void agent_stop(struct agent *a)
-{
-	sampler_close(a->smp);
-	a->smp = NULL;
-	for (size_t i = 0; i < a->npr; i++) {
-		for (size_t k = 0; k < a->pr[i].nsmp; k++)
-			sampler_close(a->pr[i].smp[k]);
-		a->pr[i].nsmp = 0;
-		probe_release(&a->pr[i].p);
-	}
-	a->npr = 0;
-	stacks_free(a->st);
-	a->st = NULL;
-	stacks_free(a->pst);
-	a->pst = NULL;
-	cg_watch_free(a->watch);
-	a->watch = NULL;
-	counters_free(a->ctr);
-	a->ctr = NULL;
-	for (size_t i = 0; i < a->ncg; i++)
-		free(a->cg[i].path);
-	free(a->cg);
-	a->cg = NULL;
-	a->ncg = a->capcg = 0;
-	for (size_t i = 0; i < a->nev; i++)
-		ev_spec_release(&a->evs[i]);
-	free(a->evs);
-	a->evs = NULL;
-	a->nev = 0;
-	if (a->have_sev)
-		ev_spec_release(&a->sev);
-	a->have_sev = false;
-	fold_free(a->cells);
-	a->cells = NULL;
-	latency_free(a->lat);
-	a->lat = NULL;
-	fold_free(a->ids);
-	a->ids = NULL;
-	free(a->pc);
-	a->pc = NULL;
-	a->npc = a->cappc = 0;
-	push_free(a->push);
-	a->push = NULL;
-	selfmetrics_stop(a->metrics);
-	a->metrics = NULL;
-	fold_free(a->probe_totals);
-	a->probe_totals = NULL;
-}
-
-static int agent_start(struct agent *a, const char *prog)
-{
-	const struct config *cfg = a->cfg;
-	char *token = NULL;
-
-	if (log_setup(cfg->log.format == CONFIG_LOG_JSON ? "json" : "logfmt",
-		      (const char *[]){"debug", "info", "warn", "error"}[cfg->log.level]) < 0)
-		return 1;
-	/* counters */
-	if (cfg->counters.enabled && cfg->counters.nevents) {
-		a->evs = calloc(cfg->counters.nevents, sizeof(*a->evs));
-		if (!a->evs)
-			return 1;
-		for (size_t i = 0; i < cfg->counters.nevents; i++) {
-			int err = ev_parse(cfg->counters.events[i], ev_tracefs(), &a->evs[a->nev]);
-
-			if (err) {
-				fprintf(stderr, "%s: counters.events: unknown event '%s'\n", prog,
-					cfg->counters.events[i]);
-				return 2;
-			}
-			a->nev++;
-		}
-		a->ctr = counters_new(a->evs, a->nev, a->cpus, (size_t)a->ncpu);
-		if (!a->ctr)
-			return 1;
-	}
-	a->ids = fold_new();
-	if (!a->ids)
-		return 1;
-	a->root_id = 0;
-	cg_path_id(a->mount, "", &a->root_id); /* 0 (unknown) if it fails */
-	/* cgroups: watch first, then scan, so none is missed */
-	a->watch = cg_watch_new(a->mount);
-	if (!a->watch)
-		log_kv(LOG_WARN, "cannot watch cgroups; new ones will not be followed", "error",
-		       strerror(errno), NULL);
-	{
-		struct cg_tree *t = cg_tree_scan(a->mount);
-
-		for (size_t i = 0; t && i < cg_tree_count(t); i++)
-			cg_add(a, cg_tree_get(t, i)->path);
-		cg_tree_free(t);
-	}
-	if (a->ctr && counters_start(a->ctr) < 0)
-		return 1;
-	if (a->ctr)
-		counters_read(a->ctr);
-	/* sampling; the call graph settings serve the probes' stacks too */
-	enum stacks_mode mode = cfg->sampling.call_graph == CONFIG_CALL_GRAPH_DWARF ? STACKS_DWARF
-										    : STACKS_FP;
-
-	if (cfg->sampling.enabled) {
-		int err = ev_parse(cfg->sampling.event, ev_tracefs(), &a->sev);
-
-		if (err) {
-			fprintf(stderr, "%s: sampling.event: unknown event '%s'\n", prog,
-				cfg->sampling.event);
-			return 2;
-		}
-		a->have_sev = true;
-		a->st = stacks_new(mode, cfg->sampling.per_cgroup, a->mount);
-		/* perf's default depth, or less when the sysctl says so (more fails) */
-		int sysmax = sampler_max_stack_default();
-		uint32_t max_stack = sysmax > 0 && sysmax < 127 ? (uint32_t)sysmax : 127;
-
-		if (a->st)
-			stacks_set_max_stack(a->st, max_stack);
-		struct sampler_opts so = {
-			.event = &a->sev,
-			.freq = cfg->sampling.frequency,
-			.callchain = true,
-			.user_stack = mode == STACKS_DWARF,
-			.stack_bytes = cfg->sampling.stack_bytes,
-			.regs_mask = stacks_regs_mask(mode),
-			.max_stack = max_stack,
-			.cpus = a->cpus,
-			.ncpu = (size_t)a->ncpu,
-			.mmap_pages = mode == STACKS_DWARF ? 256 : 64,
-		};
-
-		if (a->st && stacks_set_demangle(a->st, cfg->symbols.demangle) < 0) {
-			stacks_free(a->st);
-			a->st = NULL;
-		}
-		a->smp = a->st ? sampler_open(&so) : NULL;
-		if (!a->smp) {
-			if (errno == EACCES || errno == EPERM)
-				cmd_explain_perf_permission(prog, errno);
-			else
-				fprintf(stderr, "%s: cannot sample: %s\n", prog, strerror(errno));
-			return 1;
-		}
-		sampler_enable(a->smp);
-	}
-	/* probes: hits and histograms per cgroup */
-	a->cells = fold_new();
-	if (!a->cells)
-		return 1;
-	for (size_t i = 0; i < cfg->nprobes; i++) {
-		struct rprobe *rp = &a->pr[a->npr];
-		char err[2048];
-		int rc = probe_resolve(cfg->probes[i].spec, NULL, 0, &rp->p, err, sizeof(err));
-
-		if (rc) {
-			fprintf(stderr, "%s: %s:%d: %s\n", prog, cfg->path ? cfg->path : "config",
-				cfg->probes[i].line, err);
-			return 2;
-		}
-		rp->hist_arg = -1;
-		rp->lat_end = -1;
-		rp->stacks = cfg->probes[i].stacks;
-		snprintf(rp->stack_prefix, sizeof(rp->stack_prefix), "probe#%zu", a->npr);
-		for (int k = 0; cfg->probes[i].hist && k < rp->p.nargs; k++)
-			if (!strcmp(rp->p.args[k].name, cfg->probes[i].hist))
-				rp->hist_arg = k;
-		a->npr++;
-		if (rp->stacks && !a->pst) {
-			a->pst = stacks_new(mode, true, a->mount);
-			if (a->pst && stacks_set_demangle(a->pst, cfg->symbols.demangle) < 0) {
-				stacks_free(a->pst);
-				a->pst = NULL;
-				errno = ENOMEM;
-			}
-			if (!a->pst) {
-				fprintf(stderr, "%s: probe stacks: %s\n", prog, strerror(errno));
-				return 1;
-			}
-		}
-	}
-	/* Latency ends: a probe already listed, or one added only for that. */
-	for (size_t i = 0; i < cfg->nprobes; i++) {
-		const char *end = cfg->probes[i].latency_end;
-		size_t j;
-
-		if (!end)
-			continue;
-		for (j = 0; j < a->npr && strcmp(a->pr[j].p.spec, end); j++)
-			;
-		if (j == a->npr) {
-			struct rprobe *rp = &a->pr[a->npr];
-			char err[2048];
-
-			if (a->npr >= CONFIG_MAX_PROBES) {
-				fprintf(stderr, "%s: too many probes with their latency ends\n", prog);
-				return 2;
-			}
-			if (probe_resolve(end, NULL, 0, &rp->p, err, sizeof(err)) < 0) {
-				fprintf(stderr, "%s: %s:%d: latency_end: %s\n", prog,
-					cfg->path ? cfg->path : "config", cfg->probes[i].line, err);
-				return 2;
-			}
-			rp->hist_arg = -1;
-			rp->lat_end = -1;
-			rp->hidden = true;
-			a->npr++;
-		}
-		a->pr[i].lat_end = (int)j;
-		a->pr[j].is_end = true;
-	}
-	a->lat = latency_new(4000000);
-	if (!a->lat)
-		return 1;
-	for (size_t i = 0; i < a->npr; i++) {
-		struct rprobe *rp = &a->pr[i];
-		struct usdt_list *ul = NULL;
-		const struct usdt_probe *sites[RUN_MAX_SITES];
-		size_t nsites = 0;
-
-		/* Every site of a USDT probe, each with its own argument specs. */
-		if (rp->p.kind == PROBE_USDT && strchr(rp->p.symbol, ':')) {
-			char *colon = strchr(rp->p.symbol, ':');
-
-			ul = usdt_read(rp->p.path);
-			*colon = '\0';
-			for (const struct usdt_probe *u = ul ? usdt_find_next(ul, NULL, rp->p.symbol,
-									colon + 1)
-							    : NULL;
-			     u && nsites < RUN_MAX_SITES;
-			     u = usdt_find_next(ul, u, rp->p.symbol, colon + 1))
-				sites[nsites++] = u;
-			*colon = ':';
-		}
-		rp->regs_mask = rp->p.regs_mask;
-		/* The DWARF unwinder reads every general register, a superset of
-		 * any argument's: the one mask serves both. */
-		if (rp->stacks)
-			rp->regs_mask |= stacks_regs_mask(mode);
-		for (size_t k = 0; k < nsites; k++)
-			for (int g = 0; g < rp->p.nargs; g++) {
-				int n = rp->p.args[g].usdt_index;
-
-				if (n >= 0 && n < sites[k]->nargs &&
-				    (sites[k]->args[n].kind == USDT_ARG_REG ||
-				     sites[k]->args[n].kind == USDT_ARG_MEM))
-					rp->regs_mask |= 1ull << sites[k]->args[n].reg;
-			}
-		for (size_t k = 0; k < (nsites ? nsites : 1); k++) {
-			struct probe site = rp->p;
-			struct perf_event_attr attr;
-
-			if (nsites) {
-				site.offset = sites[k]->pc_off;
-				site.ref_ctr = sites[k]->sema_off;
-				memcpy(rp->site_args[k], sites[k]->args, sizeof(sites[k]->args));
-			}
-			if (probe_attr(&site, &attr) < 0) {
-				usdt_free(ul);
-				return 1;
-			}
-			/* With stacks, every hit copies the user stack in DWARF
-			 * mode: rings of 2 MiB per CPU, drained as they fill
-			 * (their fds are polled). */
-			struct sampler_opts so = {
-				.base_attr = &attr,
-				.period = 1,
-				.callchain = rp->stacks,
-				.user_stack = rp->stacks && mode == STACKS_DWARF,
-				.stack_bytes = cfg->sampling.stack_bytes,
-				.regs_mask = rp->regs_mask,
-				.max_stack = rp->stacks ? 127 : 0,
-				.raw = rp->p.kind == PROBE_TRACEPOINT && rp->p.nargs > 0,
-				.cpus = a->cpus,
-				.ncpu = (size_t)a->ncpu,
-				.mmap_pages = rp->stacks && mode == STACKS_DWARF ? 512 : 256,
-				.clock_monotonic = true,
-			};
-
-			rp->smp[k] = sampler_open(&so);
-			if (!rp->smp[k]) {
-				fprintf(stderr, "%s: cannot place %s: %s\n", prog, rp->p.label,
-					strerror(errno));
-				usdt_free(ul);
-				return 1;
-			}
-			rp->nsmp++;
-			sampler_enable(rp->smp[k]);
-		}
-		usdt_free(ul);
-	}
-	/* the agent's own /metrics */
-	a->probe_totals = fold_new();
-	if (!a->probe_totals)
-		return 1;
-	if (cfg->metrics.listen) {
-		char err[256];
-
-		a->metrics = selfmetrics_start(cfg->metrics.listen, err, sizeof(err));
-		if (!a->metrics) {
-			fprintf(stderr, "%s: %s\n", prog, err);
-			return 1;
-		}
-		log_kv(LOG_INFO, "serving /metrics", "listen", cfg->metrics.listen, NULL);
-	}
-	/* push */
-	if (cfg->push.ncollectors) {
-		if (cfg->push.token_file) {
-			char buf[4096];
-
-			read_line(cfg->push.token_file, buf, sizeof(buf));
-			if (!buf[0]) {
-				fprintf(stderr, "%s: push.token_file %s is empty or unreadable\n", prog,
-					cfg->push.token_file);
-				return 2;
-			}
-			token = strdup(buf);
-		}
-		struct push_opts po = {
-			.urls = (const char *const *)cfg->push.collectors,
-			.n_urls = cfg->push.ncollectors,
-			.token = token,
-			.timeout_ms = (unsigned)cfg->push.timeout_ms,
-			.idle_close_ms = (unsigned)cfg->push.idle_close_ms,
-			.ca_file = cfg->push.tls.ca_file,
-			.cert_file = cfg->push.tls.cert_file,
-			.key_file = cfg->push.tls.key_file,
-			.tls_no_verify = !cfg->push.tls.verify,
-			.retry_initial_ms = (unsigned)cfg->push.retry.initial_ms,
-			.retry_max_ms = (unsigned)cfg->push.retry.max_ms,
-			.spool_dir = cfg->push.spool.dir,
-			.spool_max_bytes = cfg->push.spool.max_bytes,
-			.user_agent = "cgperf-agent/" CGPERF_VERSION,
-			.log = push_log,
-		};
-
-		a->push = push_new(&po);
-		free(token);
-		if (!a->push) {
-			fprintf(stderr, "%s: cannot start pushing (spool %s): %s\n", prog,
-				cfg->push.spool.dir, strerror(errno));
-			return 1;
-		}
-	}
-	return 0;
-}
-
 /* A refused container file (agent/symbols/refusals.h), rate-limited there; the
  * log escapes the path. */
 static void run_refusal_notice(void *ctx, pid_t pid, const char *path, const char *reason)
@@ -703,7 +351,8 @@ static void run_refusal_notice(void *ctx, pid_t pid, const char *path, const cha
 	log_kv(LOG_INFO, "container file refused", "pid", p, "path", path, "reason", reason, NULL);
 }
 
-int cmd_run(int argc, char **argv)
+/* The options: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, const char **path, bool *print, double *duration)
 {
 	static const struct option longopts[] = {
 		{"config", required_argument, NULL, 'c'},
@@ -712,27 +361,21 @@ int cmd_run(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *prog = "cgperf-agent run", *path = NULL;
-	struct agent a = {0};
-	char err[2048];
-	bool print = false;
-	double duration = 0;
-	int opt, ret = 0, sfd = -1;
-	sigset_t mask, oldmask;
+	int opt;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "c:d:h", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'c': path = optarg; break;
-		case 'P': print = true; break;
+		case 'c': *path = optarg; break;
+		case 'P': *print = true; break;
 		case 'd': {
 			char *end;
 
 			errno = 0;
-			duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(duration > 0)) {
+			*duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(*duration > 0)) {
 				fprintf(stderr, "%s: --duration must be a positive number, not '%s'\n",
-					prog, optarg);
+					RUN_PROG, optarg);
 				return 2;
 			}
 			break;
@@ -746,11 +389,177 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
+		fprintf(stderr, "%s: unexpected argument '%s'\n", RUN_PROG, argv[optind]);
 		return 2;
 	}
+	return -1;
+}
+
+#define RUN_MAX_POLL (2 + 1 + CONFIG_MAX_PROBES * 64)
+
+/* What the loop polls: the signalfd, the cgroup watch, the sampling rings,
+ * and the rings of probes with stacks, which fill fast (a stack copy per
+ * hit) and are drained when a quarter full, not only on the beat. */
+static size_t poll_set(struct agent *a, int sfd, struct pollfd *pfd)
+{
+	size_t np = 0;
+	int fds[64];
+
+	pfd[np++] = (struct pollfd){.fd = sfd, .events = POLLIN};
+	pfd[np++] = (struct pollfd){.fd = a->watch ? cg_watch_fd(a->watch) : -1, .events = POLLIN};
+	if (a->smp) {
+		size_t n = sampler_fds(a->smp, fds, 64);
+
+		for (size_t i = 0; i < n && i < 64; i++)
+			pfd[np++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+	}
+	for (size_t i = 0; i < a->npr; i++)
+		for (size_t k = 0; a->pr[i].stacks && k < a->pr[i].nsmp; k++) {
+			size_t n = sampler_fds(a->pr[i].smp[k], fds, 64);
+
+			for (size_t j = 0; j < n && j < 64 && np < RUN_MAX_POLL; j++)
+				pfd[np++] = (struct pollfd){.fd = fds[j], .events = POLLIN};
+		}
+	return np;
+}
+
+/* Drain every ring, then pair the latencies up to the drain's start. */
+static void drain_rings(struct agent *a)
+{
+	struct ring cpu = {a, a->st, &a->lost}, probes = {a, a->pst, &a->probe_lost};
+	struct sampler_cb cb = {.ctx = &cpu, .sample = on_sample, .mmap = on_mmap,
+				.comm = on_comm, .fork = on_fork, .exit = on_exit_rec,
+				.lost = on_lost};
+	struct sampler_cb pcb = {.ctx = &probes, .sample = on_probe, .lost = on_lost};
+	struct sampler_cb scb = {.ctx = &probes, .sample = on_probe, .mmap = on_mmap,
+				 .comm = on_comm, .fork = on_fork, .exit = on_exit_rec,
+				 .lost = on_lost};
+	uint64_t round = clock_mono_ns();
+
+	if (a->smp)
+		sampler_drain(a->smp, &cb);
+	for (size_t i = 0; i < a->npr; i++)
+		for (size_t k = 0; k < a->pr[i].nsmp; k++) {
+			a->cur = i;
+			a->cur_site = k;
+			sampler_drain(a->pr[i].smp[k], a->pr[i].stacks && a->pst ? &scb : &pcb);
+		}
+	if (a->lat)
+		latency_pair(a->lat, round, on_latency, a);
+}
+
+/* SIGHUP: the config again, everything rebuilt from it. 0 (also when the
+ * new config does not load: the running one stays), or agent_start's. */
+static int reload(struct agent *a)
+{
+	struct config *ncfg = NULL;
+	char err[2048];
+	int ret;
+
+	if (config_load(a->cfg->path, &ncfg, err, sizeof(err)) < 0) {
+		log_kv(LOG_ERROR, "reload failed; keeping the running config", "error", err, NULL);
+		return 0;
+	}
+	/* What is not sent yet stays spooled for the new push. */
+	run_agent_stop(a);
+	config_free(a->cfg);
+	a->cfg = ncfg;
+	ret = run_agent_start(a);
+	if (!ret)
+		log_kv(LOG_INFO, "config reloaded", NULL);
+	return ret;
+}
+
+/* Read the signals: *@reload on SIGHUP; true to stop. */
+static bool read_signals(int sfd, bool *reload)
+{
+	struct signalfd_siginfo si;
+	bool stop = false;
+
+	while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP)
+			*reload = true;
+		else
+			stop = true;
+	}
+	return stop;
+}
+
+/* Sample, count and push until a signal or @duration. 0 or agent_start's. */
+static int run_loop(struct agent *a, int sfd, double duration)
+{
+	uint64_t period = a->cfg->push.interval_ms * 1000000ull, t0 = clock_mono_ns();
+	uint64_t next = t0 + period, end = duration > 0 ? t0 + (uint64_t)(duration * 1e9) : 0;
+	uint64_t start_rt = clock_real_ns();
+	bool stop = false;
+	int ret = 0;
+
+	while (!stop) {
+		struct pollfd pfd[RUN_MAX_POLL];
+		size_t np = poll_set(a, sfd, pfd);
+		uint64_t now = clock_mono_ns(), wake = end && end < next ? end : next;
+		int timeout = wake > now ? (int)((wake - now) / 1000000) + 1 : 0;
+		bool again = false;
+
+		if (timeout > 200)
+			timeout = 200; /* probe rings are drained on this beat too */
+		poll(pfd, np, timeout);
+		if ((pfd[0].revents & POLLIN) && read_signals(sfd, &again))
+			stop = true;
+		if (a->watch && (pfd[1].revents & POLLIN))
+			cg_watch_read(a->watch, on_watch, a);
+		drain_rings(a);
+		now = clock_mono_ns();
+		if (end && now >= end)
+			stop = true;
+		if (now >= next || stop || again) {
+			uint64_t seq = 0, end_rt = clock_real_ns();
+
+			if (a->push && push_next_seq(a->push, &seq) < 0)
+				log_kv(LOG_ERROR, "no sequence number", NULL);
+			run_batch(a, seq, start_rt, end_rt);
+			a->batches++;
+			run_publish_metrics(a);
+			start_rt = end_rt;
+			while (next <= now)
+				next += period;
+		}
+		if (again) {
+			if ((ret = reload(a)))
+				break;
+			period = a->cfg->push.interval_ms * 1000000ull; /* it may have changed */
+			next = clock_mono_ns() + period;
+		}
+	}
+	return ret;
+}
+
+/* Host name, machine id and agent id, once. */
+static void identify(struct agent *a)
+{
+	if (a->cfg->host.name && a->cfg->host.name[0])
+		snprintf(a->host, sizeof(a->host), "%s", a->cfg->host.name);
+	else
+		gethostname(a->host, sizeof(a->host) - 1);
+	run_read_line("/etc/machine-id", a->machine_id, sizeof(a->machine_id));
+	agent_id(a->cfg->host.agent_id_file, a->agent_id, sizeof(a->agent_id));
+}
+
+int cmd_run(int argc, char **argv)
+{
+	const char *path = NULL;
+	struct agent a = {0};
+	char err[2048];
+	bool print = false;
+	double duration = 0;
+	int ret, sfd = -1;
+	sigset_t mask, oldmask;
+
+	ret = parse_args(argc, argv, &path, &print, &duration);
+	if (ret >= 0)
+		return ret;
 	if (config_load(path, &a.cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, err);
+		fprintf(stderr, "%s: %s\n", RUN_PROG, err);
 		return 2;
 	}
 	if (print) {
@@ -758,18 +567,14 @@ int cmd_run(int argc, char **argv)
 		config_free(a.cfg);
 		return 0;
 	}
-	a.mount = cmd_perf_cgroup_mount(prog);
+	ret = 0;
+	a.mount = cmd_perf_cgroup_mount(RUN_PROG);
 	a.ncpu = cpumap_online(&a.cpus);
 	if (!a.mount || a.ncpu < 0) {
 		ret = 1;
 		goto out;
 	}
-	if (a.cfg->host.name && a.cfg->host.name[0])
-		snprintf(a.host, sizeof(a.host), "%s", a.cfg->host.name);
-	else
-		gethostname(a.host, sizeof(a.host) - 1);
-	read_line("/etc/machine-id", a.machine_id, sizeof(a.machine_id));
-	agent_id(a.cfg->host.agent_id_file, a.agent_id, sizeof(a.agent_id));
+	identify(&a);
 	cmd_raise_nofile();
 	/* Block before any thread exists (the push senders inherit the mask), so
 	 * the signals only ever arrive through the signalfd. */
@@ -784,117 +589,12 @@ int cmd_run(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	ret = agent_start(&a, prog);
+	ret = run_agent_start(&a);
 	if (ret)
 		goto out;
 	log_kv(LOG_INFO, "started", "host", a.host, "agent_id", a.agent_id, "config",
 	       a.cfg->path ? a.cfg->path : "(defaults)", NULL);
-
-	uint64_t period = a.cfg->push.interval_ms * 1000000ull, t0 = clock_mono_ns();
-	uint64_t next = t0 + period, end = duration > 0 ? t0 + (uint64_t)(duration * 1e9) : 0;
-	uint64_t start_rt = clock_real_ns();
-	bool stop = false;
-
-	while (!stop) {
-		struct pollfd pfd[2 + 1 + CONFIG_MAX_PROBES * 64];
-		size_t np = 0;
-		int fds[64];
-
-		pfd[np++] = (struct pollfd){.fd = sfd, .events = POLLIN};
-		pfd[np++] = (struct pollfd){.fd = a.watch ? cg_watch_fd(a.watch) : -1,
-					    .events = POLLIN};
-		if (a.smp) {
-			size_t n = sampler_fds(a.smp, fds, 64);
-
-			for (size_t i = 0; i < n && i < 64; i++)
-				pfd[np++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
-		}
-		/* Rings of probes with stacks fill fast (a stack copy per hit):
-		 * drained when a quarter full, not only on the beat. */
-		for (size_t i = 0; i < a.npr; i++)
-			for (size_t k = 0; a.pr[i].stacks && k < a.pr[i].nsmp; k++) {
-				size_t n = sampler_fds(a.pr[i].smp[k], fds, 64);
-
-				for (size_t j = 0; j < n && j < 64 && np < sizeof(pfd) / sizeof(pfd[0]);
-				     j++)
-					pfd[np++] = (struct pollfd){.fd = fds[j], .events = POLLIN};
-			}
-		uint64_t now = clock_mono_ns(), wake = end && end < next ? end : next;
-		int timeout = wake > now ? (int)((wake - now) / 1000000) + 1 : 0;
-
-		if (timeout > 200)
-			timeout = 200; /* probe rings are drained on this beat too */
-		poll(pfd, np, timeout);
-		bool reload = false;
-
-		if (pfd[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-
-			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-				if (si.ssi_signo == SIGHUP)
-					reload = true;
-				else
-					stop = true;
-			}
-		}
-		if (a.watch && (pfd[1].revents & POLLIN))
-			cg_watch_read(a.watch, on_watch, &a);
-		struct ring cpu = {&a, a.st, &a.lost}, probes = {&a, a.pst, &a.probe_lost};
-		struct sampler_cb cb = {.ctx = &cpu, .sample = on_sample, .mmap = on_mmap,
-					.comm = on_comm, .fork = on_fork, .exit = on_exit_rec,
-					.lost = on_lost};
-		struct sampler_cb pcb = {.ctx = &probes, .sample = on_probe, .lost = on_lost};
-		struct sampler_cb scb = {.ctx = &probes, .sample = on_probe, .mmap = on_mmap,
-					 .comm = on_comm, .fork = on_fork, .exit = on_exit_rec,
-					 .lost = on_lost};
-		uint64_t round = clock_mono_ns();
-
-		if (a.smp)
-			sampler_drain(a.smp, &cb);
-		for (size_t i = 0; i < a.npr; i++)
-			for (size_t k = 0; k < a.pr[i].nsmp; k++) {
-				a.cur = i;
-				a.cur_site = k;
-				sampler_drain(a.pr[i].smp[k],
-					      a.pr[i].stacks && a.pst ? &scb : &pcb);
-			}
-		if (a.lat)
-			latency_pair(a.lat, round, on_latency, &a);
-		now = clock_mono_ns();
-		if (end && now >= end)
-			stop = true;
-		if (now >= next || stop || reload) {
-			uint64_t seq = 0, end_rt = clock_real_ns();
-
-			if (a.push && push_next_seq(a.push, &seq) < 0)
-				log_kv(LOG_ERROR, "no sequence number", NULL);
-			run_batch(&a, seq, start_rt, end_rt);
-			a.batches++;
-			run_publish_metrics(&a);
-			start_rt = end_rt;
-			while (next <= now)
-				next += period;
-		}
-		if (reload) {
-			struct config *ncfg = NULL;
-
-			if (config_load(a.cfg->path, &ncfg, err, sizeof(err)) < 0) {
-				log_kv(LOG_ERROR, "reload failed; keeping the running config", "error",
-				       err, NULL);
-				continue;
-			}
-			/* What is not sent yet stays spooled for the new push. */
-			agent_stop(&a);
-			config_free(a.cfg);
-			a.cfg = ncfg;
-			ret = agent_start(&a, prog);
-			if (ret)
-				break;
-			period = a.cfg->push.interval_ms * 1000000ull; /* it may have changed */
-			next = clock_mono_ns() + period;
-			log_kv(LOG_INFO, "config reloaded", NULL);
-		}
-	}
+	ret = run_loop(&a, sfd, duration);
 	if (a.push && push_flush(a.push, (unsigned)(a.cfg->push.timeout_ms ? a.cfg->push.timeout_ms
 									 : 5000)) < 0)
 		log_kv(LOG_WARN, "stopping with batches still spooled; they are sent at the next start",
@@ -903,7 +603,7 @@ int cmd_run(int argc, char **argv)
 out:
 	if (sfd >= 0)
 		close(sfd);
-	agent_stop(&a); /* joins the push threads before the mask is restored */
+	run_agent_stop(&a); /* joins the push threads before the mask is restored */
 	refusals_stop();
 	if (sfd >= 0)
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);

@@ -106,6 +106,18 @@ int run_batch(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t end_ns)
  * totals since the agent (or its last reload) started. */
 void run_publish_metrics(struct agent *a);
 
+/*
+ * Build everything from a->cfg (run_setup.c). 0, 1 (a runtime failure) or 2
+ * (the config asks for what cannot be); what is half built, run_agent_stop()
+ * frees. run_agent_stop() leaves the config, mount and identity in place.
+ */
+int run_agent_start(struct agent *a);
+void run_agent_stop(struct agent *a);
+/* Follow the cgroup at @path when the config wants it (cmd_run.c). */
+void run_cg_add(struct agent *a, const char *path);
+/* The first line of @path into @buf ("" when unreadable). */
+void run_read_line(const char *path, char *buf, size_t len);
+
 /* The agent's cgroup at @path (relative to the mount), or NULL. */
 struct rcg *run_cg_find(struct agent *a, const char *path);
 /* The agent's cgroup with id @id, or NULL. */
