@@ -239,13 +239,174 @@ static void add_truncated(void *ctx, uint64_t cgroup_id, enum stacks_trunc reaso
 		wire_add_truncated(sc->b, prof, counts);
 }
 
+/* Counter deltas of the interval, per cgroup and event. Their sum. */
+static uint64_t add_counters(struct stack_ctx *sc)
+{
+	struct agent *a = sc->a;
+	uint64_t sum = 0;
+
+	if (!a->ctr)
+		return 0;
+	counters_read(a->ctr);
+	for (size_t i = 0; i < a->ncg; i++) {
+		if (a->cg[i].slot < 0)
+			continue;
+		int cgi = wire_cg(sc, i);
+
+		for (size_t e = 0; cgi >= 0 && e < a->nev; e++) {
+			struct counter_value v;
+
+			counters_get(a->ctr, a->cg[i].slot, e, true, &v);
+			/* raw count with its times: readers scale (the wire's rule) */
+			if (wire_add_counter(sc->b, cgi, a->evs[e].name, v.val, v.enabled, v.running,
+					     v.err == 0) >= 0)
+				sum += v.val;
+		}
+	}
+	return sum;
+}
+
+/* The stacks of the CPU samples, then of the probe hits; both engines
+ * reset. Their figures added up in *@ss. */
+static void add_stacks(struct stack_ctx *sc, struct stacks_stats *ss)
+{
+	struct agent *a = sc->a;
+	struct stacks_stats pss = {0};
+
+	if (a->st) {
+		stacks_foreach_frames(a->st, add_stack, sc);
+		stacks_foreach_truncated(a->st, add_truncated, sc);
+		stacks_reset(a->st);
+		stacks_gc(a->st);
+		stacks_stats(a->st, ss);
+	}
+	if (!a->pst)
+		return;
+	stacks_foreach_frames(a->pst, add_probe_stack, sc);
+	stacks_reset(a->pst);
+	stacks_gc(a->pst);
+	stacks_stats(a->pst, &pss);
+	ss->unwind_errors += pss.unwind_errors;
+	ss->refused += pss.refused;
+	ss->objects += pss.objects;
+	ss->objects_dropped += pss.objects_dropped;
+	ss->processes += pss.processes;
+}
+
+/* Probe hits and histograms per cgroup; the cells restart. Their hits. */
+static uint64_t add_probes(struct stack_ctx *sc)
+{
+	struct agent *a = sc->a;
+	uint64_t hits = 0;
+
+	for (size_t i = 0; i < a->npc; i++) {
+		struct pcell *c = &a->pc[i];
+		struct rcg *g = run_cg_by_id(a, c->cgroup);
+
+		if (!g)
+			continue;
+		int cgi = wire_cg(sc, (size_t)(g - a->cg));
+
+		if (cgi >= 0 && wire_add_probe(sc->b, cgi, a->pr[c->probe].p.label, c->hits,
+					       a->pr[c->probe].hist_arg >= 0 ? &c->h : NULL,
+					       a->pr[c->probe].lat_end >= 0 ? &c->lat : NULL) >= 0)
+			hits += c->hits;
+	}
+	fold_free(a->cells);
+	a->cells = fold_new();
+	a->npc = 0;
+	return hits;
+}
+
+/* The agent's own figures of the interval. */
+static void add_self(struct agent *a, struct wire_batch *b, const struct stacks_stats *ss)
+{
+	struct wire_self self = {.samples = a->samples, .lost_samples = a->lost};
+	struct push_stats ps;
+
+	self.unwind_failures = ss->unwind_errors;
+	self.stacks_refused = ss->refused;
+	if (a->push) {
+		push_stats(a->push, &ps);
+		self.push_failures = ps.failures;
+		self.push_rejected = ps.rejected;
+		self.spool_bytes = ps.spool_bytes;
+		self.spool_batches = ps.spool_count;
+		self.spool_dropped_batches = ps.spool_dropped;
+	}
+	/* Per interval, as the wire says: deltas of the running totals
+	 * (the push and stacks totals restart at a reload: clamp at 0);
+	 * the spool's size and count are gauges. */
+	struct wire_self cum = self;
+
+#define DELTA(f) self.f = cum.f >= a->last.f ? cum.f - a->last.f : cum.f
+	DELTA(samples);
+	DELTA(lost_samples);
+	DELTA(unwind_failures);
+	DELTA(push_failures);
+	DELTA(push_rejected);
+	DELTA(spool_dropped_batches);
+	DELTA(stacks_refused);
+#undef DELTA
+	a->last = cum;
+	wire_set_self(b, &self);
+}
+
+/* What one batch held, for the debug log. */
+struct batch_figures {
+	uint64_t seq, counters, hits, probe_lost;
+	size_t bytes;
+};
+
+static void log_queued(const struct batch_figures *f, const struct stack_ctx *sc,
+		       const struct stacks_stats *ss)
+{
+	char sq[24], ns[24], nh[24], nb[24], nc[24], no[24], nd[24], np[24], ps[24], pl[24];
+
+	snprintf(nc, sizeof(nc), "%" PRIu64, f->counters);
+	snprintf(sq, sizeof(sq), "%" PRIu64, f->seq);
+	snprintf(ns, sizeof(ns), "%" PRIu64, sc->samples);
+	snprintf(nh, sizeof(nh), "%" PRIu64, f->hits);
+	snprintf(nb, sizeof(nb), "%zu", f->bytes);
+	snprintf(no, sizeof(no), "%zu", ss->objects);
+	snprintf(nd, sizeof(nd), "%" PRIu64, ss->objects_dropped);
+	snprintf(np, sizeof(np), "%zu", ss->processes);
+	snprintf(ps, sizeof(ps), "%" PRIu64, sc->probe_samples);
+	snprintf(pl, sizeof(pl), "%" PRIu64, f->probe_lost);
+	log_kv(LOG_DEBUG, "batch queued", "seq", sq, "samples", ns, "hits", nh, "counters", nc,
+	       "bytes", nb, "objects", no, "objects_dropped", nd, "processes", np,
+	       "probe_stacks", ps, "probe_lost", pl, NULL);
+}
+
+/* Cgroups that went away were reported one last time: drop them. */
+static void drop_removed(struct agent *a)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < a->ncg; i++) {
+		if (a->cg[i].removed) {
+			uint64_t *slot = fold_slot(a->ids, &a->cg[i].id, sizeof(a->cg[i].id));
+
+			if (slot)
+				*slot = 0;
+			if (a->ctr && a->cg[i].slot >= 0)
+				counters_remove(a->ctr, a->cg[i].slot);
+			free(a->cg[i].path);
+			continue;
+		}
+		a->cg[j++] = a->cg[i];
+	}
+	a->ncg = j;
+}
+
 int run_batch(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t end_ns)
 {
 	struct wire_batch *b = wire_batch_new(a->host, a->machine_id, a->agent_id, CGPERF_VERSION,
 					      seq, start_ns, end_ns);
 	struct stack_ctx sc = {.a = a, .b = b, .host_prof = -1};
+	struct batch_figures f = {.seq = seq};
+	struct stacks_stats ss = {0};
 	uint8_t *buf = NULL;
-	size_t len = 0;
 	int err = 0;
 
 	if (!b)
@@ -259,151 +420,28 @@ int run_batch(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t end_ns)
 	for (size_t i = 0; i < a->ncg; i++)
 		sc.cgidx[i] = sc.prof[i] = -1;
 	sc.modidx = fold_new(); /* without it, modules are looked up by name */
-	/* counters: deltas of the interval */
-	uint64_t counter_sum = 0;
-
-	if (a->ctr) {
-		counters_read(a->ctr);
-		for (size_t i = 0; i < a->ncg; i++) {
-			if (a->cg[i].slot < 0)
-				continue;
-			int cgi = wire_cg(&sc, i);
-
-			for (size_t e = 0; cgi >= 0 && e < a->nev; e++) {
-				struct counter_value v;
-
-				counters_get(a->ctr, a->cg[i].slot, e, true, &v);
-				/* raw count with its times: readers scale (the wire's rule) */
-				if (wire_add_counter(b, cgi, a->evs[e].name, v.val, v.enabled, v.running,
-						     v.err == 0) >= 0)
-					counter_sum += v.val;
-			}
-		}
-	}
-	/* stacks: of the CPU samples, then of the probe hits */
-	struct stacks_stats ss = {0}, pss = {0};
-
-	if (a->st) {
-		stacks_foreach_frames(a->st, add_stack, &sc);
-		stacks_foreach_truncated(a->st, add_truncated, &sc);
-		stacks_reset(a->st);
-		stacks_gc(a->st);
-		stacks_stats(a->st, &ss);
-	}
-	if (a->pst) {
-		stacks_foreach_frames(a->pst, add_probe_stack, &sc);
-		stacks_reset(a->pst);
-		stacks_gc(a->pst);
-		stacks_stats(a->pst, &pss);
-		ss.unwind_errors += pss.unwind_errors;
-		ss.refused += pss.refused;
-		ss.objects += pss.objects;
-		ss.objects_dropped += pss.objects_dropped;
-		ss.processes += pss.processes;
-	}
-	/* probes */
-	uint64_t probe_hits = 0;
-
-	for (size_t i = 0; i < a->npc; i++) {
-		struct pcell *c = &a->pc[i];
-		struct rcg *g = run_cg_by_id(a, c->cgroup);
-
-		if (!g)
-			continue;
-		int cgi = wire_cg(&sc, (size_t)(g - a->cg));
-
-		if (cgi >= 0 && wire_add_probe(b, cgi, a->pr[c->probe].p.label, c->hits,
-					       a->pr[c->probe].hist_arg >= 0 ? &c->h : NULL,
-					       a->pr[c->probe].lat_end >= 0 ? &c->lat : NULL) >= 0)
-			probe_hits += c->hits;
-	}
-	fold_free(a->cells);
-	a->cells = fold_new();
-	a->npc = 0;
+	f.counters = add_counters(&sc);
+	add_stacks(&sc, &ss);
+	f.hits = add_probes(&sc);
 	/* Probe records lost in this interval: neither their hits nor their
 	 * stacks are in the batch (the wire has no field for them: logged). */
-	uint64_t probe_lost = a->probe_lost - a->probe_lost_last;
-
+	f.probe_lost = a->probe_lost - a->probe_lost_last;
 	a->probe_lost_last = a->probe_lost;
-	/* self figures */
-	{
-		struct wire_self self = {.samples = a->samples, .lost_samples = a->lost};
-		struct push_stats ps;
-
-		self.unwind_failures = ss.unwind_errors;
-		self.stacks_refused = ss.refused;
-		if (a->push) {
-			push_stats(a->push, &ps);
-			self.push_failures = ps.failures;
-			self.push_rejected = ps.rejected;
-			self.spool_bytes = ps.spool_bytes;
-			self.spool_batches = ps.spool_count;
-			self.spool_dropped_batches = ps.spool_dropped;
-		}
-		/* Per interval, as the wire says: deltas of the running totals
-		 * (the push and stacks totals restart at a reload: clamp at 0);
-		 * the spool's size and count are gauges. */
-		struct wire_self cum = self;
-
-#define DELTA(f) self.f = cum.f >= a->last.f ? cum.f - a->last.f : cum.f
-		DELTA(samples);
-		DELTA(lost_samples);
-		DELTA(unwind_failures);
-		DELTA(push_failures);
-		DELTA(push_rejected);
-		DELTA(spool_dropped_batches);
-		DELTA(stacks_refused);
-#undef DELTA
-		a->last = cum;
-		wire_set_self(b, &self);
-	}
-	err = wire_encode_gzip(b, &buf, &len);
+	add_self(a, b, &ss);
+	err = wire_encode_gzip(b, &buf, &f.bytes);
 	if (!err && a->push)
-		err = push_submit(a->push, seq, buf, len);
-	if (err) {
+		err = push_submit(a->push, seq, buf, f.bytes);
+	if (err)
 		log_kv(LOG_ERROR, "batch not queued", "error", strerror(-err), NULL);
-	} else {
-		char sq[24], ns[24], nh[24], nb[24], nc[24], no[24], nd[24], np[24], ps[24], pl[24];
-
-		snprintf(nc, sizeof(nc), "%" PRIu64, counter_sum);
-		snprintf(sq, sizeof(sq), "%" PRIu64, seq);
-		snprintf(ns, sizeof(ns), "%" PRIu64, sc.samples);
-		snprintf(nh, sizeof(nh), "%" PRIu64, probe_hits);
-		snprintf(nb, sizeof(nb), "%zu", len);
-		snprintf(no, sizeof(no), "%zu", ss.objects);
-		snprintf(nd, sizeof(nd), "%" PRIu64, ss.objects_dropped);
-		snprintf(np, sizeof(np), "%zu", ss.processes);
-		snprintf(ps, sizeof(ps), "%" PRIu64, sc.probe_samples);
-		snprintf(pl, sizeof(pl), "%" PRIu64, probe_lost);
-		log_kv(LOG_DEBUG, "batch queued", "seq", sq, "samples", ns, "hits", nh, "counters", nc,
-		       "bytes", nb, "objects", no, "objects_dropped", nd, "processes", np,
-		       "probe_stacks", ps, "probe_lost", pl, NULL);
-	}
-	if (probe_lost) {
+	else
+		log_queued(&f, &sc, &ss);
+	if (f.probe_lost) {
 		char pl[24];
 
-		snprintf(pl, sizeof(pl), "%" PRIu64, probe_lost);
+		snprintf(pl, sizeof(pl), "%" PRIu64, f.probe_lost);
 		log_kv(LOG_WARN, "probe records lost: a probe ring was full", "lost", pl, NULL);
 	}
-	/* cgroups that went away were reported one last time: drop them */
-	{
-		size_t j = 0;
-
-		for (size_t i = 0; i < a->ncg; i++) {
-			if (a->cg[i].removed) {
-				uint64_t *slot = fold_slot(a->ids, &a->cg[i].id, sizeof(a->cg[i].id));
-
-				if (slot)
-					*slot = 0;
-				if (a->ctr && a->cg[i].slot >= 0)
-					counters_remove(a->ctr, a->cg[i].slot);
-				free(a->cg[i].path);
-				continue;
-			}
-			a->cg[j++] = a->cg[i];
-		}
-		a->ncg = j;
-	}
+	drop_removed(a);
 out:
 	free(buf);
 	free(sc.cgidx);
