@@ -4,6 +4,7 @@
  * cgroup made for "-- COMMAND", the file-descriptor limit.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,4 +197,32 @@ void cmd_explain_perf_permission(const char *prog, int err)
 		"  capability (setcap cap_perfmon+ep cgperf-agent), or as root:\n"
 		"    sysctl kernel.perf_event_paranoid=0\n",
 		prog, strerror(err), buf);
+}
+
+int cmd_join_csv(char **acc, const char *arg)
+{
+	size_t n = (*acc ? strlen(*acc) + 1 : 0) + strlen(arg) + 1;
+	char *g = malloc(n);
+
+	if (!g)
+		return -ENOMEM;
+	snprintf(g, n, "%s%s%s", *acc ? *acc : "", *acc ? "," : "", arg);
+	free(*acc);
+	*acc = g;
+	return 0;
+}
+
+int cmd_parse_seconds(const char *prog, const char *what, const char *arg, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v > 0) || !isfinite(v)) {
+		fprintf(stderr, "%s: %s must be a positive number, not '%s'\n", prog, what, arg);
+		return 2;
+	}
+	*out = v;
+	return 0;
 }

@@ -222,20 +222,6 @@ struct record_args {
 	char **cmd; /* "-- COMMAND", or NULL */
 };
 
-static int add_groups(struct record_args *a, const char *arg)
-{
-	/* Repeated -G options add up, as in stat. */
-	size_t n = (a->groups_arg ? strlen(a->groups_arg) + 1 : 0) + strlen(arg) + 1;
-	char *g = malloc(n);
-
-	if (!g)
-		return 1;
-	snprintf(g, n, "%s%s%s", a->groups_arg ? a->groups_arg : "", a->groups_arg ? "," : "", arg);
-	free(a->groups_arg);
-	a->groups_arg = g;
-	return 0;
-}
-
 static int parse_pid(struct record *r, struct record_args *a, const char *arg)
 {
 	uint64_t v;
@@ -299,21 +285,6 @@ static int parse_demangle(struct record *r, struct record_args *a, const char *a
 	return 0;
 }
 
-static int parse_duration(const char *prog, const char *arg, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(arg, &end);
-	if (errno || end == arg || *end || !(v > 0) || !isfinite(v)) {
-		fprintf(stderr, "%s: --duration must be a positive number, not '%s'\n", prog, arg);
-		return 2;
-	}
-	*out = v;
-	return 0;
-}
-
 /* The options into @r and @a: 0, or the exit status (usage errors 2). */
 static int parse_args(struct record *r, struct record_args *a, int argc, char **argv)
 {
@@ -342,7 +313,7 @@ static int parse_args(struct record *r, struct record_args *a, int argc, char **
 	while (!ret && (opt = getopt_long(argc, argv, "+aG:p:t:F:c:e:go:d:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'a': a->all = true; break;
-		case 'G': ret = add_groups(a, optarg); break;
+		case 'G': ret = cmd_join_csv(&a->groups_arg, optarg) ? 1 : 0; break;
 		case 'p': ret = parse_pid(r, a, optarg); break;
 		case 't': ret = parse_target(r, optarg); break;
 		case 'F':
@@ -360,7 +331,7 @@ static int parse_args(struct record *r, struct record_args *a, int argc, char **
 		case OPT_PERCG: a->per_cgroup = true; break;
 		case OPT_DEMANGLE: ret = parse_demangle(r, a, optarg); break;
 		case OPT_NO_DEMANGLE: a->dstyle = DEMANGLE_NONE; break;
-		case 'd': ret = parse_duration(r->prog, optarg, &a->duration); break;
+		case 'd': ret = cmd_parse_seconds(r->prog, "--duration", optarg, &a->duration); break;
 		case 'v': a->verbose = true; break;
 		case 'h': usage(stdout); a->done = true; return 0;
 		default: usage(stderr); return 2;

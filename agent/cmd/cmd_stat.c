@@ -352,21 +352,6 @@ static void remove_transient(struct stat_ctx *c)
 	c->transient = NULL;
 }
 
-static int parse_positive(const char *prog, const char *what, const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v > 0) || !isfinite(v)) {
-		fprintf(stderr, "%s: %s must be a positive number, not '%s'\n", prog, what, s);
-		return 2;
-	}
-	*out = v;
-	return 0;
-}
-
 static void list_events(void)
 {
 	for (size_t i = 0; i < ev_builtin_count(); i++) {
@@ -407,7 +392,7 @@ static int parse_regex(struct stat_ctx *c, const char *re)
 static int parse_interval(struct stat_ctx *c, const char *s)
 {
 	double interval;
-	int ret = parse_positive(c->prog, "-I", s, &interval);
+	int ret = cmd_parse_seconds(c->prog, "-I", s, &interval);
 
 	if (ret)
 		return ret;
@@ -454,7 +439,7 @@ static int parse_args(struct stat_ctx *c, struct stat_args *a, int argc, char **
 		case 'R': ret = parse_regex(c, optarg); break;
 		case 'e': a->nevnames = split_commas(optarg, &a->evnames, &a->evcap, a->nevnames); break;
 		case 'I': ret = parse_interval(c, optarg); break;
-		case 'd': ret = parse_positive(c->prog, "--duration", optarg, &a->duration); break;
+		case 'd': ret = cmd_parse_seconds(c->prog, "--duration", optarg, &a->duration); break;
 		case 'j': c->json = true; break;
 		case 'v': c->verbose = true; break;
 		case 'l': list_events(); a->done = true; return 0;

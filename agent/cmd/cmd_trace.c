@@ -348,19 +348,6 @@ struct trace_args {
 	char **cmd; /* "-- COMMAND", or NULL */
 };
 
-static int add_groups(struct trace_args *a, const char *arg)
-{
-	size_t n = (a->groups ? strlen(a->groups) + 1 : 0) + strlen(arg) + 1;
-	char *g = malloc(n);
-
-	if (!g)
-		return 1;
-	snprintf(g, n, "%s%s%s", a->groups ? a->groups : "", a->groups ? "," : "", arg);
-	free(a->groups);
-	a->groups = g;
-	return 0;
-}
-
 static int parse_call_graph(const char *prog, struct trace_args *a, const char *arg)
 {
 	if (!strcmp(arg, "fp")) {
@@ -383,19 +370,6 @@ static int parse_pid(const char *prog, struct trace_args *a, const char *arg)
 	a->pid = strtol(arg, &end, 10);
 	if (errno || end == arg || *end || a->pid <= 0 || a->pid > 4194304) {
 		fprintf(stderr, "%s: bad pid '%s'\n", prog, arg);
-		return 2;
-	}
-	return 0;
-}
-
-static int parse_duration(const char *prog, struct trace_args *a, const char *arg)
-{
-	char *end;
-
-	errno = 0;
-	a->duration = strtod(arg, &end);
-	if (errno || end == arg || *end || !(a->duration > 0) || !isfinite(a->duration)) {
-		fprintf(stderr, "%s: --duration must be a positive number, not '%s'\n", prog, arg);
 		return 2;
 	}
 	return 0;
@@ -465,11 +439,11 @@ static int parse_args(struct trace *t, struct trace_args *a, int argc, char **ar
 		case OPT_NO_DEMANGLE: a->dstyle = DEMANGLE_NONE; break;
 		case OPT_PERPID: t->per_pid = true; break;
 		case 'a': a->all = true; break;
-		case 'G': ret = add_groups(a, optarg); break;
+		case 'G': ret = cmd_join_csv(&a->groups, optarg) ? 1 : 0; break;
 		case 'p': ret = parse_pid(t->prog, a, optarg); break;
 		case 'j': a->json = true; break;
 		case 'v': a->verbose = true; break;
-		case 'd': ret = parse_duration(t->prog, a, optarg); break;
+		case 'd': ret = cmd_parse_seconds(t->prog, "--duration", optarg, &a->duration); break;
 		case 'l': a->done = true; return trace_list_binary(t->prog, optarg);
 		case 'h': usage(stdout); a->done = true; return 0;
 		default: usage(stderr); return 2;
