@@ -146,6 +146,15 @@ static void label_of(const struct target *t, char *buf, size_t len)
 	cg_identity_label(&t->ident, buf, len);
 }
 
+/* ,"KEY":"VALUE" when @value is not empty. */
+static void json_field(FILE *f, const char *key, const char *value)
+{
+	if (!value[0])
+		return;
+	fprintf(f, ",\"%s\":", key);
+	json_write_string(f, value);
+}
+
 static void print_json(struct stat_ctx *c, const struct target *t, size_t e, bool delta,
 		       double elapsed_ns, double since_start_s)
 {
@@ -167,37 +176,18 @@ static void print_json(struct stat_ctx *c, const struct target *t, size_t e, boo
 	json_write_string(f, t->path);
 	fprintf(f, ",\"cgroup_id\":%" PRIu64, t->id);
 	label_of(t, label, sizeof(label));
-	if (label[0]) {
-		fputs(",\"identity\":", f);
-		json_write_string(f, label);
-	}
-	if (t->ident.runtime != CG_RT_NONE) {
-		fputs(",\"runtime\":", f);
-		json_write_string(f, cg_runtime_name(t->ident.runtime));
-	}
-	if (t->ident.container_id[0]) {
-		fputs(",\"container_id\":", f);
-		json_write_string(f, t->ident.container_id);
-	}
-	if (t->ident.container_name[0]) {
-		fputs(",\"container_name\":", f);
-		json_write_string(f, t->ident.container_name);
-	}
+	json_field(f, "identity", label);
+	if (t->ident.runtime != CG_RT_NONE)
+		json_field(f, "runtime", cg_runtime_name(t->ident.runtime));
+	json_field(f, "container_id", t->ident.container_id);
+	json_field(f, "container_name", t->ident.container_name);
 	if (t->ident.pod_uid[0]) {
-		fputs(",\"pod_uid\":", f);
-		json_write_string(f, t->ident.pod_uid);
-		fputs(",\"qos\":", f);
-		json_write_string(f, cg_qos_name(t->ident.qos));
+		json_field(f, "pod_uid", t->ident.pod_uid);
+		json_field(f, "qos", cg_qos_name(t->ident.qos));
 	}
 	/* "unit" is the value's unit below; the systemd unit gets its own key. */
-	if (t->ident.unit[0]) {
-		fputs(",\"systemd_unit\":", f);
-		json_write_string(f, t->ident.unit);
-	}
-	if (t->ident.slice[0]) {
-		fputs(",\"slice\":", f);
-		json_write_string(f, t->ident.slice);
-	}
+	json_field(f, "systemd_unit", t->ident.unit);
+	json_field(f, "slice", t->ident.slice);
 	fputs(",\"event\":", f);
 	json_write_string(f, ev->name);
 	if (v.err) {
