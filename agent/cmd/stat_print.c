@@ -75,6 +75,22 @@ static ssize_t find_event(const struct stat_ctx *c, uint32_t type, uint64_t conf
 	return -1;
 }
 
+/* The scaled count of hardware event @config in @t, when counted and > 0. */
+static bool ratio_base(const struct stat_ctx *c, const struct target *t, uint64_t config,
+		       bool delta, double *out)
+{
+	ssize_t i = find_event(c, PERF_TYPE_HARDWARE, config);
+	struct counter_value o;
+
+	if (i < 0)
+		return false;
+	counters_get(c->ctr, t->slot, (size_t)i, delta, &o);
+	if (o.err || o.scaled <= 0)
+		return false;
+	*out = o.scaled;
+	return true;
+}
+
 /* A derived figure for event @e, as perf prints after '#'. False if none. */
 static bool derived(const struct stat_ctx *c, const struct target *t, size_t e, bool delta,
 		    double elapsed_ns, double *value, const char **unit)
@@ -82,6 +98,7 @@ static bool derived(const struct stat_ctx *c, const struct target *t, size_t e, 
 	const struct ev_spec *ev = &c->evs[e];
 	struct counter_value v, o;
 	ssize_t other;
+	double base;
 
 	counters_get(c->ctr, t->slot, e, delta, &v);
 	if (v.err || v.running == 0)
@@ -92,13 +109,9 @@ static bool derived(const struct stat_ctx *c, const struct target *t, size_t e, 
 		return true;
 	}
 	if (ev->type == PERF_TYPE_HARDWARE && ev->config == PERF_COUNT_HW_INSTRUCTIONS) {
-		other = find_event(c, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
-		if (other < 0)
+		if (!ratio_base(c, t, PERF_COUNT_HW_CPU_CYCLES, delta, &base))
 			return false;
-		counters_get(c->ctr, t->slot, (size_t)other, delta, &o);
-		if (o.err || o.scaled <= 0)
-			return false;
-		*value = v.scaled / o.scaled;
+		*value = v.scaled / base;
 		*unit = "insn per cycle";
 		return true;
 	}
@@ -106,15 +119,11 @@ static bool derived(const struct stat_ctx *c, const struct target *t, size_t e, 
 	    (ev->config == PERF_COUNT_HW_BRANCH_MISSES || ev->config == PERF_COUNT_HW_CACHE_MISSES)) {
 		bool br = ev->config == PERF_COUNT_HW_BRANCH_MISSES;
 
-		other = find_event(c, PERF_TYPE_HARDWARE,
-				   br ? PERF_COUNT_HW_BRANCH_INSTRUCTIONS
-				      : PERF_COUNT_HW_CACHE_REFERENCES);
-		if (other < 0)
+		if (!ratio_base(c, t,
+				br ? PERF_COUNT_HW_BRANCH_INSTRUCTIONS : PERF_COUNT_HW_CACHE_REFERENCES,
+				delta, &base))
 			return false;
-		counters_get(c->ctr, t->slot, (size_t)other, delta, &o);
-		if (o.err || o.scaled <= 0)
-			return false;
-		*value = 100.0 * v.scaled / o.scaled;
+		*value = 100.0 * v.scaled / base;
 		*unit = br ? "of all branches" : "of all cache refs";
 		return true;
 	}
