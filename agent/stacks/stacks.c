@@ -208,25 +208,42 @@ static bool defer_sample(struct stacks *r, const struct sample *s, const char *p
 		p->prefix = (char *)b;
 	}
 	p->bytes = bytes;
+	p->gen = r->gc_gen;
 	r->pending_bytes += bytes;
 	r->npending++;
 	r->deferred++;
 	return true;
 }
 
-/* Count the held samples now, with what the drain since taught us. */
-void stacks_replay_pending(struct stacks *r)
+/*
+ * Count the held samples now, with what the drains since taught us: all of
+ * them (@all, at the end), or those held before the last drain began. One
+ * drain is not enough: it reads the rings one after the other, so a child's
+ * FORK written to a ring already read, before its first sample was written
+ * to a ring read later, is in no ring until the next drain.
+ */
+void stacks_replay_pending(struct stacks *r, bool all)
 {
+	size_t kept = 0;
+
 	if (!r->npending)
 		return;
 	r->replaying = true;
 	for (size_t i = 0; i < r->npending; i++) {
-		stacks_add(r, &r->pending[i].s, r->pending[i].prefix);
-		free(r->pending[i].buf);
+		struct pending *p = &r->pending[i];
+
+		if (!all && p->gen + 1 >= r->gc_gen) {
+			r->pending[kept++] = *p;
+			continue;
+		}
+		stacks_add(r, &p->s, p->prefix);
+		r->pending_bytes -= p->bytes;
+		free(p->buf);
 	}
 	r->replaying = false;
-	r->npending = 0;
-	r->pending_bytes = 0;
+	r->npending = kept;
+	if (!kept)
+		r->pending_bytes = 0;
 }
 
 void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)

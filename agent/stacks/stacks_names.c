@@ -411,7 +411,7 @@ static int names_ready(struct stacks *r)
  */
 static int namer_run(struct stacks *r, struct namer *nm)
 {
-	stacks_replay_pending(r);
+	stacks_replay_pending(r, true);
 	nm->out = fold_new();
 	if (!nm->out || names_ready(r) < 0)
 		return -ENOMEM;

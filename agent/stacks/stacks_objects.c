@@ -566,7 +566,8 @@ static void objects_sweep(struct stacks *r)
 
 void stacks_gc(struct stacks *r)
 {
-	stacks_replay_pending(r);
+	r->gc_gen++;
+	stacks_replay_pending(r, false);
 	procmaps_gc(r->pm);
 	/* The same aging as procmaps_gc(): gone two calls after the EXIT. */
 	for (size_t i = 0; i < r->ptcap; i++) {

@@ -129,6 +129,7 @@ struct stacks {
 	 * has given them their parent's maps). */
 	struct pending *pending;
 	size_t npending, cappending, pending_bytes;
+	uint64_t gc_gen; /* stacks_gc() calls so far: a held sample's age */
 	bool replaying;
 	uint64_t deferred;
 	/* Frame names, kept across intervals: a frame (object, offset) always
@@ -149,6 +150,7 @@ struct stacks {
 #define PENDING_BYTES (32u << 20)
 
 struct pending {
+	uint64_t gen; /* gc_gen when it was held */
 	struct sample s; /* its pointers into buf */
 	char *prefix;
 	void *buf;
@@ -173,7 +175,8 @@ void stacks_names_flush(struct stacks *r);
 
 /* ---- stacks.c ---- */
 
-/* Count the held samples now, with what the drain since taught us. */
-void stacks_replay_pending(struct stacks *r);
+/* Count the held samples now: all of them (@all), or those held before the
+ * last drain began (see stacks.c). */
+void stacks_replay_pending(struct stacks *r, bool all);
 
 #endif
