@@ -36,7 +36,11 @@ struct slowopen_msg {
 
 static const char *helper_exe;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pid_t helpers[SLOWOPEN_MAX_HELPERS]; /* spawned, not reaped */
+static struct {
+	pid_t pid;    /* spawned, not reaped; 0: free */
+	pid_t target; /* the process whose file it opens */
+	bool stalled; /* it timed out */
+} helpers[SLOWOPEN_MAX_HELPERS];
 static struct {
 	uint64_t key;
 	time_t until;
@@ -188,28 +192,38 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* Under lock: reap finished helpers; the number still outstanding. */
-static unsigned reap(void)
+/*
+ * Under lock: reap finished helpers; the number still outstanding, and in
+ * *@stuck whether one that timed out on a file of @target is still there
+ * (its daemon is still holding it: the other files of @target wait too).
+ */
+static unsigned reap(pid_t target, bool *stuck)
 {
 	unsigned n = 0;
 
+	*stuck = false;
 	for (unsigned i = 0; i < SLOWOPEN_MAX_HELPERS; i++) {
-		if (!helpers[i])
+		if (!helpers[i].pid)
 			continue;
-		if (waitpid(helpers[i], NULL, WNOHANG) != 0)
-			helpers[i] = 0; /* reaped, or not ours any more */
-		else
-			n++;
+		if (waitpid(helpers[i].pid, NULL, WNOHANG) != 0) {
+			helpers[i].pid = 0; /* reaped, or not ours any more */
+			continue;
+		}
+		n++;
+		if (helpers[i].stalled && helpers[i].target == target)
+			*stuck = true;
 	}
 	return n;
 }
 
-/* Under lock: a slot was checked free by reap()'s count. */
-static void keep_helper(pid_t pid)
+/* Under lock: keep @pid to reap later (when full, it stays a zombie). */
+static void keep_helper(pid_t pid, pid_t target, bool stalled)
 {
 	for (unsigned i = 0; i < SLOWOPEN_MAX_HELPERS; i++) {
-		if (!helpers[i]) {
-			helpers[i] = pid;
+		if (!helpers[i].pid) {
+			helpers[i].pid = pid;
+			helpers[i].target = target;
+			helpers[i].stalled = stalled;
 			return;
 		}
 	}
@@ -291,17 +305,17 @@ static int slow_open(pid_t pid, const char *path, uint64_t max_size, struct stat
 			(char *)path, NULL};
 	posix_spawn_file_actions_t fa;
 	uint64_t key = key_of(pid, path), deadline;
-	bool busy, later;
+	bool busy, later, stuck;
 	int sv[2], err, fd;
 	pid_t child;
 
 	if (!path || path[0] != '/')
 		return -EINVAL;
 	pthread_mutex_lock(&lock);
-	busy = reap() >= SLOWOPEN_MAX_HELPERS;
+	busy = reap(pid, &stuck) >= SLOWOPEN_MAX_HELPERS;
 	later = retry_later(key, now_s());
 	pthread_mutex_unlock(&lock);
-	if (busy || later) {
+	if (busy || later || stuck) {
 		stalled(pid, path, key, false);
 		return -ETIMEDOUT;
 	}
@@ -311,6 +325,10 @@ static int slow_open(pid_t pid, const char *path, uint64_t max_size, struct stat
 		return -errno;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
+	/* nothing of the agent's: a stuck helper must not hold its stderr
+	 * (a caller reading the agent's output to its end would wait) */
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
 	deadline = now_ms() + SLOWOPEN_WAIT_MS;
 	err = posix_spawn(&child, helper_exe, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
@@ -328,7 +346,7 @@ static int slow_open(pid_t pid, const char *path, uint64_t max_size, struct stat
 	}
 	pthread_mutex_lock(&lock);
 	if (waitpid(child, NULL, WNOHANG) == 0)
-		keep_helper(child); /* still closing the file, or stuck */
+		keep_helper(child, pid, fd == -ETIMEDOUT); /* still closing, or stuck */
 	pthread_mutex_unlock(&lock);
 	return fd;
 }

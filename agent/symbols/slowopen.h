@@ -18,7 +18,11 @@
  * (-ETIMEDOUT, counted as the refusal reason "stalled"), not asked for
  * again for SLOWOPEN_RETRY_S seconds, and the helper is left to finish or
  * stay stuck alone (it holds nothing of the agent's; it dies with the
- * agent unless stuck in the kernel; it is reaped by later calls). At most
+ * agent unless stuck in the kernel; it is reaped by later calls; its
+ * stdin and stderr are /dev/null). While a helper that timed out on a file
+ * of process P is still there, every other FUSE file of P is given up at
+ * once: its daemon (often single-threaded) is still holding the first, and
+ * the caller must not pay SLOWOPEN_WAIT_MS per file. At most
  * SLOWOPEN_MAX_HELPERS helpers may be outstanding: beyond, files are given
  * up at once. The memfd is a regular file: callers use it as the file.
  *
