@@ -208,7 +208,8 @@ else
 	# through the helper's memfd; during it, record ends and exits on time,
 	# the frames stay unnamed and the file is refused as "stalled".
 	nsenter -t "$jp" -m -- mkdir -p /tmp/binfs || fail "cannot make /tmp/binfs in the namespace"
-	nsenter -t "$jp" -m -- "$BUILD_DIR/tools/stallfs" /tmp/binfs +all $STALL "@$W/spin" \
+	cp "$W/spin" "/proc/$jp/root/tmp/spin" || fail "cannot copy the spin workload into the namespace"
+	nsenter -t "$jp" -m -- /tmp/stallfs /tmp/binfs +all $STALL @/tmp/spin \
 		>"$TMP/binfs.out" 2>&1 &
 	BF=$!; bg_track $BF
 	for i in $(seq 50); do
