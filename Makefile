@@ -243,7 +243,7 @@ $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h exporter/*/*.h
 		-lsqlite3 -lprotobuf-c -lz -lm
 
 # The .eh_frame scan of the DWARF unwinder (personality and LSDA words).
-FUZZ_CFI_SRC := tests/fuzz/fuzz_cfi.c agent/stacks/unwind.c lib/rootfs.c
+FUZZ_CFI_SRC := tests/fuzz/fuzz_cfi.c agent/stacks/unwind.c lib/rootfs.c lib/fusemnt.c
 $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/stacks/unwind.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZCC  $@")
@@ -254,9 +254,9 @@ $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/stacks/unwind.h
 # ELF symbols (and symtab's .eh_frame_hdr), USDT notes, the unwinder's
 # .eh_frame_hdr load, config_parse(). Seeds and a short run of each:
 # tests/integration/fuzz_parsers.sh.
-FUZZ_SYMTAB_SRC := tests/fuzz/fuzz_symtab.c agent/symbols/symtab.c agent/symbols/symcache.c lib/rootfs.c
-FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/perf/usdt.c lib/rootfs.c
-FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c agent/stacks/unwind.c lib/rootfs.c
+FUZZ_SYMTAB_SRC := tests/fuzz/fuzz_symtab.c agent/symbols/symtab.c agent/symbols/symcache.c lib/rootfs.c lib/fusemnt.c
+FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/perf/usdt.c lib/rootfs.c lib/fusemnt.c
+FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c agent/stacks/unwind.c lib/rootfs.c lib/fusemnt.c
 FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/cmd/config.c agent/perf/events.c agent/symbols/demangle.c agent/stacks/fold.c \
 	cgroup/identity.c lib/strdist.c
 FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config)
