@@ -21,11 +21,11 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "lib/strdist.h"
+#include "lib/suggest.h"
+#include "lib/units.h"
 
 #define CONFIG_FILE_MAX (1 << 20)
 #define VALUE_MAX 4096
-#define NS_MS UINT64_C(1000000)
 #define NS_S UINT64_C(1000000000)
 /* The last second a time in ns fits an int64 (2262-04-11), as the store
  * keeps times: a later one would wrap around to the past. */
@@ -76,52 +76,12 @@ void exporter_config_release(struct exporter_config *c)
 	memset(c, 0, sizeof(*c));
 }
 
-int exporter_parse_duration(const char *s, uint64_t *ns)
-{
-	static const struct {
-		const char *name;
-		uint64_t ns;
-	} units[] = { { "ms", NS_MS }, { "s", NS_S }, { "m", 60 * NS_S }, { "h", 3600 * NS_S },
-		      { "d", 86400 * NS_S } };
-	uint64_t total = 0;
-	int parts = 0;
-
-	while (*s) {
-		uint64_t n = 0, mul = 0;
-		size_t l = 0;
-
-		if (!isdigit((unsigned char)*s))
-			return -EINVAL;
-		for (; isdigit((unsigned char)*s); s++) {
-			if (n > (UINT64_MAX - 9) / 10)
-				return -ERANGE;
-			n = n * 10 + (uint64_t)(*s - '0');
-		}
-		while (isalpha((unsigned char)s[l]))
-			l++;
-		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-			if (strlen(units[i].name) == l && !strncmp(s, units[i].name, l))
-				mul = units[i].ns;
-		if (!mul)
-			return -EINVAL;
-		s += l;
-		if (n > UINT64_MAX / mul || total > UINT64_MAX - n * mul)
-			return -ERANGE;
-		total += n * mul;
-		parts++;
-	}
-	if (!parts)
-		return -EINVAL;
-	*ns = total;
-	return 0;
-}
-
 static int set_duration(uint64_t *dst, const char *key, const char *v, uint64_t min, char *err,
 			size_t errlen)
 {
 	uint64_t ns;
 
-	if (exporter_parse_duration(v, &ns) || ns < min || ns > 3650 * 86400 * NS_S) {
+	if (units_duration_ns(v, &ns) || ns < min || ns > 3650 * 86400 * NS_S) {
 		snprintf(err, errlen,
 			 "%s: '%.60s' is not a duration of 1s to 3650d (like 7d, 12h, 30m, 1h30m)",
 			 key, v);
@@ -255,18 +215,7 @@ static int copy_config(struct exporter_config *dst, const struct exporter_config
 
 static const char *suggest(const char *name)
 {
-	const char *best = NULL;
-	size_t bestd = (size_t)-1, l = strlen(name);
-
-	for (size_t i = 0; keys[i]; i++) {
-		size_t d = ev_distance(name, keys[i]);
-
-		if (d < bestd) {
-			bestd = d;
-			best = keys[i];
-		}
-	}
-	return best && bestd <= (l < 6 ? 1 : l < 10 ? 2 : 3) && bestd < l ? best : NULL;
+	return suggest_best(name, keys, SIZE_MAX, suggest_limit(strlen(name)));
 }
 
 static bool is_null(const yaml_node_t *n)
@@ -462,7 +411,7 @@ int exporter_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
 		return 0;
 	}
 	if (s[0] == '-') {
-		if (exporter_parse_duration(s + 1, &ns) || ns > now_ns)
+		if (units_duration_ns(s + 1, &ns) || ns > now_ns)
 			return -EINVAL;
 		*out = now_ns - ns;
 		return 0;

@@ -36,14 +36,12 @@
 #include "agent/cmd/config.h"
 #include "agent/perf/events.h"
 #include "cgroup/identity.h"
+#include "lib/suggest.h"
+#include "lib/units.h"
 
 #define MS_S UINT64_C(1000)
 #define MS_M (60 * MS_S)
 #define MS_H (60 * MS_M)
-#define KIB UINT64_C(1024)
-#define MIB (1024 * KIB)
-#define GIB (1024 * MIB)
-#define TIB (1024 * GIB)
 
 #define HOST_NAME_MAXLEN 255
 #define URL_MAXLEN 2048
@@ -128,7 +126,7 @@ struct config *config_defaults(void)
 	c->push.timeout_ms = 10 * MS_S;
 	c->push.idle_close_ms = 60 * MS_S;
 	c->push.tls.verify = true;
-	c->push.spool.max_bytes = 256 * MIB;
+	c->push.spool.max_bytes = 256 * UNITS_MIB;
 	c->push.retry.initial_ms = 1 * MS_S;
 	c->push.retry.max_ms = 60 * MS_S;
 	c->log.format = CONFIG_LOG_LOGFMT;
@@ -170,151 +168,13 @@ void config_free(struct config *c)
 	free(c);
 }
 
-/* ---- durations and sizes ---- */
+/* ---- durations and sizes (lib/units) ---- */
 
 static const char *skip_blanks(const char *s)
 {
 	while (*s == ' ' || *s == '\t')
 		s++;
 	return s;
-}
-
-/* Decimal digits at *s into *n; -EINVAL without a digit, -ERANGE on overflow. */
-static int parse_digits(const char **s, uint64_t *n)
-{
-	const char *p = *s;
-	uint64_t v = 0;
-
-	if (!isdigit((unsigned char)*p))
-		return -EINVAL;
-	for (; isdigit((unsigned char)*p); p++) {
-		unsigned d = (unsigned)(*p - '0');
-
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
-	*s = p;
-	*n = v;
-	return 0;
-}
-
-int config_parse_duration(const char *s, uint64_t *ms)
-{
-	static const struct {
-		const char *name;
-		uint64_t ms;
-	} units[] = {{"ms", 1}, {"s", MS_S}, {"m", MS_M}, {"h", MS_H}};
-	uint64_t total = 0;
-	bool any = false;
-
-	if (!s)
-		return -EINVAL;
-	for (;;) {
-		uint64_t n, mul = 0;
-		size_t ulen = 0;
-		int rc;
-
-		s = skip_blanks(s);
-		if (!*s)
-			break;
-		rc = parse_digits(&s, &n);
-		if (rc < 0)
-			return rc;
-		s = skip_blanks(s);
-		for (size_t i = 0; i < NELEMS(units); i++) {
-			size_t l = strlen(units[i].name);
-
-			if (!strncmp(s, units[i].name, l) && !isalpha((unsigned char)s[l])) {
-				mul = units[i].ms;
-				ulen = l;
-				break;
-			}
-		}
-		if (!mul)
-			return -EINVAL;
-		s += ulen;
-		if (n > UINT64_MAX / mul || total > UINT64_MAX - n * mul)
-			return -ERANGE;
-		total += n * mul;
-		any = true;
-	}
-	if (!any)
-		return -EINVAL;
-	*ms = total;
-	return 0;
-}
-
-int config_parse_size(const char *s, uint64_t *bytes)
-{
-	static const struct {
-		const char *name;
-		uint64_t mul;
-	} units[] = {
-		{"b", 1},
-		{"kib", KIB}, {"mib", MIB}, {"gib", GIB}, {"tib", TIB},
-		{"kb", UINT64_C(1000)}, {"mb", UINT64_C(1000000)}, {"gb", UINT64_C(1000000000)},
-		{"tb", UINT64_C(1000000000000)},
-	};
-	uint64_t n, mul = 1;
-	int rc;
-
-	if (!s)
-		return -EINVAL;
-	s = skip_blanks(s);
-	rc = parse_digits(&s, &n);
-	if (rc < 0)
-		return rc;
-	s = skip_blanks(s);
-	if (*s) {
-		size_t l = 0;
-
-		while (isalpha((unsigned char)s[l]))
-			l++;
-		mul = 0;
-		for (size_t i = 0; i < NELEMS(units); i++) {
-			if (strlen(units[i].name) == l && !strncasecmp(s, units[i].name, l)) {
-				mul = units[i].mul;
-				break;
-			}
-		}
-		if (!mul)
-			return -EINVAL;
-		s = skip_blanks(s + l);
-		if (*s)
-			return -EINVAL;
-	}
-	if (n > (uint64_t)INT64_MAX / mul)
-		return -ERANGE;
-	*bytes = n * mul;
-	return 0;
-}
-
-/* The shortest exact spelling: "1h", "90s", "1500ms". */
-static void format_duration(uint64_t ms, char *buf, size_t len)
-{
-	if (ms && ms % MS_H == 0)
-		snprintf(buf, len, "%" PRIu64 "h", ms / MS_H);
-	else if (ms && ms % MS_M == 0)
-		snprintf(buf, len, "%" PRIu64 "m", ms / MS_M);
-	else if (ms % MS_S == 0)
-		snprintf(buf, len, "%" PRIu64 "s", ms / MS_S);
-	else
-		snprintf(buf, len, "%" PRIu64 "ms", ms);
-}
-
-static void format_size(uint64_t b, char *buf, size_t len)
-{
-	if (b && b % TIB == 0)
-		snprintf(buf, len, "%" PRIu64 "TiB", b / TIB);
-	else if (b && b % GIB == 0)
-		snprintf(buf, len, "%" PRIu64 "GiB", b / GIB);
-	else if (b && b % MIB == 0)
-		snprintf(buf, len, "%" PRIu64 "MiB", b / MIB);
-	else if (b && b % KIB == 0)
-		snprintf(buf, len, "%" PRIu64 "KiB", b / KIB);
-	else
-		snprintf(buf, len, "%" PRIu64, b);
 }
 
 /* ---- cgroup globs ---- */
@@ -660,21 +520,12 @@ static size_t nkeys(const char *const *keys)
 static void suggest_key(const char *name, const char *const *keys, const char *where, char *buf,
 			size_t len)
 {
-	const char *best = NULL;
-	size_t bestd = (size_t)-1, l = strlen(name), n;
+	const char *best = suggest_best(name, keys, SIZE_MAX, suggest_limit(strlen(name)));
 	const char *other[3];
-	size_t nother = 0;
+	size_t nother = 0, n;
 
 	buf[0] = '\0';
-	for (size_t i = 0; keys[i]; i++) {
-		size_t d = ev_distance(name, keys[i]);
-
-		if (d < bestd) {
-			bestd = d;
-			best = keys[i];
-		}
-	}
-	if (best && bestd <= (l < 6 ? 1 : l < 10 ? 2 : 3) && bestd < l) {
+	if (best) {
 		snprintf(buf, len, " (did you mean '%s'?)", best);
 		return;
 	}
@@ -789,7 +640,7 @@ static int as_uint(struct ctx *x, const yaml_node_t *n, const char *name, unsign
 	if (rc)
 		return rc;
 	p = v;
-	rc = parse_digits(&p, &u);
+	rc = units_digits(&p, &u);
 	if (strspn(v, "0123456789") != strlen(v) || !*v)
 		return fail(x, n, "%s: expected an integer, got %s", name, show(v).s);
 	if (rc == -ERANGE || u < min || u > max)
@@ -808,12 +659,12 @@ static int as_duration(struct ctx *x, const yaml_node_t *n, const char *name, ui
 
 	if (rc)
 		return rc;
-	rc = config_parse_duration(v, &ms);
-	format_duration(min, lo, sizeof(lo));
-	format_duration(max, hi, sizeof(hi));
+	rc = units_duration_ms(v, &ms);
+	units_format_duration_ms(min, lo, sizeof(lo));
+	units_format_duration_ms(max, hi, sizeof(hi));
 	if (rc == -EINVAL) {
 		p = skip_blanks(v);
-		if (parse_digits(&p, &u) == 0 && !*skip_blanks(p))
+		if (units_digits(&p, &u) == 0 && !*skip_blanks(p))
 			return fail(x, n, "%s: %s has no unit (ms, s, m or h, like '%" PRIu64 "s')",
 				    name, show(v).s, u);
 		return fail(x, n,
@@ -837,9 +688,9 @@ static int as_size(struct ctx *x, const yaml_node_t *n, const char *name, uint64
 
 	if (rc)
 		return rc;
-	rc = config_parse_size(v, &b);
-	format_size(min, lo, sizeof(lo));
-	format_size(max, hi, sizeof(hi));
+	rc = units_size(v, &b);
+	units_format_size(min, lo, sizeof(lo));
+	units_format_size(max, hi, sizeof(hi));
 	if (rc == -EINVAL)
 		return fail(x, n,
 			    "%s: bad size %s (bytes, or a whole number and B, KiB, MiB, GiB, TiB, "
@@ -855,8 +706,8 @@ static int as_enum(struct ctx *x, const yaml_node_t *n, const char *name,
 		   const char *const *names, int *out)
 {
 	char expected[128] = "", hint[80] = "";
-	size_t o = 0, best = 0, bestd = (size_t)-1, count = nkeys(names);
-	const char *v;
+	size_t o = 0, count = nkeys(names);
+	const char *v, *best;
 	int rc;
 
 	for (size_t i = 0; i < count && o < sizeof(expected); i++)
@@ -866,20 +717,14 @@ static int as_enum(struct ctx *x, const yaml_node_t *n, const char *name,
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < count; i++) {
-		size_t d;
-
 		if (!strcmp(v, names[i])) {
 			*out = (int)i;
 			return 0;
 		}
-		d = ev_distance(v, names[i]);
-		if (d < bestd) {
-			bestd = d;
-			best = i;
-		}
 	}
-	if (bestd <= 2 && bestd < strlen(v))
-		snprintf(hint, sizeof(hint), " (did you mean '%s'?)", names[best]);
+	best = suggest_best(v, names, count, 2);
+	if (best)
+		snprintf(hint, sizeof(hint), " (did you mean '%s'?)", best);
 	return fail(x, n, "%s: expected %s, got %s%s", name, expected, show(v).s, hint);
 }
 
@@ -1080,7 +925,7 @@ static int check_url(struct ctx *x, const yaml_node_t *n, const char *name, cons
 		uint64_t port;
 		const char *q = p + 1;
 
-		if (parse_digits(&q, &port) < 0 || q != end || port < 1 || port > 65535)
+		if (units_digits(&q, &port) < 0 || q != end || port < 1 || port > 65535)
 			return fail(x, n, "%s: %s has a bad port (1..65535)", name, show(v).s);
 		p = q;
 	}
@@ -1102,7 +947,7 @@ static int check_listen(struct ctx *x, const yaml_node_t *n, const char *name, c
 		return fail(x, n, "%s: %s: an IPv6 address goes in brackets ([::1]:9465)", name,
 			    show(v).s);
 	q = colon + 1;
-	if (parse_digits(&q, &port) < 0 || *q || port < 1 || port > 65535)
+	if (units_digits(&q, &port) < 0 || *q || port < 1 || port > 65535)
 		return fail(x, n, "%s: %s has a bad port (1..65535)", name, show(v).s);
 	for (q = v; q < colon; q++)
 		if (!isalnum((unsigned char)*q) && !strchr("-._[]:", *q))
@@ -1497,7 +1342,7 @@ static int parse_push(struct ctx *x, const yaml_node_t *root, struct config *c,
 		    (rc = as_string(x, v, "push.spool.dir", 0, "a directory", &c->push.spool.dir)))
 			return rc;
 		if ((v = get(x, s, "max_bytes")) &&
-		    (rc = as_size(x, v, "push.spool.max_bytes", MIB, TIB, &c->push.spool.max_bytes)))
+		    (rc = as_size(x, v, "push.spool.max_bytes", UNITS_MIB, UNITS_TIB, &c->push.spool.max_bytes)))
 			return rc;
 	}
 
@@ -1514,8 +1359,8 @@ static int parse_push(struct ctx *x, const yaml_node_t *root, struct config *c,
 		if (c->push.retry.max_ms < c->push.retry.initial_ms) {
 			char a[32], b[32];
 
-			format_duration(c->push.retry.max_ms, a, sizeof(a));
-			format_duration(c->push.retry.initial_ms, b, sizeof(b));
+			units_format_duration_ms(c->push.retry.max_ms, a, sizeof(a));
+			units_format_duration_ms(c->push.retry.initial_ms, b, sizeof(b));
 			return fail(x, vm ? vm : vi ? vi : s,
 				    "push.retry.max (%s) is less than push.retry.initial (%s)", a, b);
 		}
@@ -1919,14 +1764,14 @@ int config_dump(const struct config *c, FILE *f)
 		fprintf(f, "\n    stacks: %s", tf(p->stacks));
 	}
 
-	format_duration(c->push.interval_ms, a, sizeof(a));
+	units_format_duration_ms(c->push.interval_ms, a, sizeof(a));
 	fprintf(f, "\npush:\n  interval: %s\n  collectors:", a);
 	put_list(f, "    ", c->push.collectors, c->push.ncollectors);
 	fputs("  token_file: ", f);
 	put_opt(f, c->push.token_file);
-	format_duration(c->push.timeout_ms, a, sizeof(a));
+	units_format_duration_ms(c->push.timeout_ms, a, sizeof(a));
 	fprintf(f, "\n  timeout: %s", a);
-	format_duration(c->push.idle_close_ms, a, sizeof(a));
+	units_format_duration_ms(c->push.idle_close_ms, a, sizeof(a));
 	fprintf(f, "\n  idle_close: %s\n  tls:\n    ca_file: ", a);
 	put_opt(f, c->push.tls.ca_file);
 	fputs("\n    cert_file: ", f);
@@ -1935,10 +1780,10 @@ int config_dump(const struct config *c, FILE *f)
 	put_opt(f, c->push.tls.key_file);
 	fprintf(f, "\n    verify: %s\n  spool:\n    dir: ", tf(c->push.tls.verify));
 	put_opt(f, c->push.spool.dir);
-	format_size(c->push.spool.max_bytes, a, sizeof(a));
+	units_format_size(c->push.spool.max_bytes, a, sizeof(a));
 	fprintf(f, "\n    max_bytes: %s\n", a);
-	format_duration(c->push.retry.initial_ms, a, sizeof(a));
-	format_duration(c->push.retry.max_ms, b, sizeof(b));
+	units_format_duration_ms(c->push.retry.initial_ms, a, sizeof(a));
+	units_format_duration_ms(c->push.retry.max_ms, b, sizeof(b));
 	fprintf(f, "  retry:\n    initial: %s\n    max: %s\n", a, b);
 
 	fprintf(f, "log:\n  format: %s\n  level: %s\n",

@@ -163,21 +163,6 @@ bool config_cgroup_wanted(const struct config *cfg, const char *path);
  */
 bool config_glob_match(const char *glob, const char *path);
 
-/*
- * Parse a duration: one or more NUMBER UNIT with UNIT ms, s, m or h
- * ("500ms", "15s", "1m30s", "1h 30m"; blanks allowed between them) into
- * milliseconds. 0, or -EINVAL (malformed, a number without unit,
- * decimals) or -ERANGE (more than 64 bits of milliseconds). *@ms is set
- * only on success.
- */
-int config_parse_duration(const char *s, uint64_t *ms);
-
-/*
- * Parse a size: plain bytes ("4096") or NUMBER UNIT with UNIT B, KiB, MiB,
- * GiB, TiB (powers of 1024) or kB, MB, GB, TB (powers of 1000), in any
- * letter case, with or without a blank before the unit. 0, or -EINVAL or
- * -ERANGE (over 2^63 - 1 bytes). *@bytes is set only on success.
- */
-int config_parse_size(const char *s, uint64_t *bytes);
+/* Durations and sizes: lib/units.h (units_duration_ms(), units_size()). */
 
 #endif

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <tracefs.h>
 
+#include "lib/suggest.h"
+
 
 struct builtin {
 	const char *name;
@@ -262,48 +264,10 @@ void ev_spec_release(struct ev_spec *ev)
 	ev->name = NULL;
 }
 
-struct candidate {
-	char *name;
-	size_t score;
-};
-
-struct ranking {
-	struct candidate *v;
-	size_t n, max;
-};
-
-/* Keep the @max best (lowest score) candidates, ties broken by name. */
-static void rank(struct ranking *r, const char *name, size_t score)
-{
-	size_t pos = r->n;
-
-	for (size_t i = 0; i < r->n; i++) {
-		if (!strcmp(r->v[i].name, name))
-			return;
-	}
-	while (pos > 0 && (r->v[pos - 1].score > score ||
-			   (r->v[pos - 1].score == score && strcmp(r->v[pos - 1].name, name) > 0)))
-		pos--;
-	if (pos >= r->max)
-		return;
-	char *dup = strdup(name);
-
-	if (!dup)
-		return;
-	if (r->n == r->max) {
-		free(r->v[r->n - 1].name);
-		r->n--;
-	}
-	memmove(&r->v[pos + 1], &r->v[pos], (r->n - pos) * sizeof(r->v[0]));
-	r->v[pos].name = dup;
-	r->v[pos].score = score;
-	r->n++;
-}
-
 /* Distance, with substring hits ranked as close. */
 static size_t closeness(const char *want, const char *have)
 {
-	size_t d = ev_distance(want, have);
+	size_t d = suggest_distance(want, have);
 	size_t lw = strlen(want);
 
 	if (lw >= 3 && strstr(have, want))
@@ -311,7 +275,7 @@ static size_t closeness(const char *want, const char *have)
 	return d;
 }
 
-static void consider(struct ranking *r, const char *want, const char *have)
+static void consider(struct suggest *r, const char *want, const char *have)
 {
 	size_t d = closeness(want, have);
 	size_t limit = strlen(want) / 3 + 1;
@@ -319,10 +283,10 @@ static void consider(struct ranking *r, const char *want, const char *have)
 	if (limit < 2)
 		limit = 2;
 	if (d <= limit)
-		rank(r, have, d);
+		suggest_add(r, have, d);
 }
 
-static void scan_tracepoints(struct ranking *r, const char *want, const char *tracefs)
+static void scan_tracepoints(struct suggest *r, const char *want, const char *tracefs)
 {
 	const char *colon = strchr(want, ':');
 	size_t wsys = colon ? (size_t)(colon - want) : 0;
@@ -340,7 +304,7 @@ static void scan_tracepoints(struct ranking *r, const char *want, const char *tr
 				continue;
 			memcpy(want_sys, want, wsys);
 			want_sys[wsys] = '\0';
-			if (ev_distance(want_sys, sys) > 2)
+			if (suggest_distance(want_sys, sys) > 2)
 				continue;
 		}
 		events = tracefs_system_events(tracefs, sys);
@@ -357,7 +321,7 @@ static void scan_tracepoints(struct ranking *r, const char *want, const char *tr
 				size_t d = closeness(want, events[j]);
 
 				if (d <= 2)
-					rank(r, full, d + 1);
+					suggest_add(r, full, d + 1);
 			}
 		}
 		tracefs_list_free(events);
@@ -367,19 +331,14 @@ static void scan_tracepoints(struct ranking *r, const char *want, const char *tr
 
 size_t ev_suggest(const char *name, const char *tracefs, char **out, size_t max)
 {
-	struct ranking r = {.max = max};
+	struct suggest r;
 
 	if (!max || !name)
 		return 0;
-	r.v = calloc(max, sizeof(*r.v));
-	if (!r.v)
-		return 0;
+	suggest_init(&r, max);
 	for (size_t i = 0; i < NBUILTIN; i++)
 		consider(&r, name, builtins[i].name);
 	if (tracefs)
 		scan_tracepoints(&r, name, tracefs);
-	for (size_t i = 0; i < r.n; i++)
-		out[i] = r.v[i].name;
-	free(r.v);
-	return r.n;
+	return suggest_take(&r, out);
 }

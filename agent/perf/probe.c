@@ -57,6 +57,7 @@
 
 #include "agent/perf/events.h"
 #include "lib/rootfs.h"
+#include "lib/suggest.h"
 #include "agent/perf/sampler.h"
 #include "agent/symbols/symtab.h"
 
@@ -194,74 +195,9 @@ static bool same_file(const char *a, const char *b)
 	return stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* ---- near matches ---- */
+/* ---- near matches (lib/suggest) ---- */
 
-struct near {
-	char *name[PROBE_SUGGEST];
-	size_t score[PROBE_SUGGEST];
-	size_t n;
-};
-
-/* @part inside @whole, and long enough to mean something there: "main"
- * is in "PyNumber_InPlaceRemainder" by accident, "malloc" in
- * "__libc_malloc" is not */
-static bool near_within(const char *whole, size_t lwhole, const char *part, size_t lpart)
-{
-	return lpart >= 3 && (lpart >= 6 || 2 * lpart >= lwhole) && strstr(whole, part);
-}
-
-/*
- * Score @have against @want, lower is closer; SIZE_MAX when too far to
- * offer. Edit distance up to a third of the length; a name containing the
- * other counts as close.
- */
-static size_t near_score(const char *want, const char *have)
-{
-	size_t lw = strlen(want), lh = strlen(have);
-	size_t limit = lw / 3 + 1 < 2 ? 2 : lw / 3 + 1;
-	bool sub = near_within(have, lh, want, lw) || near_within(want, lw, have, lh);
-	size_t d;
-
-	/* the distance is at least the length difference: skip the work */
-	if (!sub && (lw > lh ? lw - lh : lh - lw) > limit)
-		return SIZE_MAX;
-	d = ev_distance(want, have);
-	if (sub && d > 2)
-		d = 2;
-	return d <= limit ? d : SIZE_MAX;
-}
-
-/* Keep the best PROBE_SUGGEST, ties by name; allocation failure only loses a hint. */
-static void near_add(struct near *nr, const char *want, const char *have)
-{
-	size_t score = near_score(want, have), pos;
-	char *dup;
-
-	if (score == SIZE_MAX)
-		return;
-	for (size_t i = 0; i < nr->n; i++) {
-		if (strcmp(nr->name[i], have) == 0)
-			return;
-	}
-	pos = nr->n;
-	while (pos > 0 && (nr->score[pos - 1] > score ||
-			   (nr->score[pos - 1] == score && strcmp(nr->name[pos - 1], have) > 0)))
-		pos--;
-	if (pos >= PROBE_SUGGEST)
-		return;
-	dup = strdup(have);
-	if (!dup)
-		return;
-	if (nr->n == PROBE_SUGGEST)
-		free(nr->name[--nr->n]);
-	memmove(&nr->name[pos + 1], &nr->name[pos], (nr->n - pos) * sizeof(nr->name[0]));
-	memmove(&nr->score[pos + 1], &nr->score[pos], (nr->n - pos) * sizeof(nr->score[0]));
-	nr->name[pos] = dup;
-	nr->score[pos] = score;
-	nr->n++;
-}
-
-static void near_print(const struct near *nr, struct msg *m)
+static void near_print(const struct suggest *nr, struct msg *m)
 {
 	if (!nr->n)
 		return;
@@ -269,13 +205,6 @@ static void near_print(const struct near *nr, struct msg *m)
 	for (size_t i = 0; i < nr->n; i++)
 		msg_add(m, "%s%s", i ? ", " : "", nr->name[i]);
 	msg_add(m, "?");
-}
-
-static void near_release(struct near *nr)
-{
-	for (size_t i = 0; i < nr->n; i++)
-		free(nr->name[i]);
-	nr->n = 0;
 }
 
 /* ---- finding the binary ---- */
@@ -773,16 +702,17 @@ static int usdt_argdef(struct probe *p, const struct usdt_probe *up, char *tok, 
 static void symbol_suggest(const struct symtab *s, const char *want, const char *path,
 			   struct msg *m)
 {
-	struct near nr = { 0 };
+	struct suggest nr = { 0 };
 	size_t count = symtab_count(s);
 
+	suggest_init(&nr, PROBE_SUGGEST);
 	msg_add(m, "no function \"%s\" in %s (%zu functions from %s%s)", want, path, count,
 		symtab_source(s),
 		strcmp(symtab_source(s), "dynsym") == 0 ? ": exported only, no debuginfo" : "");
 	for (size_t i = 0; i < count; i++)
-		near_add(&nr, want, symtab_name_at(s, i, NULL));
+		suggest_consider(&nr, want, symtab_name_at(s, i, NULL));
 	near_print(&nr, m);
-	near_release(&nr);
+	suggest_release(&nr);
 }
 
 /* "u:BINARY:SYMBOL[+OFF][%return]" */
@@ -910,10 +840,11 @@ static bool has_provider(const struct usdt_list *l, const char *provider)
 static void sdt_suggest(const struct usdt_list *l, const char *provider, const char *name,
 			const char *path, struct msg *m)
 {
-	struct near nr = { 0 };
+	struct suggest nr = { 0 };
 	size_t wl = strlen(provider) + strlen(name) + 2;
 	char *want = malloc(wl);
 
+	suggest_init(&nr, PROBE_SUGGEST);
 	msg_add(m, "no SDT probe %s:%s in %s (%zu probes)", provider, name, path, usdt_count(l));
 	if (!want)
 		return;
@@ -928,9 +859,9 @@ static void sdt_suggest(const struct usdt_list *l, const char *provider, const c
 		snprintf(have, hl, "%s:%s", up->provider, up->name);
 		/* a matching provider is compared by name alone */
 		if (strcmp(up->provider, provider) == 0)
-			near_add(&nr, name, up->name);
+			suggest_consider(&nr, name, up->name);
 		else
-			near_add(&nr, want, have);
+			suggest_consider(&nr, want, have);
 		free(have);
 	}
 	free(want);
@@ -945,7 +876,7 @@ static void sdt_suggest(const struct usdt_list *l, const char *provider, const c
 		}
 		msg_add(m, "?");
 	}
-	near_release(&nr);
+	suggest_release(&nr);
 }
 
 struct exec_files {

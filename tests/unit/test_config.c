@@ -951,102 +951,6 @@ static void test_out_of_memory(void **state)
 #endif
 }
 
-/* ---- durations and sizes ---- */
-
-struct num_case {
-	const char *s;
-	int rc;
-	uint64_t v;
-};
-
-static const struct num_case durations[] = {
-	{"500ms", 0, 500},
-	{"15s", 0, 15000},
-	{"1m", 0, 60000},
-	{"1h", 0, 3600000},
-	{"1m30s", 0, 90000},
-	{"1h 30m", 0, 5400000},
-	{"2s500ms", 0, 2500},
-	{" 15 s ", 0, 15000},
-	{"0s", 0, 0},
-	{"0ms", 0, 0},
-	{"18446744073709551615ms", 0, UINT64_MAX},
-	{"", -EINVAL, 0},
-	{"   ", -EINVAL, 0},
-	{"15", -EINVAL, 0},
-	{"s", -EINVAL, 0},
-	{"1.5s", -EINVAL, 0},
-	{"15sec", -EINVAL, 0},
-	{"15S", -EINVAL, 0},
-	{"1d", -EINVAL, 0},
-	{"-1s", -EINVAL, 0},
-	{"1m30", -EINVAL, 0},
-	{"18446744073709551616ms", -ERANGE, 0},
-	{"18446744073709551615s", -ERANGE, 0},
-	{"18446744073709551615ms1ms", -ERANGE, 0},
-};
-
-static const struct num_case sizes[] = {
-	{"0", 0, 0},
-	{"4096", 0, 4096},
-	{"8B", 0, 8},
-	{"10MiB", 0, 10ULL << 20},
-	{"256mib", 0, 256ULL << 20},
-	{"1 KiB", 0, 1024},
-	{"1GiB", 0, 1ULL << 30},
-	{"3TiB", 0, 3ULL << 40},
-	{"1kB", 0, 1000},
-	{"1KB", 0, 1000},
-	{"5MB", 0, 5000000},
-	{"2GB", 0, 2000000000},
-	{"2TB", 0, 2000000000000ULL},
-	{"8388607TiB", 0, 8388607ULL << 40},
-	{"9223372036854775807", 0, INT64_MAX},
-	{"", -EINVAL, 0},
-	{"MiB", -EINVAL, 0},
-	{"1.5GiB", -EINVAL, 0},
-	{"1 MiB x", -EINVAL, 0},
-	{"10M", -EINVAL, 0},
-	{"10k", -EINVAL, 0},
-	{"-1", -EINVAL, 0},
-	{"1PiB", -EINVAL, 0},
-	{"9223372036854775808", -ERANGE, 0},
-	{"8388608TiB", -ERANGE, 0},
-	{"99999999999999999999999", -ERANGE, 0},
-};
-
-static void test_durations(void **state)
-{
-	for (size_t i = 0; i < NCASES(durations); i++) {
-		uint64_t v = 12345;
-		int rc = config_parse_duration(durations[i].s, &v);
-
-		if (rc != durations[i].rc)
-			fail_msg("\"%s\": rc %d, want %d", durations[i].s, rc, durations[i].rc);
-		if (!rc && v != durations[i].v)
-			fail_msg("\"%s\": %llu, want %llu", durations[i].s, (unsigned long long)v,
-				 (unsigned long long)durations[i].v);
-		if (rc)
-			assert_int_equal(v, 12345);
-	}
-}
-
-static void test_sizes(void **state)
-{
-	for (size_t i = 0; i < NCASES(sizes); i++) {
-		uint64_t v = 12345;
-		int rc = config_parse_size(sizes[i].s, &v);
-
-		if (rc != sizes[i].rc)
-			fail_msg("\"%s\": rc %d, want %d", sizes[i].s, rc, sizes[i].rc);
-		if (!rc && v != sizes[i].v)
-			fail_msg("\"%s\": %llu, want %llu", sizes[i].s, (unsigned long long)v,
-				 (unsigned long long)sizes[i].v);
-		if (rc)
-			assert_int_equal(v, 12345);
-	}
-}
-
 /* ---- cgroup globs ---- */
 
 struct glob_case {
@@ -1257,8 +1161,6 @@ int main(void)
 		cmocka_unit_test(test_error_truncated),
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_out_of_memory),
-		cmocka_unit_test(test_durations),
-		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_globs),
 		cmocka_unit_test(test_cgroup_wanted),
 		cmocka_unit_test(test_dump_round_trip),
