@@ -258,7 +258,7 @@ FUZZ_SYMTAB_SRC := tests/fuzz/fuzz_symtab.c agent/symbols/symtab.c agent/symbols
 FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/perf/usdt.c lib/rootfs.c
 FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c agent/stacks/unwind.c lib/rootfs.c
 FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/cmd/config.c agent/perf/events.c agent/symbols/demangle.c agent/stacks/fold.c \
-	cgroup/identity.c lib/suggest.c lib/units.c
+	cgroup/identity.c lib/suggest.c lib/units.c agent/perf/probe_spec.c agent/perf/usdt.c lib/rootfs.c
 FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config)
 
 $(O)/fuzz/fuzz_symtab: $(FUZZ_SYMTAB_SRC) agent/symbols/symtab.h agent/symbols/symcache.h tests/fuzz/fuzz_file.h

@@ -35,6 +35,7 @@
 
 #include "agent/cmd/config.h"
 #include "agent/perf/events.h"
+#include "agent/perf/probe_spec.h"
 #include "cgroup/identity.h"
 #include "lib/suggest.h"
 #include "lib/units.h"
@@ -45,7 +46,6 @@
 
 #define HOST_NAME_MAXLEN 255
 #define URL_MAXLEN 2048
-#define ARGNAME_MAX 63 /* probe.c's PROBE_ARGNAME_MAX */
 #define CONFIG_MAX_DEPTH 16   /* nested lists and mappings; the schema needs 4 */
 #define CONFIG_MAX_ANCHORS 64 /* anchors, and aliases, in a file */
 
@@ -955,92 +955,45 @@ static int check_listen(struct ctx *x, const yaml_node_t *n, const char *name, c
 	return 0;
 }
 
-static bool argname_ok(const char *s, size_t n)
-{
-	if (!n || n > ARGNAME_MAX || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
-			return false;
-	return true;
-}
-
 /*
- * The shape of a probe spec (probe.h): u:BINARY:SYMBOL...,
- * sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT, then arguments. Binaries,
+ * A probe spec, checked by the probes module's own grammar (probe_spec.h),
+ * so a spec the configuration accepts is one `trace -e` accepts. Binaries,
  * symbols and fields are only known on the host, when the agent starts.
  */
 static int check_probe(struct ctx *x, const yaml_node_t *n, const char *name, const char *v)
 {
-	const char *s = v + strspn(v, " \t");
-	size_t len = strcspn(s, " \t");
-	const char *c1, *c2, *end = s + len;
-	const char *forms = "u:BINARY:SYMBOL, sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT";
+	struct probe_spec ps;
+	char why[256];
+	int rc = probe_spec_parse(v, &ps, why, sizeof(why));
 
-	if (!len)
-		return fail(x, n, "%s: empty probe (%s)", name, forms);
-	if (!strncmp(s, "u:", 2)) {
-		c1 = s + 2;
-		c2 = memrchr(c1, ':', (size_t)(end - c1));
-		if (!c2 || c2 == c1 || c2 + 1 == end)
-			return fail(x, n, "%s: %s: a uprobe is u:BINARY:SYMBOL[+OFF][%%return]",
-				    name, show(v).s);
-	} else if (!strncmp(s, "sdt:", 4)) {
-		const char *at;
-
-		c1 = s + 4;
-		c2 = memchr(c1, ':', (size_t)(end - c1));
-		at = memchr(c1, '@', (size_t)(end - c1));
-		if (!c2 || c2 == c1 || c2 + 1 == end || c2[1] == '@' || (at && at < c2) ||
-		    (at && at + 1 == end))
-			return fail(x, n, "%s: %s: an SDT probe is sdt:PROVIDER:NAME[@BINARY]", name,
-				    show(v).s);
-	} else {
-		c1 = memchr(s, ':', len);
-		if (!c1 || c1 == s || c1 + 1 == end || memchr(c1 + 1, ':', (size_t)(end - c1 - 1)))
-			return fail(x, n, "%s: %s is not a probe (%s)", name, show(v).s, forms);
+	if (rc == -ENOMEM)
+		return oom(x);
+	if (rc) {
+		for (char *c = why; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
+		return fail(x, n, "%s: %s", name, why);
 	}
-	/* Arguments: [NAME=]VALUE, NAME defaulting to VALUE minus a '%'. */
-	for (s = end; *(s += strspn(s, " \t"));) {
-		const char *eq;
-		size_t tl = strcspn(s, " \t");
-
-		eq = memchr(s, '=', tl);
-		if (eq && !argname_ok(s, (size_t)(eq - s)))
-			return fail(x, n,
-				    "%s: bad argument name '%.*s' (letters, digits and _, at most "
-				    "%d)",
-				    name, (int)(eq - s), s, ARGNAME_MAX);
-		s += tl;
-	}
+	probe_spec_release(&ps);
 	return 0;
 }
 
-/* Whether spec @v names argument @arg; the names it has into @names. */
-static bool probe_has_arg(const char *v, const char *arg, char *names, size_t len)
+/* 1 if spec @v (already checked) names argument @arg, else 0 with the
+ * names it has in @names; -ENOMEM. */
+static int probe_has_arg(const char *v, const char *arg, char *names, size_t len)
 {
-	const char *s = v + strspn(v, " \t");
-	size_t o = 0, alen = strlen(arg);
+	struct probe_spec ps;
+	size_t o = 0;
+	int rc = probe_spec_parse(v, &ps, NULL, 0);
 
 	names[0] = '\0';
-	s += strcspn(s, " \t");
-	for (; *(s += strspn(s, " \t"));) {
-		size_t tl = strcspn(s, " \t");
-		const char *eq = memchr(s, '=', tl), *nm = s;
-		size_t nl = eq ? (size_t)(eq - s) : tl;
-
-		if (!eq && *nm == '%') {
-			nm++;
-			nl--;
-		}
-		if (nl == alen && !memcmp(nm, arg, alen))
-			return true;
-		if (o < len)
-			o += (size_t)snprintf(names + o, len - o, "%s%.*s", o ? ", " : "", (int)nl,
-					      nm);
-		s += tl;
-	}
-	return false;
+	if (rc)
+		return rc == -ENOMEM ? rc : 0;
+	rc = probe_spec_arg(&ps, arg) != NULL;
+	for (int i = 0; i < ps.nargs && o < len; i++)
+		o += (size_t)snprintf(names + o, len - o, "%s%s", o ? ", " : "", ps.args[i].name);
+	probe_spec_release(&ps);
+	return rc;
 }
 
 /* ---- sections ---- */
@@ -1211,7 +1164,9 @@ static int parse_probe(struct ctx *x, const yaml_node_t *n, const char *name,
 		k = key_in(name, "hist");
 		if ((rc = as_string(x, v, k.s, STR_NULLABLE, "an argument name", &p->hist)))
 			return rc;
-		if (p->hist && !probe_has_arg(p->spec, p->hist, names, sizeof(names)))
+		if (p->hist && (rc = probe_has_arg(p->spec, p->hist, names, sizeof(names))) < 0)
+			return oom(x);
+		if (p->hist && !rc)
 			return fail(x, v,
 				    "%s: %s is not an argument of the probe; %s%s (name one in the "
 				    "spec: \"... %s=arg0\")",

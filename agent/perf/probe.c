@@ -56,13 +56,12 @@
 #include <unistd.h>
 
 #include "agent/perf/events.h"
+#include "agent/perf/probe_spec.h"
 #include "lib/rootfs.h"
 #include "lib/suggest.h"
 #include "agent/perf/sampler.h"
 #include "agent/symbols/symtab.h"
 
-#define PROBE_SPEC_MAX 4096	  /* whole spec, probe and arguments */
-#define PROBE_ARGNAME_MAX 63	  /* user-chosen argument names */
 #define PROBE_SUGGEST 5		  /* near matches offered */
 #define PROBE_MAPS_LINES (1u << 20) /* lines of one /proc/PID/maps read */
 #define PROBE_MAPS_FILES 4096	  /* distinct files searched for SDT notes */
@@ -122,46 +121,6 @@ static const char *base_name(const char *path)
 	const char *slash = strrchr(path, '/');
 
 	return slash ? slash + 1 : path;
-}
-
-/* Whole-string unsigned number, decimal or 0x hex (a leading 0 is not octal). */
-static int parse_u64(const char *s, uint64_t *out)
-{
-	bool hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
-	unsigned long long v;
-	char *end;
-
-	if (!isdigit((unsigned char)s[0]) || (hex && !isxdigit((unsigned char)s[2])))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, hex ? 16 : 10);
-	if (errno || *end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/* "argN": N, else -1. */
-static int parse_argn(const char *s)
-{
-	uint64_t n;
-
-	if (!starts_with(s, "arg") || !isdigit((unsigned char)s[3]) || strlen(s) > 5)
-		return -1;
-	if (parse_u64(s + 3, &n) < 0 || (s[3] == '0' && s[4]))
-		return -1;
-	return (int)n;
-}
-
-static bool valid_argname(const char *s)
-{
-	if (!s[0] || strlen(s) > PROBE_ARGNAME_MAX || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
-		return false;
-	for (const char *c = s; *c; c++) {
-		if (!isalnum((unsigned char)*c) && *c != '_')
-			return false;
-	}
-	return true;
 }
 
 /* A regular file with an ELF executable or shared-object header. */
@@ -551,72 +510,14 @@ int probe_find_binary(const char *name, const int *pids, size_t npids, char **pa
 
 /* ---- arguments ---- */
 
-/* perf's names for the whole 64-bit registers, which the assembler spells
- * as 16-bit ones ("di" is %rdi to perf, %di to gas) */
-static const char *const perf_reg64[] = { "ax", "bx", "cx", "dx", "si", "di", "bp", "sp", "ip" };
-
-/* SysV x86_64 integer argument registers */
-static const char *const abi_args[] = { "rdi", "rsi", "rdx", "rcx", "r8", "r9" };
-
-static int reg_arg(const char *reg, struct usdt_arg *a)
+/* Append an argument the grammar accepted (probe_spec.c checked its name). */
+static int add_argdef(struct probe *p, const struct probe_spec_arg *sa, const struct usdt_arg *a)
 {
-	int perf_reg, bytes;
+	struct probe_argdef *d = &p->args[p->nargs];
 
-	/* usdt.c knows the assembler's %rip, not perf's %ip */
-	if (usdt_reg_lookup(strcmp(reg, "ip") ? reg : "rip", &perf_reg, &bytes) < 0 ||
-	    perf_reg < 0 || perf_reg >= 64)
-		return -EINVAL;
-	for (size_t i = 0; i < sizeof(perf_reg64) / sizeof(perf_reg64[0]); i++) {
-		if (strcmp(reg, perf_reg64[i]) == 0)
-			bytes = 8;
-	}
-	memset(a, 0, sizeof(*a));
-	a->kind = USDT_ARG_REG;
-	a->size = 8;
-	a->reg = perf_reg;
-	a->reg_bytes = bytes;
-	return 0;
-}
-
-/* Split "NAME=VALUE" (or a bare VALUE) in place. */
-static void split_arg(char *tok, char **name, char **value)
-{
-	char *eq = strchr(tok, '=');
-
-	if (eq) {
-		*eq = '\0';
-		*name = tok;
-		*value = eq + 1;
-	} else {
-		*name = NULL;
-		*value = tok;
-	}
-}
-
-static int add_argdef(struct probe *p, const char *name, const struct usdt_arg *a,
-		      const char *head, struct msg *m)
-{
-	struct probe_argdef *d;
-
-	if (!valid_argname(name)) {
-		msg_add(m, "%s: bad argument name \"%s\" (letters, digits, _; at most %d)", head,
-			name, PROBE_ARGNAME_MAX);
-		return -EINVAL;
-	}
-	for (int i = 0; i < p->nargs; i++) {
-		if (strcmp(p->args[i].name, name) == 0) {
-			msg_add(m, "%s: argument \"%s\" named twice", head, name);
-			return -EINVAL;
-		}
-	}
-	if (p->nargs >= USDT_MAX_ARGS) {
-		msg_add(m, "%s: too many arguments (at most %d)", head, USDT_MAX_ARGS);
-		return -E2BIG;
-	}
-	d = &p->args[p->nargs];
 	memset(d, 0, sizeof(*d));
 	d->usdt_index = -1;
-	d->name = strdup(name);
+	d->name = strdup(sa->name);
 	if (!d->name)
 		return -ENOMEM;
 	if (a) {
@@ -629,68 +530,20 @@ static int add_argdef(struct probe *p, const char *name, const struct usdt_arg *
 	return 0;
 }
 
-static int uprobe_arg(struct probe *p, char *tok, const char *head, struct msg *m)
+static int usdt_argdef(struct probe *p, const struct usdt_probe *up,
+		       const struct probe_spec_arg *sa, const char *head, struct msg *m)
 {
-	struct usdt_arg a;
-	char *name, *value, defname[PROBE_ARGNAME_MAX + 1];
-	int n;
+	int n = sa->argn, err;
 
-	split_arg(tok, &name, &value);
-	if (value[0] == '%') {
-		if (reg_arg(value + 1, &a) < 0) {
-			msg_add(m, "%s: unknown register \"%s\" (e.g. %%di, %%rsi, %%ax, %%r8)", head,
-				value);
-			return -EINVAL;
-		}
-		if (!name) {
-			snprintf(defname, sizeof(defname), "%s", value + 1);
-			name = defname;
-		}
-		return add_argdef(p, name, &a, head, m);
-	}
-	n = parse_argn(value);
-	if (n < 0) {
-		msg_add(m, "%s: argument \"%s\": want %%REG or argN", head, value);
-		return -EINVAL;
-	}
-	if (p->retprobe) {
-		msg_add(m, "%s: %s is gone at return; the return value is %%ax", head, value);
-		return -EINVAL;
-	}
-	if ((size_t)n >= sizeof(abi_args) / sizeof(abi_args[0])) {
-		msg_add(m, "%s: %s: only arg0..arg5 are passed in registers", head, value);
-		return -EINVAL;
-	}
-	if (reg_arg(abi_args[n], &a) < 0) {
-		msg_add(m, "%s: %s: register %s unknown to usdt_reg_lookup", head, value,
-			abi_args[n]);
-		return -EINVAL;
-	}
-	return add_argdef(p, name ? name : value, &a, head, m);
-}
-
-static int usdt_argdef(struct probe *p, const struct usdt_probe *up, char *tok, const char *head,
-		       struct msg *m)
-{
-	char *name, *value;
-	int n;
-
-	split_arg(tok, &name, &value);
-	n = parse_argn(value);
-	if (n < 0) {
-		msg_add(m, "%s: argument \"%s\": an SDT probe takes argN", head, value);
-		return -EINVAL;
-	}
 	if (n >= up->nargs) {
 		if (up->nargs)
-			msg_add(m, "%s: %s: the probe has %d argument%s (arg0..arg%d)", head, value,
-				up->nargs, up->nargs == 1 ? "" : "s", up->nargs - 1);
+			msg_add(m, "%s: %s: the probe has %d argument%s (arg0..arg%d)", head,
+				sa->value, up->nargs, up->nargs == 1 ? "" : "s", up->nargs - 1);
 		else
-			msg_add(m, "%s: %s: the probe has no arguments", head, value);
+			msg_add(m, "%s: %s: the probe has no arguments", head, sa->value);
 		return -EINVAL;
 	}
-	int err = add_argdef(p, name ? name : value, &up->args[n], head, m);
-
+	err = add_argdef(p, sa, &up->args[n]);
 	if (err)
 		return err;
 	p->args[p->nargs - 1].usdt_index = n;
@@ -716,49 +569,18 @@ static void symbol_suggest(const struct symtab *s, const char *want, const char 
 }
 
 /* "u:BINARY:SYMBOL[+OFF][%return]" */
-static int resolve_uprobe(struct probe *p, const char *head, const int *pids, size_t npids,
-			  struct msg *m)
+static int resolve_uprobe(struct probe *p, const struct probe_spec *ps, const int *pids,
+			  size_t npids, struct msg *m)
 {
+	const char *head = ps->head, *body = ps->binary, *sym = ps->name;
+	uint64_t off = ps->offset, sym_off, in_off;
 	struct bin b = { 0 };
 	struct symtab *s = NULL;
-	char *body, *sym, *plus, *pct;
-	uint64_t off = 0, sym_off, in_off;
 	const char *found;
 	size_t n;
 	int err;
 
-	body = strdup(head + 2);
-	if (!body)
-		return -ENOMEM;
-	err = -EINVAL;
-	pct = strchr(body, '%');
-	if (pct) {
-		if (strcmp(pct, "%return") != 0) {
-			msg_add(m, "%s: unknown suffix \"%s\" (only %%return)", head, pct);
-			goto out;
-		}
-		*pct = '\0';
-		p->retprobe = true;
-	}
-	sym = strrchr(body, ':');
-	if (!sym || sym == body || !sym[1]) {
-		msg_add(m, "%s: want u:BINARY:SYMBOL[+OFF][%%return]", head);
-		goto out;
-	}
-	*sym++ = '\0';
-	plus = strchr(sym, '+');
-	if (plus) {
-		*plus++ = '\0';
-		if (!sym[0] || parse_u64(plus, &off) < 0) {
-			msg_add(m, "%s: bad offset \"+%s\" (decimal or 0x hex)", head, plus);
-			goto out;
-		}
-	}
-	if (p->retprobe && off) {
-		msg_add(m, "%s: %%return probes a function's return; it takes no +OFF", head);
-		goto out;
-	}
-
+	p->retprobe = ps->retprobe;
 	err = -ENOMEM;
 	p->symbol = strdup(sym);
 	if (!p->symbol)
@@ -809,7 +631,6 @@ static int resolve_uprobe(struct probe *p, const char *head, const int *pids, si
 out:
 	symtab_free(s);
 	bin_release(&b);
-	free(body);
 	return err;
 }
 
@@ -962,28 +783,14 @@ static int sdt_search_pids(const char *provider, const char *name, const int *pi
 }
 
 /* "sdt:PROVIDER:NAME[@BINARY]" */
-static int resolve_usdt(struct probe *p, const char *head, char **toks, size_t ntoks,
-			const int *pids, size_t npids, struct msg *m)
+static int resolve_usdt(struct probe *p, const struct probe_spec *ps, const int *pids,
+			size_t npids, struct msg *m)
 {
+	const char *head = ps->head, *provider = ps->group, *name = ps->name;
+	const char *binary = ps->binary;
 	struct sdt_file f = { 0 }, hint = { 0 };
 	const struct usdt_probe *up = NULL;
-	char *body, *provider, *name, *binary;
-	int err = -EINVAL;
-
-	body = strdup(head + 4);
-	if (!body)
-		return -ENOMEM;
-	provider = body;
-	binary = strchr(body, '@');
-	if (binary)
-		*binary++ = '\0';
-	name = strchr(body, ':');
-	if (name)
-		*name++ = '\0';
-	if (!name || !provider[0] || !name[0] || strchr(name, ':') || (binary && !binary[0])) {
-		msg_add(m, "%s: want sdt:PROVIDER:NAME[@BINARY]", head);
-		goto out;
-	}
+	int err;
 
 	msg_add(m, "%s: ", head);
 	if (binary) {
@@ -1042,8 +849,8 @@ static int resolve_usdt(struct probe *p, const char *head, char **toks, size_t n
 		if (strcmp(o->provider, provider) == 0 && strcmp(o->name, name) == 0)
 			p->nsites++;
 	}
-	for (size_t i = 0; i < ntoks; i++) {
-		err = usdt_argdef(p, up, toks[i], head, m);
+	for (int i = 0; i < ps->nargs; i++) {
+		err = usdt_argdef(p, up, &ps->args[i], head, m);
 		if (err < 0)
 			goto out;
 	}
@@ -1060,7 +867,6 @@ static int resolve_usdt(struct probe *p, const char *head, char **toks, size_t n
 out:
 	sdt_file_release(&f);
 	sdt_file_release(&hint);
-	free(body);
 	return err;
 }
 
@@ -1085,16 +891,15 @@ static int format_read(const char *tracefs, const char *sys, const char *event, 
 	return err;
 }
 
-static int tp_argdef(struct probe *p, const struct tp_field *fields, size_t nfields, char *tok,
-		     const char *head, struct msg *m)
+static int tp_argdef(struct probe *p, const struct tp_field *fields, size_t nfields,
+		     const struct probe_spec_arg *sa, const char *head, struct msg *m)
 {
+	const char *value = sa->value;
 	const struct tp_field *f = NULL;
 	struct probe_argdef *d;
-	char *name, *value;
 	size_t listed = 0;
 	int err;
 
-	split_arg(tok, &name, &value);
 	for (size_t i = 0; i < nfields; i++) {
 		if (strlen(value) == fields[i].len && !strncmp(fields[i].name, value, fields[i].len)) {
 			f = &fields[i];
@@ -1123,7 +928,7 @@ static int tp_argdef(struct probe *p, const struct tp_field *fields, size_t nfie
 			value, f->size);
 		return -EINVAL;
 	}
-	err = add_argdef(p, name ? name : value, NULL, head, m);
+	err = add_argdef(p, sa, NULL);
 	if (err < 0)
 		return err;
 	d = &p->args[p->nargs - 1];
@@ -1138,25 +943,19 @@ static int tp_argdef(struct probe *p, const struct tp_field *fields, size_t nfie
 }
 
 /* "SUBSYS:EVENT" */
-static int resolve_tracepoint(struct probe *p, const char *head, char **toks, size_t ntoks,
-			      struct msg *m)
+static int resolve_tracepoint(struct probe *p, const struct probe_spec *ps, struct msg *m)
 {
-	const char *tracefs = ev_tracefs();
+	const char *tracefs = ev_tracefs(), *head = ps->head;
+	const char *sys = ps->group, *event = ps->name;
 	struct tp_field *fields = NULL;
 	struct ev_spec ev = { 0 };
-	char *text = NULL, *sys = NULL;
-	const char *colon = strchr(head, ':');
+	char *text = NULL;
 	struct tep_handle *tep = NULL;
 	struct tep_event *tev;
 	struct tep_format_field **tfields = NULL, **cfields = NULL;
 	size_t nfields = 0;
 	int err;
 
-	if (!colon || colon == head || !colon[1] || strchr(colon + 1, ':')) {
-		msg_add(m, "%s: not a probe; want u:BINARY:SYMBOL, sdt:PROVIDER:NAME or SUBSYS:EVENT",
-			head);
-		return -EINVAL;
-	}
 	if (!tracefs) {
 		msg_add(m, "%s: tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)",
 			head);
@@ -1198,18 +997,17 @@ static int resolve_tracepoint(struct probe *p, const char *head, char **toks, si
 	err = -ENOMEM;
 	p->label = strdup(head);
 	p->symbol = strdup(head);
-	sys = strndup(head, (size_t)(colon - head));
-	if (!p->label || !p->symbol || !sys)
+	if (!p->label || !p->symbol)
 		goto out;
-	if (!ntoks) {
+	if (!ps->nargs) {
 		err = 0;
 		goto out;
 	}
 
-	err = format_read(tracefs, sys, colon + 1, &text);
+	err = format_read(tracefs, sys, event, &text);
 	if (err < 0) {
 		msg_add(m, "%s: cannot read %s/events/%s/%s/format: %s", head, tracefs, sys,
-			colon + 1, strerror(-err));
+			event, strerror(-err));
 		goto out;
 	}
 	/* The format file is parsed by libtraceevent, which knows every
@@ -1219,8 +1017,8 @@ static int resolve_tracepoint(struct probe *p, const char *head, char **toks, si
 	if (!tep)
 		goto out;
 	if (tep_parse_event(tep, text, strlen(text), sys) != 0 ||
-	    !(tev = tep_find_event_by_name(tep, sys, colon + 1)) || !(tfields = tep_event_fields(tev))) {
-		msg_add(m, "%s: cannot parse %s/events/%s/%s/format", head, tracefs, sys, colon + 1);
+	    !(tev = tep_find_event_by_name(tep, sys, event)) || !(tfields = tep_event_fields(tev))) {
+		msg_add(m, "%s: cannot parse %s/events/%s/%s/format", head, tracefs, sys, event);
 		err = -EINVAL;
 		goto out;
 	}
@@ -1248,15 +1046,14 @@ static int resolve_tracepoint(struct probe *p, const char *head, char **toks, si
 		nfields++;
 	}
 	err = 0;
-	for (size_t i = 0; i < ntoks && err == 0; i++)
-		err = tp_argdef(p, fields, nfields, toks[i], head, m);
+	for (int i = 0; i < ps->nargs && err == 0; i++)
+		err = tp_argdef(p, fields, nfields, &ps->args[i], head, m);
 out:
 	free(fields);
 	free(tfields);
 	free(cfields);
 	tep_free(tep);
 	free(text);
-	free(sys);
 	ev_spec_release(&ev);
 	return err;
 }
@@ -1281,67 +1078,50 @@ void probe_release(struct probe *p)
 int probe_resolve(const char *spec, const int *pids, size_t npids, struct probe *out, char *err,
 		  size_t errlen)
 {
+	struct probe_spec ps = { 0 };
 	struct probe p = { 0 };
 	struct msg m;
-	char *copy = NULL, *save = NULL, *head, *toks[USDT_MAX_ARGS + 1];
-	size_t ntoks = 0;
 	int ret;
 
-	msg_init(&m, err, errlen);
-	if (!spec || !out) {
+	if (!out) {
+		msg_init(&m, err, errlen);
 		msg_add(&m, "no probe given");
 		return -EINVAL;
 	}
-	if (strnlen(spec, PROBE_SPEC_MAX + 1) > PROBE_SPEC_MAX) {
-		msg_add(&m, "probe spec longer than %d bytes", PROBE_SPEC_MAX);
-		return -E2BIG;
-	}
+	ret = probe_spec_parse(spec, &ps, err, errlen);
+	if (ret)
+		return ret;
+	msg_init(&m, err, errlen);
 	if (!pids)
 		npids = 0;
 	p.spec = strdup(spec);
-	copy = strdup(spec);
 	ret = -ENOMEM;
-	if (!p.spec || !copy)
+	if (!p.spec)
 		goto fail;
-	head = strtok_r(copy, " \t\n", &save);
-	ret = -EINVAL;
-	if (!head) {
-		msg_add(&m, "empty probe spec");
-		goto fail;
-	}
-	for (char *t = strtok_r(NULL, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
-		if (ntoks == USDT_MAX_ARGS) {
-			msg_add(&m, "%s: too many arguments (at most %d)", head, USDT_MAX_ARGS);
-			ret = -E2BIG;
-			goto fail;
-		}
-		toks[ntoks++] = t;
-	}
-
-	if (starts_with(head, "u:")) {
-		ret = resolve_uprobe(&p, head, pids, npids, &m);
+	if (ps.kind == PROBE_UPROBE) {
+		ret = resolve_uprobe(&p, &ps, pids, npids, &m);
 		if (ret == 0) {
 			msg_init(&m, err, errlen);
-			for (size_t i = 0; i < ntoks && ret == 0; i++)
-				ret = uprobe_arg(&p, toks[i], head, &m);
+			for (int i = 0; i < ps.nargs && ret == 0; i++)
+				ret = add_argdef(&p, &ps.args[i], &ps.args[i].a);
 		}
-	} else if (starts_with(head, "sdt:")) {
-		ret = resolve_usdt(&p, head, toks, ntoks, pids, npids, &m);
+	} else if (ps.kind == PROBE_USDT) {
+		ret = resolve_usdt(&p, &ps, pids, npids, &m);
 	} else {
-		ret = resolve_tracepoint(&p, head, toks, ntoks, &m);
+		ret = resolve_tracepoint(&p, &ps, &m);
 	}
 	if (ret < 0)
 		goto fail;
-	free(copy);
+	probe_spec_release(&ps);
 	*out = p;
 	return 0;
 
 fail:
 	if (ret == -ENOMEM) {
 		msg_init(&m, err, errlen);
-		msg_add(&m, "%s: out of memory", spec ? spec : "");
+		msg_add(&m, "%s: out of memory", spec);
 	}
-	free(copy);
+	probe_spec_release(&ps);
 	probe_release(&p);
 	return ret;
 }
@@ -1429,7 +1209,7 @@ int probe_attr_at(const struct probe *p, const char *pmu_dir, struct perf_event_
 		msg_add(&m, "%s/type: %s", pmu_dir, strerror(-ret));
 		return ret;
 	}
-	if (parse_u64(buf, &type) < 0 || type > UINT32_MAX) {
+	if (probe_spec_u64(buf, &type) < 0 || type > UINT32_MAX) {
 		msg_add(&m, "%s/type: unexpected \"%s\"", pmu_dir, buf);
 		return -EIO;
 	}

@@ -687,15 +687,16 @@ static const struct err_case err_cases[] = {
 	{"probes:\n  - [a]\n",
 	 "t.yaml:2:5: probes[0]: expected a probe (a spec, or a mapping with spec:), got a list"},
 	{"probes:\n  - spec: malloc\n",
-	 "t.yaml:2:11: probes[0].spec: 'malloc' is not a probe (u:BINARY:SYMBOL, "
-	 "sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT)"},
+	 "t.yaml:2:11: probes[0].spec: malloc: not a probe; want u:BINARY:SYMBOL, "
+	 "sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT"},
 	{"probes:\n  - \"u:malloc\"\n",
-	 "t.yaml:2:5: probes[0]: 'u:malloc': a uprobe is u:BINARY:SYMBOL[+OFF][%return]"},
+	 "t.yaml:2:5: probes[0]: u:malloc: want u:BINARY:SYMBOL[+OFF][%return]"},
 	{"probes:\n  - spec: \"sdt:postgresql@/usr/bin/postgres\"\n",
-	 "t.yaml:2:11: probes[0].spec: 'sdt:postgresql@/usr/bin/postgres': an SDT probe is "
+	 "t.yaml:2:11: probes[0].spec: sdt:postgresql@/usr/bin/postgres: want "
 	 "sdt:PROVIDER:NAME[@BINARY]"},
 	{"probes:\n  - spec: \"u:libc:malloc 1x=%di\"\n",
-	 "t.yaml:2:11: probes[0].spec: bad argument name '1x' (letters, digits and _, at most 63)"},
+	 "t.yaml:2:11: probes[0].spec: u:libc:malloc: bad argument name \"1x\" (letters, digits, _; "
+	 "at most 63)"},
 	{"probes:\n  - spec: \"u:libc:malloc size=%di\"\n    hist: bytes\n",
 	 "t.yaml:3:11: probes[0].hist: 'bytes' is not an argument of the probe; it has size (name one "
 	 "in the spec: \"... bytes=arg0\")"},
@@ -706,8 +707,8 @@ static const struct err_case err_cases[] = {
 	 "t.yaml:3:18: probes[0].latency_end: the same probe as spec; the latency needs another probe "
 	 "(for a function: u:BINARY:SYMBOL%return)"},
 	{"probes:\n  - spec: u:libc:free\n    latency_end: free\n",
-	 "t.yaml:3:18: probes[0].latency_end: 'free' is not a probe (u:BINARY:SYMBOL, "
-	 "sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT)"},
+	 "t.yaml:3:18: probes[0].latency_end: free: not a probe; want u:BINARY:SYMBOL, "
+	 "sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT"},
 	{"probes:\n  - u:libc:free\n  - sched:sched_switch\n  - spec: u:libc:free\n",
 	 "t.yaml:4:5: probes[2]: the same probe as probes[0] (line 2)"},
 	{"probes:\n  - spec: u:libc:free\n    stacks: maybe\n",
