@@ -1148,6 +1148,63 @@ static void test_dump_text(void **state)
 	assert_int_equal(config_dump(NULL, stdout), -EINVAL);
 }
 
+/*
+ * One grammar: a spec the command line (probe_resolve(), as `trace -e`
+ * calls it) refuses for its shape, the configuration refuses with the same
+ * words, and a spec the configuration accepts passes the command line's
+ * grammar (what it resolves to depends on the host).
+ */
+static const char *const same_specs[] = {
+	"u:libc:malloc", "u:libc:malloc size=%di", "u:libc:free%return ret=%ax",
+	"u:/usr/bin/true:main+0x10", "sdt:postgresql:query__start q=arg0",
+	"sdt:libc:setjmp@libc", "sched:sched_switch prev_pid", "malloc", "u:malloc",
+	"u:libc:malloc%ret", "u:libc:malloc+0x10%return", "u:libc:malloc+zz",
+	"u:libc:malloc 1x=%di", "u:libc:malloc %zz", "u:libc:malloc arg6",
+	"u:libc:malloc%return arg0", "u:libc:malloc a=%di a=%si", "sdt:postgresql",
+	"sdt:postgresql:query__start %di", "sdt:p:n@", "a:b:c", ":x",
+	"u:libc:malloc a b c d e f g h i j k l m",
+};
+
+static void test_probe_grammar_shared(void **state)
+{
+	size_t refused = 0;
+
+	for (size_t i = 0; i < NCASES(same_specs); i++) {
+		char yaml[256], err[1024] = "", cerr[1024] = "";
+		struct probe_spec ps;
+		struct probe p;
+		struct config *c = NULL;
+		int rc = probe_spec_parse(same_specs[i], &ps, err, sizeof(err));
+		int crc;
+
+		snprintf(yaml, sizeof(yaml), "probes:\n  - spec: '%s'\n", same_specs[i]);
+		crc = config_parse("t.yaml", yaml, strlen(yaml), &c, cerr, sizeof(cerr));
+		if ((rc == 0) != (crc == 0))
+			fail_msg("\"%s\": grammar %d (%s), config %d (%s)", same_specs[i], rc, err,
+				 crc, cerr);
+		if (rc == 0) {
+			probe_spec_release(&ps);
+			config_free(c);
+			continue;
+		}
+		refused++;
+		/* the config says what the grammar says */
+		if (!strstr(cerr, err))
+			fail_msg("\"%s\": config says \"%s\", grammar \"%s\"", same_specs[i], cerr,
+				 err);
+		/* and the command line refuses it with the same code and words */
+		{
+			char rerr[1024] = "";
+			int rrc = probe_resolve(same_specs[i], NULL, 0, &p, rerr, sizeof(rerr));
+
+			if (rrc != rc || strcmp(rerr, err))
+				fail_msg("\"%s\": resolve %d (%s), grammar %d (%s)", same_specs[i], rrc,
+					 rerr, rc, err);
+		}
+	}
+	assert_int_equal(refused, NCASES(same_specs) - 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1157,6 +1214,7 @@ int main(void)
 		cmocka_unit_test(test_example_probes_resolve),
 		cmocka_unit_test(test_accepted),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_probe_grammar_shared),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_caps),
 		cmocka_unit_test(test_error_truncated),
