@@ -272,7 +272,7 @@ $(O)/fuzz/fuzz_ehhdr: FUZZ_SRC := $(FUZZ_EHHDR_SRC)
 $(O)/fuzz/fuzz_ehhdr: FUZZ_LIBS := -lelf -lunwind-x86_64 -lunwind
 $(O)/fuzz/fuzz_config: $(FUZZ_CONFIG_SRC) agent/cmd/config.h agent/perf/events.h cgroup/identity.h lib/suggest.h lib/units.h
 $(O)/fuzz/fuzz_config: FUZZ_SRC := $(FUZZ_CONFIG_SRC)
-$(O)/fuzz/fuzz_config: FUZZ_LIBS := -lyaml $(TRACEFS_LIBS) -liberty
+$(O)/fuzz/fuzz_config: FUZZ_LIBS := -lyaml $(TRACEFS_LIBS) -liberty -lelf
 
 $(FUZZ_PARSERS):
 	@mkdir -p $(dir $@)
