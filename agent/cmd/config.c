@@ -300,23 +300,14 @@ static const struct section {
 	{"log", log_keys},	   {"metrics", metrics_keys},
 };
 
-static const char *const call_graph_names[] = {"fp", "dwarf", NULL};
+const char *const config_call_graph_names[] = {"fp", "dwarf", NULL};
 /* Indexed by enum demangle_style; then the booleans, false = none, true = full. */
 static const char *const demangle_names[] = {"none", "short", "full", "false", "true", NULL};
-static const char *const log_format_names[] = {"logfmt", "json", NULL};
-static const char *const log_level_names[] = {"debug", "info", "warn", "error", NULL};
+const char *const config_log_format_names[] = {"logfmt", "json", NULL};
+const char *const config_log_level_names[] = {"debug", "info", "warn", "error", NULL};
 
 /* ---- the walk ---- */
 
-
-static size_t nkeys(const char *const *keys)
-{
-	size_t n = 0;
-
-	while (keys[n])
-		n++;
-	return n;
-}
 
 /* The hint for an unknown key with no near spelling: a key of another
  * section, written in the wrong place. */
@@ -627,7 +618,7 @@ static int parse_sampling(struct ydoc *x, const yaml_node_t *root, struct config
 	    (rc = ydoc_uint(x, v, "sampling.frequency", 1, 10000, &c->sampling.frequency)))
 		return rc;
 	if ((v = ydoc_get(x, m, "call_graph"))) {
-		if ((rc = ydoc_enum(x, v, "sampling.call_graph", call_graph_names, &e)))
+		if ((rc = ydoc_enum(x, v, "sampling.call_graph", config_call_graph_names, &e)))
 			return rc;
 		c->sampling.call_graph = (enum config_call_graph)e;
 	}
@@ -875,12 +866,12 @@ static int parse_log(struct ydoc *x, const yaml_node_t *root, struct config *c)
 	if (rc || !m)
 		return rc;
 	if ((v = ydoc_get(x, m, "format"))) {
-		if ((rc = ydoc_enum(x, v, "log.format", log_format_names, &e)))
+		if ((rc = ydoc_enum(x, v, "log.format", config_log_format_names, &e)))
 			return rc;
 		c->log.format = (enum config_log_format)e;
 	}
 	if ((v = ydoc_get(x, m, "level"))) {
-		if ((rc = ydoc_enum(x, v, "log.level", log_level_names, &e)))
+		if ((rc = ydoc_enum(x, v, "log.level", config_log_level_names, &e)))
 			return rc;
 		c->log.level = (enum config_log_level)e;
 	}
@@ -1045,147 +1036,4 @@ fail_io:
 			snprintf(err, errlen, "%s: %s", path, strerror(-rc));
 	}
 	return rc;
-}
-
-/* ---- dump ---- */
-
-/* A double-quoted YAML string; anything not printable escaped. */
-static void put_str(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	fputc('"', f);
-	for (; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p == '\t')
-			fputs("\\t", f);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\x%02x", *p);
-		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
-			fprintf(f, "\\u%04x", *++p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
-static void put_opt(FILE *f, const char *s)
-{
-	if (s)
-		put_str(f, s);
-	else
-		fputs("null", f);
-}
-
-static void put_list(FILE *f, const char *indent, char *const *v, size_t n)
-{
-	if (!n) {
-		fputs(" []\n", f);
-		return;
-	}
-	fputc('\n', f);
-	for (size_t i = 0; i < n; i++) {
-		fprintf(f, "%s- ", indent);
-		put_str(f, v[i]);
-		fputc('\n', f);
-	}
-}
-
-static const char *tf(bool b)
-{
-	return b ? "true" : "false";
-}
-
-static const char *enum_name(const char *const *names, int v)
-{
-	return v >= 0 && (size_t)v < nkeys(names) ? names[v] : names[0];
-}
-
-int config_dump(const struct config *c, FILE *f)
-{
-	char a[32], b[32];
-
-	if (!c || !f)
-		return -EINVAL;
-	fputs("# cgperf-agent configuration", f);
-	if (c->path) {
-		fputs(" (", f);
-		for (const char *p = c->path; *p; p++)
-			fputc(*p >= 0x20 && *p < 0x7f ? *p : '?', f); /* a comment: ASCII only */
-		fputs(" and defaults)", f);
-	} else {
-		fputs(" (defaults)", f);
-	}
-	fputs("\nhost:\n  name: ", f);
-	put_str(f, c->host.name ? c->host.name : "");
-	if (!c->host.name || !*c->host.name)
-		fputs("  # the host's name", f);
-	fputs("\n  agent_id_file: ", f);
-	put_opt(f, c->host.agent_id_file);
-
-	fputs("\ncgroups:\n  include:", f);
-	put_list(f, "    ", c->cgroups.include, c->cgroups.ninclude);
-	fputs("  exclude:", f);
-	put_list(f, "    ", c->cgroups.exclude, c->cgroups.nexclude);
-	fprintf(f, "  containers_only: %s\n", tf(c->cgroups.containers_only));
-
-	fprintf(f, "counters:\n  enabled: %s\n  events:", tf(c->counters.enabled));
-	put_list(f, "    ", c->counters.events, c->counters.nevents);
-
-	fprintf(f,
-		"sampling:\n  enabled: %s\n  frequency: %u\n  call_graph: %s\n  stack_bytes: %u\n"
-		"  event: ",
-		tf(c->sampling.enabled), c->sampling.frequency,
-		enum_name(call_graph_names, (int)c->sampling.call_graph), c->sampling.stack_bytes);
-	put_opt(f, c->sampling.event);
-	fprintf(f, "\n  per_cgroup: %s\n", tf(c->sampling.per_cgroup));
-	fprintf(f, "symbols:\n  demangle: %s\n", demangle_style_name(c->symbols.demangle));
-
-	fputs("probes:", f);
-	if (!c->nprobes)
-		fputs(" []", f);
-	for (size_t i = 0; i < c->nprobes; i++) {
-		const struct config_probe *p = &c->probes[i];
-
-		fputs("\n  - spec: ", f);
-		put_opt(f, p->spec);
-		fputs("\n    hist: ", f);
-		put_opt(f, p->hist);
-		fputs("\n    latency_end: ", f);
-		put_opt(f, p->latency_end);
-		fprintf(f, "\n    stacks: %s", tf(p->stacks));
-	}
-
-	units_format_duration_ms(c->push.interval_ms, a, sizeof(a));
-	fprintf(f, "\npush:\n  interval: %s\n  collectors:", a);
-	put_list(f, "    ", c->push.collectors, c->push.ncollectors);
-	fputs("  token_file: ", f);
-	put_opt(f, c->push.token_file);
-	units_format_duration_ms(c->push.timeout_ms, a, sizeof(a));
-	fprintf(f, "\n  timeout: %s", a);
-	units_format_duration_ms(c->push.idle_close_ms, a, sizeof(a));
-	fprintf(f, "\n  idle_close: %s\n  tls:\n    ca_file: ", a);
-	put_opt(f, c->push.tls.ca_file);
-	fputs("\n    cert_file: ", f);
-	put_opt(f, c->push.tls.cert_file);
-	fputs("\n    key_file: ", f);
-	put_opt(f, c->push.tls.key_file);
-	fprintf(f, "\n    verify: %s\n  spool:\n    dir: ", tf(c->push.tls.verify));
-	put_opt(f, c->push.spool.dir);
-	units_format_size(c->push.spool.max_bytes, a, sizeof(a));
-	fprintf(f, "\n    max_bytes: %s\n", a);
-	units_format_duration_ms(c->push.retry.initial_ms, a, sizeof(a));
-	units_format_duration_ms(c->push.retry.max_ms, b, sizeof(b));
-	fprintf(f, "  retry:\n    initial: %s\n    max: %s\n", a, b);
-
-	fprintf(f, "log:\n  format: %s\n  level: %s\n",
-		enum_name(log_format_names, (int)c->log.format),
-		enum_name(log_level_names, (int)c->log.level));
-	fputs("metrics:\n  listen: ", f);
-	put_opt(f, c->metrics.listen);
-	fputc('\n', f);
-	return ferror(f) ? -EIO : 0;
 }

@@ -148,6 +148,12 @@ void config_free(struct config *cfg);
  */
 int config_dump(const struct config *cfg, FILE *f);
 
+/* The spellings of the enums above, indexed by value, NULL-ended (for
+ * config_dump(), config_dump.c). */
+extern const char *const config_call_graph_names[];
+extern const char *const config_log_format_names[];
+extern const char *const config_log_level_names[];
+
 /*
  * Whether the agent profiles the cgroup at @path ("/" is the root,
  * "/system.slice/x.service" below it; as `cgperf-agent stat` prints it):

@@ -1102,7 +1102,8 @@ static void test_dump_round_trip(void **state)
 		char *text = dump(c);
 		struct config *back = NULL;
 
-		assert_non_null(strstr(text, "name: \"line\\nbreak\\x01\\x7f\\u0085\""));
+		/* YAML's escapes: \x7F, and \N for U+0085 (next line) */
+		assert_non_null(strstr(text, "name: \"line\\nbreak\\x01\\x7F\\N\""));
 		assert_non_null(strstr(text, "level: error"));
 		assert_non_null(strstr(text, "format: json"));
 		/* Control characters are refused on the way back in. */
@@ -1120,9 +1121,11 @@ static void test_dump_text(void **state)
 	char *text = dump(c);
 
 	/* The shape people read, from --print-config. */
-	assert_non_null(strstr(text, "# cgperf-agent configuration (defaults)\nhost:\n"
-				     "  name: \"\"  # the host's name\n"
+	assert_non_null(strstr(text, "# cgperf-agent configuration (defaults)\n"
+				     "# host.name \"\": the host's name\nhost:\n"
+				     "  name: \"\"\n"
 				     "  agent_id_file: \"/var/lib/cgperf/agent-id\"\n"));
+	assert_non_null(strstr(text, "  include:\n  - \"/**\"\n  exclude: []\n"));
 	assert_non_null(strstr(text, "sampling:\n  enabled: true\n  frequency: 49\n"
 				     "  call_graph: fp\n  stack_bytes: 8192\n"));
 	assert_non_null(strstr(text, "probes: []\npush:\n  interval: 15s\n"));
