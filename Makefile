@@ -257,7 +257,7 @@ $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/stacks/unwind.h
 FUZZ_SYMTAB_SRC := tests/fuzz/fuzz_symtab.c agent/symbols/symtab.c agent/symbols/symcache.c lib/rootfs.c
 FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/perf/usdt.c lib/rootfs.c
 FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c agent/stacks/unwind.c lib/rootfs.c
-FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/cmd/config.c agent/perf/events.c agent/symbols/demangle.c agent/stacks/fold.c \
+FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/cmd/config.c agent/cmd/config_glob.c agent/perf/events.c agent/symbols/demangle.c agent/stacks/fold.c \
 	cgroup/identity.c lib/suggest.c lib/units.c lib/ydoc.c agent/perf/probe_spec.c agent/perf/usdt.c lib/rootfs.c
 FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config)
 

@@ -162,6 +162,10 @@ extern const char *const config_log_level_names[];
  */
 bool config_cgroup_wanted(const struct config *cfg, const char *path);
 
+/* Why @glob is not a cgroups.include/exclude glob ("must start with '/'
+ * ..."), or NULL when it is one. */
+const char *config_glob_check(const char *glob);
+
 /*
  * Glob match of a cgroup @path against @glob, component by component:
  * '*', '?' and [...] within one component (fnmatch(3)), '**' as a whole
