@@ -19,10 +19,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <yaml.h>
 
 #include "lib/suggest.h"
 #include "lib/units.h"
+#include "lib/ydoc.h"
 
 #define CONFIG_FILE_MAX (1 << 20)
 #define VALUE_MAX 4096
@@ -213,108 +213,80 @@ static int copy_config(struct exporter_config *dst, const struct exporter_config
 	return 0;
 }
 
-static const char *suggest(const char *name)
+/* A value of the root mapping: a scalar of at most VALUE_MAX bytes. */
+static int value_text(struct ydoc *x, const yaml_node_t *v, const char *key, const char **out)
 {
-	return suggest_best(name, keys, SIZE_MAX, suggest_limit(strlen(name)));
-}
+	bool known = false;
 
-static bool is_null(const yaml_node_t *n)
-{
-	const char *v = (const char *)n->data.scalar.value;
-
-	return n->type == YAML_SCALAR_NODE && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-	       (!*v || !strcmp(v, "~") || !strcmp(v, "null"));
+	if (v->type != YAML_SCALAR_NODE || ydoc_is_null(v)) {
+		for (size_t i = 0; keys[i]; i++)
+			known |= !strcmp(keys[i], key);
+		if (known)
+			return ydoc_fail(x, v, "%s: expected a value, got %s", key, ydoc_what(v).s);
+		*out = ""; /* an unknown key: named as such by the caller */
+		return 0;
+	}
+	*out = (const char *)v->data.scalar.value;
+	if (strlen(*out) != v->data.scalar.length || v->data.scalar.length > VALUE_MAX)
+		return ydoc_fail(x, v, "%s: NUL byte or longer than %d bytes", key, VALUE_MAX);
+	return 0;
 }
 
 /* The keys and values of the root mapping, over a copy of @c. */
-static int walk(yaml_document_t *doc, const char *name, struct exporter_config *c, char *err,
-		size_t errlen)
+static int walk(struct ydoc *x, struct exporter_config *c)
 {
-	yaml_node_t *root = yaml_document_get_root_node(doc);
+	const yaml_node_t *root = ydoc_root(x);
+	const yaml_node_pair_t *first;
 	char why[320];
 
-	if (!root || is_null(root))
+	if (!root || ydoc_is_null(root))
 		return 0;
-	if (root->type != YAML_MAPPING_NODE) {
-		snprintf(err, errlen, "%s:%zu:%zu: expected a mapping of settings (listen: ...)", name,
-			 root->start_mark.line + 1, root->start_mark.column + 1);
-		return -EINVAL;
-	}
-	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
-	     p++) {
-		yaml_node_t *k = yaml_document_get_node(doc, p->key);
-		yaml_node_t *v = yaml_document_get_node(doc, p->value);
-		const char *key, *val, *hint;
+	if (root->type != YAML_MAPPING_NODE)
+		return ydoc_fail(x, root, "expected a mapping of settings (listen: ...)");
+	first = root->data.mapping.pairs.start;
+	for (const yaml_node_pair_t *p = first; p < root->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = ydoc_node(x, p->key), *v = ydoc_node(x, p->value);
+		const char *key, *val = "", *hint;
 		int rc;
 
-		if (!k || !v || k->type != YAML_SCALAR_NODE) {
-			snprintf(err, errlen, "%s:%zu:%zu: keys must be names", name,
-				 k ? k->start_mark.line + 1 : 0, k ? k->start_mark.column + 1 : 0);
-			return -EINVAL;
-		}
+		if (!k || !v || k->type != YAML_SCALAR_NODE)
+			return ydoc_fail(x, k, "keys must be names");
 		key = (const char *)k->data.scalar.value;
-		for (yaml_node_pair_t *q = root->data.mapping.pairs.start; q < p; q++) {
-			yaml_node_t *k0 = yaml_document_get_node(doc, q->key);
+		for (const yaml_node_pair_t *q = first; q < p; q++) {
+			const yaml_node_t *k0 = ydoc_node(x, q->key);
 
 			if (k0 && k0->type == YAML_SCALAR_NODE &&
-			    !strcmp((const char *)k0->data.scalar.value, key)) {
-				snprintf(err, errlen,
-					 "%s:%zu:%zu: duplicate key '%.60s' (first at line %zu)", name,
-					 k->start_mark.line + 1, k->start_mark.column + 1, key,
-					 k0->start_mark.line + 1);
-				return -EINVAL;
-			}
+			    !strcmp((const char *)k0->data.scalar.value, key))
+				return ydoc_fail(x, k, "duplicate key '%.60s' (first at line %zu)", key,
+						 k0->start_mark.line + 1);
 		}
-		if (v->type != YAML_SCALAR_NODE || is_null(v)) {
-			bool known = false;
-
-			for (size_t i = 0; keys[i]; i++)
-				known |= !strcmp(keys[i], key);
-			if (known) {
-				snprintf(err, errlen, "%s:%zu:%zu: %s: expected a value, got %s", name,
-					 v->start_mark.line + 1, v->start_mark.column + 1, key,
-					 v->type == YAML_SCALAR_NODE ? "nothing (null)"
-					 : v->type == YAML_SEQUENCE_NODE ? "a list"
-									 : "a mapping");
-				return -EINVAL;
-			}
-		}
-		val = v->type == YAML_SCALAR_NODE ? (const char *)v->data.scalar.value : "";
-		if (v->type == YAML_SCALAR_NODE &&
-		    (strlen(val) != v->data.scalar.length || v->data.scalar.length > VALUE_MAX)) {
-			snprintf(err, errlen, "%s:%zu:%zu: %s: NUL byte or longer than %d bytes", name,
-				 v->start_mark.line + 1, v->start_mark.column + 1, key, VALUE_MAX);
-			return -EINVAL;
-		}
+		if ((rc = value_text(x, v, key, &val)))
+			return rc;
 		rc = exporter_config_set(c, key, val, why, sizeof(why));
 		if (rc == -ENOENT) {
-			hint = suggest(key);
+			hint = suggest_best(key, keys, SIZE_MAX, suggest_limit(strlen(key)));
 			if (hint)
-				snprintf(err, errlen,
-					 "%s:%zu:%zu: unknown key '%.60s' (did you mean '%s'?)", name,
-					 k->start_mark.line + 1, k->start_mark.column + 1, key, hint);
-			else
-				snprintf(err, errlen, "%s:%zu:%zu: unknown key '%.60s'", name,
-					 k->start_mark.line + 1, k->start_mark.column + 1, key);
-			return -EINVAL;
+				return ydoc_fail(x, k, "unknown key '%.60s' (did you mean '%s'?)", key,
+						 hint);
+			return ydoc_fail(x, k, "unknown key '%.60s'", key);
 		}
-		if (rc == -EINVAL) {
-			snprintf(err, errlen, "%s:%zu:%zu: %s", name, v->start_mark.line + 1,
-				 v->start_mark.column + 1, why);
-			return -EINVAL;
-		}
+		if (rc == -EINVAL)
+			return ydoc_fail(x, v, "%s", why);
 		if (rc)
 			return rc;
 	}
 	return 0;
 }
 
+static const struct ydoc_limits file_limits = {
+	.depth = 16, .anchors = 64, .string = VALUE_MAX,
+};
+
 int exporter_config_parse(struct exporter_config *c, const char *name, const char *buf,
 			  size_t len, char *err, size_t errlen)
 {
 	struct exporter_config n;
-	yaml_parser_t parser;
-	yaml_document_t doc;
+	struct ydoc *x;
 	int rc;
 
 	if (len > CONFIG_FILE_MAX) {
@@ -324,27 +296,13 @@ int exporter_config_parse(struct exporter_config *c, const char *name, const cha
 	rc = copy_config(&n, c);
 	if (rc)
 		return rc;
-	if (!yaml_parser_initialize(&parser)) {
-		exporter_config_release(&n);
-		return -ENOMEM;
-	}
-	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		if (parser.error == YAML_MEMORY_ERROR) {
-			rc = -ENOMEM;
-		} else {
-			snprintf(err, errlen, "%s:%zu:%zu: YAML syntax error: %s", name,
-				 parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-				 parser.problem ? parser.problem : "unknown problem");
-			rc = -EINVAL;
-		}
-		yaml_parser_delete(&parser);
+	rc = ydoc_load(name, buf, len, &file_limits, err, errlen, &x);
+	if (rc) {
 		exporter_config_release(&n);
 		return rc;
 	}
-	rc = walk(&doc, name, &n, err, errlen);
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
+	rc = walk(x, &n);
+	ydoc_free(x);
 	if (rc) {
 		exporter_config_release(&n);
 		return rc;
