@@ -470,7 +470,7 @@ int ydoc_list(struct ydoc *x, const yaml_node_t *n, const char *name, size_t max
 		const char *s;
 
 		rc = ydoc_scalar(x, in, iname.s, "a string", &s);
-		if (!rc)
+		if (!rc && check)
 			rc = check(x, in, iname.s, s);
 		for (size_t j = 0; !rc && j < i; j++)
 			if (!strcmp(a[j], s))
