@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/strv.h"
 #include "lib/suggest.h"
 #include "lib/units.h"
 #include "lib/ydoc.h"
@@ -37,17 +38,6 @@ static const char *const keys[] = {
 	"max_connections", "idle_timeout", "ingest_queue", NULL,
 };
 
-static int set_str(char **dst, const char *s)
-{
-	char *v = strdup(s);
-
-	if (!v)
-		return -ENOMEM;
-	free(*dst);
-	*dst = v;
-	return 0;
-}
-
 int exporter_config_defaults(struct exporter_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -59,7 +49,7 @@ int exporter_config_defaults(struct exporter_config *c)
 	c->max_connections = HTTP_CONNECTIONS_DEFAULT;
 	c->idle_timeout_ns = HTTP_IDLE_TIMEOUT_DEFAULT_S * NS_S;
 	c->ingest_queue = HTTP_INGEST_QUEUE_DEFAULT;
-	if (set_str(&c->log_level, "info") || set_str(&c->store, "sqlite")) {
+	if (strv_set(&c->log_level, "info") || strv_set(&c->store, "sqlite")) {
 		exporter_config_release(c);
 		return -ENOMEM;
 	}
@@ -106,7 +96,7 @@ int exporter_config_set(struct exporter_config *c, const char *key, const char *
 				 key, v);
 			return -EINVAL;
 		}
-		return set_str(dst, v);
+		return strv_set(dst, v);
 	}
 	if (!strcmp(key, "log_level")) {
 		if (strcmp(v, "debug") && strcmp(v, "info") && strcmp(v, "warn") &&
@@ -114,14 +104,14 @@ int exporter_config_set(struct exporter_config *c, const char *key, const char *
 			snprintf(err, errlen, "%s: '%.60s': want debug, info, warn or error", key, v);
 			return -EINVAL;
 		}
-		return set_str(&c->log_level, v);
+		return strv_set(&c->log_level, v);
 	}
 	if (!strcmp(key, "store")) {
 		if (strcmp(v, "sqlite")) {
 			snprintf(err, errlen, "%s: '%.60s': the only backend is sqlite", key, v);
 			return -EINVAL;
 		}
-		return set_str(&c->store, v);
+		return strv_set(&c->store, v);
 	}
 	if (!strcmp(key, "retention"))
 		return set_duration(&c->retention_ns, key, v, NS_S, err, errlen);
@@ -201,11 +191,11 @@ static int copy_config(struct exporter_config *dst, const struct exporter_config
 	struct exporter_config n = *src;
 
 	n.listen = n.data_dir = n.token_file = n.log_level = n.store = NULL;
-	if ((src->listen && set_str(&n.listen, src->listen)) ||
-	    (src->data_dir && set_str(&n.data_dir, src->data_dir)) ||
-	    (src->token_file && set_str(&n.token_file, src->token_file)) ||
-	    (src->log_level && set_str(&n.log_level, src->log_level)) ||
-	    (src->store && set_str(&n.store, src->store))) {
+	if ((src->listen && strv_set(&n.listen, src->listen)) ||
+	    (src->data_dir && strv_set(&n.data_dir, src->data_dir)) ||
+	    (src->token_file && strv_set(&n.token_file, src->token_file)) ||
+	    (src->log_level && strv_set(&n.log_level, src->log_level)) ||
+	    (src->store && strv_set(&n.store, src->store))) {
 		exporter_config_release(&n);
 		return -ENOMEM;
 	}

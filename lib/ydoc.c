@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/strv.h"
 #include "lib/suggest.h"
 #include "lib/units.h"
 
@@ -28,35 +29,6 @@ struct ydoc {
 	ydoc_hint_fn hint;
 	void *hint_ctx;
 };
-
-static int set_str(char **dst, const char *s)
-{
-	char *v = NULL;
-
-	if (s && !(v = strdup(s)))
-		return -ENOMEM;
-	free(*dst);
-	*dst = v;
-	return 0;
-}
-
-static void free_list(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-/* Replace the list (*@v, *@nv) by (@a, @n); -ENOMEM when @a is NULL. */
-static int set_list(char ***v, size_t *nv, char **a, size_t n)
-{
-	if (!a)
-		return -ENOMEM;
-	free_list(*v, *nv);
-	*v = a;
-	*nv = n;
-	return 0;
-}
 
 static size_t nkeys(const char *const *keys)
 {
@@ -346,57 +318,62 @@ int ydoc_uint(struct ydoc *x, const yaml_node_t *n, const char *name, unsigned m
 	return 0;
 }
 
+/* The end of a ranged read: @rc and @val from the units parser. */
+static int in_range(struct ydoc *x, const yaml_node_t *n, const char *name, const char *v,
+		    int rc, uint64_t val, uint64_t min, uint64_t max,
+		    void (*format)(uint64_t, char *, size_t), uint64_t *out)
+{
+	char lo[32], hi[32];
+
+	if (rc == -ERANGE || val < min || val > max) {
+		format(min, lo, sizeof(lo));
+		format(max, hi, sizeof(hi));
+		return ydoc_fail(x, n, "%s: %s is out of range (%s..%s)", name, ydoc_show(v).s, lo,
+				 hi);
+	}
+	*out = val;
+	return 0;
+}
+
 int ydoc_duration_ms(struct ydoc *x, const yaml_node_t *n, const char *name, uint64_t min,
-		       uint64_t max, uint64_t *out)
+		     uint64_t max, uint64_t *out)
 {
 	const char *v, *p;
-	char lo[32], hi[32];
-	uint64_t ms, u;
+	uint64_t ms = 0, u;
 	int rc = ydoc_scalar(x, n, name, "a duration (like 500ms, 15s, 1m, 1h)", &v);
 
 	if (rc)
 		return rc;
 	rc = units_duration_ms(v, &ms);
-	units_format_duration_ms(min, lo, sizeof(lo));
-	units_format_duration_ms(max, hi, sizeof(hi));
 	if (rc == -EINVAL) {
 		p = skip_blanks(v);
 		if (units_digits(&p, &u) == 0 && !*skip_blanks(p))
 			return ydoc_fail(x, n, "%s: %s has no unit (ms, s, m or h, like '%" PRIu64 "s')",
-				    name, ydoc_show(v).s, u);
+					 name, ydoc_show(v).s, u);
 		return ydoc_fail(x, n,
-			    "%s: bad duration %s (a whole number and ms, s, m or h, like 500ms, 15s, "
-			    "1m30s)",
-			    name, ydoc_show(v).s);
+				 "%s: bad duration %s (a whole number and ms, s, m or h, like 500ms, "
+				 "15s, 1m30s)",
+				 name, ydoc_show(v).s);
 	}
-	if (rc == -ERANGE || ms < min || ms > max)
-		return ydoc_fail(x, n, "%s: %s is out of range (%s..%s)", name, ydoc_show(v).s, lo, hi);
-	*out = ms;
-	return 0;
+	return in_range(x, n, name, v, rc, ms, min, max, units_format_duration_ms, out);
 }
 
-int ydoc_size(struct ydoc *x, const yaml_node_t *n, const char *name, uint64_t min,
-		   uint64_t max, uint64_t *out)
+int ydoc_size(struct ydoc *x, const yaml_node_t *n, const char *name, uint64_t min, uint64_t max,
+	      uint64_t *out)
 {
 	const char *v;
-	char lo[32], hi[32];
-	uint64_t b;
+	uint64_t b = 0;
 	int rc = ydoc_scalar(x, n, name, "a size (bytes, or like 64KiB, 256MiB, 1GiB)", &v);
 
 	if (rc)
 		return rc;
 	rc = units_size(v, &b);
-	units_format_size(min, lo, sizeof(lo));
-	units_format_size(max, hi, sizeof(hi));
 	if (rc == -EINVAL)
 		return ydoc_fail(x, n,
-			    "%s: bad size %s (bytes, or a whole number and B, KiB, MiB, GiB, TiB, "
-			    "kB, MB, GB or TB)",
-			    name, ydoc_show(v).s);
-	if (rc == -ERANGE || b < min || b > max)
-		return ydoc_fail(x, n, "%s: %s is out of range (%s..%s)", name, ydoc_show(v).s, lo, hi);
-	*out = b;
-	return 0;
+				 "%s: bad size %s (bytes, or a whole number and B, KiB, MiB, GiB, "
+				 "TiB, kB, MB, GB or TB)",
+				 name, ydoc_show(v).s);
+	return in_range(x, n, name, v, rc, b, min, max, units_format_size, out);
 }
 
 int ydoc_enum(struct ydoc *x, const yaml_node_t *n, const char *name,
@@ -432,14 +409,14 @@ int ydoc_string(struct ydoc *x, const yaml_node_t *n, const char *name, int flag
 	int rc;
 
 	if ((flags & YDOC_NULLABLE) && ydoc_is_null(n))
-		return set_str(out, NULL) ? ydoc_oom(x) : 0;
+		return strv_set(out, NULL) ? ydoc_oom(x) : 0;
 	rc = ydoc_scalar(x, n, name, expected, &v);
 	if (rc)
 		return rc;
 	if (!*v && !(flags & YDOC_EMPTY_OK))
 		return ydoc_fail(x, n, "%s: must not be empty%s", name,
 			    flags & YDOC_NULLABLE ? " (write null for none)" : "");
-	return set_str(out, v) ? ydoc_oom(x) : 0;
+	return strv_set(out, v) ? ydoc_oom(x) : 0;
 }
 
 int ydoc_list(struct ydoc *x, const yaml_node_t *n, const char *name, size_t max,
@@ -451,7 +428,7 @@ int ydoc_list(struct ydoc *x, const yaml_node_t *n, const char *name, size_t max
 	int rc = 0;
 
 	if (ydoc_is_null(n))
-		return set_list(v, nv, calloc(1, sizeof(**v)), 0) ? ydoc_oom(x) : 0;
+		return strv_dup(v, nv, NULL, 0) ? ydoc_oom(x) : 0;
 	if (n->type == YAML_SCALAR_NODE)
 		return ydoc_fail(x, n, "%s: expected a list, got %s (write [%s])", name, ydoc_what(n).s,
 			    ydoc_show((const char *)n->data.scalar.value).s);
@@ -482,10 +459,10 @@ int ydoc_list(struct ydoc *x, const yaml_node_t *n, const char *name, size_t max
 			break;
 	}
 	if (rc) {
-		free_list(a, i);
+		strv_free(a, i);
 		return rc;
 	}
-	set_list(v, nv, a, count);
+	strv_replace(v, nv, a, count);
 	return 0;
 }
 

@@ -35,6 +35,7 @@
 #include "agent/cmd/config.h"
 #include "agent/perf/events.h"
 #include "agent/perf/probe_spec.h"
+#include "lib/strv.h"
 #include "lib/suggest.h"
 #include "lib/units.h"
 #include "lib/ydoc.h"
@@ -56,60 +57,23 @@ static const char *const default_collectors[] = {"http://127.0.0.1:9090/api/v1/p
 
 #define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
-static int set_str(char **dst, const char *s)
-{
-	char *v = NULL;
-
-	if (s && !(v = strdup(s)))
-		return -ENOMEM;
-	free(*dst);
-	*dst = v;
-	return 0;
-}
-
-static void free_list(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-static int list_dup(char ***v, size_t *n, const char *const *src, size_t nsrc)
-{
-	char **a = calloc(nsrc ? nsrc : 1, sizeof(*a));
-
-	if (!a)
-		return -ENOMEM;
-	for (size_t i = 0; i < nsrc; i++) {
-		a[i] = strdup(src[i]);
-		if (!a[i]) {
-			free_list(a, i);
-			return -ENOMEM;
-		}
-	}
-	free_list(*v, *n);
-	*v = a;
-	*n = nsrc;
-	return 0;
-}
-
 struct config *config_defaults(void)
 {
 	struct config *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
-	if (set_str(&c->host.name, "") ||
-	    set_str(&c->host.agent_id_file, "/var/lib/cgperf/agent-id") ||
-	    list_dup(&c->cgroups.include, &c->cgroups.ninclude, default_include,
+	if (strv_set(&c->host.name, "") ||
+	    strv_set(&c->host.agent_id_file, "/var/lib/cgperf/agent-id") ||
+	    strv_dup(&c->cgroups.include, &c->cgroups.ninclude, default_include,
 		     NELEMS(default_include)) ||
-	    list_dup(&c->cgroups.exclude, &c->cgroups.nexclude, NULL, 0) ||
-	    list_dup(&c->counters.events, &c->counters.nevents, default_events,
+	    strv_dup(&c->cgroups.exclude, &c->cgroups.nexclude, NULL, 0) ||
+	    strv_dup(&c->counters.events, &c->counters.nevents, default_events,
 		     NELEMS(default_events)) ||
-	    set_str(&c->sampling.event, "cpu-clock") ||
-	    list_dup(&c->push.collectors, &c->push.ncollectors, default_collectors,
+	    strv_set(&c->sampling.event, "cpu-clock") ||
+	    strv_dup(&c->push.collectors, &c->push.ncollectors, default_collectors,
 		     NELEMS(default_collectors)) ||
-	    set_str(&c->push.spool.dir, "/var/lib/cgperf/spool"))
+	    strv_set(&c->push.spool.dir, "/var/lib/cgperf/spool"))
 		goto err;
 	c->cgroups.containers_only = false;
 	c->counters.enabled = true;
@@ -148,14 +112,14 @@ void config_free(struct config *c)
 	free(c->path);
 	free(c->host.name);
 	free(c->host.agent_id_file);
-	free_list(c->cgroups.include, c->cgroups.ninclude);
-	free_list(c->cgroups.exclude, c->cgroups.nexclude);
-	free_list(c->counters.events, c->counters.nevents);
+	strv_free(c->cgroups.include, c->cgroups.ninclude);
+	strv_free(c->cgroups.exclude, c->cgroups.nexclude);
+	strv_free(c->counters.events, c->counters.nevents);
 	free(c->sampling.event);
 	for (size_t i = 0; i < c->nprobes; i++)
 		probe_free(&c->probes[i]);
 	free(c->probes);
-	free_list(c->push.collectors, c->push.ncollectors);
+	strv_free(c->push.collectors, c->push.ncollectors);
 	free(c->push.token_file);
 	free(c->push.tls.ca_file);
 	free(c->push.tls.cert_file);
@@ -414,7 +378,7 @@ static int parse_host(struct ydoc *x, const yaml_node_t *root, struct config *c)
 			       &c->host.name);
 		if (rc)
 			return rc;
-		if (!c->host.name && set_str(&c->host.name, ""))
+		if (!c->host.name && strv_set(&c->host.name, ""))
 			return ydoc_oom(x);
 		if (strlen(c->host.name) > HOST_NAME_MAXLEN)
 			return ydoc_fail(x, v, "host.name: longer than %d bytes", HOST_NAME_MAXLEN);
@@ -505,7 +469,7 @@ static int parse_sampling(struct ydoc *x, const yaml_node_t *root, struct config
 		if ((rc = ydoc_scalar(x, v, "sampling.event", "an event name", &s)) ||
 		    (rc = check_event(x, v, "sampling.event", s)))
 			return rc;
-		if (set_str(&c->sampling.event, s))
+		if (strv_set(&c->sampling.event, s))
 			return ydoc_oom(x);
 	}
 	if ((v = ydoc_get(x, m, "per_cgroup")) &&
@@ -817,7 +781,7 @@ int config_parse(const char *name, const char *buf, size_t len, struct config **
 		return rc;
 	ydoc_set_hint(x, misplaced_key, NULL);
 	c = config_defaults();
-	if (!c || set_str(&c->path, file)) {
+	if (!c || strv_set(&c->path, file)) {
 		rc = ydoc_oom(x);
 		goto out;
 	}

@@ -78,38 +78,32 @@ static const struct num_case sizes[] = {
 	{"99999999999999999999999", -ERANGE, 0},
 };
 
-static void test_durations(void **state)
+/* Each case of @cases through @parse; the value is untouched on a refusal. */
+static void run_cases(const struct num_case *cases, size_t n, int (*parse)(const char *, uint64_t *))
 {
-	for (size_t i = 0; i < NCASES(durations); i++) {
+	for (size_t i = 0; i < n; i++) {
 		uint64_t v = 12345;
-		int rc = units_duration_ms(durations[i].s, &v);
+		int rc = parse(cases[i].s, &v);
 
-		if (rc != durations[i].rc)
-			fail_msg("\"%s\": rc %d, want %d", durations[i].s, rc, durations[i].rc);
-		if (!rc && v != durations[i].v)
-			fail_msg("\"%s\": %llu, want %llu", durations[i].s, (unsigned long long)v,
-				 (unsigned long long)durations[i].v);
+		if (rc != cases[i].rc)
+			fail_msg("\"%s\": rc %d, want %d", cases[i].s, rc, cases[i].rc);
+		if (!rc && v != cases[i].v)
+			fail_msg("\"%s\": %llu, want %llu", cases[i].s, (unsigned long long)v,
+				 (unsigned long long)cases[i].v);
 		if (rc)
 			assert_int_equal(v, 12345);
 	}
+}
+
+static void test_durations(void **state)
+{
+	run_cases(durations, NCASES(durations), units_duration_ms);
 }
 
 static void test_sizes(void **state)
 {
-	for (size_t i = 0; i < NCASES(sizes); i++) {
-		uint64_t v = 12345;
-		int rc = units_size(sizes[i].s, &v);
-
-		if (rc != sizes[i].rc)
-			fail_msg("\"%s\": rc %d, want %d", sizes[i].s, rc, sizes[i].rc);
-		if (!rc && v != sizes[i].v)
-			fail_msg("\"%s\": %llu, want %llu", sizes[i].s, (unsigned long long)v,
-				 (unsigned long long)sizes[i].v);
-		if (rc)
-			assert_int_equal(v, 12345);
-	}
+	run_cases(sizes, NCASES(sizes), units_size);
 }
-
 
 /* The exporter's durations: days too, in nanoseconds. */
 static const struct num_case durations_ns[] = {
@@ -127,18 +121,7 @@ static const struct num_case durations_ns[] = {
 
 static void test_durations_ns(void **state)
 {
-	for (size_t i = 0; i < NCASES(durations_ns); i++) {
-		uint64_t v = 12345;
-		int rc = units_duration_ns(durations_ns[i].s, &v);
-
-		if (rc != durations_ns[i].rc)
-			fail_msg("\"%s\": rc %d, want %d", durations_ns[i].s, rc, durations_ns[i].rc);
-		if (!rc && v != durations_ns[i].v)
-			fail_msg("\"%s\": %llu, want %llu", durations_ns[i].s,
-				 (unsigned long long)v, (unsigned long long)durations_ns[i].v);
-		if (rc)
-			assert_int_equal(v, 12345);
-	}
+	run_cases(durations_ns, NCASES(durations_ns), units_duration_ns);
 	assert_int_equal(units_duration_ns(NULL, &(uint64_t){ 0 }), -EINVAL);
 }
 
