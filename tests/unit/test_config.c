@@ -23,65 +23,12 @@
 
 #include "agent/cmd/config.h"
 #include "agent/perf/probe.h"
+#include "tests/unit/testalloc.h"
 
 #define NCASES(a) (sizeof(a) / sizeof((a)[0]))
 #define EXAMPLE "tests/data/agent-example.yaml"
 #define DOC "docs/config.md"
 #define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
-
-/* ---- failing allocations ---- */
-
-/*
- * The allocator of this binary, replaced (as glibc allows) so a test can
- * make the Nth allocation fail and count what is still allocated after.
- * ASan has its own allocator; under it the torture test is skipped and
- * ASan's leak checker covers the rest.
- */
-#ifndef __SANITIZE_ADDRESS__
-#define TORTURE 1
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t n);
-extern void __libc_free(void *p);
-
-static bool armed;
-static long alloc_fail_at = -1, alloc_count, alloc_live;
-
-static bool alloc_fails(void)
-{
-	return armed && alloc_count++ == alloc_fail_at;
-}
-
-void *malloc(size_t n)
-{
-	void *p = alloc_fails() ? NULL : __libc_malloc(n);
-
-	alloc_live += armed && p;
-	return p;
-}
-
-void *calloc(size_t n, size_t size)
-{
-	void *p = alloc_fails() ? NULL : __libc_calloc(n, size);
-
-	alloc_live += armed && p;
-	return p;
-}
-
-void *realloc(void *old, size_t n)
-{
-	void *p = alloc_fails() ? NULL : __libc_realloc(old, n);
-
-	alloc_live += armed && p && !old;
-	return p;
-}
-
-void free(void *p)
-{
-	alloc_live -= armed && p;
-	__libc_free(p);
-}
-#endif
 
 /* ---- helpers ---- */
 
@@ -915,41 +862,45 @@ static void test_load_errors(void **state)
  * left allocated, *out untouched; then it loads. */
 static void test_out_of_memory(void **state)
 {
-#ifdef TORTURE
-	char *path = tree_file(EXAMPLE), *text = slurp(path), err[512];
-	size_t len = strlen(text);
+	char *path, *text, err[512];
+	size_t len;
 	long n;
 
+	if (!tl_alloc_available()) {
+		print_message("skip: ASan's allocator is in place; the build without SAN=1 runs this\n");
+		skip();
+	}
+	path = tree_file(EXAMPLE);
+	text = slurp(path);
+	len = strlen(text);
 	for (n = 0;; n++) {
 		struct config *c = (struct config *)0x1;
+		long live;
+		bool failed;
 		int rc;
 
-		alloc_count = 0;
-		alloc_live = 0;
-		alloc_fail_at = n;
-		armed = true;
+		tl_alloc_fail_at(n);
 		rc = config_parse("t.yaml", text, len, &c, err, sizeof(err));
 		if (rc == 0)
 			config_free(c);
-		armed = false;
-		if (alloc_live)
-			fail_msg("allocation %ld failing: %ld blocks left allocated", n, alloc_live);
-		if (rc == 0)
+		live = tl_alloc_live();
+		failed = tl_alloc_failed();
+		tl_alloc_reset();
+		if (live)
+			fail_msg("allocation %ld failing: %ld blocks left allocated", n, live);
+		if (rc == 0) {
+			/* only once no allocation failed */
+			assert_false(failed);
 			break;
+		}
 		if (rc != -ENOMEM)
 			fail_msg("allocation %ld failing: rc %d (%s)", n, rc, err);
 		assert_string_equal(err, "t.yaml: out of memory");
 		assert_ptr_equal(c, (struct config *)0x1);
 	}
-	/* Without a failure, as many allocations as were tried, and more than a few. */
-	assert_int_equal(alloc_count, n);
 	assert_true(n > 50);
 	free(text);
 	free(path);
-#else
-	print_message("skip: ASan's allocator is in place; the build without SAN=1 runs this\n");
-	skip();
-#endif
 }
 
 /* ---- cgroup globs ---- */
