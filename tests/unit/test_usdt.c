@@ -22,7 +22,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
@@ -34,6 +33,7 @@
 #include <unistd.h>
 
 #include "agent/perf/usdt.h"
+#include "tests/unit/testlib.h"
 
 #define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
 
@@ -56,26 +56,6 @@ __attribute__((format(printf, 3, 4))) static void pathf(char *buf, size_t size, 
 	n = vsnprintf(buf, size, fmt, ap);
 	va_end(ap);
 	assert_true(n >= 0 && (size_t)n < size);
-}
-
-static char *tmpdir_new(void)
-{
-	char *d = strdup("/tmp/cgperf-usdt.XXXXXX");
-
-	assert_non_null(d);
-	assert_non_null(mkdtemp(d));
-	return d;
-}
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(p);
-}
-
-static void tmpdir_free(char *d)
-{
-	nftw(d, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	free(d);
 }
 
 static void write_file(const char *path, const void *buf, size_t len)
@@ -881,7 +861,7 @@ static struct usdt_list *syn_read(const struct syn *y, const char *dir)
 
 static void test_synthetic(void **state)
 {
-	char *dir = tmpdir_new();
+	char *dir = tl_tmpdir("cgperf-usdt");
 	const struct usdt_probe *p;
 	struct usdt_list *l;
 
@@ -1182,7 +1162,7 @@ static void test_synthetic(void **state)
 		assert_null(usdt_find(l, "p", "n"));
 		usdt_free(l);
 	}
-	tmpdir_free(dir);
+	tl_rmtree(dir);
 }
 
 /* ---- the sdtprobe workload ---- */
@@ -1383,7 +1363,7 @@ static void expect_fail(const char *path, int err)
 
 static void test_not_elf(void **state)
 {
-	char *dir = tmpdir_new();
+	char *dir = tl_tmpdir("cgperf-usdt");
 	char path[PATH_MAX];
 
 	pathf(path, sizeof(path), "%s/text", dir);
@@ -1403,7 +1383,7 @@ static void test_not_elf(void **state)
 	pathf(path, sizeof(path), "%s/missing", dir);
 	expect_fail(path, ENOENT);
 	expect_fail(NULL, EINVAL);
-	tmpdir_free(dir);
+	tl_rmtree(dir);
 }
 
 /* ---- corrupted and truncated copies of sdtprobe ---- */
@@ -1439,7 +1419,7 @@ static void read_any(const char *path, size_t len)
 static void test_corrupt(void **state)
 {
 	char orig[PATH_MAX], path[PATH_MAX];
-	char *dir = tmpdir_new();
+	char *dir = tl_tmpdir("cgperf-usdt");
 	unsigned char *bytes, *copy;
 	size_t len;
 	Elf64_Shdr *note;
@@ -1581,7 +1561,7 @@ static void test_corrupt(void **state)
 	}
 	free(copy);
 	free(bytes);
-	tmpdir_free(dir);
+	tl_rmtree(dir);
 }
 
 int main(void)
