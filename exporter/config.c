@@ -13,6 +13,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,22 @@ static int set_duration(uint64_t *dst, const char *key, const char *v, uint64_t 
 	return 0;
 }
 
+/* A whole number @min..@max; the refusal says "want [a whole number ]MIN..MAX[@unit]". */
+static int set_count(uint64_t *dst, const char *key, const char *v, uint64_t min, uint64_t max,
+		     const char *unit, char *err, size_t errlen)
+{
+	const char *p = v;
+	uint64_t n;
+
+	if (units_digits(&p, &n) || *p || n < min || n > max) {
+		snprintf(err, errlen, "%s: '%.60s': want %s%" PRIu64 "..%" PRIu64 "%s", key, v,
+			 unit ? "" : "a whole number ", min, max, unit ? unit : "");
+		return -EINVAL;
+	}
+	*dst = n;
+	return 0;
+}
+
 int exporter_config_set(struct exporter_config *c, const char *key, const char *v, char *err,
 			size_t errlen)
 {
@@ -117,71 +134,20 @@ int exporter_config_set(struct exporter_config *c, const char *key, const char *
 		return set_duration(&c->retention_ns, key, v, NS_S, err, errlen);
 	if (!strcmp(key, "series_expiry"))
 		return set_duration(&c->series_expiry_ns, key, v, NS_S, err, errlen);
-	if (!strcmp(key, "max_body")) {
-		char *end;
-		unsigned long long n;
-
-		errno = 0;
-		n = strtoull(v, &end, 10);
-		if (errno || end == v || *end || !isdigit((unsigned char)*v) || n == 0 ||
-		    n > EXPORTER_MAX_BODY_MAX) {
-			snprintf(err, errlen, "%s: '%.60s': want 1..%llu bytes", key, v,
-				 EXPORTER_MAX_BODY_MAX);
-			return -EINVAL;
-		}
-		c->max_body = n;
-		return 0;
-	}
+	if (!strcmp(key, "max_body"))
+		return set_count(&c->max_body, key, v, 1, EXPORTER_MAX_BODY_MAX, " bytes", err, errlen);
 	if (!strcmp(key, "idle_timeout"))
 		return set_duration(&c->idle_timeout_ns, key, v, NS_S, err, errlen);
-	if (!strcmp(key, "max_connections")) {
-		char *end;
-		unsigned long long n;
-
-		errno = 0;
-		n = strtoull(v, &end, 10);
-		if (errno || end == v || *end || !isdigit((unsigned char)*v) || n < 16 ||
-		    n > EXPORTER_MAX_CONNECTIONS_MAX) {
-			snprintf(err, errlen, "%s: '%.60s': want a whole number 16..%u", key, v,
-				 EXPORTER_MAX_CONNECTIONS_MAX);
-			return -EINVAL;
-		}
-		c->max_connections = n;
-		return 0;
-	}
-	if (!strcmp(key, "ingest_queue")) {
-		char *end;
-		unsigned long long n;
-
-		errno = 0;
-		n = strtoull(v, &end, 10);
-		if (errno || end == v || *end || !isdigit((unsigned char)*v) || n < 1 ||
-		    n > HTTP_INGEST_QUEUE_MAX) {
-			snprintf(err, errlen, "%s: '%.60s': want a whole number 1..%u", key, v,
-				 HTTP_INGEST_QUEUE_MAX);
-			return -EINVAL;
-		}
-		c->ingest_queue = n;
-		return 0;
-	}
-	if (!strcmp(key, "max_series") || !strcmp(key, "max_series_bytes")) {
-		char *end;
-		unsigned long long n;
-
-		errno = 0;
-		n = strtoull(v, &end, 10);
-		if (errno || end == v || *end || !isdigit((unsigned char)*v) || n == 0 ||
-		    n > (1ull << 40)) {
-			snprintf(err, errlen, "%s: '%.60s': want a whole number 1..%llu", key, v,
-				 1ull << 40);
-			return -EINVAL;
-		}
-		if (!strcmp(key, "max_series"))
-			c->max_series = n;
-		else
-			c->max_series_bytes = n;
-		return 0;
-	}
+	if (!strcmp(key, "max_connections"))
+		return set_count(&c->max_connections, key, v, 16, EXPORTER_MAX_CONNECTIONS_MAX, NULL,
+				 err, errlen);
+	if (!strcmp(key, "ingest_queue"))
+		return set_count(&c->ingest_queue, key, v, 1, HTTP_INGEST_QUEUE_MAX, NULL, err,
+				 errlen);
+	if (!strcmp(key, "max_series"))
+		return set_count(&c->max_series, key, v, 1, 1ull << 40, NULL, err, errlen);
+	if (!strcmp(key, "max_series_bytes"))
+		return set_count(&c->max_series_bytes, key, v, 1, 1ull << 40, NULL, err, errlen);
 	snprintf(err, errlen, "unknown setting '%.60s'", key);
 	return -ENOENT;
 }
