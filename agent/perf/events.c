@@ -174,6 +174,19 @@ static int read_tracepoint_id(const char *tracefs, const char *sys, const char *
 	return err;
 }
 
+/* Finish @ev as @kind/@type named @name (as written) into *@out. */
+static int ev_named(struct ev_spec *ev, enum ev_kind kind, uint32_t type, const char *name,
+		    struct ev_spec *out)
+{
+	ev->kind = kind;
+	ev->type = type;
+	ev->name = strdup(name);
+	if (!ev->name)
+		return -ENOMEM;
+	*out = *ev;
+	return 0;
+}
+
 int ev_parse(const char *name, const char *tracefs, struct ev_spec *out)
 {
 	struct ev_spec ev = {0};
@@ -222,13 +235,7 @@ int ev_parse(const char *name, const char *tracefs, struct ev_spec *out)
 			return -EINVAL;
 		if (colon && parse_modifiers(colon + 1, &ev) < 0)
 			return -EINVAL;
-		ev.kind = EV_RAW;
-		ev.type = PERF_TYPE_RAW;
-		ev.name = strdup(name);
-		if (!ev.name)
-			return -ENOMEM;
-		*out = ev;
-		return 0;
+		return ev_named(&ev, EV_RAW, PERF_TYPE_RAW, name, out);
 	}
 
 	/* SUBSYS:EVENT tracepoint (the first colon separates them). */
@@ -245,13 +252,7 @@ int ev_parse(const char *name, const char *tracefs, struct ev_spec *out)
 		/* -EINVAL: a name that would walk out of events/ is malformed. */
 		if (err)
 			return err == -EACCES || err == -EPERM || err == -EINVAL ? err : -ENOENT;
-		ev.kind = EV_TRACEPOINT;
-		ev.type = PERF_TYPE_TRACEPOINT;
-		ev.name = strdup(name);
-		if (!ev.name)
-			return -ENOMEM;
-		*out = ev;
-		return 0;
+		return ev_named(&ev, EV_TRACEPOINT, PERF_TYPE_TRACEPOINT, name, out);
 	}
 	return -ENOENT;
 }
