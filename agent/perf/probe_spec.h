@@ -43,7 +43,7 @@ struct probe_spec {
 
 /*
  * Parse @spec into @out (release with probe_spec_release()). 0, or on
- * failure @out zeroed and a user-facing message starting with the probe as
+ * failure @out untouched and a user-facing message starting with the probe as
  * written in @err (cut to @errlen; may be NULL):
  *   -EINVAL  not one of the shapes, a bad +OFF or suffix, %return with +OFF,
  *            a bad or repeated argument name, an unknown register, argN

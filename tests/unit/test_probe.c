@@ -1250,6 +1250,60 @@ static void test_tracepoint_raw(void **state)
 	probe_release(&p);
 }
 
+/* The grammar's parts, host-independent (probe_spec.h). */
+static void test_spec_parts(void **state)
+{
+	struct probe_spec s;
+	char err[256];
+
+	assert_int_equal(probe_spec_parse("u:/usr/lib/libc.so.6:malloc+0x10 n=%di arg1", &s, err,
+					  sizeof(err)), 0);
+	assert_int_equal(s.kind, PROBE_UPROBE);
+	assert_string_equal(s.head, "u:/usr/lib/libc.so.6:malloc+0x10");
+	assert_string_equal(s.binary, "/usr/lib/libc.so.6");
+	assert_string_equal(s.name, "malloc");
+	assert_null(s.group);
+	assert_int_equal(s.offset, 0x10);
+	assert_false(s.retprobe);
+	assert_int_equal(s.nargs, 2);
+	assert_string_equal(s.args[0].name, "n");
+	assert_int_equal(s.args[0].argn, -1);
+	assert_string_equal(s.args[1].name, "arg1");
+	assert_int_equal(s.args[1].argn, 1);
+	assert_int_equal(s.args[1].a.kind, USDT_ARG_REG);
+	assert_non_null(probe_spec_arg(&s, "n"));
+	assert_null(probe_spec_arg(&s, "di"));
+	probe_spec_release(&s);
+
+	assert_int_equal(probe_spec_parse("sdt:postgresql:query__start@postgres q=arg0", &s, err,
+					  sizeof(err)), 0);
+	assert_int_equal(s.kind, PROBE_USDT);
+	assert_string_equal(s.group, "postgresql");
+	assert_string_equal(s.name, "query__start");
+	assert_string_equal(s.binary, "postgres");
+	assert_int_equal(s.args[0].argn, 0);
+	probe_spec_release(&s);
+
+	assert_int_equal(probe_spec_parse("  sched:sched_switch\tprev_pid\n", &s, err,
+					  sizeof(err)), 0);
+	assert_int_equal(s.kind, PROBE_TRACEPOINT);
+	assert_string_equal(s.group, "sched");
+	assert_string_equal(s.name, "sched_switch");
+	assert_string_equal(s.args[0].name, "prev_pid");
+	probe_spec_release(&s);
+	probe_spec_release(&s); /* zeroed: fine */
+	probe_spec_release(NULL);
+
+	memset(&s, 0xa5, sizeof(s));
+	assert_int_equal(probe_spec_parse("u:libc:malloc%return arg0", &s, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "u:libc:malloc%return: arg0 is gone at return; the return value "
+				 "is %ax");
+	assert_int_equal(probe_spec_parse(NULL, &s, err, sizeof(err)), -EINVAL);
+	assert_int_equal(probe_spec_parse("u:libc:f", &s, NULL, 0), 0);
+	probe_spec_release(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1261,6 +1315,7 @@ int main(void)
 		cmocka_unit_test(test_symtab_names),
 		cmocka_unit_test(test_path_and_pids),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_spec_parts),
 		cmocka_unit_test(test_message_buffer),
 		cmocka_unit_test(test_sdt_postgres),
 		cmocka_unit_test(test_sdt_no_notes),
