@@ -1253,52 +1253,59 @@ static void test_tracepoint_raw(void **state)
 /* The grammar's parts, host-independent (probe_spec.h). */
 static void test_spec_parts(void **state)
 {
+	static const struct {
+		const char *spec;
+		enum probe_kind kind;
+		const char *head, *binary, *group, *name, *arg0;
+		uint64_t offset;
+		int nargs, argn0;
+	} cases[] = {
+		{ "u:/usr/lib/libc.so.6:malloc+0x10 n=%di arg1", PROBE_UPROBE,
+		  "u:/usr/lib/libc.so.6:malloc+0x10", "/usr/lib/libc.so.6", NULL, "malloc", "n",
+		  0x10, 2, -1 },
+		{ "sdt:postgresql:query__start@postgres q=arg0", PROBE_USDT,
+		  "sdt:postgresql:query__start@postgres", "postgres", "postgresql", "query__start",
+		  "q", 0, 1, 0 },
+		{ "  sched:sched_switch\tprev_pid\n", PROBE_TRACEPOINT, "sched:sched_switch", NULL,
+		  "sched", "sched_switch", "prev_pid", 0, 1, -1 },
+		{ "u:libc:free%return", PROBE_UPROBE, "u:libc:free%return", "libc", NULL, "free",
+		  NULL, 0, 0, 0 },
+	};
 	struct probe_spec s;
 	char err[256];
 
-	assert_int_equal(probe_spec_parse("u:/usr/lib/libc.so.6:malloc+0x10 n=%di arg1", &s, err,
-					  sizeof(err)), 0);
-	assert_int_equal(s.kind, PROBE_UPROBE);
-	assert_string_equal(s.head, "u:/usr/lib/libc.so.6:malloc+0x10");
-	assert_string_equal(s.binary, "/usr/lib/libc.so.6");
-	assert_string_equal(s.name, "malloc");
-	assert_null(s.group);
-	assert_int_equal(s.offset, 0x10);
-	assert_false(s.retprobe);
-	assert_int_equal(s.nargs, 2);
-	assert_string_equal(s.args[0].name, "n");
-	assert_int_equal(s.args[0].argn, -1);
-	assert_string_equal(s.args[1].name, "arg1");
-	assert_int_equal(s.args[1].argn, 1);
-	assert_int_equal(s.args[1].a.kind, USDT_ARG_REG);
-	assert_non_null(probe_spec_arg(&s, "n"));
-	assert_null(probe_spec_arg(&s, "di"));
-	probe_spec_release(&s);
-
-	assert_int_equal(probe_spec_parse("sdt:postgresql:query__start@postgres q=arg0", &s, err,
-					  sizeof(err)), 0);
-	assert_int_equal(s.kind, PROBE_USDT);
-	assert_string_equal(s.group, "postgresql");
-	assert_string_equal(s.name, "query__start");
-	assert_string_equal(s.binary, "postgres");
-	assert_int_equal(s.args[0].argn, 0);
-	probe_spec_release(&s);
-
-	assert_int_equal(probe_spec_parse("  sched:sched_switch\tprev_pid\n", &s, err,
-					  sizeof(err)), 0);
-	assert_int_equal(s.kind, PROBE_TRACEPOINT);
-	assert_string_equal(s.group, "sched");
-	assert_string_equal(s.name, "sched_switch");
-	assert_string_equal(s.args[0].name, "prev_pid");
-	probe_spec_release(&s);
-	probe_spec_release(&s); /* zeroed: fine */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (probe_spec_parse(cases[i].spec, &s, err, sizeof(err)))
+			fail_msg("\"%s\": %s", cases[i].spec, err);
+		assert_int_equal(s.kind, cases[i].kind);
+		assert_string_equal(s.head, cases[i].head);
+		if (cases[i].binary)
+			assert_string_equal(s.binary, cases[i].binary);
+		else
+			assert_null(s.binary);
+		if (cases[i].group)
+			assert_string_equal(s.group, cases[i].group);
+		else
+			assert_null(s.group);
+		assert_string_equal(s.name, cases[i].name);
+		assert_int_equal(s.offset, cases[i].offset);
+		assert_int_equal(s.retprobe, strstr(cases[i].spec, "%return") != NULL);
+		assert_int_equal(s.nargs, cases[i].nargs);
+		if (cases[i].arg0) {
+			assert_string_equal(s.args[0].name, cases[i].arg0);
+			assert_int_equal(s.args[0].argn, cases[i].argn0);
+			assert_non_null(probe_spec_arg(&s, cases[i].arg0));
+		}
+		probe_spec_release(&s);
+		probe_spec_release(&s); /* zeroed: fine */
+	}
 	probe_spec_release(NULL);
-
 	memset(&s, 0xa5, sizeof(s));
 	assert_int_equal(probe_spec_parse("u:libc:malloc%return arg0", &s, err, sizeof(err)),
 			 -EINVAL);
 	assert_string_equal(err, "u:libc:malloc%return: arg0 is gone at return; the return value "
 				 "is %ax");
+	assert_int_equal(((unsigned char *)&s)[0], 0xa5); /* untouched on failure */
 	assert_int_equal(probe_spec_parse(NULL, &s, err, sizeof(err)), -EINVAL);
 	assert_int_equal(probe_spec_parse("u:libc:f", &s, NULL, 0), 0);
 	probe_spec_release(&s);

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "lib/units.h"
@@ -141,29 +142,31 @@ static void test_digits(void **state)
 /* Formatting gives the shortest exact spelling, and it parses back. */
 static void test_format(void **state)
 {
-	static const uint64_t ms[] = { 0, 1, 999, 1000, 1500, 60000, 90000, 3600000, 7200000 };
-	static const char *const ms_text[] = { "0s", "1ms", "999ms", "1s", "1500ms", "1m",
-					       "90s", "1h", "2h" };
-	static const uint64_t b[] = { 0, 1000, 1024, 1536, UNITS_MIB * 256, UNITS_GIB, UNITS_TIB * 3 };
-	static const char *const b_text[] = { "0", "1000", "1KiB", "1536", "256MiB", "1GiB",
-					      "3TiB" };
-	char buf[32];
+	static const struct {
+		bool size; /* else a duration in ms */
+		uint64_t v;
+		const char *text;
+	} cases[] = {
+		{ false, 0, "0s" },	    { false, 1, "1ms" },	 { false, 999, "999ms" },
+		{ false, 1000, "1s" },	    { false, 1500, "1500ms" },	 { false, 60000, "1m" },
+		{ false, 90000, "90s" },    { false, 3600000, "1h" },	 { false, 7200000, "2h" },
+		{ true, 0, "0" },	    { true, 1000, "1000" },	 { true, 1024, "1KiB" },
+		{ true, 1536, "1536" },	    { true, UNITS_MIB * 256, "256MiB" },
+		{ true, UNITS_GIB, "1GiB" }, { true, UNITS_TIB * 3, "3TiB" },
+	};
 
-	for (size_t i = 0; i < NCASES(ms); i++) {
+	for (size_t i = 0; i < NCASES(cases); i++) {
 		uint64_t back = 0;
+		char buf[32];
 
-		units_format_duration_ms(ms[i], buf, sizeof(buf));
-		assert_string_equal(buf, ms_text[i]);
-		assert_int_equal(units_duration_ms(buf, &back), 0);
-		assert_int_equal(back, ms[i]);
-	}
-	for (size_t i = 0; i < NCASES(b); i++) {
-		uint64_t back = 0;
-
-		units_format_size(b[i], buf, sizeof(buf));
-		assert_string_equal(buf, b_text[i]);
-		assert_int_equal(units_size(buf, &back), 0);
-		assert_int_equal(back, b[i]);
+		if (cases[i].size)
+			units_format_size(cases[i].v, buf, sizeof(buf));
+		else
+			units_format_duration_ms(cases[i].v, buf, sizeof(buf));
+		assert_string_equal(buf, cases[i].text);
+		assert_int_equal(cases[i].size ? units_size(buf, &back)
+					       : units_duration_ms(buf, &back), 0);
+		assert_int_equal(back, cases[i].v);
 	}
 }
 
