@@ -102,7 +102,9 @@ int exporter_config_set(struct exporter_config *c, const char *key, const char *
 			size_t errlen)
 {
 	if (!strcmp(key, "listen") || !strcmp(key, "data_dir") || !strcmp(key, "token_file")) {
-		char **dst = key[0] == 'l' ? &c->listen : key[0] == 'd' ? &c->data_dir : &c->token_file;
+		char **dst = key[0] == 'l'   ? &c->listen
+			     : key[0] == 'd' ? &c->data_dir
+					     : &c->token_file;
 
 		if (!*v) {
 			snprintf(err, errlen, "%s: empty", key);
@@ -118,7 +120,8 @@ int exporter_config_set(struct exporter_config *c, const char *key, const char *
 	if (!strcmp(key, "log_level")) {
 		if (strcmp(v, "debug") && strcmp(v, "info") && strcmp(v, "warn") &&
 		    strcmp(v, "error")) {
-			snprintf(err, errlen, "%s: '%.60s': want debug, info, warn or error", key, v);
+			snprintf(err, errlen, "%s: '%.60s': want debug, info, warn or error", key,
+				 v);
 			return -EINVAL;
 		}
 		return strv_set(&c->log_level, v);
@@ -135,12 +138,13 @@ int exporter_config_set(struct exporter_config *c, const char *key, const char *
 	if (!strcmp(key, "series_expiry"))
 		return set_duration(&c->series_expiry_ns, key, v, NS_S, err, errlen);
 	if (!strcmp(key, "max_body"))
-		return set_count(&c->max_body, key, v, 1, EXPORTER_MAX_BODY_MAX, " bytes", err, errlen);
+		return set_count(&c->max_body, key, v, 1, EXPORTER_MAX_BODY_MAX, " bytes", err,
+				 errlen);
 	if (!strcmp(key, "idle_timeout"))
 		return set_duration(&c->idle_timeout_ns, key, v, NS_S, err, errlen);
 	if (!strcmp(key, "max_connections"))
-		return set_count(&c->max_connections, key, v, 16, EXPORTER_MAX_CONNECTIONS_MAX, NULL,
-				 err, errlen);
+		return set_count(&c->max_connections, key, v, 16, EXPORTER_MAX_CONNECTIONS_MAX,
+				 NULL, err, errlen);
 	if (!strcmp(key, "ingest_queue"))
 		return set_count(&c->ingest_queue, key, v, 1, HTTP_INGEST_QUEUE_MAX, NULL, err,
 				 errlen);
@@ -213,8 +217,8 @@ static int walk(struct ydoc *x, struct exporter_config *c)
 
 			if (k0 && k0->type == YAML_SCALAR_NODE &&
 			    !strcmp((const char *)k0->data.scalar.value, key))
-				return ydoc_fail(x, k, "duplicate key '%.60s' (first at line %zu)", key,
-						 k0->start_mark.line + 1);
+				return ydoc_fail(x, k, "duplicate key '%.60s' (first at line %zu)",
+						 key, k0->start_mark.line + 1);
 		}
 		if ((rc = value_text(x, v, key, &val)))
 			return rc;
@@ -222,8 +226,8 @@ static int walk(struct ydoc *x, struct exporter_config *c)
 		if (rc == -ENOENT) {
 			hint = suggest_best(key, keys, SIZE_MAX, suggest_limit(strlen(key)));
 			if (hint)
-				return ydoc_fail(x, k, "unknown key '%.60s' (did you mean '%s'?)", key,
-						 hint);
+				return ydoc_fail(x, k, "unknown key '%.60s' (did you mean '%s'?)",
+						 key, hint);
 			return ydoc_fail(x, k, "unknown key '%.60s'", key);
 		}
 		if (rc == -EINVAL)
@@ -348,8 +352,8 @@ int exporter_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
 		if (*p == 'Z' || *p == 'z') {
 			p++;
 		} else if ((*p == '+' || *p == '-') && isdigit((unsigned char)p[1]) &&
-			   isdigit((unsigned char)p[2]) && p[3] == ':' && isdigit((unsigned char)p[4]) &&
-			   isdigit((unsigned char)p[5])) {
+			   isdigit((unsigned char)p[2]) && p[3] == ':' &&
+			   isdigit((unsigned char)p[4]) && isdigit((unsigned char)p[5])) {
 			off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 +
 			      ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
 			if (*p == '-')
@@ -361,7 +365,8 @@ int exporter_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
 		if (*p)
 			return -EINVAL;
 		t = timegm(&tm);
-		if (t == (time_t)-1 || (int64_t)t - off < 0 || (uint64_t)((int64_t)t - off) > SEC_MAX)
+		if (t == (time_t)-1 || (int64_t)t - off < 0 ||
+		    (uint64_t)((int64_t)t - off) > SEC_MAX)
 			return -EINVAL;
 		*out = (uint64_t)((int64_t)t - off) * NS_S + frac;
 		return 0;

@@ -203,8 +203,8 @@ int ydoc_scalar(struct ydoc *x, const yaml_node_t *n, const char *name, const ch
 		if (ch < 0x20 || ch == 0x7f ||
 		    (ch == 0xc2 && i + 1 < len && (unsigned char)v[i + 1] >= 0x80 &&
 		     (unsigned char)v[i + 1] <= 0x9f))
-			return ydoc_fail(x, n, "%s: contains a control character (at byte %zu)", name,
-				    i);
+			return ydoc_fail(x, n, "%s: contains a control character (at byte %zu)",
+					 name, i);
 	}
 	*out = v;
 	return 0;
@@ -216,7 +216,8 @@ const yaml_node_t *ydoc_get(const struct ydoc *x, const yaml_node_t *map, const 
 	     p++) {
 		const yaml_node_t *k = ydoc_node(x, p->key);
 
-		if (k && k->type == YAML_SCALAR_NODE && !strcmp((const char *)k->data.scalar.value, key))
+		if (k && k->type == YAML_SCALAR_NODE &&
+		    !strcmp((const char *)k->data.scalar.value, key))
 			return ydoc_node(x, p->value);
 	}
 	return NULL;
@@ -277,8 +278,8 @@ int ydoc_section(struct ydoc *x, const yaml_node_t *map, const char *where, cons
 	if (!n || ydoc_is_null(n))
 		return 0;
 	if (n->type != YAML_MAPPING_NODE)
-		return ydoc_fail(x, n, "%s: expected a mapping of keys (%s: ...), got %s", name.s, keys[0],
-			    ydoc_what(n).s);
+		return ydoc_fail(x, n, "%s: expected a mapping of keys (%s: ...), got %s", name.s,
+				 keys[0], ydoc_what(n).s);
 	*out = n;
 	return ydoc_check_keys(x, n, name.s, keys);
 }
@@ -313,7 +314,8 @@ int ydoc_uint(struct ydoc *x, const yaml_node_t *n, const char *name, unsigned m
 	if (strspn(v, "0123456789") != strlen(v) || !*v)
 		return ydoc_fail(x, n, "%s: expected an integer, got %s", name, ydoc_show(v).s);
 	if (rc == -ERANGE || u < min || u > max)
-		return ydoc_fail(x, n, "%s: %s is out of range (%u..%u)", name, ydoc_show(v).s, min, max);
+		return ydoc_fail(x, n, "%s: %s is out of range (%u..%u)", name, ydoc_show(v).s, min,
+				 max);
 	*out = (unsigned)u;
 	return 0;
 }
@@ -348,12 +350,14 @@ int ydoc_duration_ms(struct ydoc *x, const yaml_node_t *n, const char *name, uin
 	if (rc == -EINVAL) {
 		p = skip_blanks(v);
 		if (units_digits(&p, &u) == 0 && !*skip_blanks(p))
-			return ydoc_fail(x, n, "%s: %s has no unit (ms, s, m or h, like '%" PRIu64 "s')",
+			return ydoc_fail(x, n,
+					 "%s: %s has no unit (ms, s, m or h, like '%" PRIu64 "s')",
 					 name, ydoc_show(v).s, u);
-		return ydoc_fail(x, n,
-				 "%s: bad duration %s (a whole number and ms, s, m or h, like 500ms, "
-				 "15s, 1m30s)",
-				 name, ydoc_show(v).s);
+		return ydoc_fail(
+			x, n,
+			"%s: bad duration %s (a whole number and ms, s, m or h, like 500ms, "
+			"15s, 1m30s)",
+			name, ydoc_show(v).s);
 	}
 	return in_range(x, n, name, v, rc, ms, min, max, units_format_duration_ms, out);
 }
@@ -430,8 +434,8 @@ int ydoc_list(struct ydoc *x, const yaml_node_t *n, const char *name, size_t max
 	if (ydoc_is_null(n))
 		return strv_dup(v, nv, NULL, 0) ? ydoc_oom(x) : 0;
 	if (n->type == YAML_SCALAR_NODE)
-		return ydoc_fail(x, n, "%s: expected a list, got %s (write [%s])", name, ydoc_what(n).s,
-			    ydoc_show((const char *)n->data.scalar.value).s);
+		return ydoc_fail(x, n, "%s: expected a list, got %s (write [%s])", name,
+				 ydoc_what(n).s, ydoc_show((const char *)n->data.scalar.value).s);
 	if (n->type != YAML_SEQUENCE_NODE)
 		return ydoc_fail(x, n, "%s: expected a list (like %s), got %s", name, example,
 			    ydoc_what(n).s);
@@ -451,8 +455,8 @@ int ydoc_list(struct ydoc *x, const yaml_node_t *n, const char *name, size_t max
 			rc = check(x, in, iname.s, s);
 		for (size_t j = 0; !rc && j < i; j++)
 			if (!strcmp(a[j], s))
-				rc = ydoc_fail(x, in, "%s: %s is already listed as %s[%zu]", iname.s,
-					  ydoc_show(s).s, name, j);
+				rc = ydoc_fail(x, in, "%s: %s is already listed as %s[%zu]",
+					       iname.s, ydoc_show(s).s, name, j);
 		if (!rc && !(a[i] = strdup(s)))
 			rc = ydoc_oom(x);
 		if (rc)
@@ -476,12 +480,14 @@ static int parser_error(struct ydoc *x, const yaml_parser_t *p)
 		return -EINVAL;
 	if (p->error == YAML_READER_ERROR) {
 		if (p->problem_value != -1)
-			snprintf(x->err, x->errlen, "%s: not YAML text: %s (byte 0x%02x at offset %zu)",
-				 x->file, p->problem ? p->problem : "unreadable",
+			snprintf(x->err, x->errlen,
+				 "%s: not YAML text: %s (byte 0x%02x at offset %zu)", x->file,
+				 p->problem ? p->problem : "unreadable",
 				 (unsigned)p->problem_value & 0xff, p->problem_offset);
 		else
-			snprintf(x->err, x->errlen, "%s: not YAML text: %s (at offset %zu)", x->file,
-				 p->problem ? p->problem : "unreadable", p->problem_offset);
+			snprintf(x->err, x->errlen, "%s: not YAML text: %s (at offset %zu)",
+				 x->file, p->problem ? p->problem : "unreadable",
+				 p->problem_offset);
 	} else if (p->context) {
 		snprintf(x->err, x->errlen, "%s:%zu:%zu: YAML syntax error: %s (%s at line %zu)",
 			 x->file, p->problem_mark.line + 1, p->problem_mark.column + 1,
@@ -550,7 +556,8 @@ static int no_second(struct ydoc *x, yaml_parser_t *parser)
 		return parser_error(x, parser);
 	root = yaml_document_get_root_node(&extra);
 	if (root)
-		rc = ydoc_fail(x, root, "a second YAML document; the configuration is one document");
+		rc = ydoc_fail(x, root,
+			       "a second YAML document; the configuration is one document");
 	yaml_document_delete(&extra);
 	return rc;
 }

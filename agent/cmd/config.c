@@ -140,8 +140,8 @@ static const char *const sampling_keys[] = {"enabled", "frequency", "call_graph"
 					    "event", "per_cgroup", NULL};
 static const char *const symbols_keys[] = {"demangle", NULL};
 static const char *const probe_keys[] = {"spec", "hist", "latency_end", "stacks", NULL};
-static const char *const push_keys[] = {"interval", "collectors", "token_file", "timeout", "idle_close",
-					"tls", "spool", "retry", NULL};
+static const char *const push_keys[] = {"interval", "collectors", "token_file", "timeout",
+					"idle_close", "tls", "spool", "retry", NULL};
 static const char *const tls_keys[] = {"ca_file", "cert_file", "key_file", "verify", NULL};
 static const char *const spool_keys[] = {"dir", "max_bytes", NULL};
 static const char *const retry_keys[] = {"initial", "max", NULL};
@@ -223,8 +223,10 @@ static int check_event(struct ydoc *x, const yaml_node_t *n, const char *name, c
 	if (rc == -ENOMEM)
 		return ydoc_oom(x);
 	if (rc == -EINVAL)
-		return ydoc_fail(x, n, "%s: malformed event %s (EVENT, EVENT:u, EVENT:k, rHEX or SUBSYS:EVENT)",
-			    name, ydoc_show(v).s);
+		return ydoc_fail(
+			x, n,
+			"%s: malformed event %s (EVENT, EVENT:u, EVENT:k, rHEX or SUBSYS:EVENT)",
+			name, ydoc_show(v).s);
 	/* Not built in: a tracepoint, checked against tracefs when the agent
 	 * starts, if it has that shape and is not a misspelt EVENT:MODIFIER. */
 	if (colon && colon != v && colon[1] && !strchr(colon + 1, ':') &&
@@ -236,13 +238,13 @@ static int check_event(struct ydoc *x, const yaml_node_t *n, const char *name, c
 			     *p == '.';
 		if (ok)
 			return 0;
-		return ydoc_fail(x, n, "%s: malformed tracepoint %s (SUBSYS:EVENT, as in tracefs)", name,
-			    ydoc_show(v).s);
+		return ydoc_fail(x, n, "%s: malformed tracepoint %s (SUBSYS:EVENT, as in tracefs)",
+				 name, ydoc_show(v).s);
 	}
 	ns = ev_suggest(v, NULL, sugg, 1);
 	if (ns) {
-		rc = ydoc_fail(x, n, "%s: unknown event %s (did you mean '%s'?)", name, ydoc_show(v).s,
-			  sugg[0]);
+		rc = ydoc_fail(x, n, "%s: unknown event %s (did you mean '%s'?)", name,
+			       ydoc_show(v).s, sugg[0]);
 		free(sugg[0]);
 		return rc;
 	}
@@ -262,7 +264,8 @@ static int check_url(struct ydoc *x, const yaml_node_t *n, const char *name, con
 	else if (!strncasecmp(v, "https://", 8))
 		p = v + 8;
 	else
-		return ydoc_fail(x, n, "%s: %s is not an http:// or https:// URL", name, ydoc_show(v).s);
+		return ydoc_fail(x, n, "%s: %s is not an http:// or https:// URL", name,
+				 ydoc_show(v).s);
 	for (const char *q = v; *q; q++)
 		if ((unsigned char)*q <= ' ' || *q == 0x7f)
 			return ydoc_fail(x, n, "%s: %s contains a space", name, ydoc_show(v).s);
@@ -277,13 +280,16 @@ static int check_url(struct ydoc *x, const yaml_node_t *n, const char *name, con
 		const char *rb = memchr(p, ']', (size_t)(end - p));
 
 		if (!rb || rb == p + 1)
-			return ydoc_fail(x, n, "%s: %s has a bad IPv6 address", name, ydoc_show(v).s);
+			return ydoc_fail(x, n, "%s: %s has a bad IPv6 address", name,
+					 ydoc_show(v).s);
 		for (const char *q = p + 1; q < rb; q++)
 			if (!isxdigit((unsigned char)*q) && *q != ':' && *q != '.')
-				return ydoc_fail(x, n, "%s: %s has a bad IPv6 address", name, ydoc_show(v).s);
+				return ydoc_fail(x, n, "%s: %s has a bad IPv6 address", name,
+						 ydoc_show(v).s);
 		p = rb + 1;
 	} else {
-		while (p < end && (isalnum((unsigned char)*p) || *p == '-' || *p == '.' || *p == '_'))
+		while (p < end &&
+		       (isalnum((unsigned char)*p) || *p == '-' || *p == '.' || *p == '_'))
 			p++;
 	}
 	hlen = (size_t)(p - host);
@@ -294,7 +300,8 @@ static int check_url(struct ydoc *x, const yaml_node_t *n, const char *name, con
 		const char *q = p + 1;
 
 		if (units_digits(&q, &port) < 0 || q != end || port < 1 || port > 65535)
-			return ydoc_fail(x, n, "%s: %s has a bad port (1..65535)", name, ydoc_show(v).s);
+			return ydoc_fail(x, n, "%s: %s has a bad port (1..65535)", name,
+					 ydoc_show(v).s);
 		p = q;
 	}
 	if (p != end)
@@ -312,8 +319,8 @@ static int check_listen(struct ydoc *x, const yaml_node_t *n, const char *name, 
 			    ydoc_show(v).s);
 	if (v[0] == '[' ? (colon == v || colon[-1] != ']' || colon - v < 3)
 			: (memchr(v, ':', (size_t)(colon - v)) != NULL))
-		return ydoc_fail(x, n, "%s: %s: an IPv6 address goes in brackets ([::1]:9465)", name,
-			    ydoc_show(v).s);
+		return ydoc_fail(x, n, "%s: %s: an IPv6 address goes in brackets ([::1]:9465)",
+				 name, ydoc_show(v).s);
 	q = colon + 1;
 	if (units_digits(&q, &port) < 0 || *q || port < 1 || port > 65535)
 		return ydoc_fail(x, n, "%s: %s has a bad port (1..65535)", name, ydoc_show(v).s);
@@ -384,7 +391,8 @@ static int parse_host(struct ydoc *x, const yaml_node_t *root, struct config *c)
 			return ydoc_fail(x, v, "host.name: longer than %d bytes", HOST_NAME_MAXLEN);
 	}
 	if ((v = ydoc_get(x, m, "agent_id_file")) &&
-	    (rc = ydoc_string(x, v, "host.agent_id_file", 0, "a file path", &c->host.agent_id_file)))
+	    (rc = ydoc_string(x, v, "host.agent_id_file", 0, "a file path",
+			      &c->host.agent_id_file)))
 		return rc;
 	return 0;
 }
@@ -402,9 +410,10 @@ static int parse_cgroups(struct ydoc *x, const yaml_node_t *root, struct config 
 		if (rc)
 			return rc;
 		if (!c->cgroups.ninclude)
-			return ydoc_fail(x, v,
-				    "cgroups.include: empty, so no cgroup would be profiled (\"/**\" "
-				    "is every cgroup)");
+			return ydoc_fail(
+				x, v,
+				"cgroups.include: empty, so no cgroup would be profiled (\"/**\" "
+				"is every cgroup)");
 	}
 	if ((v = ydoc_get(x, m, "exclude")) &&
 	    (rc = ydoc_list(x, v, "cgroups.exclude", CONFIG_MAX_LIST, check_glob,
@@ -432,7 +441,9 @@ static int parse_counters(struct ydoc *x, const yaml_node_t *root, struct config
 			  "[task-clock, cycles]", &c->counters.events, &c->counters.nevents)))
 		return rc;
 	if (ev && c->counters.enabled && !c->counters.nevents)
-		return ydoc_fail(x, ev, "counters.events: empty (set counters.enabled: false to count nothing)");
+		return ydoc_fail(
+			x, ev,
+			"counters.events: empty (set counters.enabled: false to count nothing)");
 	return 0;
 }
 
@@ -459,8 +470,9 @@ static int parse_sampling(struct ydoc *x, const yaml_node_t *root, struct config
 		if ((rc = ydoc_size(x, v, "sampling.stack_bytes", 8, 65528, &b)))
 			return rc;
 		if (b % 8)
-			return ydoc_fail(x, v, "sampling.stack_bytes: %" PRIu64 " is not a multiple of 8",
-				    b);
+			return ydoc_fail(x, v,
+					 "sampling.stack_bytes: %" PRIu64 " is not a multiple of 8",
+					 b);
 		c->sampling.stack_bytes = (unsigned)b;
 	}
 	if ((v = ydoc_get(x, m, "event"))) {
@@ -509,11 +521,13 @@ static int parse_probe(struct ydoc *x, const yaml_node_t *n, const char *name,
 			return rc;
 		specn = ydoc_get(x, n, "spec");
 		if (!specn)
-			return ydoc_fail(x, n, "%s: no spec (spec: \"sdt:PROVIDER:NAME@BINARY\", say)",
-				    name);
+			return ydoc_fail(x, n,
+					 "%s: no spec (spec: \"sdt:PROVIDER:NAME@BINARY\", say)",
+					 name);
 	} else {
-		return ydoc_fail(x, n, "%s: expected a probe (a spec, or a mapping with spec:), got %s",
-			    name, ydoc_what(n).s);
+		return ydoc_fail(x, n,
+				 "%s: expected a probe (a spec, or a mapping with spec:), got %s",
+				 name, ydoc_what(n).s);
 	}
 	k = ydoc_key_in(name, "spec");
 	if ((rc = ydoc_scalar(x, specn, specn == n ? name : k.s, "a probe spec", &s)) ||
@@ -549,11 +563,15 @@ static int parse_probe(struct ydoc *x, const yaml_node_t *n, const char *name,
 			if ((rc = check_probe(x, v, k.s, p->latency_end)))
 				return rc;
 			if (!strcmp(p->latency_end, p->spec))
-				return ydoc_fail(x, v, "%s: the same probe as spec; the latency needs another "
-					    "probe (for a function: u:BINARY:SYMBOL%%return)", k.s);
+				return ydoc_fail(
+					x, v,
+					"%s: the same probe as spec; the latency needs another "
+					"probe (for a function: u:BINARY:SYMBOL%%return)",
+					k.s);
 		}
 	}
-	if ((v = ydoc_get(x, n, "stacks")) && (rc = ydoc_bool(x, v, ydoc_key_in(name, "stacks").s, &p->stacks)))
+	if ((v = ydoc_get(x, n, "stacks")) &&
+	    (rc = ydoc_bool(x, v, ydoc_key_in(name, "stacks").s, &p->stacks)))
 		return rc;
 	return 0;
 }
@@ -585,8 +603,8 @@ static int parse_probes(struct ydoc *x, const yaml_node_t *root, struct config *
 		rc = parse_probe(x, in, name.s, &a[i]);
 		for (size_t j = 0; !rc && j < i; j++)
 			if (!strcmp(a[j].spec, a[i].spec))
-				rc = ydoc_fail(x, in, "%s: the same probe as probes[%zu] (line %d)", name.s,
-					  j, a[j].line);
+				rc = ydoc_fail(x, in, "%s: the same probe as probes[%zu] (line %d)",
+					       name.s, j, a[j].line);
 		if (rc) {
 			i++;
 			break;
@@ -654,18 +672,22 @@ static int parse_push(struct ydoc *x, const yaml_node_t *root, struct config *c,
 		    (rc = ydoc_bool(x, v, "push.tls.verify", &c->push.tls.verify)))
 			return rc;
 		if (!c->push.tls.cert_file != !c->push.tls.key_file)
-			return ydoc_fail(x, s, "push.tls: cert_file and key_file go together (%s is not set)",
-				    c->push.tls.cert_file ? "key_file" : "cert_file");
+			return ydoc_fail(
+				x, s,
+				"push.tls: cert_file and key_file go together (%s is not set)",
+				c->push.tls.cert_file ? "key_file" : "cert_file");
 	}
 
 	if ((rc = ydoc_section(x, m, "push", "spool", spool_keys, &s)))
 		return rc;
 	if (s) {
 		if ((v = ydoc_get(x, s, "dir")) &&
-		    (rc = ydoc_string(x, v, "push.spool.dir", 0, "a directory", &c->push.spool.dir)))
+		    (rc = ydoc_string(x, v, "push.spool.dir", 0, "a directory",
+				      &c->push.spool.dir)))
 			return rc;
 		if ((v = ydoc_get(x, s, "max_bytes")) &&
-		    (rc = ydoc_size(x, v, "push.spool.max_bytes", UNITS_MIB, UNITS_TIB, &c->push.spool.max_bytes)))
+		    (rc = ydoc_size(x, v, "push.spool.max_bytes", UNITS_MIB, UNITS_TIB,
+				    &c->push.spool.max_bytes)))
 			return rc;
 	}
 
@@ -677,15 +699,20 @@ static int parse_push(struct ydoc *x, const yaml_node_t *root, struct config *c,
 				      &c->push.retry.initial_ms)))
 			return rc;
 		if ((vm = ydoc_get(x, s, "max")) &&
-		    (rc = ydoc_duration_ms(x, vm, "push.retry.max", 10, 24 * MS_H, &c->push.retry.max_ms)))
+		    (rc = ydoc_duration_ms(x, vm, "push.retry.max", 10, 24 * MS_H,
+					   &c->push.retry.max_ms)))
 			return rc;
 		if (c->push.retry.max_ms < c->push.retry.initial_ms) {
 			char a[32], b[32];
 
 			units_format_duration_ms(c->push.retry.max_ms, a, sizeof(a));
 			units_format_duration_ms(c->push.retry.initial_ms, b, sizeof(b));
-			return ydoc_fail(x, vm ? vm : vi ? vi : s,
-				    "push.retry.max (%s) is less than push.retry.initial (%s)", a, b);
+			return ydoc_fail(x,
+					 vm   ? vm
+					 : vi ? vi
+					      : s,
+					 "push.retry.max (%s) is less than push.retry.initial (%s)",
+					 a, b);
 		}
 	}
 	return 0;
@@ -722,7 +749,8 @@ static int parse_metrics(struct ydoc *x, const yaml_node_t *root, struct config 
 		if ((rc = ydoc_string(x, v, "metrics.listen", YDOC_NULLABLE, "HOST:PORT",
 				    &c->metrics.listen)))
 			return rc;
-		if (c->metrics.listen && (rc = check_listen(x, v, "metrics.listen", c->metrics.listen)))
+		if (c->metrics.listen &&
+		    (rc = check_listen(x, v, "metrics.listen", c->metrics.listen)))
 			return rc;
 	}
 	return 0;
@@ -736,8 +764,9 @@ static int parse_root(struct ydoc *x, const yaml_node_t *root, struct config *c)
 	if (ydoc_is_null(root))
 		return 0;
 	if (root->type != YAML_MAPPING_NODE)
-		return ydoc_fail(x, root, "expected a mapping of sections (host:, push:, ...), got %s",
-			    ydoc_what(root).s);
+		return ydoc_fail(x, root,
+				 "expected a mapping of sections (host:, push:, ...), got %s",
+				 ydoc_what(root).s);
 	if ((rc = ydoc_check_keys(x, root, "", top_keys)) || (rc = parse_host(x, root, c)) ||
 	    (rc = parse_cgroups(x, root, c)) || (rc = parse_counters(x, root, c)) ||
 	    (rc = parse_sampling(x, root, c)) || (rc = parse_symbols(x, root, c)) ||
@@ -746,9 +775,10 @@ static int parse_root(struct ydoc *x, const yaml_node_t *root, struct config *c)
 	    (rc = parse_metrics(x, root, c)))
 		return rc;
 	if (!c->push.ncollectors && !c->metrics.listen)
-		return ydoc_fail(x, collectors,
-			    "push.collectors: empty and no metrics.listen: the agent's data would go "
-			    "nowhere");
+		return ydoc_fail(
+			x, collectors,
+			"push.collectors: empty and no metrics.listen: the agent's data would go "
+			"nowhere");
 	return 0;
 }
 

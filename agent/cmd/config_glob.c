@@ -126,7 +126,9 @@ const char *config_glob_check(const char *v)
 				i++; /* the next character is literal */
 			} else if (c.s[i] == '[') {
 				/* fnmatch: a ']' right after '[' or '[!' is part of the set */
-				size_t j = i + 1 + (i + 1 < c.n && (c.s[i + 1] == '!' || c.s[i + 1] == '^'));
+				size_t j =
+					i + 1 +
+					(i + 1 < c.n && (c.s[i + 1] == '!' || c.s[i + 1] == '^'));
 
 				j += j < c.n && c.s[j] == ']';
 				while (j < c.n && c.s[j] != ']')

@@ -196,7 +196,8 @@ static int resolve_uprobe(struct probe *p, const struct probe_spec *ps, const in
 		goto out;
 	}
 	if (off) {
-		if (sym_off + off < sym_off || symtab_lookup(s, sym_off + off, &found, &in_off) < 0 ||
+		if (sym_off + off < sym_off ||
+		    symtab_lookup(s, sym_off + off, &found, &in_off) < 0 ||
 		    strcmp(found, sym) != 0 || in_off != off) {
 			probe_msg_add(m, "%s+%#" PRIx64 " is outside %s", sym, off, sym);
 			err = -EINVAL;
@@ -259,7 +260,8 @@ static void sdt_suggest(const struct usdt_list *l, const char *provider, const c
 	char *want = malloc(wl);
 
 	suggest_init(&nr, PROBE_SUGGEST);
-	probe_msg_add(m, "no SDT probe %s:%s in %s (%zu probes)", provider, name, path, usdt_count(l));
+	probe_msg_add(m, "no SDT probe %s:%s in %s (%zu probes)", provider, name, path,
+		      usdt_count(l));
 	if (!want)
 		return;
 	snprintf(want, wl, "%s:%s", provider, name);
@@ -285,8 +287,8 @@ static void sdt_suggest(const struct usdt_list *l, const char *provider, const c
 		for (size_t i = 0; i < nr.n; i++) {
 			bool bare = !strchr(nr.name[i], ':');
 
-			probe_msg_add(m, "%s%s%s%s", i ? ", " : "", bare ? provider : "", bare ? ":" : "",
-				nr.name[i]);
+			probe_msg_add(m, "%s%s%s%s", i ? ", " : "", bare ? provider : "",
+				      bare ? ":" : "", nr.name[i]);
 		}
 		probe_msg_add(m, "?");
 	}
@@ -399,9 +401,13 @@ static int resolve_usdt(struct probe *p, const struct probe_spec *ps, const int 
 			err = probe_bin_resolve(provider, NULL, 0, &f.bin, &quiet);
 			if (err == -ENOENT) {
 				if (npids)
-					probe_msg_add(m, "not found in the files mapped by the given processes; ");
-				probe_msg_add(m, "no binary named \"%s\" in PATH or the library directories; "
-					   "name the binary: sdt:%s:%s@BINARY", provider, provider, name);
+					probe_msg_add(m, "not found in the files mapped by the "
+							 "given processes; ");
+				probe_msg_add(m,
+					      "no binary named \"%s\" in PATH or the library "
+					      "directories; "
+					      "name the binary: sdt:%s:%s@BINARY",
+					      provider, provider, name);
 				goto out;
 			}
 		} else if (err == -ENOENT) {
@@ -494,7 +500,8 @@ static int tp_argdef(struct probe *p, const struct tp_field *fields, size_t nfie
 	int err;
 
 	for (size_t i = 0; i < nfields; i++) {
-		if (strlen(value) == fields[i].len && !strncmp(fields[i].name, value, fields[i].len)) {
+		if (strlen(value) == fields[i].len &&
+		    !strncmp(fields[i].name, value, fields[i].len)) {
 			f = &fields[i];
 			break;
 		}
@@ -517,8 +524,8 @@ static int tp_argdef(struct probe *p, const struct tp_field *fields, size_t nfie
 	}
 	if (!f->dynamic && (f->size <= 0 || f->size > 8)) {
 		/* char comm[16] and the like: not a number to count or histogram */
-		probe_msg_add(m, "%s: field \"%s\" is %d bytes, not a number (at most 8 bytes)", head,
-			value, f->size);
+		probe_msg_add(m, "%s: field \"%s\" is %d bytes, not a number (at most 8 bytes)",
+			      head, value, f->size);
 		return -EINVAL;
 	}
 	err = add_argdef(p, sa, NULL);
@@ -550,7 +557,9 @@ static int resolve_tracepoint(struct probe *p, const struct probe_spec *ps, stru
 	int err;
 
 	if (!tracefs) {
-		probe_msg_add(m, "%s: tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)",
+		probe_msg_add(
+			m,
+			"%s: tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)",
 			head);
 		return -ENOENT;
 	}
@@ -568,7 +577,8 @@ static int resolve_tracepoint(struct probe *p, const struct probe_spec *ps, stru
 		for (size_t i = 0; i < ns; i++) {
 			/* only tracepoints make sense here, not "cycles" */
 			if (strchr(sugg[i], ':'))
-				probe_msg_add(m, "%s%s", shown++ ? ", " : "; did you mean ", sugg[i]);
+				probe_msg_add(m, "%s%s", shown++ ? ", " : "; did you mean ",
+					      sugg[i]);
 			free(sugg[i]);
 		}
 		if (shown)
@@ -610,8 +620,10 @@ static int resolve_tracepoint(struct probe *p, const struct probe_spec *ps, stru
 	if (!tep)
 		goto out;
 	if (tep_parse_event(tep, text, strlen(text), sys) != 0 ||
-	    !(tev = tep_find_event_by_name(tep, sys, event)) || !(tfields = tep_event_fields(tev))) {
-		probe_msg_add(m, "%s: cannot parse %s/events/%s/%s/format", head, tracefs, sys, event);
+	    !(tev = tep_find_event_by_name(tep, sys, event)) ||
+	    !(tfields = tep_event_fields(tev))) {
+		probe_msg_add(m, "%s: cannot parse %s/events/%s/%s/format", head, tracefs, sys,
+			      event);
 		err = -EINVAL;
 		goto out;
 	}
@@ -634,7 +646,8 @@ static int resolve_tracepoint(struct probe *p, const struct probe_spec *ps, stru
 		f->offset = tf->offset;
 		f->size = tf->size;
 		f->is_signed = tf->flags & TEP_FIELD_IS_SIGNED;
-		f->dynamic = (tf->flags & TEP_FIELD_IS_DYNAMIC) && !(tf->flags & TEP_FIELD_IS_RELATIVE);
+		f->dynamic =
+			(tf->flags & TEP_FIELD_IS_DYNAMIC) && !(tf->flags & TEP_FIELD_IS_RELATIVE);
 		f->relative = tf->flags & TEP_FIELD_IS_RELATIVE;
 		nfields++;
 	}

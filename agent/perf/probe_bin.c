@@ -195,7 +195,8 @@ static int maps_match_one(void *ctx, const char *path, bool exec)
 	int rank = name_rank(probe_base_name(path), mm->name);
 	char *dup;
 
-	if (rank < 0 || !better(rank, probe_base_name(path), mm->best_rank, mm->best ? probe_base_name(mm->best) : ""))
+	if (rank < 0 || !better(rank, probe_base_name(path), mm->best_rank,
+				mm->best ? probe_base_name(mm->best) : ""))
 		return 0;
 	dup = strdup(path);
 	if (!dup)
@@ -295,7 +296,8 @@ static int find_in_libdirs(const char *name, char **out)
 			size_t n;
 			char *cand;
 
-			if (rank < 0 || !better(rank, e->d_name, best_rank, best ? probe_base_name(best) : ""))
+			if (rank < 0 ||
+			    !better(rank, e->d_name, best_rank, best ? probe_base_name(best) : ""))
 				continue;
 			n = strlen(lib_dirs[i]) + strlen(e->d_name) + 2;
 			cand = malloc(n);

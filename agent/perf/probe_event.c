@@ -99,8 +99,11 @@ int probe_attr_at(const struct probe *p, const char *pmu_dir, struct perf_event_
 
 	ret = read_small(pmu_dir, "type", buf, sizeof(buf));
 	if (ret == -ENOENT) {
-		probe_msg_add(&m, "this kernel has no uprobe PMU (%s missing): uprobes need Linux 4.17+ "
-			    "built with CONFIG_UPROBE_EVENTS", pmu_dir);
+		probe_msg_add(
+			&m,
+			"this kernel has no uprobe PMU (%s missing): uprobes need Linux 4.17+ "
+			"built with CONFIG_UPROBE_EVENTS",
+			pmu_dir);
 		return -ENOENT;
 	}
 	if (ret < 0) {
@@ -114,11 +117,13 @@ int probe_attr_at(const struct probe *p, const char *pmu_dir, struct perf_event_
 	if (p->retprobe) {
 		ret = read_small(pmu_dir, "format/retprobe", buf, sizeof(buf));
 		if (ret == -ENOENT) {
-			probe_msg_add(&m, "the uprobe PMU has no retprobe bit (%s/format/retprobe)", pmu_dir);
+			probe_msg_add(&m, "the uprobe PMU has no retprobe bit (%s/format/retprobe)",
+				      pmu_dir);
 			return -EOPNOTSUPP;
 		}
 		if (ret < 0 || format_bits(buf, &lo, &hi) < 0 || lo != hi) {
-			probe_msg_add(&m, "%s/format/retprobe: unexpected \"%s\"", pmu_dir, ret < 0 ? "" : buf);
+			probe_msg_add(&m, "%s/format/retprobe: unexpected \"%s\"", pmu_dir,
+				      ret < 0 ? "" : buf);
 			return -EIO;
 		}
 		config |= UINT64_C(1) << lo;
@@ -128,8 +133,10 @@ int probe_attr_at(const struct probe *p, const char *pmu_dir, struct perf_event_
 
 		ret = read_small(pmu_dir, "format/ref_ctr_offset", buf, sizeof(buf));
 		if (ret == -ENOENT) {
-			probe_msg_add(&m, "%s has a semaphore but this kernel's uprobe PMU takes no "
-				    "ref_ctr_offset (Linux 4.20+)", p->label ? p->label : "probe");
+			probe_msg_add(&m,
+				      "%s has a semaphore but this kernel's uprobe PMU takes no "
+				      "ref_ctr_offset (Linux 4.20+)",
+				      p->label ? p->label : "probe");
 			return -EOPNOTSUPP;
 		}
 		if (ret < 0 || format_bits(buf, &lo, &hi) < 0) {
@@ -139,12 +146,13 @@ int probe_attr_at(const struct probe *p, const char *pmu_dir, struct perf_event_
 		}
 		width = hi - lo + 1;
 		if (width < 64 && p->ref_ctr >> width) {
-			probe_msg_add(&m, "semaphore offset %#" PRIx64 " does not fit %u bits", p->ref_ctr,
-				width);
+			probe_msg_add(&m, "semaphore offset %#" PRIx64 " does not fit %u bits",
+				      p->ref_ctr, width);
 			return -ERANGE;
 		}
 		if ((config >> lo) & (width < 64 ? (UINT64_C(1) << width) - 1 : UINT64_MAX)) {
-			probe_msg_add(&m, "%s/format: retprobe and ref_ctr_offset overlap", pmu_dir);
+			probe_msg_add(&m, "%s/format: retprobe and ref_ctr_offset overlap",
+				      pmu_dir);
 			return -EIO;
 		}
 		config |= p->ref_ctr << lo;

@@ -60,7 +60,8 @@ static int parse_argn(const char *s)
 
 static bool valid_argname(const char *s)
 {
-	if (!s[0] || strlen(s) > PROBE_ARGNAME_MAX || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+	if (!s[0] || strlen(s) > PROBE_ARGNAME_MAX ||
+	    !(isalpha((unsigned char)s[0]) || s[0] == '_'))
 		return false;
 	for (const char *c = s; *c; c++) {
 		if (!isalnum((unsigned char)*c) && *c != '_')
@@ -112,7 +113,8 @@ static int parse_uprobe(struct probe_spec *s, char *body, char *err, size_t errl
 	if (plus) {
 		*plus++ = '\0';
 		if (!sym[0] || probe_spec_u64(plus, &s->offset) < 0) {
-			say(err, errlen, "%s: bad offset \"+%s\" (decimal or 0x hex)", s->head, plus);
+			say(err, errlen, "%s: bad offset \"+%s\" (decimal or 0x hex)", s->head,
+			    plus);
 			return -EINVAL;
 		}
 	}
@@ -156,7 +158,8 @@ static int parse_tracepoint(struct probe_spec *s, char *err, size_t errlen)
 
 	if (!colon || colon == s->head || !colon[1] || strchr(colon + 1, ':')) {
 		say(err, errlen,
-		    "%s: not a probe; want u:BINARY:SYMBOL, sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT",
+		    "%s: not a probe; want u:BINARY:SYMBOL, sdt:PROVIDER:NAME[@BINARY] or "
+		    "SUBSYS:EVENT",
 		    s->head);
 		return -EINVAL;
 	}
@@ -177,15 +180,17 @@ static int check_value(const struct probe_spec *s, struct probe_spec_arg *a, cha
 		return 0; /* a field, known once tracefs is read */
 	if (s->kind == PROBE_USDT) {
 		if (a->argn < 0) {
-			say(err, errlen, "%s: argument \"%s\": an SDT probe takes argN", s->head, v);
+			say(err, errlen, "%s: argument \"%s\": an SDT probe takes argN", s->head,
+			    v);
 			return -EINVAL;
 		}
 		return 0;
 	}
 	if (v[0] == '%') {
 		if (reg_arg(v + 1, &a->a) < 0) {
-			say(err, errlen, "%s: unknown register \"%s\" (e.g. %%di, %%rsi, %%ax, %%r8)",
-			    s->head, v);
+			say(err, errlen,
+			    "%s: unknown register \"%s\" (e.g. %%di, %%rsi, %%ax, %%r8)", s->head,
+			    v);
 			return -EINVAL;
 		}
 		return 0;
@@ -254,7 +259,8 @@ static int parse_tokens(struct probe_spec *s, char *copy, char *err, size_t errl
 	}
 	for (char *t = strtok_r(NULL, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
 		if (ntoks == USDT_MAX_ARGS) {
-			say(err, errlen, "%s: too many arguments (at most %d)", head, USDT_MAX_ARGS);
+			say(err, errlen, "%s: too many arguments (at most %d)", head,
+			    USDT_MAX_ARGS);
 			return -E2BIG;
 		}
 		toks[ntoks++] = t;
