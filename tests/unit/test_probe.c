@@ -42,6 +42,7 @@
 #include "agent/perf/probe.h"
 #include "agent/symbols/symtab.h"
 #include "agent/perf/usdt.h"
+#include "tests/unit/testlib.h"
 
 #define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
 #define CALLS 1000
@@ -992,18 +993,6 @@ static void test_tracepoint_errors(void **state)
 
 /* ---- probe_attr ---- */
 
-static void write_file(const char *dir, const char *name, const char *text)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "we");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 static void test_attr_fake_pmu(void **state)
 {
 	char dir[] = "/tmp/test_probe_pmu.XXXXXX", sub[PATH_MAX], err[512];
@@ -1013,9 +1002,9 @@ static void test_attr_fake_pmu(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(sub, sizeof(sub), "%s/format", dir);
 	assert_int_equal(mkdir(sub, 0755), 0);
-	write_file(dir, "type", "42\n");
-	write_file(dir, "format/retprobe", "config:0\n");
-	write_file(dir, "format/ref_ctr_offset", "config:32-63\n");
+	tl_write_file(dir, "type", "42\n");
+	tl_write_file(dir, "format/retprobe", "config:0\n");
+	tl_write_file(dir, "format/ref_ctr_offset", "config:32-63\n");
 
 	memset(&attr, 0, sizeof(attr));
 	attr.sample_period = 7; /* the caller's fields stay */
@@ -1033,7 +1022,7 @@ static void test_attr_fake_pmu(void **state)
 	assert_int_equal(attr.config, (UINT64_C(0x88595e) << 32) | 1);
 
 	/* another bit, as a range of one */
-	write_file(dir, "format/retprobe", "config:5-5\n");
+	tl_write_file(dir, "format/retprobe", "config:5-5\n");
 	p.ref_ctr = 0;
 	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), 0);
 	assert_int_equal(attr.config, UINT64_C(1) << 5);
@@ -1049,10 +1038,10 @@ static void test_attr_fake_pmu(void **state)
 
 	p.ref_ctr = 0;
 	for (size_t i = 0; i < sizeof(bad_formats) / sizeof(bad_formats[0]); i++) {
-		write_file(dir, "format/retprobe", bad_formats[i]);
+		tl_write_file(dir, "format/retprobe", bad_formats[i]);
 		assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), -EIO);
 	}
-	write_file(dir, "format/retprobe", "config:0-1");
+	tl_write_file(dir, "format/retprobe", "config:0-1");
 	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), -EIO);
 
 	/* an old kernel: no ref_ctr_offset, no retprobe */
@@ -1069,7 +1058,7 @@ static void test_attr_fake_pmu(void **state)
 	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), -EOPNOTSUPP);
 
 	/* a type that is not a number */
-	write_file(dir, "type", "uprobe\n");
+	tl_write_file(dir, "type", "uprobe\n");
 	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), -EIO);
 
 	nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);

@@ -46,18 +46,6 @@ static const char *build_dir(void)
 	return b && *b ? b : "build";
 }
 
-/* snprintf() that fails the test instead of truncating a path */
-__attribute__((format(printf, 3, 4))) static void pathf(char *buf, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, size, fmt, ap);
-	va_end(ap);
-	assert_true(n >= 0 && (size_t)n < size);
-}
-
 static void write_file(const char *path, const void *buf, size_t len)
 {
 	FILE *f = fopen(path, "we");
@@ -88,7 +76,7 @@ static unsigned char *read_all(const char *path, size_t *len)
 
 static void sdtprobe_path(char *buf, size_t size)
 {
-	pathf(buf, size, "%s/workloads/sdtprobe", build_dir());
+	tl_pathf(buf, size, "%s/workloads/sdtprobe", build_dir());
 	if (access(buf, R_OK) != 0)
 		fail_msg("%s missing: run make build-tests", buf);
 }
@@ -351,7 +339,7 @@ static void test_regs(void **state)
 
 	for (size_t i = 0; i < sizeof(legacy_regs) / sizeof(legacy_regs[0]); i++) {
 		check_reg(legacy_regs[i].name, legacy_regs[i].reg, legacy_regs[i].bytes);
-		pathf(name, sizeof(name), "%%%s", legacy_regs[i].name);
+		tl_pathf(name, sizeof(name), "%%%s", legacy_regs[i].name);
 		check_reg(name, legacy_regs[i].reg, legacy_regs[i].bytes);
 	}
 	/* r8..r15 with their d, w, b forms; PERF_REG_X86_R8.. are consecutive */
@@ -362,9 +350,9 @@ static void test_regs(void **state)
 		} forms[] = { { "", 8 }, { "d", 4 }, { "w", 2 }, { "b", 1 } };
 
 		for (size_t f = 0; f < 4; f++) {
-			pathf(name, sizeof(name), "r%d%s", n, forms[f].suffix);
+			tl_pathf(name, sizeof(name), "r%d%s", n, forms[f].suffix);
 			check_reg(name, PERF_REG_X86_R8 + n - 8, forms[f].bytes);
-			pathf(name, sizeof(name), "%%r%d%s", n, forms[f].suffix);
+			tl_pathf(name, sizeof(name), "%%r%d%s", n, forms[f].suffix);
 			check_reg(name, PERF_REG_X86_R8 + n - 8, forms[f].bytes);
 		}
 	}
@@ -846,7 +834,7 @@ static struct usdt_list *syn_read(const struct syn *y, const char *dir)
 	struct usdt_list *l;
 	struct stat st;
 
-	pathf(path, sizeof(path), "%s/syn", dir);
+	tl_pathf(path, sizeof(path), "%s/syn", dir);
 	syn_write(y, path);
 	l = usdt_read(path);
 	assert_non_null(l);
@@ -1238,7 +1226,7 @@ static void test_workload(void **state)
 		assert_true(p->pc_vaddr >= sym.st_value && p->pc_vaddr < sym.st_value + sym.st_size);
 
 		/* the semaphore is its symbol, in .probes, initially 0 */
-		pathf(sname, sizeof(sname), "cgperf_test_%s_semaphore", p->name);
+		tl_pathf(sname, sizeof(sname), "cgperf_test_%s_semaphore", p->name);
 		assert_true(ev_symbol(&v, sname, &sym));
 		assert_int_equal(p->sema_vaddr, sym.st_value);
 		assert_true(ev_section(&v, ".probes", &probes));
@@ -1330,7 +1318,7 @@ static void test_no_notes(void **state)
 	const char *files[] = { "/bin/true", NULL };
 	char writer[PATH_MAX];
 
-	pathf(writer, sizeof(writer), "%s/workloads/writer", build_dir());
+	tl_pathf(writer, sizeof(writer), "%s/workloads/writer", build_dir());
 	files[1] = writer;
 	for (size_t i = 0; i < 2; i++) {
 		struct usdt_list *l;
@@ -1366,21 +1354,21 @@ static void test_not_elf(void **state)
 	char *dir = tl_tmpdir("cgperf-usdt");
 	char path[PATH_MAX];
 
-	pathf(path, sizeof(path), "%s/text", dir);
+	tl_pathf(path, sizeof(path), "%s/text", dir);
 	write_file(path, "#!/bin/sh\necho hello\n", 21);
 	expect_fail(path, ENOEXEC);
-	pathf(path, sizeof(path), "%s/empty", dir);
+	tl_pathf(path, sizeof(path), "%s/empty", dir);
 	write_file(path, "", 0);
 	expect_fail(path, ENOEXEC);
-	pathf(path, sizeof(path), "%s/magic-only", dir);
+	tl_pathf(path, sizeof(path), "%s/magic-only", dir);
 	write_file(path, "\177ELF", 4);
 	expect_fail(path, ENOEXEC);
-	pathf(path, sizeof(path), "%s/fifo", dir);
+	tl_pathf(path, sizeof(path), "%s/fifo", dir);
 	assert_int_equal(mkfifo(path, 0600), 0);
 	expect_fail(path, ENOEXEC); /* and does not hang */
 	expect_fail(dir, ENOEXEC);
 	expect_fail("/dev/null", ENOEXEC);
-	pathf(path, sizeof(path), "%s/missing", dir);
+	tl_pathf(path, sizeof(path), "%s/missing", dir);
 	expect_fail(path, ENOENT);
 	expect_fail(NULL, EINVAL);
 	tl_rmtree(dir);
@@ -1435,7 +1423,7 @@ static void test_corrupt(void **state)
 	note = find_note_shdr(bytes, len);
 	noff = note->sh_offset;
 	nsize = note->sh_size;
-	pathf(path, sizeof(path), "%s/bad", dir);
+	tl_pathf(path, sizeof(path), "%s/bad", dir);
 
 	/* targeted: the first note's header and descriptor */
 	{
