@@ -51,7 +51,6 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#include <zlib.h>
 
 #include "lib/log.h"
 #include "wire/wire.h"
@@ -62,6 +61,9 @@
 #include "exporter/store/store.h"
 #include "exporter/targets.h"
 #include "exporter/totals.h"
+#include "lib/clock.h"
+#include "lib/gzip.h"
+#include "lib/netaddr.h"
 
 /* Event loops (epoll), each over its share of the connections. */
 #define HTTP_THREADS 4u
@@ -154,10 +156,7 @@ struct req {
 
 uint64_t http_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return clock_real_ns();
 }
 
 static uint64_t cutoff(const struct http *h, uint64_t now)
@@ -283,45 +282,6 @@ static bool accepts_gzip(struct MHD_Connection *c)
 	return a.gzip >= 0 ? a.gzip > 0 : a.star > 0;
 }
 
-/* @len bytes at @in as one gzip member, in a malloc'd buffer. 0 or
- * -ENOMEM (-EIO should zlib refuse). */
-static int gzip_body(const void *in, size_t len, void **out, size_t *outlen)
-{
-	z_stream z = { 0 };
-	uint8_t *buf;
-	size_t cap;
-	int zr;
-
-	if (deflateInit2(&z, GZIP_LEVEL, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	cap = deflateBound(&z, len);
-	buf = malloc(cap);
-	if (!buf) {
-		deflateEnd(&z);
-		return -ENOMEM;
-	}
-	z.next_in = (Bytef *)in;
-	z.next_out = buf;
-	/* avail_* are 32-bit: feed and drain in steps below 4 GiB. */
-	do {
-		size_t in_left = len - (size_t)((const uint8_t *)z.next_in - (const uint8_t *)in);
-		size_t out_left = cap - (size_t)(z.next_out - buf);
-
-		z.avail_in = in_left > UINT32_MAX ? UINT32_MAX : (uInt)in_left;
-		z.avail_out = out_left > UINT32_MAX ? UINT32_MAX : (uInt)out_left;
-		zr = deflate(&z, z.avail_in == in_left ? Z_FINISH : Z_NO_FLUSH);
-	} while (zr == Z_OK);
-	*outlen = z.total_out;
-	deflateEnd(&z);
-	if (zr != Z_STREAM_END) {
-		free(buf);
-		return -EIO;
-	}
-	/* Give back what deflateBound() kept in reserve while MHD sends. */
-	*out = realloc(buf, *outlen) ?: buf;
-	return 0;
-}
-
 /* Send @resp with @status now, or keep it for the handler's next call when
  * the request is deferred. Takes over @resp. */
 static enum MHD_Result deliver(struct MHD_Connection *c, struct req *r, unsigned status,
@@ -351,11 +311,11 @@ static enum MHD_Result respond(struct MHD_Connection *c, struct req *r, unsigned
 			       const char *disposition)
 {
 	struct MHD_Response *resp;
-	void *z = NULL;
+	uint8_t *z = NULL;
 	size_t zlen = 0;
 
 	r->done = true;
-	if (r->encodable && r->gzip && !gzip_body(body, len, &z, &zlen)) {
+	if (r->encodable && r->gzip && !gzip_compress(body, len, GZIP_LEVEL, &z, &zlen)) {
 		if (owned)
 			free(body);
 		body = z;
@@ -1304,46 +1264,6 @@ static void completed(void *cls, struct MHD_Connection *c, void **state,
 	}
 }
 
-/* Parse HOST:PORT ([V6]:PORT, :PORT) into @ss. 0 or -EINVAL. */
-static int parse_listen(const char *listen, struct sockaddr_storage *ss, uint16_t *port_out)
-{
-	const char *colon = strrchr(listen, ':');
-	char host[256];
-	long port;
-	char *end;
-
-	if (!colon || (size_t)(colon - listen) >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, listen, (size_t)(colon - listen));
-	host[colon - listen] = '\0';
-	errno = 0;
-	port = strtol(colon + 1, &end, 10);
-	if (errno || end == colon + 1 || *end || port <= 0 || port > 65535)
-		return -EINVAL;
-	memset(ss, 0, sizeof(*ss));
-	if (host[0] == '[') {
-		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-		size_t hl = strlen(host);
-
-		if (hl < 2 || host[hl - 1] != ']')
-			return -EINVAL;
-		host[hl - 1] = '\0';
-		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons((uint16_t)port);
-		if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1)
-			return -EINVAL;
-	} else {
-		struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-
-		a4->sin_family = AF_INET;
-		a4->sin_port = htons((uint16_t)port);
-		if (inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &a4->sin_addr) != 1)
-			return -EINVAL;
-	}
-	*port_out = (uint16_t)port;
-	return 0;
-}
-
 struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
@@ -1351,7 +1271,7 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 	uint16_t port;
 	int ret;
 
-	if (parse_listen(cfg->listen, &ss, &port)) {
+	if (netaddr_parse_listen(cfg->listen, &ss, &port, NULL)) {
 		snprintf(err, errlen, "--listen '%s': want HOST:PORT", cfg->listen);
 		errno = EINVAL;
 		return NULL;
