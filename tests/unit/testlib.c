@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -181,4 +182,16 @@ size_t tl_count_lines(const char *text)
 	if (p > text && p[-1] != '\n')
 		n++;
 	return n;
+}
+
+void tl_pathf(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= size)
+		fail_msg("tl_pathf: \"%s\" does not fit %zu bytes", fmt, size);
 }
