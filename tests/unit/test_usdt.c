@@ -22,7 +22,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
@@ -46,7 +45,6 @@ static const char *build_dir(void)
 
 	return b && *b ? b : "build";
 }
-
 
 static void write_file(const char *path, const void *buf, size_t len)
 {

@@ -40,8 +40,9 @@ FILE *tl_capture_begin(void);
 /* Close @f; its whole text, malloc'd (the caller frees). */
 char *tl_capture_end(FILE *f);
 
-/* snprintf() into @buf that fails the test instead of truncating (a path). */
-__attribute__((format(printf, 3, 4))) void tl_pathf(char *buf, size_t size, const char *fmt, ...);
+/* snprintf() into @buf that fails the test instead of cutting the text. */
+__attribute__((format(printf, 3, 4))) void tl_pathf(char *buf, size_t size, const char *fmt,
+						    ...);
 
 /* Lines of @text (a final line without '\n' counts too). */
 size_t tl_count_lines(const char *text);
