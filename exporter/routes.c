@@ -23,21 +23,10 @@
 #include "exporter/targets.h"
 #include "exporter/totals.h"
 
-/* ---- /metrics ---- */
-
-static void family(struct page *p, bool om, const char *name, const char *type, const char *help)
-{
-	size_t n = strlen(name);
-
-	if (om && !strcmp(type, "counter") && n > 6 && !strcmp(name + n - 6, "_total"))
-		n -= 6;
-	page_printf(p, "# HELP %.*s %s\n# TYPE %.*s %s\n", (int)n, name, help, (int)n, name, type);
-}
-
 static void self_metric(struct page *p, bool om, const char *name, const char *type,
 			const char *help, uint64_t v)
 {
-	family(p, om, name, type, help);
+	page_family(p, om, name, type, help);
 	page_put(p, name);
 	page_putc(p, ' ');
 	page_u64(p, v);
@@ -70,7 +59,7 @@ static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c, s
 		    h->duplicates);
 	self_metric(&p, om, "cgperf_exporter_store_errors_total", "counter",
 		    "Batches the store failed to write (answered 500).", h->store_errors);
-	family(&p, om, "cgperf_exporter_rejects_total", "counter",
+	page_family(&p, om, "cgperf_exporter_rejects_total", "counter",
 	       "Push requests refused, by reason.");
 	for (int i = 0; i < REJ_N; i++)
 		page_printf(&p, "cgperf_exporter_rejects_total{reason=\"%s\"} %" PRIu64 "\n",

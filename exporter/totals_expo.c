@@ -13,29 +13,9 @@
 
 #include "exporter/page.h"
 
-/* HELP and TYPE of a family; OpenMetrics names a counter family without
- * its _total suffix. */
-static void family(struct page *p, bool om, const char *name, const char *type, const char *help)
-{
-	size_t n = strlen(name);
-
-	if (om && !strcmp(type, "counter") && n > 6 && !strcmp(name + n - 6, "_total"))
-		n -= 6;
-	page_put(p, "# HELP ");
-	page_putn(p, name, n);
-	page_putc(p, ' ');
-	page_put(p, help);
-	page_put(p, "\n# TYPE ");
-	page_putn(p, name, n);
-	page_putc(p, ' ');
-	page_put(p, type);
-	page_putc(p, '\n');
-}
-
-
 static void render_counters(const struct totals *t, struct page *p, bool om, uint64_t cutoff)
 {
-	family(p, om, "cgperf_cgroup_perf_events_total", "counter",
+	page_family(p, om, "cgperf_cgroup_perf_events_total", "counter",
 	       "perf events counted in the cgroup (scaled for multiplexing).");
 	EACH_CG(t, c)
 	{
@@ -56,7 +36,7 @@ static void render_counters(const struct totals *t, struct page *p, bool om, uin
 	static const char *const reasons[WIRE_TRUNC_REASONS] = {"stack_copy", "max_stack",
 								 "bad_return_address"};
 
-	family(p, om, "cgperf_cgroup_stacks_truncated_total", "counter",
+	page_family(p, om, "cgperf_cgroup_stacks_truncated_total", "counter",
 	       "Sampled stacks of the cgroup the agent could not complete, by reason.");
 	EACH_CG(t, c)
 	{
@@ -72,7 +52,7 @@ static void render_counters(const struct totals *t, struct page *p, bool om, uin
 			page_putc(p, '\n');
 		}
 	}
-	family(p, om, "cgperf_cgroup_cpu_seconds_total", "counter",
+	page_family(p, om, "cgperf_cgroup_cpu_seconds_total", "counter",
 	       "CPU time of the cgroup's tasks (task-clock).");
 	EACH_CG(t, c)
 	{
@@ -145,7 +125,7 @@ static void histogram(struct page *p, const char *base, const struct cg *c,
 
 static void render_probes(const struct totals *t, struct page *p, bool om, uint64_t cutoff)
 {
-	family(p, om, "cgperf_probe_hits_total", "counter", "Times the probe fired in the cgroup.");
+	page_family(p, om, "cgperf_probe_hits_total", "counter", "Times the probe fired in the cgroup.");
 	EACH_CG(t, c)
 	{
 		for (size_t i = 0; i < c->nprobes; i++) {
@@ -159,7 +139,7 @@ static void render_probes(const struct totals *t, struct page *p, bool om, uint6
 			page_putc(p, '\n');
 		}
 	}
-	family(p, om, "cgperf_probe_values", "histogram",
+	page_family(p, om, "cgperf_probe_values", "histogram",
 	       "Values of the probe's argument (log2 buckets; negative values apart).");
 	EACH_CG(t, c)
 	{
@@ -168,7 +148,7 @@ static void render_probes(const struct totals *t, struct page *p, bool om, uint6
 				histogram(p, "cgperf_probe_values", c, &c->probes[i],
 					  &c->probes[i].values, 1.0);
 	}
-	family(p, om, "cgperf_probe_negative_values_total", "counter",
+	page_family(p, om, "cgperf_probe_negative_values_total", "counter",
 	       "Negative values of the probe's argument (not in cgperf_probe_values).");
 	EACH_CG(t, c)
 	{
@@ -183,7 +163,7 @@ static void render_probes(const struct totals *t, struct page *p, bool om, uint6
 			page_putc(p, '\n');
 		}
 	}
-	family(p, om, "cgperf_probe_latency_seconds", "histogram",
+	page_family(p, om, "cgperf_probe_latency_seconds", "histogram",
 	       "Latency between the probe and its latency_end probe (log2 buckets of ns).");
 	EACH_CG(t, c)
 	{
@@ -238,7 +218,7 @@ static void render_agents(const struct totals *t, struct page *p, bool om, uint6
 	};
 
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
-		family(p, om, f[i].name, f[i].type, f[i].help);
+		page_family(p, om, f[i].name, f[i].type, f[i].help);
 		for (const struct agent *a = t->agents; a; a = a->next) {
 			uint64_t v;
 
@@ -251,7 +231,7 @@ static void render_agents(const struct totals *t, struct page *p, bool om, uint6
 			page_putc(p, '\n');
 		}
 	}
-	family(p, om, "cgperf_agent_last_push_timestamp_seconds", "gauge",
+	page_family(p, om, "cgperf_agent_last_push_timestamp_seconds", "gauge",
 	       "When the exporter last stored a batch of the agent (Unix time).");
 	for (const struct agent *a = t->agents; a; a = a->next) {
 		if (a->last_push < cutoff)
@@ -261,7 +241,7 @@ static void render_agents(const struct totals *t, struct page *p, bool om, uint6
 		page_double(p, (double)a->last_push / 1e9);
 		page_putc(p, '\n');
 	}
-	family(p, om, "cgperf_agent_info", "gauge", "The agent's version, always 1.");
+	page_family(p, om, "cgperf_agent_info", "gauge", "The agent's version, always 1.");
 	for (const struct agent *a = t->agents; a; a = a->next) {
 		if (a->last_push < cutoff)
 			continue;

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/prom.h"
+
 struct selfmetrics {
 	struct MHD_Daemon *d;
 	pthread_mutex_t lock;
@@ -149,14 +151,5 @@ void selfmetrics_stop(struct selfmetrics *m)
 
 void selfmetrics_label(FILE *f, const char *v)
 {
-	for (; v && *v; v++) {
-		if (*v == '\\')
-			fputs("\\\\", f);
-		else if (*v == '"')
-			fputs("\\\"", f);
-		else if (*v == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*v, f);
-	}
+	prom_label(f, v);
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * agent/json: string literals for hostile text (quotes, backslashes,
+ * lib/json: string literals for hostile text (quotes, backslashes,
  * control characters, valid and invalid UTF-8, as cgroup and process names
  * can hold) and numbers that are not finite.
  */
@@ -130,6 +130,35 @@ static void test_every_byte(void **state)
 	}
 }
 
+struct sink {
+	char buf[256];
+	size_t len, calls;
+};
+
+static void sink_put(void *ctx, const char *s, size_t n)
+{
+	struct sink *k = ctx;
+
+	assert_true(k->len + n < sizeof(k->buf));
+	memcpy(k->buf + k->len, s, n);
+	k->len += n;
+	k->buf[k->len] = '\0';
+	k->calls++;
+}
+
+/* The append-function sink (the exporter's pages) writes what the stream
+ * writer writes, for every case above. */
+static void test_string_to_sink(void **state)
+{
+	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+		struct sink k = { .len = 0 };
+
+		json_string_to(sink_put, &k, strings[i].in);
+		if (strcmp(k.buf, strings[i].want))
+			fail_msg("case %zu: got %s, want %s", i, k.buf, strings[i].want);
+	}
+}
+
 static void test_write_double(void **state)
 {
 	static const struct {
@@ -164,6 +193,7 @@ int main(void)
 		cmocka_unit_test(test_write_null_string),
 		cmocka_unit_test(test_every_byte),
 		cmocka_unit_test(test_write_double),
+		cmocka_unit_test(test_string_to_sink),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
