@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/slurp.h"
+
 char *tl_tmpdir(const char *name)
 {
 	size_t n = strlen(name) + sizeof("/tmp/.XXXXXX");
@@ -106,37 +108,14 @@ void tl_write_file(const char *dir, const char *rel, const char *text)
 
 char *tl_read_file(const char *path, size_t cap, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	char *buf;
-	size_t n = 0;
+	size_t n;
+	int err = slurp_at(AT_FDCWD, path, cap, &buf, &n, NULL);
 
-	if (fd < 0)
-		return NULL;
-	buf = malloc(cap + 1);
-	if (!buf) {
-		close(fd);
-		errno = ENOMEM;
+	if (err) {
+		errno = -err;
 		return NULL;
 	}
-	while (n < cap) {
-		ssize_t r = read(fd, buf + n, cap - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno;
-
-			free(buf);
-			close(fd);
-			errno = e;
-			return NULL;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	buf[n] = '\0';
 	if (len)
 		*len = n;
 	return buf;
