@@ -584,6 +584,17 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, uint16_
 	return 0;
 }
 
+/* What http_start() made but the daemon, once the queues are stopped. */
+static void http_free(struct http *h)
+{
+	workq_release(&h->store_q);
+	workq_release(&h->read_q);
+	pthread_mutex_destroy(&h->lock);
+	pthread_mutex_destroy(&h->ingest);
+	free(h->auth);
+	free(h);
+}
+
 struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
@@ -641,12 +652,7 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 err_threads:
 	workq_stop(&h->store_q);
 	workq_stop(&h->read_q);
-	workq_release(&h->store_q);
-	workq_release(&h->read_q);
-	pthread_mutex_destroy(&h->lock);
-	pthread_mutex_destroy(&h->ingest);
-	free(h->auth);
-	free(h);
+	http_free(h);
 	errno = -ret;
 	return NULL;
 }
@@ -660,10 +666,5 @@ void http_stop(struct http *h)
 	workq_stop(&h->store_q);
 	workq_stop(&h->read_q);
 	MHD_stop_daemon(h->d);
-	workq_release(&h->store_q);
-	workq_release(&h->read_q);
-	pthread_mutex_destroy(&h->lock);
-	pthread_mutex_destroy(&h->ingest);
-	free(h->auth);
-	free(h);
+	http_free(h);
 }

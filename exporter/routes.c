@@ -60,7 +60,7 @@ static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c, s
 	self_metric(&p, om, "cgperf_exporter_store_errors_total", "counter",
 		    "Batches the store failed to write (answered 500).", h->store_errors);
 	page_family(&p, om, "cgperf_exporter_rejects_total", "counter",
-	       "Push requests refused, by reason.");
+		    "Push requests refused, by reason.");
 	for (int i = 0; i < REJ_N; i++)
 		page_printf(&p, "cgperf_exporter_rejects_total{reason=\"%s\"} %" PRIu64 "\n",
 			    http_reject_name[i], h->rejects[i]);

@@ -49,12 +49,17 @@ struct walk {
 	int n;
 };
 
+/* Open the next object of @w's array: its page. */
+static struct page *json_next(struct walk *w)
+{
+	page_put(w->p, w->n++ ? ",{" : "{");
+	return w->p;
+}
+
 static int json_agent(void *arg, const struct store_agent *a)
 {
-	struct walk *w = arg;
-	struct page *p = w->p;
+	struct page *p = json_next(arg);
 
-	page_put(p, w->n++ ? ",{" : "{");
 	json_kv(p, "agent_id", a->agent_id, 1);
 	json_kv(p, "host", a->host, 0);
 	json_kv(p, "version", a->version, 0);
@@ -68,22 +73,22 @@ static int json_agent(void *arg, const struct store_agent *a)
 
 static int json_cgroup(void *arg, const struct store_cgroup *c)
 {
-	struct walk *w = arg;
-	struct page *p = w->p;
+	const struct {
+		const char *key, *v;
+	} ids[] = {
+		{ "container_id", c->container_id }, { "container_name", c->container_name },
+		{ "runtime", c->runtime },	     { "pod_uid", c->pod_uid },
+		{ "pod_name", c->pod_name },	     { "namespace", c->k8s_namespace },
+		{ "qos", c->qos },		     { "unit", c->unit },
+		{ "slice", c->slice },
+	};
+	struct page *p = json_next(arg);
 
-	page_put(p, w->n++ ? ",{" : "{");
 	json_kv(p, "host", c->host, 1);
 	json_kv(p, "path", c->path, 0);
 	json_ku(p, "cgroup_id", c->cgroup_id);
-	json_kv(p, "container_id", c->container_id, 0);
-	json_kv(p, "container_name", c->container_name, 0);
-	json_kv(p, "runtime", c->runtime, 0);
-	json_kv(p, "pod_uid", c->pod_uid, 0);
-	json_kv(p, "pod_name", c->pod_name, 0);
-	json_kv(p, "namespace", c->k8s_namespace, 0);
-	json_kv(p, "qos", c->qos, 0);
-	json_kv(p, "unit", c->unit, 0);
-	json_kv(p, "slice", c->slice, 0);
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		json_kv(p, ids[i].key, ids[i].v, 0);
 	json_time(p, "last_seen", c->last_seen_ns);
 	json_ku(p, "last_seen_unix_ns", c->last_seen_ns);
 	page_putc(p, '}');

@@ -16,7 +16,7 @@
 static void render_counters(const struct totals *t, struct page *p, bool om, uint64_t cutoff)
 {
 	page_family(p, om, "cgperf_cgroup_perf_events_total", "counter",
-	       "perf events counted in the cgroup (scaled for multiplexing).");
+		    "perf events counted in the cgroup (scaled for multiplexing).");
 	EACH_CG(t, c)
 	{
 		for (size_t i = 0; i < c->ncounters; i++) {
@@ -37,7 +37,7 @@ static void render_counters(const struct totals *t, struct page *p, bool om, uin
 								 "bad_return_address"};
 
 	page_family(p, om, "cgperf_cgroup_stacks_truncated_total", "counter",
-	       "Sampled stacks of the cgroup the agent could not complete, by reason.");
+		    "Sampled stacks of the cgroup the agent could not complete, by reason.");
 	EACH_CG(t, c)
 	{
 		if (!c->truncated_seen || c->truncated_seen < cutoff)
@@ -53,7 +53,7 @@ static void render_counters(const struct totals *t, struct page *p, bool om, uin
 		}
 	}
 	page_family(p, om, "cgperf_cgroup_cpu_seconds_total", "counter",
-	       "CPU time of the cgroup's tasks (task-clock).");
+		    "CPU time of the cgroup's tasks (task-clock).");
 	EACH_CG(t, c)
 	{
 		for (size_t i = 0; i < c->ncounters; i++) {
@@ -123,55 +123,57 @@ static void histogram(struct page *p, const char *base, const struct cg *c,
 	page_putc(p, '\n');
 }
 
+/* One sample per probe series of @name: its hits, or the negative values
+ * of its argument (series without values left out). */
+static void probe_counts(const struct totals *t, struct page *p, uint64_t cutoff,
+			 const char *name, bool negative)
+{
+	EACH_CG(t, c)
+	{
+		for (size_t i = 0; i < c->nprobes; i++) {
+			const struct probe_series *s = &c->probes[i];
+
+			if (s->last_seen < cutoff || (negative && !s->values.count))
+				continue;
+			probe_labels(p, name, c, s);
+			page_put(p, "} ");
+			page_u64(p, negative ? s->values.negative : s->hits);
+			page_putc(p, '\n');
+		}
+	}
+}
+
+/* The histogram @name of each probe series that has one: its values, or
+ * its latencies (in ns, written in seconds). */
+static void probe_hists(const struct totals *t, struct page *p, uint64_t cutoff,
+			const char *name, bool latency)
+{
+	EACH_CG(t, c)
+	{
+		for (size_t i = 0; i < c->nprobes; i++) {
+			const struct probe_series *s = &c->probes[i];
+			const struct hist *h = latency ? &s->latency : &s->values;
+
+			if (s->last_seen >= cutoff && h->count)
+				histogram(p, name, c, s, h, latency ? 1e-9 : 1.0);
+		}
+	}
+}
+
 static void render_probes(const struct totals *t, struct page *p, bool om, uint64_t cutoff)
 {
-	page_family(p, om, "cgperf_probe_hits_total", "counter", "Times the probe fired in the cgroup.");
-	EACH_CG(t, c)
-	{
-		for (size_t i = 0; i < c->nprobes; i++) {
-			const struct probe_series *s = &c->probes[i];
-
-			if (s->last_seen < cutoff)
-				continue;
-			probe_labels(p, "cgperf_probe_hits_total", c, s);
-			page_put(p, "} ");
-			page_u64(p, s->hits);
-			page_putc(p, '\n');
-		}
-	}
+	page_family(p, om, "cgperf_probe_hits_total", "counter",
+		    "Times the probe fired in the cgroup.");
+	probe_counts(t, p, cutoff, "cgperf_probe_hits_total", false);
 	page_family(p, om, "cgperf_probe_values", "histogram",
-	       "Values of the probe's argument (log2 buckets; negative values apart).");
-	EACH_CG(t, c)
-	{
-		for (size_t i = 0; i < c->nprobes; i++)
-			if (c->probes[i].last_seen >= cutoff && c->probes[i].values.count)
-				histogram(p, "cgperf_probe_values", c, &c->probes[i],
-					  &c->probes[i].values, 1.0);
-	}
+		    "Values of the probe's argument (log2 buckets; negative values apart).");
+	probe_hists(t, p, cutoff, "cgperf_probe_values", false);
 	page_family(p, om, "cgperf_probe_negative_values_total", "counter",
-	       "Negative values of the probe's argument (not in cgperf_probe_values).");
-	EACH_CG(t, c)
-	{
-		for (size_t i = 0; i < c->nprobes; i++) {
-			const struct probe_series *s = &c->probes[i];
-
-			if (s->last_seen < cutoff || !s->values.count)
-				continue;
-			probe_labels(p, "cgperf_probe_negative_values_total", c, s);
-			page_put(p, "} ");
-			page_u64(p, s->values.negative);
-			page_putc(p, '\n');
-		}
-	}
+		    "Negative values of the probe's argument (not in cgperf_probe_values).");
+	probe_counts(t, p, cutoff, "cgperf_probe_negative_values_total", true);
 	page_family(p, om, "cgperf_probe_latency_seconds", "histogram",
-	       "Latency between the probe and its latency_end probe (log2 buckets of ns).");
-	EACH_CG(t, c)
-	{
-		for (size_t i = 0; i < c->nprobes; i++)
-			if (c->probes[i].last_seen >= cutoff && c->probes[i].latency.count)
-				histogram(p, "cgperf_probe_latency_seconds", c, &c->probes[i],
-					  &c->probes[i].latency, 1e-9);
-	}
+		    "Latency between the probe and its latency_end probe (log2 buckets of ns).");
+	probe_hists(t, p, cutoff, "cgperf_probe_latency_seconds", true);
 }
 
 static void agent_labels(struct page *p, const char *name, const struct agent *a)
@@ -232,7 +234,7 @@ static void render_agents(const struct totals *t, struct page *p, bool om, uint6
 		}
 	}
 	page_family(p, om, "cgperf_agent_last_push_timestamp_seconds", "gauge",
-	       "When the exporter last stored a batch of the agent (Unix time).");
+		    "When the exporter last stored a batch of the agent (Unix time).");
 	for (const struct agent *a = t->agents; a; a = a->next) {
 		if (a->last_push < cutoff)
 			continue;

@@ -13,6 +13,21 @@
 
 /* ---- put ---- */
 
+/* Room for @need bytes in the scratch buffer *@buf of *@cap. 0 or -ENOMEM. */
+static int scratch(char **buf, size_t *cap, size_t need)
+{
+	char *p;
+
+	if (need <= *cap)
+		return 0;
+	p = realloc(*buf, need);
+	if (!p)
+		return -ENOMEM;
+	*buf = p;
+	*cap = need;
+	return 0;
+}
+
 /* Fold @st's frames root first into s->folded ("a;b;c"). 0 or -ENOMEM. */
 static int fold(struct sqlite_store *s, const Cgperf__V1__Batch *m, const Cgperf__V1__Stack *st)
 {
@@ -20,14 +35,8 @@ static int fold(struct sqlite_store *s, const Cgperf__V1__Batch *m, const Cgperf
 
 	for (size_t i = 0; i < st->n_frames; i++)
 		need += strlen(wire_string(m, st->frames[i])) + 1;
-	if (need > s->folded_cap) {
-		char *p = realloc(s->folded, need);
-
-		if (!p)
-			return -ENOMEM;
-		s->folded = p;
-		s->folded_cap = need;
-	}
+	if (scratch(&s->folded, &s->folded_cap, need))
+		return -ENOMEM;
 	for (size_t i = 0; i < st->n_frames; i++) {
 		const char *f = wire_string(m, st->frames[i]);
 		size_t l = strlen(f);
@@ -84,14 +93,8 @@ static int stack_modules(struct sqlite_store *s, struct put_ctx *pc, const Cgper
 	size_t need = st->n_frames * 21 + 1, off = 0;
 	bool any = false;
 
-	if (need > pc->mods_cap) {
-		char *p = realloc(pc->mods, need);
-
-		if (!p)
-			return -ENOMEM;
-		pc->mods = p;
-		pc->mods_cap = need;
-	}
+	if (scratch(&pc->mods, &pc->mods_cap, need))
+		return -ENOMEM;
 	pc->mods[0] = '\0';
 	if (st->n_modules != st->n_frames)
 		return 0;
