@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "lib/json.h"
+#include "tests/unit/testlib.h"
 
 /* What json_write_string(@s) writes, as a malloc'd string. */
 static char *string_out(const char *s)
@@ -130,32 +131,17 @@ static void test_every_byte(void **state)
 	}
 }
 
-struct sink {
-	char buf[256];
-	size_t len, calls;
-};
-
-static void sink_put(void *ctx, const char *s, size_t n)
-{
-	struct sink *k = ctx;
-
-	assert_true(k->len + n < sizeof(k->buf));
-	memcpy(k->buf + k->len, s, n);
-	k->len += n;
-	k->buf[k->len] = '\0';
-	k->calls++;
-}
-
 /* The append-function sink (the exporter's pages) writes what the stream
  * writer writes, for every case above. */
 static void test_string_to_sink(void **state)
 {
 	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
-		struct sink k = { .len = 0 };
+		struct tl_text k = { 0 };
 
-		json_string_to(sink_put, &k, strings[i].in);
-		if (strcmp(k.buf, strings[i].want))
-			fail_msg("case %zu: got %s, want %s", i, k.buf, strings[i].want);
+		json_string_to(tl_text_put, &k, strings[i].in);
+		if (strcmp(k.s, strings[i].want))
+			fail_msg("case %zu: got %s, want %s", i, k.s, strings[i].want);
+		free(k.s);
 	}
 }
 

@@ -17,21 +17,6 @@
 #include "lib/prom.h"
 #include "tests/unit/testlib.h"
 
-struct sink {
-	char buf[512];
-	size_t len;
-};
-
-static void sink_put(void *ctx, const char *s, size_t n)
-{
-	struct sink *k = ctx;
-
-	assert_true(k->len + n < sizeof(k->buf));
-	memcpy(k->buf + k->len, s, n);
-	k->len += n;
-	k->buf[k->len] = '\0';
-}
-
 static const struct {
 	const char *in, *want;
 } labels[] = {
@@ -49,13 +34,14 @@ static const struct {
 static void test_label(void **state)
 {
 	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
-		struct sink k = { .len = 0 };
+		struct tl_text k = { 0 };
 		FILE *f = tl_capture_begin();
 		char *got;
 
-		prom_label_to(sink_put, &k, labels[i].in);
-		if (strcmp(k.buf, labels[i].want))
-			fail_msg("case %zu: got %s, want %s", i, k.buf, labels[i].want);
+		prom_label_to(tl_text_put, &k, labels[i].in);
+		if (strcmp(k.s ? k.s : "", labels[i].want))
+			fail_msg("case %zu: got %s, want %s", i, k.s, labels[i].want);
+		free(k.s);
 		prom_label(f, labels[i].in);
 		got = tl_capture_end(f);
 		assert_string_equal(got, labels[i].want);
@@ -65,9 +51,9 @@ static void test_label(void **state)
 
 static void test_label_null(void **state)
 {
-	struct sink k = { .len = 0 };
+	struct tl_text k = { 0 };
 
-	prom_label_to(sink_put, &k, NULL);
+	prom_label_to(tl_text_put, &k, NULL);
 	assert_int_equal(k.len, 0);
 }
 
@@ -86,13 +72,14 @@ static void test_family(void **state)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct sink k = { .len = 0 };
+		struct tl_text k = { 0 };
 		FILE *f = tl_capture_begin();
 		char *got;
 
-		prom_family_to(sink_put, &k, cases[i].om, cases[i].name, cases[i].type, "h");
-		if (strcmp(k.buf, cases[i].want))
-			fail_msg("case %zu: got %s, want %s", i, k.buf, cases[i].want);
+		prom_family_to(tl_text_put, &k, cases[i].om, cases[i].name, cases[i].type, "h");
+		if (strcmp(k.s, cases[i].want))
+			fail_msg("case %zu: got %s, want %s", i, k.s, cases[i].want);
+		free(k.s);
 		prom_family(f, cases[i].om, cases[i].name, cases[i].type, "h");
 		got = tl_capture_end(f);
 		assert_string_equal(got, cases[i].want);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "lib/slurp.h"
+#include "wire/wire.h"
 
 char *tl_tmpdir(const char *name)
 {
@@ -160,4 +161,34 @@ size_t tl_count_lines(const char *text)
 	if (p > text && p[-1] != '\n')
 		n++;
 	return n;
+}
+
+void tl_text_put(void *ctx, const char *s, size_t n)
+{
+	struct tl_text *t = ctx;
+	char *v = realloc(t->s, t->len + n + 1);
+
+	if (!v)
+		fail_msg("out of memory");
+	memcpy(v + t->len, s, n);
+	t->s = v;
+	t->len += n;
+	t->s[t->len] = '\0';
+}
+
+struct Cgperf__V1__Batch *tl_wire_roundtrip(struct wire_batch *b)
+{
+	uint8_t *buf;
+	size_t len;
+	char err[256];
+	Cgperf__V1__Batch *m;
+
+	if (wire_encode(b, &buf, &len))
+		fail_msg("wire_encode failed");
+	wire_batch_free(b);
+	m = wire_decode(buf, len, 0, err, sizeof(err));
+	free(buf);
+	if (!m)
+		fail_msg("wire_decode: %s", err);
+	return m;
 }
