@@ -22,7 +22,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
@@ -38,6 +37,7 @@
 #include <unistd.h>
 
 #include "agent/symbols/symtab.h"
+#include "tests/unit/testlib.h"
 
 #define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
 
@@ -266,38 +266,6 @@ static bool has_inline_chain(struct symtab *s, uint64_t off, const char *func,
 	return false;
 }
 
-/* snprintf() that fails the test instead of truncating a path */
-__attribute__((format(printf, 3, 4))) static void pathf(char *buf, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, size, fmt, ap);
-	va_end(ap);
-	assert_true(n >= 0 && (size_t)n < size);
-}
-
-static char *tmpdir_new(void)
-{
-	char *d = strdup("/tmp/cgperf-symtab.XXXXXX");
-
-	assert_non_null(d);
-	assert_non_null(mkdtemp(d));
-	return d;
-}
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(p);
-}
-
-static void tmpdir_free(char *d)
-{
-	nftw(d, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	free(d);
-}
-
 static void mkdirs(const char *path)
 {
 	char buf[PATH_MAX];
@@ -487,7 +455,7 @@ static void check_no_debuginfo(const char *path, const char *debug_root)
 static void test_debuginfo_build_id(void **state)
 {
 	char orig[PATH_MAX], bin[PATH_MAX], dbg[PATH_MAX], dir[PATH_MAX];
-	char *root = tmpdir_new();
+	char *root = tl_tmpdir("cgperf-symtab");
 	struct symtab *s;
 	const char *id;
 
@@ -496,40 +464,40 @@ static void test_debuginfo_build_id(void **state)
 	assert_non_null(s);
 	id = symtab_build_id(s);
 	assert_true(is_hex_id(id, 40));
-	pathf(dir, sizeof(dir), "%s/usr/lib/debug/.build-id/%.2s", root, id);
-	pathf(dbg, sizeof(dbg), "%s/%s.debug", dir, id + 2);
+	tl_pathf(dir, sizeof(dir), "%s/usr/lib/debug/.build-id/%.2s", root, id);
+	tl_pathf(dbg, sizeof(dbg), "%s/%s.debug", dir, id + 2);
 	symtab_free(s);
 
 	mkdirs(dir);
-	pathf(bin, sizeof(bin), "%s/bin", root);
+	tl_pathf(bin, sizeof(bin), "%s/bin", root);
 	mkdirs(bin);
-	pathf(bin, sizeof(bin), "%s/bin/symfix", root);
+	tl_pathf(bin, sizeof(bin), "%s/bin/symfix", root);
 	objcopy((const char *const[]){ "objcopy", "--only-keep-debug", orig, dbg, NULL });
 	objcopy((const char *const[]){ "objcopy", "--strip-all", orig, bin, NULL });
 
 	check_symfix(bin, root, "debuginfo");
 	/* the host's /usr/lib/debug has no such file */
 	check_no_debuginfo(bin, "");
-	tmpdir_free(root);
+	tl_rmtree(root);
 }
 
 static void test_debuginfo_debuglink(void **state)
 {
 	char orig[PATH_MAX], bin[PATH_MAX], dbg[PATH_MAX], dotdebug[PATH_MAX];
 	char beside[PATH_MAX], mirror[PATH_MAX];
-	char *root = tmpdir_new();
+	char *root = tl_tmpdir("cgperf-symtab");
 	size_t len;
 	char *bytes;
 
 	symfix_path(orig, sizeof(orig));
-	pathf(dotdebug, sizeof(dotdebug), "%s/bin/.debug", root);
+	tl_pathf(dotdebug, sizeof(dotdebug), "%s/bin/.debug", root);
 	mkdirs(dotdebug);
-	pathf(dbg, sizeof(dbg), "%s/symfix.debug", dotdebug);
-	pathf(bin, sizeof(bin), "%s/bin/symfix", root);
-	pathf(beside, sizeof(beside), "%s/bin/symfix.debug", root);
-	pathf(mirror, sizeof(mirror), "%s/usr/lib/debug/bin", root);
+	tl_pathf(dbg, sizeof(dbg), "%s/symfix.debug", dotdebug);
+	tl_pathf(bin, sizeof(bin), "%s/bin/symfix", root);
+	tl_pathf(beside, sizeof(beside), "%s/bin/symfix.debug", root);
+	tl_pathf(mirror, sizeof(mirror), "%s/usr/lib/debug/bin", root);
 	mkdirs(mirror);
-	pathf(mirror, sizeof(mirror), "%s/usr/lib/debug/bin/symfix.debug", root);
+	tl_pathf(mirror, sizeof(mirror), "%s/usr/lib/debug/bin/symfix.debug", root);
 
 	/* without a build-id in the debug file, only the CRC vouches for it */
 	objcopy((const char *const[]){ "objcopy", "--only-keep-debug", "--remove-section=.note.gnu.build-id",
@@ -537,7 +505,7 @@ static void test_debuginfo_debuglink(void **state)
 	{
 		char link[PATH_MAX + 32];
 
-		pathf(link, sizeof(link), "--add-gnu-debuglink=%s", dbg);
+		tl_pathf(link, sizeof(link), "--add-gnu-debuglink=%s", dbg);
 		objcopy((const char *const[]){ "objcopy", "--strip-all", link, orig, bin, NULL });
 	}
 	check_symfix(bin, "", "debuginfo");
@@ -556,7 +524,7 @@ static void test_debuginfo_debuglink(void **state)
 	write_file(mirror, bytes, len + 1);
 	free(bytes);
 	check_no_debuginfo(bin, root);
-	tmpdir_free(root);
+	tl_rmtree(root);
 }
 
 /*
@@ -603,7 +571,7 @@ static void test_debuginfo_container(void **state)
 {
 	char orig[PATH_MAX], bin[PATH_MAX], dbg[PATH_MAX], dir[PATH_MAX], hostdbg[PATH_MAX];
 	char croot[64], cbin[PATH_MAX];
-	char *root = tmpdir_new(), *host = tmpdir_new();
+	char *root = tl_tmpdir("cgperf-symtab"), *host = tl_tmpdir("cgperf-symtab");
 	struct symtab *s;
 	char id[41];
 	pid_t child;
@@ -613,47 +581,47 @@ static void test_debuginfo_container(void **state)
 	assert_non_null(s);
 	snprintf(id, sizeof(id), "%s", symtab_build_id(s));
 	symtab_free(s);
-	pathf(dir, sizeof(dir), "%s/usr/lib/debug/.build-id/%.2s", root, id);
-	pathf(dbg, sizeof(dbg), "%s/%s.debug", dir, id + 2);
+	tl_pathf(dir, sizeof(dir), "%s/usr/lib/debug/.build-id/%.2s", root, id);
+	tl_pathf(dbg, sizeof(dbg), "%s/%s.debug", dir, id + 2);
 	mkdirs(dir);
-	pathf(bin, sizeof(bin), "%s/bin", root);
+	tl_pathf(bin, sizeof(bin), "%s/bin", root);
 	mkdirs(bin);
-	pathf(bin, sizeof(bin), "%s/bin/symfix", root);
+	tl_pathf(bin, sizeof(bin), "%s/bin/symfix", root);
 	objcopy((const char *const[]){ "objcopy", "--strip-all", orig, bin, NULL });
 	/* the matching debuginfo, on the host only */
-	pathf(hostdbg, sizeof(hostdbg), "%s/symfix.debug", host);
+	tl_pathf(hostdbg, sizeof(hostdbg), "%s/symfix.debug", host);
 	objcopy((const char *const[]){ "objcopy", "--only-keep-debug", orig, hostdbg, NULL });
 	assert_int_equal(symlink(hostdbg, dbg), 0);
-	pathf(cbin, sizeof(cbin), "%s/bin/evil", root);
+	tl_pathf(cbin, sizeof(cbin), "%s/bin/evil", root);
 	assert_int_equal(symlink(orig, cbin), 0);
 
 	child = chrooted_child(root);
 	if (!child) {
-		tmpdir_free(host);
-		tmpdir_free(root);
+		tl_rmtree(host);
+		tl_rmtree(root);
 		skip(); /* chroot needs CAP_SYS_CHROOT */
 	}
 	snprintf(croot, sizeof(croot), "/proc/%d/root", (int)child);
-	pathf(cbin, sizeof(cbin), "%s/bin/symfix", croot);
+	tl_pathf(cbin, sizeof(cbin), "%s/bin/symfix", croot);
 	check_no_debuginfo(cbin, croot);
 	/* the same debuginfo inside the root, by an absolute link in it */
-	pathf(dir, sizeof(dir), "%s/dbg", root);
+	tl_pathf(dir, sizeof(dir), "%s/dbg", root);
 	mkdirs(dir);
-	pathf(dir, sizeof(dir), "%s/dbg/symfix.debug", root);
+	tl_pathf(dir, sizeof(dir), "%s/dbg/symfix.debug", root);
 	objcopy((const char *const[]){ "objcopy", "--only-keep-debug", orig, dir, NULL });
 	assert_int_equal(unlink(dbg), 0);
 	assert_int_equal(symlink("/dbg/symfix.debug", dbg), 0);
 	check_symfix(cbin, croot, "debuginfo");
 	/* a binary that is a link to the host's (unstripped) file */
-	pathf(cbin, sizeof(cbin), "%s/bin/evil", croot);
+	tl_pathf(cbin, sizeof(cbin), "%s/bin/evil", croot);
 	errno = 0;
 	assert_null(symtab_open(cbin, croot));
 	assert_int_equal(errno, ENOENT);
 
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
-	tmpdir_free(host);
-	tmpdir_free(root);
+	tl_rmtree(host);
+	tl_rmtree(root);
 }
 
 /* ---- hostile files ---- */
@@ -684,7 +652,7 @@ static void assert_opens_empty_or_fails(const char *path)
 
 static void test_not_elf(void **state)
 {
-	char *root = tmpdir_new();
+	char *root = tl_tmpdir("cgperf-symtab");
 	char path[PATH_MAX];
 	unsigned char junk[65536];
 	uint32_t x = 12345;
@@ -699,7 +667,7 @@ static void test_not_elf(void **state)
 	assert_null(symtab_open(NULL, ""));
 	assert_int_equal(errno, EINVAL);
 
-	pathf(path, sizeof(path), "%s/empty", root);
+	tl_pathf(path, sizeof(path), "%s/empty", root);
 	write_file(path, "", 0);
 	errno = 0;
 	assert_null(symtab_open(path, ""));
@@ -709,7 +677,7 @@ static void test_not_elf(void **state)
 		x = x * 1103515245u + 12345u;
 		junk[i] = (unsigned char)(x >> 16);
 	}
-	pathf(path, sizeof(path), "%s/random", root);
+	tl_pathf(path, sizeof(path), "%s/random", root);
 	write_file(path, junk, sizeof(junk));
 	errno = 0;
 	assert_null(symtab_open(path, ""));
@@ -721,25 +689,25 @@ static void test_not_elf(void **state)
 	assert_opens_empty_or_fails(path);
 
 	/* a FIFO must not block the open */
-	pathf(path, sizeof(path), "%s/fifo", root);
+	tl_pathf(path, sizeof(path), "%s/fifo", root);
 	assert_int_equal(mkfifo(path, 0600), 0);
 	errno = 0;
 	assert_null(symtab_open(path, ""));
 	assert_int_equal(errno, ENOEXEC);
-	tmpdir_free(root);
+	tl_rmtree(root);
 }
 
 static void test_truncated(void **state)
 {
 	static const size_t cuts[] = { 3000, 64, 63, 200, 4096, 10000 };
 	char orig[PATH_MAX], path[PATH_MAX];
-	char *root = tmpdir_new();
+	char *root = tl_tmpdir("cgperf-symtab");
 	size_t len;
 	char *bytes;
 
 	symfix_path(orig, sizeof(orig));
 	bytes = read_all(orig, &len);
-	pathf(path, sizeof(path), "%s/cut", root);
+	tl_pathf(path, sizeof(path), "%s/cut", root);
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		write_file(path, bytes, cuts[i] < len ? cuts[i] : len);
 		assert_opens_empty_or_fails(path);
@@ -754,7 +722,7 @@ static void test_truncated(void **state)
 	write_file(path, bytes, 3000);
 	assert_opens_empty_or_fails(path);
 	free(bytes);
-	tmpdir_free(root);
+	tl_rmtree(root);
 }
 
 struct corruption {
@@ -886,7 +854,7 @@ static Elf64_Shdr *find_symtab(unsigned char *e, size_t len, Elf64_Shdr **shdrs)
 static void test_corrupt(void **state)
 {
 	char orig[PATH_MAX], path[PATH_MAX];
-	char *root = tmpdir_new();
+	char *root = tl_tmpdir("cgperf-symtab");
 	size_t len, symoff, symsize, shoff, shsize;
 	unsigned char *bytes, *copy;
 	uint32_t x = 777;
@@ -896,7 +864,7 @@ static void test_corrupt(void **state)
 	copy = malloc(len);
 	assert_non_null(copy);
 	assert_int_equal(bytes[EI_CLASS], ELFCLASS64);
-	pathf(path, sizeof(path), "%s/bad", root);
+	tl_pathf(path, sizeof(path), "%s/bad", root);
 
 	for (size_t i = 0; i < sizeof(corruptions) / sizeof(corruptions[0]); i++) {
 		Elf64_Shdr *shdrs, *sym;
@@ -947,7 +915,7 @@ static void test_corrupt(void **state)
 	}
 	free(copy);
 	free(bytes);
-	tmpdir_free(root);
+	tl_rmtree(root);
 }
 
 /* ---- libraries of the host ---- */
@@ -975,7 +943,7 @@ static void test_libc(void **state)
 	assert_lookup(s, off + 5, "malloc", 5);
 	id = symtab_build_id(s);
 	assert_true(is_hex_id(id, 40));
-	pathf(dbg, sizeof(dbg), "/usr/lib/debug/.build-id/%.2s/%s.debug", id, id + 2);
+	tl_pathf(dbg, sizeof(dbg), "/usr/lib/debug/.build-id/%.2s/%s.debug", id, id + 2);
 	if (access(dbg, R_OK) == 0) {
 		assert_string_equal(symtab_source(s), "debuginfo");
 		assert_true(symtab_count(s) > 3000);
@@ -1080,8 +1048,8 @@ static void test_kallsyms_host(void **state)
 			sched = a;
 		if (n == 4 && !modname[0] && (type == 'T' || type == 't') && a != 0 &&
 		    strcmp(mod, "bpf") != 0) {
-			pathf(modname, sizeof(modname), "%s", mod);
-			pathf(modsym, sizeof(modsym), "%s", sym);
+			tl_pathf(modname, sizeof(modname), "%s", mod);
+			tl_pathf(modsym, sizeof(modsym), "%s", sym);
 			modaddr = a;
 		}
 	}
@@ -1115,14 +1083,14 @@ struct ksym_case {
 
 static struct ksyms *ksyms_from_text(const char *text)
 {
-	char *root = tmpdir_new();
+	char *root = tl_tmpdir("cgperf-symtab");
 	char path[PATH_MAX];
 	struct ksyms *k;
 
-	pathf(path, sizeof(path), "%s/kallsyms", root);
+	tl_pathf(path, sizeof(path), "%s/kallsyms", root);
 	write_file(path, text, strlen(text));
 	k = ksyms_load(path);
-	tmpdir_free(root);
+	tl_rmtree(root);
 	return k;
 }
 
@@ -1284,17 +1252,17 @@ static void check_ksym_cases(struct ksyms *k)
 
 static void test_kallsyms_cache(void **state)
 {
-	char *root = tmpdir_new();
+	char *root = tl_tmpdir("cgperf-symtab");
 	char path[PATH_MAX], dir[PATH_MAX], entry[PATH_MAX], other[PATH_MAX];
 	struct ksyms *k;
 	struct stat st;
 	size_t len;
 	char *bytes;
 
-	pathf(path, sizeof(path), "%s/kallsyms", root);
-	pathf(dir, sizeof(dir), "%s/cache", root);
-	pathf(entry, sizeof(entry), "%s/kallsyms-" BOOT_A, dir);
-	pathf(other, sizeof(other), "%s/kallsyms-" BOOT_B, dir);
+	tl_pathf(path, sizeof(path), "%s/kallsyms", root);
+	tl_pathf(dir, sizeof(dir), "%s/cache", root);
+	tl_pathf(entry, sizeof(entry), "%s/kallsyms-" BOOT_A, dir);
+	tl_pathf(other, sizeof(other), "%s/kallsyms-" BOOT_B, dir);
 	write_file(path, cache_kallsyms, strlen(cache_kallsyms));
 	assert_int_equal(mkdir(dir, 0700), 0);
 
@@ -1361,7 +1329,7 @@ static void test_kallsyms_cache(void **state)
 	k = ksyms_load_cached(path, dir, "../../x");
 	assert_false(ksyms_cached(k));
 	ksyms_free(k);
-	tmpdir_free(root);
+	tl_rmtree(root);
 }
 
 /*
@@ -1384,13 +1352,13 @@ static void test_kallsyms_cache_later_module(void **state)
 				     "0000000000000000 t local_fn\n"
 				     "0000000000000000 T last_core\n"
 				     "0000000000000000 t late_fn\t[latemod]\n";
-	char *root = tmpdir_new();
+	char *root = tl_tmpdir("cgperf-symtab");
 	char path[PATH_MAX], dir[PATH_MAX];
 	const char *mod;
 	struct ksyms *k;
 
-	pathf(path, sizeof(path), "%s/kallsyms", root);
-	pathf(dir, sizeof(dir), "%s/cache", root);
+	tl_pathf(path, sizeof(path), "%s/kallsyms", root);
+	tl_pathf(dir, sizeof(dir), "%s/cache", root);
 	assert_int_equal(mkdir(dir, 0700), 0);
 	write_file(path, before, strlen(before));
 	k = ksyms_load_cached(path, dir, BOOT_A);
@@ -1426,7 +1394,7 @@ static void test_kallsyms_cache_later_module(void **state)
 	assert_null(ksyms_lookup(k, 0xffffffff81000104ull, NULL));
 	assert_null(ksyms_lookup(k, 0, NULL));
 	ksyms_free(k);
-	tmpdir_free(root);
+	tl_rmtree(root);
 }
 
 /*
@@ -1469,15 +1437,15 @@ static void test_kallsyms_cache_corrupt(void **state)
 		{ "a record cut", KC_HDR + KC_SYM + 3, false, 0, 0, true },
 		{ "empty", 0, false, 0, 0, true },
 	};
-	char *root = tmpdir_new();
+	char *root = tl_tmpdir("cgperf-symtab");
 	char path[PATH_MAX], dir[PATH_MAX], entry[PATH_MAX];
 	struct ksyms *k;
 	size_t len;
 	char *good;
 
-	pathf(path, sizeof(path), "%s/kallsyms", root);
-	pathf(dir, sizeof(dir), "%s/cache", root);
-	pathf(entry, sizeof(entry), "%s/kallsyms-" BOOT_A, dir);
+	tl_pathf(path, sizeof(path), "%s/kallsyms", root);
+	tl_pathf(dir, sizeof(dir), "%s/cache", root);
+	tl_pathf(entry, sizeof(entry), "%s/kallsyms-" BOOT_A, dir);
 	assert_int_equal(mkdir(dir, 0700), 0);
 	write_file(path, cache_kallsyms, strlen(cache_kallsyms));
 	ksyms_free(ksyms_load_cached(path, dir, BOOT_A));
@@ -1511,7 +1479,7 @@ static void test_kallsyms_cache_corrupt(void **state)
 		ksyms_free(k);
 	}
 	free(good);
-	tmpdir_free(root);
+	tl_rmtree(root);
 }
 
 /*
@@ -1523,7 +1491,7 @@ static void test_dwarf_cache(void **state)
 	static const char *const two[] = { "symfix_inl_leaf", "symfix_inl_mid" };
 	char orig[PATH_MAX], bin[PATH_MAX], dbg[PATH_MAX], dir[PATH_MAX], cache[PATH_MAX];
 	char entry[PATH_MAX], *saved = getenv("CGPERF_CACHE_DIR");
-	char *root = tmpdir_new();
+	char *root = tl_tmpdir("cgperf-symtab");
 	struct stat st, st2;
 	struct symtab *s;
 	uint64_t value, off;
@@ -1533,7 +1501,7 @@ static void test_dwarf_cache(void **state)
 	symfix_path(orig, sizeof(orig));
 	s = symtab_open(orig, "");
 	assert_non_null(s);
-	pathf(id, sizeof(id), "%s", symtab_build_id(s));
+	tl_pathf(id, sizeof(id), "%s", symtab_build_id(s));
 	/* plain DWARF is read in place: nothing to inflate */
 	assert_int_equal(elf_func(orig, "symfix_outer", &value), 0);
 	assert_int_equal(elf_vaddr_off(orig, value, &off), 0);
@@ -1541,15 +1509,15 @@ static void test_dwarf_cache(void **state)
 	assert_false(symtab_dwarf_cached(s));
 	symtab_free(s);
 
-	pathf(dir, sizeof(dir), "%s/usr/lib/debug/.build-id/%.2s", root, id);
-	pathf(dbg, sizeof(dbg), "%s/%s.debug", dir, id + 2);
+	tl_pathf(dir, sizeof(dir), "%s/usr/lib/debug/.build-id/%.2s", root, id);
+	tl_pathf(dbg, sizeof(dbg), "%s/%s.debug", dir, id + 2);
 	mkdirs(dir);
-	pathf(bin, sizeof(bin), "%s/symfix", root);
+	tl_pathf(bin, sizeof(bin), "%s/symfix", root);
 	objcopy((const char *const[]){ "objcopy", "--only-keep-debug",
 				      "--compress-debug-sections=zlib", orig, dbg, NULL });
 	objcopy((const char *const[]){ "objcopy", "--strip-all", orig, bin, NULL });
-	pathf(cache, sizeof(cache), "%s/cache", root);
-	pathf(entry, sizeof(entry), "%s/dwarf-%s", cache, id);
+	tl_pathf(cache, sizeof(cache), "%s/cache", root);
+	tl_pathf(entry, sizeof(entry), "%s/dwarf-%s", cache, id);
 	assert_int_equal(setenv("CGPERF_CACHE_DIR", cache, 1), 0);
 	assert_int_equal(elf_vaddr_off(bin, value, &off), 0);
 
@@ -1602,7 +1570,7 @@ static void test_dwarf_cache(void **state)
 	else
 		unsetenv("CGPERF_CACHE_DIR");
 	free(saved);
-	tmpdir_free(root);
+	tl_rmtree(root);
 }
 
 static void test_null_handles(void **state)
@@ -1642,12 +1610,12 @@ int main(void)
 		cmocka_unit_test(test_dwarf_cache),
 		cmocka_unit_test(test_null_handles),
 	};
-	char *cache = tmpdir_new();
+	char *cache = tl_tmpdir("cgperf-symtab");
 	int rc;
 
 	/* the host's cache is not this test's to fill */
 	setenv("CGPERF_CACHE_DIR", cache, 1);
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	tmpdir_free(cache);
+	tl_rmtree(cache);
 	return rc;
 }

@@ -22,7 +22,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
@@ -34,6 +33,7 @@
 #include <unistd.h>
 
 #include "agent/perf/usdt.h"
+#include "tests/unit/testlib.h"
 
 #define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
 
@@ -44,38 +44,6 @@ static const char *build_dir(void)
 	const char *b = getenv("BUILD");
 
 	return b && *b ? b : "build";
-}
-
-/* snprintf() that fails the test instead of truncating a path */
-__attribute__((format(printf, 3, 4))) static void pathf(char *buf, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, size, fmt, ap);
-	va_end(ap);
-	assert_true(n >= 0 && (size_t)n < size);
-}
-
-static char *tmpdir_new(void)
-{
-	char *d = strdup("/tmp/cgperf-usdt.XXXXXX");
-
-	assert_non_null(d);
-	assert_non_null(mkdtemp(d));
-	return d;
-}
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(p);
-}
-
-static void tmpdir_free(char *d)
-{
-	nftw(d, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	free(d);
 }
 
 static void write_file(const char *path, const void *buf, size_t len)
@@ -108,7 +76,7 @@ static unsigned char *read_all(const char *path, size_t *len)
 
 static void sdtprobe_path(char *buf, size_t size)
 {
-	pathf(buf, size, "%s/workloads/sdtprobe", build_dir());
+	tl_pathf(buf, size, "%s/workloads/sdtprobe", build_dir());
 	if (access(buf, R_OK) != 0)
 		fail_msg("%s missing: run make build-tests", buf);
 }
@@ -371,7 +339,7 @@ static void test_regs(void **state)
 
 	for (size_t i = 0; i < sizeof(legacy_regs) / sizeof(legacy_regs[0]); i++) {
 		check_reg(legacy_regs[i].name, legacy_regs[i].reg, legacy_regs[i].bytes);
-		pathf(name, sizeof(name), "%%%s", legacy_regs[i].name);
+		tl_pathf(name, sizeof(name), "%%%s", legacy_regs[i].name);
 		check_reg(name, legacy_regs[i].reg, legacy_regs[i].bytes);
 	}
 	/* r8..r15 with their d, w, b forms; PERF_REG_X86_R8.. are consecutive */
@@ -382,9 +350,9 @@ static void test_regs(void **state)
 		} forms[] = { { "", 8 }, { "d", 4 }, { "w", 2 }, { "b", 1 } };
 
 		for (size_t f = 0; f < 4; f++) {
-			pathf(name, sizeof(name), "r%d%s", n, forms[f].suffix);
+			tl_pathf(name, sizeof(name), "r%d%s", n, forms[f].suffix);
 			check_reg(name, PERF_REG_X86_R8 + n - 8, forms[f].bytes);
-			pathf(name, sizeof(name), "%%r%d%s", n, forms[f].suffix);
+			tl_pathf(name, sizeof(name), "%%r%d%s", n, forms[f].suffix);
 			check_reg(name, PERF_REG_X86_R8 + n - 8, forms[f].bytes);
 		}
 	}
@@ -866,7 +834,7 @@ static struct usdt_list *syn_read(const struct syn *y, const char *dir)
 	struct usdt_list *l;
 	struct stat st;
 
-	pathf(path, sizeof(path), "%s/syn", dir);
+	tl_pathf(path, sizeof(path), "%s/syn", dir);
 	syn_write(y, path);
 	l = usdt_read(path);
 	assert_non_null(l);
@@ -881,7 +849,7 @@ static struct usdt_list *syn_read(const struct syn *y, const char *dir)
 
 static void test_synthetic(void **state)
 {
-	char *dir = tmpdir_new();
+	char *dir = tl_tmpdir("cgperf-usdt");
 	const struct usdt_probe *p;
 	struct usdt_list *l;
 
@@ -1182,7 +1150,7 @@ static void test_synthetic(void **state)
 		assert_null(usdt_find(l, "p", "n"));
 		usdt_free(l);
 	}
-	tmpdir_free(dir);
+	tl_rmtree(dir);
 }
 
 /* ---- the sdtprobe workload ---- */
@@ -1258,7 +1226,7 @@ static void test_workload(void **state)
 		assert_true(p->pc_vaddr >= sym.st_value && p->pc_vaddr < sym.st_value + sym.st_size);
 
 		/* the semaphore is its symbol, in .probes, initially 0 */
-		pathf(sname, sizeof(sname), "cgperf_test_%s_semaphore", p->name);
+		tl_pathf(sname, sizeof(sname), "cgperf_test_%s_semaphore", p->name);
 		assert_true(ev_symbol(&v, sname, &sym));
 		assert_int_equal(p->sema_vaddr, sym.st_value);
 		assert_true(ev_section(&v, ".probes", &probes));
@@ -1350,7 +1318,7 @@ static void test_no_notes(void **state)
 	const char *files[] = { "/bin/true", NULL };
 	char writer[PATH_MAX];
 
-	pathf(writer, sizeof(writer), "%s/workloads/writer", build_dir());
+	tl_pathf(writer, sizeof(writer), "%s/workloads/writer", build_dir());
 	files[1] = writer;
 	for (size_t i = 0; i < 2; i++) {
 		struct usdt_list *l;
@@ -1383,27 +1351,27 @@ static void expect_fail(const char *path, int err)
 
 static void test_not_elf(void **state)
 {
-	char *dir = tmpdir_new();
+	char *dir = tl_tmpdir("cgperf-usdt");
 	char path[PATH_MAX];
 
-	pathf(path, sizeof(path), "%s/text", dir);
+	tl_pathf(path, sizeof(path), "%s/text", dir);
 	write_file(path, "#!/bin/sh\necho hello\n", 21);
 	expect_fail(path, ENOEXEC);
-	pathf(path, sizeof(path), "%s/empty", dir);
+	tl_pathf(path, sizeof(path), "%s/empty", dir);
 	write_file(path, "", 0);
 	expect_fail(path, ENOEXEC);
-	pathf(path, sizeof(path), "%s/magic-only", dir);
+	tl_pathf(path, sizeof(path), "%s/magic-only", dir);
 	write_file(path, "\177ELF", 4);
 	expect_fail(path, ENOEXEC);
-	pathf(path, sizeof(path), "%s/fifo", dir);
+	tl_pathf(path, sizeof(path), "%s/fifo", dir);
 	assert_int_equal(mkfifo(path, 0600), 0);
 	expect_fail(path, ENOEXEC); /* and does not hang */
 	expect_fail(dir, ENOEXEC);
 	expect_fail("/dev/null", ENOEXEC);
-	pathf(path, sizeof(path), "%s/missing", dir);
+	tl_pathf(path, sizeof(path), "%s/missing", dir);
 	expect_fail(path, ENOENT);
 	expect_fail(NULL, EINVAL);
-	tmpdir_free(dir);
+	tl_rmtree(dir);
 }
 
 /* ---- corrupted and truncated copies of sdtprobe ---- */
@@ -1439,7 +1407,7 @@ static void read_any(const char *path, size_t len)
 static void test_corrupt(void **state)
 {
 	char orig[PATH_MAX], path[PATH_MAX];
-	char *dir = tmpdir_new();
+	char *dir = tl_tmpdir("cgperf-usdt");
 	unsigned char *bytes, *copy;
 	size_t len;
 	Elf64_Shdr *note;
@@ -1455,7 +1423,7 @@ static void test_corrupt(void **state)
 	note = find_note_shdr(bytes, len);
 	noff = note->sh_offset;
 	nsize = note->sh_size;
-	pathf(path, sizeof(path), "%s/bad", dir);
+	tl_pathf(path, sizeof(path), "%s/bad", dir);
 
 	/* targeted: the first note's header and descriptor */
 	{
@@ -1581,7 +1549,7 @@ static void test_corrupt(void **state)
 	}
 	free(copy);
 	free(bytes);
-	tmpdir_free(dir);
+	tl_rmtree(dir);
 }
 
 int main(void)

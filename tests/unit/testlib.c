@@ -192,3 +192,15 @@ struct Cgperf__V1__Batch *tl_wire_roundtrip(struct wire_batch *b)
 		fail_msg("wire_decode: %s", err);
 	return m;
 }
+
+void tl_pathf(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= size)
+		fail_msg("path too long for %zu bytes: %s", size, fmt);
+}
