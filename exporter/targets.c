@@ -185,6 +185,16 @@ static void link(struct page *p, const char *k1, const char *v1, const char *k2,
 	free(href);
 }
 
+/* A table row's first cells: "<tr><td>HOST</td><td><code>CODE</code></td>". */
+static void row_start(struct page *p, const char *host, const char *code)
+{
+	page_put(p, "<tr><td>");
+	page_html(p, host);
+	page_put(p, "</td><td><code>");
+	page_html(p, code);
+	page_put(p, "</code></td>");
+}
+
 static void links(struct page *p, const char *k1, const char *v1, const char *k2, const char *v2)
 {
 	page_put(p, "<td>");
@@ -227,11 +237,8 @@ int targets_index(const struct totals *t, uint64_t cutoff, struct page *p)
 		if (!*r.v[i].container)
 			continue;
 		ncontainers++;
-		page_put(p, "<tr><td>");
-		page_html(p, r.v[i].host);
-		page_put(p, "</td><td><code>");
-		page_html(p, r.v[i].container);
-		page_put(p, "</code></td><td>");
+		row_start(p, r.v[i].host, r.v[i].container);
+		page_put(p, "<td>");
 		page_html(p, r.v[i].name);
 		page_put(p, "</td>");
 		links(p, "host", r.v[i].host, "container", r.v[i].container);
@@ -242,11 +249,7 @@ int targets_index(const struct totals *t, uint64_t cutoff, struct page *p)
 	page_put(p, "</table>\n<h2>Cgroups</h2>\n<table><tr><th>host</th><th>cgroup</th>"
 		    "<th>stacks</th></tr>\n");
 	for (size_t i = 0; !ret && i < r.n; i++) {
-		page_put(p, "<tr><td>");
-		page_html(p, r.v[i].host);
-		page_put(p, "</td><td><code>");
-		page_html(p, r.v[i].path);
-		page_put(p, "</code></td>");
+		row_start(p, r.v[i].host, r.v[i].path);
 		links(p, "host", r.v[i].host, "cgroup", r.v[i].path);
 		page_put(p, "</tr>\n");
 	}

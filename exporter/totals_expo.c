@@ -123,39 +123,32 @@ static void histogram(struct page *p, const char *base, const struct cg *c,
 	page_putc(p, '\n');
 }
 
-/* One sample per probe series of @name: its hits, or the negative values
- * of its argument (series without values left out). */
-static void probe_counts(const struct totals *t, struct page *p, uint64_t cutoff,
-			 const char *name, bool negative)
+/* What a probe family shows of each series. */
+enum probe_fig { PF_HITS, PF_NEGATIVE, PF_VALUES, PF_LATENCY };
+
+/* The samples of probe family @name: per series, a count (hits, negative
+ * values) or a histogram (values, latencies in ns written in seconds);
+ * series without the histogram in question are left out, as are those
+ * last seen before @cutoff. */
+static void probe_family(const struct totals *t, struct page *p, uint64_t cutoff,
+			 const char *name, enum probe_fig fig)
 {
 	EACH_CG(t, c)
 	{
 		for (size_t i = 0; i < c->nprobes; i++) {
 			const struct probe_series *s = &c->probes[i];
+			const struct hist *h = fig == PF_LATENCY ? &s->latency : &s->values;
 
-			if (s->last_seen < cutoff || (negative && !s->values.count))
+			if (s->last_seen < cutoff || (fig != PF_HITS && !h->count))
 				continue;
+			if (fig == PF_VALUES || fig == PF_LATENCY) {
+				histogram(p, name, c, s, h, fig == PF_LATENCY ? 1e-9 : 1.0);
+				continue;
+			}
 			probe_labels(p, name, c, s);
 			page_put(p, "} ");
-			page_u64(p, negative ? s->values.negative : s->hits);
+			page_u64(p, fig == PF_NEGATIVE ? s->values.negative : s->hits);
 			page_putc(p, '\n');
-		}
-	}
-}
-
-/* The histogram @name of each probe series that has one: its values, or
- * its latencies (in ns, written in seconds). */
-static void probe_hists(const struct totals *t, struct page *p, uint64_t cutoff,
-			const char *name, bool latency)
-{
-	EACH_CG(t, c)
-	{
-		for (size_t i = 0; i < c->nprobes; i++) {
-			const struct probe_series *s = &c->probes[i];
-			const struct hist *h = latency ? &s->latency : &s->values;
-
-			if (s->last_seen >= cutoff && h->count)
-				histogram(p, name, c, s, h, latency ? 1e-9 : 1.0);
 		}
 	}
 }
@@ -164,16 +157,16 @@ static void render_probes(const struct totals *t, struct page *p, bool om, uint6
 {
 	page_family(p, om, "cgperf_probe_hits_total", "counter",
 		    "Times the probe fired in the cgroup.");
-	probe_counts(t, p, cutoff, "cgperf_probe_hits_total", false);
+	probe_family(t, p, cutoff, "cgperf_probe_hits_total", PF_HITS);
 	page_family(p, om, "cgperf_probe_values", "histogram",
 		    "Values of the probe's argument (log2 buckets; negative values apart).");
-	probe_hists(t, p, cutoff, "cgperf_probe_values", false);
+	probe_family(t, p, cutoff, "cgperf_probe_values", PF_VALUES);
 	page_family(p, om, "cgperf_probe_negative_values_total", "counter",
 		    "Negative values of the probe's argument (not in cgperf_probe_values).");
-	probe_counts(t, p, cutoff, "cgperf_probe_negative_values_total", true);
+	probe_family(t, p, cutoff, "cgperf_probe_negative_values_total", PF_NEGATIVE);
 	page_family(p, om, "cgperf_probe_latency_seconds", "histogram",
 		    "Latency between the probe and its latency_end probe (log2 buckets of ns).");
-	probe_hists(t, p, cutoff, "cgperf_probe_latency_seconds", true);
+	probe_family(t, p, cutoff, "cgperf_probe_latency_seconds", PF_LATENCY);
 }
 
 static void agent_labels(struct page *p, const char *name, const struct agent *a)

@@ -746,17 +746,10 @@ void wire_set_self(struct wire_batch *b, const struct wire_self *s)
 static void hist_msg(Cgperf__V1__Histogram *m, const struct hist *h)
 {
 	Cgperf__V1__Histogram init = CGPERF__V1__HISTOGRAM__INIT;
-	int first = -1, last = -1;
+	int first, last;
 
 	*m = init;
-	for (int i = 0; i < HIST_BUCKETS; i++) {
-		if (!h->b[i])
-			continue;
-		if (first < 0)
-			first = i;
-		last = i;
-	}
-	if (first >= 0) {
+	if (hist_span(h, &first, &last)) {
 		m->offset = (uint32_t)first;
 		m->n_buckets = (size_t)(last - first + 1);
 		m->buckets = (uint64_t *)&h->b[first];
