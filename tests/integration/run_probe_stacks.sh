@@ -215,6 +215,7 @@ for n, per_cgroup in ((2, False), (3, True)):
     tc = {"b": 0, "c": 0}
     hits = stacks = chain = 0
     comms = set()
+    comm_samples = {}
     for r in rows:
         b, c = cg_index(r, relb), cg_index(r, relc)
         root = cg_index(r, "/")
@@ -243,6 +244,8 @@ for n, per_cgroup in ((2, False), (3, True)):
                     f"run {n}: '/' has id {r['cgroups'][p['cgroup']]['id']}, not {root_ino}"
                 cpu["host"] += p["samples"]
                 comms |= {frames(l)[0] for l in p["folded"]}
+                for l in p["folded"]:
+                    comm_samples[frames(l)[0]] = comm_samples.get(frames(l)[0], 0) + count(l)
         # probe stacks: per cgroup whatever per_cgroup says
         profs = [p for p in r["profiles"] if p["event"] == chain_label]
         assert all(p["cgroup"] in b for p in profs), f"run {n}: probe stacks outside {relb}"
@@ -274,7 +277,7 @@ for n, per_cgroup in ((2, False), (3, True)):
     assert chain >= 0.9 * stacks, f"run {n}: only {chain} of {stacks} probe stacks have the chain"
     if not per_cgroup:
         assert cpu["b"] == cpu["c"] == 0
-        assert {"chain-fp", "spin-c"} <= comms, f"run {n}: comms {comms} in the host profile"
+        assert {"chain-fp", "spin-c"} <= comms, f"run {n}: comms {comms} in the host profile (samples by comm {comm_samples})"
     else:
         assert cpu["host"] == 0 and cpu["b"] > 0 and cpu["c"] > 0, cpu
     # cpu-clock at 99 Hz: one sample per 1/99 s of the cgroups' CPU time

@@ -184,8 +184,15 @@ awk -v p="$pcnt" -v e="$enabled" -v r="$running" 'BEGIN { exit !(p > 99 && r <= 
 # the same figure); running grows with it, so the scaling is unaffected.
 near "$A" "$(awk -v r="$raw" 'BEGIN { print r / 1e6 }')" 0.5 ||
 	fails+=("value $A ms inconsistent with raw $raw ns")
-near "$A" "$P" 3 ||
-	fails+=("agent $A ms vs perf $P ms: $(pct_diff "$A" "$P")% (limit 3%)")
+# perf's window (`sleep DUR` after its own start-up) and the agent's start
+# tens of ms apart; with the loop on a CPU of its own that is noise, but when
+# other tasks take a fifth of its CPU in bursts, the two windows see different
+# shares (-5% measured with four compilers beside it): 3% on a quiet host, 8%
+# on a busy one, which still catches a counter that misses a CPU or a window.
+plim=3
+awk -v r="$rate" 'BEGIN { exit !(r >= 0.9) }' || plim=8
+near "$A" "$P" $plim ||
+	fails+=("agent $A ms vs perf $P ms: $(pct_diff "$A" "$P")% (limit $plim%)")
 # Against cpu.stat only when the loop had its CPU to itself: when other tasks
 # preempt it, the perf cgroup clock (perf stat -G shows the same figure as
 # the agent) and the scheduler's usage_usec diverge by several percent, so
@@ -199,7 +206,7 @@ if awk -v r="$rate" 'BEGIN { exit !(r >= 0.9) }'; then
 	awk -v a="$A" -v lo="$lo" -v u="$U" 'BEGIN { exit !(a >= lo - u * 0.01) }' ||
 		fails+=("agent $A ms below cpu.stat usage minus the bracket's extra time ($lo ms)")
 else
-	info "host busy (loop got $rate CPUs): cpu.stat comparison not made; perf comparison stands"
+	info "host busy (loop got $rate CPUs): cpu.stat comparison not made; perf compared within $plim%"
 fi
 
 ((${#fails[@]} == 0)) || { printf 'FAIL: %s\n' "${fails[@]}" >&2; exit 1; }
