@@ -106,26 +106,19 @@ static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c, s
 
 /* ---- /api/v1/targets and / ---- */
 
-static enum MHD_Result serve_targets(struct http *h, struct MHD_Connection *c, struct req *r)
+/* A page written from the totals by @write (targets.h), under the lock. */
+static enum MHD_Result serve_targets(struct http *h, struct MHD_Connection *c, struct req *r,
+				     int (*write)(const struct totals *t, uint64_t cutoff,
+						  struct page *p),
+				     const char *type)
 {
 	struct page p;
 
 	page_init(&p, 0);
 	pthread_mutex_lock(&h->lock);
-	targets_json(h->cfg.totals, http_cutoff(h, http_now_ns()), &p);
+	write(h->cfg.totals, http_cutoff(h, http_now_ns()), &p);
 	pthread_mutex_unlock(&h->lock);
-	return http_answer_page(c, r, MHD_HTTP_OK, "application/json", &p);
-}
-
-static enum MHD_Result serve_index(struct http *h, struct MHD_Connection *c, struct req *r)
-{
-	struct page p;
-
-	page_init(&p, 0);
-	pthread_mutex_lock(&h->lock);
-	targets_index(h->cfg.totals, http_cutoff(h, http_now_ns()), &p);
-	pthread_mutex_unlock(&h->lock);
-	return http_answer_page(c, r, MHD_HTTP_OK, "text/html; charset=utf-8", &p);
+	return http_answer_page(c, r, MHD_HTTP_OK, type, &p);
 }
 
 /* ---- /api/v1/stacks ---- */
@@ -426,7 +419,7 @@ void routes_serve(struct http *h, struct req **rs, size_t n)
 	switch (r->route) {
 	case RT_METRICS: serve_metrics(h, NULL, r); break;
 	case RT_STACKS: serve_stacks(h, NULL, r); break;
-	case RT_TARGETS: serve_targets(h, NULL, r); break;
-	default: serve_index(h, NULL, r); break;
+	case RT_TARGETS: serve_targets(h, NULL, r, targets_json, "application/json"); break;
+	default: serve_targets(h, NULL, r, targets_index, "text/html; charset=utf-8"); break;
 	}
 }

@@ -95,7 +95,7 @@ static int json_cgroup(void *arg, const struct store_cgroup *c)
 	return 0;
 }
 
-void targets_json(const struct totals *t, uint64_t cutoff, struct page *p)
+int targets_json(const struct totals *t, uint64_t cutoff, struct page *p)
 {
 	struct walk w = { .p = p };
 
@@ -105,6 +105,7 @@ void targets_json(const struct totals *t, uint64_t cutoff, struct page *p)
 	w.n = 0;
 	totals_each_cgroup(t, cutoff, json_cgroup, &w);
 	page_put(p, "]}\n");
+	return 0;
 }
 
 /* ---- the index page ---- */
