@@ -221,7 +221,8 @@ FUZZ_CC ?= clang
 FUZZ_TIME ?= 20
 FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
-FUZZ_WIRE_SRC := tests/fuzz/fuzz_wire.c $(wildcard wire/*.c) lib/hist.c lib/utf8.c $(PROTO_C)
+FUZZ_WIRE_SRC := tests/fuzz/fuzz_wire.c $(wildcard wire/*.c) lib/hist.c lib/utf8.c lib/gzip.c \
+	$(PROTO_C)
 
 $(O)/fuzz/fuzz_wire: $(FUZZ_WIRE_SRC) wire/wire.h lib/hist.h $(PROTO_H)
 	@mkdir -p $(dir $@)
@@ -235,7 +236,7 @@ $(O)/fuzz/fuzz_wire-seeds: $(FUZZ_WIRE_SRC) wire/wire.h lib/hist.h $(PROTO_H)
 # What the exporter does with a decoded batch (totals, /metrics text,
 # stack renderers); the store is linked for its helpers, not driven.
 FUZZ_INGEST_SRC := tests/fuzz/fuzz_ingest.c $(wildcard wire/*.c) lib/hist.c lib/utf8.c lib/json.c \
-	lib/prom.c $(PROTO_C) exporter/totals.c exporter/totals_expo.c exporter/page.c \
+	lib/prom.c lib/gzip.c $(PROTO_C) exporter/totals.c exporter/totals_expo.c exporter/page.c \
 	$(wildcard exporter/render/*.c) $(wildcard exporter/store/*.c)
 $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h exporter/*/*.h) wire/wire.h lib/hist.h $(PROTO_H)
 	@mkdir -p $(dir $@)

@@ -58,16 +58,15 @@
 #include "exporter/config.h"
 #include "exporter/store/store.h"
 #include "exporter/totals.h"
+#include "lib/clock.h"
+#include "lib/netaddr.h"
 
 const char *const http_reject_name[REJ_N] = { "auth", "too_large", "bad_request",
 					  "series_limit" };
 
 uint64_t http_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return clock_real_ns();
 }
 
 static void count_reject(struct http *h, enum reject why, const char *text)
@@ -544,46 +543,6 @@ static void completed(void *cls, struct MHD_Connection *c, void **state,
 	}
 }
 
-/* Parse HOST:PORT ([V6]:PORT, :PORT) into @ss. 0 or -EINVAL. */
-static int parse_listen(const char *listen, struct sockaddr_storage *ss, uint16_t *port_out)
-{
-	const char *colon = strrchr(listen, ':');
-	char host[256];
-	long port;
-	char *end;
-
-	if (!colon || (size_t)(colon - listen) >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, listen, (size_t)(colon - listen));
-	host[colon - listen] = '\0';
-	errno = 0;
-	port = strtol(colon + 1, &end, 10);
-	if (errno || end == colon + 1 || *end || port <= 0 || port > 65535)
-		return -EINVAL;
-	memset(ss, 0, sizeof(*ss));
-	if (host[0] == '[') {
-		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-		size_t hl = strlen(host);
-
-		if (hl < 2 || host[hl - 1] != ']')
-			return -EINVAL;
-		host[hl - 1] = '\0';
-		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons((uint16_t)port);
-		if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1)
-			return -EINVAL;
-	} else {
-		struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-
-		a4->sin_family = AF_INET;
-		a4->sin_port = htons((uint16_t)port);
-		if (inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &a4->sin_addr) != 1)
-			return -EINVAL;
-	}
-	*port_out = (uint16_t)port;
-	return 0;
-}
-
 /* What http_start() made but the daemon, once the queues are stopped. */
 static void http_free(struct http *h)
 {
@@ -602,7 +561,7 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 	uint16_t port;
 	int ret;
 
-	if (parse_listen(cfg->listen, &ss, &port)) {
+	if (netaddr_parse_listen(cfg->listen, &ss, &port, NULL)) {
 		snprintf(err, errlen, "--listen '%s': want HOST:PORT", cfg->listen);
 		errno = EINVAL;
 		return NULL;

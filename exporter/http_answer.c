@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <zlib.h>
 
+#include "lib/gzip.h"
 #include "exporter/page.h"
 
 
@@ -136,45 +136,6 @@ bool http_accepts_gzip(struct MHD_Connection *c)
 	return a.gzip >= 0 ? a.gzip > 0 : a.star > 0;
 }
 
-/* @len bytes at @in as one gzip member, in a malloc'd buffer. 0 or
- * -ENOMEM (-EIO should zlib refuse). */
-static int gzip_body(const void *in, size_t len, void **out, size_t *outlen)
-{
-	z_stream z = { 0 };
-	uint8_t *buf;
-	size_t cap;
-	int zr;
-
-	if (deflateInit2(&z, GZIP_LEVEL, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	cap = deflateBound(&z, len);
-	buf = malloc(cap);
-	if (!buf) {
-		deflateEnd(&z);
-		return -ENOMEM;
-	}
-	z.next_in = (Bytef *)in;
-	z.next_out = buf;
-	/* avail_* are 32-bit: feed and drain in steps below 4 GiB. */
-	do {
-		size_t in_left = len - (size_t)((const uint8_t *)z.next_in - (const uint8_t *)in);
-		size_t out_left = cap - (size_t)(z.next_out - buf);
-
-		z.avail_in = in_left > UINT32_MAX ? UINT32_MAX : (uInt)in_left;
-		z.avail_out = out_left > UINT32_MAX ? UINT32_MAX : (uInt)out_left;
-		zr = deflate(&z, z.avail_in == in_left ? Z_FINISH : Z_NO_FLUSH);
-	} while (zr == Z_OK);
-	*outlen = z.total_out;
-	deflateEnd(&z);
-	if (zr != Z_STREAM_END) {
-		free(buf);
-		return -EIO;
-	}
-	/* Give back what deflateBound() kept in reserve while MHD sends. */
-	*out = realloc(buf, *outlen) ?: buf;
-	return 0;
-}
-
 /* Send @resp with @status now, or keep it for the handler's next call when
  * the request is deferred. Takes over @resp. */
 enum MHD_Result http_deliver(struct MHD_Connection *c, struct req *r, unsigned status,
@@ -204,11 +165,11 @@ enum MHD_Result http_respond(struct MHD_Connection *c, struct req *r, unsigned s
 			       const char *disposition)
 {
 	struct MHD_Response *resp;
-	void *z = NULL;
+	uint8_t *z = NULL;
 	size_t zlen = 0;
 
 	r->done = true;
-	if (r->encodable && r->gzip && !gzip_body(body, len, &z, &zlen)) {
+	if (r->encodable && r->gzip && !gzip_compress(body, len, GZIP_LEVEL, &z, &zlen)) {
 		if (owned)
 			free(body);
 		body = z;

@@ -24,6 +24,7 @@
 #include "exporter/http.h"
 #include "exporter/store/store.h"
 #include "exporter/totals.h"
+#include "lib/clock.h"
 
 /* Longest token file accepted. */
 #define TOKEN_MAX 4096
@@ -164,14 +165,6 @@ static int configure(int argc, char **argv, struct exporter_config *cfg)
 	return 0;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_S + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t clamp(uint64_t v, uint64_t lo, uint64_t hi)
 {
 	return v < lo ? lo : v > hi ? hi : v;
@@ -242,7 +235,7 @@ static void serve(struct http *http, struct store *store, const struct exporter_
 {
 	uint64_t expire_every = clamp(cfg->series_expiry_ns / 3, NS_S, 60 * NS_S);
 	uint64_t retain_every = clamp(cfg->retention_ns / 2, NS_S, 60 * NS_S);
-	uint64_t next_expire = mono_ns(), next_retain = mono_ns();
+	uint64_t next_expire = clock_mono_ns(), next_retain = clock_mono_ns();
 
 	for (;;) {
 		struct timespec tick = { .tv_sec = 1 };
@@ -253,7 +246,7 @@ static void serve(struct http *http, struct store *store, const struct exporter_
 			log_kv(LOG_INFO, "stopping", "signal", sig == SIGTERM ? "TERM" : "INT", NULL);
 			return;
 		}
-		now = mono_ns();
+		now = clock_mono_ns();
 		if (now >= next_expire) {
 			int ret = http_expire(http, http_now_ns());
 
@@ -264,7 +257,7 @@ static void serve(struct http *http, struct store *store, const struct exporter_
 		}
 		if (now >= next_retain) {
 			retention(store, cfg->retention_ns);
-			next_retain = mono_ns() + retain_every;
+			next_retain = clock_mono_ns() + retain_every;
 		}
 	}
 }

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include "lib/gzip.h"
 
 #include "lib/utf8.h"
 
@@ -901,49 +902,16 @@ out:
 
 int wire_encode_gzip(const struct wire_batch *b, uint8_t **buf, size_t *len)
 {
-	z_stream z;
-	uint8_t *raw = NULL, *out = NULL;
-	size_t rawlen, cap;
-	int ret, zret;
+	uint8_t *raw = NULL;
+	size_t rawlen;
+	int ret;
 
 	if (!b || !buf || !len)
 		return -EINVAL;
 	ret = wire_encode(b, &raw, &rawlen);
 	if (ret < 0)
 		return ret;
-	memset(&z, 0, sizeof(z));
-	/* 16 + window bits: a gzip wrapper rather than zlib's */
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK) {
-		free(raw);
-		return -ENOMEM;
-	}
-	ret = -E2BIG;
-	if (rawlen > UINT_MAX)
-		goto out;
-	cap = deflateBound(&z, (uLong)rawlen);
-	if (cap > UINT_MAX)
-		goto out;
-	ret = -ENOMEM;
-	out = malloc(cap);
-	if (!out)
-		goto out;
-	z.next_in = raw;
-	z.avail_in = (uInt)rawlen;
-	z.next_out = out;
-	z.avail_out = (uInt)cap;
-	zret = deflate(&z, Z_FINISH);
-	if (zret != Z_STREAM_END) {
-		ret = zret == Z_MEM_ERROR ? -ENOMEM : -EIO;
-		goto out;
-	}
-	*buf = out;
-	*len = z.total_out;
-	out = NULL;
-	ret = 0;
-out:
-	deflateEnd(&z);
-	free(out);
+	ret = gzip_compress(raw, rawlen, GZIP_DEFAULT, buf, len);
 	free(raw);
 	return ret;
 }

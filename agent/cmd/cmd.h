@@ -55,6 +55,13 @@ int cmd_refusals_start(const char *prog, bool verbose);
 /* "N files refused (special a, link b, ...)" into @buf ("none" when 0). */
 void cmd_refusals_text(char *buf, size_t len);
 
+/* Repeated -G options add up: append ",@arg" to malloc'd *@acc (or start
+ * it). 0 or -ENOMEM. */
+int cmd_join_csv(char **acc, const char *arg);
+/* A positive, finite number of @what (--duration, -I) into *@out: 0, or 2
+ * with "PROG: WHAT must be a positive number, not 'ARG'" on stderr. */
+int cmd_parse_seconds(const char *prog, const char *what, const char *arg, double *out);
+
 /* Explain a perf_event_open permission failure on stderr. */
 void cmd_explain_perf_permission(const char *prog, int err);
 

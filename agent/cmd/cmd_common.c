@@ -4,6 +4,7 @@
  * cgroup made for "-- COMMAND", the file-descriptor limit.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "agent/cmd/cmd.h"
 #include "agent/symbols/refusals.h"
 #include "agent/cmd/spawn.h"
+#include "cgroup/mount.h"
 #include "cgroup/tree.h"
 
 static int dirs_push(char ***dirs, size_t *n, const char *mount, const char *rel)
@@ -155,4 +157,72 @@ void cmd_refusals_text(char *buf, size_t len)
 	}
 	if (f.total && n < len)
 		snprintf(buf + n, len - n, ")%s", f.notices_dropped ? " (notices rate-limited)" : "");
+}
+
+char *cmd_perf_cgroup_mount(const char *prog)
+{
+	struct cg_mounts *m = cg_mounts_read("/proc/self/mountinfo");
+	const struct cg_mount *pm;
+	char *path = NULL;
+
+	if (!m) {
+		fprintf(stderr, "%s: cannot read /proc/self/mountinfo: %s\n", prog, strerror(errno));
+		return NULL;
+	}
+	pm = cg_mounts_perf(m);
+	if (!pm)
+		fprintf(stderr, "%s: no cgroup2 or perf_event cgroup v1 hierarchy is mounted\n",
+			prog);
+	else if (!(path = strdup(pm->path)))
+		fprintf(stderr, "%s: out of memory\n", prog);
+	cg_mounts_free(m);
+	return path;
+}
+
+void cmd_explain_perf_permission(const char *prog, int err)
+{
+	char buf[32] = "?";
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+
+	if (f) {
+		if (fgets(buf, sizeof(buf), f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+	fprintf(stderr,
+		"%s: perf_event_open: %s.\n"
+		"  Monitoring a cgroup or the whole host is system-wide monitoring: it needs CAP_PERFMON\n"
+		"  (or CAP_SYS_ADMIN on kernels before 5.8), or kernel.perf_event_paranoid <= 0.\n"
+		"  This host has kernel.perf_event_paranoid = %s. Run as root, grant the\n"
+		"  capability (setcap cap_perfmon+ep cgperf-agent), or as root:\n"
+		"    sysctl kernel.perf_event_paranoid=0\n",
+		prog, strerror(err), buf);
+}
+
+int cmd_join_csv(char **acc, const char *arg)
+{
+	size_t n = (*acc ? strlen(*acc) + 1 : 0) + strlen(arg) + 1;
+	char *g = malloc(n);
+
+	if (!g)
+		return -ENOMEM;
+	snprintf(g, n, "%s%s%s", *acc ? *acc : "", *acc ? "," : "", arg);
+	free(*acc);
+	*acc = g;
+	return 0;
+}
+
+int cmd_parse_seconds(const char *prog, const char *what, const char *arg, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v > 0) || !isfinite(v)) {
+		fprintf(stderr, "%s: %s must be a positive number, not '%s'\n", prog, what, arg);
+		return 2;
+	}
+	*out = v;
+	return 0;
 }

@@ -40,7 +40,8 @@
 #include "agent/perf/events.h"
 #include "agent/stacks/fold.h"
 #include "agent/perf/sampler.h"
-#include "agent/cmd/spawn.h"
+#include "agent/cmd/workload.h"
+#include "lib/clock.h"
 #include "agent/symbols/refusals.h"
 #include "agent/stacks/stacks.h"
 #include "cgroup/proc.h"
@@ -186,14 +187,6 @@ static void usage(FILE *f)
 	      f);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static double cpu_seconds(void)
 {
 	struct rusage ru;
@@ -218,7 +211,82 @@ static int parse_u64(const char *prog, const char *what, const char *s, uint64_t
 	return 0;
 }
 
-int cmd_record(int argc, char **argv)
+/* What the command line asked for, besides what goes into struct record. */
+struct record_args {
+	struct sampler_opts so;
+	const char *evname, *outpath;
+	char *groups_arg; /* every -G joined by commas */
+	bool all, verbose, per_cgroup, done;
+	double duration;
+	enum demangle_style dstyle;
+	char **cmd; /* "-- COMMAND", or NULL */
+};
+
+static int parse_pid(struct record *r, struct record_args *a, const char *arg)
+{
+	uint64_t v;
+	int ret = parse_u64(r->prog, "-p", arg, &v);
+
+	if (ret)
+		return ret;
+	if (v > 4194304) { /* PID_MAX_LIMIT */
+		fprintf(stderr, "%s: no process %s\n", r->prog, arg);
+		return 2;
+	}
+	a->so.pid = (pid_t)v;
+	return 0;
+}
+
+static int parse_target(struct record *r, const char *arg)
+{
+	char err[256];
+
+	r->sel = cg_selector_parse(arg, err, sizeof(err));
+	if (!r->sel) {
+		fprintf(stderr, "%s: bad --target: %s\n", r->prog, err);
+		return 2;
+	}
+	return 0;
+}
+
+static int parse_call_graph(struct record *r, struct record_args *a, const char *arg)
+{
+	uint64_t v;
+	int ret;
+
+	if (!strcmp(arg, "fp")) {
+		r->mode = STACKS_FP;
+		return 0;
+	}
+	if (strncmp(arg, "dwarf", 5) || (arg[5] && arg[5] != ',')) {
+		fprintf(stderr, "%s: --call-graph takes fp or dwarf[,BYTES], not '%s'\n", r->prog,
+			arg);
+		return 2;
+	}
+	r->mode = STACKS_DWARF;
+	if (!arg[5])
+		return 0;
+	if ((ret = parse_u64(r->prog, "dwarf stack size", arg + 6, &v)))
+		return ret;
+	if (v > 65528) {
+		fprintf(stderr, "%s: dwarf stack size is at most 65528\n", r->prog);
+		return 2;
+	}
+	a->so.stack_bytes = (uint32_t)((v + 7) & ~7ull);
+	return 0;
+}
+
+static int parse_demangle(struct record *r, struct record_args *a, const char *arg)
+{
+	if (demangle_style_parse(arg, &a->dstyle) < 0) {
+		fprintf(stderr, "%s: --demangle takes full, short or none, not '%s'\n", r->prog, arg);
+		return 2;
+	}
+	return 0;
+}
+
+/* The options into @r and @a: 0, or the exit status (usage errors 2). */
+static int parse_args(struct record *r, struct record_args *a, int argc, char **argv)
 {
 	enum { OPT_CALLGRAPH = 256, OPT_PERCG, OPT_DEMANGLE, OPT_NO_DEMANGLE };
 	static const struct option longopts[] = {
@@ -239,260 +307,115 @@ int cmd_record(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct record r = {.prog = "cgperf-agent record", .mode = STACKS_LEAF};
-	struct sampler_opts so = {.freq = 99, .stack_bytes = 8192, .mmap_pages = 64};
-	struct sampler *smp = NULL;
-	struct ev_spec ev = {0};
-	const char *evname = "cpu-clock", *outpath = NULL;
-	char *groups_arg = NULL;
-	bool all = false;
-	char *groups_copy = NULL, **cgdirs = NULL, *trans_rel = NULL, *trans_abs = NULL;
-	size_t ncgdirs = 0;
-	double duration = 0;
-	bool verbose = false, have_ev = false, per_cgroup = false;
-	enum demangle_style dstyle = DEMANGLE_FULL;
-	int opt, ret = 0, *cpus = NULL, ncpu, sfd = -1, *fds = NULL;
-	struct spawn sp = {.pid = -1, .go_fd = -1};
-	sigset_t oldmask;
-	bool sigmask_set = false;
-	int child_status = 0;
-	pid_t child = -1;
-	FILE *out = stdout;
+	int opt, ret = 0;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+aG:p:t:F:c:e:go:d:vh", longopts, NULL)) != -1) {
+	while (!ret && (opt = getopt_long(argc, argv, "+aG:p:t:F:c:e:go:d:vh", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'a': all = true; break;
-		case 'G': {
-			/* Repeated -G options add up, as in stat. */
-			size_t n = (groups_arg ? strlen(groups_arg) + 1 : 0) + strlen(optarg) + 1;
-			char *g = malloc(n);
-
-			if (!g) {
-				ret = 1;
-				goto out;
-			}
-			snprintf(g, n, "%s%s%s", groups_arg ? groups_arg : "", groups_arg ? "," : "",
-				 optarg);
-			free(groups_arg);
-			groups_arg = g;
-			break;
-		}
-		case 'p': {
-			uint64_t v;
-
-			if ((ret = parse_u64(r.prog, "-p", optarg, &v)))
-				goto out;
-			if (v > 4194304) { /* PID_MAX_LIMIT */
-				fprintf(stderr, "%s: no process %s\n", r.prog, optarg);
-				ret = 2;
-				goto out;
-			}
-			so.pid = (pid_t)v;
-			break;
-		}
-		case 't': {
-			char err[256];
-
-			r.sel = cg_selector_parse(optarg, err, sizeof(err));
-			if (!r.sel) {
-				fprintf(stderr, "%s: bad --target: %s\n", r.prog, err);
-				ret = 2;
-				goto out;
-			}
-			break;
-		}
+		case 'a': a->all = true; break;
+		case 'G': ret = cmd_join_csv(&a->groups_arg, optarg) ? 1 : 0; break;
+		case 'p': ret = parse_pid(r, a, optarg); break;
+		case 't': ret = parse_target(r, optarg); break;
 		case 'F':
-			if ((ret = parse_u64(r.prog, "-F", optarg, &so.freq)))
-				goto out;
-			so.period = 0;
+			ret = parse_u64(r->prog, "-F", optarg, &a->so.freq);
+			a->so.period = 0;
 			break;
 		case 'c':
-			if ((ret = parse_u64(r.prog, "-c", optarg, &so.period)))
-				goto out;
-			so.freq = 0;
+			ret = parse_u64(r->prog, "-c", optarg, &a->so.period);
+			a->so.freq = 0;
 			break;
-		case 'e': evname = optarg; break;
-		case 'g': r.mode = STACKS_FP; break;
-		case OPT_CALLGRAPH:
-			if (!strcmp(optarg, "fp")) {
-				r.mode = STACKS_FP;
-			} else if (!strncmp(optarg, "dwarf", 5) && (!optarg[5] || optarg[5] == ',')) {
-				r.mode = STACKS_DWARF;
-				if (optarg[5]) {
-					uint64_t v;
-
-					if ((ret = parse_u64(r.prog, "dwarf stack size", optarg + 6, &v)))
-						goto out;
-					if (v > 65528) {
-						fprintf(stderr, "%s: dwarf stack size is at most 65528\n", r.prog);
-						ret = 2;
-						goto out;
-					}
-					so.stack_bytes = (uint32_t)((v + 7) & ~7ull);
-				}
-			} else {
-				fprintf(stderr, "%s: --call-graph takes fp or dwarf[,BYTES], not '%s'\n",
-					r.prog, optarg);
-				ret = 2;
-				goto out;
-			}
-			break;
-		case 'o': outpath = optarg; break;
-		case OPT_PERCG: per_cgroup = true; break;
-		case OPT_DEMANGLE:
-			if (demangle_style_parse(optarg, &dstyle) < 0) {
-				fprintf(stderr, "%s: --demangle takes full, short or none, not '%s'\n",
-					r.prog, optarg);
-				ret = 2;
-				goto out;
-			}
-			break;
-		case OPT_NO_DEMANGLE: dstyle = DEMANGLE_NONE; break;
-		case 'd': {
-			char *end;
-
-			errno = 0;
-			duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(duration > 0) || !isfinite(duration)) {
-				fprintf(stderr, "%s: --duration must be a positive number, not '%s'\n",
-					r.prog, optarg);
-				ret = 2;
-				goto out;
-			}
-			break;
-		}
-		case 'v': verbose = true; break;
-		case 'h': usage(stdout); goto out;
-		default: usage(stderr); ret = 2; goto out;
+		case 'e': a->evname = optarg; break;
+		case 'g': r->mode = STACKS_FP; break;
+		case OPT_CALLGRAPH: ret = parse_call_graph(r, a, optarg); break;
+		case 'o': a->outpath = optarg; break;
+		case OPT_PERCG: a->per_cgroup = true; break;
+		case OPT_DEMANGLE: ret = parse_demangle(r, a, optarg); break;
+		case OPT_NO_DEMANGLE: a->dstyle = DEMANGLE_NONE; break;
+		case 'd': ret = cmd_parse_seconds(r->prog, "--duration", optarg, &a->duration); break;
+		case 'v': a->verbose = true; break;
+		case 'h': usage(stdout); a->done = true; return 0;
+		default: usage(stderr); return 2;
 		}
 	}
-	if (all + (groups_arg != NULL) + (so.pid > 0) + (r.sel != NULL) > 1) {
-		fprintf(stderr, "%s: choose one of -a, -G, -p and --target\n", r.prog);
-		ret = 2;
-		goto out;
+	if (ret)
+		return ret;
+	if (a->all + (a->groups_arg != NULL) + (a->so.pid > 0) + (r->sel != NULL) > 1) {
+		fprintf(stderr, "%s: choose one of -a, -G, -p and --target\n", r->prog);
+		return 2;
 	}
-	if (optind < argc && (duration > 0 || so.pid > 0)) {
-		fprintf(stderr, "%s: a command cannot be combined with --duration or -p\n", r.prog);
-		ret = 2;
-		goto out;
+	if (optind < argc && (a->duration > 0 || a->so.pid > 0)) {
+		fprintf(stderr, "%s: a command cannot be combined with --duration or -p\n", r->prog);
+		return 2;
 	}
+	a->cmd = optind < argc ? argv + optind : NULL;
+	return 0;
+}
 
-	ret = ev_parse(evname, ev_tracefs(), &ev);
-	if (ret) {
-		char *sugg[6];
-		size_t n = ret == -ENOENT ? ev_suggest(evname, ev_tracefs(), sugg, 6) : 0;
+static int parse_event(struct record *r, const char *evname, struct ev_spec *ev)
+{
+	int ret = ev_parse(evname, ev_tracefs(), ev);
+	char *sugg[6];
+	size_t n;
 
-		fprintf(stderr, "%s: unknown event '%s'%s\n", r.prog, evname,
-			n ? "; did you mean:" : "");
-		for (size_t i = 0; i < n; i++) {
-			fprintf(stderr, "    %s\n", sugg[i]);
-			free(sugg[i]);
-		}
-		ret = 2;
-		goto out;
+	if (!ret)
+		return 0;
+	n = ret == -ENOENT ? ev_suggest(evname, ev_tracefs(), sugg, 6) : 0;
+	fprintf(stderr, "%s: unknown event '%s'%s\n", r->prog, evname, n ? "; did you mean:" : "");
+	for (size_t i = 0; i < n; i++) {
+		fprintf(stderr, "    %s\n", sugg[i]);
+		free(sugg[i]);
 	}
-	have_ev = true;
+	return 2;
+}
 
-	r.mount = cmd_perf_cgroup_mount(r.prog);
-	if ((groups_arg || (optind < argc && !r.sel && !all)) && !r.mount) {
-		ret = 1;
-		goto out;
-	}
-	if (groups_arg && (ret = cmd_cgroup_dirs(r.prog, r.mount, groups_arg, &cgdirs, &ncgdirs)))
-		goto out;
-	if (optind < argc && !groups_arg && !r.sel && !all &&
-	    (ret = cmd_command_cgroup(r.prog, r.mount, "record", &trans_abs, &cgdirs, &ncgdirs)))
-		goto out;
+/* Open the sampling events; on failure say why. NULL with *@ret set. */
+static struct sampler *open_sampler(struct record *r, const struct sampler_opts *so, int *ret)
+{
+	struct sampler *smp = sampler_open(so);
+	int err = errno;
 
-	ncpu = cpumap_online(&cpus);
-	if (ncpu < 0) {
-		fprintf(stderr, "%s: cannot read the online CPUs: %s\n", r.prog, strerror(-ncpu));
-		ret = 1;
-		goto out;
-	}
-	if (cmd_refusals_start(r.prog, verbose) < 0) {
-		fprintf(stderr, "%s: out of memory\n", r.prog);
-		ret = 1;
-		goto out;
-	}
-	r.st = stacks_new(r.mode, per_cgroup, r.mount);
-	r.pidsel = fold_new();
-	if (!r.st || !r.pidsel || stacks_set_demangle(r.st, dstyle) < 0) {
-		fprintf(stderr, "%s: out of memory\n", r.prog);
-		ret = 1;
-		goto out;
-	}
+	if (smp)
+		return smp;
+	if (err == EACCES || err == EPERM)
+		cmd_explain_perf_permission(r->prog, err);
+	else if (err == ENOENT || err == EOPNOTSUPP || err == ENODEV)
+		fprintf(stderr, "%s: event '%s' cannot sample on this host (%s)%s\n", r->prog,
+			so->event->name, strerror(err),
+			so->event->kind == EV_HARDWARE ? "; no hardware PMU here? try -e cpu-clock" : "");
+	else if (err == ESRCH)
+		fprintf(stderr, "%s: no process %d\n", r->prog, (int)so->pid);
+	else
+		fprintf(stderr, "%s: cannot open sampling events: %s\n", r->prog, strerror(err));
+	*ret = err == ESRCH ? 2 : 1;
+	return NULL;
+}
 
-	so.event = &ev;
-	so.callchain = r.mode != STACKS_LEAF;
-	so.user_stack = r.mode == STACKS_DWARF;
-	so.regs_mask = stacks_regs_mask(r.mode);
+/* The sampler's options for @r's mode over @cpus and @cgdirs. */
+static void sampler_setup(struct record *r, struct sampler_opts *so, struct ev_spec *ev,
+			  int *cpus, int ncpu, char **cgdirs, size_t ncgdirs)
+{
+	so->event = ev;
+	so->callchain = r->mode != STACKS_LEAF;
+	so->user_stack = r->mode == STACKS_DWARF;
+	so->regs_mask = stacks_regs_mask(r->mode);
 	/* perf's default depth, or less when the sysctl says so (more fails). */
 	int sysmax = sampler_max_stack_default();
 
-	so.max_stack = sysmax > 0 && sysmax < 127 ? (uint32_t)sysmax : 127;
-	stacks_set_max_stack(r.st, so.max_stack);
-	so.cpus = cpus;
-	so.ncpu = (size_t)ncpu;
-	so.cgroup_dirs = (const char *const *)cgdirs;
-	so.ncgroups = ncgdirs;
-	cmd_raise_nofile();
-	smp = sampler_open(&so);
-	if (!smp) {
-		int err = errno;
+	so->max_stack = sysmax > 0 && sysmax < 127 ? (uint32_t)sysmax : 127;
+	stacks_set_max_stack(r->st, so->max_stack);
+	so->cpus = cpus;
+	so->ncpu = (size_t)ncpu;
+	so->cgroup_dirs = (const char *const *)cgdirs;
+	so->ncgroups = ncgdirs;
+}
 
-		if (err == EACCES || err == EPERM)
-			cmd_explain_perf_permission(r.prog, err);
-		else if (err == ENOENT || err == EOPNOTSUPP || err == ENODEV)
-			fprintf(stderr, "%s: event '%s' cannot sample on this host (%s)%s\n", r.prog,
-				ev.name, strerror(err),
-				ev.kind == EV_HARDWARE ? "; no hardware PMU here? try -e cpu-clock" : "");
-		else if (err == ESRCH)
-			fprintf(stderr, "%s: no process %d\n", r.prog, (int)so.pid);
-		else
-			fprintf(stderr, "%s: cannot open sampling events: %s\n", r.prog, strerror(err));
-		ret = err == ESRCH ? 2 : 1;
-		goto out;
-	}
-	if (outpath) {
-		out = fopen(outpath, "we");
-		if (!out) {
-			fprintf(stderr, "%s: cannot write %s: %s\n", r.prog, outpath, strerror(errno));
-			out = stdout;
-			ret = 1;
-			goto out;
-		}
-	}
-
-	sfd = cmd_signalfd(&oldmask);
-	if (sfd < 0) {
-		fprintf(stderr, "%s: signalfd: %s\n", r.prog, strerror(-sfd));
-		ret = 1;
-		goto out;
-	}
-	sigmask_set = true;
-	if (optind < argc) {
-		int err = spawn_held(&sp, argv + optind, trans_abs, &oldmask, r.prog);
-
-		if (err) {
-			fprintf(stderr, "%s: fork: %s\n", r.prog, strerror(-err));
-			ret = 1;
-			goto out;
-		}
-		child = sp.pid;
-		if (r.sel) {
-			/* the command is a target whatever the selector says */
-			uint32_t cp = (uint32_t)child;
-			uint64_t *slot = fold_slot(r.pidsel, &cp, sizeof(cp));
-
-			if (slot)
-				*slot = 3;
-		}
-	}
-
+/* Sample until a signal, the command's end, @end (0: none) or the end of
+ * the -p process. 0 or 1. */
+static int sample_loop(struct record *r, struct sampler *smp, struct workload *w, pid_t pid,
+		       uint64_t end)
+{
 	struct sampler_cb cb = {
-		.ctx = &r,
+		.ctx = r,
 		.sample = on_sample,
 		.mmap = on_mmap,
 		.comm = on_comm,
@@ -501,36 +424,30 @@ int cmd_record(int argc, char **argv)
 		.lost = on_lost,
 	};
 	size_t nfds = sampler_fds(smp, NULL, 0);
-
-	fds = calloc(nfds + 1, sizeof(*fds));
+	int *fds = calloc(nfds + 1, sizeof(*fds));
 	struct pollfd *pfd = calloc(nfds + 1, sizeof(*pfd));
+	bool stop = false;
+	int ret = 0;
 
 	if (!fds || !pfd) {
-		free(pfd);
 		ret = 1;
 		goto out;
 	}
 	sampler_fds(smp, fds, nfds);
-	pfd[0].fd = sfd;
+	pfd[0].fd = workload_fd(w);
 	pfd[0].events = POLLIN;
 	for (size_t i = 0; i < nfds; i++) {
 		pfd[i + 1].fd = fds[i];
 		pfd[i + 1].events = POLLIN;
 	}
-
-	double cpu0 = cpu_seconds();
-	uint64_t t0 = now_ns(), end = duration > 0 ? t0 + (uint64_t)(duration * 1e9) : 0;
-	bool stop = false;
-
 	if (sampler_enable(smp) < 0) {
-		fprintf(stderr, "%s: cannot enable sampling: %s\n", r.prog, strerror(errno));
-		free(pfd);
+		fprintf(stderr, "%s: cannot enable sampling: %s\n", r->prog, strerror(errno));
 		ret = 1;
 		goto out;
 	}
-	spawn_release(&sp);
+	workload_go(w);
 	while (!stop) {
-		uint64_t now = now_ns();
+		uint64_t now = clock_mono_ns();
 		int timeout = 1000;
 
 		if (end)
@@ -539,111 +456,206 @@ int cmd_record(int argc, char **argv)
 			timeout = 1000;
 		if (poll(pfd, nfds + 1, timeout) < 0 && errno != EINTR)
 			break;
-		if (pfd[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-
-			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-				if (si.ssi_signo != SIGCHLD)
-					stop = true;
-				else if (child > 0 && waitpid(child, &child_status, WNOHANG) == child) {
-					child = -1;
-					stop = true;
-				}
-			}
-		}
-		sampler_drain(smp, &cb);
-		stacks_gc(r.st);
-		if (end && now_ns() >= end)
+		if ((pfd[0].revents & POLLIN) && workload_signals(w))
 			stop = true;
-		if (so.pid > 0 && kill(so.pid, 0) < 0 && errno == ESRCH)
+		sampler_drain(smp, &cb);
+		stacks_gc(r->st);
+		if (end && clock_mono_ns() >= end)
+			stop = true;
+		if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH)
 			stop = true; /* as perf record -p: done when the process is */
 	}
 	sampler_disable(smp);
 	sampler_drain(smp, &cb);
+out:
 	free(pfd);
-	double elapsed = (double)(now_ns() - t0) / 1e9, cpu_sample = cpu_seconds() - cpu0;
+	free(fds);
+	return ret;
+}
 
-	size_t nlines = 0;
-	int err = stacks_write(r.st, out, &nlines);
+/* The output file, opened before sampling so a bad path fails at once. */
+static int open_output(struct record *r, const char *outpath, FILE **out)
+{
+	*out = stdout;
+	if (!outpath)
+		return 0;
+	*out = fopen(outpath, "we");
+	if (!*out) {
+		fprintf(stderr, "%s: cannot write %s: %s\n", r->prog, outpath, strerror(errno));
+		*out = stdout;
+		return 1;
+	}
+	return 0;
+}
+
+/* The folded stacks into @out, which is closed (unless stdout). 0 or 1. */
+static int write_stacks(struct record *r, FILE *out, const char *outpath, size_t *nlines)
+{
+	int ret = 0, err = stacks_write(r->st, out, nlines);
 
 	if (err) {
-		fprintf(stderr, "%s: writing the folded stacks failed: %s\n", r.prog, strerror(-err));
+		fprintf(stderr, "%s: writing the folded stacks failed: %s\n", r->prog, strerror(-err));
 		ret = 1;
 	}
 	if (out != stdout && fclose(out) != 0 && !ret) {
-		fprintf(stderr, "%s: writing %s failed: %s\n", r.prog, outpath, strerror(errno));
+		fprintf(stderr, "%s: writing %s failed: %s\n", r->prog, outpath, strerror(errno));
 		ret = 1;
 	}
-	out = stdout;
+	return ret;
+}
 
+/* The summary on stderr: samples, truncations, refusals, and with -v the costs. */
+static void report_summary(struct record *r, struct sampler *smp, const struct record_args *a,
+			   size_t nlines, double elapsed, double cpu_sample, double cpu_total)
+{
 	struct sampler_stats st;
 	struct stacks_stats sst;
-	double cpu_total = cpu_seconds() - cpu0;
+	char refused[256];
 
 	sampler_stats(smp, &st);
-	stacks_stats(r.st, &sst);
+	stacks_stats(r->st, &sst);
 	fprintf(stderr,
 		"%s: %" PRIu64 " samples in %.2f s, %" PRIu64 " kept, %" PRIu64
 		" lost, %zu distinct stacks%s%s\n",
-		r.prog, r.samples, elapsed, sst.kept, st.lost, nlines,
-		outpath ? " -> " : "", outpath ? outpath : "");
+		r->prog, r->samples, elapsed, sst.kept, st.lost, nlines,
+		a->outpath ? " -> " : "", a->outpath ? a->outpath : "");
 	if (sst.truncated[0] + sst.truncated[1] + sst.truncated[2]) {
-		struct trunc_report tr = {.r = &r};
+		struct trunc_report tr = {.r = r};
 
 		fprintf(stderr,
 			"%s: stacks cut short: %" PRIu64 " [truncated: stack copy], %" PRIu64
 			" [truncated: max stack], %" PRIu64 " [bad return address]\n",
-			r.prog, sst.truncated[STACKS_TRUNC_STACK_COPY],
+			r->prog, sst.truncated[STACKS_TRUNC_STACK_COPY],
 			sst.truncated[STACKS_TRUNC_MAX_STACK], sst.truncated[STACKS_TRUNC_BAD_ADDRESS]);
-		stacks_foreach_truncated(r.st, trunc_line, &tr);
+		stacks_foreach_truncated(r->st, trunc_line, &tr);
 	}
-	char refused[256];
-
 	cmd_refusals_text(refused, sizeof(refused));
-	if (!verbose && refused[0] != '0')
-		fprintf(stderr, "%s: container files refused: %s; -v names them\n", r.prog, refused);
-	if (verbose) {
-		fprintf(stderr,
-			"%s: mode %s; agent CPU %.3f s (%.3f s sampling+unwinding, %.3f s naming)"
-			" = %.1f us/sample; %zu objects, %zu processes tracked;"
-			" unwind errors %" PRIu64 ", no user regs %" PRIu64 ", filtered %" PRIu64
-			", malformed %" PRIu64 ", throttled %" PRIu64 ", refused %" PRIu64
-			"; container files refused %s\n",
-			r.prog, stacks_mode_name(r.mode), cpu_total, cpu_sample, cpu_total - cpu_sample,
-			r.samples ? cpu_total * 1e6 / (double)r.samples : 0.0, sst.objects,
-			sst.processes, sst.unwind_errors, sst.no_user_regs, r.filtered,
-			st.malformed, st.throttled, sst.refused, refused);
+	if (!a->verbose && refused[0] != '0')
+		fprintf(stderr, "%s: container files refused: %s; -v names them\n", r->prog, refused);
+	if (!a->verbose)
+		return;
+	fprintf(stderr,
+		"%s: mode %s; agent CPU %.3f s (%.3f s sampling+unwinding, %.3f s naming)"
+		" = %.1f us/sample; %zu objects, %zu processes tracked;"
+		" unwind errors %" PRIu64 ", no user regs %" PRIu64 ", filtered %" PRIu64
+		", malformed %" PRIu64 ", throttled %" PRIu64 ", refused %" PRIu64
+		"; container files refused %s\n",
+		r->prog, stacks_mode_name(r->mode), cpu_total, cpu_sample, cpu_total - cpu_sample,
+		r->samples ? cpu_total * 1e6 / (double)r->samples : 0.0, sst.objects, sst.processes,
+		sst.unwind_errors, sst.no_user_regs, r->filtered, st.malformed, st.throttled,
+		sst.refused, refused);
+}
+
+/* The cgroup directories to sample: -G's, or a new one for the command. */
+static int cgroup_targets(struct record *r, const struct record_args *a, char ***cgdirs,
+			  size_t *ncgdirs, char **trans_abs)
+{
+	bool own = a->cmd && !a->groups_arg && !r->sel && !a->all;
+
+	if ((a->groups_arg || own) && !r->mount)
+		return 1;
+	if (a->groups_arg)
+		return cmd_cgroup_dirs(r->prog, r->mount, a->groups_arg, cgdirs, ncgdirs);
+	if (own)
+		return cmd_command_cgroup(r->prog, r->mount, "record", trans_abs, cgdirs, ncgdirs);
+	return 0;
+}
+
+/* Sample, then write and report. 0 or the exit status. */
+static int record_run(struct record *r, struct record_args *a, struct ev_spec *ev,
+		      struct workload *w)
+{
+	char **cgdirs = NULL, *trans_abs = NULL;
+	size_t ncgdirs = 0, nlines = 0;
+	int ret, *cpus = NULL, ncpu;
+	struct sampler *smp = NULL;
+	FILE *out = stdout;
+
+	r->mount = cmd_perf_cgroup_mount(r->prog);
+	if ((ret = cgroup_targets(r, a, &cgdirs, &ncgdirs, &trans_abs)))
+		goto out;
+	ncpu = cpumap_online(&cpus);
+	if (ncpu < 0) {
+		fprintf(stderr, "%s: cannot read the online CPUs: %s\n", r->prog, strerror(-ncpu));
+		ret = 1;
+		goto out;
 	}
-	if (child > 0) {
-		kill(child, SIGTERM);
-		waitpid(child, &child_status, 0);
-		child = -1;
+	r->st = stacks_new(r->mode, a->per_cgroup, r->mount);
+	r->pidsel = fold_new();
+	if (cmd_refusals_start(r->prog, a->verbose) < 0 || !r->st || !r->pidsel ||
+	    stacks_set_demangle(r->st, a->dstyle) < 0) {
+		fprintf(stderr, "%s: out of memory\n", r->prog);
+		ret = 1;
+		goto out;
 	}
-	if (optind < argc && !ret) {
-		ret = cmd_exit_status(child_status);
+	sampler_setup(r, &a->so, ev, cpus, ncpu, cgdirs, ncgdirs);
+	cmd_raise_nofile();
+	if (!(smp = open_sampler(r, &a->so, &ret)) || (ret = open_output(r, a->outpath, &out)))
+		goto out;
+	if ((ret = workload_start(w, r->prog, a->cmd, trans_abs)))
+		goto out;
+	if (r->sel && workload_pid(w) > 0) {
+		/* the command is a target whatever the selector says */
+		uint32_t cp = (uint32_t)workload_pid(w);
+		uint64_t *slot = fold_slot(r->pidsel, &cp, sizeof(cp));
+
+		if (slot)
+			*slot = 3;
 	}
+
+	double cpu0 = cpu_seconds();
+	uint64_t t0 = clock_mono_ns();
+
+	ret = sample_loop(r, smp, w, a->so.pid,
+			  a->duration > 0 ? t0 + (uint64_t)(a->duration * 1e9) : 0);
+	if (ret)
+		goto out;
+	double elapsed = (double)(clock_mono_ns() - t0) / 1e9, cpu_sample = cpu_seconds() - cpu0;
+
+	ret = write_stacks(r, out, a->outpath, &nlines);
+	out = stdout;
+	report_summary(r, smp, a, nlines, elapsed, cpu_sample, cpu_seconds() - cpu0);
+	int status = workload_finish(w);
+
+	if (a->cmd && !ret)
+		ret = status;
 out:
-	if (sp.go_fd >= 0)
-		spawn_abort(&sp);
-	else if (child > 0)
-		waitpid(child, NULL, 0);
 	if (out != stdout)
 		fclose(out);
-	if (sfd >= 0)
-		close(sfd);
-	if (sigmask_set)
-		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	workload_release(w);
 	sampler_close(smp);
 	if (trans_abs && rmdir(trans_abs) < 0 && errno != ENOENT)
-		fprintf(stderr, "%s: cgroup %s left behind: %s\n", r.prog, trans_abs,
+		fprintf(stderr, "%s: cgroup %s left behind: %s\n", r->prog, trans_abs,
 			strerror(errno));
 	free(trans_abs);
-	free(trans_rel);
 	cmd_dirs_free(cgdirs, ncgdirs);
-	free(groups_copy);
-	free(groups_arg);
-	free(fds);
 	free(cpus);
+	return ret;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record r = {.prog = "cgperf-agent record", .mode = STACKS_LEAF};
+	struct record_args a = {
+		.so = {.freq = 99, .stack_bytes = 8192, .mmap_pages = 64},
+		.evname = "cpu-clock",
+		.dstyle = DEMANGLE_FULL,
+	};
+	struct workload w = WORKLOAD_INIT;
+	struct ev_spec ev = {0};
+	bool have_ev = false;
+	int ret;
+
+	ret = parse_args(&r, &a, argc, argv);
+	if (ret || a.done)
+		goto out;
+	ret = parse_event(&r, a.evname, &ev);
+	if (ret)
+		goto out;
+	have_ev = true;
+	ret = record_run(&r, &a, &ev, &w);
+out:
+	free(a.groups_arg);
 	if (have_ev)
 		ev_spec_release(&ev);
 	stacks_free(r.st);

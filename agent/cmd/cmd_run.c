@@ -49,6 +49,7 @@
 #include "agent/stacks/fold.h"
 #include "lib/hist.h"
 #include "lib/log.h"
+#include "agent/perf/latency.h"
 #include "agent/perf/probe.h"
 #include "agent/ship/push.h"
 #include "agent/perf/sampler.h"
@@ -60,90 +61,15 @@
 #include "cgroup/identity.h"
 #include "cgroup/tree.h"
 #include "cgroup/watch.h"
+#include "lib/clock.h"
 
-#ifndef CGPERF_VERSION
-#define CGPERF_VERSION "0.1.0"
-#endif
+#include "agent/cmd/run.h"
 
-struct rcg {
-	char *path;
-	uint64_t id;
-	int slot; /* counters slot, -1 without counters */
-	bool removed;
-	struct cg_identity ident;
-	uint64_t truncated[STACKS_TRUNC_N]; /* CPU stacks cut short, since start */
-};
-
-#define RUN_MAX_SITES 16
-
-struct rprobe {
-	struct probe p;
-	struct sampler *smp[RUN_MAX_SITES]; /* one per USDT site, else one */
-	struct usdt_arg site_args[RUN_MAX_SITES][USDT_MAX_ARGS];
-	size_t nsmp;
-	uint64_t regs_mask; /* union over the sites, the same for every sampler */
-	int hist_arg;
-	int lat_end;  /* probe that ends this one's latency, -1 */
-	bool is_end;  /* ends some probe's latency */
-	bool hidden;  /* only there as a latency end: not reported */
-	bool stacks;  /* fold the stack of every hit into a->pst */
-	char stack_prefix[16]; /* "probe#INDEX", the prefix frame of those stacks */
-};
-
-struct pcell {
-	uint32_t probe;
-	uint64_t cgroup;
-	uint64_t hits;
-	struct hist h;
-	struct hist lat;
-};
-
-/* A latency endpoint, held until every ring is drained past its time. */
-struct lev {
-	uint64_t time, cgroup;
-	uint32_t tid, probe;
-	bool end;
-};
-
-struct agent {
-	struct config *cfg;
-	char *mount;
-	int *cpus;
-	int ncpu;
-	struct ev_spec *evs;
-	size_t nev;
-	struct counters *ctr;
-	struct rcg *cg;
-	size_t ncg, capcg;
-	struct cg_watch *watch;
-	struct ev_spec sev;
-	bool have_sev;
-	struct sampler *smp;
-	struct stacks *st;  /* CPU samples */
-	struct stacks *pst; /* hits of probes with stacks: true, or NULL */
-	uint64_t root_id;   /* cgroup id of "/", for host-level stacks */
-	struct rprobe pr[CONFIG_MAX_PROBES];
-	size_t npr, cur, cur_site;
-	struct fold *cells;
-	struct pcell *pc;
-	size_t npc, cappc;
-	struct push *push;
-	struct lev *lev;
-	size_t nlev, caplev;
-	struct fold *starts; /* (start probe, tid) -> start time */
-	struct fold *ids; /* cgroup id -> 1 for the cgroups the config wants */
-	char host[256], machine_id[64], agent_id[64];
-	uint64_t samples, lost;
-	uint64_t probe_lost, probe_lost_last; /* probe records the kernel dropped: ring full */
-	struct wire_self last; /* cumulative figures at the previous batch */
-	struct selfmetrics *metrics;
-	struct fold *probe_totals; /* (probe, cgroup) -> hits since start, for /metrics */
-	uint64_t batches;
-};
+#define RUN_PROG "cgperf-agent run"
 
 /* ---- identity ----------------------------------------------------------- */
 
-static void read_line(const char *path, char *buf, size_t len)
+void run_read_line(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "re");
 
@@ -161,7 +87,7 @@ static void agent_id(const char *file, char *out, size_t len)
 	FILE *f;
 	unsigned char rnd[16];
 
-	read_line(file, out, len);
+	run_read_line(file, out, len);
 	if (out[0])
 		return;
 	f = fopen("/dev/urandom", "re");
@@ -198,7 +124,7 @@ static bool wanted(const struct agent *a, const char *path, const struct cg_iden
 	return true;
 }
 
-static struct rcg *cg_find(struct agent *a, const char *path)
+struct rcg *run_cg_find(struct agent *a, const char *path)
 {
 	for (size_t i = 0; i < a->ncg; i++)
 		if (!a->cg[i].removed && !strcmp(a->cg[i].path, path))
@@ -206,7 +132,7 @@ static struct rcg *cg_find(struct agent *a, const char *path)
 	return NULL;
 }
 
-static void cg_add(struct agent *a, const char *path)
+void run_cg_add(struct agent *a, const char *path)
 {
 	struct cg_identity id;
 	struct rcg *c;
@@ -214,7 +140,7 @@ static void cg_add(struct agent *a, const char *path)
 	char *abs;
 
 	cg_identity_parse(path, &id);
-	if (!wanted(a, path, &id) || cg_find(a, path))
+	if (!wanted(a, path, &id) || run_cg_find(a, path))
 		return;
 	if (a->ncg == a->capcg) {
 		size_t nc = a->capcg ? a->capcg * 2 : 64;
@@ -258,21 +184,21 @@ static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
 	struct rcg *c;
 
 	if (kind == CG_WATCH_ADDED) {
-		cg_add(a, path);
+		run_cg_add(a, path);
 	} else if (kind == CG_WATCH_REMOVED) {
-		c = cg_find(a, path);
+		c = run_cg_find(a, path);
 		if (c)
 			c->removed = true; /* reported once more, then dropped */
 	} else {
 		struct cg_tree *t = cg_tree_scan(a->mount);
 
 		for (size_t i = 0; t && i < cg_tree_count(t); i++)
-			cg_add(a, cg_tree_get(t, i)->path);
+			run_cg_add(a, cg_tree_get(t, i)->path);
 		cg_tree_free(t);
 	}
 }
 
-static struct rcg *cg_by_id(struct agent *a, uint64_t id)
+struct rcg *run_cg_by_id(struct agent *a, uint64_t id)
 {
 	for (size_t i = 0; i < a->ncg; i++)
 		if (a->cg[i].id == id)
@@ -362,53 +288,23 @@ static struct pcell *pcell_get(struct agent *a, uint32_t probe, uint64_t cgroup)
 	return &a->pc[*slot - 1];
 }
 
-static int cmp_lev(const void *x, const void *y)
+static void on_latency(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, uint64_t ns)
 {
-	const struct lev *p = x, *q = y;
+	struct pcell *c = pcell_get(ctx, pair, cgroup);
 
-	if (p->time != q->time)
-		return p->time < q->time ? -1 : 1;
-	return p->end - q->end;
+	(void)pid;
+	if (c)
+		hist_add(&c->lat, (int64_t)ns);
 }
 
-/* Pair endpoints older than @upto in time order, per thread. */
-static void pair_latency(struct agent *a, uint64_t upto)
+/* Hold a hit that starts or ends latencies: one endpoint per pair it is in. */
+static void hold_latency(struct agent *a, const struct rprobe *rp, const struct sample *s)
 {
-	size_t done = 0;
-
-	if (!a->nlev)
-		return;
-	qsort(a->lev, a->nlev, sizeof(*a->lev), cmp_lev);
-	for (; done < a->nlev && a->lev[done].time < upto; done++) {
-		const struct lev *e = &a->lev[done];
-
-		for (size_t i = 0; i < a->npr; i++) {
-			const struct rprobe *rp = &a->pr[i];
-			struct {
-				uint32_t probe, tid;
-			} k = {(uint32_t)i, e->tid};
-			uint64_t *slot;
-
-			if (rp->lat_end < 0)
-				continue;
-			if (!e->end && e->probe == i) {
-				slot = fold_slot(a->starts, &k, sizeof(k));
-				if (slot)
-					*slot = e->time ? e->time : 1;
-			} else if (e->end && (uint32_t)rp->lat_end == e->probe) {
-				slot = fold_slot(a->starts, &k, sizeof(k));
-				if (slot && *slot && e->time >= *slot) {
-					struct pcell *c = pcell_get(a, (uint32_t)i, e->cgroup);
-
-					if (c)
-						hist_add(&c->lat, (int64_t)(e->time - *slot));
-					*slot = 0;
-				}
-			}
-		}
-	}
-	memmove(a->lev, a->lev + done, (a->nlev - done) * sizeof(*a->lev));
-	a->nlev -= done;
+	if (rp->lat_end >= 0)
+		latency_add(a->lat, (uint32_t)a->cur, false, s->time, s->cgroup_id, s->pid, s->tid);
+	for (size_t i = 0; rp->is_end && i < a->npr; i++)
+		if (a->pr[i].lat_end == (int)a->cur)
+			latency_add(a->lat, (uint32_t)i, true, s->time, s->cgroup_id, s->pid, s->tid);
 }
 
 static void on_probe(void *ctx, const struct sample *s)
@@ -417,26 +313,7 @@ static void on_probe(void *ctx, const struct sample *s)
 	struct rprobe *rp = &a->pr[a->cur];
 	struct pcell *c;
 
-	if ((rp->lat_end >= 0 || rp->is_end) && a->nlev < 4000000) {
-		if (a->nlev == a->caplev) {
-			size_t nc = a->caplev ? a->caplev * 2 : 4096;
-			struct lev *v = realloc(a->lev, nc * sizeof(*v));
-
-			if (v) {
-				a->lev = v;
-				a->caplev = nc;
-			}
-		}
-		if (a->nlev < a->caplev) {
-			/* a probe can both start and end latencies: one record each */
-			if (rp->lat_end >= 0)
-				a->lev[a->nlev++] = (struct lev){s->time, s->cgroup_id, s->tid,
-								 (uint32_t)a->cur, false};
-			if (rp->is_end && a->nlev < a->caplev)
-				a->lev[a->nlev++] = (struct lev){s->time, s->cgroup_id, s->tid,
-								 (uint32_t)a->cur, true};
-		}
-	}
+	hold_latency(a, rp, s);
 	if (rp->hidden)
 		return;
 	/* As for CPU samples, hits in cgroups the config leaves out are not
@@ -463,907 +340,6 @@ static void on_probe(void *ctx, const struct sample *s)
 	}
 }
 
-/* ---- set-up and tear-down ----------------------------------------------- */
-
-static void push_log(void *arg, enum push_log_level level, const char *msg)
-{
-	static const enum log_level map[] = {LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG};
-
-	log_kv(map[level], msg, NULL);
-}
-
-static void agent_stop(struct agent *a)
-{
-	sampler_close(a->smp);
-	a->smp = NULL;
-	for (size_t i = 0; i < a->npr; i++) {
-		for (size_t k = 0; k < a->pr[i].nsmp; k++)
-			sampler_close(a->pr[i].smp[k]);
-		a->pr[i].nsmp = 0;
-		probe_release(&a->pr[i].p);
-	}
-	a->npr = 0;
-	stacks_free(a->st);
-	a->st = NULL;
-	stacks_free(a->pst);
-	a->pst = NULL;
-	cg_watch_free(a->watch);
-	a->watch = NULL;
-	counters_free(a->ctr);
-	a->ctr = NULL;
-	for (size_t i = 0; i < a->ncg; i++)
-		free(a->cg[i].path);
-	free(a->cg);
-	a->cg = NULL;
-	a->ncg = a->capcg = 0;
-	for (size_t i = 0; i < a->nev; i++)
-		ev_spec_release(&a->evs[i]);
-	free(a->evs);
-	a->evs = NULL;
-	a->nev = 0;
-	if (a->have_sev)
-		ev_spec_release(&a->sev);
-	a->have_sev = false;
-	fold_free(a->cells);
-	a->cells = NULL;
-	fold_free(a->starts);
-	a->starts = NULL;
-	free(a->lev);
-	a->lev = NULL;
-	a->nlev = a->caplev = 0;
-	fold_free(a->ids);
-	a->ids = NULL;
-	free(a->pc);
-	a->pc = NULL;
-	a->npc = a->cappc = 0;
-	push_free(a->push);
-	a->push = NULL;
-	selfmetrics_stop(a->metrics);
-	a->metrics = NULL;
-	fold_free(a->probe_totals);
-	a->probe_totals = NULL;
-}
-
-static int agent_start(struct agent *a, const char *prog)
-{
-	const struct config *cfg = a->cfg;
-	char *token = NULL;
-
-	if (log_setup(cfg->log.format == CONFIG_LOG_JSON ? "json" : "logfmt",
-		      (const char *[]){"debug", "info", "warn", "error"}[cfg->log.level]) < 0)
-		return 1;
-	/* counters */
-	if (cfg->counters.enabled && cfg->counters.nevents) {
-		a->evs = calloc(cfg->counters.nevents, sizeof(*a->evs));
-		if (!a->evs)
-			return 1;
-		for (size_t i = 0; i < cfg->counters.nevents; i++) {
-			int err = ev_parse(cfg->counters.events[i], ev_tracefs(), &a->evs[a->nev]);
-
-			if (err) {
-				fprintf(stderr, "%s: counters.events: unknown event '%s'\n", prog,
-					cfg->counters.events[i]);
-				return 2;
-			}
-			a->nev++;
-		}
-		a->ctr = counters_new(a->evs, a->nev, a->cpus, (size_t)a->ncpu);
-		if (!a->ctr)
-			return 1;
-	}
-	a->ids = fold_new();
-	if (!a->ids)
-		return 1;
-	a->root_id = 0;
-	cg_path_id(a->mount, "", &a->root_id); /* 0 (unknown) if it fails */
-	/* cgroups: watch first, then scan, so none is missed */
-	a->watch = cg_watch_new(a->mount);
-	if (!a->watch)
-		log_kv(LOG_WARN, "cannot watch cgroups; new ones will not be followed", "error",
-		       strerror(errno), NULL);
-	{
-		struct cg_tree *t = cg_tree_scan(a->mount);
-
-		for (size_t i = 0; t && i < cg_tree_count(t); i++)
-			cg_add(a, cg_tree_get(t, i)->path);
-		cg_tree_free(t);
-	}
-	if (a->ctr && counters_start(a->ctr) < 0)
-		return 1;
-	if (a->ctr)
-		counters_read(a->ctr);
-	/* sampling; the call graph settings serve the probes' stacks too */
-	enum stacks_mode mode = cfg->sampling.call_graph == CONFIG_CALL_GRAPH_DWARF ? STACKS_DWARF
-										    : STACKS_FP;
-
-	if (cfg->sampling.enabled) {
-		int err = ev_parse(cfg->sampling.event, ev_tracefs(), &a->sev);
-
-		if (err) {
-			fprintf(stderr, "%s: sampling.event: unknown event '%s'\n", prog,
-				cfg->sampling.event);
-			return 2;
-		}
-		a->have_sev = true;
-		a->st = stacks_new(mode, cfg->sampling.per_cgroup, a->mount);
-		/* perf's default depth, or less when the sysctl says so (more fails) */
-		int sysmax = sampler_max_stack_default();
-		uint32_t max_stack = sysmax > 0 && sysmax < 127 ? (uint32_t)sysmax : 127;
-
-		if (a->st)
-			stacks_set_max_stack(a->st, max_stack);
-		struct sampler_opts so = {
-			.event = &a->sev,
-			.freq = cfg->sampling.frequency,
-			.callchain = true,
-			.user_stack = mode == STACKS_DWARF,
-			.stack_bytes = cfg->sampling.stack_bytes,
-			.regs_mask = stacks_regs_mask(mode),
-			.max_stack = max_stack,
-			.cpus = a->cpus,
-			.ncpu = (size_t)a->ncpu,
-			.mmap_pages = mode == STACKS_DWARF ? 256 : 64,
-		};
-
-		if (a->st && stacks_set_demangle(a->st, cfg->symbols.demangle) < 0) {
-			stacks_free(a->st);
-			a->st = NULL;
-		}
-		a->smp = a->st ? sampler_open(&so) : NULL;
-		if (!a->smp) {
-			if (errno == EACCES || errno == EPERM)
-				cmd_explain_perf_permission(prog, errno);
-			else
-				fprintf(stderr, "%s: cannot sample: %s\n", prog, strerror(errno));
-			return 1;
-		}
-		sampler_enable(a->smp);
-	}
-	/* probes: hits and histograms per cgroup */
-	a->cells = fold_new();
-	if (!a->cells)
-		return 1;
-	for (size_t i = 0; i < cfg->nprobes; i++) {
-		struct rprobe *rp = &a->pr[a->npr];
-		char err[2048];
-		int rc = probe_resolve(cfg->probes[i].spec, NULL, 0, &rp->p, err, sizeof(err));
-
-		if (rc) {
-			fprintf(stderr, "%s: %s:%d: %s\n", prog, cfg->path ? cfg->path : "config",
-				cfg->probes[i].line, err);
-			return 2;
-		}
-		rp->hist_arg = -1;
-		rp->lat_end = -1;
-		rp->stacks = cfg->probes[i].stacks;
-		snprintf(rp->stack_prefix, sizeof(rp->stack_prefix), "probe#%zu", a->npr);
-		for (int k = 0; cfg->probes[i].hist && k < rp->p.nargs; k++)
-			if (!strcmp(rp->p.args[k].name, cfg->probes[i].hist))
-				rp->hist_arg = k;
-		a->npr++;
-		if (rp->stacks && !a->pst) {
-			a->pst = stacks_new(mode, true, a->mount);
-			if (a->pst && stacks_set_demangle(a->pst, cfg->symbols.demangle) < 0) {
-				stacks_free(a->pst);
-				a->pst = NULL;
-				errno = ENOMEM;
-			}
-			if (!a->pst) {
-				fprintf(stderr, "%s: probe stacks: %s\n", prog, strerror(errno));
-				return 1;
-			}
-		}
-	}
-	/* Latency ends: a probe already listed, or one added only for that. */
-	for (size_t i = 0; i < cfg->nprobes; i++) {
-		const char *end = cfg->probes[i].latency_end;
-		size_t j;
-
-		if (!end)
-			continue;
-		for (j = 0; j < a->npr && strcmp(a->pr[j].p.spec, end); j++)
-			;
-		if (j == a->npr) {
-			struct rprobe *rp = &a->pr[a->npr];
-			char err[2048];
-
-			if (a->npr >= CONFIG_MAX_PROBES) {
-				fprintf(stderr, "%s: too many probes with their latency ends\n", prog);
-				return 2;
-			}
-			if (probe_resolve(end, NULL, 0, &rp->p, err, sizeof(err)) < 0) {
-				fprintf(stderr, "%s: %s:%d: latency_end: %s\n", prog,
-					cfg->path ? cfg->path : "config", cfg->probes[i].line, err);
-				return 2;
-			}
-			rp->hist_arg = -1;
-			rp->lat_end = -1;
-			rp->hidden = true;
-			a->npr++;
-		}
-		a->pr[i].lat_end = (int)j;
-		a->pr[j].is_end = true;
-	}
-	a->starts = fold_new();
-	if (!a->starts)
-		return 1;
-	for (size_t i = 0; i < a->npr; i++) {
-		struct rprobe *rp = &a->pr[i];
-		struct usdt_list *ul = NULL;
-		const struct usdt_probe *sites[RUN_MAX_SITES];
-		size_t nsites = 0;
-
-		/* Every site of a USDT probe, each with its own argument specs. */
-		if (rp->p.kind == PROBE_USDT && strchr(rp->p.symbol, ':')) {
-			char *colon = strchr(rp->p.symbol, ':');
-
-			ul = usdt_read(rp->p.path);
-			*colon = '\0';
-			for (const struct usdt_probe *u = ul ? usdt_find_next(ul, NULL, rp->p.symbol,
-									colon + 1)
-							    : NULL;
-			     u && nsites < RUN_MAX_SITES;
-			     u = usdt_find_next(ul, u, rp->p.symbol, colon + 1))
-				sites[nsites++] = u;
-			*colon = ':';
-		}
-		rp->regs_mask = rp->p.regs_mask;
-		/* The DWARF unwinder reads every general register, a superset of
-		 * any argument's: the one mask serves both. */
-		if (rp->stacks)
-			rp->regs_mask |= stacks_regs_mask(mode);
-		for (size_t k = 0; k < nsites; k++)
-			for (int g = 0; g < rp->p.nargs; g++) {
-				int n = rp->p.args[g].usdt_index;
-
-				if (n >= 0 && n < sites[k]->nargs &&
-				    (sites[k]->args[n].kind == USDT_ARG_REG ||
-				     sites[k]->args[n].kind == USDT_ARG_MEM))
-					rp->regs_mask |= 1ull << sites[k]->args[n].reg;
-			}
-		for (size_t k = 0; k < (nsites ? nsites : 1); k++) {
-			struct probe site = rp->p;
-			struct perf_event_attr attr;
-
-			if (nsites) {
-				site.offset = sites[k]->pc_off;
-				site.ref_ctr = sites[k]->sema_off;
-				memcpy(rp->site_args[k], sites[k]->args, sizeof(sites[k]->args));
-			}
-			if (probe_attr(&site, &attr) < 0) {
-				usdt_free(ul);
-				return 1;
-			}
-			/* With stacks, every hit copies the user stack in DWARF
-			 * mode: rings of 2 MiB per CPU, drained as they fill
-			 * (their fds are polled). */
-			struct sampler_opts so = {
-				.base_attr = &attr,
-				.period = 1,
-				.callchain = rp->stacks,
-				.user_stack = rp->stacks && mode == STACKS_DWARF,
-				.stack_bytes = cfg->sampling.stack_bytes,
-				.regs_mask = rp->regs_mask,
-				.max_stack = rp->stacks ? 127 : 0,
-				.raw = rp->p.kind == PROBE_TRACEPOINT && rp->p.nargs > 0,
-				.cpus = a->cpus,
-				.ncpu = (size_t)a->ncpu,
-				.mmap_pages = rp->stacks && mode == STACKS_DWARF ? 512 : 256,
-				.clock_monotonic = true,
-			};
-
-			rp->smp[k] = sampler_open(&so);
-			if (!rp->smp[k]) {
-				fprintf(stderr, "%s: cannot place %s: %s\n", prog, rp->p.label,
-					strerror(errno));
-				usdt_free(ul);
-				return 1;
-			}
-			rp->nsmp++;
-			sampler_enable(rp->smp[k]);
-		}
-		usdt_free(ul);
-	}
-	/* the agent's own /metrics */
-	a->probe_totals = fold_new();
-	if (!a->probe_totals)
-		return 1;
-	if (cfg->metrics.listen) {
-		char err[256];
-
-		a->metrics = selfmetrics_start(cfg->metrics.listen, err, sizeof(err));
-		if (!a->metrics) {
-			fprintf(stderr, "%s: %s\n", prog, err);
-			return 1;
-		}
-		log_kv(LOG_INFO, "serving /metrics", "listen", cfg->metrics.listen, NULL);
-	}
-	/* push */
-	if (cfg->push.ncollectors) {
-		if (cfg->push.token_file) {
-			char buf[4096];
-
-			read_line(cfg->push.token_file, buf, sizeof(buf));
-			if (!buf[0]) {
-				fprintf(stderr, "%s: push.token_file %s is empty or unreadable\n", prog,
-					cfg->push.token_file);
-				return 2;
-			}
-			token = strdup(buf);
-		}
-		struct push_opts po = {
-			.urls = (const char *const *)cfg->push.collectors,
-			.n_urls = cfg->push.ncollectors,
-			.token = token,
-			.timeout_ms = (unsigned)cfg->push.timeout_ms,
-			.idle_close_ms = (unsigned)cfg->push.idle_close_ms,
-			.ca_file = cfg->push.tls.ca_file,
-			.cert_file = cfg->push.tls.cert_file,
-			.key_file = cfg->push.tls.key_file,
-			.tls_no_verify = !cfg->push.tls.verify,
-			.retry_initial_ms = (unsigned)cfg->push.retry.initial_ms,
-			.retry_max_ms = (unsigned)cfg->push.retry.max_ms,
-			.spool_dir = cfg->push.spool.dir,
-			.spool_max_bytes = cfg->push.spool.max_bytes,
-			.user_agent = "cgperf-agent/" CGPERF_VERSION,
-			.log = push_log,
-		};
-
-		a->push = push_new(&po);
-		free(token);
-		if (!a->push) {
-			fprintf(stderr, "%s: cannot start pushing (spool %s): %s\n", prog,
-				cfg->push.spool.dir, strerror(errno));
-			return 1;
-		}
-	}
-	return 0;
-}
-
-/* ---- one interval ------------------------------------------------------- */
-
-struct stack_ctx {
-	struct agent *a;
-	struct wire_batch *b;
-	int *cgidx; /* per a->cg index: wire cgroup index, -1 = not yet */
-	int *prof;  /* per a->cg index: wire profile index */
-	int host_prof; /* with sampling.per_cgroup false: the one CPU profile */
-	uint64_t samples; /* stack samples put in the batch, CPU and probes */
-	uint64_t probe_samples; /* of them, probe hits' stacks */
-	/* one stack's frames for the wire, reused */
-	const char **names;
-	int *mods;
-	size_t cap;
-	/* module path pointer (unique per binary during stacks_foreach_frames)
-	 * -> wire module index + 1 */
-	struct fold *modidx;
-};
-
-/* The wire module index of @f's binary, or -1 (none, or no room). */
-static int wire_module(struct stack_ctx *sc, const struct stacks_frame *f)
-{
-	uint64_t *slot;
-	int m;
-
-	if (!f->module)
-		return -1;
-	slot = sc->modidx ? fold_slot(sc->modidx, &f->module, sizeof(f->module)) : NULL;
-	if (slot && *slot)
-		return (int)*slot - 1;
-	m = wire_add_module(sc->b, f->module, f->build_id);
-	if (m >= 0 && slot)
-		*slot = (uint64_t)m + 1;
-	return m >= 0 ? m : -1;
-}
-
-static int wire_cg(struct stack_ctx *sc, size_t i)
-{
-	struct rcg *c = &sc->a->cg[i];
-
-	if (sc->cgidx[i] < 0) {
-		const struct cg_identity *id = &c->ident;
-		struct wire_cgroup_info info = {
-			.container_id = id->container_id,
-			.runtime = cg_runtime_name(id->runtime),
-			.pod_uid = id->pod_uid,
-			.qos = cg_qos_name(id->qos),
-			.container_name = id->container_name,
-			.unit = id->unit,
-			.slice = id->slice,
-		};
-
-		sc->cgidx[i] = wire_add_cgroup(sc->b, c->path, c->id, &info);
-	}
-	return sc->cgidx[i];
-}
-
-/* Put @fr[0..@nfr) (empty names left out) with @count into profile @prof. */
-static void put_stack(struct stack_ctx *sc, int prof, const struct stacks_frame *fr, size_t nfr,
-		      uint64_t count)
-{
-	size_t n = 0;
-
-	if (nfr > sc->cap) {
-		const char **nv = realloc(sc->names, nfr * sizeof(*nv));
-		int *mv;
-
-		if (!nv)
-			return;
-		sc->names = nv;
-		mv = realloc(sc->mods, nfr * sizeof(*mv));
-		if (!mv)
-			return;
-		sc->mods = mv;
-		sc->cap = nfr;
-	}
-	/* Every frame, the root-most cut by the wire if too deep. */
-	for (size_t k = 0; k < nfr; k++) {
-		if (!fr[k].name[0])
-			continue;
-		sc->names[n] = fr[k].name;
-		sc->mods[n++] = wire_module(sc, &fr[k]);
-	}
-	if (n && wire_add_stack_mod(sc->b, prof, sc->names, sc->mods, n, count) >= 0)
-		sc->samples += count;
-}
-
-/*
- * The wire index of the root cgroup "/", which stands for the whole host
- * (sampling.per_cgroup false): its own entry when the config selects it,
- * else an entry with just its path and id.
- */
-static int wire_root_cg(struct stack_ctx *sc)
-{
-	struct rcg *c = cg_find(sc->a, "/");
-
-	if (c)
-		return wire_cg(sc, (size_t)(c - sc->a->cg));
-	return wire_add_cgroup(sc->b, "/", sc->a->root_id, NULL);
-}
-
-/* stacks_foreach_frames() of the CPU stacks. */
-static void add_stack(void *ctx, uint64_t cgroup_id, const struct stacks_frame *fr, size_t nfr,
-		      uint64_t count)
-{
-	struct stack_ctx *sc = ctx;
-	struct agent *a = sc->a;
-	uint64_t freq = a->cfg->sampling.frequency;
-	struct rcg *c;
-	size_t i;
-
-	if (!a->cfg->sampling.per_cgroup) {
-		/* one set for the host; on_sample kept the selected cgroups only */
-		if (sc->host_prof < 0) {
-			int cgi = wire_root_cg(sc);
-
-			if (cgi < 0)
-				return;
-			sc->host_prof = wire_add_profile(sc->b, cgi, a->sev.name, 0, freq);
-			if (sc->host_prof < 0)
-				return;
-		}
-		put_stack(sc, sc->host_prof, fr, nfr, count);
-		return;
-	}
-	c = cg_by_id(a, cgroup_id);
-	if (!c)
-		return; /* a cgroup the config leaves out */
-	i = (size_t)(c - a->cg);
-	if (wire_cg(sc, i) < 0)
-		return;
-	if (sc->prof[i] < 0) {
-		sc->prof[i] = wire_add_profile(sc->b, sc->cgidx[i], a->sev.name, 0, freq);
-		if (sc->prof[i] < 0)
-			return;
-	}
-	put_stack(sc, sc->prof[i], fr, nfr, count);
-}
-
-/*
- * stacks_foreach_frames() of the probe stacks: @fr[0] is the prefix frame,
- * "probe#INDEX"; the probe's label becomes the Profile's event (every hit
- * sampled: period and frequency 0), and the stack goes without the prefix.
- */
-static void add_probe_stack(void *ctx, uint64_t cgroup_id, const struct stacks_frame *fr,
-			    size_t nfr, uint64_t count)
-{
-	struct stack_ctx *sc = ctx;
-	struct agent *a = sc->a;
-	struct rcg *c = cg_by_id(a, cgroup_id);
-	uint64_t before = sc->samples;
-	size_t idx = 0;
-	int cgi, prof;
-
-	if (!c || nfr < 2)
-		return;
-	for (size_t k = 0; k < a->npr; k++)
-		if (a->pr[k].stacks && !strcmp(fr[0].name, a->pr[k].stack_prefix))
-			idx = k + 1;
-	if (!idx)
-		return; /* cannot be: every stack has its probe's prefix */
-	cgi = wire_cg(sc, (size_t)(c - a->cg));
-	if (cgi < 0)
-		return;
-	prof = wire_add_profile(sc->b, cgi, a->pr[idx - 1].p.label, 0, 0);
-	if (prof < 0)
-		return;
-	put_stack(sc, prof, fr + 1, nfr - 1, count);
-	sc->probe_samples += sc->samples - before;
-}
-
-/* stacks_foreach_truncated() of the CPU stacks: into the cgroup's profile
- * (made by add_stack: every cut stack is also a stack) and its totals. */
-static void add_truncated(void *ctx, uint64_t cgroup_id, enum stacks_trunc reason, uint64_t count)
-{
-	struct stack_ctx *sc = ctx;
-	struct agent *a = sc->a;
-	struct rcg *c = cg_by_id(a, cgroup_id);
-	uint64_t counts[WIRE_TRUNC_REASONS] = {0};
-	int prof = -1;
-
-	if ((unsigned)reason >= WIRE_TRUNC_REASONS)
-		return;
-	counts[reason] = count;
-	if (c)
-		c->truncated[reason] += count;
-	if (!a->cfg->sampling.per_cgroup)
-		prof = sc->host_prof;
-	else if (c)
-		prof = sc->prof[c - a->cg];
-	if (prof >= 0)
-		wire_add_truncated(sc->b, prof, counts);
-}
-
-static int interval(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t end_ns)
-{
-	struct wire_batch *b = wire_batch_new(a->host, a->machine_id, a->agent_id, CGPERF_VERSION,
-					      seq, start_ns, end_ns);
-	struct stack_ctx sc = {.a = a, .b = b, .host_prof = -1};
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	int err = 0;
-
-	if (!b)
-		return -ENOMEM;
-	sc.cgidx = malloc((a->ncg + 1) * sizeof(int));
-	sc.prof = malloc((a->ncg + 1) * sizeof(int));
-	if (!sc.cgidx || !sc.prof) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < a->ncg; i++)
-		sc.cgidx[i] = sc.prof[i] = -1;
-	sc.modidx = fold_new(); /* without it, modules are looked up by name */
-	/* counters: deltas of the interval */
-	uint64_t counter_sum = 0;
-
-	if (a->ctr) {
-		counters_read(a->ctr);
-		for (size_t i = 0; i < a->ncg; i++) {
-			if (a->cg[i].slot < 0)
-				continue;
-			int cgi = wire_cg(&sc, i);
-
-			for (size_t e = 0; cgi >= 0 && e < a->nev; e++) {
-				struct counter_value v;
-
-				counters_get(a->ctr, a->cg[i].slot, e, true, &v);
-				/* raw count with its times: readers scale (the wire's rule) */
-				if (wire_add_counter(b, cgi, a->evs[e].name, v.val, v.enabled, v.running,
-						     v.err == 0) >= 0)
-					counter_sum += v.val;
-			}
-		}
-	}
-	/* stacks: of the CPU samples, then of the probe hits */
-	struct stacks_stats ss = {0}, pss = {0};
-
-	if (a->st) {
-		stacks_foreach_frames(a->st, add_stack, &sc);
-		stacks_foreach_truncated(a->st, add_truncated, &sc);
-		stacks_reset(a->st);
-		stacks_gc(a->st);
-		stacks_stats(a->st, &ss);
-	}
-	if (a->pst) {
-		stacks_foreach_frames(a->pst, add_probe_stack, &sc);
-		stacks_reset(a->pst);
-		stacks_gc(a->pst);
-		stacks_stats(a->pst, &pss);
-		ss.unwind_errors += pss.unwind_errors;
-		ss.refused += pss.refused;
-		ss.objects += pss.objects;
-		ss.objects_dropped += pss.objects_dropped;
-		ss.processes += pss.processes;
-	}
-	/* probes */
-	uint64_t probe_hits = 0;
-
-	for (size_t i = 0; i < a->npc; i++) {
-		struct pcell *c = &a->pc[i];
-		struct rcg *g = cg_by_id(a, c->cgroup);
-
-		if (!g)
-			continue;
-		int cgi = wire_cg(&sc, (size_t)(g - a->cg));
-
-		if (cgi >= 0 && wire_add_probe(b, cgi, a->pr[c->probe].p.label, c->hits,
-					       a->pr[c->probe].hist_arg >= 0 ? &c->h : NULL,
-					       a->pr[c->probe].lat_end >= 0 ? &c->lat : NULL) >= 0)
-			probe_hits += c->hits;
-	}
-	fold_free(a->cells);
-	a->cells = fold_new();
-	a->npc = 0;
-	/* Probe records lost in this interval: neither their hits nor their
-	 * stacks are in the batch (the wire has no field for them: logged). */
-	uint64_t probe_lost = a->probe_lost - a->probe_lost_last;
-
-	a->probe_lost_last = a->probe_lost;
-	/* self figures */
-	{
-		struct wire_self self = {.samples = a->samples, .lost_samples = a->lost};
-		struct push_stats ps;
-
-		self.unwind_failures = ss.unwind_errors;
-		self.stacks_refused = ss.refused;
-		if (a->push) {
-			push_stats(a->push, &ps);
-			self.push_failures = ps.failures;
-			self.push_rejected = ps.rejected;
-			self.spool_bytes = ps.spool_bytes;
-			self.spool_batches = ps.spool_count;
-			self.spool_dropped_batches = ps.spool_dropped;
-		}
-		/* Per interval, as the wire says: deltas of the running totals
-		 * (the push and stacks totals restart at a reload: clamp at 0);
-		 * the spool's size and count are gauges. */
-		struct wire_self cum = self;
-
-#define DELTA(f) self.f = cum.f >= a->last.f ? cum.f - a->last.f : cum.f
-		DELTA(samples);
-		DELTA(lost_samples);
-		DELTA(unwind_failures);
-		DELTA(push_failures);
-		DELTA(push_rejected);
-		DELTA(spool_dropped_batches);
-		DELTA(stacks_refused);
-#undef DELTA
-		a->last = cum;
-		wire_set_self(b, &self);
-	}
-	err = wire_encode_gzip(b, &buf, &len);
-	if (!err && a->push)
-		err = push_submit(a->push, seq, buf, len);
-	if (err) {
-		log_kv(LOG_ERROR, "batch not queued", "error", strerror(-err), NULL);
-	} else {
-		char sq[24], ns[24], nh[24], nb[24], nc[24], no[24], nd[24], np[24], ps[24], pl[24];
-
-		snprintf(nc, sizeof(nc), "%" PRIu64, counter_sum);
-		snprintf(sq, sizeof(sq), "%" PRIu64, seq);
-		snprintf(ns, sizeof(ns), "%" PRIu64, sc.samples);
-		snprintf(nh, sizeof(nh), "%" PRIu64, probe_hits);
-		snprintf(nb, sizeof(nb), "%zu", len);
-		snprintf(no, sizeof(no), "%zu", ss.objects);
-		snprintf(nd, sizeof(nd), "%" PRIu64, ss.objects_dropped);
-		snprintf(np, sizeof(np), "%zu", ss.processes);
-		snprintf(ps, sizeof(ps), "%" PRIu64, sc.probe_samples);
-		snprintf(pl, sizeof(pl), "%" PRIu64, probe_lost);
-		log_kv(LOG_DEBUG, "batch queued", "seq", sq, "samples", ns, "hits", nh, "counters", nc,
-		       "bytes", nb, "objects", no, "objects_dropped", nd, "processes", np,
-		       "probe_stacks", ps, "probe_lost", pl, NULL);
-	}
-	if (probe_lost) {
-		char pl[24];
-
-		snprintf(pl, sizeof(pl), "%" PRIu64, probe_lost);
-		log_kv(LOG_WARN, "probe records lost: a probe ring was full", "lost", pl, NULL);
-	}
-	/* cgroups that went away were reported one last time: drop them */
-	{
-		size_t j = 0;
-
-		for (size_t i = 0; i < a->ncg; i++) {
-			if (a->cg[i].removed) {
-				uint64_t *slot = fold_slot(a->ids, &a->cg[i].id, sizeof(a->cg[i].id));
-
-				if (slot)
-					*slot = 0;
-				if (a->ctr && a->cg[i].slot >= 0)
-					counters_remove(a->ctr, a->cg[i].slot);
-				free(a->cg[i].path);
-				continue;
-			}
-			a->cg[j++] = a->cg[i];
-		}
-		a->ncg = j;
-	}
-out:
-	free(buf);
-	free(sc.cgidx);
-	free(sc.prof);
-	free(sc.names);
-	free(sc.mods);
-	fold_free(sc.modidx);
-	wire_batch_free(b);
-	return err;
-}
-
-static void cg_labels(FILE *f, const struct agent *a, const struct rcg *c)
-{
-	fputs("host=\"", f);
-	selfmetrics_label(f, a->host);
-	fputs("\",id=\"", f);
-	selfmetrics_label(f, c->path);
-	fputs("\",container=\"", f);
-	selfmetrics_label(f, c->ident.container_id[0] ? c->ident.container_id
-						       : c->ident.container_name);
-	fputs("\",pod=\"", f);
-	selfmetrics_label(f, c->ident.pod_uid);
-	fputs("\",unit=\"", f);
-	selfmetrics_label(f, c->ident.unit);
-	fputc('"', f);
-}
-
-static void self_metric(FILE *f, const struct agent *a, const char *name, const char *type,
-			const char *help, uint64_t v)
-{
-	fprintf(f, "# HELP cgperf_agent_%s %s\n# TYPE cgperf_agent_%s %s\ncgperf_agent_%s{host=\"",
-		name, help, name, type, name);
-	selfmetrics_label(f, a->host);
-	fprintf(f, "\"} %" PRIu64 "\n", v);
-}
-
-/* The page behind /metrics: totals since the agent (or its last reload)
- * started, in Prometheus text format 0.0.4. */
-static void publish_metrics(struct agent *a)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
-	struct push_stats ps = {0};
-
-	if (!a->metrics || !(f = open_memstream(&buf, &len)))
-		return;
-	if (a->push)
-		push_stats(a->push, &ps);
-	self_metric(f, a, "samples_total", "counter", "Samples the agent processed.", a->samples);
-	self_metric(f, a, "lost_samples_total", "counter", "Samples lost in the ring buffers.",
-		    a->lost);
-	self_metric(f, a, "batches_total", "counter", "Batches built (spooled when collectors are configured).", a->batches);
-	self_metric(f, a, "push_failures_total", "counter",
-		    "Push requests that failed and are retried.", ps.failures);
-	self_metric(f, a, "push_maybe_delivered_total", "counter",
-		    "Failed push requests whose whole batch had been sent (the resend may be a duplicate).",
-		    ps.maybe_delivered);
-	self_metric(f, a, "push_duplicates_total", "counter",
-		    "Resent batches a collector answered it had already stored.", ps.duplicates);
-	self_metric(f, a, "push_rejected_total", "counter",
-		    "Batches a collector refused (not retried).", ps.rejected);
-	self_metric(f, a, "spool_dropped_batches_total", "counter",
-		    "Batches dropped by the spool cap.", ps.spool_dropped);
-	self_metric(f, a, "spool_bytes", "gauge", "Bytes of batches waiting in the spool.",
-		    ps.spool_bytes);
-	self_metric(f, a, "spool_batches", "gauge", "Batches waiting in the spool.",
-		    ps.spool_count);
-	{
-		struct refusals_figures rf;
-
-		refusals_figures(&rf);
-		fputs("# HELP cgperf_agent_files_refused_total Files of profiled processes (containers) "
-		      "the agent refused to read, by reason (docs/security.md).\n"
-		      "# TYPE cgperf_agent_files_refused_total counter\n", f);
-		for (int i = 0; i < ROOTFS_R_N; i++) {
-			fputs("cgperf_agent_files_refused_total{host=\"", f);
-			selfmetrics_label(f, a->host);
-			fprintf(f, "\",reason=\"%s\"} %" PRIu64 "\n",
-				rootfs_reason_name((enum rootfs_reason)i), rf.by_reason[i]);
-		}
-	}
-	if (a->st || a->pst) {
-		struct stacks_stats ss = {0}, pss = {0};
-
-		if (a->st)
-			stacks_stats(a->st, &ss);
-		if (a->pst)
-			stacks_stats(a->pst, &pss);
-		self_metric(f, a, "symbol_objects", "gauge",
-			    "Binaries whose symbols and unwind tables the agent holds.",
-			    ss.objects + pss.objects);
-		self_metric(f, a, "symbol_objects_dropped_total", "counter",
-			    "Binaries dropped once no process mapped them.",
-			    ss.objects_dropped + pss.objects_dropped);
-		self_metric(f, a, "fork_maps_reads_total", "counter",
-			    "Parents' /proc/PID/maps read at a fork (children inherit them).",
-			    ss.fork_seeds + pss.fork_seeds);
-		fputs("# HELP cgperf_agent_stacks_truncated_total Stacks (CPU and probe) cut short, "
-		      "by reason.\n# TYPE cgperf_agent_stacks_truncated_total counter\n",
-		      f);
-		for (int k = 0; k < STACKS_TRUNC_N; k++) {
-			fputs("cgperf_agent_stacks_truncated_total{host=\"", f);
-			selfmetrics_label(f, a->host);
-			fprintf(f, "\",reason=\"%s\"} %" PRIu64 "\n", stacks_trunc_name(k),
-				ss.truncated[k] + pss.truncated[k]);
-		}
-		fputs("# HELP cgperf_cgroup_stacks_truncated_total CPU stacks of the cgroup cut "
-		      "short, by reason.\n# TYPE cgperf_cgroup_stacks_truncated_total counter\n",
-		      f);
-		for (size_t i = 0; i < a->ncg; i++) {
-			const uint64_t *t = a->cg[i].truncated;
-
-			if (!t[0] && !t[1] && !t[2])
-				continue; /* series appear with the first cut stack */
-			for (int k = 0; k < STACKS_TRUNC_N; k++) {
-				fputs("cgperf_cgroup_stacks_truncated_total{", f);
-				cg_labels(f, a, &a->cg[i]);
-				fprintf(f, ",reason=\"%s\"} %" PRIu64 "\n", stacks_trunc_name(k),
-					a->cg[i].truncated[k]);
-			}
-		}
-	}
-	if (a->ctr) {
-		ssize_t tc = -1;
-
-		for (size_t e = 0; e < a->nev; e++)
-			if (a->evs[e].is_clock && strncmp(a->evs[e].name, "task-clock", 10) == 0)
-				tc = (ssize_t)e;
-		fputs("# HELP cgperf_cgroup_perf_events_total perf events counted in the cgroup "
-		      "(scaled for multiplexing).\n# TYPE cgperf_cgroup_perf_events_total counter\n",
-		      f);
-		for (size_t i = 0; i < a->ncg; i++) {
-			for (size_t e = 0; a->cg[i].slot >= 0 && e < a->nev; e++) {
-				struct counter_value v;
-
-				counters_get(a->ctr, a->cg[i].slot, e, false, &v);
-				if (v.err)
-					continue;
-				fputs("cgperf_cgroup_perf_events_total{", f);
-				cg_labels(f, a, &a->cg[i]);
-				fputs(",event=\"", f);
-				selfmetrics_label(f, a->evs[e].name);
-				fprintf(f, "\"} %.0f\n", v.scaled);
-			}
-		}
-		if (tc >= 0) {
-			fputs("# HELP cgperf_cgroup_cpu_seconds_total CPU time of the cgroup's tasks "
-			      "(task-clock).\n# TYPE cgperf_cgroup_cpu_seconds_total counter\n",
-			      f);
-			for (size_t i = 0; i < a->ncg; i++) {
-				struct counter_value v;
-
-				if (a->cg[i].slot < 0)
-					continue;
-				counters_get(a->ctr, a->cg[i].slot, (size_t)tc, false, &v);
-				if (v.err)
-					continue;
-				fputs("cgperf_cgroup_cpu_seconds_total{", f);
-				cg_labels(f, a, &a->cg[i]);
-				fprintf(f, "} %.9f\n", v.scaled / 1e9);
-			}
-		}
-	}
-	fclose(f);
-	selfmetrics_publish(a->metrics, buf, len);
-	free(buf);
-}
-
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* A refused container file (agent/symbols/refusals.h), rate-limited there; the
  * log escapes the path. */
 static void run_refusal_notice(void *ctx, pid_t pid, const char *path, const char *reason)
@@ -1375,7 +351,8 @@ static void run_refusal_notice(void *ctx, pid_t pid, const char *path, const cha
 	log_kv(LOG_INFO, "container file refused", "pid", p, "path", path, "reason", reason, NULL);
 }
 
-int cmd_run(int argc, char **argv)
+/* The options: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, const char **path, bool *print, double *duration)
 {
 	static const struct option longopts[] = {
 		{"config", required_argument, NULL, 'c'},
@@ -1384,27 +361,21 @@ int cmd_run(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *prog = "cgperf-agent run", *path = NULL;
-	struct agent a = {0};
-	char err[2048];
-	bool print = false;
-	double duration = 0;
-	int opt, ret = 0, sfd = -1;
-	sigset_t mask, oldmask;
+	int opt;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "c:d:h", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'c': path = optarg; break;
-		case 'P': print = true; break;
+		case 'c': *path = optarg; break;
+		case 'P': *print = true; break;
 		case 'd': {
 			char *end;
 
 			errno = 0;
-			duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(duration > 0)) {
+			*duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(*duration > 0)) {
 				fprintf(stderr, "%s: --duration must be a positive number, not '%s'\n",
-					prog, optarg);
+					RUN_PROG, optarg);
 				return 2;
 			}
 			break;
@@ -1418,11 +389,177 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
+		fprintf(stderr, "%s: unexpected argument '%s'\n", RUN_PROG, argv[optind]);
 		return 2;
 	}
+	return -1;
+}
+
+#define RUN_MAX_POLL (2 + 1 + CONFIG_MAX_PROBES * 64)
+
+/* What the loop polls: the signalfd, the cgroup watch, the sampling rings,
+ * and the rings of probes with stacks, which fill fast (a stack copy per
+ * hit) and are drained when a quarter full, not only on the beat. */
+static size_t poll_set(struct agent *a, int sfd, struct pollfd *pfd)
+{
+	size_t np = 0;
+	int fds[64];
+
+	pfd[np++] = (struct pollfd){.fd = sfd, .events = POLLIN};
+	pfd[np++] = (struct pollfd){.fd = a->watch ? cg_watch_fd(a->watch) : -1, .events = POLLIN};
+	if (a->smp) {
+		size_t n = sampler_fds(a->smp, fds, 64);
+
+		for (size_t i = 0; i < n && i < 64; i++)
+			pfd[np++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+	}
+	for (size_t i = 0; i < a->npr; i++)
+		for (size_t k = 0; a->pr[i].stacks && k < a->pr[i].nsmp; k++) {
+			size_t n = sampler_fds(a->pr[i].smp[k], fds, 64);
+
+			for (size_t j = 0; j < n && j < 64 && np < RUN_MAX_POLL; j++)
+				pfd[np++] = (struct pollfd){.fd = fds[j], .events = POLLIN};
+		}
+	return np;
+}
+
+/* Drain every ring, then pair the latencies up to the drain's start. */
+static void drain_rings(struct agent *a)
+{
+	struct ring cpu = {a, a->st, &a->lost}, probes = {a, a->pst, &a->probe_lost};
+	struct sampler_cb cb = {.ctx = &cpu, .sample = on_sample, .mmap = on_mmap,
+				.comm = on_comm, .fork = on_fork, .exit = on_exit_rec,
+				.lost = on_lost};
+	struct sampler_cb pcb = {.ctx = &probes, .sample = on_probe, .lost = on_lost};
+	struct sampler_cb scb = {.ctx = &probes, .sample = on_probe, .mmap = on_mmap,
+				 .comm = on_comm, .fork = on_fork, .exit = on_exit_rec,
+				 .lost = on_lost};
+	uint64_t round = clock_mono_ns();
+
+	if (a->smp)
+		sampler_drain(a->smp, &cb);
+	for (size_t i = 0; i < a->npr; i++)
+		for (size_t k = 0; k < a->pr[i].nsmp; k++) {
+			a->cur = i;
+			a->cur_site = k;
+			sampler_drain(a->pr[i].smp[k], a->pr[i].stacks && a->pst ? &scb : &pcb);
+		}
+	if (a->lat)
+		latency_pair(a->lat, round, on_latency, a);
+}
+
+/* SIGHUP: the config again, everything rebuilt from it. 0 (also when the
+ * new config does not load: the running one stays), or agent_start's. */
+static int reload(struct agent *a)
+{
+	struct config *ncfg = NULL;
+	char err[2048];
+	int ret;
+
+	if (config_load(a->cfg->path, &ncfg, err, sizeof(err)) < 0) {
+		log_kv(LOG_ERROR, "reload failed; keeping the running config", "error", err, NULL);
+		return 0;
+	}
+	/* What is not sent yet stays spooled for the new push. */
+	run_agent_stop(a);
+	config_free(a->cfg);
+	a->cfg = ncfg;
+	ret = run_agent_start(a);
+	if (!ret)
+		log_kv(LOG_INFO, "config reloaded", NULL);
+	return ret;
+}
+
+/* Read the signals: *@reload on SIGHUP; true to stop. */
+static bool read_signals(int sfd, bool *reload)
+{
+	struct signalfd_siginfo si;
+	bool stop = false;
+
+	while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP)
+			*reload = true;
+		else
+			stop = true;
+	}
+	return stop;
+}
+
+/* Sample, count and push until a signal or @duration. 0 or agent_start's. */
+static int run_loop(struct agent *a, int sfd, double duration)
+{
+	uint64_t period = a->cfg->push.interval_ms * 1000000ull, t0 = clock_mono_ns();
+	uint64_t next = t0 + period, end = duration > 0 ? t0 + (uint64_t)(duration * 1e9) : 0;
+	uint64_t start_rt = clock_real_ns();
+	bool stop = false;
+	int ret = 0;
+
+	while (!stop) {
+		struct pollfd pfd[RUN_MAX_POLL];
+		size_t np = poll_set(a, sfd, pfd);
+		uint64_t now = clock_mono_ns(), wake = end && end < next ? end : next;
+		int timeout = wake > now ? (int)((wake - now) / 1000000) + 1 : 0;
+		bool again = false;
+
+		if (timeout > 200)
+			timeout = 200; /* probe rings are drained on this beat too */
+		poll(pfd, np, timeout);
+		if ((pfd[0].revents & POLLIN) && read_signals(sfd, &again))
+			stop = true;
+		if (a->watch && (pfd[1].revents & POLLIN))
+			cg_watch_read(a->watch, on_watch, a);
+		drain_rings(a);
+		now = clock_mono_ns();
+		if (end && now >= end)
+			stop = true;
+		if (now >= next || stop || again) {
+			uint64_t seq = 0, end_rt = clock_real_ns();
+
+			if (a->push && push_next_seq(a->push, &seq) < 0)
+				log_kv(LOG_ERROR, "no sequence number", NULL);
+			run_batch(a, seq, start_rt, end_rt);
+			a->batches++;
+			run_publish_metrics(a);
+			start_rt = end_rt;
+			while (next <= now)
+				next += period;
+		}
+		if (again) {
+			if ((ret = reload(a)))
+				break;
+			period = a->cfg->push.interval_ms * 1000000ull; /* it may have changed */
+			next = clock_mono_ns() + period;
+		}
+	}
+	return ret;
+}
+
+/* Host name, machine id and agent id, once. */
+static void identify(struct agent *a)
+{
+	if (a->cfg->host.name && a->cfg->host.name[0])
+		snprintf(a->host, sizeof(a->host), "%s", a->cfg->host.name);
+	else
+		gethostname(a->host, sizeof(a->host) - 1);
+	run_read_line("/etc/machine-id", a->machine_id, sizeof(a->machine_id));
+	agent_id(a->cfg->host.agent_id_file, a->agent_id, sizeof(a->agent_id));
+}
+
+int cmd_run(int argc, char **argv)
+{
+	const char *path = NULL;
+	struct agent a = {0};
+	char err[2048];
+	bool print = false;
+	double duration = 0;
+	int ret, sfd = -1;
+	sigset_t mask, oldmask;
+
+	ret = parse_args(argc, argv, &path, &print, &duration);
+	if (ret >= 0)
+		return ret;
 	if (config_load(path, &a.cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, err);
+		fprintf(stderr, "%s: %s\n", RUN_PROG, err);
 		return 2;
 	}
 	if (print) {
@@ -1430,18 +567,14 @@ int cmd_run(int argc, char **argv)
 		config_free(a.cfg);
 		return 0;
 	}
-	a.mount = cmd_perf_cgroup_mount(prog);
+	ret = 0;
+	a.mount = cmd_perf_cgroup_mount(RUN_PROG);
 	a.ncpu = cpumap_online(&a.cpus);
 	if (!a.mount || a.ncpu < 0) {
 		ret = 1;
 		goto out;
 	}
-	if (a.cfg->host.name && a.cfg->host.name[0])
-		snprintf(a.host, sizeof(a.host), "%s", a.cfg->host.name);
-	else
-		gethostname(a.host, sizeof(a.host) - 1);
-	read_line("/etc/machine-id", a.machine_id, sizeof(a.machine_id));
-	agent_id(a.cfg->host.agent_id_file, a.agent_id, sizeof(a.agent_id));
+	identify(&a);
 	cmd_raise_nofile();
 	/* Block before any thread exists (the push senders inherit the mask), so
 	 * the signals only ever arrive through the signalfd. */
@@ -1456,117 +589,12 @@ int cmd_run(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	ret = agent_start(&a, prog);
+	ret = run_agent_start(&a);
 	if (ret)
 		goto out;
 	log_kv(LOG_INFO, "started", "host", a.host, "agent_id", a.agent_id, "config",
 	       a.cfg->path ? a.cfg->path : "(defaults)", NULL);
-
-	uint64_t period = a.cfg->push.interval_ms * 1000000ull, t0 = mono_ns();
-	uint64_t next = t0 + period, end = duration > 0 ? t0 + (uint64_t)(duration * 1e9) : 0;
-	uint64_t start_rt = realtime_ns();
-	bool stop = false;
-
-	while (!stop) {
-		struct pollfd pfd[2 + 1 + CONFIG_MAX_PROBES * 64];
-		size_t np = 0;
-		int fds[64];
-
-		pfd[np++] = (struct pollfd){.fd = sfd, .events = POLLIN};
-		pfd[np++] = (struct pollfd){.fd = a.watch ? cg_watch_fd(a.watch) : -1,
-					    .events = POLLIN};
-		if (a.smp) {
-			size_t n = sampler_fds(a.smp, fds, 64);
-
-			for (size_t i = 0; i < n && i < 64; i++)
-				pfd[np++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
-		}
-		/* Rings of probes with stacks fill fast (a stack copy per hit):
-		 * drained when a quarter full, not only on the beat. */
-		for (size_t i = 0; i < a.npr; i++)
-			for (size_t k = 0; a.pr[i].stacks && k < a.pr[i].nsmp; k++) {
-				size_t n = sampler_fds(a.pr[i].smp[k], fds, 64);
-
-				for (size_t j = 0; j < n && j < 64 && np < sizeof(pfd) / sizeof(pfd[0]);
-				     j++)
-					pfd[np++] = (struct pollfd){.fd = fds[j], .events = POLLIN};
-			}
-		uint64_t now = mono_ns(), wake = end && end < next ? end : next;
-		int timeout = wake > now ? (int)((wake - now) / 1000000) + 1 : 0;
-
-		if (timeout > 200)
-			timeout = 200; /* probe rings are drained on this beat too */
-		poll(pfd, np, timeout);
-		bool reload = false;
-
-		if (pfd[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-
-			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-				if (si.ssi_signo == SIGHUP)
-					reload = true;
-				else
-					stop = true;
-			}
-		}
-		if (a.watch && (pfd[1].revents & POLLIN))
-			cg_watch_read(a.watch, on_watch, &a);
-		struct ring cpu = {&a, a.st, &a.lost}, probes = {&a, a.pst, &a.probe_lost};
-		struct sampler_cb cb = {.ctx = &cpu, .sample = on_sample, .mmap = on_mmap,
-					.comm = on_comm, .fork = on_fork, .exit = on_exit_rec,
-					.lost = on_lost};
-		struct sampler_cb pcb = {.ctx = &probes, .sample = on_probe, .lost = on_lost};
-		struct sampler_cb scb = {.ctx = &probes, .sample = on_probe, .mmap = on_mmap,
-					 .comm = on_comm, .fork = on_fork, .exit = on_exit_rec,
-					 .lost = on_lost};
-		uint64_t round = mono_ns();
-
-		if (a.smp)
-			sampler_drain(a.smp, &cb);
-		for (size_t i = 0; i < a.npr; i++)
-			for (size_t k = 0; k < a.pr[i].nsmp; k++) {
-				a.cur = i;
-				a.cur_site = k;
-				sampler_drain(a.pr[i].smp[k],
-					      a.pr[i].stacks && a.pst ? &scb : &pcb);
-			}
-		if (a.starts)
-			pair_latency(&a, round);
-		now = mono_ns();
-		if (end && now >= end)
-			stop = true;
-		if (now >= next || stop || reload) {
-			uint64_t seq = 0, end_rt = realtime_ns();
-
-			if (a.push && push_next_seq(a.push, &seq) < 0)
-				log_kv(LOG_ERROR, "no sequence number", NULL);
-			interval(&a, seq, start_rt, end_rt);
-			a.batches++;
-			publish_metrics(&a);
-			start_rt = end_rt;
-			while (next <= now)
-				next += period;
-		}
-		if (reload) {
-			struct config *ncfg = NULL;
-
-			if (config_load(a.cfg->path, &ncfg, err, sizeof(err)) < 0) {
-				log_kv(LOG_ERROR, "reload failed; keeping the running config", "error",
-				       err, NULL);
-				continue;
-			}
-			/* What is not sent yet stays spooled for the new push. */
-			agent_stop(&a);
-			config_free(a.cfg);
-			a.cfg = ncfg;
-			ret = agent_start(&a, prog);
-			if (ret)
-				break;
-			period = a.cfg->push.interval_ms * 1000000ull; /* it may have changed */
-			next = mono_ns() + period;
-			log_kv(LOG_INFO, "config reloaded", NULL);
-		}
-	}
+	ret = run_loop(&a, sfd, duration);
 	if (a.push && push_flush(a.push, (unsigned)(a.cfg->push.timeout_ms ? a.cfg->push.timeout_ms
 									 : 5000)) < 0)
 		log_kv(LOG_WARN, "stopping with batches still spooled; they are sent at the next start",
@@ -1575,7 +603,7 @@ int cmd_run(int argc, char **argv)
 out:
 	if (sfd >= 0)
 		close(sfd);
-	agent_stop(&a); /* joins the push threads before the mask is restored */
+	run_agent_stop(&a); /* joins the push threads before the mask is restored */
 	refusals_stop();
 	if (sfd >= 0)
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);

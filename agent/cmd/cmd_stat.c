@@ -33,11 +33,14 @@
 #include <unistd.h>
 
 #include "agent/cmd/cmd.h"
+#include "agent/cmd/stat.h"
 #include "agent/perf/counters.h"
 #include "agent/perf/cpumap.h"
 #include "agent/perf/events.h"
 #include "lib/json.h"
 #include "agent/cmd/spawn.h"
+#include "agent/cmd/workload.h"
+#include "lib/clock.h"
 #include "cgroup/identity.h"
 #include "cgroup/mount.h"
 #include "cgroup/tree.h"
@@ -46,37 +49,6 @@
 static const char *const default_events[] = {
 	"task-clock", "context-switches", "cpu-migrations", "page-faults",
 	"cycles",     "instructions",     "branches",       "branch-misses",
-};
-
-enum select_mode { SEL_NONE, SEL_ALL, SEL_NAMED, SEL_REGEX };
-
-struct target {
-	char *path; /* relative to the mount, "/x/y" */
-	uint64_t id;
-	int slot;
-	bool removed;
-	struct cg_identity ident;
-};
-
-struct stat_ctx {
-	const char *prog;
-	char *mount;
-	enum select_mode mode;
-	regex_t re;
-	bool have_re;
-	struct ev_spec *evs;
-	size_t nev;
-	struct counters *ctr;
-	struct target *tg;
-	size_t ntg, captg;
-	bool json;
-	long interval_ms;
-	char *transient; /* absolute path of the cgroup made for "-- CMD" */
-	FILE *out;
-	bool verbose;
-	uint64_t read_ns_total, read_ns_max, nreads;
-	int fatal;       /* exit status decided inside a callback */
-	bool header_done;
 };
 
 static void usage(FILE *f)
@@ -97,54 +69,6 @@ static void usage(FILE *f)
 	      "\n"
 	      "With -- COMMAND and no cgroup option, COMMAND runs in a new cgroup that is counted.\n",
 	      f);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-char *cmd_perf_cgroup_mount(const char *prog)
-{
-	struct cg_mounts *m = cg_mounts_read("/proc/self/mountinfo");
-	const struct cg_mount *pm;
-	char *path = NULL;
-
-	if (!m) {
-		fprintf(stderr, "%s: cannot read /proc/self/mountinfo: %s\n", prog, strerror(errno));
-		return NULL;
-	}
-	pm = cg_mounts_perf(m);
-	if (!pm)
-		fprintf(stderr, "%s: no cgroup2 or perf_event cgroup v1 hierarchy is mounted\n",
-			prog);
-	else if (!(path = strdup(pm->path)))
-		fprintf(stderr, "%s: out of memory\n", prog);
-	cg_mounts_free(m);
-	return path;
-}
-
-void cmd_explain_perf_permission(const char *prog, int err)
-{
-	char buf[32] = "?";
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
-
-	if (f) {
-		if (fgets(buf, sizeof(buf), f))
-			buf[strcspn(buf, "\n")] = '\0';
-		fclose(f);
-	}
-	fprintf(stderr,
-		"%s: perf_event_open: %s.\n"
-		"  Monitoring a cgroup or the whole host is system-wide monitoring: it needs CAP_PERFMON\n"
-		"  (or CAP_SYS_ADMIN on kernels before 5.8), or kernel.perf_event_paranoid <= 0.\n"
-		"  This host has kernel.perf_event_paranoid = %s. Run as root, grant the\n"
-		"  capability (setcap cap_perfmon+ep cgperf-agent), or as root:\n"
-		"    sysctl kernel.perf_event_paranoid=0\n",
-		prog, strerror(err), buf);
 }
 
 /* Print "unknown event" with the closest names and return 2. */
@@ -371,292 +295,12 @@ static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
 	}
 }
 
-/* 1234567.891 -> "1,234,567.89" with @prec decimals. */
-static void fmt_grouped(char *buf, size_t len, double v, int prec)
-{
-	char raw[64], *dot;
-	size_t ilen, o = 0;
-	const char *p = raw;
-
-	snprintf(raw, sizeof(raw), "%.*f", prec, v);
-	dot = strchr(raw, '.');
-	ilen = dot ? (size_t)(dot - raw) : strlen(raw);
-	if (*p == '-') {
-		if (o + 1 < len)
-			buf[o++] = '-';
-		p++;
-		ilen--;
-	}
-	for (size_t i = 0; i < ilen && o + 1 < len; i++) {
-		if (i && (ilen - i) % 3 == 0 && o + 2 < len)
-			buf[o++] = ',';
-		buf[o++] = p[i];
-	}
-	for (const char *q = p + ilen; *q && o + 1 < len; q++)
-		buf[o++] = *q;
-	buf[o] = '\0';
-}
-
-static ssize_t find_event(const struct stat_ctx *c, uint32_t type, uint64_t config)
-{
-	for (size_t i = 0; i < c->nev; i++)
-		if (c->evs[i].type == type && c->evs[i].config == config &&
-		    !c->evs[i].exclude_user && !c->evs[i].exclude_kernel)
-			return (ssize_t)i;
-	return -1;
-}
-
-/* A derived figure for event @e, as perf prints after '#'. False if none. */
-static bool derived(const struct stat_ctx *c, const struct target *t, size_t e, bool delta,
-		    double elapsed_ns, double *value, const char **unit)
-{
-	const struct ev_spec *ev = &c->evs[e];
-	struct counter_value v, o;
-	ssize_t other;
-
-	counters_get(c->ctr, t->slot, e, delta, &v);
-	if (v.err || v.running == 0)
-		return false;
-	if (ev->is_clock) {
-		*value = elapsed_ns > 0 ? v.scaled / elapsed_ns : NAN;
-		*unit = "CPUs utilized";
-		return true;
-	}
-	if (ev->type == PERF_TYPE_HARDWARE && ev->config == PERF_COUNT_HW_INSTRUCTIONS) {
-		other = find_event(c, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
-		if (other < 0)
-			return false;
-		counters_get(c->ctr, t->slot, (size_t)other, delta, &o);
-		if (o.err || o.scaled <= 0)
-			return false;
-		*value = v.scaled / o.scaled;
-		*unit = "insn per cycle";
-		return true;
-	}
-	if (ev->type == PERF_TYPE_HARDWARE &&
-	    (ev->config == PERF_COUNT_HW_BRANCH_MISSES || ev->config == PERF_COUNT_HW_CACHE_MISSES)) {
-		bool br = ev->config == PERF_COUNT_HW_BRANCH_MISSES;
-
-		other = find_event(c, PERF_TYPE_HARDWARE,
-				   br ? PERF_COUNT_HW_BRANCH_INSTRUCTIONS
-				      : PERF_COUNT_HW_CACHE_REFERENCES);
-		if (other < 0)
-			return false;
-		counters_get(c->ctr, t->slot, (size_t)other, delta, &o);
-		if (o.err || o.scaled <= 0)
-			return false;
-		*value = 100.0 * v.scaled / o.scaled;
-		*unit = br ? "of all branches" : "of all cache refs";
-		return true;
-	}
-	/* Everything else as a rate per second of the cgroup's CPU time (perf's
-	 * choice), or of wall time when task-clock is not counted. */
-	other = find_event(c, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
-	double secs = elapsed_ns / 1e9;
-
-	if (other >= 0) {
-		counters_get(c->ctr, t->slot, (size_t)other, delta, &o);
-		if (o.err || o.scaled <= 0)
-			return false;
-		secs = o.scaled / 1e9;
-	}
-	if (secs <= 0)
-		return false;
-	if (ev->type == PERF_TYPE_HARDWARE && ev->config == PERF_COUNT_HW_CPU_CYCLES) {
-		*value = v.scaled / (secs * 1e9);
-		*unit = "GHz";
-		return true;
-	}
-	*value = v.scaled / secs;
-	*unit = "/sec";
-	return true;
-}
-
-static void label_of(const struct target *t, char *buf, size_t len)
-{
-	cg_identity_label(&t->ident, buf, len);
-}
-
-static void print_json(struct stat_ctx *c, const struct target *t, size_t e, bool delta,
-		       double elapsed_ns, double since_start_s)
-{
-	FILE *f = c->out;
-	struct counter_value v;
-	const struct ev_spec *ev = &c->evs[e];
-	double mv;
-	const char *mu;
-	char label[512];
-
-	counters_get(c->ctr, t->slot, e, delta, &v);
-	fputc('{', f);
-	if (c->interval_ms) {
-		fputs("\"interval\":", f);
-		json_write_double(f, since_start_s, 6);
-		fputc(',', f);
-	}
-	fputs("\"cgroup\":", f);
-	json_write_string(f, t->path);
-	fprintf(f, ",\"cgroup_id\":%" PRIu64, t->id);
-	label_of(t, label, sizeof(label));
-	if (label[0]) {
-		fputs(",\"identity\":", f);
-		json_write_string(f, label);
-	}
-	if (t->ident.runtime != CG_RT_NONE) {
-		fputs(",\"runtime\":", f);
-		json_write_string(f, cg_runtime_name(t->ident.runtime));
-	}
-	if (t->ident.container_id[0]) {
-		fputs(",\"container_id\":", f);
-		json_write_string(f, t->ident.container_id);
-	}
-	if (t->ident.container_name[0]) {
-		fputs(",\"container_name\":", f);
-		json_write_string(f, t->ident.container_name);
-	}
-	if (t->ident.pod_uid[0]) {
-		fputs(",\"pod_uid\":", f);
-		json_write_string(f, t->ident.pod_uid);
-		fputs(",\"qos\":", f);
-		json_write_string(f, cg_qos_name(t->ident.qos));
-	}
-	/* "unit" is the value's unit below; the systemd unit gets its own key. */
-	if (t->ident.unit[0]) {
-		fputs(",\"systemd_unit\":", f);
-		json_write_string(f, t->ident.unit);
-	}
-	if (t->ident.slice[0]) {
-		fputs(",\"slice\":", f);
-		json_write_string(f, t->ident.slice);
-	}
-	fputs(",\"event\":", f);
-	json_write_string(f, ev->name);
-	if (v.err) {
-		fputs(",\"value\":null,\"supported\":false,\"error\":", f);
-		json_write_string(f, v.err == -ENOENT || v.err == -EOPNOTSUPP || v.err == -ENODEV
-					     ? "not supported by this host"
-					     : strerror(-v.err));
-		fputs("}\n", f);
-		return;
-	}
-	fputs(",\"value\":", f);
-	if (ev->is_clock)
-		json_write_double(f, v.scaled / 1e6, 6);
-	else
-		json_write_double(f, v.scaled, 0);
-	fprintf(f, ",\"unit\":\"%s\",\"raw\":%" PRIu64 ",\"time_enabled\":%" PRIu64
-		   ",\"time_running\":%" PRIu64 ",\"pcnt_running\":",
-		ev->is_clock ? "msec" : "", v.val, v.enabled, v.running);
-	json_write_double(f, v.enabled ? 100.0 * (double)v.running / (double)v.enabled : 0, 2);
-	fputs(",\"supported\":true", f);
-	if (derived(c, t, e, delta, elapsed_ns, &mv, &mu)) {
-		fputs(",\"metric_value\":", f);
-		json_write_double(f, mv, 6);
-		fputs(",\"metric_unit\":", f);
-		json_write_string(f, mu);
-	}
-	fputs("}\n", f);
-}
-
-/* Value column, unit, event; then '#' metric and the running share. */
-static void print_text_line(struct stat_ctx *c, const struct target *t, size_t e, bool delta,
-			    double elapsed_ns, const char *prefix)
-{
-	FILE *f = c->out;
-	const struct ev_spec *ev = &c->evs[e];
-	struct counter_value v;
-	char num[64];
-	double mv;
-	const char *mu;
-
-	counters_get(c->ctr, t->slot, e, delta, &v);
-	fputs(prefix, f);
-	if (v.err) {
-		fprintf(f, "%18s      %-24s", v.err == -ENOENT || v.err == -EOPNOTSUPP ||
-						  v.err == -ENODEV || v.err == -EINVAL
-					  ? "<not supported>"
-					  : "<not counted>",
-			ev->name);
-	} else if (v.running == 0) {
-		/* A cgroup event only runs while a task of the cgroup is on a CPU:
-		 * zero running time is an idle cgroup, not a failure. */
-		fprintf(f, "%18s %-4s %-24s", "0", ev->is_clock ? "msec" : "", ev->name);
-	} else {
-		fmt_grouped(num, sizeof(num), ev->is_clock ? v.scaled / 1e6 : v.scaled,
-			    ev->is_clock ? 2 : 0);
-		fprintf(f, "%18s %-4s %-24s", num, ev->is_clock ? "msec" : "", ev->name);
-	}
-	if (c->interval_ms) {
-		char label[512];
-
-		label_of(t, label, sizeof(label));
-		fprintf(f, " %s%s%s%s", t->path, label[0] ? " [" : "", label, label[0] ? "]" : "");
-	}
-	if (!v.err && v.running && derived(c, t, e, delta, elapsed_ns, &mv, &mu)) {
-		if (!strcmp(mu, "/sec") && mv >= 1e6)
-			fprintf(f, " # %8.3f M/sec", mv / 1e6);
-		else if (!strcmp(mu, "/sec") && mv >= 1e3)
-			fprintf(f, " # %8.3f K/sec", mv / 1e3);
-		else if (mu[0] == 'o') /* "of all ..." */
-			fprintf(f, " # %7.2f%% %s", mv, mu);
-		else
-			fprintf(f, " # %8.3f %s", mv, mu);
-	}
-	if (!v.err && v.running && v.running < v.enabled)
-		fprintf(f, "  (%.2f%%)", 100.0 * (double)v.running / (double)v.enabled);
-	fputc('\n', f);
-}
-
-static void print_interval(struct stat_ctx *c, double since_start_s, double elapsed_ns)
-{
-	char prefix[48];
-
-	if (!c->json && !c->header_done) {
-		fprintf(c->out, "#%15s %18s %-4s %-24s %s\n", "time", "counts", "unit", "events",
-			"cgroup");
-		c->header_done = true;
-	}
-	snprintf(prefix, sizeof(prefix), "%16.9f", since_start_s);
-	for (size_t i = 0; i < c->ntg; i++) {
-		for (size_t e = 0; e < c->nev; e++) {
-			if (c->json)
-				print_json(c, &c->tg[i], e, true, elapsed_ns, since_start_s);
-			else
-				print_text_line(c, &c->tg[i], e, true, elapsed_ns, prefix);
-		}
-	}
-	fflush(c->out);
-}
-
-static void print_totals(struct stat_ctx *c, double elapsed_ns, const char *what)
-{
-	for (size_t i = 0; i < c->ntg; i++) {
-		const struct target *t = &c->tg[i];
-		char label[512];
-
-		if (c->json) {
-			for (size_t e = 0; e < c->nev; e++)
-				print_json(c, t, e, false, elapsed_ns, 0);
-			continue;
-		}
-		label_of(t, label, sizeof(label));
-		fprintf(c->out, "\n Performance counter stats for cgroup '%s'%s%s%s%s%s:\n\n",
-			t->path, label[0] ? " [" : "", label, label[0] ? "]" : "",
-			what ? " running " : "", what ? what : "");
-		for (size_t e = 0; e < c->nev; e++)
-			print_text_line(c, t, e, false, elapsed_ns, "");
-	}
-	if (!c->json)
-		fprintf(c->out, "\n %17.9f seconds time elapsed\n\n", elapsed_ns / 1e9);
-	fflush(c->out);
-}
-
 static void timed_read(struct stat_ctx *c)
 {
-	uint64_t t = now_ns();
+	uint64_t t = clock_mono_ns();
 
 	counters_read(c->ctr);
-	t = now_ns() - t;
+	t = clock_mono_ns() - t;
 	c->read_ns_total += t;
 	if (t > c->read_ns_max)
 		c->read_ns_max = t;
@@ -708,21 +352,6 @@ static void remove_transient(struct stat_ctx *c)
 	c->transient = NULL;
 }
 
-static int parse_positive(const char *prog, const char *what, const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v > 0) || !isfinite(v)) {
-		fprintf(stderr, "%s: %s must be a positive number, not '%s'\n", prog, what, s);
-		return 2;
-	}
-	*out = v;
-	return 0;
-}
-
 static void list_events(void)
 {
 	for (size_t i = 0; i < ev_builtin_count(); i++) {
@@ -736,7 +365,47 @@ static void list_events(void)
 	printf("  modifiers: EVENT:u (user only), EVENT:k (kernel only)\n");
 }
 
-int cmd_stat(int argc, char **argv)
+/* What the command line asked for, besides what goes into the context. */
+struct stat_args {
+	char **evnames, **groups;
+	size_t nevnames, evcap, ngroups, gcap;
+	double duration;
+	char **cmd; /* "-- COMMAND", or NULL */
+	bool done;  /* --help or --list-events: nothing more to do */
+};
+
+static int parse_regex(struct stat_ctx *c, const char *re)
+{
+	int rc = regcomp(&c->re, re, REG_EXTENDED | REG_NOSUB);
+
+	if (rc) {
+		char msg[256];
+
+		regerror(rc, &c->re, msg, sizeof(msg));
+		fprintf(stderr, "%s: bad --for-each-cgroup regex '%s': %s\n", c->prog, re, msg);
+		return 2;
+	}
+	c->have_re = true;
+	return 0;
+}
+
+static int parse_interval(struct stat_ctx *c, const char *s)
+{
+	double interval;
+	int ret = cmd_parse_seconds(c->prog, "-I", s, &interval);
+
+	if (ret)
+		return ret;
+	if (interval < 10) {
+		fprintf(stderr, "%s: -I must be at least 10 ms\n", c->prog);
+		return 2;
+	}
+	c->interval_ms = (long)interval;
+	return 0;
+}
+
+/* The options into @c and @a: 0, or the exit status (usage errors 2). */
+static int parse_args(struct stat_ctx *c, struct stat_args *a, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"all-cgroups", no_argument, NULL, 'a'},
@@ -752,223 +421,133 @@ int cmd_stat(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct stat_ctx c = {.prog = "cgperf-agent stat", .out = stdout};
-	char **evnames = NULL, **groups = NULL;
-	size_t nevnames = 0, evcap = 0, ngroups = 0, gcap = 0;
-	double duration = 0, interval = 0;
-	int opt, ret = 0, *cpus = NULL, ncpu, sfd = -1;
-	struct spawn sp = {.pid = -1, .go_fd = -1};
-	struct cg_watch *watch = NULL;
-	sigset_t oldmask;
-	pid_t child = -1;
-	int child_status = 0;
-	bool sigmask_set = false;
+	enum select_mode want;
+	int opt, ret = 0;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+aG:e:I:d:jlvh", longopts, NULL)) != -1) {
+	while (!ret && (opt = getopt_long(argc, argv, "+aG:e:I:d:jlvh", longopts, NULL)) != -1) {
+		want = opt == 'a' ? SEL_ALL : opt == 'G' ? SEL_NAMED : opt == 'R' ? SEL_REGEX : SEL_NONE;
+		if (want != SEL_NONE && c->mode != SEL_NONE && (c->mode != want || want == SEL_REGEX)) {
+			fprintf(stderr, "%s: choose one of -a, -G and --for-each-cgroup\n", c->prog);
+			return 2;
+		}
+		if (want != SEL_NONE)
+			c->mode = want;
 		switch (opt) {
-		case 'a':
-			if (c.mode != SEL_NONE && c.mode != SEL_ALL)
-				goto conflict;
-			c.mode = SEL_ALL;
-			break;
-		case 'G':
-			if (c.mode != SEL_NONE && c.mode != SEL_NAMED)
-				goto conflict;
-			c.mode = SEL_NAMED;
-			ngroups = split_commas(optarg, &groups, &gcap, ngroups);
-			break;
-		case 'R': {
-			int rc;
-
-			if (c.mode != SEL_NONE)
-				goto conflict;
-			c.mode = SEL_REGEX;
-			rc = regcomp(&c.re, optarg, REG_EXTENDED | REG_NOSUB);
-			if (rc) {
-				char msg[256];
-
-				regerror(rc, &c.re, msg, sizeof(msg));
-				fprintf(stderr, "%s: bad --for-each-cgroup regex '%s': %s\n",
-					c.prog, optarg, msg);
-				ret = 2;
-				goto out;
-			}
-			c.have_re = true;
-			break;
-		}
-		case 'e':
-			nevnames = split_commas(optarg, &evnames, &evcap, nevnames);
-			break;
-		case 'I':
-			ret = parse_positive(c.prog, "-I", optarg, &interval);
-			if (ret)
-				goto out;
-			if (interval < 10) {
-				fprintf(stderr, "%s: -I must be at least 10 ms\n", c.prog);
-				ret = 2;
-				goto out;
-			}
-			c.interval_ms = (long)interval;
-			break;
-		case 'd':
-			ret = parse_positive(c.prog, "--duration", optarg, &duration);
-			if (ret)
-				goto out;
-			break;
-		case 'j':
-			c.json = true;
-			break;
-		case 'v':
-			c.verbose = true;
-			break;
-		case 'l':
-			list_events();
-			goto out;
-		case 'h':
-			usage(stdout);
-			goto out;
-		default:
-			usage(stderr);
-			ret = 2;
-			goto out;
+		case 'a': break;
+		case 'G': a->ngroups = split_commas(optarg, &a->groups, &a->gcap, a->ngroups); break;
+		case 'R': ret = parse_regex(c, optarg); break;
+		case 'e': a->nevnames = split_commas(optarg, &a->evnames, &a->evcap, a->nevnames); break;
+		case 'I': ret = parse_interval(c, optarg); break;
+		case 'd': ret = cmd_parse_seconds(c->prog, "--duration", optarg, &a->duration); break;
+		case 'j': c->json = true; break;
+		case 'v': c->verbose = true; break;
+		case 'l': list_events(); a->done = true; return 0;
+		case 'h': usage(stdout); a->done = true; return 0;
+		default: usage(stderr); return 2;
 		}
 	}
-	if (c.mode == SEL_NAMED && !ngroups) {
-		fprintf(stderr, "%s: -G needs at least one cgroup\n", c.prog);
-		ret = 2;
-		goto out;
-	}
-	if (optind < argc && duration > 0) {
-		fprintf(stderr, "%s: give either --duration or a command, not both\n", c.prog);
-		ret = 2;
-		goto out;
-	}
-
-	if (!nevnames) {
-		for (size_t i = 0; i < sizeof(default_events) / sizeof(default_events[0]); i++)
-			nevnames = split_commas(strdupa(default_events[i]), &evnames, &evcap,
-						nevnames);
-	}
-	ret = parse_events(&c, evnames, nevnames);
 	if (ret)
-		goto out;
-
-	c.mount = cmd_perf_cgroup_mount(c.prog);
-	if (!c.mount) {
-		ret = 1;
-		goto out;
+		return ret;
+	if (c->mode == SEL_NAMED && !a->ngroups) {
+		fprintf(stderr, "%s: -G needs at least one cgroup\n", c->prog);
+		return 2;
 	}
-	/* Check named cgroups before opening anything: exit 2 naming the path. */
-	for (size_t i = 0; i < ngroups; i++) {
-		char *rel = cg_path_normalize(c.mount, groups[i]);
+	if (optind < argc && a->duration > 0) {
+		fprintf(stderr, "%s: give either --duration or a command, not both\n", c->prog);
+		return 2;
+	}
+	a->cmd = optind < argc ? argv + optind : NULL;
+	if (c->mode == SEL_NONE && !a->cmd)
+		c->mode = SEL_ALL;
+	return 0;
+}
+
+/* Named cgroups are checked before anything opens: exit 2 naming the path. */
+static int check_named(struct stat_ctx *c, const struct stat_args *a)
+{
+	for (size_t i = 0; i < a->ngroups; i++) {
+		char *rel = cg_path_normalize(c->mount, a->groups[i]);
 		uint64_t id;
 		int err;
 
 		if (!rel) {
-			ret = errno == EINVAL ? 2 : 1;
-			fprintf(stderr, "%s: bad cgroup path '%s': %s\n", c.prog, groups[i],
+			fprintf(stderr, "%s: bad cgroup path '%s': %s\n", c->prog, a->groups[i],
 				errno == EINVAL ? "'..' is not allowed" : strerror(errno));
-			goto out;
+			return errno == EINVAL ? 2 : 1;
 		}
-		err = cg_path_id(c.mount, strcmp(rel, "/") ? rel : "", &id);
-		if (err) {
-			ret = report_add_error(&c, rel, err);
-			free(rel);
-			goto out;
-		}
+		err = cg_path_id(c->mount, strcmp(rel, "/") ? rel : "", &id);
+		if (err)
+			err = report_add_error(c, rel, err);
 		free(rel);
+		if (err)
+			return err;
 	}
+	return 0;
+}
 
-	ncpu = cpumap_online(&cpus);
-	if (ncpu < 0) {
-		fprintf(stderr, "%s: cannot read the online CPUs: %s\n", c.prog, strerror(-ncpu));
-		ret = 1;
-		goto out;
-	}
-	cmd_raise_nofile();
-	uint64_t setup_t0 = now_ns();
+/* The targets: every cgroup (-a, regex; watched), the named ones, or a new
+ * one for the command. 0 or the exit status. */
+static int select_targets(struct stat_ctx *c, const struct stat_args *a, struct cg_watch **watch)
+{
+	int ret;
 
-	c.ctr = counters_new(c.evs, c.nev, cpus, (size_t)ncpu);
-	if (!c.ctr) {
-		ret = 1;
-		goto out;
-	}
-
-	if (c.mode == SEL_NONE && optind >= argc)
-		c.mode = SEL_ALL;
-	if (c.mode == SEL_ALL || c.mode == SEL_REGEX) {
+	if (c->mode == SEL_ALL || c->mode == SEL_REGEX) {
 		/* Watch first, then scan: a cgroup made in between is seen twice
 		 * (harmless), never missed. */
-		watch = cg_watch_new(c.mount);
-		if (!watch)
+		*watch = cg_watch_new(c->mount);
+		if (!*watch)
 			fprintf(stderr, "%s: warning: cannot watch %s for new cgroups: %s\n",
-				c.prog, c.mount, strerror(errno));
-		ret = select_from_tree(&c);
-		if (ret)
-			goto out;
-		if (c.mode == SEL_REGEX && !c.ntg)
+				c->prog, c->mount, strerror(errno));
+		ret = select_from_tree(c);
+		if (!ret && c->mode == SEL_REGEX && !c->ntg)
 			fprintf(stderr, "%s: no cgroup matches the regex yet; waiting for one\n",
-				c.prog);
-	} else if (c.mode == SEL_NAMED) {
-		for (size_t i = 0; i < ngroups; i++) {
-			char *rel = cg_path_normalize(c.mount, groups[i]);
-			int err = rel ? add_target(&c, rel) : -ENOMEM;
-
-			if (err) {
-				ret = report_add_error(&c, rel ? rel : groups[i], err);
-				free(rel);
-				goto out;
-			}
-			free(rel);
-		}
-	} else {
-		ret = make_transient(&c);
-		if (ret)
-			goto out;
+				c->prog);
+		return ret;
 	}
+	if (c->mode != SEL_NAMED)
+		return make_transient(c);
+	for (size_t i = 0; i < a->ngroups; i++) {
+		char *rel = cg_path_normalize(c->mount, a->groups[i]);
+		int err = rel ? add_target(c, rel) : -ENOMEM;
 
-	sfd = cmd_signalfd(&oldmask);
-	if (sfd < 0) {
-		fprintf(stderr, "%s: signalfd: %s\n", c.prog, strerror(-sfd));
-		ret = 1;
-		goto out;
+		if (err)
+			err = report_add_error(c, rel ? rel : a->groups[i], err);
+		free(rel);
+		if (err)
+			return err;
 	}
-	sigmask_set = true;
-	if (optind < argc) {
-		int err = spawn_held(&sp, argv + optind, c.transient, &oldmask, c.prog);
+	return 0;
+}
 
-		if (err) {
-			fprintf(stderr, "%s: fork: %s\n", c.prog, strerror(-err));
-			ret = 1;
-			goto out;
-		}
-		child = sp.pid;
-	}
+/* One interval's output, when it is due (or the run stops). */
+static void interval_tick(struct stat_ctx *c, uint64_t now, bool stop, uint64_t t0,
+			  uint64_t *last, uint64_t *next)
+{
+	if (!c->interval_ms || (now < *next && !stop))
+		return;
+	timed_read(c);
+	/* The last interval is printed even when partial, so no count
+	 * between the previous tick and the stop is lost. */
+	if (now > *last)
+		stat_print_interval(c, (double)(now - t0) / 1e9, (double)(now - *last));
+	*last = now;
+	while (*next && *next <= now)
+		*next += (uint64_t)c->interval_ms * 1000000ull;
+	reap_removed(c);
+}
 
-	if ((ret = counters_start(c.ctr)) < 0) {
-		fprintf(stderr, "%s: cannot enable counters: %s\n", c.prog, strerror(-ret));
-		ret = 1;
-		goto out;
-	}
-	ret = 0;
-	uint64_t t0 = now_ns(), last = t0;
-
-	if (c.verbose)
-		fprintf(stderr,
-			"%s: setup %.3f ms: %zu cgroups x %zu events x %d CPUs = %zu fds\n",
-			c.prog, (double)(t0 - setup_t0) / 1e6, c.ntg, c.nev, ncpu,
-			counters_nfds(c.ctr));
-	uint64_t end = duration > 0 ? t0 + (uint64_t)(duration * 1e9) : 0;
-	uint64_t next = c.interval_ms ? t0 + (uint64_t)c.interval_ms * 1000000ull : 0;
+/* Count until a signal, the command's end, or @end (0: none). 0 or 1. */
+static int count_loop(struct stat_ctx *c, struct workload *w, struct cg_watch *watch,
+		      uint64_t t0, uint64_t end)
+{
+	uint64_t last = t0, next = c->interval_ms ? t0 + (uint64_t)c->interval_ms * 1000000ull : 0;
 	bool stop = false;
 
-	spawn_release(&sp); /* let the command run */
-	counters_read(c.ctr);
-	while (!stop && !c.fatal) {
-		struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN},
+	while (!stop && !c->fatal) {
+		struct pollfd pfd[2] = {{.fd = workload_fd(w), .events = POLLIN},
 					{.fd = watch ? cg_watch_fd(watch) : -1, .events = POLLIN}};
-		uint64_t now = now_ns(), wake = UINT64_MAX;
+		uint64_t now = clock_mono_ns(), wake = UINT64_MAX;
 		int timeout;
 
 		if (next && next < wake)
@@ -979,84 +558,113 @@ int cmd_stat(int argc, char **argv)
 			timeout = -1;
 		else
 			timeout = wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
-		if (poll(pfd, 2, timeout) < 0 && errno != EINTR) {
-			ret = 1;
-			break;
-		}
-		if (pfd[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-
-			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-				if (si.ssi_signo == SIGCHLD && child > 0) {
-					if (waitpid(child, &child_status, WNOHANG) == child) {
-						child = -1;
-						stop = true;
-					}
-				} else if (si.ssi_signo != SIGCHLD) {
-					stop = true;
-				}
-			}
-		}
+		if (poll(pfd, 2, timeout) < 0 && errno != EINTR)
+			return 1;
+		if ((pfd[0].revents & POLLIN) && workload_signals(w))
+			stop = true;
 		if (watch && (pfd[1].revents & POLLIN))
-			cg_watch_read(watch, on_watch, &c);
-		now = now_ns();
+			cg_watch_read(watch, on_watch, c);
+		now = clock_mono_ns();
 		if (end && now >= end)
 			stop = true;
-		if (c.interval_ms && (now >= next || stop)) {
-			timed_read(&c);
-			/* The last interval is printed even when partial, so no count
-			 * between the previous tick and the stop is lost. */
-			if (now > last)
-				print_interval(&c, (double)(now - t0) / 1e9, (double)(now - last));
-			last = now;
-			while (next && next <= now)
-				next += (uint64_t)c.interval_ms * 1000000ull;
-			reap_removed(&c);
-		}
+		interval_tick(c, now, stop, t0, &last, &next);
 	}
-	if (c.fatal) {
-		ret = c.fatal;
+	return 0;
+}
+
+/* Without -I: one read and the totals, titled with the command line. */
+static void final_report(struct stat_ctx *c, char **cmd, uint64_t t0)
+{
+	uint64_t now = clock_mono_ns();
+	char what[256] = "";
+	size_t o = 0;
+
+	timed_read(c);
+	for (int i = 0; cmd && cmd[i] && o + 2 < sizeof(what); i++)
+		o += (size_t)snprintf(what + o, sizeof(what) - o, "%s%s", i ? " " : "", cmd[i]);
+	stat_print_totals(c, (double)(now - t0), what[0] ? what : NULL);
+}
+
+/* Open the counters, start the command, count, report. 0 or the exit status. */
+static int stat_run(struct stat_ctx *c, struct stat_args *a, struct workload *w)
+{
+	struct cg_watch *watch = NULL;
+	int ret, *cpus = NULL, ncpu = cpumap_online(&cpus);
+
+	if (ncpu < 0) {
+		fprintf(stderr, "%s: cannot read the online CPUs: %s\n", c->prog, strerror(-ncpu));
+		return 1;
+	}
+	cmd_raise_nofile();
+	uint64_t setup_t0 = clock_mono_ns();
+
+	c->ctr = counters_new(c->evs, c->nev, cpus, (size_t)ncpu);
+	ret = c->ctr ? select_targets(c, a, &watch) : 1;
+	if (ret || (ret = workload_start(w, c->prog, a->cmd, c->transient)))
+		goto out;
+	if ((ret = counters_start(c->ctr)) < 0) {
+		fprintf(stderr, "%s: cannot enable counters: %s\n", c->prog, strerror(-ret));
+		ret = 1;
 		goto out;
 	}
-	if (c.verbose && c.interval_ms && c.nreads)
+	uint64_t t0 = clock_mono_ns();
+
+	if (c->verbose)
+		fprintf(stderr,
+			"%s: setup %.3f ms: %zu cgroups x %zu events x %d CPUs = %zu fds\n",
+			c->prog, (double)(t0 - setup_t0) / 1e6, c->ntg, c->nev, ncpu,
+			counters_nfds(c->ctr));
+	workload_go(w); /* let the command run */
+	counters_read(c->ctr);
+	ret = count_loop(c, w, watch, t0, a->duration > 0 ? t0 + (uint64_t)(a->duration * 1e9) : 0);
+	if (ret)
+		goto out;
+	if (c->fatal) {
+		ret = c->fatal;
+		goto out;
+	}
+	if (c->verbose && c->interval_ms && c->nreads)
 		fprintf(stderr, "%s: read %.3f ms per interval (max %.3f ms) over %" PRIu64
 				" intervals, %zu fds open\n",
-			c.prog, (double)c.read_ns_total / (double)c.nreads / 1e6,
-			(double)c.read_ns_max / 1e6, c.nreads, counters_nfds(c.ctr));
-	if (!c.interval_ms) {
-		uint64_t now = now_ns();
-		char what[256] = "";
-
-		timed_read(&c);
-		if (optind < argc) {
-			size_t o = 0;
-
-			for (int i = optind; i < argc && o + 2 < sizeof(what); i++)
-				o += (size_t)snprintf(what + o, sizeof(what) - o, "%s%s",
-						      i > optind ? " " : "", argv[i]);
-			if (o >= sizeof(what))
-				o = sizeof(what) - 1;
-		}
-		print_totals(&c, (double)(now - t0), what[0] ? what : NULL);
-	}
-	if (child > 0) {
-		kill(child, SIGTERM);
-		waitpid(child, &child_status, 0);
-		child = -1;
-	}
-	if (optind < argc) {
-		ret = cmd_exit_status(child_status);
-	}
+			c->prog, (double)c->read_ns_total / (double)c->nreads / 1e6,
+			(double)c->read_ns_max / 1e6, c->nreads, counters_nfds(c->ctr));
+	if (!c->interval_ms)
+		final_report(c, a->cmd, t0);
+	ret = workload_finish(w);
 out:
-	if (sp.go_fd >= 0)
-		spawn_abort(&sp);
-	else if (child > 0)
-		waitpid(child, NULL, 0);
-	if (sfd >= 0)
-		close(sfd);
-	if (sigmask_set)
-		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	cg_watch_free(watch);
+	free(cpus);
+	return ret;
+}
+
+int cmd_stat(int argc, char **argv)
+{
+	struct stat_ctx c = {.prog = "cgperf-agent stat", .out = stdout};
+	struct stat_args a = {0};
+	struct workload w = WORKLOAD_INIT;
+	int ret;
+
+	ret = parse_args(&c, &a, argc, argv);
+	if (ret || a.done)
+		goto out;
+	if (!a.nevnames) {
+		for (size_t i = 0; i < sizeof(default_events) / sizeof(default_events[0]); i++)
+			a.nevnames = split_commas(strdupa(default_events[i]), &a.evnames, &a.evcap,
+						  a.nevnames);
+	}
+	ret = parse_events(&c, a.evnames, a.nevnames);
+	if (ret)
+		goto out;
+	c.mount = cmd_perf_cgroup_mount(c.prog);
+	if (!c.mount) {
+		ret = 1;
+		goto out;
+	}
+	ret = check_named(&c, &a);
+	if (!ret)
+		ret = stat_run(&c, &a, &w);
+out:
+	workload_release(&w);
 	counters_free(c.ctr);
 	remove_transient(&c);
 	for (size_t i = 0; i < c.ntg; i++)
@@ -1065,15 +673,10 @@ out:
 	for (size_t i = 0; i < c.nev; i++)
 		ev_spec_release(&c.evs[i]);
 	free(c.evs);
-	free(evnames);
-	free(groups);
-	free(cpus);
+	free(a.evnames);
+	free(a.groups);
 	free(c.mount);
 	if (c.have_re)
 		regfree(&c.re);
 	return ret;
-conflict:
-	fprintf(stderr, "%s: choose one of -a, -G and --for-each-cgroup\n", c.prog);
-	ret = 2;
-	goto out;
 }

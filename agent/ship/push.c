@@ -60,6 +60,8 @@
 #include <curl/curl.h>
 
 #include "agent/ship/spool.h"
+#include "lib/clock.h"
+#include "agent/ship/pushtext.h"
 
 #define DEFAULT_TIMEOUT_MS 10000u
 #define DEFAULT_CONNECT_TIMEOUT_MS 5000u
@@ -122,8 +124,6 @@ struct collector {
 	char errbuf[CURL_ERROR_SIZE];
 	char resp[RESP_KEEP + 1];
 	size_t resp_len;
-	char retry_after[64];
-	bool has_retry_after;
 };
 
 struct push {
@@ -159,10 +159,7 @@ struct push {
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return clock_mono_ns() / 1000000;
 }
 
 static struct timespec abstime_ms(uint64_t ms)
@@ -198,15 +195,6 @@ static void copy_str(char *dst, size_t size, const char *src)
 	snprintf(dst, size, "%s", src);
 }
 
-/* Printable single-line text: control bytes become '?'. */
-static void sanitize(char *s)
-{
-	for (; *s; s++) {
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			*s = '?';
-	}
-}
-
 static void __attribute__((format(printf, 3, 4)))
 msg_add(struct logmsg *m, enum push_log_level level, const char *fmt, ...)
 {
@@ -231,7 +219,7 @@ static void msg_flush(struct push *p, struct logmsg *m)
 		if (!m[i].text)
 			continue;
 		if (p->log) {
-			sanitize(m[i].text);
+			pushtext_sanitize(m[i].text);
 			pthread_mutex_lock(&p->log_lock);
 			p->log(p->log_arg, m[i].level, m[i].text);
 			pthread_mutex_unlock(&p->log_lock);
@@ -239,39 +227,6 @@ static void msg_flush(struct push *p, struct logmsg *m)
 		free(m[i].text);
 		m[i].text = NULL;
 	}
-}
-
-/*
- * Retry-After: delta-seconds or an HTTP date. Milliseconds to wait, capped,
- * or -1 if unparsable.
- */
-static int64_t parse_retry_after(const char *v)
-{
-	const char *p = v;
-	uint64_t secs = 0;
-	time_t t;
-
-	while (*p == ' ' || *p == '\t')
-		p++;
-	if (*p >= '0' && *p <= '9') {
-		for (; *p >= '0' && *p <= '9'; p++) {
-			secs = secs * 10 + (uint64_t)(*p - '0');
-			if (secs > PUSH_RETRY_AFTER_MAX_MS / 1000)
-				return PUSH_RETRY_AFTER_MAX_MS;
-		}
-		while (*p == ' ' || *p == '\t')
-			p++;
-		return *p ? -1 : (int64_t)(secs * 1000);
-	}
-	t = curl_getdate(p, NULL);
-	if (t == (time_t)-1)
-		return -1;
-	t -= time(NULL);
-	if (t <= 0)
-		return 0;
-	if ((uint64_t)t > PUSH_RETRY_AFTER_MAX_MS / 1000)
-		return PUSH_RETRY_AFTER_MAX_MS;
-	return (int64_t)t * 1000;
 }
 
 /* ---- libcurl callbacks ---------------------------------------------- */
@@ -285,27 +240,6 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	memcpy(c->resp + c->resp_len, data, take);
 	c->resp_len += take;
 	c->resp[c->resp_len] = '\0';
-	return n;
-}
-
-static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
-{
-	static const char name[] = "retry-after:";
-	struct collector *c = arg;
-	size_t n = size * nmemb, len;
-
-	/* A new status line (after a 1xx, or a new response): forget. */
-	if (n >= 5 && !strncmp(data, "HTTP/", 5))
-		c->has_retry_after = false;
-	if (n <= sizeof(name) - 1 || strncasecmp(data, name, sizeof(name) - 1))
-		return n;
-	len = n - (sizeof(name) - 1);
-	if (len >= sizeof(c->retry_after))
-		len = sizeof(c->retry_after) - 1;
-	memcpy(c->retry_after, data + sizeof(name) - 1, len);
-	c->retry_after[len] = '\0';
-	c->retry_after[strcspn(c->retry_after, "\r\n")] = '\0';
-	c->has_retry_after = true;
 	return n;
 }
 
@@ -354,6 +288,22 @@ static CURLcode perform(struct collector *c)
 
 /* ---- one request ---------------------------------------------------- */
 
+/*
+ * The last answer's Retry-After as libcurl read it (delta-seconds, or an
+ * HTTP date turned into seconds from now; 0 when absent or unreadable), in
+ * milliseconds, capped; -1 when there is nothing to wait for.
+ */
+static int64_t retry_after_ms(struct collector *c)
+{
+	curl_off_t secs = 0;
+
+	if (curl_easy_getinfo(c->curl, CURLINFO_RETRY_AFTER, &secs) != CURLE_OK || secs <= 0)
+		return -1;
+	if ((uint64_t)secs > PUSH_RETRY_AFTER_MAX_MS / 1000)
+		return PUSH_RETRY_AFTER_MAX_MS;
+	return (int64_t)secs * 1000;
+}
+
 static void classify_status(struct collector *c, long status, struct result *r)
 {
 	r->status = status;
@@ -366,8 +316,8 @@ static void classify_status(struct collector *c, long status, struct result *r)
 		r->kind = R_REJECT;
 	else
 		r->kind = R_RETRY; /* 429, 408, 5xx, and 1xx/3xx that should not happen */
-	if ((status == 429 || status == 503) && c->has_retry_after)
-		r->retry_after_ms = parse_retry_after(c->retry_after);
+	if (status == 429 || status == 503)
+		r->retry_after_ms = retry_after_ms(c);
 	/* The start of the body usually says why. */
 	while (c->resp_len && isspace((unsigned char)c->resp[c->resp_len - 1]))
 		c->resp[--c->resp_len] = '\0';
@@ -402,7 +352,6 @@ static void send_batch(struct collector *c, uint64_t seq, const void *buf, size_
 	}
 	c->resp_len = 0;
 	c->resp[0] = '\0';
-	c->has_retry_after = false;
 	c->errbuf[0] = '\0';
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
@@ -434,7 +383,7 @@ static void send_batch(struct collector *c, uint64_t seq, const void *buf, size_
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, NULL);
 	curl_slist_free_all(h);
-	sanitize(r->text);
+	pushtext_sanitize(r->text);
 }
 
 /* ---- state, under p->lock ------------------------------------------- */
@@ -666,31 +615,6 @@ static void curl_init_once(void)
 	curl_init_status = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static bool is_http_url(const char *url)
-{
-	return !strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8);
-}
-
-/* @url with any user:password@ replaced by ***@ (malloc'd; NULL: ENOMEM). */
-static char *redact_url(const char *url)
-{
-	const char *auth = strstr(url, "://"), *at = NULL;
-	char *out;
-
-	if (auth) {
-		auth += 3;
-		for (const char *q = auth; *q && !strchr("/?#", *q); q++) {
-			if (*q == '@')
-				at = q;
-		}
-	}
-	if (!at)
-		return strdup(url);
-	if (asprintf(&out, "%.*s***%s", (int)(auth - url), url, at) < 0)
-		return NULL;
-	return out;
-}
-
 static int collector_setup(struct push *p, struct collector *c, const char *url)
 {
 	CURLcode rc = CURLE_OK;
@@ -698,7 +622,7 @@ static int collector_setup(struct push *p, struct collector *c, const char *url)
 
 	c->p = p;
 	c->url = strdup(url);
-	c->name = redact_url(url);
+	c->name = pushtext_redact_url(url);
 	if (!c->url || !c->name)
 		return -ENOMEM;
 	snprintf(c->key, sizeof(c->key), "%016" PRIx64, hash_str(url));
@@ -729,8 +653,6 @@ static int collector_setup(struct push *p, struct collector *c, const char *url)
 	SET(CURLOPT_ERRORBUFFER, c->errbuf);
 	SET(CURLOPT_WRITEFUNCTION, on_body);
 	SET(CURLOPT_WRITEDATA, c);
-	SET(CURLOPT_HEADERFUNCTION, on_header);
-	SET(CURLOPT_HEADERDATA, c);
 	SET(CURLOPT_SSL_VERIFYPEER, p->no_verify ? 0L : 1L);
 	SET(CURLOPT_SSL_VERIFYHOST, p->no_verify ? 0L : 2L);
 	if (p->ca_file)
@@ -743,26 +665,6 @@ static int collector_setup(struct push *p, struct collector *c, const char *url)
 	if (rc == CURLE_OUT_OF_MEMORY)
 		return -ENOMEM;
 	return rc == CURLE_OK ? 0 : -ENOTSUP;
-}
-
-/* Copy @token into "Authorization: Bearer TOKEN", without trailing
- * whitespace (a token file's newline); control characters are refused so
- * the token cannot add header lines. */
-static int make_auth_header(const char *token, char **out)
-{
-	size_t len = strlen(token);
-
-	while (len && isspace((unsigned char)token[len - 1]))
-		len--;
-	if (!len)
-		return -EINVAL;
-	for (size_t i = 0; i < len; i++) {
-		if ((unsigned char)token[i] < 0x20 || token[i] == 0x7f)
-			return -EINVAL;
-	}
-	if (asprintf(out, "Authorization: Bearer %.*s", (int)len, token) < 0)
-		return -ENOMEM;
-	return 0;
 }
 
 static int dup_opt(const char *s, char **out)
@@ -779,7 +681,7 @@ static int check_opts(const struct push_opts *o)
 	if (!o || !o->spool_dir || !o->urls || o->n_urls < 1 || o->n_urls > PUSH_MAX_COLLECTORS)
 		return -EINVAL;
 	for (size_t i = 0; i < o->n_urls; i++) {
-		if (!o->urls[i] || !is_http_url(o->urls[i]))
+		if (!o->urls[i] || !pushtext_is_http_url(o->urls[i]))
 			return -EINVAL;
 		for (size_t j = 0; j < i; j++) {
 			if (!strcmp(o->urls[i], o->urls[j]))
@@ -883,7 +785,7 @@ struct push *push_new(const struct push_opts *o)
 	if (p->retry_initial_ms > p->retry_max_ms)
 		p->retry_initial_ms = p->retry_max_ms;
 	if (o->token) {
-		ret = make_auth_header(o->token, &p->auth_header);
+		ret = pushtext_auth_header(o->token, &p->auth_header);
 		if (ret)
 			goto err_free;
 	}

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/netaddr.h"
 
 #include "lib/prom.h"
 
@@ -55,52 +56,13 @@ struct selfmetrics *selfmetrics_start(const char *listen, char *err, size_t errl
 {
 	struct selfmetrics *m;
 	struct sockaddr_storage ss = {0};
-	const char *colon = strrchr(listen, ':');
-	char host[256];
-	long port;
-	char *end;
+	uint16_t port;
+	const char *why;
 
-	if (!colon || (size_t)(colon - listen) >= sizeof(host)) {
-		snprintf(err, errlen, "metrics.listen '%s': want HOST:PORT", listen);
+	if (netaddr_parse_listen(listen, &ss, &port, &why) < 0) {
+		snprintf(err, errlen, "metrics.listen '%s': %s", listen, why);
 		errno = EINVAL;
 		return NULL;
-	}
-	memcpy(host, listen, (size_t)(colon - listen));
-	host[colon - listen] = '\0';
-	errno = 0;
-	port = strtol(colon + 1, &end, 10);
-	if (errno || *end || port <= 0 || port > 65535) {
-		snprintf(err, errlen, "metrics.listen '%s': bad port", listen);
-		errno = EINVAL;
-		return NULL;
-	}
-	if (host[0] == '[') {
-		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
-		size_t hl = strlen(host);
-
-		if (hl < 2 || host[hl - 1] != ']') {
-			snprintf(err, errlen, "metrics.listen '%s': bad IPv6 address", listen);
-			errno = EINVAL;
-			return NULL;
-		}
-		host[hl - 1] = '\0';
-		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons((uint16_t)port);
-		if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1) {
-			snprintf(err, errlen, "metrics.listen '%s': bad IPv6 address", listen);
-			errno = EINVAL;
-			return NULL;
-		}
-	} else {
-		struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
-
-		a4->sin_family = AF_INET;
-		a4->sin_port = htons((uint16_t)port);
-		if (inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &a4->sin_addr) != 1) {
-			snprintf(err, errlen, "metrics.listen '%s': bad IPv4 address", listen);
-			errno = EINVAL;
-			return NULL;
-		}
 	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -108,7 +70,7 @@ struct selfmetrics *selfmetrics_start(const char *listen, char *err, size_t errl
 	pthread_mutex_init(&m->lock, NULL);
 	m->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
 					(ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-				(uint16_t)port, NULL, NULL, handle, m, MHD_OPTION_SOCK_ADDR,
+				port, NULL, NULL, handle, m, MHD_OPTION_SOCK_ADDR,
 				(struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
 				MHD_OPTION_END);
 	if (!m->d) {

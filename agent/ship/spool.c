@@ -325,14 +325,12 @@ static int cmp_entry(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Index the batches in the directory and remove stale temp files. */
-static int scan(struct spool *s)
+/* A stream over the directory @dirfd (a dup of it, from the start): 0 or -errno. */
+static int dir_stream(int dirfd, DIR **out)
 {
-	int fd = dup(s->dirfd);
-	bool removed = false;
-	struct dirent *de;
+	int fd = dup(dirfd);
 	DIR *d;
-	int ret = 0;
+	int ret;
 
 	if (fd < 0)
 		return -errno;
@@ -343,6 +341,20 @@ static int scan(struct spool *s)
 		return ret;
 	}
 	rewinddir(d);
+	*out = d;
+	return 0;
+}
+
+/* Index the batches in the directory and remove stale temp files. */
+static int scan(struct spool *s)
+{
+	bool removed = false;
+	struct dirent *de;
+	DIR *d;
+	int ret = dir_stream(s->dirfd, &d);
+
+	if (ret)
+		return ret;
 	while ((errno = 0, de = readdir(d))) {
 		struct stat st;
 		uint64_t seq;
@@ -603,21 +615,13 @@ int spool_cursor_store(struct spool *s, const char *key, uint64_t seq, const cha
 /* The largest number found in @dirfd: DIR/seq, batch names and cursors. */
 static int highest_seq(int dirfd, uint64_t *max)
 {
-	int fd = dup(dirfd);
 	struct dirent *de;
 	uint64_t hi = 0, v;
 	DIR *d;
-	int ret = 0;
+	int ret = dir_stream(dirfd, &d);
 
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		ret = -errno;
-		close(fd);
+	if (ret)
 		return ret;
-	}
-	rewinddir(d);
 	while ((errno = 0, de = readdir(d))) {
 		if (parse_batch_name(de->d_name, &v)) {
 			if (v > hi)

@@ -131,6 +131,7 @@ struct stacks {
 	 * has given them their parent's maps). */
 	struct pending *pending;
 	size_t npending, cappending, pending_bytes;
+	uint64_t gc_gen; /* stacks_gc() calls so far: a held sample's age */
 	bool replaying;
 	uint64_t deferred;
 	/* Frame names, kept across intervals: a frame (object, offset) always
@@ -151,6 +152,7 @@ struct stacks {
 #define PENDING_BYTES (32u << 20)
 
 struct pending {
+	uint64_t gen; /* gc_gen when it was held */
 	struct sample s; /* its pointers into buf */
 	char *prefix;
 	void *buf;
@@ -733,25 +735,42 @@ static bool defer_sample(struct stacks *r, const struct sample *s, const char *p
 		p->prefix = (char *)b;
 	}
 	p->bytes = bytes;
+	p->gen = r->gc_gen;
 	r->pending_bytes += bytes;
 	r->npending++;
 	r->deferred++;
 	return true;
 }
 
-/* Count the held samples now, with what the drain since taught us. */
-static void replay_pending(struct stacks *r)
+/*
+ * Count the held samples now, with what the drains since taught us: all of
+ * them (@all, at the end), or those held before the last drain began. One
+ * drain is not enough: it reads the rings one after the other, so a child's
+ * FORK written to a ring already read, before its first sample was written
+ * to a ring read later, is in no ring until the next drain.
+ */
+static void replay_pending(struct stacks *r, bool all)
 {
+	size_t kept = 0;
+
 	if (!r->npending)
 		return;
 	r->replaying = true;
 	for (size_t i = 0; i < r->npending; i++) {
-		stacks_add(r, &r->pending[i].s, r->pending[i].prefix);
-		free(r->pending[i].buf);
+		struct pending *p = &r->pending[i];
+
+		if (!all && p->gen + 1 >= r->gc_gen) {
+			r->pending[kept++] = *p;
+			continue;
+		}
+		stacks_add(r, &p->s, p->prefix);
+		r->pending_bytes -= p->bytes;
+		free(p->buf);
 	}
 	r->replaying = false;
-	r->npending = 0;
-	r->pending_bytes = 0;
+	r->npending = kept;
+	if (!kept)
+		r->pending_bytes = 0;
 }
 
 void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
@@ -1423,7 +1442,8 @@ static void objects_sweep(struct stacks *r)
 
 void stacks_gc(struct stacks *r)
 {
-	replay_pending(r);
+	r->gc_gen++;
+	replay_pending(r, false);
 	procmaps_gc(r->pm);
 	/* The same aging as procmaps_gc(): gone two calls after the EXIT. */
 	for (size_t i = 0; i < r->ptcap; i++) {
@@ -1551,7 +1571,7 @@ int stacks_write(struct stacks *r, FILE *out, size_t *nlines)
 	struct namer nm = {.r = r};
 	int err;
 
-	replay_pending(r);
+	replay_pending(r, true);
 	nm.out = fold_new();
 	if (!nm.out || names_ready(r) < 0) {
 		fold_free(nm.out);
@@ -1655,7 +1675,7 @@ int stacks_foreach(struct stacks *r,
 	struct each_ctx e = {cb, ctx};
 	int err;
 
-	replay_pending(r);
+	replay_pending(r, true);
 	nm.out = fold_new();
 	if (!nm.out || names_ready(r) < 0) {
 		fold_free(nm.out);
@@ -1799,7 +1819,7 @@ int stacks_foreach_frames(struct stacks *r,
 	struct frames_ctx e = {.r = r, .cb = cb, .ctx = ctx};
 	int err;
 
-	replay_pending(r);
+	replay_pending(r, true);
 	nm.out = fold_new();
 	if (!nm.out || names_ready(r) < 0) {
 		fold_free(nm.out);

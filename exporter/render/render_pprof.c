@@ -20,9 +20,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "exporter/render/render_internal.h"
+#include "lib/gzip.h"
 
 /* profile.proto field numbers */
 enum {
@@ -430,40 +430,6 @@ static int encode(const struct fold_set *fs, const struct pprof_opts *o, struct 
 	return ret;
 }
 
-static int gzip_buf(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen)
-{
-	z_stream z = { 0 };
-	uint8_t *buf = NULL;
-	uLong bound;
-	int ret = -ENOMEM;
-
-	if (len > UINT_MAX / 2)
-		return -E2BIG;
-	/* 31: a gzip wrapper. Speed over ratio: this is built per request. */
-	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	bound = deflateBound(&z, (uLong)len);
-	buf = malloc(bound);
-	if (!buf)
-		goto out;
-	z.next_in = (Bytef *)in;
-	z.avail_in = (uInt)len;
-	z.next_out = buf;
-	z.avail_out = (uInt)bound;
-	if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
-		ret = -EIO;
-		goto out;
-	}
-	*out = buf;
-	*outlen = z.total_out;
-	buf = NULL;
-	ret = 0;
-out:
-	free(buf);
-	deflateEnd(&z);
-	return ret;
-}
-
 int render_pprof(const struct fold_set *fs, const struct pprof_opts *o, render_module_fn fn,
 		 void *arg, uint8_t **out, size_t *len)
 {
@@ -498,7 +464,7 @@ int render_pprof(const struct fold_set *fs, const struct pprof_opts *o, render_m
 	ret = encode(fs, o, &p, &b);
 	if (ret < 0)
 		goto out;
-	ret = gzip_buf(b.p, b.len, out, len);
+	ret = gzip_compress(b.p, b.len, GZIP_FASTEST, out, len);
 out:
 	free(b.p);
 	pprof_release(&p);

@@ -150,7 +150,9 @@ if [[ ! -c /dev/fuse ]] || ! command -v nsenter >/dev/null; then
 else
 	STALL=20
 	nsenter -t "$jp" -m -- mkdir -p /tmp/stall || fail "cannot make /tmp/stall in the namespace"
-	nsenter -t "$jp" -m -- "$BUILD_DIR/tools/stallfs" /tmp/stall read $STALL "$(cat "$TMP/valid.map")" \
+	# The daemon runs from the container's /tmp: the tree may be under a /tmp it hides.
+	cp "$BUILD_DIR/tools/stallfs" "/proc/$jp/root/tmp/stallfs" || fail "cannot copy stallfs into the namespace"
+	nsenter -t "$jp" -m -- /tmp/stallfs /tmp/stall read $STALL "$(cat "$TMP/valid.map")" \
 		>"$TMP/stallfs.out" 2>&1 &
 	SF=$!; bg_track $SF
 	for i in $(seq 50); do

@@ -60,6 +60,7 @@
 #include <time.h>
 
 #include "wire/wire.h"
+#include "lib/clock.h"
 
 #define POOL 512
 #define NAME_MAX_LEN 128
@@ -79,14 +80,6 @@ static const char *const events[] = { "task-clock",       "context-switches", "c
 #define N_EVENTS (sizeof(events) / sizeof(events[0]))
 
 static char pool[POOL][NAME_MAX_LEN];
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t mix(uint64_t x)
 {
@@ -142,7 +135,7 @@ static void stack_frames(unsigned s, unsigned d, const char **f)
 
 static struct wire_batch *build(const struct shape *sh, uint64_t seq)
 {
-	uint64_t end = now_ns();
+	uint64_t end = clock_real_ns();
 	struct wire_self self = { .samples = (uint64_t)sh->cgroups * sh->stacks };
 	struct wire_batch *b = wire_batch_new(sh->host, "0123456789abcdef0123456789abcdef",
 					      sh->agent, "bench", seq, end - 10000000000ULL, end);
@@ -235,7 +228,7 @@ static const char *const hostile_paths[] = { "/q\"uote", "/back\\slash", "/new\n
 
 static int cmd_hostile(uint64_t seq, const char *file)
 {
-	uint64_t end = now_ns();
+	uint64_t end = clock_real_ns();
 	struct wire_batch *b = wire_batch_new("h\"o\\st", NULL, "agent-\xe2\x9c\x93", NULL, seq,
 					      end - 1000000000ULL, end);
 	const char **deep = calloc(WIRE_STACK_MAX, sizeof(*deep));

@@ -36,6 +36,7 @@
 #include "agent/perf/events.h"
 #include "agent/perf/sampler.h"
 #include "cgroup/mount.h"
+#include "lib/clock.h"
 
 #ifndef PERF_SAMPLE_CGROUP
 #define PERF_SAMPLE_CGROUP (1U << 21)
@@ -818,14 +819,6 @@ static uint64_t freq(uint64_t want)
 	return want < g_max_rate ? want : g_max_rate;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static volatile uint64_t g_sink;
 
 static __attribute__((noinline)) void spin_leaf(void)
@@ -836,9 +829,9 @@ static __attribute__((noinline)) void spin_leaf(void)
 
 static __attribute__((noinline)) void spin_ms(unsigned ms)
 {
-	uint64_t end = now_ns() + (uint64_t)ms * 1000000u;
+	uint64_t end = clock_mono_ns() + (uint64_t)ms * 1000000u;
 
-	while (now_ns() < end)
+	while (clock_mono_ns() < end)
 		spin_leaf();
 }
 
@@ -1059,9 +1052,9 @@ static bool forked_by(const struct live *c, uint32_t pid, uint32_t parent)
 static void run_for(struct sampler *s, const struct sampler_cb *cb, unsigned total_ms,
 		    unsigned every_ms, bool spin)
 {
-	uint64_t end = now_ns() + (uint64_t)total_ms * 1000000u;
+	uint64_t end = clock_mono_ns() + (uint64_t)total_ms * 1000000u;
 
-	while (now_ns() < end) {
+	while (clock_mono_ns() < end) {
 		if (spin)
 			spin_ms(every_ms);
 		else
@@ -1494,9 +1487,9 @@ static void test_small_ring(void **state)
 	assert_true(poll(pfd, (nfds_t)n, 2000) > 0);
 	for (int i = 0; i < 20; i++) {
 		spin_ms(50);
-		t0 = now_ns();
+		t0 = clock_mono_ns();
 		n = sampler_drain(s, &cb);
-		dt += now_ns() - t0;
+		dt += clock_mono_ns() - t0;
 		assert_true(n >= 0);
 	}
 	finish(s, &cb);

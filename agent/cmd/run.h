@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CGPERF_AGENT_RUN_H
+#define CGPERF_AGENT_RUN_H
+
+/*
+ * The state of `cgperf-agent run`, shared by its three files (internal to
+ * agent/cmd/): cmd_run.c (set-up, the rings' callbacks, the main loop and
+ * reloads), run_batch.c (one interval into one wire batch, handed to the
+ * push module) and run_metrics.c (the agent's own /metrics page). The
+ * agent owns everything it points to; agent_stop() in cmd_run.c frees it.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/cmd/config.h"
+#include "agent/perf/events.h"
+#include "agent/perf/probe.h"
+#include "agent/perf/usdt.h"
+#include "agent/stacks/stacks.h"
+#include "cgroup/identity.h"
+#include "lib/hist.h"
+#include "wire/wire.h"
+
+#ifndef CGPERF_VERSION
+#define CGPERF_VERSION "0.1.0"
+#endif
+
+struct rcg {
+	char *path;
+	uint64_t id;
+	int slot; /* counters slot, -1 without counters */
+	bool removed;
+	struct cg_identity ident;
+	uint64_t truncated[STACKS_TRUNC_N]; /* CPU stacks cut short, since start */
+};
+
+#define RUN_MAX_SITES 16
+
+struct rprobe {
+	struct probe p;
+	struct sampler *smp[RUN_MAX_SITES]; /* one per USDT site, else one */
+	struct usdt_arg site_args[RUN_MAX_SITES][USDT_MAX_ARGS];
+	size_t nsmp;
+	uint64_t regs_mask; /* union over the sites, the same for every sampler */
+	int hist_arg;
+	int lat_end;  /* probe that ends this one's latency, -1 */
+	bool is_end;  /* ends some probe's latency */
+	bool hidden;  /* only there as a latency end: not reported */
+	bool stacks;  /* fold the stack of every hit into a->pst */
+	char stack_prefix[16]; /* "probe#INDEX", the prefix frame of those stacks */
+};
+
+struct pcell {
+	uint32_t probe;
+	uint64_t cgroup;
+	uint64_t hits;
+	struct hist h;
+	struct hist lat;
+};
+
+struct agent {
+	struct config *cfg;
+	char *mount;
+	int *cpus;
+	int ncpu;
+	struct ev_spec *evs;
+	size_t nev;
+	struct counters *ctr;
+	struct rcg *cg;
+	size_t ncg, capcg;
+	struct cg_watch *watch;
+	struct ev_spec sev;
+	bool have_sev;
+	struct sampler *smp;
+	struct stacks *st;  /* CPU samples */
+	struct stacks *pst; /* hits of probes with stacks: true, or NULL */
+	uint64_t root_id;   /* cgroup id of "/", for host-level stacks */
+	struct rprobe pr[CONFIG_MAX_PROBES];
+	size_t npr, cur, cur_site;
+	struct fold *cells;
+	struct pcell *pc;
+	size_t npc, cappc;
+	struct push *push;
+	struct latency *lat; /* latency endpoints, paired in time order */
+	struct fold *ids; /* cgroup id -> 1 for the cgroups the config wants */
+	char host[256], machine_id[64], agent_id[64];
+	uint64_t samples, lost;
+	uint64_t probe_lost, probe_lost_last; /* probe records the kernel dropped: ring full */
+	struct wire_self last; /* cumulative figures at the previous batch */
+	struct selfmetrics *metrics;
+	struct fold *probe_totals; /* (probe, cgroup) -> hits since start, for /metrics */
+	uint64_t batches;
+};
+
+/*
+ * Build the batch of the interval [@start_ns, @end_ns) (wall clock) with
+ * sequence @seq: counter deltas, folded stacks, probe hits and histograms,
+ * the agent's own figures; gzip it and submit it to the push module. The
+ * interval's stacks and probe cells are reset. 0 or -errno.
+ */
+int run_batch(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t end_ns);
+
+/* Refresh the page behind the agent's /metrics (when metrics.listen is set):
+ * totals since the agent (or its last reload) started. */
+void run_publish_metrics(struct agent *a);
+
+/*
+ * Build everything from a->cfg (run_setup.c). 0, 1 (a runtime failure) or 2
+ * (the config asks for what cannot be); what is half built, run_agent_stop()
+ * frees. run_agent_stop() leaves the config, mount and identity in place.
+ */
+int run_agent_start(struct agent *a);
+void run_agent_stop(struct agent *a);
+/* Follow the cgroup at @path when the config wants it (cmd_run.c). */
+void run_cg_add(struct agent *a, const char *path);
+/* The first line of @path into @buf ("" when unreadable). */
+void run_read_line(const char *path, char *buf, size_t len);
+
+/* The agent's cgroup at @path (relative to the mount), or NULL. */
+struct rcg *run_cg_find(struct agent *a, const char *path);
+/* The agent's cgroup with id @id, or NULL. */
+struct rcg *run_cg_by_id(struct agent *a, uint64_t id);
+
+#endif
