@@ -33,9 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
-#include "lib/gzip.h"
 
+#include "lib/gzip.h"
 #include "lib/utf8.h"
 
 struct str_meta {
