@@ -67,7 +67,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
 # tests named here link it.
 TESTLIB_OBJ := $(O)/tests/unit/testlib.o
 TESTALLOC_OBJ := $(O)/tests/unit/testalloc.o
-TESTALLOC_BIN := $(addprefix $(O)/tests/,test_render test_fold test_counters test_cgwatch)
+TESTALLOC_BIN := $(addprefix $(O)/tests/,test_render test_fold test_counters test_cgwatch test_strv test_config)
 $(TESTALLOC_BIN): $(TESTALLOC_OBJ)
 $(TESTALLOC_BIN): TEST_EXTRA_OBJ := $(TESTALLOC_OBJ)
 # Unit tests of exporter modules (by name) link the exporter's objects too.
@@ -245,7 +245,7 @@ $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h exporter/*/*.h
 		-lsqlite3 -lprotobuf-c -lz -lm
 
 # The .eh_frame scan of the DWARF unwinder (personality and LSDA words).
-FUZZ_CFI_SRC := tests/fuzz/fuzz_cfi.c agent/stacks/unwind.c lib/rootfs.c
+FUZZ_CFI_SRC := tests/fuzz/fuzz_cfi.c agent/stacks/unwind.c lib/rootfs.c lib/fusemnt.c
 $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/stacks/unwind.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZCC  $@")
@@ -256,11 +256,11 @@ $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/stacks/unwind.h
 # ELF symbols (and symtab's .eh_frame_hdr), USDT notes, the unwinder's
 # .eh_frame_hdr load, config_parse(). Seeds and a short run of each:
 # tests/integration/fuzz_parsers.sh.
-FUZZ_SYMTAB_SRC := tests/fuzz/fuzz_symtab.c agent/symbols/symtab.c agent/symbols/symcache.c lib/rootfs.c
-FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/perf/usdt.c lib/rootfs.c
-FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c agent/stacks/unwind.c lib/rootfs.c
-FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/cmd/config.c agent/perf/events.c agent/symbols/demangle.c agent/stacks/fold.c \
-	cgroup/identity.c lib/strdist.c
+FUZZ_SYMTAB_SRC := tests/fuzz/fuzz_symtab.c agent/symbols/symtab.c agent/symbols/symcache.c lib/rootfs.c lib/fusemnt.c
+FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/perf/usdt.c lib/rootfs.c lib/fusemnt.c
+FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c agent/stacks/unwind.c lib/rootfs.c lib/fusemnt.c
+FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/cmd/config.c agent/cmd/config_glob.c agent/perf/events.c agent/symbols/demangle.c agent/stacks/fold.c \
+	cgroup/identity.c lib/strv.c lib/suggest.c lib/units.c lib/ydoc.c agent/perf/probe_spec.c agent/perf/usdt.c lib/rootfs.c lib/fusemnt.c
 FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config)
 
 $(O)/fuzz/fuzz_symtab: $(FUZZ_SYMTAB_SRC) agent/symbols/symtab.h agent/symbols/symcache.h tests/fuzz/fuzz_file.h
@@ -272,9 +272,9 @@ $(O)/fuzz/fuzz_usdt: FUZZ_LIBS := -lelf
 $(O)/fuzz/fuzz_ehhdr: $(FUZZ_EHHDR_SRC) agent/stacks/unwind.h tests/fuzz/fuzz_file.h
 $(O)/fuzz/fuzz_ehhdr: FUZZ_SRC := $(FUZZ_EHHDR_SRC)
 $(O)/fuzz/fuzz_ehhdr: FUZZ_LIBS := -lelf -lunwind-x86_64 -lunwind
-$(O)/fuzz/fuzz_config: $(FUZZ_CONFIG_SRC) agent/cmd/config.h agent/perf/events.h cgroup/identity.h lib/strdist.h
+$(O)/fuzz/fuzz_config: $(FUZZ_CONFIG_SRC) agent/cmd/config.h agent/perf/events.h cgroup/identity.h lib/strv.h lib/suggest.h lib/units.h lib/ydoc.h
 $(O)/fuzz/fuzz_config: FUZZ_SRC := $(FUZZ_CONFIG_SRC)
-$(O)/fuzz/fuzz_config: FUZZ_LIBS := -lyaml $(TRACEFS_LIBS) -liberty
+$(O)/fuzz/fuzz_config: FUZZ_LIBS := -lyaml $(TRACEFS_LIBS) -liberty -lelf
 
 $(FUZZ_PARSERS):
 	@mkdir -p $(dir $@)

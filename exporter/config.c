@@ -13,19 +13,21 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <yaml.h>
 
-#include "lib/strdist.h"
+#include "lib/strv.h"
+#include "lib/suggest.h"
+#include "lib/units.h"
+#include "lib/ydoc.h"
 
 #define CONFIG_FILE_MAX (1 << 20)
 #define VALUE_MAX 4096
-#define NS_MS UINT64_C(1000000)
 #define NS_S UINT64_C(1000000000)
 /* The last second a time in ns fits an int64 (2262-04-11), as the store
  * keeps times: a later one would wrap around to the past. */
@@ -36,17 +38,6 @@ static const char *const keys[] = {
 	"retention", "series_expiry", "max_body", "max_series", "max_series_bytes",
 	"max_connections", "idle_timeout", "ingest_queue", NULL,
 };
-
-static int set_str(char **dst, const char *s)
-{
-	char *v = strdup(s);
-
-	if (!v)
-		return -ENOMEM;
-	free(*dst);
-	*dst = v;
-	return 0;
-}
 
 int exporter_config_defaults(struct exporter_config *c)
 {
@@ -59,7 +50,7 @@ int exporter_config_defaults(struct exporter_config *c)
 	c->max_connections = HTTP_CONNECTIONS_DEFAULT;
 	c->idle_timeout_ns = HTTP_IDLE_TIMEOUT_DEFAULT_S * NS_S;
 	c->ingest_queue = HTTP_INGEST_QUEUE_DEFAULT;
-	if (set_str(&c->log_level, "info") || set_str(&c->store, "sqlite")) {
+	if (strv_set(&c->log_level, "info") || strv_set(&c->store, "sqlite")) {
 		exporter_config_release(c);
 		return -ENOMEM;
 	}
@@ -76,52 +67,12 @@ void exporter_config_release(struct exporter_config *c)
 	memset(c, 0, sizeof(*c));
 }
 
-int exporter_parse_duration(const char *s, uint64_t *ns)
-{
-	static const struct {
-		const char *name;
-		uint64_t ns;
-	} units[] = { { "ms", NS_MS }, { "s", NS_S }, { "m", 60 * NS_S }, { "h", 3600 * NS_S },
-		      { "d", 86400 * NS_S } };
-	uint64_t total = 0;
-	int parts = 0;
-
-	while (*s) {
-		uint64_t n = 0, mul = 0;
-		size_t l = 0;
-
-		if (!isdigit((unsigned char)*s))
-			return -EINVAL;
-		for (; isdigit((unsigned char)*s); s++) {
-			if (n > (UINT64_MAX - 9) / 10)
-				return -ERANGE;
-			n = n * 10 + (uint64_t)(*s - '0');
-		}
-		while (isalpha((unsigned char)s[l]))
-			l++;
-		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-			if (strlen(units[i].name) == l && !strncmp(s, units[i].name, l))
-				mul = units[i].ns;
-		if (!mul)
-			return -EINVAL;
-		s += l;
-		if (n > UINT64_MAX / mul || total > UINT64_MAX - n * mul)
-			return -ERANGE;
-		total += n * mul;
-		parts++;
-	}
-	if (!parts)
-		return -EINVAL;
-	*ns = total;
-	return 0;
-}
-
 static int set_duration(uint64_t *dst, const char *key, const char *v, uint64_t min, char *err,
 			size_t errlen)
 {
 	uint64_t ns;
 
-	if (exporter_parse_duration(v, &ns) || ns < min || ns > 3650 * 86400 * NS_S) {
+	if (units_duration_ns(v, &ns) || ns < min || ns > 3650 * 86400 * NS_S) {
 		snprintf(err, errlen,
 			 "%s: '%.60s' is not a duration of 1s to 3650d (like 7d, 12h, 30m, 1h30m)",
 			 key, v);
@@ -131,11 +82,29 @@ static int set_duration(uint64_t *dst, const char *key, const char *v, uint64_t 
 	return 0;
 }
 
+/* A whole number @min..@max; the refusal says "want [a whole number ]MIN..MAX[@unit]". */
+static int set_count(uint64_t *dst, const char *key, const char *v, uint64_t min, uint64_t max,
+		     const char *unit, char *err, size_t errlen)
+{
+	const char *p = v;
+	uint64_t n;
+
+	if (units_digits(&p, &n) || *p || n < min || n > max) {
+		snprintf(err, errlen, "%s: '%.60s': want %s%" PRIu64 "..%" PRIu64 "%s", key, v,
+			 unit ? "" : "a whole number ", min, max, unit ? unit : "");
+		return -EINVAL;
+	}
+	*dst = n;
+	return 0;
+}
+
 int exporter_config_set(struct exporter_config *c, const char *key, const char *v, char *err,
 			size_t errlen)
 {
 	if (!strcmp(key, "listen") || !strcmp(key, "data_dir") || !strcmp(key, "token_file")) {
-		char **dst = key[0] == 'l' ? &c->listen : key[0] == 'd' ? &c->data_dir : &c->token_file;
+		char **dst = key[0] == 'l'   ? &c->listen
+			     : key[0] == 'd' ? &c->data_dir
+					     : &c->token_file;
 
 		if (!*v) {
 			snprintf(err, errlen, "%s: empty", key);
@@ -146,92 +115,43 @@ int exporter_config_set(struct exporter_config *c, const char *key, const char *
 				 key, v);
 			return -EINVAL;
 		}
-		return set_str(dst, v);
+		return strv_set(dst, v);
 	}
 	if (!strcmp(key, "log_level")) {
 		if (strcmp(v, "debug") && strcmp(v, "info") && strcmp(v, "warn") &&
 		    strcmp(v, "error")) {
-			snprintf(err, errlen, "%s: '%.60s': want debug, info, warn or error", key, v);
+			snprintf(err, errlen, "%s: '%.60s': want debug, info, warn or error", key,
+				 v);
 			return -EINVAL;
 		}
-		return set_str(&c->log_level, v);
+		return strv_set(&c->log_level, v);
 	}
 	if (!strcmp(key, "store")) {
 		if (strcmp(v, "sqlite")) {
 			snprintf(err, errlen, "%s: '%.60s': the only backend is sqlite", key, v);
 			return -EINVAL;
 		}
-		return set_str(&c->store, v);
+		return strv_set(&c->store, v);
 	}
 	if (!strcmp(key, "retention"))
 		return set_duration(&c->retention_ns, key, v, NS_S, err, errlen);
 	if (!strcmp(key, "series_expiry"))
 		return set_duration(&c->series_expiry_ns, key, v, NS_S, err, errlen);
-	if (!strcmp(key, "max_body")) {
-		char *end;
-		unsigned long long n;
-
-		errno = 0;
-		n = strtoull(v, &end, 10);
-		if (errno || end == v || *end || !isdigit((unsigned char)*v) || n == 0 ||
-		    n > EXPORTER_MAX_BODY_MAX) {
-			snprintf(err, errlen, "%s: '%.60s': want 1..%llu bytes", key, v,
-				 EXPORTER_MAX_BODY_MAX);
-			return -EINVAL;
-		}
-		c->max_body = n;
-		return 0;
-	}
+	if (!strcmp(key, "max_body"))
+		return set_count(&c->max_body, key, v, 1, EXPORTER_MAX_BODY_MAX, " bytes", err,
+				 errlen);
 	if (!strcmp(key, "idle_timeout"))
 		return set_duration(&c->idle_timeout_ns, key, v, NS_S, err, errlen);
-	if (!strcmp(key, "max_connections")) {
-		char *end;
-		unsigned long long n;
-
-		errno = 0;
-		n = strtoull(v, &end, 10);
-		if (errno || end == v || *end || !isdigit((unsigned char)*v) || n < 16 ||
-		    n > EXPORTER_MAX_CONNECTIONS_MAX) {
-			snprintf(err, errlen, "%s: '%.60s': want a whole number 16..%u", key, v,
-				 EXPORTER_MAX_CONNECTIONS_MAX);
-			return -EINVAL;
-		}
-		c->max_connections = n;
-		return 0;
-	}
-	if (!strcmp(key, "ingest_queue")) {
-		char *end;
-		unsigned long long n;
-
-		errno = 0;
-		n = strtoull(v, &end, 10);
-		if (errno || end == v || *end || !isdigit((unsigned char)*v) || n < 1 ||
-		    n > HTTP_INGEST_QUEUE_MAX) {
-			snprintf(err, errlen, "%s: '%.60s': want a whole number 1..%u", key, v,
-				 HTTP_INGEST_QUEUE_MAX);
-			return -EINVAL;
-		}
-		c->ingest_queue = n;
-		return 0;
-	}
-	if (!strcmp(key, "max_series") || !strcmp(key, "max_series_bytes")) {
-		char *end;
-		unsigned long long n;
-
-		errno = 0;
-		n = strtoull(v, &end, 10);
-		if (errno || end == v || *end || !isdigit((unsigned char)*v) || n == 0 ||
-		    n > (1ull << 40)) {
-			snprintf(err, errlen, "%s: '%.60s': want a whole number 1..%llu", key, v,
-				 1ull << 40);
-			return -EINVAL;
-		}
-		if (!strcmp(key, "max_series"))
-			c->max_series = n;
-		else
-			c->max_series_bytes = n;
-		return 0;
-	}
+	if (!strcmp(key, "max_connections"))
+		return set_count(&c->max_connections, key, v, 16, EXPORTER_MAX_CONNECTIONS_MAX,
+				 NULL, err, errlen);
+	if (!strcmp(key, "ingest_queue"))
+		return set_count(&c->ingest_queue, key, v, 1, HTTP_INGEST_QUEUE_MAX, NULL, err,
+				 errlen);
+	if (!strcmp(key, "max_series"))
+		return set_count(&c->max_series, key, v, 1, 1ull << 40, NULL, err, errlen);
+	if (!strcmp(key, "max_series_bytes"))
+		return set_count(&c->max_series_bytes, key, v, 1, 1ull << 40, NULL, err, errlen);
 	snprintf(err, errlen, "unknown setting '%.60s'", key);
 	return -ENOENT;
 }
@@ -241,11 +161,11 @@ static int copy_config(struct exporter_config *dst, const struct exporter_config
 	struct exporter_config n = *src;
 
 	n.listen = n.data_dir = n.token_file = n.log_level = n.store = NULL;
-	if ((src->listen && set_str(&n.listen, src->listen)) ||
-	    (src->data_dir && set_str(&n.data_dir, src->data_dir)) ||
-	    (src->token_file && set_str(&n.token_file, src->token_file)) ||
-	    (src->log_level && set_str(&n.log_level, src->log_level)) ||
-	    (src->store && set_str(&n.store, src->store))) {
+	if ((src->listen && strv_set(&n.listen, src->listen)) ||
+	    (src->data_dir && strv_set(&n.data_dir, src->data_dir)) ||
+	    (src->token_file && strv_set(&n.token_file, src->token_file)) ||
+	    (src->log_level && strv_set(&n.log_level, src->log_level)) ||
+	    (src->store && strv_set(&n.store, src->store))) {
 		exporter_config_release(&n);
 		return -ENOMEM;
 	}
@@ -253,119 +173,80 @@ static int copy_config(struct exporter_config *dst, const struct exporter_config
 	return 0;
 }
 
-static const char *suggest(const char *name)
+/* A value of the root mapping: a scalar of at most VALUE_MAX bytes. */
+static int value_text(struct ydoc *x, const yaml_node_t *v, const char *key, const char **out)
 {
-	const char *best = NULL;
-	size_t bestd = (size_t)-1, l = strlen(name);
+	bool known = false;
 
-	for (size_t i = 0; keys[i]; i++) {
-		size_t d = ev_distance(name, keys[i]);
-
-		if (d < bestd) {
-			bestd = d;
-			best = keys[i];
-		}
+	if (v->type != YAML_SCALAR_NODE || ydoc_is_null(v)) {
+		for (size_t i = 0; keys[i]; i++)
+			known |= !strcmp(keys[i], key);
+		if (known)
+			return ydoc_fail(x, v, "%s: expected a value, got %s", key, ydoc_what(v).s);
+		*out = ""; /* an unknown key: named as such by the caller */
+		return 0;
 	}
-	return best && bestd <= (l < 6 ? 1 : l < 10 ? 2 : 3) && bestd < l ? best : NULL;
-}
-
-static bool is_null(const yaml_node_t *n)
-{
-	const char *v = (const char *)n->data.scalar.value;
-
-	return n->type == YAML_SCALAR_NODE && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-	       (!*v || !strcmp(v, "~") || !strcmp(v, "null"));
+	*out = (const char *)v->data.scalar.value;
+	if (strlen(*out) != v->data.scalar.length || v->data.scalar.length > VALUE_MAX)
+		return ydoc_fail(x, v, "%s: NUL byte or longer than %d bytes", key, VALUE_MAX);
+	return 0;
 }
 
 /* The keys and values of the root mapping, over a copy of @c. */
-static int walk(yaml_document_t *doc, const char *name, struct exporter_config *c, char *err,
-		size_t errlen)
+static int walk(struct ydoc *x, struct exporter_config *c)
 {
-	yaml_node_t *root = yaml_document_get_root_node(doc);
+	const yaml_node_t *root = ydoc_root(x);
+	const yaml_node_pair_t *first;
 	char why[320];
 
-	if (!root || is_null(root))
+	if (!root || ydoc_is_null(root))
 		return 0;
-	if (root->type != YAML_MAPPING_NODE) {
-		snprintf(err, errlen, "%s:%zu:%zu: expected a mapping of settings (listen: ...)", name,
-			 root->start_mark.line + 1, root->start_mark.column + 1);
-		return -EINVAL;
-	}
-	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
-	     p++) {
-		yaml_node_t *k = yaml_document_get_node(doc, p->key);
-		yaml_node_t *v = yaml_document_get_node(doc, p->value);
-		const char *key, *val, *hint;
+	if (root->type != YAML_MAPPING_NODE)
+		return ydoc_fail(x, root, "expected a mapping of settings (listen: ...)");
+	first = root->data.mapping.pairs.start;
+	for (const yaml_node_pair_t *p = first; p < root->data.mapping.pairs.top; p++) {
+		const yaml_node_t *k = ydoc_node(x, p->key), *v = ydoc_node(x, p->value);
+		const char *key, *val = "", *hint;
 		int rc;
 
-		if (!k || !v || k->type != YAML_SCALAR_NODE) {
-			snprintf(err, errlen, "%s:%zu:%zu: keys must be names", name,
-				 k ? k->start_mark.line + 1 : 0, k ? k->start_mark.column + 1 : 0);
-			return -EINVAL;
-		}
+		if (!k || !v || k->type != YAML_SCALAR_NODE)
+			return ydoc_fail(x, k, "keys must be names");
 		key = (const char *)k->data.scalar.value;
-		for (yaml_node_pair_t *q = root->data.mapping.pairs.start; q < p; q++) {
-			yaml_node_t *k0 = yaml_document_get_node(doc, q->key);
+		for (const yaml_node_pair_t *q = first; q < p; q++) {
+			const yaml_node_t *k0 = ydoc_node(x, q->key);
 
 			if (k0 && k0->type == YAML_SCALAR_NODE &&
-			    !strcmp((const char *)k0->data.scalar.value, key)) {
-				snprintf(err, errlen,
-					 "%s:%zu:%zu: duplicate key '%.60s' (first at line %zu)", name,
-					 k->start_mark.line + 1, k->start_mark.column + 1, key,
-					 k0->start_mark.line + 1);
-				return -EINVAL;
-			}
+			    !strcmp((const char *)k0->data.scalar.value, key))
+				return ydoc_fail(x, k, "duplicate key '%.60s' (first at line %zu)",
+						 key, k0->start_mark.line + 1);
 		}
-		if (v->type != YAML_SCALAR_NODE || is_null(v)) {
-			bool known = false;
-
-			for (size_t i = 0; keys[i]; i++)
-				known |= !strcmp(keys[i], key);
-			if (known) {
-				snprintf(err, errlen, "%s:%zu:%zu: %s: expected a value, got %s", name,
-					 v->start_mark.line + 1, v->start_mark.column + 1, key,
-					 v->type == YAML_SCALAR_NODE ? "nothing (null)"
-					 : v->type == YAML_SEQUENCE_NODE ? "a list"
-									 : "a mapping");
-				return -EINVAL;
-			}
-		}
-		val = v->type == YAML_SCALAR_NODE ? (const char *)v->data.scalar.value : "";
-		if (v->type == YAML_SCALAR_NODE &&
-		    (strlen(val) != v->data.scalar.length || v->data.scalar.length > VALUE_MAX)) {
-			snprintf(err, errlen, "%s:%zu:%zu: %s: NUL byte or longer than %d bytes", name,
-				 v->start_mark.line + 1, v->start_mark.column + 1, key, VALUE_MAX);
-			return -EINVAL;
-		}
+		if ((rc = value_text(x, v, key, &val)))
+			return rc;
 		rc = exporter_config_set(c, key, val, why, sizeof(why));
 		if (rc == -ENOENT) {
-			hint = suggest(key);
+			hint = suggest_best(key, keys, SIZE_MAX, suggest_limit(strlen(key)));
 			if (hint)
-				snprintf(err, errlen,
-					 "%s:%zu:%zu: unknown key '%.60s' (did you mean '%s'?)", name,
-					 k->start_mark.line + 1, k->start_mark.column + 1, key, hint);
-			else
-				snprintf(err, errlen, "%s:%zu:%zu: unknown key '%.60s'", name,
-					 k->start_mark.line + 1, k->start_mark.column + 1, key);
-			return -EINVAL;
+				return ydoc_fail(x, k, "unknown key '%.60s' (did you mean '%s'?)",
+						 key, hint);
+			return ydoc_fail(x, k, "unknown key '%.60s'", key);
 		}
-		if (rc == -EINVAL) {
-			snprintf(err, errlen, "%s:%zu:%zu: %s", name, v->start_mark.line + 1,
-				 v->start_mark.column + 1, why);
-			return -EINVAL;
-		}
+		if (rc == -EINVAL)
+			return ydoc_fail(x, v, "%s", why);
 		if (rc)
 			return rc;
 	}
 	return 0;
 }
 
+static const struct ydoc_limits file_limits = {
+	.depth = 16, .anchors = 64, .string = VALUE_MAX,
+};
+
 int exporter_config_parse(struct exporter_config *c, const char *name, const char *buf,
 			  size_t len, char *err, size_t errlen)
 {
 	struct exporter_config n;
-	yaml_parser_t parser;
-	yaml_document_t doc;
+	struct ydoc *x;
 	int rc;
 
 	if (len > CONFIG_FILE_MAX) {
@@ -375,27 +256,13 @@ int exporter_config_parse(struct exporter_config *c, const char *name, const cha
 	rc = copy_config(&n, c);
 	if (rc)
 		return rc;
-	if (!yaml_parser_initialize(&parser)) {
-		exporter_config_release(&n);
-		return -ENOMEM;
-	}
-	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		if (parser.error == YAML_MEMORY_ERROR) {
-			rc = -ENOMEM;
-		} else {
-			snprintf(err, errlen, "%s:%zu:%zu: YAML syntax error: %s", name,
-				 parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-				 parser.problem ? parser.problem : "unknown problem");
-			rc = -EINVAL;
-		}
-		yaml_parser_delete(&parser);
+	rc = ydoc_load(name, buf, len, &file_limits, err, errlen, &x);
+	if (rc) {
 		exporter_config_release(&n);
 		return rc;
 	}
-	rc = walk(&doc, name, &n, err, errlen);
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
+	rc = walk(x, &n);
+	ydoc_free(x);
 	if (rc) {
 		exporter_config_release(&n);
 		return rc;
@@ -462,7 +329,7 @@ int exporter_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
 		return 0;
 	}
 	if (s[0] == '-') {
-		if (exporter_parse_duration(s + 1, &ns) || ns > now_ns)
+		if (units_duration_ns(s + 1, &ns) || ns > now_ns)
 			return -EINVAL;
 		*out = now_ns - ns;
 		return 0;
@@ -485,8 +352,8 @@ int exporter_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
 		if (*p == 'Z' || *p == 'z') {
 			p++;
 		} else if ((*p == '+' || *p == '-') && isdigit((unsigned char)p[1]) &&
-			   isdigit((unsigned char)p[2]) && p[3] == ':' && isdigit((unsigned char)p[4]) &&
-			   isdigit((unsigned char)p[5])) {
+			   isdigit((unsigned char)p[2]) && p[3] == ':' &&
+			   isdigit((unsigned char)p[4]) && isdigit((unsigned char)p[5])) {
 			off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 +
 			      ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
 			if (*p == '-')
@@ -498,7 +365,8 @@ int exporter_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
 		if (*p)
 			return -EINVAL;
 		t = timegm(&tm);
-		if (t == (time_t)-1 || (int64_t)t - off < 0 || (uint64_t)((int64_t)t - off) > SEC_MAX)
+		if (t == (time_t)-1 || (int64_t)t - off < 0 ||
+		    (uint64_t)((int64_t)t - off) > SEC_MAX)
 			return -EINVAL;
 		*out = (uint64_t)((int64_t)t - off) * NS_S + frac;
 		return 0;

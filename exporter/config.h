@@ -55,9 +55,7 @@ int exporter_config_parse(struct exporter_config *c, const char *name, const cha
 int exporter_config_set(struct exporter_config *c, const char *key, const char *value, char *err,
 			size_t errlen);
 
-/* A duration: one or more NUMBER UNIT with units ms, s, m, h, d ("7d",
- * "1h30m"), into ns. 0, -EINVAL or -ERANGE. */
-int exporter_parse_duration(const char *s, uint64_t *ns);
+/* Durations are lib/units.h's units_duration_ns() ("7d", "1h30m"). */
 
 /*
  * A point in time for a query: Unix seconds ("1714564800", fractions

@@ -40,14 +40,29 @@
  *     given by the caller, lines have a maximum length, and memory is
  *     bounded by the caps, not by what the file claims.
  *
- * What this does not do: a FUSE file system in the container can still
- * make a lookup or a read wait for its daemon (the kernel offers no
- * non-blocking lookup); and a /proc/PID/root path names whichever process
+ *  4. Never wait for a FUSE daemon on the caller's thread. A FUSE file
+ *     system can make a lookup, a getattr, a statfs or a read wait for as
+ *     long as its daemon likes, and once the daemon has the request the
+ *     kernel's wait cannot be interrupted (not even by SIGKILL); the
+ *     kernel offers no non-blocking lookup. So before touching a path the
+ *     process's mount table says whether it lies under a FUSE mount point
+ *     (lib/fusemnt.h, cached per mount namespace: one read of mountinfo);
+ *     if so, or if the namespace has FUSE mounts and the resolution would
+ *     step onto another mount (RESOLVE_NO_XDEV fails it before the lookup
+ *     reaches that file system), or if the file found is on FUSE after all,
+ *     the open goes to the slow opener the agent installs: a helper
+ *     process that opens and copies the file and may stay stuck alone.
+ *     Without openat2 a link from elsewhere into a FUSE mount is only seen
+ *     once resolved (rule 4's last test), i.e. after its lookup.
+ *
+ * What this does not do: a /proc/PID/root path names whichever process
  * has PID when it is opened, so a caller that must not confuse a process
  * with its successor checks what it opened (callers compare the (dev,
  * inode) the kernel reported for a mapping with the file's).
  */
 #include "lib/rootfs.h"
+
+#include "lib/fusemnt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -72,6 +87,12 @@ static bool force_walk;
 static int openat2_missing; /* 1 once the kernel said ENOSYS */
 static rootfs_refusal_fn refusal_fn;
 static void *refusal_ctx;
+static rootfs_slow_open_fn slow_fn;
+
+void rootfs_set_slow_opener(rootfs_slow_open_fn fn)
+{
+	slow_fn = fn;
+}
 
 void rootfs_force_walk(bool on)
 {
@@ -96,6 +117,7 @@ const char *rootfs_reason_name(enum rootfs_reason why)
 		[ROOTFS_R_SPECIAL] = "special", [ROOTFS_R_LINK] = "link",
 		[ROOTFS_R_PSEUDO] = "pseudofs", [ROOTFS_R_BIG] = "too_big",
 		[ROOTFS_R_GONE] = "vanished",   [ROOTFS_R_OTHER] = "other",
+		[ROOTFS_R_STALLED] = "stalled",
 	};
 
 	return (unsigned)why < ROOTFS_R_N ? names[why] : "other";
@@ -206,12 +228,16 @@ out:
 	return ret;
 }
 
-/* An O_PATH fd on @path inside @rootfd, or -errno. */
-static int resolve_in_root(int rootfd, const char *path)
+/*
+ * An O_PATH fd on @path inside @rootfd, or -errno. @no_xdev: fail with
+ * -EXDEV rather than step onto another mount (openat2 only: the walk has
+ * no such test and resolves as usual).
+ */
+static int resolve_in_root(int rootfd, const char *path, bool no_xdev)
 {
 	struct open_how how = {
 		.flags = O_PATH | O_CLOEXEC,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | (no_xdev ? RESOLVE_NO_XDEV : 0),
 	};
 
 	if (!force_walk && !__atomic_load_n(&openat2_missing, __ATOMIC_RELAXED)) {
@@ -280,6 +306,9 @@ static int check_and_open(int pfd, uint64_t max_size, struct stat *out)
 		return -errno;
 	if (pseudo_fs((long)fs.f_type))
 		return -EPERM;
+	/* on FUSE after all (a link led there): the helper opens it */
+	if ((unsigned long)fs.f_type == FUSE_SUPER_MAGIC && slow_fn)
+		return -EXDEV;
 	if (st.st_size < 0 || (uint64_t)st.st_size > max_size)
 		return -EFBIG;
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
@@ -303,18 +332,24 @@ static int check_and_open(int pfd, uint64_t max_size, struct stat *out)
 
 /* ---- public ---- */
 
-int rootfs_openat(int rootfd, const char *path, uint64_t max_size, struct stat *st)
+static int openat_xdev(int rootfd, const char *path, uint64_t max_size, struct stat *st,
+		       bool no_xdev)
 {
 	int pfd, fd;
 
 	if (rootfd < 0 || !path)
 		return -EINVAL;
-	pfd = resolve_in_root(rootfd, path);
+	pfd = resolve_in_root(rootfd, path, no_xdev);
 	if (pfd < 0)
 		return pfd;
 	fd = check_and_open(pfd, max_size, st);
 	close(pfd);
 	return fd;
+}
+
+int rootfs_openat(int rootfd, const char *path, uint64_t max_size, struct stat *st)
+{
+	return openat_xdev(rootfd, path, max_size, st, false);
 }
 
 /*
@@ -335,7 +370,7 @@ static bool dangling_link(int rootfd, const char *path)
 	dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
 	if (!dir)
 		return false;
-	dfd = resolve_in_root(rootfd, dir);
+	dfd = resolve_in_root(rootfd, dir, false);
 	free(dir);
 	if (dfd < 0)
 		return false;
@@ -344,13 +379,25 @@ static bool dangling_link(int rootfd, const char *path)
 	return ret;
 }
 
-/* rootfs_openat for a process's root, with refusals reported. */
+/*
+ * rootfs_openat for a process's root (@pid 0: not a process's), with
+ * refusals reported and files on FUSE handed to the slow opener: by the
+ * namespace's mount table first (no syscall on the path at all), then by
+ * RESOLVE_NO_XDEV where FUSE mounts exist elsewhere, then by the file
+ * system the open found.
+ */
 static int open_reported(pid_t pid, int rootfd, const char *path, uint64_t max_size,
 			 struct stat *st)
 {
-	int fd = rootfs_openat(rootfd, path, max_size, st);
+	int cls = slow_fn && pid > 0 ? fusemnt_classify(pid, path) : FUSEMNT_NONE;
 	enum rootfs_reason why;
+	int fd;
 
+	if (cls == FUSEMNT_AT_RISK || cls < 0)
+		return slow_fn(pid, path, max_size, st);
+	fd = openat_xdev(rootfd, path, max_size, st, cls == FUSEMNT_ELSEWHERE);
+	if (fd == -EXDEV && slow_fn && pid > 0)
+		return slow_fn(pid, path, max_size, st);
 	if (fd >= 0 || !refusal_fn)
 		return fd;
 	switch (fd) {
@@ -380,13 +427,19 @@ int rootfs_open(const char *root, const char *path, uint64_t max_size, struct st
 	if (!root || !path)
 		return -EINVAL;
 	if (!root[0] || !strcmp(root, "/")) {
-		/* the host's own tree: trusted, resolved as usual */
-		int pfd = open(path, O_PATH | O_CLOEXEC);
+		/* the host's own tree: trusted, resolved as usual (a host FUSE
+		 * mount, a user's sshfs, can wait all the same) */
+		int pfd;
 
+		if (slow_fn && fusemnt_classify(0, path) == FUSEMNT_AT_RISK)
+			return slow_fn(0, path, max_size, st);
+		pfd = open(path, O_PATH | O_CLOEXEC);
 		if (pfd < 0)
 			return -errno;
 		fd = check_and_open(pfd, max_size, st);
 		close(pfd);
+		if (fd == -EXDEV && slow_fn)
+			return slow_fn(0, path, max_size, st);
 		return fd;
 	}
 	if (!rootfs_split(root, &pid, &rest) || strcmp(rest, "/") != 0)

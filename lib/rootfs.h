@@ -114,6 +114,7 @@ enum rootfs_reason {
 	ROOTFS_R_BIG,     /* over the size cap (-EFBIG) */
 	ROOTFS_R_GONE,    /* the process ended (-ESRCH) */
 	ROOTFS_R_OTHER,   /* a directory, permission, any other error */
+	ROOTFS_R_STALLED, /* on FUSE, its helper did not answer in time (-ETIMEDOUT) */
 	ROOTFS_R_N
 };
 typedef void (*rootfs_refusal_fn)(void *ctx, pid_t pid, const char *path,
@@ -122,8 +123,27 @@ typedef void (*rootfs_refusal_fn)(void *ctx, pid_t pid, const char *path,
 void rootfs_set_refusal_hook(rootfs_refusal_fn fn, void *ctx);
 /* Report a refusal found elsewhere (a helper process): calls the hook. */
 void rootfs_report_refusal(pid_t pid, const char *path, enum rootfs_reason why, int err);
-/* "special", "link", "pseudofs", "too_big", "vanished", "other". */
+/* "special", "link", "pseudofs", "too_big", "vanished", "other", "stalled". */
 const char *rootfs_reason_name(enum rootfs_reason why);
+
+/*
+ * Files on FUSE. A file whose path lies under a FUSE mount point of the
+ * process's mount namespace (lib/fusemnt.h), or whose resolution leaves
+ * the root's mount for another one in a namespace that has FUSE mounts
+ * (openat2's RESOLVE_NO_XDEV says so before any lookup reaches the other
+ * file system), or that turns out to be on FUSE once looked at, is handed
+ * to @fn instead of being opened on the caller's thread: @fn(pid, path,
+ * max_size, st) opens PATH inside PID's root (pid 0: a host path) under
+ * the rules above, somewhere that may wait, and returns an fd on a regular
+ * file with the same content (capped at max_size) and *@st set to the
+ * ORIGINAL file's stat, or -errno (-ETIMEDOUT when it gave up waiting;
+ * it reports its own refusals with rootfs_report_refusal). NULL (the
+ * default, and inside the helper itself): open directly, as for any file.
+ * Not synchronised: set before threads open.
+ */
+typedef int (*rootfs_slow_open_fn)(pid_t pid, const char *path, uint64_t max_size,
+				   struct stat *st);
+void rootfs_set_slow_opener(rootfs_slow_open_fn fn);
 
 /* Tests: resolve with the user-space walk instead of openat2(2). */
 void rootfs_force_walk(bool on);

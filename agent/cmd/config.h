@@ -148,6 +148,12 @@ void config_free(struct config *cfg);
  */
 int config_dump(const struct config *cfg, FILE *f);
 
+/* The spellings of the enums above, indexed by value, NULL-ended (for
+ * config_dump(), config_dump.c). */
+extern const char *const config_call_graph_names[];
+extern const char *const config_log_format_names[];
+extern const char *const config_log_level_names[];
+
 /*
  * Whether the agent profiles the cgroup at @path ("/" is the root,
  * "/system.slice/x.service" below it; as `cgperf-agent stat` prints it):
@@ -156,6 +162,10 @@ int config_dump(const struct config *cfg, FILE *f);
  */
 bool config_cgroup_wanted(const struct config *cfg, const char *path);
 
+/* Why @glob is not a cgroups.include/exclude glob ("must start with '/'
+ * ..."), or NULL when it is one. */
+const char *config_glob_check(const char *glob);
+
 /*
  * Glob match of a cgroup @path against @glob, component by component:
  * '*', '?' and [...] within one component (fnmatch(3)), '**' as a whole
@@ -163,21 +173,6 @@ bool config_cgroup_wanted(const struct config *cfg, const char *path);
  */
 bool config_glob_match(const char *glob, const char *path);
 
-/*
- * Parse a duration: one or more NUMBER UNIT with UNIT ms, s, m or h
- * ("500ms", "15s", "1m30s", "1h 30m"; blanks allowed between them) into
- * milliseconds. 0, or -EINVAL (malformed, a number without unit,
- * decimals) or -ERANGE (more than 64 bits of milliseconds). *@ms is set
- * only on success.
- */
-int config_parse_duration(const char *s, uint64_t *ms);
-
-/*
- * Parse a size: plain bytes ("4096") or NUMBER UNIT with UNIT B, KiB, MiB,
- * GiB, TiB (powers of 1024) or kB, MB, GB, TB (powers of 1000), in any
- * letter case, with or without a blank before the unit. 0, or -EINVAL or
- * -ERANGE (over 2^63 - 1 bytes). *@bytes is set only on success.
- */
-int config_parse_size(const char *s, uint64_t *bytes);
+/* Durations and sizes: lib/units.h (units_duration_ms(), units_size()). */
 
 #endif

@@ -10,6 +10,7 @@
 #include "agent/cmd/cmd.h"
 #include "agent/perf/events.h"
 #include "agent/symbols/jitload.h"
+#include "agent/symbols/slowopen.h"
 #include "lib/log.h"
 
 #ifndef CGPERF_VERSION
@@ -67,7 +68,11 @@ int main(int argc, char **argv)
 	/* the perf-map reader the agent runs for itself (agent/symbols/jitload.h) */
 	if (!strcmp(argv[1], JITLOAD_HELPER_CMD))
 		return jitload_helper_main(argc - 1, argv + 1);
+	/* the opener of files on FUSE (agent/symbols/slowopen.h) */
+	if (!strcmp(argv[1], SLOWOPEN_HELPER_CMD))
+		return slowopen_helper_main(argc - 1, argv + 1);
 	jitload_set_helper("/proc/self/exe");
+	slowopen_install("/proc/self/exe");
 	ev_tracefs_on_mount(tracefs_mounted);
 	log_structured = !strcmp(argv[1], "run");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

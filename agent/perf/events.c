@@ -8,6 +8,8 @@
 #include <string.h>
 #include <tracefs.h>
 
+#include "lib/suggest.h"
+
 
 struct builtin {
 	const char *name;
@@ -172,6 +174,19 @@ static int read_tracepoint_id(const char *tracefs, const char *sys, const char *
 	return err;
 }
 
+/* Finish @ev as @kind/@type named @name (as written) into *@out. */
+static int ev_named(struct ev_spec *ev, enum ev_kind kind, uint32_t type, const char *name,
+		    struct ev_spec *out)
+{
+	ev->kind = kind;
+	ev->type = type;
+	ev->name = strdup(name);
+	if (!ev->name)
+		return -ENOMEM;
+	*out = *ev;
+	return 0;
+}
+
 int ev_parse(const char *name, const char *tracefs, struct ev_spec *out)
 {
 	struct ev_spec ev = {0};
@@ -220,13 +235,7 @@ int ev_parse(const char *name, const char *tracefs, struct ev_spec *out)
 			return -EINVAL;
 		if (colon && parse_modifiers(colon + 1, &ev) < 0)
 			return -EINVAL;
-		ev.kind = EV_RAW;
-		ev.type = PERF_TYPE_RAW;
-		ev.name = strdup(name);
-		if (!ev.name)
-			return -ENOMEM;
-		*out = ev;
-		return 0;
+		return ev_named(&ev, EV_RAW, PERF_TYPE_RAW, name, out);
 	}
 
 	/* SUBSYS:EVENT tracepoint (the first colon separates them). */
@@ -243,13 +252,7 @@ int ev_parse(const char *name, const char *tracefs, struct ev_spec *out)
 		/* -EINVAL: a name that would walk out of events/ is malformed. */
 		if (err)
 			return err == -EACCES || err == -EPERM || err == -EINVAL ? err : -ENOENT;
-		ev.kind = EV_TRACEPOINT;
-		ev.type = PERF_TYPE_TRACEPOINT;
-		ev.name = strdup(name);
-		if (!ev.name)
-			return -ENOMEM;
-		*out = ev;
-		return 0;
+		return ev_named(&ev, EV_TRACEPOINT, PERF_TYPE_TRACEPOINT, name, out);
 	}
 	return -ENOENT;
 }
@@ -262,48 +265,10 @@ void ev_spec_release(struct ev_spec *ev)
 	ev->name = NULL;
 }
 
-struct candidate {
-	char *name;
-	size_t score;
-};
-
-struct ranking {
-	struct candidate *v;
-	size_t n, max;
-};
-
-/* Keep the @max best (lowest score) candidates, ties broken by name. */
-static void rank(struct ranking *r, const char *name, size_t score)
-{
-	size_t pos = r->n;
-
-	for (size_t i = 0; i < r->n; i++) {
-		if (!strcmp(r->v[i].name, name))
-			return;
-	}
-	while (pos > 0 && (r->v[pos - 1].score > score ||
-			   (r->v[pos - 1].score == score && strcmp(r->v[pos - 1].name, name) > 0)))
-		pos--;
-	if (pos >= r->max)
-		return;
-	char *dup = strdup(name);
-
-	if (!dup)
-		return;
-	if (r->n == r->max) {
-		free(r->v[r->n - 1].name);
-		r->n--;
-	}
-	memmove(&r->v[pos + 1], &r->v[pos], (r->n - pos) * sizeof(r->v[0]));
-	r->v[pos].name = dup;
-	r->v[pos].score = score;
-	r->n++;
-}
-
 /* Distance, with substring hits ranked as close. */
 static size_t closeness(const char *want, const char *have)
 {
-	size_t d = ev_distance(want, have);
+	size_t d = suggest_distance(want, have);
 	size_t lw = strlen(want);
 
 	if (lw >= 3 && strstr(have, want))
@@ -311,7 +276,7 @@ static size_t closeness(const char *want, const char *have)
 	return d;
 }
 
-static void consider(struct ranking *r, const char *want, const char *have)
+static void consider(struct suggest *r, const char *want, const char *have)
 {
 	size_t d = closeness(want, have);
 	size_t limit = strlen(want) / 3 + 1;
@@ -319,10 +284,10 @@ static void consider(struct ranking *r, const char *want, const char *have)
 	if (limit < 2)
 		limit = 2;
 	if (d <= limit)
-		rank(r, have, d);
+		suggest_add(r, have, d);
 }
 
-static void scan_tracepoints(struct ranking *r, const char *want, const char *tracefs)
+static void scan_tracepoints(struct suggest *r, const char *want, const char *tracefs)
 {
 	const char *colon = strchr(want, ':');
 	size_t wsys = colon ? (size_t)(colon - want) : 0;
@@ -340,7 +305,7 @@ static void scan_tracepoints(struct ranking *r, const char *want, const char *tr
 				continue;
 			memcpy(want_sys, want, wsys);
 			want_sys[wsys] = '\0';
-			if (ev_distance(want_sys, sys) > 2)
+			if (suggest_distance(want_sys, sys) > 2)
 				continue;
 		}
 		events = tracefs_system_events(tracefs, sys);
@@ -357,7 +322,7 @@ static void scan_tracepoints(struct ranking *r, const char *want, const char *tr
 				size_t d = closeness(want, events[j]);
 
 				if (d <= 2)
-					rank(r, full, d + 1);
+					suggest_add(r, full, d + 1);
 			}
 		}
 		tracefs_list_free(events);
@@ -367,19 +332,14 @@ static void scan_tracepoints(struct ranking *r, const char *want, const char *tr
 
 size_t ev_suggest(const char *name, const char *tracefs, char **out, size_t max)
 {
-	struct ranking r = {.max = max};
+	struct suggest r;
 
 	if (!max || !name)
 		return 0;
-	r.v = calloc(max, sizeof(*r.v));
-	if (!r.v)
-		return 0;
+	suggest_init(&r, max);
 	for (size_t i = 0; i < NBUILTIN; i++)
 		consider(&r, name, builtins[i].name);
 	if (tracefs)
 		scan_tracepoints(&r, name, tracefs);
-	for (size_t i = 0; i < r.n; i++)
-		out[i] = r.v[i].name;
-	free(r.v);
-	return r.n;
+	return suggest_take(&r, out);
 }

@@ -13,8 +13,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/strdist.h"
-
 enum ev_kind {
 	EV_SOFTWARE,
 	EV_HARDWARE,
@@ -62,11 +60,10 @@ void ev_spec_release(struct ev_spec *ev);
 
 /*
  * Up to @max known names close to @name (edit distance, substrings), best
- * first, written as malloc'd strings into @out. Returns how many.
+ * first, written as malloc'd strings into @out (at most SUGGEST_MAX of
+ * lib/suggest.h). Returns how many.
  */
 size_t ev_suggest(const char *name, const char *tracefs, char **out, size_t max);
-
-/* ev_distance(): lib/strdist.h */
 
 /* The built-in names (canonical and aliases), for listing. */
 size_t ev_builtin_count(void);

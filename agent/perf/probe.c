@@ -35,56 +35,36 @@
  * looked at and offers the nearest names: functions of the binary, SDT
  * probes of the binary, tracepoints, fields. Messages are written into the
  * caller's buffer; nothing here prints.
+ *
+ * The module's files by job: probe_spec.c the grammar (shared with the run
+ * configuration), probe_bin.c finding the file, this file resolving a spec
+ * (uprobe symbols, SDT notes, tracefs formats and fields), probe_event.c the
+ * perf_event_attr and argument values from samples.
  */
 #include "agent/perf/probe.h"
+#include "agent/perf/probe_int.h"
 
-#include <ctype.h>
-#include <dirent.h>
-#include <elf.h>
 #include <errno.h>
-#include <sys/uio.h>
 #include <traceevent/event-parse.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "agent/perf/events.h"
-#include "lib/rootfs.h"
-#include "agent/perf/sampler.h"
+#include "agent/perf/probe_spec.h"
+#include "lib/suggest.h"
 #include "agent/symbols/symtab.h"
 
-#define PROBE_SPEC_MAX 4096	  /* whole spec, probe and arguments */
-#define PROBE_ARGNAME_MAX 63	  /* user-chosen argument names */
 #define PROBE_SUGGEST 5		  /* near matches offered */
-#define PROBE_MAPS_LINES (1u << 20) /* lines of one /proc/PID/maps read */
 #define PROBE_MAPS_FILES 4096	  /* distinct files searched for SDT notes */
 #define PROBE_FORMAT_MAX (64u << 10) /* a tracefs format file (~2 KiB) */
 #define PROBE_FIELDS_MAX 512	  /* fields of one tracepoint */
-#define PROBE_PATH_ENV_MAX 8192	  /* $PATH considered */
-#define PROBE_PMU_DIR "/sys/bus/event_source/devices/uprobe"
-#define PROBE_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-static const char *const lib_dirs[] = {
-	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib",
-	"/usr/lib",
-};
-#define NLIB_DIRS (sizeof(lib_dirs) / sizeof(lib_dirs[0]))
 
 /* ---- the caller's message buffer ---- */
 
-struct msg {
-	char *buf;
-	size_t cap, len;
-};
-
-static void msg_init(struct msg *m, char *buf, size_t cap)
+void probe_msg_init(struct probe_msg *m, char *buf, size_t cap)
 {
 	m->buf = cap ? buf : NULL;
 	m->cap = m->buf ? cap : 0;
@@ -94,7 +74,7 @@ static void msg_init(struct msg *m, char *buf, size_t cap)
 }
 
 /* Append; a message longer than the buffer is cut, never overrun. */
-__attribute__((format(printf, 2, 3))) static void msg_add(struct msg *m, const char *fmt, ...)
+void probe_msg_add(struct probe_msg *m, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -109,585 +89,28 @@ __attribute__((format(printf, 2, 3))) static void msg_add(struct msg *m, const c
 	m->len = (size_t)n >= m->cap - m->len ? m->cap - 1 : m->len + (size_t)n;
 }
 
-/* ---- small helpers ---- */
+/* ---- near matches (lib/suggest) ---- */
 
-static bool starts_with(const char *s, const char *prefix)
-{
-	return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash ? slash + 1 : path;
-}
-
-/* Whole-string unsigned number, decimal or 0x hex (a leading 0 is not octal). */
-static int parse_u64(const char *s, uint64_t *out)
-{
-	bool hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
-	unsigned long long v;
-	char *end;
-
-	if (!isdigit((unsigned char)s[0]) || (hex && !isxdigit((unsigned char)s[2])))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, hex ? 16 : 10);
-	if (errno || *end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/* "argN": N, else -1. */
-static int parse_argn(const char *s)
-{
-	uint64_t n;
-
-	if (!starts_with(s, "arg") || !isdigit((unsigned char)s[3]) || strlen(s) > 5)
-		return -1;
-	if (parse_u64(s + 3, &n) < 0 || (s[3] == '0' && s[4]))
-		return -1;
-	return (int)n;
-}
-
-static bool valid_argname(const char *s)
-{
-	if (!s[0] || strlen(s) > PROBE_ARGNAME_MAX || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
-		return false;
-	for (const char *c = s; *c; c++) {
-		if (!isalnum((unsigned char)*c) && *c != '_')
-			return false;
-	}
-	return true;
-}
-
-/* A regular file with an ELF executable or shared-object header. */
-static bool is_elf(const char *path)
-{
-	unsigned char h[EI_NIDENT + 2];
-	struct stat st;
-	bool ok;
-	/* /proc/PID/root/... resolved inside that root; regular files only */
-	int fd = rootfs_open_path(path, ROOTFS_ELF_MAX, &st);
-
-	if (fd < 0)
-		return false;
-	ok = S_ISREG(st.st_mode) && read(fd, h, sizeof(h)) == sizeof(h) &&
-	     memcmp(h, ELFMAG, SELFMAG) == 0 && h[EI_DATA] == ELFDATA2LSB &&
-	     (h[EI_NIDENT] == ET_EXEC || h[EI_NIDENT] == ET_DYN) && h[EI_NIDENT + 1] == 0;
-	close(fd);
-	return ok;
-}
-
-/* @a (maybe a /proc/PID/root/... path, resolved inside that root) and the
- * host path @b are one inode. */
-static bool same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-	int fd = rootfs_open_path(a, ROOTFS_ELF_MAX, &sa);
-
-	if (fd < 0)
-		return false;
-	close(fd);
-	return stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-/* ---- near matches ---- */
-
-struct near {
-	char *name[PROBE_SUGGEST];
-	size_t score[PROBE_SUGGEST];
-	size_t n;
-};
-
-/* @part inside @whole, and long enough to mean something there: "main"
- * is in "PyNumber_InPlaceRemainder" by accident, "malloc" in
- * "__libc_malloc" is not */
-static bool near_within(const char *whole, size_t lwhole, const char *part, size_t lpart)
-{
-	return lpart >= 3 && (lpart >= 6 || 2 * lpart >= lwhole) && strstr(whole, part);
-}
-
-/*
- * Score @have against @want, lower is closer; SIZE_MAX when too far to
- * offer. Edit distance up to a third of the length; a name containing the
- * other counts as close.
- */
-static size_t near_score(const char *want, const char *have)
-{
-	size_t lw = strlen(want), lh = strlen(have);
-	size_t limit = lw / 3 + 1 < 2 ? 2 : lw / 3 + 1;
-	bool sub = near_within(have, lh, want, lw) || near_within(want, lw, have, lh);
-	size_t d;
-
-	/* the distance is at least the length difference: skip the work */
-	if (!sub && (lw > lh ? lw - lh : lh - lw) > limit)
-		return SIZE_MAX;
-	d = ev_distance(want, have);
-	if (sub && d > 2)
-		d = 2;
-	return d <= limit ? d : SIZE_MAX;
-}
-
-/* Keep the best PROBE_SUGGEST, ties by name; allocation failure only loses a hint. */
-static void near_add(struct near *nr, const char *want, const char *have)
-{
-	size_t score = near_score(want, have), pos;
-	char *dup;
-
-	if (score == SIZE_MAX)
-		return;
-	for (size_t i = 0; i < nr->n; i++) {
-		if (strcmp(nr->name[i], have) == 0)
-			return;
-	}
-	pos = nr->n;
-	while (pos > 0 && (nr->score[pos - 1] > score ||
-			   (nr->score[pos - 1] == score && strcmp(nr->name[pos - 1], have) > 0)))
-		pos--;
-	if (pos >= PROBE_SUGGEST)
-		return;
-	dup = strdup(have);
-	if (!dup)
-		return;
-	if (nr->n == PROBE_SUGGEST)
-		free(nr->name[--nr->n]);
-	memmove(&nr->name[pos + 1], &nr->name[pos], (nr->n - pos) * sizeof(nr->name[0]));
-	memmove(&nr->score[pos + 1], &nr->score[pos], (nr->n - pos) * sizeof(nr->score[0]));
-	nr->name[pos] = dup;
-	nr->score[pos] = score;
-	nr->n++;
-}
-
-static void near_print(const struct near *nr, struct msg *m)
+static void near_print(const struct suggest *nr, struct probe_msg *m)
 {
 	if (!nr->n)
 		return;
-	msg_add(m, "; did you mean ");
+	probe_msg_add(m, "; did you mean ");
 	for (size_t i = 0; i < nr->n; i++)
-		msg_add(m, "%s%s", i ? ", " : "", nr->name[i]);
-	msg_add(m, "?");
-}
-
-static void near_release(struct near *nr)
-{
-	for (size_t i = 0; i < nr->n; i++)
-		free(nr->name[i]);
-	nr->n = 0;
-}
-
-/* ---- finding the binary ---- */
-
-/*
- * How well file name @base matches what the user called @name: 0 exact,
- * 1 NAME.so*, NAME-* ("libc" -> libc.so.6, "python3" -> python3.11),
- * 2 libNAME.so*, libNAME-* ("c" -> libc.so.6); -1 no match.
- */
-static int name_rank(const char *base, const char *name)
-{
-	size_t n = strlen(name);
-
-	if (strcmp(base, name) == 0)
-		return 0;
-	if (strncmp(base, name, n) == 0 && (base[n] == '.' || base[n] == '-'))
-		return 1;
-	if (starts_with(base, "lib") && strncmp(base + 3, name, n) == 0 &&
-	    (base[3 + n] == '.' || base[3 + n] == '-'))
-		return 2;
-	return -1;
-}
-
-/* Is (rank, base) a better match than the best so far? Then the shorter, then by name. */
-static bool better(int rank, const char *base, int best_rank, const char *best_base)
-{
-	size_t l = strlen(base), bl;
-
-	if (best_rank < 0 || rank < best_rank)
-		return true;
-	if (rank > best_rank)
-		return false;
-	bl = strlen(best_base);
-	return l < bl || (l == bl && strcmp(base, best_base) < 0);
-}
-
-struct bin {
-	char *path;	   /* to open here: plain, or /proc/PID/root/... */
-	char *debug_root;  /* "" or "/proc/PID/root" */
-};
-
-static void bin_release(struct bin *b)
-{
-	free(b->path);
-	free(b->debug_root);
-	b->path = b->debug_root = NULL;
-}
-
-/*
- * Name the file @path mapped by @pid as seen from here: the plain path when
- * it is the same inode here, else through /proc/PID/root.
- */
-static int bin_from_pid(int pid, const char *path, struct bin *out)
-{
-	char root[32];
-	size_t n;
-
-	snprintf(root, sizeof(root), "/proc/%d/root", pid);
-	n = strlen(root) + strlen(path) + 1;
-	out->path = malloc(n);
-	if (!out->path)
-		return -ENOMEM;
-	snprintf(out->path, n, "%s%s", root, path);
-	if (same_file(out->path, path)) {
-		memcpy(out->path, path, strlen(path) + 1);
-		out->debug_root = strdup("");
-	} else {
-		out->debug_root = strdup(root);
-	}
-	if (!out->debug_root) {
-		bin_release(out);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* Called per file-backed mapping: 0 continue, >0 stop, <0 error. */
-typedef int (*maps_fn)(void *ctx, const char *path, bool exec);
-
-static int maps_foreach(int pid, maps_fn fn, void *ctx)
-{
-	char mpath[32], *line = NULL;
-	size_t cap = 0, lines = 0;
-	ssize_t n;
-	FILE *f;
-	int ret = 0;
-
-	snprintf(mpath, sizeof(mpath), "/proc/%d/maps", pid);
-	f = fopen(mpath, "re");
-	if (!f)
-		return -errno;
-	while (ret == 0 && lines++ < PROBE_MAPS_LINES && (n = getline(&line, &cap, f)) > 0) {
-		char perms[8];
-		int at = 0;
-		char *path;
-		size_t len;
-
-		if (line[n - 1] == '\n')
-			line[--n] = '\0';
-		if (sscanf(line, "%*s %7s %*s %*s %*s %n", perms, &at) != 1 || at <= 0 || at >= n)
-			continue;
-		path = line + at;
-		len = strlen(path);
-		/* a deleted file cannot be opened by name any more */
-		if (path[0] != '/' || len > PATH_MAX ||
-		    (len > 10 && strcmp(path + len - 10, " (deleted)") == 0))
-			continue;
-		ret = fn(ctx, path, strchr(perms, 'x') != NULL);
-	}
-	free(line);
-	fclose(f);
-	return ret < 0 ? ret : 0;
-}
-
-struct maps_match {
-	const char *name;
-	char *best; /* mapped path */
-	int best_rank;
-	int err;
-};
-
-static int maps_match_one(void *ctx, const char *path, bool exec)
-{
-	struct maps_match *mm = ctx;
-	int rank = name_rank(base_name(path), mm->name);
-	char *dup;
-
-	if (rank < 0 || !better(rank, base_name(path), mm->best_rank, mm->best ? base_name(mm->best) : ""))
-		return 0;
-	dup = strdup(path);
-	if (!dup)
-		return -ENOMEM;
-	free(mm->best);
-	mm->best = dup;
-	mm->best_rank = rank;
-	return 0;
-}
-
-static int find_in_pids(const char *name, const int *pids, size_t npids, struct bin *out)
-{
-	for (size_t i = 0; i < npids; i++) {
-		struct maps_match mm = { .name = name, .best_rank = -1 };
-		struct bin b = { 0 };
-		int err;
-
-		if (pids[i] <= 0)
-			continue;
-		err = maps_foreach(pids[i], maps_match_one, &mm);
-		if (err == -ENOMEM) {
-			free(mm.best);
-			return err;
-		}
-		if (!mm.best)
-			continue;
-		err = bin_from_pid(pids[i], mm.best, &b);
-		free(mm.best);
-		if (err < 0)
-			return err;
-		if (is_elf(b.path)) {
-			*out = b;
-			return 0;
-		}
-		bin_release(&b);
-	}
-	return -ENOENT;
-}
-
-/* An ELF executable named @name in $PATH. @skipped: the first non-ELF one. */
-static int find_in_path(const char *name, char **out, char **skipped)
-{
-	const char *env = getenv("PATH");
-	char *copy, *save = NULL, *cand = NULL;
-	int err = -ENOENT;
-
-	if (!env || !*env || strlen(env) > PROBE_PATH_ENV_MAX)
-		env = PROBE_DEFAULT_PATH;
-	copy = strdup(env);
-	if (!copy)
-		return -ENOMEM;
-	for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		size_t n = strlen(dir) + strlen(name) + 2;
-		struct stat st;
-
-		/* relative entries (".") would make the answer depend on the cwd */
-		if (dir[0] != '/')
-			continue;
-		free(cand);
-		cand = malloc(n);
-		if (!cand) {
-			err = -ENOMEM;
-			break;
-		}
-		snprintf(cand, n, "%s/%s", dir, name);
-		if (stat(cand, &st) < 0 || !S_ISREG(st.st_mode) || access(cand, X_OK) < 0)
-			continue;
-		if (is_elf(cand)) {
-			*out = cand;
-			cand = NULL;
-			err = 0;
-			break;
-		}
-		if (skipped && !*skipped) {
-			*skipped = cand;
-			cand = NULL;
-		}
-	}
-	free(cand);
-	free(copy);
-	return err;
-}
-
-/* The best-matching ELF file in the first library directory holding one. */
-static int find_in_libdirs(const char *name, char **out)
-{
-	for (size_t i = 0; i < NLIB_DIRS; i++) {
-		char *best = NULL;
-		int best_rank = -1;
-		struct dirent *e;
-		DIR *d = opendir(lib_dirs[i]);
-
-		if (!d)
-			continue;
-		while ((e = readdir(d))) {
-			int rank = name_rank(e->d_name, name);
-			size_t n;
-			char *cand;
-
-			if (rank < 0 || !better(rank, e->d_name, best_rank, best ? base_name(best) : ""))
-				continue;
-			n = strlen(lib_dirs[i]) + strlen(e->d_name) + 2;
-			cand = malloc(n);
-			if (!cand) {
-				free(best);
-				closedir(d);
-				return -ENOMEM;
-			}
-			snprintf(cand, n, "%s/%s", lib_dirs[i], e->d_name);
-			/* libc.so is a linker script; libc.so.6 is the library */
-			if (!is_elf(cand)) {
-				free(cand);
-				continue;
-			}
-			free(best);
-			best = cand;
-			best_rank = rank;
-		}
-		closedir(d);
-		if (best) {
-			*out = best;
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-/*
- * Resolve BINARY @name (see probe.h for the order). On failure, appends to
- * @m what was tried (the caller has written the spec's prefix).
- */
-static int bin_resolve(const char *name, const int *pids, size_t npids, struct bin *out,
-		       struct msg *m)
-{
-	struct bin b = { 0 };
-	char *skipped = NULL;
-	size_t searched = 0;
-	int err;
-
-	if (!name[0]) {
-		msg_add(m, "empty binary name");
-		return -EINVAL;
-	}
-	if (strchr(name, '/')) {
-		struct stat st;
-
-		if (stat(name, &st) < 0) {
-			err = -errno;
-			msg_add(m, "%s: %s", name, strerror(-err));
-			return err;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			msg_add(m, "%s is not a regular file", name);
-			return -EINVAL;
-		}
-		b.path = strdup(name);
-		b.debug_root = strdup("");
-		if (!b.path || !b.debug_root) {
-			bin_release(&b);
-			return -ENOMEM;
-		}
-		*out = b;
-		return 0;
-	}
-	err = find_in_pids(name, pids, npids, &b);
-	if (err != -ENOENT)
-		goto done;
-	err = find_in_path(name, &b.path, &skipped);
-	if (err == -ENOENT)
-		err = find_in_libdirs(name, &b.path);
-	if (err == 0 && !(b.debug_root = strdup("")))
-		err = -ENOMEM;
-	if (err != -ENOENT)
-		goto done;
-
-	msg_add(m, "cannot find binary \"%s\": ", name);
-	for (size_t i = 0; i < npids; i++) {
-		if (pids[i] <= 0)
-			continue;
-		msg_add(m, "%s%d", searched++ ? ", " : "not mapped by pid ", pids[i]);
-	}
-	if (searched)
-		msg_add(m, "; ");
-	msg_add(m, "no ELF executable \"%s\" in PATH", name);
-	if (skipped)
-		msg_add(m, " (%s is not ELF)", skipped);
-	msg_add(m, "; no %s, %s.so*, lib%s.so* in", name, name, name);
-	for (size_t i = 0; i < NLIB_DIRS; i++)
-		msg_add(m, "%s%s", i ? ", " : " ", lib_dirs[i]);
-	msg_add(m, "; give its path%s", npids ? "" : " or the processes that map it");
-done:
-	free(skipped);
-	if (err == 0)
-		*out = b;
-	else
-		bin_release(&b);
-	return err;
-}
-
-int probe_find_binary(const char *name, const int *pids, size_t npids, char **path, char *err,
-		      size_t errlen)
-{
-	struct msg m;
-	struct bin b = { 0 };
-	int ret;
-
-	msg_init(&m, err, errlen);
-	ret = bin_resolve(name, pids, npids, &b, &m);
-	if (ret)
-		return ret;
-	*path = b.path;
-	b.path = NULL;
-	bin_release(&b);
-	return 0;
+		probe_msg_add(m, "%s%s", i ? ", " : "", nr->name[i]);
+	probe_msg_add(m, "?");
 }
 
 /* ---- arguments ---- */
 
-/* perf's names for the whole 64-bit registers, which the assembler spells
- * as 16-bit ones ("di" is %rdi to perf, %di to gas) */
-static const char *const perf_reg64[] = { "ax", "bx", "cx", "dx", "si", "di", "bp", "sp", "ip" };
-
-/* SysV x86_64 integer argument registers */
-static const char *const abi_args[] = { "rdi", "rsi", "rdx", "rcx", "r8", "r9" };
-
-static int reg_arg(const char *reg, struct usdt_arg *a)
+/* Append an argument the grammar accepted (probe_spec.c checked its name). */
+static int add_argdef(struct probe *p, const struct probe_spec_arg *sa, const struct usdt_arg *a)
 {
-	int perf_reg, bytes;
+	struct probe_argdef *d = &p->args[p->nargs];
 
-	/* usdt.c knows the assembler's %rip, not perf's %ip */
-	if (usdt_reg_lookup(strcmp(reg, "ip") ? reg : "rip", &perf_reg, &bytes) < 0 ||
-	    perf_reg < 0 || perf_reg >= 64)
-		return -EINVAL;
-	for (size_t i = 0; i < sizeof(perf_reg64) / sizeof(perf_reg64[0]); i++) {
-		if (strcmp(reg, perf_reg64[i]) == 0)
-			bytes = 8;
-	}
-	memset(a, 0, sizeof(*a));
-	a->kind = USDT_ARG_REG;
-	a->size = 8;
-	a->reg = perf_reg;
-	a->reg_bytes = bytes;
-	return 0;
-}
-
-/* Split "NAME=VALUE" (or a bare VALUE) in place. */
-static void split_arg(char *tok, char **name, char **value)
-{
-	char *eq = strchr(tok, '=');
-
-	if (eq) {
-		*eq = '\0';
-		*name = tok;
-		*value = eq + 1;
-	} else {
-		*name = NULL;
-		*value = tok;
-	}
-}
-
-static int add_argdef(struct probe *p, const char *name, const struct usdt_arg *a,
-		      const char *head, struct msg *m)
-{
-	struct probe_argdef *d;
-
-	if (!valid_argname(name)) {
-		msg_add(m, "%s: bad argument name \"%s\" (letters, digits, _; at most %d)", head,
-			name, PROBE_ARGNAME_MAX);
-		return -EINVAL;
-	}
-	for (int i = 0; i < p->nargs; i++) {
-		if (strcmp(p->args[i].name, name) == 0) {
-			msg_add(m, "%s: argument \"%s\" named twice", head, name);
-			return -EINVAL;
-		}
-	}
-	if (p->nargs >= USDT_MAX_ARGS) {
-		msg_add(m, "%s: too many arguments (at most %d)", head, USDT_MAX_ARGS);
-		return -E2BIG;
-	}
-	d = &p->args[p->nargs];
 	memset(d, 0, sizeof(*d));
 	d->usdt_index = -1;
-	d->name = strdup(name);
+	d->name = strdup(sa->name);
 	if (!d->name)
 		return -ENOMEM;
 	if (a) {
@@ -700,68 +123,20 @@ static int add_argdef(struct probe *p, const char *name, const struct usdt_arg *
 	return 0;
 }
 
-static int uprobe_arg(struct probe *p, char *tok, const char *head, struct msg *m)
+static int usdt_argdef(struct probe *p, const struct usdt_probe *up,
+		       const struct probe_spec_arg *sa, const char *head, struct probe_msg *m)
 {
-	struct usdt_arg a;
-	char *name, *value, defname[PROBE_ARGNAME_MAX + 1];
-	int n;
+	int n = sa->argn, err;
 
-	split_arg(tok, &name, &value);
-	if (value[0] == '%') {
-		if (reg_arg(value + 1, &a) < 0) {
-			msg_add(m, "%s: unknown register \"%s\" (e.g. %%di, %%rsi, %%ax, %%r8)", head,
-				value);
-			return -EINVAL;
-		}
-		if (!name) {
-			snprintf(defname, sizeof(defname), "%s", value + 1);
-			name = defname;
-		}
-		return add_argdef(p, name, &a, head, m);
-	}
-	n = parse_argn(value);
-	if (n < 0) {
-		msg_add(m, "%s: argument \"%s\": want %%REG or argN", head, value);
-		return -EINVAL;
-	}
-	if (p->retprobe) {
-		msg_add(m, "%s: %s is gone at return; the return value is %%ax", head, value);
-		return -EINVAL;
-	}
-	if ((size_t)n >= sizeof(abi_args) / sizeof(abi_args[0])) {
-		msg_add(m, "%s: %s: only arg0..arg5 are passed in registers", head, value);
-		return -EINVAL;
-	}
-	if (reg_arg(abi_args[n], &a) < 0) {
-		msg_add(m, "%s: %s: register %s unknown to usdt_reg_lookup", head, value,
-			abi_args[n]);
-		return -EINVAL;
-	}
-	return add_argdef(p, name ? name : value, &a, head, m);
-}
-
-static int usdt_argdef(struct probe *p, const struct usdt_probe *up, char *tok, const char *head,
-		       struct msg *m)
-{
-	char *name, *value;
-	int n;
-
-	split_arg(tok, &name, &value);
-	n = parse_argn(value);
-	if (n < 0) {
-		msg_add(m, "%s: argument \"%s\": an SDT probe takes argN", head, value);
-		return -EINVAL;
-	}
 	if (n >= up->nargs) {
 		if (up->nargs)
-			msg_add(m, "%s: %s: the probe has %d argument%s (arg0..arg%d)", head, value,
-				up->nargs, up->nargs == 1 ? "" : "s", up->nargs - 1);
+			probe_msg_add(m, "%s: %s: the probe has %d argument%s (arg0..arg%d)", head,
+				sa->value, up->nargs, up->nargs == 1 ? "" : "s", up->nargs - 1);
 		else
-			msg_add(m, "%s: %s: the probe has no arguments", head, value);
+			probe_msg_add(m, "%s: %s: the probe has no arguments", head, sa->value);
 		return -EINVAL;
 	}
-	int err = add_argdef(p, name ? name : value, &up->args[n], head, m);
-
+	err = add_argdef(p, sa, &up->args[n]);
 	if (err)
 		return err;
 	p->args[p->nargs - 1].usdt_index = n;
@@ -771,76 +146,46 @@ static int usdt_argdef(struct probe *p, const struct usdt_probe *up, char *tok, 
 /* ---- uprobes ---- */
 
 static void symbol_suggest(const struct symtab *s, const char *want, const char *path,
-			   struct msg *m)
+			   struct probe_msg *m)
 {
-	struct near nr = { 0 };
+	struct suggest nr = { 0 };
 	size_t count = symtab_count(s);
 
-	msg_add(m, "no function \"%s\" in %s (%zu functions from %s%s)", want, path, count,
+	suggest_init(&nr, PROBE_SUGGEST);
+	probe_msg_add(m, "no function \"%s\" in %s (%zu functions from %s%s)", want, path, count,
 		symtab_source(s),
 		strcmp(symtab_source(s), "dynsym") == 0 ? ": exported only, no debuginfo" : "");
 	for (size_t i = 0; i < count; i++)
-		near_add(&nr, want, symtab_name_at(s, i, NULL));
+		suggest_consider(&nr, want, symtab_name_at(s, i, NULL));
 	near_print(&nr, m);
-	near_release(&nr);
+	suggest_release(&nr);
 }
 
 /* "u:BINARY:SYMBOL[+OFF][%return]" */
-static int resolve_uprobe(struct probe *p, const char *head, const int *pids, size_t npids,
-			  struct msg *m)
+static int resolve_uprobe(struct probe *p, const struct probe_spec *ps, const int *pids,
+			  size_t npids, struct probe_msg *m)
 {
-	struct bin b = { 0 };
+	const char *head = ps->head, *body = ps->binary, *sym = ps->name;
+	uint64_t off = ps->offset, sym_off, in_off;
+	struct probe_bin b = { 0 };
 	struct symtab *s = NULL;
-	char *body, *sym, *plus, *pct;
-	uint64_t off = 0, sym_off, in_off;
 	const char *found;
 	size_t n;
 	int err;
 
-	body = strdup(head + 2);
-	if (!body)
-		return -ENOMEM;
-	err = -EINVAL;
-	pct = strchr(body, '%');
-	if (pct) {
-		if (strcmp(pct, "%return") != 0) {
-			msg_add(m, "%s: unknown suffix \"%s\" (only %%return)", head, pct);
-			goto out;
-		}
-		*pct = '\0';
-		p->retprobe = true;
-	}
-	sym = strrchr(body, ':');
-	if (!sym || sym == body || !sym[1]) {
-		msg_add(m, "%s: want u:BINARY:SYMBOL[+OFF][%%return]", head);
-		goto out;
-	}
-	*sym++ = '\0';
-	plus = strchr(sym, '+');
-	if (plus) {
-		*plus++ = '\0';
-		if (!sym[0] || parse_u64(plus, &off) < 0) {
-			msg_add(m, "%s: bad offset \"+%s\" (decimal or 0x hex)", head, plus);
-			goto out;
-		}
-	}
-	if (p->retprobe && off) {
-		msg_add(m, "%s: %%return probes a function's return; it takes no +OFF", head);
-		goto out;
-	}
-
+	p->retprobe = ps->retprobe;
 	err = -ENOMEM;
 	p->symbol = strdup(sym);
 	if (!p->symbol)
 		goto out;
-	msg_add(m, "%s: ", head);
-	err = bin_resolve(body, pids, npids, &b, m);
+	probe_msg_add(m, "%s: ", head);
+	err = probe_bin_resolve(body, pids, npids, &b, m);
 	if (err < 0)
 		goto out;
 	s = symtab_open(b.path, b.debug_root);
 	if (!s) {
 		err = errno ? -errno : -EIO;
-		msg_add(m, "cannot read symbols of %s: %s", b.path,
+		probe_msg_add(m, "cannot read symbols of %s: %s", b.path,
 			err == -ENOEXEC ? "not an ELF file" : strerror(-err));
 		goto out;
 	}
@@ -851,9 +196,10 @@ static int resolve_uprobe(struct probe *p, const char *head, const int *pids, si
 		goto out;
 	}
 	if (off) {
-		if (sym_off + off < sym_off || symtab_lookup(s, sym_off + off, &found, &in_off) < 0 ||
+		if (sym_off + off < sym_off ||
+		    symtab_lookup(s, sym_off + off, &found, &in_off) < 0 ||
 		    strcmp(found, sym) != 0 || in_off != off) {
-			msg_add(m, "%s+%#" PRIx64 " is outside %s", sym, off, sym);
+			probe_msg_add(m, "%s+%#" PRIx64 " is outside %s", sym, off, sym);
 			err = -EINVAL;
 			goto out;
 		}
@@ -870,7 +216,7 @@ static int resolve_uprobe(struct probe *p, const char *head, const int *pids, si
 	err = -ENOMEM;
 	if (!p->label)
 		goto out;
-	snprintf(p->label, n, "u:%s:%s", strchr(body, '/') ? base_name(body) : body, sym);
+	snprintf(p->label, n, "u:%s:%s", strchr(body, '/') ? probe_base_name(body) : body, sym);
 	if (off)
 		snprintf(p->label + strlen(p->label), n - strlen(p->label), "+%#" PRIx64, off);
 	if (p->retprobe)
@@ -878,8 +224,7 @@ static int resolve_uprobe(struct probe *p, const char *head, const int *pids, si
 	err = 0;
 out:
 	symtab_free(s);
-	bin_release(&b);
-	free(body);
+	probe_bin_release(&b);
 	return err;
 }
 
@@ -887,13 +232,13 @@ out:
 
 /* A file's probes, and whether it has any of @provider (for suggestions). */
 struct sdt_file {
-	struct bin bin;
+	struct probe_bin bin;
 	struct usdt_list *list;
 };
 
 static void sdt_file_release(struct sdt_file *f)
 {
-	bin_release(&f->bin);
+	probe_bin_release(&f->bin);
 	usdt_free(f->list);
 	f->list = NULL;
 }
@@ -908,13 +253,15 @@ static bool has_provider(const struct usdt_list *l, const char *provider)
 }
 
 static void sdt_suggest(const struct usdt_list *l, const char *provider, const char *name,
-			const char *path, struct msg *m)
+			const char *path, struct probe_msg *m)
 {
-	struct near nr = { 0 };
+	struct suggest nr = { 0 };
 	size_t wl = strlen(provider) + strlen(name) + 2;
 	char *want = malloc(wl);
 
-	msg_add(m, "no SDT probe %s:%s in %s (%zu probes)", provider, name, path, usdt_count(l));
+	suggest_init(&nr, PROBE_SUGGEST);
+	probe_msg_add(m, "no SDT probe %s:%s in %s (%zu probes)", provider, name, path,
+		      usdt_count(l));
 	if (!want)
 		return;
 	snprintf(want, wl, "%s:%s", provider, name);
@@ -928,24 +275,24 @@ static void sdt_suggest(const struct usdt_list *l, const char *provider, const c
 		snprintf(have, hl, "%s:%s", up->provider, up->name);
 		/* a matching provider is compared by name alone */
 		if (strcmp(up->provider, provider) == 0)
-			near_add(&nr, name, up->name);
+			suggest_consider(&nr, name, up->name);
 		else
-			near_add(&nr, want, have);
+			suggest_consider(&nr, want, have);
 		free(have);
 	}
 	free(want);
 	/* names of the same provider print bare; qualify them for clarity */
 	if (nr.n) {
-		msg_add(m, "; did you mean ");
+		probe_msg_add(m, "; did you mean ");
 		for (size_t i = 0; i < nr.n; i++) {
 			bool bare = !strchr(nr.name[i], ':');
 
-			msg_add(m, "%s%s%s%s", i ? ", " : "", bare ? provider : "", bare ? ":" : "",
-				nr.name[i]);
+			probe_msg_add(m, "%s%s%s%s", i ? ", " : "", bare ? provider : "",
+				      bare ? ":" : "", nr.name[i]);
 		}
-		msg_add(m, "?");
+		probe_msg_add(m, "?");
 	}
-	near_release(&nr);
+	suggest_release(&nr);
 }
 
 struct exec_files {
@@ -1000,7 +347,7 @@ static int sdt_search_pids(const char *provider, const char *name, const int *pi
 
 		if (pids[i] <= 0)
 			continue;
-		err = maps_foreach(pids[i], collect_exec, &ef);
+		err = probe_maps_foreach(pids[i], collect_exec, &ef);
 		if (err == -ENOMEM) {
 			exec_files_release(&ef);
 			return err;
@@ -1008,7 +355,7 @@ static int sdt_search_pids(const char *provider, const char *name, const int *pi
 		for (size_t j = 0; j < ef.n; j++) {
 			struct sdt_file f = { 0 };
 
-			err = bin_from_pid(pids[i], ef.v[j], &f.bin);
+			err = probe_bin_from_pid(pids[i], ef.v[j], &f.bin);
 			if (err < 0) {
 				exec_files_release(&ef);
 				return err;
@@ -1031,46 +378,36 @@ static int sdt_search_pids(const char *provider, const char *name, const int *pi
 }
 
 /* "sdt:PROVIDER:NAME[@BINARY]" */
-static int resolve_usdt(struct probe *p, const char *head, char **toks, size_t ntoks,
-			const int *pids, size_t npids, struct msg *m)
+static int resolve_usdt(struct probe *p, const struct probe_spec *ps, const int *pids,
+			size_t npids, struct probe_msg *m)
 {
+	const char *head = ps->head, *provider = ps->group, *name = ps->name;
+	const char *binary = ps->binary;
 	struct sdt_file f = { 0 }, hint = { 0 };
 	const struct usdt_probe *up = NULL;
-	char *body, *provider, *name, *binary;
-	int err = -EINVAL;
+	int err;
 
-	body = strdup(head + 4);
-	if (!body)
-		return -ENOMEM;
-	provider = body;
-	binary = strchr(body, '@');
-	if (binary)
-		*binary++ = '\0';
-	name = strchr(body, ':');
-	if (name)
-		*name++ = '\0';
-	if (!name || !provider[0] || !name[0] || strchr(name, ':') || (binary && !binary[0])) {
-		msg_add(m, "%s: want sdt:PROVIDER:NAME[@BINARY]", head);
-		goto out;
-	}
-
-	msg_add(m, "%s: ", head);
+	probe_msg_add(m, "%s: ", head);
 	if (binary) {
-		err = bin_resolve(binary, pids, npids, &f.bin, m);
+		err = probe_bin_resolve(binary, pids, npids, &f.bin, m);
 		if (err < 0)
 			goto out;
 	} else {
 		err = sdt_search_pids(provider, name, pids, npids, &f, &hint);
 		if (err == -ENOENT && !hint.list) {
 			/* a binary named like its provider ("libc" has provider libc) */
-			struct msg quiet = { 0 };
+			struct probe_msg quiet = { 0 };
 
-			err = bin_resolve(provider, NULL, 0, &f.bin, &quiet);
+			err = probe_bin_resolve(provider, NULL, 0, &f.bin, &quiet);
 			if (err == -ENOENT) {
 				if (npids)
-					msg_add(m, "not found in the files mapped by the given processes; ");
-				msg_add(m, "no binary named \"%s\" in PATH or the library directories; "
-					   "name the binary: sdt:%s:%s@BINARY", provider, provider, name);
+					probe_msg_add(m, "not found in the files mapped by the "
+							 "given processes; ");
+				probe_msg_add(m,
+					      "no binary named \"%s\" in PATH or the library "
+					      "directories; "
+					      "name the binary: sdt:%s:%s@BINARY",
+					      provider, provider, name);
 				goto out;
 			}
 		} else if (err == -ENOENT) {
@@ -1084,13 +421,13 @@ static int resolve_usdt(struct probe *p, const char *head, char **toks, size_t n
 		f.list = usdt_read(f.bin.path);
 		if (!f.list) {
 			err = errno ? -errno : -EIO;
-			msg_add(m, "cannot read SDT notes of %s: %s", f.bin.path,
+			probe_msg_add(m, "cannot read SDT notes of %s: %s", f.bin.path,
 				err == -ENOEXEC ? "not an ELF file" : strerror(-err));
 			goto out;
 		}
 	}
 	if (usdt_count(f.list) == 0) {
-		msg_add(m, "%s has no SDT notes", f.bin.path);
+		probe_msg_add(m, "%s has no SDT notes", f.bin.path);
 		err = -ENOENT;
 		goto out;
 	}
@@ -1101,7 +438,7 @@ static int resolve_usdt(struct probe *p, const char *head, char **toks, size_t n
 		goto out;
 	}
 
-	msg_init(m, m->buf, m->cap); /* the prefix written above is not needed any more */
+	probe_msg_init(m, m->buf, m->cap); /* the prefix written above is not needed any more */
 	p->kind = PROBE_USDT;
 	p->offset = up->pc_off;
 	p->ref_ctr = up->sema_off;
@@ -1111,8 +448,8 @@ static int resolve_usdt(struct probe *p, const char *head, char **toks, size_t n
 		if (strcmp(o->provider, provider) == 0 && strcmp(o->name, name) == 0)
 			p->nsites++;
 	}
-	for (size_t i = 0; i < ntoks; i++) {
-		err = usdt_argdef(p, up, toks[i], head, m);
+	for (int i = 0; i < ps->nargs; i++) {
+		err = usdt_argdef(p, up, &ps->args[i], head, m);
 		if (err < 0)
 			goto out;
 	}
@@ -1129,7 +466,6 @@ static int resolve_usdt(struct probe *p, const char *head, char **toks, size_t n
 out:
 	sdt_file_release(&f);
 	sdt_file_release(&hint);
-	free(body);
 	return err;
 }
 
@@ -1154,45 +490,45 @@ static int format_read(const char *tracefs, const char *sys, const char *event, 
 	return err;
 }
 
-static int tp_argdef(struct probe *p, const struct tp_field *fields, size_t nfields, char *tok,
-		     const char *head, struct msg *m)
+static int tp_argdef(struct probe *p, const struct tp_field *fields, size_t nfields,
+		     const struct probe_spec_arg *sa, const char *head, struct probe_msg *m)
 {
+	const char *value = sa->value;
 	const struct tp_field *f = NULL;
 	struct probe_argdef *d;
-	char *name, *value;
 	size_t listed = 0;
 	int err;
 
-	split_arg(tok, &name, &value);
 	for (size_t i = 0; i < nfields; i++) {
-		if (strlen(value) == fields[i].len && !strncmp(fields[i].name, value, fields[i].len)) {
+		if (strlen(value) == fields[i].len &&
+		    !strncmp(fields[i].name, value, fields[i].len)) {
 			f = &fields[i];
 			break;
 		}
 	}
 	if (!f) {
-		msg_add(m, "%s: no field \"%s\"; fields:", head, value);
+		probe_msg_add(m, "%s: no field \"%s\"; fields:", head, value);
 		for (size_t i = 0; i < nfields; i++) {
 			if (fields[i].len >= 7 && !strncmp(fields[i].name, "common_", 7))
 				continue;
-			msg_add(m, "%s%.*s", listed++ ? ", " : " ", (int)fields[i].len,
+			probe_msg_add(m, "%s%.*s", listed++ ? ", " : " ", (int)fields[i].len,
 				fields[i].name);
 		}
 		if (!listed)
-			msg_add(m, " none but common_*");
+			probe_msg_add(m, " none but common_*");
 		return -ENOENT;
 	}
 	if (f->relative) {
-		msg_add(m, "%s: field \"%s\" is __rel_loc, not supported", head, value);
+		probe_msg_add(m, "%s: field \"%s\" is __rel_loc, not supported", head, value);
 		return -EOPNOTSUPP;
 	}
 	if (!f->dynamic && (f->size <= 0 || f->size > 8)) {
 		/* char comm[16] and the like: not a number to count or histogram */
-		msg_add(m, "%s: field \"%s\" is %d bytes, not a number (at most 8 bytes)", head,
-			value, f->size);
+		probe_msg_add(m, "%s: field \"%s\" is %d bytes, not a number (at most 8 bytes)",
+			      head, value, f->size);
 		return -EINVAL;
 	}
-	err = add_argdef(p, name ? name : value, NULL, head, m);
+	err = add_argdef(p, sa, NULL);
 	if (err < 0)
 		return err;
 	d = &p->args[p->nargs - 1];
@@ -1207,33 +543,29 @@ static int tp_argdef(struct probe *p, const struct tp_field *fields, size_t nfie
 }
 
 /* "SUBSYS:EVENT" */
-static int resolve_tracepoint(struct probe *p, const char *head, char **toks, size_t ntoks,
-			      struct msg *m)
+static int resolve_tracepoint(struct probe *p, const struct probe_spec *ps, struct probe_msg *m)
 {
-	const char *tracefs = ev_tracefs();
+	const char *tracefs = ev_tracefs(), *head = ps->head;
+	const char *sys = ps->group, *event = ps->name;
 	struct tp_field *fields = NULL;
 	struct ev_spec ev = { 0 };
-	char *text = NULL, *sys = NULL;
-	const char *colon = strchr(head, ':');
+	char *text = NULL;
 	struct tep_handle *tep = NULL;
 	struct tep_event *tev;
 	struct tep_format_field **tfields = NULL, **cfields = NULL;
 	size_t nfields = 0;
 	int err;
 
-	if (!colon || colon == head || !colon[1] || strchr(colon + 1, ':')) {
-		msg_add(m, "%s: not a probe; want u:BINARY:SYMBOL, sdt:PROVIDER:NAME or SUBSYS:EVENT",
-			head);
-		return -EINVAL;
-	}
 	if (!tracefs) {
-		msg_add(m, "%s: tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)",
+		probe_msg_add(
+			m,
+			"%s: tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)",
 			head);
 		return -ENOENT;
 	}
 	err = ev_parse(head, tracefs, &ev);
 	if (err == 0 && ev.kind != EV_TRACEPOINT) {
-		msg_add(m, "%s: a perf event, not a tracepoint", head);
+		probe_msg_add(m, "%s: a perf event, not a tracepoint", head);
 		err = -EINVAL;
 		goto out;
 	}
@@ -1241,23 +573,24 @@ static int resolve_tracepoint(struct probe *p, const char *head, char **toks, si
 		char *sugg[PROBE_SUGGEST];
 		size_t ns = ev_suggest(head, tracefs, sugg, PROBE_SUGGEST), shown = 0;
 
-		msg_add(m, "%s: no such tracepoint under %s/events", head, tracefs);
+		probe_msg_add(m, "%s: no such tracepoint under %s/events", head, tracefs);
 		for (size_t i = 0; i < ns; i++) {
 			/* only tracepoints make sense here, not "cycles" */
 			if (strchr(sugg[i], ':'))
-				msg_add(m, "%s%s", shown++ ? ", " : "; did you mean ", sugg[i]);
+				probe_msg_add(m, "%s%s", shown++ ? ", " : "; did you mean ",
+					      sugg[i]);
 			free(sugg[i]);
 		}
 		if (shown)
-			msg_add(m, "?");
+			probe_msg_add(m, "?");
 		goto out;
 	}
 	if (err == -EINVAL) {
-		msg_add(m, "%s: malformed tracepoint name", head);
+		probe_msg_add(m, "%s: malformed tracepoint name", head);
 		goto out;
 	}
 	if (err < 0) {
-		msg_add(m, "%s: cannot read its id under %s/events: %s", head, tracefs,
+		probe_msg_add(m, "%s: cannot read its id under %s/events: %s", head, tracefs,
 			strerror(-err));
 		goto out;
 	}
@@ -1267,18 +600,17 @@ static int resolve_tracepoint(struct probe *p, const char *head, char **toks, si
 	err = -ENOMEM;
 	p->label = strdup(head);
 	p->symbol = strdup(head);
-	sys = strndup(head, (size_t)(colon - head));
-	if (!p->label || !p->symbol || !sys)
+	if (!p->label || !p->symbol)
 		goto out;
-	if (!ntoks) {
+	if (!ps->nargs) {
 		err = 0;
 		goto out;
 	}
 
-	err = format_read(tracefs, sys, colon + 1, &text);
+	err = format_read(tracefs, sys, event, &text);
 	if (err < 0) {
-		msg_add(m, "%s: cannot read %s/events/%s/%s/format: %s", head, tracefs, sys,
-			colon + 1, strerror(-err));
+		probe_msg_add(m, "%s: cannot read %s/events/%s/%s/format: %s", head, tracefs, sys,
+			event, strerror(-err));
 		goto out;
 	}
 	/* The format file is parsed by libtraceevent, which knows every
@@ -1288,8 +620,10 @@ static int resolve_tracepoint(struct probe *p, const char *head, char **toks, si
 	if (!tep)
 		goto out;
 	if (tep_parse_event(tep, text, strlen(text), sys) != 0 ||
-	    !(tev = tep_find_event_by_name(tep, sys, colon + 1)) || !(tfields = tep_event_fields(tev))) {
-		msg_add(m, "%s: cannot parse %s/events/%s/%s/format", head, tracefs, sys, colon + 1);
+	    !(tev = tep_find_event_by_name(tep, sys, event)) ||
+	    !(tfields = tep_event_fields(tev))) {
+		probe_msg_add(m, "%s: cannot parse %s/events/%s/%s/format", head, tracefs, sys,
+			      event);
 		err = -EINVAL;
 		goto out;
 	}
@@ -1312,20 +646,20 @@ static int resolve_tracepoint(struct probe *p, const char *head, char **toks, si
 		f->offset = tf->offset;
 		f->size = tf->size;
 		f->is_signed = tf->flags & TEP_FIELD_IS_SIGNED;
-		f->dynamic = (tf->flags & TEP_FIELD_IS_DYNAMIC) && !(tf->flags & TEP_FIELD_IS_RELATIVE);
+		f->dynamic =
+			(tf->flags & TEP_FIELD_IS_DYNAMIC) && !(tf->flags & TEP_FIELD_IS_RELATIVE);
 		f->relative = tf->flags & TEP_FIELD_IS_RELATIVE;
 		nfields++;
 	}
 	err = 0;
-	for (size_t i = 0; i < ntoks && err == 0; i++)
-		err = tp_argdef(p, fields, nfields, toks[i], head, m);
+	for (int i = 0; i < ps->nargs && err == 0; i++)
+		err = tp_argdef(p, fields, nfields, &ps->args[i], head, m);
 out:
 	free(fields);
 	free(tfields);
 	free(cfields);
 	tep_free(tep);
 	free(text);
-	free(sys);
 	ev_spec_release(&ev);
 	return err;
 }
@@ -1350,261 +684,50 @@ void probe_release(struct probe *p)
 int probe_resolve(const char *spec, const int *pids, size_t npids, struct probe *out, char *err,
 		  size_t errlen)
 {
+	struct probe_spec ps = { 0 };
 	struct probe p = { 0 };
-	struct msg m;
-	char *copy = NULL, *save = NULL, *head, *toks[USDT_MAX_ARGS + 1];
-	size_t ntoks = 0;
+	struct probe_msg m;
 	int ret;
 
-	msg_init(&m, err, errlen);
-	if (!spec || !out) {
-		msg_add(&m, "no probe given");
+	if (!out) {
+		probe_msg_init(&m, err, errlen);
+		probe_msg_add(&m, "no probe given");
 		return -EINVAL;
 	}
-	if (strnlen(spec, PROBE_SPEC_MAX + 1) > PROBE_SPEC_MAX) {
-		msg_add(&m, "probe spec longer than %d bytes", PROBE_SPEC_MAX);
-		return -E2BIG;
-	}
+	ret = probe_spec_parse(spec, &ps, err, errlen);
+	if (ret)
+		return ret;
+	probe_msg_init(&m, err, errlen);
 	if (!pids)
 		npids = 0;
 	p.spec = strdup(spec);
-	copy = strdup(spec);
 	ret = -ENOMEM;
-	if (!p.spec || !copy)
+	if (!p.spec)
 		goto fail;
-	head = strtok_r(copy, " \t\n", &save);
-	ret = -EINVAL;
-	if (!head) {
-		msg_add(&m, "empty probe spec");
-		goto fail;
-	}
-	for (char *t = strtok_r(NULL, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
-		if (ntoks == USDT_MAX_ARGS) {
-			msg_add(&m, "%s: too many arguments (at most %d)", head, USDT_MAX_ARGS);
-			ret = -E2BIG;
-			goto fail;
-		}
-		toks[ntoks++] = t;
-	}
-
-	if (starts_with(head, "u:")) {
-		ret = resolve_uprobe(&p, head, pids, npids, &m);
+	if (ps.kind == PROBE_UPROBE) {
+		ret = resolve_uprobe(&p, &ps, pids, npids, &m);
 		if (ret == 0) {
-			msg_init(&m, err, errlen);
-			for (size_t i = 0; i < ntoks && ret == 0; i++)
-				ret = uprobe_arg(&p, toks[i], head, &m);
+			probe_msg_init(&m, err, errlen);
+			for (int i = 0; i < ps.nargs && ret == 0; i++)
+				ret = add_argdef(&p, &ps.args[i], &ps.args[i].a);
 		}
-	} else if (starts_with(head, "sdt:")) {
-		ret = resolve_usdt(&p, head, toks, ntoks, pids, npids, &m);
+	} else if (ps.kind == PROBE_USDT) {
+		ret = resolve_usdt(&p, &ps, pids, npids, &m);
 	} else {
-		ret = resolve_tracepoint(&p, head, toks, ntoks, &m);
+		ret = resolve_tracepoint(&p, &ps, &m);
 	}
 	if (ret < 0)
 		goto fail;
-	free(copy);
+	probe_spec_release(&ps);
 	*out = p;
 	return 0;
 
 fail:
 	if (ret == -ENOMEM) {
-		msg_init(&m, err, errlen);
-		msg_add(&m, "%s: out of memory", spec ? spec : "");
+		probe_msg_init(&m, err, errlen);
+		probe_msg_add(&m, "%s: out of memory", spec);
 	}
-	free(copy);
+	probe_spec_release(&ps);
 	probe_release(&p);
 	return ret;
-}
-
-/* ---- perf_event_attr ---- */
-
-/* A small sysfs file, without its newline. */
-static int read_small(const char *dir, const char *name, char *buf, size_t size)
-{
-	char path[PATH_MAX];
-	ssize_t n;
-	int fd;
-
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	if (n < 0)
-		n = -errno;
-	close(fd);
-	if (n < 0)
-		return (int)n;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
-
-/* A format/ entry "config:LO" or "config:LO-HI": the bits of attr.config. */
-static int format_bits(const char *text, unsigned *lo, unsigned *hi)
-{
-	unsigned long a, b;
-	char *end;
-
-	if (!starts_with(text, "config:") || !isdigit((unsigned char)text[7]))
-		return -EINVAL;
-	errno = 0;
-	a = strtoul(text + 7, &end, 10);
-	b = a;
-	if (!errno && *end == '-' && isdigit((unsigned char)end[1]))
-		b = strtoul(end + 1, &end, 10);
-	if (errno || *end || a > b || b > 63)
-		return -EINVAL;
-	*lo = (unsigned)a;
-	*hi = (unsigned)b;
-	return 0;
-}
-
-int probe_attr_at(const struct probe *p, const char *pmu_dir, struct perf_event_attr *attr,
-		  char *err, size_t errlen)
-{
-	char buf[64];
-	unsigned lo, hi;
-	uint64_t type, config = 0;
-	struct msg m;
-	int ret;
-
-	msg_init(&m, err, errlen);
-	if (!p || !attr) {
-		msg_add(&m, "no probe");
-		return -EINVAL;
-	}
-	if (attr->size == 0)
-		attr->size = sizeof(*attr);
-	if (p->kind == PROBE_TRACEPOINT) {
-		attr->type = PERF_TYPE_TRACEPOINT;
-		attr->config = p->tp_id;
-		return 0;
-	}
-	if (!p->path) {
-		msg_add(&m, "%s: not resolved", p->label ? p->label : "probe");
-		return -EINVAL;
-	}
-	if (!pmu_dir)
-		pmu_dir = PROBE_PMU_DIR;
-
-	ret = read_small(pmu_dir, "type", buf, sizeof(buf));
-	if (ret == -ENOENT) {
-		msg_add(&m, "this kernel has no uprobe PMU (%s missing): uprobes need Linux 4.17+ "
-			    "built with CONFIG_UPROBE_EVENTS", pmu_dir);
-		return -ENOENT;
-	}
-	if (ret < 0) {
-		msg_add(&m, "%s/type: %s", pmu_dir, strerror(-ret));
-		return ret;
-	}
-	if (parse_u64(buf, &type) < 0 || type > UINT32_MAX) {
-		msg_add(&m, "%s/type: unexpected \"%s\"", pmu_dir, buf);
-		return -EIO;
-	}
-	if (p->retprobe) {
-		ret = read_small(pmu_dir, "format/retprobe", buf, sizeof(buf));
-		if (ret == -ENOENT) {
-			msg_add(&m, "the uprobe PMU has no retprobe bit (%s/format/retprobe)", pmu_dir);
-			return -EOPNOTSUPP;
-		}
-		if (ret < 0 || format_bits(buf, &lo, &hi) < 0 || lo != hi) {
-			msg_add(&m, "%s/format/retprobe: unexpected \"%s\"", pmu_dir, ret < 0 ? "" : buf);
-			return -EIO;
-		}
-		config |= UINT64_C(1) << lo;
-	}
-	if (p->ref_ctr) {
-		unsigned width;
-
-		ret = read_small(pmu_dir, "format/ref_ctr_offset", buf, sizeof(buf));
-		if (ret == -ENOENT) {
-			msg_add(&m, "%s has a semaphore but this kernel's uprobe PMU takes no "
-				    "ref_ctr_offset (Linux 4.20+)", p->label ? p->label : "probe");
-			return -EOPNOTSUPP;
-		}
-		if (ret < 0 || format_bits(buf, &lo, &hi) < 0) {
-			msg_add(&m, "%s/format/ref_ctr_offset: unexpected \"%s\"", pmu_dir,
-				ret < 0 ? "" : buf);
-			return -EIO;
-		}
-		width = hi - lo + 1;
-		if (width < 64 && p->ref_ctr >> width) {
-			msg_add(&m, "semaphore offset %#" PRIx64 " does not fit %u bits", p->ref_ctr,
-				width);
-			return -ERANGE;
-		}
-		if ((config >> lo) & (width < 64 ? (UINT64_C(1) << width) - 1 : UINT64_MAX)) {
-			msg_add(&m, "%s/format: retprobe and ref_ctr_offset overlap", pmu_dir);
-			return -EIO;
-		}
-		config |= p->ref_ctr << lo;
-	}
-	attr->type = (uint32_t)type;
-	attr->config = config;
-	attr->config1 = (uint64_t)(uintptr_t)p->path;
-	attr->config2 = p->offset;
-	return 0;
-}
-
-int probe_attr(const struct probe *p, struct perf_event_attr *attr)
-{
-	return probe_attr_at(p, NULL, attr, NULL, 0);
-}
-
-struct mem_ctx {
-	pid_t pid;
-};
-
-static int read_live(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	const struct mem_ctx *m = ctx;
-	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
-
-	if (process_vm_readv(m->pid, &local, 1, &remote, 1, 0) == (ssize_t)len)
-		return 0;
-	return -errno;
-}
-
-int probe_arg_value(const struct probe *p, int a, const struct usdt_arg *site_arg,
-		    const struct sample *s, uint64_t regs_mask, int64_t *out)
-{
-	const struct probe_argdef *d;
-	uint64_t regs[64] = { 0 }, valid = 0;
-	struct mem_ctx mc;
-	size_t k = 0;
-
-	if (!p || a < 0 || a >= p->nargs || !s || !out)
-		return -EINVAL;
-	d = &p->args[a];
-	if (d->field) {
-		const uint8_t *raw = s->raw;
-		uint64_t v = 0;
-		int off = d->field_offset, size = d->field_size;
-
-		if (!raw || off < 0 || size <= 0 || size > 8 ||
-		    (uint64_t)off + (uint64_t)size > s->raw_size)
-			return -ENOENT;
-		if (d->field_dynamic) {
-			uint32_t loc;
-
-			memcpy(&loc, raw + off, 4);
-			*out = loc >> 16; /* a dynamic field: its length */
-			return 0;
-		}
-		memcpy(&v, raw + off, (size_t)size); /* little-endian host */
-		if (d->field_signed && size < 8 && (v >> (size * 8 - 1)) & 1)
-			v |= ~0ull << (size * 8);
-		*out = (int64_t)v;
-		return 0;
-	}
-	/* Registers arrive packed in mask order; unpack by perf register number. */
-	for (int r = 0; s->regs && r < 64; r++) {
-		if (!(regs_mask & (1ull << r)))
-			continue;
-		regs[r] = s->regs[k++];
-		valid |= 1ull << r;
-	}
-	mc.pid = (pid_t)s->pid;
-	return usdt_arg_value(site_arg ? site_arg : &d->a, regs, valid, read_live, &mc, out);
 }

@@ -36,9 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/perf/probe_spec.h"
 #include "agent/perf/usdt.h"
-
-enum probe_kind { PROBE_UPROBE, PROBE_USDT, PROBE_TRACEPOINT };
 
 struct probe_argdef {
 	char *name;        /* as the user named it ("size", "arg0") */

@@ -61,12 +61,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef PERF_SAMPLE_CGROUP
-#define PERF_SAMPLE_CGROUP (1U << 21)
-#endif
-#ifndef PERF_RECORD_MISC_MMAP_BUILD_ID
-#define PERF_RECORD_MISC_MMAP_BUILD_ID (1 << 14)
-#endif
 
 #define SAMPLER_DEFAULT_PAGES 64
 #define SAMPLER_SCRATCH (64 * 1024) /* header.size is a u16: any record fits */
@@ -115,22 +109,24 @@ static size_t rd_left(const struct rd *r)
 	return (size_t)(r->end - r->p);
 }
 
+/* The next @n bytes into @v, if the record holds them. */
+static bool rd_bytes(struct rd *r, void *v, size_t n)
+{
+	if (rd_left(r) < n)
+		return false;
+	memcpy(v, r->p, n);
+	r->p += n;
+	return true;
+}
+
 static bool rd_u64(struct rd *r, uint64_t *v)
 {
-	if (rd_left(r) < sizeof(*v))
-		return false;
-	memcpy(v, r->p, sizeof(*v));
-	r->p += sizeof(*v);
-	return true;
+	return rd_bytes(r, v, sizeof(*v));
 }
 
 static bool rd_u32(struct rd *r, uint32_t *v)
 {
-	if (rd_left(r) < sizeof(*v))
-		return false;
-	memcpy(v, r->p, sizeof(*v));
-	r->p += sizeof(*v);
-	return true;
+	return rd_bytes(r, v, sizeof(*v));
 }
 
 static bool rd_skip(struct rd *r, uint64_t n)

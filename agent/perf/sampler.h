@@ -17,9 +17,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <linux/perf_event.h>
 #include <sys/types.h>
 
 #include "agent/perf/events.h"
+
+/* Newer than some kernel headers this builds against. */
+#ifndef PERF_SAMPLE_CGROUP
+#define PERF_SAMPLE_CGROUP (1U << 21)
+#endif
+#ifndef PERF_RECORD_MISC_MMAP_BUILD_ID
+#define PERF_RECORD_MISC_MMAP_BUILD_ID (1 << 14)
+#endif
 
 struct perf_event_attr;
 

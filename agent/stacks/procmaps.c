@@ -412,6 +412,18 @@ void procmaps_fork(struct procmaps *pm, uint32_t pid, uint32_t ppid)
 		seed(pm, parent);
 		pm->fork_seeds++;
 	}
+	/*
+	 * The FORK sits in the parent's ring; the child's own records (its
+	 * exec's COMM and MMAP2s) and samples may sit in another CPU's ring,
+	 * read first. What we know of a live child then is newer than its
+	 * parent's image: keep it.
+	 */
+	child = proc_lookup(pm, pid);
+	if (child && child->seeded && !child->exited && !child->gone)
+		return;
+	ct = thread_get(pm, pid, false);
+	if (ct && ct->comm[0] && !ct->exited && child && !child->exited)
+		return;
 	child = proc_get(pm, pid);
 	parent = proc_lookup(pm, ppid); /* proc_get may have moved the table */
 	if (!child)

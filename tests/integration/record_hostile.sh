@@ -74,6 +74,7 @@ plant() {
 	environ) ln -s /proc/self/environ "$map" ;;
 	maps) ln -s /proc/self/maps "$map" ;;
 	sparse) truncate -s 2G "$map" ;;
+	binfs*) cp "$TMP/valid.map" "$map" ;;
 	esac
 }
 
@@ -196,6 +197,63 @@ else
 	grep -q 'perf-1.map+0x' "$TMP/fuse.folded" || fail "fuse: JIT frames not kept by address: $(head -3 "$TMP/fuse.folded")"
 	! grep -q jit_spin_loop "$TMP/fuse.folded" || fail "fuse: a name from a map still stalled"
 	rm -f "$map"
+
+	# ---- FUSE: a binary whose daemon hangs after it was exec'd ------------
+	# A second FUSE mount in the container serves a copy of the spin
+	# workload, exec'd from there (comm "map"); the daemon then hangs every
+	# LOOKUP, GETATTR, OPEN and READ of it (armed by SIGUSR1). The binary is
+	# opened for its symbols when its first sample is drained: files under a
+	# FUSE mount point go to a helper process (agent/symbols/slowopen.h),
+	# waited for at most 200 ms. Before the hang its frames are named
+	# through the helper's memfd; during it, record ends and exits on time,
+	# the frames stay unnamed and the file is refused as "stalled".
+	nsenter -t "$jp" -m -- mkdir -p /tmp/binfs || fail "cannot make /tmp/binfs in the namespace"
+	cp "$W/spin" "/proc/$jp/root/tmp/spin" || fail "cannot copy the spin workload into the namespace"
+	nsenter -t "$jp" -m -- /tmp/stallfs /tmp/binfs +all $STALL @/tmp/spin \
+		>"$TMP/binfs.out" 2>&1 &
+	BF=$!; bg_track $BF
+	for i in $(seq 50); do
+		grep -qs ready "$TMP/binfs.out" && break
+		kill -0 $BF 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q ready "$TMP/binfs.out" || fail "stallfs (binary) did not mount: $(cat "$TMP/binfs.out")"
+	sh -c "echo \$\$ > '$cg/cgroup.procs'; exec nsenter -t $jp -m -- /tmp/binfs/map 120" \
+		>"$TMP/binfs-spin.out" 2>&1 &
+	BW=$!; bg_track $BW
+	for i in $(seq 50); do
+		[[ $(cat /proc/$BW/comm 2>/dev/null) == map ]] && break
+		sleep 0.1
+	done
+	[[ $(cat /proc/$BW/comm 2>/dev/null) == map ]] ||
+		fail "the workload did not start from the FUSE mount: $(cat "$TMP/binfs-spin.out")"
+	grep -q ' /tmp/binfs/map$' /proc/$BW/maps || fail "the workload's binary is not mapped from /tmp/binfs"
+	record binfs
+	grep -q '^map;main ' "$TMP/binfs.folded" ||
+		fail "binfs: the FUSE binary's frames not named through the helper: $(grep '^map' "$TMP/binfs.folded" | head -3)"
+	grep -aq 'container files refused 0$' "$TMP/binfs.err" ||
+		fail "binfs: refusals for a FUSE binary that answers: $(grep -a refused "$TMP/binfs.err")"
+	kill -USR1 $BF
+	record binfs-stall
+	total=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/binfs-stall.folded")
+	bsamples=$(awk '/^map;/ { s += $NF } END { print s + 0 }' "$TMP/binfs-stall.folded")
+	info "binfs-stall: $bsamples samples of the FUSE binary, $(grep -a 'container files' "$TMP/binfs-stall.err")"
+	((total >= MIN_SAMPLES && bsamples > 0)) || fail "binfs-stall: only $total samples ($bsamples of the FUSE binary)"
+	grep -q '^map;map+0x' "$TMP/binfs-stall.folded" ||
+		fail "binfs-stall: the FUSE binary's frames not kept unnamed: $(grep '^map' "$TMP/binfs-stall.folded" | head -3)"
+	grep -aqF "refused pid $BW /tmp/binfs/map: stalled" "$TMP/binfs-stall.err" ||
+		fail "binfs-stall: no stalled notice: $(grep -a refused "$TMP/binfs-stall.err")"
+	grep -aq "container files refused [0-9]* (.*stalled [1-9]" "$TMP/binfs-stall.err" ||
+		fail "binfs-stall: no stalled refusal in the figures: $(grep -a 'container files' "$TMP/binfs-stall.err")"
+	helper=$(pgrep -f -- "__read-file --max [0-9]* $BW /tmp/binfs/map" || true)
+	[[ -n $helper ]] || info "note: no helper left waiting (the daemon answered early?)"
+	kill $BW
+	kill $BF
+	for i in $(seq 50); do
+		[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null && break
+		sleep 0.1
+	done
+	[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null || fail "binfs: helper $helper still there after its daemon ended"
 fi
 
 # ---- run: continuous mode sees the FIFO, then the host link -----------------

@@ -8,12 +8,19 @@
  * as a hung or hostile daemon would. Single-threaded: a stall holds every
  * other request too.
  *
- *   stallfs DIR lookup|read|none SECONDS CONTENT
+ *   stallfs DIR [+]lookup|read|all|none SECONDS CONTENT|@FILE
+ *
+ * "all" stalls LOOKUP, GETATTR, OPEN and READ of the file. A leading "+"
+ * arms the stalls only at the first SIGUSR1: a binary served from here can
+ * be exec'd (and its pages read) first, and its daemon hang afterwards.
+ * "@FILE" serves FILE's bytes (read once at the start, executable mode).
  *
  * Mounts at DIR (root only), prints "ready" on stdout once mounted, serves
  * until killed or unmounted. Test tool: prints on stderr, exits 1 on error.
  */
 #include <errno.h>
+#include <signal.h>
+#include <time.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
 #include <stdio.h>
@@ -29,19 +36,56 @@
 static int dev = -1;
 static unsigned stall_secs;
 static const char *content;
+static size_t content_len;
+static volatile sig_atomic_t armed = 1;
+static const char *where;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	armed = 1;
+}
+
+/* Wait @secs whatever signals come, if armed and @op is one to stall. */
+static void stall(const char *op)
+{
+	struct timespec ts = {.tv_sec = (time_t)stall_secs};
+
+	if (!armed || (strcmp(where, op) != 0 && strcmp(where, "all") != 0))
+		return;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rbe");
+	char *b = NULL;
+	long n;
+
+	if (!f || fseek(f, 0, SEEK_END) < 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) < 0 ||
+	    !(b = malloc((size_t)n + 1)) || fread(b, 1, (size_t)n, f) != (size_t)n) {
+		perror("stallfs: content file");
+		exit(1);
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return b;
+}
 
 static void reply(uint64_t unique, int error, const void *body, size_t len)
 {
-	struct fuse_out_header h = {.len = (uint32_t)(sizeof(h) + (error ? 0 : len)),
-				    .error = error, .unique = unique};
-	char buf[sizeof(h) + 4096];
+	struct fuse_out_header h = {.unique = unique, .error = error};
+	static char buf[sizeof(h) + (1u << 20)];
 
 	if (error)
 		len = 0;
-	if (len > 4096)
-		len = 4096;
+	if (len > sizeof(buf) - sizeof(h))
+		len = sizeof(buf) - sizeof(h);
+	h.len = (uint32_t)(sizeof(h) + len);
 	memcpy(buf, &h, sizeof(h));
-	memcpy(buf + sizeof(h), body, len);
+	if (len)
+		memcpy(buf + sizeof(h), body, len);
 	if (write(dev, buf, sizeof(h) + len) < 0 && errno != ENOENT)
 		perror("stallfs: write");
 }
@@ -56,8 +100,8 @@ static void attr_of(uint64_t id, struct fuse_attr *a)
 		a->mode = S_IFDIR | 0755;
 		a->nlink = 2;
 	} else {
-		a->mode = S_IFREG | 0644;
-		a->size = strlen(content);
+		a->mode = S_IFREG | 0755;
+		a->size = content_len;
 		a->blocks = (a->size + 511) / 512;
 	}
 }
@@ -66,15 +110,25 @@ int main(int argc, char **argv)
 {
 	static char buf[FUSE_MIN_READ_BUFFER + 65536];
 	char opts[128];
-	const char *where;
-
 	if (argc != 5) {
-		fprintf(stderr, "usage: stallfs DIR lookup|read|none SECONDS CONTENT\n");
+		fprintf(stderr, "usage: stallfs DIR [+]lookup|read|all|none SECONDS CONTENT|@FILE\n");
 		return 1;
 	}
 	where = argv[2];
+	if (where[0] == '+') {
+		struct sigaction sa = {.sa_handler = on_usr1};
+
+		where++;
+		armed = 0;
+		sigaction(SIGUSR1, &sa, NULL);
+	}
 	stall_secs = (unsigned)strtoul(argv[3], NULL, 10);
-	content = argv[4];
+	if (argv[4][0] == '@') {
+		content = slurp(argv[4] + 1, &content_len);
+	} else {
+		content = argv[4];
+		content_len = strlen(content);
+	}
 	dev = open("/dev/fuse", O_RDWR | O_CLOEXEC);
 	if (dev < 0) {
 		perror("stallfs: /dev/fuse");
@@ -116,8 +170,7 @@ int main(int argc, char **argv)
 				reply(in->unique, -ENOENT, NULL, 0);
 				break;
 			}
-			if (!strcmp(where, "lookup"))
-				sleep(stall_secs);
+			stall("lookup");
 			o.nodeid = FILE_ID;
 			o.generation = 1;
 			attr_of(FILE_ID, &o.attr);
@@ -127,6 +180,8 @@ int main(int argc, char **argv)
 		case FUSE_GETATTR: {
 			struct fuse_attr_out o = {0};
 
+			if (in->nodeid == FILE_ID)
+				stall("getattr");
 			attr_of(in->nodeid, &o.attr);
 			reply(in->unique, 0, &o, sizeof(o));
 			break;
@@ -141,16 +196,17 @@ int main(int argc, char **argv)
 		case FUSE_OPENDIR: {
 			struct fuse_open_out o = {.fh = 1, .open_flags = FOPEN_DIRECT_IO};
 
+			if (in->opcode == FUSE_OPEN)
+				stall("open");
 			reply(in->unique, 0, &o, sizeof(o));
 			break;
 		}
 		case FUSE_READ: {
 			struct fuse_read_in *ri = arg;
-			size_t len = strlen(content), off = ri->offset < len ? ri->offset : len;
+			size_t len = content_len, off = ri->offset < len ? ri->offset : len;
 			size_t want = len - off < ri->size ? len - off : ri->size;
 
-			if (!strcmp(where, "read"))
-				sleep(stall_secs);
+			stall("read");
 			reply(in->unique, 0, content + off, want);
 			break;
 		}

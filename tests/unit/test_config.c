@@ -23,65 +23,12 @@
 
 #include "agent/cmd/config.h"
 #include "agent/perf/probe.h"
+#include "tests/unit/testalloc.h"
 
 #define NCASES(a) (sizeof(a) / sizeof((a)[0]))
 #define EXAMPLE "tests/data/agent-example.yaml"
 #define DOC "docs/config.md"
 #define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
-
-/* ---- failing allocations ---- */
-
-/*
- * The allocator of this binary, replaced (as glibc allows) so a test can
- * make the Nth allocation fail and count what is still allocated after.
- * ASan has its own allocator; under it the torture test is skipped and
- * ASan's leak checker covers the rest.
- */
-#ifndef __SANITIZE_ADDRESS__
-#define TORTURE 1
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t n);
-extern void __libc_free(void *p);
-
-static bool armed;
-static long alloc_fail_at = -1, alloc_count, alloc_live;
-
-static bool alloc_fails(void)
-{
-	return armed && alloc_count++ == alloc_fail_at;
-}
-
-void *malloc(size_t n)
-{
-	void *p = alloc_fails() ? NULL : __libc_malloc(n);
-
-	alloc_live += armed && p;
-	return p;
-}
-
-void *calloc(size_t n, size_t size)
-{
-	void *p = alloc_fails() ? NULL : __libc_calloc(n, size);
-
-	alloc_live += armed && p;
-	return p;
-}
-
-void *realloc(void *old, size_t n)
-{
-	void *p = alloc_fails() ? NULL : __libc_realloc(old, n);
-
-	alloc_live += armed && p && !old;
-	return p;
-}
-
-void free(void *p)
-{
-	alloc_live -= armed && p;
-	__libc_free(p);
-}
-#endif
 
 /* ---- helpers ---- */
 
@@ -687,15 +634,16 @@ static const struct err_case err_cases[] = {
 	{"probes:\n  - [a]\n",
 	 "t.yaml:2:5: probes[0]: expected a probe (a spec, or a mapping with spec:), got a list"},
 	{"probes:\n  - spec: malloc\n",
-	 "t.yaml:2:11: probes[0].spec: 'malloc' is not a probe (u:BINARY:SYMBOL, "
-	 "sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT)"},
+	 "t.yaml:2:11: probes[0].spec: malloc: not a probe; want u:BINARY:SYMBOL, "
+	 "sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT"},
 	{"probes:\n  - \"u:malloc\"\n",
-	 "t.yaml:2:5: probes[0]: 'u:malloc': a uprobe is u:BINARY:SYMBOL[+OFF][%return]"},
+	 "t.yaml:2:5: probes[0]: u:malloc: want u:BINARY:SYMBOL[+OFF][%return]"},
 	{"probes:\n  - spec: \"sdt:postgresql@/usr/bin/postgres\"\n",
-	 "t.yaml:2:11: probes[0].spec: 'sdt:postgresql@/usr/bin/postgres': an SDT probe is "
+	 "t.yaml:2:11: probes[0].spec: sdt:postgresql@/usr/bin/postgres: want "
 	 "sdt:PROVIDER:NAME[@BINARY]"},
 	{"probes:\n  - spec: \"u:libc:malloc 1x=%di\"\n",
-	 "t.yaml:2:11: probes[0].spec: bad argument name '1x' (letters, digits and _, at most 63)"},
+	 "t.yaml:2:11: probes[0].spec: u:libc:malloc: bad argument name \"1x\" (letters, digits, _; "
+	 "at most 63)"},
 	{"probes:\n  - spec: \"u:libc:malloc size=%di\"\n    hist: bytes\n",
 	 "t.yaml:3:11: probes[0].hist: 'bytes' is not an argument of the probe; it has size (name one "
 	 "in the spec: \"... bytes=arg0\")"},
@@ -706,8 +654,8 @@ static const struct err_case err_cases[] = {
 	 "t.yaml:3:18: probes[0].latency_end: the same probe as spec; the latency needs another probe "
 	 "(for a function: u:BINARY:SYMBOL%return)"},
 	{"probes:\n  - spec: u:libc:free\n    latency_end: free\n",
-	 "t.yaml:3:18: probes[0].latency_end: 'free' is not a probe (u:BINARY:SYMBOL, "
-	 "sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT)"},
+	 "t.yaml:3:18: probes[0].latency_end: free: not a probe; want u:BINARY:SYMBOL, "
+	 "sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT"},
 	{"probes:\n  - u:libc:free\n  - sched:sched_switch\n  - spec: u:libc:free\n",
 	 "t.yaml:4:5: probes[2]: the same probe as probes[0] (line 2)"},
 	{"probes:\n  - spec: u:libc:free\n    stacks: maybe\n",
@@ -914,137 +862,45 @@ static void test_load_errors(void **state)
  * left allocated, *out untouched; then it loads. */
 static void test_out_of_memory(void **state)
 {
-#ifdef TORTURE
-	char *path = tree_file(EXAMPLE), *text = slurp(path), err[512];
-	size_t len = strlen(text);
+	char *path, *text, err[512];
+	size_t len;
 	long n;
 
+	if (!tl_alloc_available()) {
+		print_message("skip: ASan's allocator is in place; the build without SAN=1 runs this\n");
+		skip();
+	}
+	path = tree_file(EXAMPLE);
+	text = slurp(path);
+	len = strlen(text);
 	for (n = 0;; n++) {
 		struct config *c = (struct config *)0x1;
+		long live;
+		bool failed;
 		int rc;
 
-		alloc_count = 0;
-		alloc_live = 0;
-		alloc_fail_at = n;
-		armed = true;
+		tl_alloc_fail_at(n);
 		rc = config_parse("t.yaml", text, len, &c, err, sizeof(err));
 		if (rc == 0)
 			config_free(c);
-		armed = false;
-		if (alloc_live)
-			fail_msg("allocation %ld failing: %ld blocks left allocated", n, alloc_live);
-		if (rc == 0)
+		live = tl_alloc_live();
+		failed = tl_alloc_failed();
+		tl_alloc_reset();
+		if (live)
+			fail_msg("allocation %ld failing: %ld blocks left allocated", n, live);
+		if (rc == 0) {
+			/* only once no allocation failed */
+			assert_false(failed);
 			break;
+		}
 		if (rc != -ENOMEM)
 			fail_msg("allocation %ld failing: rc %d (%s)", n, rc, err);
 		assert_string_equal(err, "t.yaml: out of memory");
 		assert_ptr_equal(c, (struct config *)0x1);
 	}
-	/* Without a failure, as many allocations as were tried, and more than a few. */
-	assert_int_equal(alloc_count, n);
 	assert_true(n > 50);
 	free(text);
 	free(path);
-#else
-	print_message("skip: ASan's allocator is in place; the build without SAN=1 runs this\n");
-	skip();
-#endif
-}
-
-/* ---- durations and sizes ---- */
-
-struct num_case {
-	const char *s;
-	int rc;
-	uint64_t v;
-};
-
-static const struct num_case durations[] = {
-	{"500ms", 0, 500},
-	{"15s", 0, 15000},
-	{"1m", 0, 60000},
-	{"1h", 0, 3600000},
-	{"1m30s", 0, 90000},
-	{"1h 30m", 0, 5400000},
-	{"2s500ms", 0, 2500},
-	{" 15 s ", 0, 15000},
-	{"0s", 0, 0},
-	{"0ms", 0, 0},
-	{"18446744073709551615ms", 0, UINT64_MAX},
-	{"", -EINVAL, 0},
-	{"   ", -EINVAL, 0},
-	{"15", -EINVAL, 0},
-	{"s", -EINVAL, 0},
-	{"1.5s", -EINVAL, 0},
-	{"15sec", -EINVAL, 0},
-	{"15S", -EINVAL, 0},
-	{"1d", -EINVAL, 0},
-	{"-1s", -EINVAL, 0},
-	{"1m30", -EINVAL, 0},
-	{"18446744073709551616ms", -ERANGE, 0},
-	{"18446744073709551615s", -ERANGE, 0},
-	{"18446744073709551615ms1ms", -ERANGE, 0},
-};
-
-static const struct num_case sizes[] = {
-	{"0", 0, 0},
-	{"4096", 0, 4096},
-	{"8B", 0, 8},
-	{"10MiB", 0, 10ULL << 20},
-	{"256mib", 0, 256ULL << 20},
-	{"1 KiB", 0, 1024},
-	{"1GiB", 0, 1ULL << 30},
-	{"3TiB", 0, 3ULL << 40},
-	{"1kB", 0, 1000},
-	{"1KB", 0, 1000},
-	{"5MB", 0, 5000000},
-	{"2GB", 0, 2000000000},
-	{"2TB", 0, 2000000000000ULL},
-	{"8388607TiB", 0, 8388607ULL << 40},
-	{"9223372036854775807", 0, INT64_MAX},
-	{"", -EINVAL, 0},
-	{"MiB", -EINVAL, 0},
-	{"1.5GiB", -EINVAL, 0},
-	{"1 MiB x", -EINVAL, 0},
-	{"10M", -EINVAL, 0},
-	{"10k", -EINVAL, 0},
-	{"-1", -EINVAL, 0},
-	{"1PiB", -EINVAL, 0},
-	{"9223372036854775808", -ERANGE, 0},
-	{"8388608TiB", -ERANGE, 0},
-	{"99999999999999999999999", -ERANGE, 0},
-};
-
-static void test_durations(void **state)
-{
-	for (size_t i = 0; i < NCASES(durations); i++) {
-		uint64_t v = 12345;
-		int rc = config_parse_duration(durations[i].s, &v);
-
-		if (rc != durations[i].rc)
-			fail_msg("\"%s\": rc %d, want %d", durations[i].s, rc, durations[i].rc);
-		if (!rc && v != durations[i].v)
-			fail_msg("\"%s\": %llu, want %llu", durations[i].s, (unsigned long long)v,
-				 (unsigned long long)durations[i].v);
-		if (rc)
-			assert_int_equal(v, 12345);
-	}
-}
-
-static void test_sizes(void **state)
-{
-	for (size_t i = 0; i < NCASES(sizes); i++) {
-		uint64_t v = 12345;
-		int rc = config_parse_size(sizes[i].s, &v);
-
-		if (rc != sizes[i].rc)
-			fail_msg("\"%s\": rc %d, want %d", sizes[i].s, rc, sizes[i].rc);
-		if (!rc && v != sizes[i].v)
-			fail_msg("\"%s\": %llu, want %llu", sizes[i].s, (unsigned long long)v,
-				 (unsigned long long)sizes[i].v);
-		if (rc)
-			assert_int_equal(v, 12345);
-	}
 }
 
 /* ---- cgroup globs ---- */
@@ -1197,7 +1053,8 @@ static void test_dump_round_trip(void **state)
 		char *text = dump(c);
 		struct config *back = NULL;
 
-		assert_non_null(strstr(text, "name: \"line\\nbreak\\x01\\x7f\\u0085\""));
+		/* YAML's escapes: \x7F, and \N for U+0085 (next line) */
+		assert_non_null(strstr(text, "name: \"line\\nbreak\\x01\\x7F\\N\""));
 		assert_non_null(strstr(text, "level: error"));
 		assert_non_null(strstr(text, "format: json"));
 		/* Control characters are refused on the way back in. */
@@ -1215,9 +1072,11 @@ static void test_dump_text(void **state)
 	char *text = dump(c);
 
 	/* The shape people read, from --print-config. */
-	assert_non_null(strstr(text, "# cgperf-agent configuration (defaults)\nhost:\n"
-				     "  name: \"\"  # the host's name\n"
+	assert_non_null(strstr(text, "# cgperf-agent configuration (defaults)\n"
+				     "# host.name \"\": the host's name\nhost:\n"
+				     "  name: \"\"\n"
 				     "  agent_id_file: \"/var/lib/cgperf/agent-id\"\n"));
+	assert_non_null(strstr(text, "  include:\n  - \"/**\"\n  exclude: []\n"));
 	assert_non_null(strstr(text, "sampling:\n  enabled: true\n  frequency: 49\n"
 				     "  call_graph: fp\n  stack_bytes: 8192\n"));
 	assert_non_null(strstr(text, "probes: []\npush:\n  interval: 15s\n"));
@@ -1243,6 +1102,63 @@ static void test_dump_text(void **state)
 	assert_int_equal(config_dump(NULL, stdout), -EINVAL);
 }
 
+/*
+ * One grammar: a spec the command line (probe_resolve(), as `trace -e`
+ * calls it) refuses for its shape, the configuration refuses with the same
+ * words, and a spec the configuration accepts passes the command line's
+ * grammar (what it resolves to depends on the host).
+ */
+static const char *const same_specs[] = {
+	"u:libc:malloc", "u:libc:malloc size=%di", "u:libc:free%return ret=%ax",
+	"u:/usr/bin/true:main+0x10", "sdt:postgresql:query__start q=arg0",
+	"sdt:libc:setjmp@libc", "sched:sched_switch prev_pid", "malloc", "u:malloc",
+	"u:libc:malloc%ret", "u:libc:malloc+0x10%return", "u:libc:malloc+zz",
+	"u:libc:malloc 1x=%di", "u:libc:malloc %zz", "u:libc:malloc arg6",
+	"u:libc:malloc%return arg0", "u:libc:malloc a=%di a=%si", "sdt:postgresql",
+	"sdt:postgresql:query__start %di", "sdt:p:n@", "a:b:c", ":x",
+	"u:libc:malloc a b c d e f g h i j k l m",
+};
+
+static void test_probe_grammar_shared(void **state)
+{
+	size_t refused = 0;
+
+	for (size_t i = 0; i < NCASES(same_specs); i++) {
+		char yaml[256], err[1024] = "", cerr[1024] = "";
+		struct probe_spec ps;
+		struct probe p;
+		struct config *c = NULL;
+		int rc = probe_spec_parse(same_specs[i], &ps, err, sizeof(err));
+		int crc;
+
+		snprintf(yaml, sizeof(yaml), "probes:\n  - spec: '%s'\n", same_specs[i]);
+		crc = config_parse("t.yaml", yaml, strlen(yaml), &c, cerr, sizeof(cerr));
+		if ((rc == 0) != (crc == 0))
+			fail_msg("\"%s\": grammar %d (%s), config %d (%s)", same_specs[i], rc, err,
+				 crc, cerr);
+		if (rc == 0) {
+			probe_spec_release(&ps);
+			config_free(c);
+			continue;
+		}
+		refused++;
+		/* the config says what the grammar says */
+		if (!strstr(cerr, err))
+			fail_msg("\"%s\": config says \"%s\", grammar \"%s\"", same_specs[i], cerr,
+				 err);
+		/* and the command line refuses it with the same code and words */
+		{
+			char rerr[1024] = "";
+			int rrc = probe_resolve(same_specs[i], NULL, 0, &p, rerr, sizeof(rerr));
+
+			if (rrc != rc || strcmp(rerr, err))
+				fail_msg("\"%s\": resolve %d (%s), grammar %d (%s)", same_specs[i], rrc,
+					 rerr, rc, err);
+		}
+	}
+	assert_int_equal(refused, NCASES(same_specs) - 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1252,13 +1168,12 @@ int main(void)
 		cmocka_unit_test(test_example_probes_resolve),
 		cmocka_unit_test(test_accepted),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_probe_grammar_shared),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_caps),
 		cmocka_unit_test(test_error_truncated),
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_out_of_memory),
-		cmocka_unit_test(test_durations),
-		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_globs),
 		cmocka_unit_test(test_cgroup_wanted),
 		cmocka_unit_test(test_dump_round_trip),

@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "agent/perf/events.h"
+#include "tests/unit/testlib.h"
 
 /* ---- built-ins ---- */
 
@@ -280,16 +280,11 @@ static int fake_setup(void **state)
 	return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
 static int fake_teardown(void **state)
 {
 	struct fake *f = *state;
 
-	assert_int_equal(nftw(f->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+	assert_int_equal(tl_rmtree(strdup(f->root)), 0);
 	free(f);
 	return 0;
 }
@@ -363,46 +358,6 @@ static void test_tracepoint_without_tracefs(void **state)
 }
 
 /* ---- distance and suggestions ---- */
-
-static void test_distance(void **state)
-{
-	static const struct {
-		const char *a, *b;
-		size_t d;
-	} cases[] = {
-		{ "", "", 0 },
-		{ "a", "", 1 },
-		{ "", "abc", 3 },
-		{ "same", "same", 0 },
-		{ "kitten", "sitting", 3 },
-		{ "flaw", "lawn", 2 },
-		{ "abc", "acb", 2 },
-		{ "task-clok", "task-clock", 1 },
-		{ "context-switch", "context-switches", 2 },
-		{ "cycles", "cpu-cycles", 4 },
-		{ "sched:sched_swich", "sched:sched_switch", 1 },
-		{ "zzzzzzzzzz", "cs", 10 },
-	};
-	char long_a[257], long_b[256];
-
-	for (size_t i = 0; i < NCASES(cases); i++) {
-		size_t ab = ev_distance(cases[i].a, cases[i].b);
-		size_t ba = ev_distance(cases[i].b, cases[i].a);
-
-		if (ab != cases[i].d || ba != cases[i].d)
-			fail_msg("(\"%s\", \"%s\"): %zu/%zu, want %zu", cases[i].a, cases[i].b, ab,
-				 ba, cases[i].d);
-	}
-	/* 255 bytes is still measured; 256 is "far". */
-	memset(long_b, 'x', 255);
-	long_b[255] = '\0';
-	assert_int_equal(ev_distance(long_b, ""), 255);
-	assert_int_equal(ev_distance(long_b, long_b), 0);
-	memset(long_a, 'x', 256);
-	long_a[256] = '\0';
-	assert_true(ev_distance(long_a, long_b) > 255);
-	assert_true(ev_distance("", long_a) > 255);
-}
 
 #define MAX_SUGG 6
 
@@ -501,7 +456,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tracepoints, fake_setup, fake_teardown),
 		cmocka_unit_test_setup_teardown(test_tracepoint_without_tracefs, fake_setup,
 						fake_teardown),
-		cmocka_unit_test(test_distance),
 		cmocka_unit_test_setup_teardown(test_suggest, fake_setup, fake_teardown),
 		cmocka_unit_test_setup_teardown(test_suggest_bounds, fake_setup, fake_teardown),
 	};

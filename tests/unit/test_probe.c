@@ -42,6 +42,7 @@
 #include "agent/perf/probe.h"
 #include "agent/symbols/symtab.h"
 #include "agent/perf/usdt.h"
+#include "tests/unit/testlib.h"
 
 #define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
 #define CALLS 1000
@@ -992,18 +993,6 @@ static void test_tracepoint_errors(void **state)
 
 /* ---- probe_attr ---- */
 
-static void write_file(const char *dir, const char *name, const char *text)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "we");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 static void test_attr_fake_pmu(void **state)
 {
 	char dir[] = "/tmp/test_probe_pmu.XXXXXX", sub[PATH_MAX], err[512];
@@ -1013,9 +1002,9 @@ static void test_attr_fake_pmu(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(sub, sizeof(sub), "%s/format", dir);
 	assert_int_equal(mkdir(sub, 0755), 0);
-	write_file(dir, "type", "42\n");
-	write_file(dir, "format/retprobe", "config:0\n");
-	write_file(dir, "format/ref_ctr_offset", "config:32-63\n");
+	tl_write_file(dir, "type", "42\n");
+	tl_write_file(dir, "format/retprobe", "config:0\n");
+	tl_write_file(dir, "format/ref_ctr_offset", "config:32-63\n");
 
 	memset(&attr, 0, sizeof(attr));
 	attr.sample_period = 7; /* the caller's fields stay */
@@ -1033,7 +1022,7 @@ static void test_attr_fake_pmu(void **state)
 	assert_int_equal(attr.config, (UINT64_C(0x88595e) << 32) | 1);
 
 	/* another bit, as a range of one */
-	write_file(dir, "format/retprobe", "config:5-5\n");
+	tl_write_file(dir, "format/retprobe", "config:5-5\n");
 	p.ref_ctr = 0;
 	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), 0);
 	assert_int_equal(attr.config, UINT64_C(1) << 5);
@@ -1049,10 +1038,10 @@ static void test_attr_fake_pmu(void **state)
 
 	p.ref_ctr = 0;
 	for (size_t i = 0; i < sizeof(bad_formats) / sizeof(bad_formats[0]); i++) {
-		write_file(dir, "format/retprobe", bad_formats[i]);
+		tl_write_file(dir, "format/retprobe", bad_formats[i]);
 		assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), -EIO);
 	}
-	write_file(dir, "format/retprobe", "config:0-1");
+	tl_write_file(dir, "format/retprobe", "config:0-1");
 	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), -EIO);
 
 	/* an old kernel: no ref_ctr_offset, no retprobe */
@@ -1069,7 +1058,7 @@ static void test_attr_fake_pmu(void **state)
 	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), -EOPNOTSUPP);
 
 	/* a type that is not a number */
-	write_file(dir, "type", "uprobe\n");
+	tl_write_file(dir, "type", "uprobe\n");
 	assert_int_equal(probe_attr_at(&p, dir, &attr, err, sizeof(err)), -EIO);
 
 	nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
@@ -1250,6 +1239,67 @@ static void test_tracepoint_raw(void **state)
 	probe_release(&p);
 }
 
+/* The grammar's parts, host-independent (probe_spec.h). */
+static void test_spec_parts(void **state)
+{
+	static const struct {
+		const char *spec;
+		enum probe_kind kind;
+		const char *head, *binary, *group, *name, *arg0;
+		uint64_t offset;
+		int nargs, argn0;
+	} cases[] = {
+		{ "u:/usr/lib/libc.so.6:malloc+0x10 n=%di arg1", PROBE_UPROBE,
+		  "u:/usr/lib/libc.so.6:malloc+0x10", "/usr/lib/libc.so.6", NULL, "malloc", "n",
+		  0x10, 2, -1 },
+		{ "sdt:postgresql:query__start@postgres q=arg0", PROBE_USDT,
+		  "sdt:postgresql:query__start@postgres", "postgres", "postgresql", "query__start",
+		  "q", 0, 1, 0 },
+		{ "  sched:sched_switch\tprev_pid\n", PROBE_TRACEPOINT, "sched:sched_switch", NULL,
+		  "sched", "sched_switch", "prev_pid", 0, 1, -1 },
+		{ "u:libc:free%return", PROBE_UPROBE, "u:libc:free%return", "libc", NULL, "free",
+		  NULL, 0, 0, 0 },
+	};
+	struct probe_spec s;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (probe_spec_parse(cases[i].spec, &s, err, sizeof(err)))
+			fail_msg("\"%s\": %s", cases[i].spec, err);
+		assert_int_equal(s.kind, cases[i].kind);
+		assert_string_equal(s.head, cases[i].head);
+		if (cases[i].binary)
+			assert_string_equal(s.binary, cases[i].binary);
+		else
+			assert_null(s.binary);
+		if (cases[i].group)
+			assert_string_equal(s.group, cases[i].group);
+		else
+			assert_null(s.group);
+		assert_string_equal(s.name, cases[i].name);
+		assert_int_equal(s.offset, cases[i].offset);
+		assert_int_equal(s.retprobe, strstr(cases[i].spec, "%return") != NULL);
+		assert_int_equal(s.nargs, cases[i].nargs);
+		if (cases[i].arg0) {
+			assert_string_equal(s.args[0].name, cases[i].arg0);
+			assert_int_equal(s.args[0].argn, cases[i].argn0);
+			assert_non_null(probe_spec_arg(&s, cases[i].arg0));
+		}
+		probe_spec_release(&s);
+		probe_spec_release(&s); /* zeroed: fine */
+	}
+	probe_spec_release(NULL);
+	memset(&s, 0xa5, sizeof(s));
+	assert_int_equal(probe_spec_parse("u:libc:malloc%return arg0", &s, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "u:libc:malloc%return: arg0 is gone at return; the return value "
+				 "is %ax");
+	assert_int_equal(((unsigned char *)&s)[0], 0xa5); /* untouched on failure */
+	assert_int_equal(probe_spec_parse(NULL, &s, err, sizeof(err)), -EINVAL);
+	assert_int_equal(probe_spec_parse("u:libc:f", &s, NULL, 0), 0);
+	probe_spec_release(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1261,6 +1311,7 @@ int main(void)
 		cmocka_unit_test(test_symtab_names),
 		cmocka_unit_test(test_path_and_pids),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_spec_parts),
 		cmocka_unit_test(test_message_buffer),
 		cmocka_unit_test(test_sdt_postgres),
 		cmocka_unit_test(test_sdt_no_notes),

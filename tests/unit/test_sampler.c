@@ -38,12 +38,6 @@
 #include "cgroup/mount.h"
 #include "lib/clock.h"
 
-#ifndef PERF_SAMPLE_CGROUP
-#define PERF_SAMPLE_CGROUP (1U << 21)
-#endif
-#ifndef PERF_RECORD_MISC_MMAP_BUILD_ID
-#define PERF_RECORD_MISC_MMAP_BUILD_ID (1 << 14)
-#endif
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -202,5 +203,5 @@ void tl_pathf(char *buf, size_t size, const char *fmt, ...)
 	n = vsnprintf(buf, size, fmt, ap);
 	va_end(ap);
 	if (n < 0 || (size_t)n >= size)
-		fail_msg("path too long for %zu bytes: %s", size, fmt);
+		fail_msg("tl_pathf: \"%s\" does not fit %zu bytes", fmt, size);
 }

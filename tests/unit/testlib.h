@@ -56,9 +56,9 @@ struct Cgperf__V1__Batch;
  * either step fails. */
 struct Cgperf__V1__Batch *tl_wire_roundtrip(struct wire_batch *b);
 
-/* snprintf() into @buf that fails the test instead of truncating. */
+/* snprintf() into @buf that fails the test instead of cutting the text. */
 __attribute__((format(printf, 3, 4))) void tl_pathf(char *buf, size_t size, const char *fmt,
-						   ...);
+						    ...);
 
 /* Lines of @text (a final line without '\n' counts too). */
 size_t tl_count_lines(const char *text);

@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: MIT
+#include "agent/perf/probe_spec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The whole register as perf names it: %di means all 64 bits of rdi. */
+static const char *const perf_reg64[] = { "ax", "bx", "cx", "dx", "si", "di", "bp", "sp", "ip" };
+
+/* SysV x86_64 integer argument registers */
+static const char *const abi_args[] = { "rdi", "rsi", "rdx", "rcx", "r8", "r9" };
+#define NABI_ARGS (sizeof(abi_args) / sizeof(abi_args[0]))
+
+/* Append to @err; a message longer than the buffer is cut, never overrun. */
+__attribute__((format(printf, 3, 4))) static void say(char *err, size_t errlen,
+						      const char *fmt, ...)
+{
+	size_t used;
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	used = strnlen(err, errlen - 1);
+	va_start(ap, fmt);
+	vsnprintf(err + used, errlen - used, fmt, ap);
+	va_end(ap);
+}
+
+int probe_spec_u64(const char *s, uint64_t *out)
+{
+	bool hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+	unsigned long long v;
+	char *end;
+
+	if (!isdigit((unsigned char)s[0]) || (hex && !isxdigit((unsigned char)s[2])))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, hex ? 16 : 10);
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* "argN": N, else -1. */
+static int parse_argn(const char *s)
+{
+	uint64_t n;
+
+	if (strncmp(s, "arg", 3) || !isdigit((unsigned char)s[3]) || strlen(s) > 5)
+		return -1;
+	if (probe_spec_u64(s + 3, &n) < 0 || (s[3] == '0' && s[4]))
+		return -1;
+	return (int)n;
+}
+
+static bool valid_argname(const char *s)
+{
+	if (!s[0] || strlen(s) > PROBE_ARGNAME_MAX ||
+	    !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (const char *c = s; *c; c++) {
+		if (!isalnum((unsigned char)*c) && *c != '_')
+			return false;
+	}
+	return true;
+}
+
+static int reg_arg(const char *reg, struct usdt_arg *a)
+{
+	int perf_reg, bytes;
+
+	/* usdt.c knows the assembler's %rip, not perf's %ip */
+	if (usdt_reg_lookup(strcmp(reg, "ip") ? reg : "rip", &perf_reg, &bytes) < 0 ||
+	    perf_reg < 0 || perf_reg >= 64)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(perf_reg64) / sizeof(perf_reg64[0]); i++) {
+		if (strcmp(reg, perf_reg64[i]) == 0)
+			bytes = 8;
+	}
+	memset(a, 0, sizeof(*a));
+	a->kind = USDT_ARG_REG;
+	a->size = 8;
+	a->reg = perf_reg;
+	a->reg_bytes = bytes;
+	return 0;
+}
+
+/* "u:BINARY:SYMBOL[+OFF][%return]", @body after "u:" (cut in place) */
+static int parse_uprobe(struct probe_spec *s, char *body, char *err, size_t errlen)
+{
+	char *sym, *plus, *pct = strchr(body, '%');
+
+	if (pct) {
+		if (strcmp(pct, "%return") != 0) {
+			say(err, errlen, "%s: unknown suffix \"%s\" (only %%return)", s->head, pct);
+			return -EINVAL;
+		}
+		*pct = '\0';
+		s->retprobe = true;
+	}
+	sym = strrchr(body, ':');
+	if (!sym || sym == body || !sym[1]) {
+		say(err, errlen, "%s: want u:BINARY:SYMBOL[+OFF][%%return]", s->head);
+		return -EINVAL;
+	}
+	*sym++ = '\0';
+	plus = strchr(sym, '+');
+	if (plus) {
+		*plus++ = '\0';
+		if (!sym[0] || probe_spec_u64(plus, &s->offset) < 0) {
+			say(err, errlen, "%s: bad offset \"+%s\" (decimal or 0x hex)", s->head,
+			    plus);
+			return -EINVAL;
+		}
+	}
+	if (s->retprobe && s->offset) {
+		say(err, errlen, "%s: %%return probes a function's return; it takes no +OFF",
+		    s->head);
+		return -EINVAL;
+	}
+	s->kind = PROBE_UPROBE;
+	s->binary = strdup(body);
+	s->name = strdup(sym);
+	return s->binary && s->name ? 0 : -ENOMEM;
+}
+
+/* "sdt:PROVIDER:NAME[@BINARY]", @body after "sdt:" (cut in place) */
+static int parse_usdt(struct probe_spec *s, char *body, char *err, size_t errlen)
+{
+	char *name, *binary = strchr(body, '@');
+
+	if (binary)
+		*binary++ = '\0';
+	name = strchr(body, ':');
+	if (name)
+		*name++ = '\0';
+	if (!name || !body[0] || !name[0] || strchr(name, ':') || (binary && !binary[0])) {
+		say(err, errlen, "%s: want sdt:PROVIDER:NAME[@BINARY]", s->head);
+		return -EINVAL;
+	}
+	s->kind = PROBE_USDT;
+	s->group = strdup(body);
+	s->name = strdup(name);
+	if (binary)
+		s->binary = strdup(binary);
+	return s->group && s->name && (!binary || s->binary) ? 0 : -ENOMEM;
+}
+
+/* "SUBSYS:EVENT" */
+static int parse_tracepoint(struct probe_spec *s, char *err, size_t errlen)
+{
+	const char *colon = strchr(s->head, ':');
+
+	if (!colon || colon == s->head || !colon[1] || strchr(colon + 1, ':')) {
+		say(err, errlen,
+		    "%s: not a probe; want u:BINARY:SYMBOL, sdt:PROVIDER:NAME[@BINARY] or "
+		    "SUBSYS:EVENT",
+		    s->head);
+		return -EINVAL;
+	}
+	s->kind = PROBE_TRACEPOINT;
+	s->group = strndup(s->head, (size_t)(colon - s->head));
+	s->name = strdup(colon + 1);
+	return s->group && s->name ? 0 : -ENOMEM;
+}
+
+/* What VALUE may be for this kind of probe; fills @a's register and argn. */
+static int check_value(const struct probe_spec *s, struct probe_spec_arg *a, char *err,
+		       size_t errlen)
+{
+	const char *v = a->value;
+
+	a->argn = parse_argn(v);
+	if (s->kind == PROBE_TRACEPOINT)
+		return 0; /* a field, known once tracefs is read */
+	if (s->kind == PROBE_USDT) {
+		if (a->argn < 0) {
+			say(err, errlen, "%s: argument \"%s\": an SDT probe takes argN", s->head,
+			    v);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (v[0] == '%') {
+		if (reg_arg(v + 1, &a->a) < 0) {
+			say(err, errlen,
+			    "%s: unknown register \"%s\" (e.g. %%di, %%rsi, %%ax, %%r8)", s->head,
+			    v);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (a->argn < 0) {
+		say(err, errlen, "%s: argument \"%s\": want %%REG or argN", s->head, v);
+		return -EINVAL;
+	}
+	if (s->retprobe) {
+		say(err, errlen, "%s: %s is gone at return; the return value is %%ax", s->head, v);
+		return -EINVAL;
+	}
+	if ((size_t)a->argn >= NABI_ARGS) {
+		say(err, errlen, "%s: %s: only arg0..arg5 are passed in registers", s->head, v);
+		return -EINVAL;
+	}
+	return reg_arg(abi_args[a->argn], &a->a) < 0 ? -EINVAL : 0;
+}
+
+/* One "[NAME=]VALUE" token. */
+static int parse_arg(struct probe_spec *s, const char *tok, char *err, size_t errlen)
+{
+	struct probe_spec_arg *a = &s->args[s->nargs];
+	const char *eq = strchr(tok, '=');
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	a->value = strdup(eq ? eq + 1 : tok);
+	if (eq)
+		a->name = strndup(tok, (size_t)(eq - tok));
+	else if (s->kind == PROBE_UPROBE && tok[0] == '%')
+		a->name = strdup(tok + 1);
+	else
+		a->name = strdup(tok);
+	s->nargs++; /* owned from here, released with @s */
+	if (!a->value || !a->name)
+		return -ENOMEM;
+	rc = check_value(s, a, err, errlen);
+	if (rc)
+		return rc;
+	if (!valid_argname(a->name)) {
+		say(err, errlen, "%s: bad argument name \"%s\" (letters, digits, _; at most %d)",
+		    s->head, a->name, PROBE_ARGNAME_MAX);
+		return -EINVAL;
+	}
+	for (int i = 0; i < s->nargs - 1; i++) {
+		if (strcmp(s->args[i].name, a->name) == 0) {
+			say(err, errlen, "%s: argument \"%s\" named twice", s->head, a->name);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* The probe part of @copy, then each argument. */
+static int parse_tokens(struct probe_spec *s, char *copy, char *err, size_t errlen)
+{
+	char *save = NULL, *head = strtok_r(copy, " \t\n", &save), *body = NULL;
+	char *toks[USDT_MAX_ARGS];
+	size_t ntoks = 0;
+	int rc;
+
+	if (!head) {
+		say(err, errlen, "empty probe spec");
+		return -EINVAL;
+	}
+	for (char *t = strtok_r(NULL, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
+		if (ntoks == USDT_MAX_ARGS) {
+			say(err, errlen, "%s: too many arguments (at most %d)", head,
+			    USDT_MAX_ARGS);
+			return -E2BIG;
+		}
+		toks[ntoks++] = t;
+	}
+	s->head = strdup(head);
+	body = strdup(head);
+	rc = -ENOMEM;
+	if (!s->head || !body)
+		goto out;
+	if (!strncmp(head, "u:", 2))
+		rc = parse_uprobe(s, body + 2, err, errlen);
+	else if (!strncmp(head, "sdt:", 4))
+		rc = parse_usdt(s, body + 4, err, errlen);
+	else
+		rc = parse_tracepoint(s, err, errlen);
+	for (size_t i = 0; i < ntoks && !rc; i++)
+		rc = parse_arg(s, toks[i], err, errlen);
+out:
+	free(body);
+	return rc;
+}
+
+int probe_spec_parse(const char *spec, struct probe_spec *out, char *err, size_t errlen)
+{
+	struct probe_spec s = { 0 };
+	char *copy;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!spec) {
+		say(err, errlen, "no probe given");
+		return -EINVAL;
+	}
+	if (strnlen(spec, PROBE_SPEC_MAX + 1) > PROBE_SPEC_MAX) {
+		say(err, errlen, "probe spec longer than %d bytes", PROBE_SPEC_MAX);
+		return -E2BIG;
+	}
+	copy = strdup(spec);
+	rc = copy ? parse_tokens(&s, copy, err, errlen) : -ENOMEM;
+	free(copy);
+	if (rc == -ENOMEM) {
+		if (err && errlen)
+			err[0] = '\0';
+		say(err, errlen, "%s: out of memory", spec);
+	}
+	if (rc) {
+		probe_spec_release(&s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void probe_spec_release(struct probe_spec *s)
+{
+	if (!s)
+		return;
+	free(s->head);
+	free(s->binary);
+	free(s->group);
+	free(s->name);
+	for (int i = 0; i < s->nargs; i++) {
+		free(s->args[i].name);
+		free(s->args[i].value);
+	}
+	memset(s, 0, sizeof(*s));
+}
+
+const struct probe_spec_arg *probe_spec_arg(const struct probe_spec *s, const char *name)
+{
+	for (int i = 0; i < s->nargs; i++) {
+		if (strcmp(s->args[i].name, name) == 0)
+			return &s->args[i];
+	}
+	return NULL;
+}

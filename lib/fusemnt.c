@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: MIT
+/* FUSE mount points per mount namespace: see lib/fusemnt.h. */
+#include "lib/fusemnt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/rootfs.h"
+
+struct fusemnt_table {
+	bool all;      /* read in part: everything is at risk */
+	char **points; /* unescaped mount points, "/" included */
+	size_t n, cap;
+};
+
+static int table_add(struct fusemnt_table *t, const char *p, size_t len)
+{
+	char *s;
+
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 8;
+		char **np = realloc(t->points, cap * sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		t->points = np;
+		t->cap = cap;
+	}
+	s = strndup(p, len);
+	if (!s)
+		return -ENOMEM;
+	/* without trailing slashes, except the root itself */
+	while (len > 1 && s[len - 1] == '/')
+		s[--len] = '\0';
+	t->points[t->n++] = s;
+	return 0;
+}
+
+/* Mountinfo escapes space, tab, newline and backslash as \OOO: undo in place. */
+static size_t unescape(char *s, size_t len)
+{
+	size_t i = 0, o = 0;
+
+	while (i < len) {
+		if (s[i] == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3' &&
+		    s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+			s[o++] = (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+			i += 4;
+		} else {
+			s[o++] = s[i++];
+		}
+	}
+	s[o] = '\0';
+	return o;
+}
+
+static bool fuse_type(const char *t, size_t len)
+{
+	return (len == 4 && !memcmp(t, "fuse", 4)) || (len == 7 && !memcmp(t, "fuseblk", 7)) ||
+	       (len > 5 && !memcmp(t, "fuse.", 5));
+}
+
+/* One mountinfo line (NUL-terminated, writable): 0, or -errno on memory. */
+static int parse_line(struct fusemnt_table *t, char *line)
+{
+	char *field[6], *p = line, *type;
+	size_t nf = 0, plen, tlen;
+
+	/* id parent maj:min root mountpoint opts [optional...] - fstype src sopts */
+	while (nf < 6) {
+		p += strspn(p, " ");
+		if (!*p)
+			return 0;
+		field[nf++] = p;
+		p += strcspn(p, " ");
+		if (*p)
+			*p++ = '\0';
+	}
+	for (;;) {
+		p += strspn(p, " ");
+		if (!*p)
+			return 0;
+		if (p[0] == '-' && (p[1] == ' ' || !p[1]))
+			break;
+		p += strcspn(p, " ");
+	}
+	p += 1 + strspn(p + 1, " ");
+	type = p;
+	tlen = strcspn(p, " ");
+	if (!fuse_type(type, tlen))
+		return 0;
+	plen = unescape(field[4], strlen(field[4]));
+	if (plen == 0 || field[4][0] != '/')
+		return 0;
+	return table_add(t, field[4], plen);
+}
+
+static struct fusemnt_table *table_new(void)
+{
+	return calloc(1, sizeof(struct fusemnt_table));
+}
+
+struct fusemnt_table *fusemnt_table_read(int fd)
+{
+	struct fusemnt_table *t = table_new();
+	struct rootfs_lines *lr;
+	const char *line;
+	size_t len;
+	int dup_fd, r, err = 0;
+
+	if (!t)
+		return NULL;
+	dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (dup_fd < 0 || !(lr = rootfs_lines_new(dup_fd, FUSEMNT_MAX_LINE, FUSEMNT_MAX_BYTES))) {
+		err = errno;
+		if (dup_fd >= 0)
+			close(dup_fd);
+		free(t);
+		errno = err;
+		return NULL;
+	}
+	while ((r = rootfs_lines_next(lr, &line, &len)) == 1) {
+		if ((err = -parse_line(t, (char *)line)) != 0)
+			break;
+	}
+	if (r < 0 || rootfs_lines_capped(lr) || rootfs_lines_skipped(lr))
+		t->all = true;
+	rootfs_lines_free(lr);
+	if (err) {
+		fusemnt_table_free(t);
+		errno = err;
+		return NULL;
+	}
+	return t;
+}
+
+struct fusemnt_table *fusemnt_table_parse(const char *text)
+{
+	struct fusemnt_table *t = table_new();
+	char *copy = strdup(text ? text : ""), *save = NULL, *line;
+	int err = 0;
+
+	if (!t || !copy) {
+		free(t);
+		free(copy);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (line = strtok_r(copy, "\n", &save); line && !err; line = strtok_r(NULL, "\n", &save))
+		err = -parse_line(t, line);
+	free(copy);
+	if (err) {
+		fusemnt_table_free(t);
+		errno = err;
+		return NULL;
+	}
+	return t;
+}
+
+void fusemnt_table_free(struct fusemnt_table *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++)
+		free(t->points[i]);
+	free(t->points);
+	free(t);
+}
+
+size_t fusemnt_table_count(const struct fusemnt_table *t)
+{
+	return t && !t->all ? t->n : 0;
+}
+
+bool fusemnt_table_covers(const struct fusemnt_table *t, const char *path)
+{
+	if (!t)
+		return false;
+	if (t->all)
+		return true;
+	if (!t->n)
+		return false;
+	if (!path || path[0] != '/')
+		return true;
+	for (size_t i = 0; i < t->n; i++) {
+		const char *m = t->points[i];
+		size_t ml = strlen(m);
+
+		if (ml == 1) /* "/" is FUSE: the whole root */
+			return true;
+		if (!strncmp(path, m, ml) && (path[ml] == '\0' || path[ml] == '/'))
+			return true;
+	}
+	return false;
+}
+
+/* ---- the per-namespace cache ---- */
+
+struct slot {
+	dev_t dev;
+	ino_t ino;
+	time_t loaded;
+	struct fusemnt_table *t;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct slot slots[FUSEMNT_CACHE_SLOTS];
+static unsigned next_victim;
+static uint64_t nread;
+
+static time_t now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec;
+}
+
+/* Under lock: the table of @pid's namespace (dev, ino), read if needed. */
+static struct fusemnt_table *table_for(pid_t pid, dev_t dev, ino_t ino, int *err)
+{
+	char path[64];
+	struct slot *s = NULL;
+	struct fusemnt_table *t;
+	time_t now = now_s();
+	int fd;
+
+	for (unsigned i = 0; i < FUSEMNT_CACHE_SLOTS; i++) {
+		if (slots[i].t && slots[i].dev == dev && slots[i].ino == ino) {
+			s = &slots[i];
+			break;
+		}
+	}
+	if (s && now - s->loaded < FUSEMNT_TTL_S)
+		return s->t;
+	if (pid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/mountinfo");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*err = errno == ENOENT ? -ESRCH : -errno;
+		return NULL;
+	}
+	t = fusemnt_table_read(fd);
+	close(fd);
+	if (!t) {
+		*err = -errno;
+		return NULL;
+	}
+	nread++;
+	if (!s) {
+		for (unsigned i = 0; i < FUSEMNT_CACHE_SLOTS && !s; i++)
+			if (!slots[i].t)
+				s = &slots[i];
+		if (!s)
+			s = &slots[next_victim++ % FUSEMNT_CACHE_SLOTS];
+	}
+	fusemnt_table_free(s->t);
+	s->dev = dev;
+	s->ino = ino;
+	s->loaded = now;
+	s->t = t;
+	return t;
+}
+
+int fusemnt_classify(pid_t pid, const char *path)
+{
+	char ns[64];
+	struct stat st;
+	struct fusemnt_table *t;
+	int ret = 0;
+
+	if (pid > 0)
+		snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int)pid);
+	else
+		snprintf(ns, sizeof(ns), "/proc/self/ns/mnt");
+	if (stat(ns, &st) < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	pthread_mutex_lock(&lock);
+	t = table_for(pid, st.st_dev, st.st_ino, &ret);
+	if (t) {
+		if (!t->all && !t->n)
+			ret = FUSEMNT_NONE;
+		else
+			ret = fusemnt_table_covers(t, path) ? FUSEMNT_AT_RISK : FUSEMNT_ELSEWHERE;
+	}
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+void fusemnt_cache_reset(void)
+{
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < FUSEMNT_CACHE_SLOTS; i++) {
+		fusemnt_table_free(slots[i].t);
+		slots[i].t = NULL;
+	}
+	nread = 0;
+	pthread_mutex_unlock(&lock);
+}
+
+uint64_t fusemnt_tables_read(void)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&lock);
+	n = nread;
+	pthread_mutex_unlock(&lock);
+	return n;
+}

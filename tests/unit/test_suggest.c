@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lib/suggest: the edit distance, the one-best pick of config keys and enum
+ * values, the score of a long scan's candidates and the ranked few kept.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/suggest.h"
+
+#define NCASES(a) (sizeof(a) / sizeof((a)[0]))
+
+static void test_distance(void **state)
+{
+	static const struct {
+		const char *a, *b;
+		size_t d;
+	} cases[] = {
+		{ "", "", 0 },
+		{ "a", "", 1 },
+		{ "", "abc", 3 },
+		{ "same", "same", 0 },
+		{ "kitten", "sitting", 3 },
+		{ "flaw", "lawn", 2 },
+		{ "abc", "acb", 2 },
+		{ "task-clok", "task-clock", 1 },
+		{ "context-switch", "context-switches", 2 },
+		{ "cycles", "cpu-cycles", 4 },
+		{ "sched:sched_swich", "sched:sched_switch", 1 },
+		{ "zzzzzzzzzz", "cs", 10 },
+	};
+	char long_a[257], long_b[256];
+
+	for (size_t i = 0; i < NCASES(cases); i++) {
+		size_t ab = suggest_distance(cases[i].a, cases[i].b);
+		size_t ba = suggest_distance(cases[i].b, cases[i].a);
+
+		if (ab != cases[i].d || ba != cases[i].d)
+			fail_msg("(\"%s\", \"%s\"): %zu/%zu, want %zu", cases[i].a, cases[i].b, ab,
+				 ba, cases[i].d);
+	}
+	/* 255 bytes is still measured; 256 is "far". */
+	memset(long_b, 'x', 255);
+	long_b[255] = '\0';
+	assert_int_equal(suggest_distance(long_b, ""), 255);
+	assert_int_equal(suggest_distance(long_b, long_b), 0);
+	memset(long_a, 'x', 256);
+	long_a[256] = '\0';
+	assert_true(suggest_distance(long_a, long_b) > 255);
+	assert_true(suggest_distance("", long_a) > 255);
+}
+
+static void test_best(void **state)
+{
+	static const char *const keys[] = { "frequency", "verify", "stacks", "demangle", NULL };
+	static const char *const levels[] = { "debug", "info", "warn", "error" };
+
+	assert_int_equal(suggest_limit(5), 1);
+	assert_int_equal(suggest_limit(6), 2);
+	assert_int_equal(suggest_limit(10), 3);
+	assert_string_equal(suggest_best("frequncy", keys, SIZE_MAX, suggest_limit(8)),
+			    "frequency");
+	assert_string_equal(suggest_best("stack", keys, SIZE_MAX, suggest_limit(5)), "stacks");
+	assert_null(suggest_best("zzzz", keys, SIZE_MAX, suggest_limit(4)));
+	/* the distance must stay under the length: "x" does not suggest "y" */
+	assert_null(suggest_best("x", (const char *const[]){ "y", NULL }, SIZE_MAX, 5));
+	/* a count stops before the NULL */
+	assert_null(suggest_best("demangel", keys, 3, 2));
+	assert_string_equal(suggest_best("eror", levels, 4, 2), "error");
+	assert_null(suggest_best("critical", levels, 4, 2));
+}
+
+static void test_score(void **state)
+{
+	assert_int_equal(suggest_score("malloc", "malloc"), 0);
+	assert_int_equal(suggest_score("mallok", "malloc"), 1);
+	/* contained, long enough to mean it */
+	assert_int_equal(suggest_score("malloc", "__libc_malloc"), 2);
+	/* "main" is in there by accident */
+	assert_int_equal(suggest_score("main", "PyNumber_InPlaceRemainder"), SIZE_MAX);
+	assert_int_equal(suggest_score("ab", "xyz"), SIZE_MAX);
+}
+
+static void test_rank(void **state)
+{
+	struct suggest s = { 0 };
+	char *out[SUGGEST_MAX];
+	size_t n;
+
+	suggest_init(&s, 3);
+	suggest_add(&s, "d", 4);
+	suggest_add(&s, "b", 1);
+	suggest_add(&s, "a", 1);
+	suggest_add(&s, "b", 0); /* already there: kept once, first score */
+	suggest_add(&s, "c", 2);
+	suggest_add(&s, "e", SIZE_MAX);
+	suggest_add(&s, "f", 9); /* worse than the three kept */
+	n = suggest_take(&s, out);
+	assert_int_equal(n, 3);
+	assert_string_equal(out[0], "a"); /* ties by name */
+	assert_string_equal(out[1], "b");
+	assert_string_equal(out[2], "c");
+	assert_int_equal(s.n, 0);
+	for (size_t i = 0; i < n; i++)
+		free(out[i]);
+
+	suggest_init(&s, 100); /* capped */
+	assert_int_equal(s.max, SUGGEST_MAX);
+	for (int i = 0; i < 20; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "n%02d", 20 - i);
+		suggest_consider(&s, "n00", name);
+	}
+	assert_true(s.n <= SUGGEST_MAX);
+	suggest_release(&s);
+	assert_int_equal(s.n, 0);
+	suggest_release(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_distance),
+		cmocka_unit_test(test_best),
+		cmocka_unit_test(test_score),
+		cmocka_unit_test(test_rank),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
