@@ -73,7 +73,7 @@ $(TESTALLOC_BIN): $(TESTALLOC_OBJ)
 $(TESTALLOC_BIN): TEST_EXTRA_OBJ := $(TESTALLOC_OBJ)
 # Unit tests of exporter modules (by name) link the exporter's objects too.
 UNIT_EXPORTER_BIN := $(filter $(O)/tests/test_render% $(O)/tests/test_store% \
-	$(O)/tests/test_totals%,$(UNIT_BIN))
+	$(O)/tests/test_totals% $(O)/tests/test_http%,$(UNIT_BIN))
 # Test-only helper programs (batch generators, renderers, push loops): one
 # .c each, linked with everything but the two main()s.
 TOOL_SRC := $(wildcard tests/tools/*.c)
@@ -222,7 +222,8 @@ FUZZ_CC ?= clang
 FUZZ_TIME ?= 20
 FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
-FUZZ_WIRE_SRC := tests/fuzz/fuzz_wire.c wire/wire.c lib/hist.c lib/gzip.c $(PROTO_C)
+FUZZ_WIRE_SRC := tests/fuzz/fuzz_wire.c $(wildcard wire/*.c) lib/hist.c lib/utf8.c lib/gzip.c \
+	$(PROTO_C)
 
 $(O)/fuzz/fuzz_wire: $(FUZZ_WIRE_SRC) wire/wire.h lib/hist.h $(PROTO_H)
 	@mkdir -p $(dir $@)
@@ -235,8 +236,9 @@ $(O)/fuzz/fuzz_wire-seeds: $(FUZZ_WIRE_SRC) wire/wire.h lib/hist.h $(PROTO_H)
 
 # What the exporter does with a decoded batch (totals, /metrics text,
 # stack renderers); the store is linked for its helpers, not driven.
-FUZZ_INGEST_SRC := tests/fuzz/fuzz_ingest.c wire/wire.c lib/hist.c lib/gzip.c $(PROTO_C) \
-	exporter/totals.c exporter/page.c $(wildcard exporter/render/*.c) $(wildcard exporter/store/*.c)
+FUZZ_INGEST_SRC := tests/fuzz/fuzz_ingest.c $(wildcard wire/*.c) lib/hist.c lib/utf8.c lib/json.c \
+	lib/prom.c lib/gzip.c $(PROTO_C) exporter/totals.c exporter/totals_expo.c exporter/page.c \
+	$(wildcard exporter/render/*.c) $(wildcard exporter/store/*.c)
 $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h exporter/*/*.h) wire/wire.h lib/hist.h $(PROTO_H)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZCC  $@")

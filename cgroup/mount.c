@@ -2,9 +2,15 @@
 #include "cgroup/mount.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "lib/slurp.h"
+
+/* mountinfo read at most: ~200 bytes a mount, so some 300,000 mounts. */
+#define MOUNTINFO_MAX (64u << 20)
 
 struct cg_mounts {
 	struct cg_mount *v;
@@ -117,27 +123,21 @@ fail:
 
 struct cg_mounts *cg_mounts_read(const char *mountinfo_path)
 {
-	FILE *f = fopen(mountinfo_path, "re");
-	char *text = NULL;
-	size_t len = 0;
-	ssize_t r;
 	struct cg_mounts *m;
-	int err;
+	char *text;
+	size_t len;
+	bool more;
+	int err = slurp_at(AT_FDCWD, mountinfo_path, MOUNTINFO_MAX, &text, &len, &more);
 
-	if (!f)
-		return NULL;
-	/* getdelim with a NUL delimiter slurps the whole (text) file. On an
-	 * empty file it fails at EOF and may leave @text allocated but unset. */
-	r = getdelim(&text, &len, '\0', f);
-	if (r < 0 && !feof(f)) {
-		err = errno;
-		fclose(f);
+	if (!err && more) {
 		free(text);
-		errno = err;
+		err = -EFBIG;
+	}
+	if (err) {
+		errno = -err;
 		return NULL;
 	}
-	fclose(f);
-	m = cg_mounts_parse(r > 0 ? text : "");
+	m = cg_mounts_parse(text);
 	err = errno;
 	free(text);
 	errno = err;

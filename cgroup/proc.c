@@ -31,6 +31,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/slurp.h"
+
 /* comm is at most 64 bytes even for kernel threads on recent kernels. */
 #define PROC_COMM_READ_MAX 256
 /* "pid (comm) state ppid ..." — ppid sits within the first few hundred bytes. */
@@ -45,62 +47,6 @@
 #define PROC_EXE_MAX (64 * 1024)
 /* PID_MAX_LIMIT on 64-bit kernels: no host can have more processes. */
 #define PROC_LIST_MAX (4 * 1024 * 1024)
-
-/*
- * Read at most @cap bytes (cap > 0) of @name under @dirfd into a new buffer,
- * NUL-terminated. The content may itself contain NULs, hence @ret_len.
- */
-static int read_at(int dirfd, const char *name, size_t cap, char **ret, size_t *ret_len)
-{
-	size_t size = cap < 512 ? cap : 512;
-	size_t len = 0;
-	char *buf, *nbuf;
-	ssize_t n;
-	int fd, r;
-
-	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(size + 1);
-	if (!buf) {
-		r = -ENOMEM;
-		goto err_close;
-	}
-	for (;;) {
-		if (len == size) {
-			if (size == cap)
-				break;
-			size = size > cap / 2 ? cap : size * 2;
-			nbuf = realloc(buf, size + 1);
-			if (!nbuf) {
-				r = -ENOMEM;
-				goto err_free;
-			}
-			buf = nbuf;
-		}
-		n = read(fd, buf + len, size - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			goto err_free;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	buf[len] = '\0';
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-
-err_free:
-	free(buf);
-err_close:
-	close(fd);
-	return r;
-}
 
 /* readlinkat() into a buffer that grows until the target fits (or @cap). */
 static int readlink_alloc_at(int dirfd, const char *name, size_t cap, char **ret)
@@ -196,7 +142,7 @@ static int proc_read_comm(int dfd, struct cg_proc *p)
 	char *buf;
 	int r;
 
-	r = read_at(dfd, "comm", PROC_COMM_READ_MAX, &buf, &len);
+	r = slurp_at(dfd, "comm", PROC_COMM_READ_MAX, &buf, &len, NULL);
 	if (r < 0)
 		return r;
 	if (len > 0 && buf[len - 1] == '\n')
@@ -214,7 +160,7 @@ static int proc_read_ppid(int dfd, struct cg_proc *p)
 	char *buf;
 	int r;
 
-	r = read_at(dfd, "stat", PROC_STAT_READ_MAX, &buf, &len);
+	r = slurp_at(dfd, "stat", PROC_STAT_READ_MAX, &buf, &len, NULL);
 	if (r < 0)
 		return r;
 	r = parse_stat_ppid(buf, len, &p->ppid);
@@ -228,7 +174,7 @@ static int proc_read_cmdline(int dfd, struct cg_proc *p)
 	char *buf;
 	int r;
 
-	r = read_at(dfd, "cmdline", CG_PROC_CMDLINE_MAX, &buf, &len);
+	r = slurp_at(dfd, "cmdline", CG_PROC_CMDLINE_MAX, &buf, &len, NULL);
 	if (r < 0)
 		return r;
 	/* Programs that rewrite their title often pad it with NULs. */
@@ -249,7 +195,7 @@ static int proc_read_cgroup(int dfd, struct cg_proc *p)
 	char *buf;
 	int r;
 
-	r = read_at(dfd, "cgroup", PROC_CGROUP_READ_MAX, &buf, &len);
+	r = slurp_at(dfd, "cgroup", PROC_CGROUP_READ_MAX, &buf, &len, NULL);
 	/* The kernel refuses paths of PATH_MAX or more: the cgroup is unknown, not gone. */
 	if (r == -ENAMETOOLONG) {
 		p->cgroup = NULL;

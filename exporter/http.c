@@ -35,8 +35,11 @@
  * text that shrinks about tenfold. The page is built first (under the
  * lock), then compressed in one deflate call at a fast level, outside any
  * lock, so a slow scrape never delays a push.
+ *
+ * This file is the server; building answers is http_answer.c and the read
+ * routes are routes.c (http_internal.h says what they share).
  */
-#include "exporter/http.h"
+#include "exporter/http_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,330 +47,26 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "lib/log.h"
 #include "wire/wire.h"
 #include "exporter/config.h"
-#include "exporter/page.h"
-#include "exporter/procmetrics.h"
-#include "exporter/render/render.h"
 #include "exporter/store/store.h"
-#include "exporter/targets.h"
 #include "exporter/totals.h"
 #include "lib/clock.h"
-#include "lib/gzip.h"
 #include "lib/netaddr.h"
 
-/* Event loops (epoll), each over its share of the connections. */
-#define HTTP_THREADS 4u
-/* Threads that build the answers of read routes. */
-#define READ_THREADS 2u
-/* Pushes decoded and waiting for the store thread: at most --ingest-queue
- * (HTTP_INGEST_QUEUE_DEFAULT) and this many bytes of bodies; past either,
- * 503 + Retry-After. */
-#define INGEST_QUEUE_BYTES (512ull << 20)
-/* Pushes committed in one transaction, at most (group commit). */
-#define INGEST_GROUP_MAX 64u
-/* Read requests waiting for a reader thread. */
-#define READ_QUEUE_MAX 256u
-/* Retry-After of a 503 for a full queue, seconds. */
-#define BUSY_RETRY_S "1"
-/* Connections waiting to be accepted (the kernel caps it at somaxconn). */
-#define LISTEN_BACKLOG 4096u
-/* Longest query parameter value accepted. */
-#define PARAM_MAX 4096
-/* Default span of a stacks query. */
-#define DEFAULT_SPAN_NS (3600ull * 1000000000ull)
-/* zlib level of gzip'd answers: 1 is the fastest; text compresses well at
- * any level, and the scrape's latency is what counts. */
-#define GZIP_LEVEL 1
-
-enum reject { REJ_AUTH, REJ_TOO_LARGE, REJ_BAD_REQUEST, REJ_SERIES_LIMIT, REJ_N };
-static const char *const reject_name[REJ_N] = { "auth", "too_large", "bad_request",
-						"series_limit" };
-
-enum route { RT_PUSH, RT_METRICS, RT_STACKS, RT_TARGETS, RT_INDEX };
-
-enum format { FMT_FOLDED, FMT_PPROF, FMT_SVG };
-
-struct stacks_query {
-	struct store_selection sel;
-	enum format format;
-};
-
-struct req;
-
-/* A queue of suspended requests and the threads that serve it. */
-struct workq {
-	struct http *h;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct req *head, *tail;
-	size_t n, max_n;
-	uint64_t bytes, max_bytes;
-	bool stopping;
-	size_t group; /* requests handed to serve() at once, at most */
-	void (*serve)(struct http *h, struct req **r, size_t n);
-	pthread_t threads[READ_THREADS > 1 ? READ_THREADS : 1];
-	unsigned n_threads;
-};
-
-struct http {
-	struct MHD_Daemon *d;
-	struct http_config cfg;
-	char *auth;		 /* "Bearer TOKEN" or NULL */
-	pthread_mutex_t ingest;	 /* store commits, in order */
-	pthread_mutex_t lock;	 /* totals and the figures below */
-	uint64_t received, duplicates, rejects[REJ_N], store_errors, busy;
-	size_t metrics_len; /* of the last page, to allocate the next at once */
-	struct workq store_q, read_q;
-};
-
-struct req {
-	bool push;	/* a push whose body is being read */
-	bool done;	/* answered already */
-	bool encodable; /* a read route: its answer varies with Accept-Encoding */
-	bool gzip;	/* and the client accepts gzip */
-	bool too_large; /* more than max_body bytes came */
-	bool om;	/* /metrics: OpenMetrics asked for */
-	uint8_t *buf;
-	size_t len, cap;
-
-	/* Set while the request waits in a queue or a worker serves it: the
-	 * answer is built into resp/status instead of being queued on the
-	 * connection, which is suspended meanwhile. */
-	bool deferred;
-	enum route route;
-	struct stacks_query q;	/* RT_STACKS, parsed before queueing */
-	Cgperf__V1__Batch *m;	/* RT_PUSH, decoded before queueing */
-	uint64_t queued_bytes;	/* of this request in its queue's figure */
-	struct MHD_Connection *conn;
-	struct req *next;
-	struct MHD_Response *resp; /* the answer, once built */
-	unsigned status;
-};
+const char *const http_reject_name[REJ_N] = { "auth", "too_large", "bad_request",
+					  "series_limit" };
 
 uint64_t http_now_ns(void)
 {
 	return clock_real_ns();
-}
-
-static uint64_t cutoff(const struct http *h, uint64_t now)
-{
-	return now > h->cfg.series_expiry_ns ? now - h->cfg.series_expiry_ns : 0;
-}
-
-/* ---- Accept-Encoding ---- */
-
-/*
- * What an Accept-Encoding field (RFC 9110, 12.5.3) says of gzip: a list of
- * `coding *( OWS ";" OWS param )`, a weight being `q=` and a qvalue of at
- * most three decimals. Weights are kept in thousandths, -1 while a coding
- * was not named. "x-gzip" is gzip; "*" stands for any coding not named.
- * Where gzip (or "*") is named twice, the lower weight counts, and a
- * weight that does not parse counts as 0: when in doubt, plain text.
- */
-struct accept_gzip {
-	int gzip, star;
-};
-
-static bool ows(char ch)
-{
-	return ch == ' ' || ch == '\t';
-}
-
-/* A qvalue in [s, e): thousandths, or -1. */
-static int qvalue(const char *s, const char *e)
-{
-	size_t n = (size_t)(e - s);
-	int q = 0, digits = 0;
-
-	if (!n || (s[0] != '0' && s[0] != '1'))
-		return -1;
-	if (n > 1 && (s[1] != '.' || n > 5))
-		return -1;
-	for (size_t i = 2; i < n; i++, digits++) {
-		if (s[i] < '0' || s[i] > '9' || (s[0] == '1' && s[i] != '0'))
-			return -1;
-		q = q * 10 + (s[i] - '0');
-	}
-	while (digits++ < 3)
-		q *= 10;
-	return s[0] == '1' ? 1000 : q;
-}
-
-/* The weight of the element in [s, e) after its coding: 1000 without q=. */
-static int weight(const char *s, const char *e)
-{
-	int q = 1000;
-
-	while (s < e) {
-		const char *name, *eq, *val;
-
-		while (s < e && ows(*s))
-			s++;
-		if (s == e)
-			break;
-		if (*s++ != ';')
-			return 0;
-		while (s < e && ows(*s))
-			s++;
-		name = s;
-		while (s < e && *s != '=' && *s != ';' && !ows(*s))
-			s++;
-		eq = s;
-		if (s == e || *s != '=')
-			return 0;
-		val = ++s;
-		while (s < e && *s != ';' && !ows(*s))
-			s++;
-		if (eq - name == 1 && (*name == 'q' || *name == 'Q')) {
-			q = qvalue(val, s);
-			if (q < 0)
-				return 0;
-		}
-	}
-	return q;
-}
-
-static void accept_weigh(int *slot, int q)
-{
-	if (*slot < 0 || q < *slot)
-		*slot = q;
-}
-
-static void accept_encoding_parse(struct accept_gzip *a, const char *v)
-{
-	while (*v) {
-		const char *e = v + strcspn(v, ","), *name, *name_end;
-
-		while (v < e && ows(*v))
-			v++;
-		name = v;
-		while (v < e && *v != ';' && !ows(*v))
-			v++;
-		name_end = v;
-		if (name_end - name == 4 && !strncasecmp(name, "gzip", 4))
-			accept_weigh(&a->gzip, weight(v, e));
-		else if (name_end - name == 6 && !strncasecmp(name, "x-gzip", 6))
-			accept_weigh(&a->gzip, weight(v, e));
-		else if (name_end - name == 1 && *name == '*')
-			accept_weigh(&a->star, weight(v, e));
-		v = *e ? e + 1 : e;
-	}
-}
-
-static enum MHD_Result accept_header(void *arg, enum MHD_ValueKind kind, const char *key,
-				     const char *value)
-{
-	if (key && value && !strcasecmp(key, "Accept-Encoding"))
-		accept_encoding_parse(arg, value);
-	return MHD_YES;
-}
-
-/* Does the client take gzip? Every Accept-Encoding field counts, as one
- * list. No field: no. */
-static bool accepts_gzip(struct MHD_Connection *c)
-{
-	struct accept_gzip a = { .gzip = -1, .star = -1 };
-
-	MHD_get_connection_values(c, MHD_HEADER_KIND, accept_header, &a);
-	return a.gzip >= 0 ? a.gzip > 0 : a.star > 0;
-}
-
-/* Send @resp with @status now, or keep it for the handler's next call when
- * the request is deferred. Takes over @resp. */
-static enum MHD_Result deliver(struct MHD_Connection *c, struct req *r, unsigned status,
-			       struct MHD_Response *resp)
-{
-	enum MHD_Result ret;
-
-	r->done = true;
-	if (r->deferred) {
-		if (r->resp)
-			MHD_destroy_response(r->resp);
-		r->resp = resp;
-		r->status = status;
-		return MHD_YES;
-	}
-	ret = MHD_queue_response(c, status, resp);
-	MHD_destroy_response(resp);
-	return ret;
-}
-
-/* Queue @len bytes at @body (taken over when @owned, else copied);
- * gzip'd when the request is encodable and the client takes gzip, however
- * short the body (one rule is easier to rely on than ~20 bytes saved);
- * when compressing fails, the body goes plain. */
-static enum MHD_Result respond(struct MHD_Connection *c, struct req *r, unsigned status,
-			       const char *type, void *body, size_t len, bool owned,
-			       const char *disposition)
-{
-	struct MHD_Response *resp;
-	uint8_t *z = NULL;
-	size_t zlen = 0;
-
-	r->done = true;
-	if (r->encodable && r->gzip && !gzip_compress(body, len, GZIP_LEVEL, &z, &zlen)) {
-		if (owned)
-			free(body);
-		body = z;
-		len = zlen;
-		owned = true;
-	}
-	resp = MHD_create_response_from_buffer(len, body,
-					       owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
-	if (!resp) {
-		if (owned)
-			free(body);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, "Content-Type", type);
-	if (r->encodable)
-		MHD_add_response_header(resp, "Vary", "Accept-Encoding");
-	if (z)
-		MHD_add_response_header(resp, "Content-Encoding", "gzip");
-	if (disposition)
-		MHD_add_response_header(resp, "Content-Disposition", disposition);
-	return deliver(c, r, status, resp);
-}
-
-static enum MHD_Result answer(struct MHD_Connection *c, struct req *r, unsigned status,
-			      const char *text)
-{
-	return respond(c, r, status, "text/plain; charset=utf-8", (void *)text, strlen(text), false,
-		       NULL);
-}
-
-/* Answer with the text of @p, or 503 when building it ran out of memory. */
-static enum MHD_Result answer_page(struct MHD_Connection *c, struct req *r, unsigned status,
-				   const char *type, struct page *p)
-{
-	size_t len;
-	char *text = page_take(p, &len);
-
-	if (!text)
-		return answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
-	return respond(c, r, status, type, text, len, true, NULL);
-}
-
-__attribute__((format(printf, 4, 5))) static enum MHD_Result
-answerf(struct MHD_Connection *c, struct req *r, unsigned status, const char *fmt, ...)
-{
-	char text[600];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	return answer(c, r, status, text);
 }
 
 static void count_reject(struct http *h, enum reject why, const char *text)
@@ -375,7 +74,7 @@ static void count_reject(struct http *h, enum reject why, const char *text)
 	pthread_mutex_lock(&h->lock);
 	h->rejects[why]++;
 	pthread_mutex_unlock(&h->lock);
-	log_kv(LOG_WARN, "push rejected", "reason", reject_name[why], "error", text, NULL);
+	log_kv(LOG_WARN, "push rejected", "reason", http_reject_name[why], "error", text, NULL);
 }
 
 /* Compare without leaking where the first difference is. */
@@ -389,413 +88,6 @@ static bool same_secret(const char *a, const char *b)
 	return d == 0;
 }
 
-static void workq_depth(struct http *h, size_t out[2]);
-
-/* ---- /metrics ---- */
-
-static void family(struct page *p, bool om, const char *name, const char *type, const char *help)
-{
-	size_t n = strlen(name);
-
-	if (om && !strcmp(type, "counter") && n > 6 && !strcmp(name + n - 6, "_total"))
-		n -= 6;
-	page_printf(p, "# HELP %.*s %s\n# TYPE %.*s %s\n", (int)n, name, help, (int)n, name, type);
-}
-
-static void self_metric(struct page *p, bool om, const char *name, const char *type,
-			const char *help, uint64_t v)
-{
-	family(p, om, name, type, help);
-	page_put(p, name);
-	page_putc(p, ' ');
-	page_u64(p, v);
-	page_putc(p, '\n');
-}
-
-/* Does the Accept header ask for OpenMetrics? */
-static bool wants_openmetrics(struct MHD_Connection *c)
-{
-	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
-
-	return a && strstr(a, "application/openmetrics-text");
-}
-
-static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c, struct req *r)
-{
-	bool om = r->om;
-	struct store_stats st;
-	struct page p;
-	uint64_t now = http_now_ns();
-
-	store_stats(h->cfg.store, &st);
-	page_init(&p, 0);
-	pthread_mutex_lock(&h->lock);
-	page_reserve(&p, h->metrics_len + h->metrics_len / 8);
-	self_metric(&p, om, "cgperf_exporter_batches_received_total", "counter",
-		    "Batches accepted and stored.", h->received);
-	self_metric(&p, om, "cgperf_exporter_batches_duplicate_total", "counter",
-		    "Batches answered 200 but not stored again (agent id and sequence known).",
-		    h->duplicates);
-	self_metric(&p, om, "cgperf_exporter_store_errors_total", "counter",
-		    "Batches the store failed to write (answered 500).", h->store_errors);
-	family(&p, om, "cgperf_exporter_rejects_total", "counter",
-	       "Push requests refused, by reason.");
-	for (int i = 0; i < REJ_N; i++)
-		page_printf(&p, "cgperf_exporter_rejects_total{reason=\"%s\"} %" PRIu64 "\n",
-			    reject_name[i], h->rejects[i]);
-	self_metric(&p, om, "cgperf_exporter_busy_total", "counter",
-		    "Requests answered 503 with Retry-After because a work queue was full.",
-		    h->busy);
-	self_metric(&p, om, "cgperf_exporter_series", "gauge",
-		    "Series held for /metrics (cgroup counters, probes, agents).",
-		    totals_series(h->cfg.totals));
-	totals_render(h->cfg.totals, &p, om, cutoff(h, now));
-	h->metrics_len = p.len;
-	pthread_mutex_unlock(&h->lock);
-	self_metric(&p, om, "cgperf_exporter_stack_rows_total", "counter",
-		    "Stack sample rows written to the store since start.", st.stack_rows);
-	self_metric(&p, om, "cgperf_exporter_retention_deleted_rows_total", "counter",
-		    "Rows deleted by retention since start.", st.deleted_rows);
-	self_metric(&p, om, "cgperf_exporter_store_size_bytes", "gauge",
-		    "Size of the store on disk.", st.bytes);
-	{
-		const union MHD_DaemonInfo *di =
-			MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-		size_t qn[2];
-
-		self_metric(&p, om, "cgperf_exporter_connections", "gauge",
-			    "HTTP connections open (kept-alive agents included).",
-			    di ? di->num_connections : 0);
-		workq_depth(h, qn);
-		self_metric(&p, om, "cgperf_exporter_ingest_queue", "gauge",
-			    "Pushes decoded and waiting for the store thread.", qn[0]);
-		self_metric(&p, om, "cgperf_exporter_connection_limit", "gauge",
-			    "Connections the exporter accepts at once (--max-connections, "
-			    "lowered to fit RLIMIT_NOFILE).",
-			    h->cfg.max_connections);
-	}
-	procmetrics_render(&p, om);
-	if (om)
-		page_put(&p, "# EOF\n");
-	return answer_page(c, r, MHD_HTTP_OK,
-			   om ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
-			      : "text/plain; version=0.0.4; charset=utf-8",
-			   &p);
-}
-
-/* ---- /api/v1/targets and / ---- */
-
-static enum MHD_Result serve_targets(struct http *h, struct MHD_Connection *c, struct req *r)
-{
-	struct page p;
-
-	page_init(&p, 0);
-	pthread_mutex_lock(&h->lock);
-	targets_json(h->cfg.totals, cutoff(h, http_now_ns()), &p);
-	pthread_mutex_unlock(&h->lock);
-	return answer_page(c, r, MHD_HTTP_OK, "application/json", &p);
-}
-
-static enum MHD_Result serve_index(struct http *h, struct MHD_Connection *c, struct req *r)
-{
-	struct page p;
-
-	page_init(&p, 0);
-	pthread_mutex_lock(&h->lock);
-	targets_index(h->cfg.totals, cutoff(h, http_now_ns()), &p);
-	pthread_mutex_unlock(&h->lock);
-	return answer_page(c, r, MHD_HTTP_OK, "text/html; charset=utf-8", &p);
-}
-
-/* ---- /api/v1/stacks ---- */
-
-/* Parameter @name: NULL when absent; -EINVAL when too long. */
-static int param(struct MHD_Connection *c, const char *name, const char **out, char *why,
-		 size_t whylen)
-{
-	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
-
-	*out = v && *v ? v : NULL;
-	if (v && strlen(v) > PARAM_MAX) {
-		snprintf(why, whylen, "%s: longer than %d bytes", name, PARAM_MAX);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
-			      size_t whylen)
-{
-	const char *from, *to, *format;
-	uint64_t now = http_now_ns();
-
-	memset(q, 0, sizeof(*q));
-	if (param(c, "host", &q->sel.host, why, whylen) ||
-	    param(c, "cgroup", &q->sel.cgroup, why, whylen) ||
-	    param(c, "container", &q->sel.container, why, whylen) ||
-	    param(c, "pod", &q->sel.pod, why, whylen) ||
-	    param(c, "event", &q->sel.event, why, whylen) || param(c, "from", &from, why, whylen) ||
-	    param(c, "to", &to, why, whylen) || param(c, "format", &format, why, whylen))
-		return -EINVAL;
-	q->sel.to_ns = now;
-	if (to && exporter_parse_time(to, now, &q->sel.to_ns)) {
-		snprintf(why, whylen,
-			 "to: '%.60s' is not a time (Unix seconds, RFC 3339, now, or -DURATION "
-			 "like -1h)",
-			 to);
-		return -EINVAL;
-	}
-	q->sel.from_ns = q->sel.to_ns > DEFAULT_SPAN_NS ? q->sel.to_ns - DEFAULT_SPAN_NS : 0;
-	if (from && exporter_parse_time(from, now, &q->sel.from_ns)) {
-		snprintf(why, whylen,
-			 "from: '%.60s' is not a time (Unix seconds, RFC 3339, now, or -DURATION "
-			 "like -1h)",
-			 from);
-		return -EINVAL;
-	}
-	if (q->sel.from_ns >= q->sel.to_ns) {
-		snprintf(why, whylen, "from is not before to");
-		return -EINVAL;
-	}
-	if (!format || !strcmp(format, "folded")) {
-		q->format = FMT_FOLDED;
-	} else if (!strcmp(format, "pprof")) {
-		q->format = FMT_PPROF;
-	} else if (!strcmp(format, "svg")) {
-		q->format = FMT_SVG;
-	} else {
-		snprintf(why, whylen, "format: '%.60s': want folded, pprof or svg", format);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-struct sum_ctx {
-	struct fold_set *fs;
-	uint64_t frequency; /* the one rate of every time-based row, 0 if none or mixed */
-	bool mixed;
-	uint32_t *mods; /* scratch: a stack's module ids */
-	size_t mods_cap;
-};
-
-/*
- * The store's "id id id" module text of a stack into x->mods; the count, or
- * 0 when there are none or the text is not one id per frame (then the
- * stack goes without, and pprof names its frames without a mapping).
- */
-static size_t parse_modules(struct sum_ctx *x, const char *text)
-{
-	size_t n = 0;
-
-	while (text && *text) {
-		char *end;
-		unsigned long long id;
-
-		errno = 0;
-		id = strtoull(text, &end, 10);
-		if (errno || end == text || id > UINT32_MAX || (*end && *end != ' '))
-			return 0;
-		if (n == x->mods_cap) {
-			size_t cap = x->mods_cap ? x->mods_cap * 2 : 64;
-			uint32_t *m = realloc(x->mods, cap * sizeof(*m));
-
-			if (!m)
-				return 0;
-			x->mods = m;
-			x->mods_cap = cap;
-		}
-		x->mods[n++] = (uint32_t)id;
-		text = *end ? end + 1 : end;
-	}
-	return n;
-}
-
-static bool time_based(const char *event)
-{
-	return !strcmp(event, "cpu-clock") || !strcmp(event, "task-clock");
-}
-
-static int sum_stack(void *arg, const struct store_stack *st)
-{
-	struct sum_ctx *x = arg;
-	uint64_t ns = 0;
-
-	if (time_based(st->event)) {
-		/* cpu-clock counts ns: a sample is worth 1e9 / F at frequency F,
-		 * or the period itself when sampled by period. */
-		if (st->frequency)
-			ns = (uint64_t)((double)st->count * 1e9 / (double)st->frequency);
-		else if (st->period)
-			ns = st->count * st->period;
-		if (st->frequency && x->frequency && x->frequency != st->frequency)
-			x->mixed = true;
-		if (st->frequency)
-			x->frequency = st->frequency;
-	}
-	size_t n = parse_modules(x, st->modules);
-
-	return fold_set_add_mod(x->fs, st->folded, n ? x->mods : NULL, n, st->count, ns);
-}
-
-/* Module lookups for render_pprof(): strings kept until the render ends. */
-struct module_ctx {
-	struct store *store;
-	char **keep;
-	size_t n, cap;
-};
-
-static int module_of(void *arg, const char *frame, uint32_t module, struct render_module *out)
-{
-	struct module_ctx *x = arg;
-	struct store_module m;
-
-	if (x->n + 2 > x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 256;
-		char **k = realloc(x->keep, cap * sizeof(*k));
-
-		if (!k)
-			return -ENOMEM;
-		x->keep = k;
-		x->cap = cap;
-	}
-	if (!module || store_module(x->store, module, &m))
-		return -ENOENT;
-	x->keep[x->n++] = m.path;
-	x->keep[x->n++] = m.build_id;
-	out->path = m.path;
-	out->build_id = m.build_id;
-	return 0;
-}
-
-/* "host=a cgroup=/x" naming the selection, for titles and file names. */
-static void selection_text(const struct store_selection *s, struct page *p)
-{
-	const struct {
-		const char *k, *v;
-	} f[] = { { "host", s->host },	 { "cgroup", s->cgroup }, { "container", s->container },
-		  { "pod", s->pod },	 { "event", s->event } };
-	bool any = false;
-
-	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
-		if (!f[i].v)
-			continue;
-		page_printf(p, "%s%s=", any ? " " : "", f[i].k);
-		page_put(p, f[i].v);
-		any = true;
-	}
-	if (!any)
-		page_put(p, "all hosts");
-}
-
-static enum MHD_Result serve_svg(struct MHD_Connection *c, struct req *r,
-				 const struct stacks_query *q, const struct fold_set *fs,
-				 unsigned status)
-{
-	char from[40], to[40];
-	struct page t, sub;
-	char *title, *subtitle, *svg = NULL;
-	size_t len = 0;
-	FILE *f;
-	int ret = -ENOMEM;
-
-	targets_time(q->sel.from_ns, from, sizeof(from));
-	targets_time(q->sel.to_ns, to, sizeof(to));
-	page_init(&t, 0);
-	page_put(&t, "cgperf: ");
-	selection_text(&q->sel, &t);
-	page_init(&sub, 0);
-	page_printf(&sub, "%s to %s, %" PRIu64 " samples%s", from, to, fold_set_samples(fs),
-		    fold_set_samples(fs) ? "" : ": no samples in this selection");
-	title = page_take(&t, NULL);
-	subtitle = page_take(&sub, NULL);
-	f = title && subtitle ? open_memstream(&svg, &len) : NULL;
-	if (f) {
-		struct flame_opts o = { .title = title, .subtitle = subtitle };
-
-		ret = render_svg(fs, &o, f);
-		if (fclose(f))
-			ret = -ENOMEM;
-	}
-	free(title);
-	free(subtitle);
-	if (ret || !svg) {
-		free(svg);
-		return answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot draw the flame graph\n");
-	}
-	return respond(c, r, status, "image/svg+xml", svg, len, true, NULL);
-}
-
-static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, struct req *r)
-{
-	const struct stacks_query q = r->q; /* parsed by first_call() */
-	struct sum_ctx x = { 0 };
-	enum MHD_Result res;
-	unsigned status = MHD_HTTP_OK;
-	int ret;
-
-	x.fs = fold_set_new();
-	if (!x.fs)
-		return answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
-	ret = store_stacks(h->cfg.store, &q.sel, sum_stack, &x);
-	free(x.mods);
-	if (ret) {
-		fold_set_free(x.fs);
-		log_kv(LOG_ERROR, "stacks query failed", "error", strerror(-ret), NULL);
-		return answer(c, r, ret == -ENOMEM ? MHD_HTTP_SERVICE_UNAVAILABLE
-						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
-			      "stacks query failed\n");
-	}
-	if (!fold_set_samples(x.fs)) {
-		status = MHD_HTTP_NOT_FOUND;
-		if (q.format != FMT_SVG) {
-			fold_set_free(x.fs);
-			return answer(c, r, status,
-				      "no samples in this selection (host, cgroup, container, pod, "
-				      "event) between from and to\n");
-		}
-	}
-	if (q.format == FMT_SVG) {
-		res = serve_svg(c, r, &q, x.fs, status);
-	} else if (q.format == FMT_FOLDED) {
-		char *text = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&text, &len);
-
-		ret = f ? render_folded(x.fs, f) : -ENOMEM;
-		if (f && fclose(f))
-			ret = -ENOMEM;
-		if (ret || !text) {
-			free(text);
-			res = answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
-		} else {
-			res = respond(c, r, MHD_HTTP_OK, "text/plain; charset=utf-8", text, len, true,
-				      NULL);
-		}
-	} else {
-		struct module_ctx mx = { .store = h->cfg.store };
-		struct pprof_opts o = {
-			.time_ns = q.sel.from_ns,
-			.duration_ns = q.sel.to_ns - q.sel.from_ns,
-			.period_ns = x.frequency && !x.mixed ? 1000000000u / x.frequency : 0,
-		};
-		uint8_t *buf = NULL;
-		size_t len = 0;
-
-		ret = render_pprof(x.fs, &o, module_of, &mx, &buf, &len);
-		for (size_t i = 0; i < mx.n; i++)
-			free(mx.keep[i]);
-		free(mx.keep);
-		/* Already gzip'd by its format: the same bytes for every client. */
-		r->encodable = false;
-		if (ret)
-			res = answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot build the profile\n");
-		else
-			res = respond(c, r, MHD_HTTP_OK, "application/octet-stream", buf, len, true,
-				      "attachment; filename=\"cgperf.pb.gz\"");
-	}
-	fold_set_free(x.fs);
-	return res;
-}
 
 /* ---- work queues ---- */
 
@@ -847,7 +139,7 @@ static enum MHD_Result enqueue(struct http *h, struct workq *q, struct MHD_Conne
 		return MHD_NO;
 	MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
 	MHD_add_response_header(resp, "Retry-After", BUSY_RETRY_S);
-	return deliver(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+	return http_deliver(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
 }
 
 /* A worker: serve requests until the queue stops and is empty, so that no
@@ -940,7 +232,7 @@ static void workq_release(struct workq *q)
 	q->h = NULL;
 }
 
-static void workq_depth(struct http *h, size_t out[2])
+void http_workq_depth(struct http *h, size_t out[2])
 {
 	struct workq *qs[2] = { &h->store_q, &h->read_q };
 
@@ -972,29 +264,29 @@ static enum MHD_Result first_call(struct http *h, struct MHD_Connection *c, stru
 		if (strcmp(url, gets[i]))
 			continue;
 		if (!get)
-			return answer(c, r, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: GET\n");
+			return http_answer(c, r, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: GET\n");
 		if (i == 1) /* /healthz: at once, whatever the queues hold */
-			return answer(c, r, MHD_HTTP_OK, "ok\n");
+			return http_answer(c, r, MHD_HTTP_OK, "ok\n");
 		r->encodable = true;
-		r->gzip = accepts_gzip(c);
-		r->om = i == 0 && wants_openmetrics(c);
+		r->gzip = http_accepts_gzip(c);
+		r->om = i == 0 && routes_wants_openmetrics(c);
 		r->route = rt[i];
 		/* Whatever a worker needs of the request is read here: it never
 		 * touches the connection. */
-		if (r->route == RT_STACKS && parse_stacks_query(c, &r->q, why, sizeof(why)))
-			return answerf(c, r, MHD_HTTP_BAD_REQUEST, "%s\n", why);
+		if (r->route == RT_STACKS && routes_parse_stacks_query(c, &r->q, why, sizeof(why)))
+			return http_answerf(c, r, MHD_HTTP_BAD_REQUEST, "%s\n", why);
 		return enqueue(h, &h->read_q, c, r);
 	}
 	if (strcmp(url, "/api/v1/push"))
-		return answer(c, r, MHD_HTTP_NOT_FOUND, routes_text);
+		return http_answer(c, r, MHD_HTTP_NOT_FOUND, routes_text);
 	if (strcmp(method, "POST"))
-		return answer(c, r, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: POST\n");
+		return http_answer(c, r, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: POST\n");
 	if (h->auth) {
 		const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
 
 		if (!a || !same_secret(a, h->auth)) {
 			count_reject(h, REJ_AUTH, a ? "wrong token" : "no token");
-			return answer(c, r, MHD_HTTP_UNAUTHORIZED, "missing or wrong bearer token\n");
+			return http_answer(c, r, MHD_HTTP_UNAUTHORIZED, "missing or wrong bearer token\n");
 		}
 	}
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
@@ -1007,7 +299,7 @@ static enum MHD_Result first_call(struct http *h, struct MHD_Connection *c, stru
 		n = strtoull(cl, &end, 10);
 		if (!errno && end != cl && !*end && n > h->cfg.max_body) {
 			count_reject(h, REJ_TOO_LARGE, "Content-Length over --max-body");
-			return answer(c, r, MHD_HTTP_CONTENT_TOO_LARGE, "body too large\n");
+			return http_answer(c, r, MHD_HTTP_CONTENT_TOO_LARGE, "body too large\n");
 		}
 	}
 	r->push = true;
@@ -1058,7 +350,7 @@ static enum MHD_Result answer_retry(struct MHD_Connection *c, struct req *r, str
 		return MHD_NO;
 	MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
 	MHD_add_response_header(resp, "Retry-After", after);
-	return deliver(c, r, MHD_HTTP_TOO_MANY_REQUESTS, resp);
+	return http_deliver(c, r, MHD_HTTP_TOO_MANY_REQUESTS, resp);
 }
 
 /* The last call of a push: the whole body is here. Decode it on the loop
@@ -1070,7 +362,7 @@ static enum MHD_Result finish_push(struct http *h, struct MHD_Connection *c, str
 
 	if (r->too_large) {
 		count_reject(h, REJ_TOO_LARGE, "body over --max-body");
-		return answer(c, r, MHD_HTTP_CONTENT_TOO_LARGE, "body too large\n");
+		return http_answer(c, r, MHD_HTTP_CONTENT_TOO_LARGE, "body too large\n");
 	}
 	m = wire_decode(r->buf ? r->buf : (const uint8_t *)"", r->len, h->cfg.max_body, err,
 			sizeof(err));
@@ -1078,9 +370,9 @@ static enum MHD_Result finish_push(struct http *h, struct MHD_Connection *c, str
 		int e = errno;
 
 		if (e == ENOMEM)
-			return answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+			return http_answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
 		count_reject(h, e == EMSGSIZE ? REJ_TOO_LARGE : REJ_BAD_REQUEST, err);
-		return answerf(c, r,
+		return http_answerf(c, r,
 			       e == EMSGSIZE ? MHD_HTTP_CONTENT_TOO_LARGE : MHD_HTTP_BAD_REQUEST,
 			       "%s\n", err);
 	}
@@ -1127,7 +419,7 @@ static void ingest(struct http *h, struct req **rs, size_t n)
 			 "up to %zu (%zu bytes); caps %zu entries, %zu bytes",
 			 held_n, held_b, grow_n, grow_b, max_n, max_b);
 		h->rejects[REJ_SERIES_LIMIT]++;
-		log_kv(LOG_WARN, "push rejected", "reason", reject_name[REJ_SERIES_LIMIT], "error",
+		log_kv(LOG_WARN, "push rejected", "reason", http_reject_name[REJ_SERIES_LIMIT], "error",
 		       err, NULL);
 		wire_batch_decoded_free(rs[i]->m);
 		rs[i]->m = NULL;
@@ -1173,31 +465,18 @@ static void ingest(struct http *h, struct req **rs, size_t n)
 			log_kv(LOG_DEBUG, ret ? "duplicate batch" : "batch stored", "host", m->host,
 			       "agent_id", m->agent_id, "seq", seq, NULL);
 		if (ret < 0)
-			answerf(NULL, rs[i], MHD_HTTP_INTERNAL_SERVER_ERROR, "store failed: %s\n",
+			http_answerf(NULL, rs[i], MHD_HTTP_INTERNAL_SERVER_ERROR, "store failed: %s\n",
 				reason);
 		else
-			answer(NULL, rs[i], MHD_HTTP_OK, ret ? "duplicate\n" : "stored\n");
+			http_answer(NULL, rs[i], MHD_HTTP_OK, ret ? "duplicate\n" : "stored\n");
 		wire_batch_decoded_free(m);
 		rs[i]->m = NULL;
 	}
 }
 
-/* A reader thread: build the answer of a read route. */
-static void serve_read(struct http *h, struct req **rs, size_t n)
-{
-	struct req *r = rs[0];
-
-	switch (r->route) {
-	case RT_METRICS: serve_metrics(h, NULL, r); break;
-	case RT_STACKS: serve_stacks(h, NULL, r); break;
-	case RT_TARGETS: serve_targets(h, NULL, r); break;
-	default: serve_index(h, NULL, r); break;
-	}
-}
-
 int http_expire(struct http *h, uint64_t now)
 {
-	uint64_t before = cutoff(h, now);
+	uint64_t before = http_cutoff(h, now);
 	int ret;
 
 	pthread_mutex_lock(&h->ingest);
@@ -1233,7 +512,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			return MHD_NO; /* no memory for any answer: close */
 		r->resp = NULL;
 		r->deferred = false;
-		return deliver(c, r, r->status, resp);
+		return http_deliver(c, r, r->status, resp);
 	}
 	if (r->done || !r->push) {
 		*upload_len = 0;
@@ -1262,6 +541,17 @@ static void completed(void *cls, struct MHD_Connection *c, void **state,
 		free(r);
 		*state = NULL;
 	}
+}
+
+/* What http_start() made but the daemon, once the queues are stopped. */
+static void http_free(struct http *h)
+{
+	workq_release(&h->store_q);
+	workq_release(&h->read_q);
+	pthread_mutex_destroy(&h->lock);
+	pthread_mutex_destroy(&h->ingest);
+	free(h->auth);
+	free(h);
 }
 
 struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
@@ -1297,7 +587,7 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 			  INGEST_GROUP_MAX, ingest);
 	if (!ret)
 		ret = workq_start(h, &h->read_q, READ_THREADS, READ_QUEUE_MAX, UINT64_MAX, 1,
-				  serve_read);
+				  routes_serve);
 	if (ret) {
 		snprintf(err, errlen, "cannot start worker threads: %s", strerror(-ret));
 		goto err_threads;
@@ -1321,12 +611,7 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 err_threads:
 	workq_stop(&h->store_q);
 	workq_stop(&h->read_q);
-	workq_release(&h->store_q);
-	workq_release(&h->read_q);
-	pthread_mutex_destroy(&h->lock);
-	pthread_mutex_destroy(&h->ingest);
-	free(h->auth);
-	free(h);
+	http_free(h);
 	errno = -ret;
 	return NULL;
 }
@@ -1340,10 +625,5 @@ void http_stop(struct http *h)
 	workq_stop(&h->store_q);
 	workq_stop(&h->read_q);
 	MHD_stop_daemon(h->d);
-	workq_release(&h->store_q);
-	workq_release(&h->read_q);
-	pthread_mutex_destroy(&h->lock);
-	pthread_mutex_destroy(&h->ingest);
-	free(h->auth);
-	free(h);
+	http_free(h);
 }

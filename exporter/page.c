@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/json.h"
+#include "lib/prom.h"
+
 #define PAGE_MAX_DEFAULT ((size_t)1 << 30)
 
 void page_init(struct page *p, size_t max)
@@ -152,20 +155,19 @@ void page_double(struct page *p, double v)
 		page_printf(p, "%.17g", v);
 }
 
+void page_sink(void *ctx, const char *s, size_t n)
+{
+	page_putn(ctx, s, n);
+}
+
 void page_label(struct page *p, const char *v)
 {
-	const char *run = v;
+	prom_label_to(page_sink, p, v);
+}
 
-	for (; *v; v++) {
-		const char *esc = *v == '\\' ? "\\\\" : *v == '"' ? "\\\"" : *v == '\n' ? "\\n" : NULL;
-
-		if (!esc)
-			continue;
-		page_putn(p, run, (size_t)(v - run));
-		page_putn(p, esc, 2);
-		run = v + 1;
-	}
-	page_putn(p, run, (size_t)(v - run));
+void page_family(struct page *p, bool om, const char *name, const char *type, const char *help)
+{
+	prom_family_to(page_sink, p, om, name, type, help);
 }
 
 void page_html(struct page *p, const char *v)
@@ -192,20 +194,7 @@ void page_html(struct page *p, const char *v)
 
 void page_json(struct page *p, const char *v)
 {
-	page_putc(p, '"');
-	for (; *v; v++) {
-		unsigned char c = (unsigned char)*v;
-
-		if (c == '"' || c == '\\') {
-			page_putc(p, '\\');
-			page_putc(p, (char)c);
-		} else if (c < 0x20 || c == 0x7f) {
-			page_printf(p, "\\u%04x", c);
-		} else {
-			page_putc(p, (char)c);
-		}
-	}
-	page_putc(p, '"');
+	json_string_to(page_sink, p, v);
 }
 
 void page_url(struct page *p, const char *v)

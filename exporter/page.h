@@ -40,11 +40,18 @@ void page_u64(struct page *p, uint64_t v);
  * +Inf, -Inf and NaN by name. */
 void page_double(struct page *p, double v);
 
-/* Prometheus/OpenMetrics label value (no quotes): \\, \" and \n escaped. */
+/* Append @n bytes at @s to the page @ctx: the sink lib/json.h and
+ * lib/prom.h write through. */
+void page_sink(void *ctx, const char *s, size_t n);
+/* Prometheus/OpenMetrics label value (no quotes): \\, \" and \n escaped
+ * (lib/prom.h). */
 void page_label(struct page *p, const char *v);
+/* A family's HELP and TYPE lines (lib/prom.h: prom_family_to()). */
+void page_family(struct page *p, bool om, const char *name, const char *type, const char *help);
 /* HTML text or attribute value: & < > " ' escaped. */
 void page_html(struct page *p, const char *v);
-/* JSON string with its quotes; control characters as \u00XX. */
+/* JSON string with its quotes (lib/json.h: control characters as \u00XX,
+ * invalid UTF-8 as \ufffd). */
 void page_json(struct page *p, const char *v);
 /* A URL query component: everything but unreserved characters %XX. */
 void page_url(struct page *p, const char *v);

@@ -49,12 +49,17 @@ struct walk {
 	int n;
 };
 
+/* Open the next object of @w's array: its page. */
+static struct page *json_next(struct walk *w)
+{
+	page_put(w->p, w->n++ ? ",{" : "{");
+	return w->p;
+}
+
 static int json_agent(void *arg, const struct store_agent *a)
 {
-	struct walk *w = arg;
-	struct page *p = w->p;
+	struct page *p = json_next(arg);
 
-	page_put(p, w->n++ ? ",{" : "{");
 	json_kv(p, "agent_id", a->agent_id, 1);
 	json_kv(p, "host", a->host, 0);
 	json_kv(p, "version", a->version, 0);
@@ -68,29 +73,29 @@ static int json_agent(void *arg, const struct store_agent *a)
 
 static int json_cgroup(void *arg, const struct store_cgroup *c)
 {
-	struct walk *w = arg;
-	struct page *p = w->p;
+	const struct {
+		const char *key, *v;
+	} ids[] = {
+		{ "container_id", c->container_id }, { "container_name", c->container_name },
+		{ "runtime", c->runtime },	     { "pod_uid", c->pod_uid },
+		{ "pod_name", c->pod_name },	     { "namespace", c->k8s_namespace },
+		{ "qos", c->qos },		     { "unit", c->unit },
+		{ "slice", c->slice },
+	};
+	struct page *p = json_next(arg);
 
-	page_put(p, w->n++ ? ",{" : "{");
 	json_kv(p, "host", c->host, 1);
 	json_kv(p, "path", c->path, 0);
 	json_ku(p, "cgroup_id", c->cgroup_id);
-	json_kv(p, "container_id", c->container_id, 0);
-	json_kv(p, "container_name", c->container_name, 0);
-	json_kv(p, "runtime", c->runtime, 0);
-	json_kv(p, "pod_uid", c->pod_uid, 0);
-	json_kv(p, "pod_name", c->pod_name, 0);
-	json_kv(p, "namespace", c->k8s_namespace, 0);
-	json_kv(p, "qos", c->qos, 0);
-	json_kv(p, "unit", c->unit, 0);
-	json_kv(p, "slice", c->slice, 0);
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		json_kv(p, ids[i].key, ids[i].v, 0);
 	json_time(p, "last_seen", c->last_seen_ns);
 	json_ku(p, "last_seen_unix_ns", c->last_seen_ns);
 	page_putc(p, '}');
 	return 0;
 }
 
-void targets_json(const struct totals *t, uint64_t cutoff, struct page *p)
+int targets_json(const struct totals *t, uint64_t cutoff, struct page *p)
 {
 	struct walk w = { .p = p };
 
@@ -100,6 +105,7 @@ void targets_json(const struct totals *t, uint64_t cutoff, struct page *p)
 	w.n = 0;
 	totals_each_cgroup(t, cutoff, json_cgroup, &w);
 	page_put(p, "]}\n");
+	return 0;
 }
 
 /* ---- the index page ---- */
@@ -180,6 +186,16 @@ static void link(struct page *p, const char *k1, const char *v1, const char *k2,
 	free(href);
 }
 
+/* A table row's first cells: "<tr><td>HOST</td><td><code>CODE</code></td>". */
+static void row_start(struct page *p, const char *host, const char *code)
+{
+	page_put(p, "<tr><td>");
+	page_html(p, host);
+	page_put(p, "</td><td><code>");
+	page_html(p, code);
+	page_put(p, "</code></td>");
+}
+
 static void links(struct page *p, const char *k1, const char *v1, const char *k2, const char *v2)
 {
 	page_put(p, "<td>");
@@ -222,11 +238,8 @@ int targets_index(const struct totals *t, uint64_t cutoff, struct page *p)
 		if (!*r.v[i].container)
 			continue;
 		ncontainers++;
-		page_put(p, "<tr><td>");
-		page_html(p, r.v[i].host);
-		page_put(p, "</td><td><code>");
-		page_html(p, r.v[i].container);
-		page_put(p, "</code></td><td>");
+		row_start(p, r.v[i].host, r.v[i].container);
+		page_put(p, "<td>");
 		page_html(p, r.v[i].name);
 		page_put(p, "</td>");
 		links(p, "host", r.v[i].host, "container", r.v[i].container);
@@ -237,11 +250,7 @@ int targets_index(const struct totals *t, uint64_t cutoff, struct page *p)
 	page_put(p, "</table>\n<h2>Cgroups</h2>\n<table><tr><th>host</th><th>cgroup</th>"
 		    "<th>stacks</th></tr>\n");
 	for (size_t i = 0; !ret && i < r.n; i++) {
-		page_put(p, "<tr><td>");
-		page_html(p, r.v[i].host);
-		page_put(p, "</td><td><code>");
-		page_html(p, r.v[i].path);
-		page_put(p, "</code></td>");
+		row_start(p, r.v[i].host, r.v[i].path);
 		links(p, "host", r.v[i].host, "cgroup", r.v[i].path);
 		page_put(p, "</tr>\n");
 	}

@@ -15,8 +15,9 @@
 #include "exporter/page.h"
 #include "exporter/totals.h"
 
-/* {"agents":[...],"cgroups":[...]}, what was seen at or after @cutoff_ns. */
-void targets_json(const struct totals *t, uint64_t cutoff_ns, struct page *p);
+/* {"agents":[...],"cgroups":[...]}, what was seen at or after @cutoff_ns.
+ * 0 (a page that ran out of memory says so itself, page_take()). */
+int targets_json(const struct totals *t, uint64_t cutoff_ns, struct page *p);
 
 /* The index page. 0 or -ENOMEM. */
 int targets_index(const struct totals *t, uint64_t cutoff_ns, struct page *p);

@@ -67,20 +67,28 @@ double hist_mean(const struct hist *h)
 	return n ? (double)h->sum / (double)n : 0.0;
 }
 
-void hist_print(const struct hist *h, FILE *f, const char *indent, const char *unit)
+bool hist_span(const struct hist *h, int *first, int *last)
 {
-	int first = -1, last = -1;
-	uint64_t top = 0;
-
+	*first = *last = -1;
 	for (int i = 0; i < HIST_BUCKETS; i++) {
 		if (!h->b[i])
 			continue;
-		if (first < 0)
-			first = i;
-		last = i;
+		if (*first < 0)
+			*first = i;
+		*last = i;
+	}
+	return *first >= 0;
+}
+
+void hist_print(const struct hist *h, FILE *f, const char *indent, const char *unit)
+{
+	int first, last;
+	uint64_t top = 0;
+
+	hist_span(h, &first, &last);
+	for (int i = first; i >= 0 && i <= last; i++)
 		if (h->b[i] > top)
 			top = h->b[i];
-	}
 	fprintf(f, "%s%-*s : %-10s |%-40s|\n", indent, 27, unit, "count", "distribution");
 	if (h->negative)
 		fprintf(f, "%s%27s : %-10" PRIu64 " |%-40s|\n", indent, "< 0", h->negative, "");

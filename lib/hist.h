@@ -8,6 +8,7 @@
  * counted apart. Fixed size, no allocation: one per (probe, cgroup).
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -26,6 +27,9 @@ void hist_merge(struct hist *into, const struct hist *from);
 int hist_bucket(uint64_t v);
 void hist_bounds(int k, uint64_t *lo, uint64_t *hi);
 double hist_mean(const struct hist *h);
+/* The first and last non-empty buckets of @h: false (both -1) when all
+ * are empty. */
+bool hist_span(const struct hist *h, int *first, int *last);
 
 /* Text rendering with bars, like funclatency/bpftrace's. @unit labels the
  * values ("bytes", "ns"). Empty leading/trailing buckets are skipped. */

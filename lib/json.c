@@ -2,72 +2,60 @@
 #include "lib/json.h"
 
 #include <math.h>
-#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
-/* Length of the valid UTF-8 sequence at @s, or 0 if it is not one. */
-static size_t utf8_len(const unsigned char *s)
+#include "lib/utf8.h"
+
+void json_string_to(json_put_fn *put, void *ctx, const char *str)
 {
-	size_t n;
-	uint32_t cp;
+	static const char hex[] = "0123456789abcdef";
+	const char *s = str ? str : "", *end = s + strlen(s), *run = s;
 
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0) {
-		n = 2;
-		cp = s[0] & 0x1f;
-	} else if ((s[0] & 0xf0) == 0xe0) {
-		n = 3;
-		cp = s[0] & 0x0f;
-	} else if ((s[0] & 0xf8) == 0xf0) {
-		n = 4;
-		cp = s[0] & 0x07;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	/* Reject overlong forms, surrogates and values past U+10FFFF. */
-	if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-		return 0;
-	return n;
-}
+	put(ctx, "\"", 1);
+	while (s < end) {
+		unsigned char c = (unsigned char)*s;
+		char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+		const char *esc = NULL;
+		size_t esclen = 2, n = 1;
 
-void json_write_string(FILE *f, const char *str)
-{
-	const unsigned char *s = (const unsigned char *)(str ? str : "");
-
-	fputc('"', f);
-	while (*s) {
-		size_t n;
-
-		switch (*s) {
-		case '"': fputs("\\\"", f); s++; continue;
-		case '\\': fputs("\\\\", f); s++; continue;
-		case '\n': fputs("\\n", f); s++; continue;
-		case '\r': fputs("\\r", f); s++; continue;
-		case '\t': fputs("\\t", f); s++; continue;
-		default: break;
+		switch (c) {
+		case '"': esc = "\\\""; break;
+		case '\\': esc = "\\\\"; break;
+		case '\n': esc = "\\n"; break;
+		case '\r': esc = "\\r"; break;
+		case '\t': esc = "\\t"; break;
+		default:
+			if (c < 0x20 || c == 0x7f) {
+				esc = u;
+				esclen = 6;
+			} else if (c >= 0x80 && !(n = utf8_decode(s, (size_t)(end - s), NULL))) {
+				esc = "\\ufffd";
+				esclen = 6;
+				n = 1;
+			}
+			break;
 		}
-		if (*s < 0x20 || *s == 0x7f) {
-			fprintf(f, "\\u%04x", *s);
-			s++;
-			continue;
+		if (esc) {
+			put(ctx, run, (size_t)(s - run));
+			put(ctx, esc, esclen);
+			run = s + n;
 		}
-		n = utf8_len(s);
-		if (!n) {
-			fputs("\\ufffd", f);
-			s++;
-			continue;
-		}
-		fwrite(s, 1, n, f);
 		s += n;
 	}
-	fputc('"', f);
+	put(ctx, run, (size_t)(s - run));
+	put(ctx, "\"", 1);
+}
+
+static void put_file(void *ctx, const char *s, size_t n)
+{
+	if (n)
+		fwrite(s, 1, n, ctx);
+}
+
+void json_write_string(FILE *f, const char *s)
+{
+	json_string_to(put_file, f, s);
 }
 
 void json_write_double(FILE *f, double v, int prec)

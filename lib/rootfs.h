@@ -78,13 +78,6 @@ int rootfs_open_path(const char *path, uint64_t max_size, struct stat *st);
 int rootfs_split(const char *path, pid_t *pid, const char **rest);
 
 /*
- * Read at most @cap bytes of @fd from its current offset into a new
- * NUL-terminated buffer (*@buf, caller frees; *@len without the NUL).
- * @truncated (may be NULL): set when the file held more. 0 or -errno.
- */
-int rootfs_read_capped(int fd, size_t cap, char **buf, size_t *len, bool *truncated);
-
-/*
  * Lines of a file, each at most @max_line bytes (longer ones are skipped
  * whole and counted), at most @max_bytes read in all; the memory used is
  * one buffer of 2 x @max_line, whatever the file holds. Takes ownership of

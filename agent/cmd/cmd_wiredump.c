@@ -11,6 +11,7 @@
  * has no module data.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 
 #include "agent/cmd/cmd.h"
 #include "lib/json.h"
+#include "lib/slurp.h"
 #include "wire/wire.h"
 
 static void str(const Cgperf__V1__Batch *m, uint32_t id)
@@ -139,35 +141,18 @@ int cmd_wiredump(int argc, char **argv)
 		return 2;
 	}
 	for (int i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rbe");
-		uint8_t *buf = NULL;
-		size_t len = 0, cap = 0;
-		char err[512];
+		char *buf = NULL, err[512];
+		size_t len = 0;
 		Cgperf__V1__Batch *m;
+		/* One byte over the cap, so that wire_decode() names it. */
+		int r = slurp_at(AT_FDCWD, argv[i], WIRE_BODY_MAX_DEFAULT + 1, &buf, &len, NULL);
 
-		if (!f) {
-			fprintf(stderr, "wire-dump: %s: %s\n", argv[i], strerror(errno));
+		if (r < 0) {
+			fprintf(stderr, "wire-dump: %s: %s\n", argv[i], strerror(-r));
 			ret = 1;
 			continue;
 		}
-		for (;;) {
-			if (len == cap) {
-				size_t nc = cap ? cap * 2 : 65536;
-				uint8_t *v = realloc(buf, nc);
-
-				if (!v)
-					break;
-				buf = v;
-				cap = nc;
-			}
-			size_t r = fread(buf + len, 1, cap - len, f);
-
-			if (!r)
-				break;
-			len += r;
-		}
-		fclose(f);
-		m = wire_decode(buf, len, WIRE_BODY_MAX_DEFAULT, err, sizeof(err));
+		m = wire_decode((const uint8_t *)buf, len, WIRE_BODY_MAX_DEFAULT, err, sizeof(err));
 		free(buf);
 		if (!m) {
 			fprintf(stderr, "wire-dump: %s: %s\n", argv[i], err);

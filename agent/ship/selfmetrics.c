@@ -10,6 +10,8 @@
 #include <string.h>
 #include "lib/netaddr.h"
 
+#include "lib/prom.h"
+
 struct selfmetrics {
 	struct MHD_Daemon *d;
 	pthread_mutex_t lock;
@@ -111,14 +113,5 @@ void selfmetrics_stop(struct selfmetrics *m)
 
 void selfmetrics_label(FILE *f, const char *v)
 {
-	for (; v && *v; v++) {
-		if (*v == '\\')
-			fputs("\\\\", f);
-		else if (*v == '"')
-			fputs("\\\"", f);
-		else if (*v == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*v, f);
-	}
+	prom_label(f, v);
 }

@@ -23,7 +23,8 @@ void selfmetrics_publish(struct selfmetrics *m, const char *text, size_t len);
 void selfmetrics_stop(struct selfmetrics *m);
 
 /* Write @v as a Prometheus label value (without the quotes): backslash,
- * double quote and newline escaped. */
+ * double quote and newline escaped. lib/prom.h's prom_label(), under the
+ * name the run command's writer calls; new code calls prom_label(). */
 void selfmetrics_label(FILE *f, const char *v);
 
 #endif

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/hashmap.h"
 #include "lib/rootfs.h"
 
 extern char **environ;
@@ -169,10 +170,8 @@ int slowopen_helper_main(int argc, char **argv)
 
 static uint64_t key_of(pid_t pid, const char *path)
 {
-	uint64_t h = 1469598103934665603ull ^ (uint64_t)(uint32_t)pid;
+	uint64_t h = hash_fnv1a_str(HASH_FNV_OFFSET ^ (uint64_t)(uint32_t)pid, path);
 
-	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
-		h = (h ^ *p) * 1099511628211ull;
 	return h | 1; /* never 0: an empty slot */
 }
 

@@ -334,6 +334,19 @@ struct order_ctx {
 	const uint32_t *rank; /* frame id -> rank by name (by frame) */
 };
 
+/* The two stacks a comparator is given (indexes into c->fs->st), their
+ * frame ids, and the depth they share. */
+static uint32_t pair(const struct order_ctx *c, const void *a, const void *b,
+		     const struct fold_stack **x, const struct fold_stack **y, const uint32_t **xi,
+		     const uint32_t **yi)
+{
+	*x = &c->fs->st[*(const uint32_t *)a];
+	*y = &c->fs->st[*(const uint32_t *)b];
+	*xi = fold_stack_ids(c->fs, *x);
+	*yi = fold_stack_ids(c->fs, *y);
+	return (*x)->depth < (*y)->depth ? (*x)->depth : (*y)->depth;
+}
+
 /* As the folded lines' texts compare bytewise (memcmp), without building
  * them: the first differing frame decides, looking at the byte after the
  * shorter name (';' or the end of the line) when one name prefixes the
@@ -341,10 +354,9 @@ struct order_ctx {
 static int cmp_text(const void *a, const void *b, void *arg)
 {
 	const struct order_ctx *c = arg;
-	const struct fold_stack *x = &c->fs->st[*(const uint32_t *)a];
-	const struct fold_stack *y = &c->fs->st[*(const uint32_t *)b];
-	const uint32_t *xi = fold_stack_ids(c->fs, x), *yi = fold_stack_ids(c->fs, y);
-	uint32_t n = x->depth < y->depth ? x->depth : y->depth;
+	const struct fold_stack *x, *y;
+	const uint32_t *xi, *yi;
+	uint32_t n = pair(c, a, b, &x, &y, &xi, &yi);
 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct rtab *t = &c->fs->frames;
@@ -373,10 +385,9 @@ static int cmp_text(const void *a, const void *b, void *arg)
 static int cmp_frames(const void *a, const void *b, void *arg)
 {
 	const struct order_ctx *c = arg;
-	const struct fold_stack *x = &c->fs->st[*(const uint32_t *)a];
-	const struct fold_stack *y = &c->fs->st[*(const uint32_t *)b];
-	const uint32_t *xi = fold_stack_ids(c->fs, x), *yi = fold_stack_ids(c->fs, y);
-	uint32_t n = x->depth < y->depth ? x->depth : y->depth;
+	const struct fold_stack *x, *y;
+	const uint32_t *xi, *yi;
+	uint32_t n = pair(c, a, b, &x, &y, &xi, &yi);
 
 	for (uint32_t i = 0; i < n; i++) {
 		if (xi[i] != yi[i])

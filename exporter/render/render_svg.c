@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/utf8.h"
 #include "exporter/render/render_internal.h"
 
 #define XPAD 10       /* left and right margins */
@@ -126,36 +127,14 @@ out:
  */
 static size_t utf8_next(const unsigned char *s, size_t len, uint32_t *cp)
 {
-	unsigned char c = s[0];
-	size_t n;
-	uint32_t v, min;
+	size_t n = utf8_decode((const char *)s, len, cp);
 
-	if (c < 0x80) {
-		*cp = c;
+	/* XML allows neither U+FFFE nor U+FFFF. */
+	if (!n || *cp == 0xfffe || *cp == 0xffff) {
+		*cp = 0xfffd;
 		return 1;
 	}
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, v = c & 0x1f, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, v = c & 0x0f, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, v = c & 0x07, min = 0x10000;
-	else
-		goto bad;
-	if (n > len)
-		goto bad;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			goto bad;
-		v = v << 6 | (s[i] & 0x3f);
-	}
-	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff) || v == 0xfffe || v == 0xffff)
-		goto bad;
-	*cp = v;
 	return n;
-bad:
-	*cp = 0xfffd;
-	return 1;
 }
 
 static size_t utf8_chars(const char *s, size_t len)

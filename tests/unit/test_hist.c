@@ -160,6 +160,30 @@ static char *render_json(const struct hist *h)
 	return tl_capture_end(f);
 }
 
+static void test_span(void **state)
+{
+	struct hist h = { 0 };
+	int first = 7, last = 7;
+
+	assert_false(hist_span(&h, &first, &last));
+	assert_int_equal(first, -1);
+	assert_int_equal(last, -1);
+	hist_add(&h, -5); /* negative values have no bucket */
+	assert_false(hist_span(&h, &first, &last));
+	hist_add(&h, 0);
+	assert_true(hist_span(&h, &first, &last));
+	assert_int_equal(first, 0);
+	assert_int_equal(last, 0);
+	hist_add(&h, 1000);
+	hist_add(&h, 3);
+	assert_true(hist_span(&h, &first, &last));
+	assert_int_equal(first, 0);
+	assert_int_equal(last, hist_bucket(1000));
+	h.b[HIST_BUCKETS - 1] = 1;
+	assert_true(hist_span(&h, &first, &last));
+	assert_int_equal(last, HIST_BUCKETS - 1);
+}
+
 static void test_json(void **state)
 {
 	struct hist h = { 0 };
@@ -228,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_buckets), cmocka_unit_test(test_bounds_tile),
 		cmocka_unit_test(test_add),     cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_json),    cmocka_unit_test(test_print),
+		cmocka_unit_test(test_span),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

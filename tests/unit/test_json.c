@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * agent/json: string literals for hostile text (quotes, backslashes,
+ * lib/json: string literals for hostile text (quotes, backslashes,
  * control characters, valid and invalid UTF-8, as cgroup and process names
  * can hold) and numbers that are not finite.
  */
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "lib/json.h"
+#include "tests/unit/testlib.h"
 
 /* What json_write_string(@s) writes, as a malloc'd string. */
 static char *string_out(const char *s)
@@ -130,6 +131,20 @@ static void test_every_byte(void **state)
 	}
 }
 
+/* The append-function sink (the exporter's pages) writes what the stream
+ * writer writes, for every case above. */
+static void test_string_to_sink(void **state)
+{
+	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+		struct tl_text k = { 0 };
+
+		json_string_to(tl_text_put, &k, strings[i].in);
+		if (strcmp(k.s, strings[i].want))
+			fail_msg("case %zu: got %s, want %s", i, k.s, strings[i].want);
+		free(k.s);
+	}
+}
+
 static void test_write_double(void **state)
 {
 	static const struct {
@@ -164,6 +179,7 @@ int main(void)
 		cmocka_unit_test(test_write_null_string),
 		cmocka_unit_test(test_every_byte),
 		cmocka_unit_test(test_write_double),
+		cmocka_unit_test(test_string_to_sink),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

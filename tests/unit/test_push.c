@@ -657,6 +657,19 @@ static void test_400_not_retried(void **state)
 	stop_push(f, p);
 }
 
+/* The URL of collector 0 on a port that was free a moment ago, with nothing
+ * listening on it now: the port, for srv_start() when the outage ends. */
+static int dead_collector(struct fixture *f, char *url, size_t size)
+{
+	int port;
+
+	srv_start(f, 0, 0, "--token", TOKEN, NULL);
+	port = f->srv[0].port;
+	url_of(&f->srv[0], "http", url, size);
+	srv_stop(&f->srv[0]);
+	return port;
+}
+
 static void test_outage_spools_then_replays(void **state)
 {
 	struct fixture *f = *state;
@@ -668,11 +681,7 @@ static void test_outage_spools_then_replays(void **state)
 	int port;
 	long ms;
 
-	/* Find a free port, then leave nothing listening on it. */
-	srv_start(f, 0, 0, "--token", TOKEN, NULL);
-	port = f->srv[0].port;
-	url_of(&f->srv[0], "http", url, sizeof(url));
-	srv_stop(&f->srv[0]);
+	port = dead_collector(f, url, sizeof(url));
 
 	p = start_push(f, &o);
 	for (int i = 0; i < 6; i++) {
@@ -723,10 +732,7 @@ static void test_outage_spool_cap(void **state)
 	free(b);
 	/* Room for 3 batches (they are all about the same size). */
 	o.spool_max_bytes = len * 3 + len / 2;
-	srv_start(f, 0, 0, "--token", TOKEN, NULL);
-	port = f->srv[0].port;
-	url_of(&f->srv[0], "http", url, sizeof(url));
-	srv_stop(&f->srv[0]);
+	port = dead_collector(f, url, sizeof(url));
 
 	p = start_push(f, &o);
 	for (int i = 0; i < 10; i++)

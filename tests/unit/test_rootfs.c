@@ -29,6 +29,7 @@
 
 #include "agent/symbols/refusals.h"
 #include "lib/rootfs.h"
+#include "lib/slurp.h"
 
 #define SECRET "SECRETSTRING-rootfs-test"
 #define VALID "7f0000000000 100 jit_function\n"
@@ -141,7 +142,7 @@ static int open_in(const char *path, uint64_t cap, char *content, size_t size)
 
 	if (fd < 0)
 		return fd;
-	assert_int_equal(rootfs_read_capped(fd, size - 1, &buf, &len, NULL), 0);
+	assert_int_equal(slurp_fd(fd, size - 1, &buf, &len, NULL), 0);
 	close(fd);
 	memcpy(content, buf, len + 1);
 	free(buf);
@@ -404,13 +405,13 @@ static void test_read_capped(void **state)
 	snprintf(path, sizeof(path), "%s/tmp/valid.map", root);
 	fd = rootfs_open("", path, ROOTFS_NO_CAP, NULL);
 	assert_true(fd >= 0);
-	assert_int_equal(rootfs_read_capped(fd, 10, &buf, &len, &trunc), 0);
+	assert_int_equal(slurp_fd(fd, 10, &buf, &len, &trunc), 0);
 	assert_int_equal(len, 10);
 	assert_true(trunc);
 	assert_int_equal(buf[10], '\0');
 	free(buf);
 	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
-	assert_int_equal(rootfs_read_capped(fd, 1000, &buf, &len, &trunc), 0);
+	assert_int_equal(slurp_fd(fd, 1000, &buf, &len, &trunc), 0);
 	assert_int_equal(len, strlen(VALID));
 	assert_false(trunc);
 	free(buf);
@@ -419,7 +420,7 @@ static void test_read_capped(void **state)
 	snprintf(path, sizeof(path), "%s/tmp/sparse", root);
 	fd = rootfs_open("", path, ROOTFS_NO_CAP, NULL);
 	assert_true(fd >= 0);
-	assert_int_equal(rootfs_read_capped(fd, 1u << 20, &buf, &len, &trunc), 0);
+	assert_int_equal(slurp_fd(fd, 1u << 20, &buf, &len, &trunc), 0);
 	assert_int_equal(len, 1u << 20);
 	assert_true(trunc);
 	free(buf);

@@ -27,25 +27,23 @@
 #include "wire/wire.h"
 #include "exporter/config.h"
 #include "exporter/store/store.h"
+#include "tests/unit/testlib.h"
 
 #define NS 1000000000ull
 #define T0 (1700000000ull * NS) /* 20 s into its minute bucket */
 
-static char dir[64];
+static char *dir;
 
 static int setup(void **state)
 {
-	strcpy(dir, "/tmp/test_store.XXXXXX");
-	assert_non_null(mkdtemp(dir));
+	dir = tl_tmpdir("test_store");
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	tl_rmtree(dir);
+	dir = NULL;
 	return 0;
 }
 
@@ -78,10 +76,6 @@ static Cgperf__V1__Batch *batch(const char *host, uint64_t seq, uint64_t start, 
 	int m1[] = { -1, 0, 0, 1 }, m2[] = { -1, 0, 0 };
 	struct hist v = { 0 }, l = { 0 };
 	struct wire_self self = { .samples = 10 * scale, .lost_samples = scale, .spool_bytes = 7 };
-	uint8_t *buf;
-	size_t len;
-	char err[256];
-	Cgperf__V1__Batch *m;
 	int cw, cd, pw, pd, mod0, mod1;
 
 	assert_non_null(b);
@@ -108,13 +102,7 @@ static Cgperf__V1__Batch *batch(const char *host, uint64_t seq, uint64_t start, 
 	hist_add(&l, 1500);
 	assert_int_equal(wire_add_probe(b, cd, "sdt:pg:query", 7 * scale, &v, &l), 0);
 	wire_set_self(b, &self);
-	assert_int_equal(wire_encode(b, &buf, &len), 0);
-	wire_batch_free(b);
-	m = wire_decode(buf, len, 0, err, sizeof(err));
-	free(buf);
-	if (!m)
-		fail_msg("wire_decode: %s", err);
-	return m;
+	return tl_wire_roundtrip(b);
 }
 
 static int put(struct store *s, Cgperf__V1__Batch *m, uint64_t now)
@@ -425,11 +413,8 @@ static Cgperf__V1__Batch *raw_batch(const char *agent, uint64_t seq, uint64_t st
 {
 	struct wire_batch *b = wire_batch_new("h1", NULL, agent, "1", seq, start, start + NS);
 	struct wire_self self = { .samples = samples };
-	uint8_t *buf;
-	size_t len;
-	char err[256], f[64], ev[32];
+	char f[64], ev[32];
 	const char *frames[] = { "main", f };
-	Cgperf__V1__Batch *m;
 	int cg;
 
 	assert_non_null(b);
@@ -447,13 +432,7 @@ static Cgperf__V1__Batch *raw_batch(const char *agent, uint64_t seq, uint64_t st
 	if (hits)
 		assert_int_equal(wire_add_probe(b, cg, "u:x:y", hits, NULL, NULL), 0);
 	wire_set_self(b, &self);
-	assert_int_equal(wire_encode(b, &buf, &len), 0);
-	wire_batch_free(b);
-	m = wire_decode(buf, len, 0, err, sizeof(err));
-	free(buf);
-	if (!m)
-		fail_msg("wire_decode: %s", err);
-	return m;
+	return tl_wire_roundtrip(b);
 }
 
 static uint64_t wal_bytes(void)

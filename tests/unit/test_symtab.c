@@ -22,7 +22,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
@@ -267,7 +266,6 @@ static bool has_inline_chain(struct symtab *s, uint64_t off, const char *func,
 	}
 	return false;
 }
-
 
 static void mkdirs(const char *path)
 {

@@ -28,26 +28,11 @@
 #include "exporter/page.h"
 #include "exporter/store/store.h"
 #include "exporter/totals.h"
+#include "tests/unit/testlib.h"
 
 #define NS 1000000000ull
 #define T0 (1700000000ull * NS)
 #define EVIL "/a\"b\\c\nd ✓"
-
-static Cgperf__V1__Batch *decode(struct wire_batch *b)
-{
-	uint8_t *buf;
-	size_t len;
-	char err[256];
-	Cgperf__V1__Batch *m;
-
-	assert_int_equal(wire_encode(b, &buf, &len), 0);
-	wire_batch_free(b);
-	m = wire_decode(buf, len, 0, err, sizeof(err));
-	free(buf);
-	if (!m)
-		fail_msg("wire_decode: %s", err);
-	return m;
-}
 
 static Cgperf__V1__Batch *batch(uint64_t seq, uint64_t scale)
 {
@@ -79,7 +64,7 @@ static Cgperf__V1__Batch *batch(uint64_t seq, uint64_t scale)
 	p = wire_add_profile(b, cw, "cpu-clock", 0, 99);
 	assert_int_equal(wire_add_stack(b, p, st, 2, 4 * scale), 0);
 	wire_set_self(b, &self);
-	return decode(b);
+	return tl_wire_roundtrip(b);
 }
 
 static char *render(const struct totals *t, bool om, uint64_t cutoff)
@@ -198,7 +183,7 @@ static void test_truncated(void **state)
 		p = wire_add_profile(b, ce, "cpu-clock", 0, 99);
 		assert_int_equal(wire_add_stack(b, p, st + 2, 1, 1), 0);
 		wire_set_self(b, &self);
-		m = decode(b);
+		m = tl_wire_roundtrip(b);
 		assert_int_equal(m->profiles[0]->truncated_stack_copy, 3 * i);
 		assert_int_equal(totals_add_batch(t, m, T0 + i * NS), 0);
 		wire_batch_decoded_free(m);
@@ -216,21 +201,23 @@ static void test_truncated(void **state)
 	totals_free(t);
 }
 
-/* The same batches summed here and reloaded from the real store render
- * the same page, byte for byte. */
-static void test_rebuild_from_store(void **state)
+/*
+ * Batches 1..@n from @mk, summed here and stored in a real store, which is
+ * then reopened and loaded into fresh totals: the page of each (malloc'd,
+ * the live one returned, the reloaded one in *@reloaded).
+ */
+static char *live_and_reloaded(Cgperf__V1__Batch *(*mk)(uint64_t i), uint64_t n,
+			       char **reloaded)
 {
-	char dir[] = "/tmp/test_totals.XXXXXX", err[256], cmd[64];
+	char *dir = tl_tmpdir("test_totals"), err[256], *a;
 	struct totals *live = totals_new(), *loaded = totals_new();
 	struct store_visitor v;
 	struct store *s;
-	char *a, *b;
 
-	assert_non_null(mkdtemp(dir));
 	s = store_open(store_backend("sqlite"), dir, err, sizeof(err));
 	assert_non_null(s);
-	for (uint64_t i = 1; i <= 20; i++) {
-		Cgperf__V1__Batch *m = batch(i, i * 7919 % 13 + 1);
+	for (uint64_t i = 1; i <= n; i++) {
+		Cgperf__V1__Batch *m = mk(i);
 
 		assert_int_equal(store_put(s, m, T0 + i * NS, err, sizeof(err)), 0);
 		assert_int_equal(totals_add_batch(live, m, T0 + i * NS), 0);
@@ -242,15 +229,28 @@ static void test_rebuild_from_store(void **state)
 	totals_visitor(loaded, &v);
 	assert_int_equal(store_load(s, &v), 0);
 	a = render(live, false, 0);
-	b = render(loaded, false, 0);
-	assert_string_equal(a, b);
-	free(a);
-	free(b);
+	*reloaded = render(loaded, false, 0);
 	store_close(s);
 	totals_free(live);
 	totals_free(loaded);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	tl_rmtree(dir);
+	return a;
+}
+
+static Cgperf__V1__Batch *mixed_batch(uint64_t i)
+{
+	return batch(i, i * 7919 % 13 + 1);
+}
+
+/* The same batches summed here and reloaded from the real store render
+ * the same page, byte for byte. */
+static void test_rebuild_from_store(void **state)
+{
+	char *b, *a = live_and_reloaded(mixed_batch, 20, &b);
+
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
 }
 
 /* 25,000 cgroups x 4 events = 100,000 counter series (and 25,000 cpu
@@ -282,7 +282,7 @@ static void test_100k_series(void **state)
 					0);
 		}
 		wire_set_self(b, &(struct wire_self){ 0 });
-		m = decode(b);
+		m = tl_wire_roundtrip(b);
 		assert_int_equal(totals_add_batch(t, m, T0), 0);
 		wire_batch_decoded_free(m);
 	}
@@ -332,7 +332,7 @@ static Cgperf__V1__Batch *huge_batch(uint64_t seq)
 						INT64_MAX),
 				 0);
 	wire_set_self(b, &self);
-	return decode(b);
+	return tl_wire_roundtrip(b);
 }
 
 /*
@@ -343,29 +343,8 @@ static Cgperf__V1__Batch *huge_batch(uint64_t seq)
  */
 static void test_saturation_matches_store(void **state)
 {
-	char dir[] = "/tmp/test_totals.XXXXXX", err[256], cmd[64];
-	struct totals *live = totals_new(), *loaded = totals_new();
-	struct store_visitor v;
-	struct store *s;
-	char *a, *b;
+	char *b, *a = live_and_reloaded(huge_batch, 3, &b);
 
-	assert_non_null(mkdtemp(dir));
-	s = store_open(store_backend("sqlite"), dir, err, sizeof(err));
-	assert_non_null(s);
-	for (uint64_t i = 1; i <= 3; i++) {
-		Cgperf__V1__Batch *m = huge_batch(i);
-
-		assert_int_equal(store_put(s, m, T0 + i * NS, err, sizeof(err)), 0);
-		assert_int_equal(totals_add_batch(live, m, T0 + i * NS), 0);
-		wire_batch_decoded_free(m);
-	}
-	store_close(s);
-	s = store_open(store_backend("sqlite"), dir, err, sizeof(err));
-	assert_non_null(s);
-	totals_visitor(loaded, &v);
-	assert_int_equal(store_load(s, &v), 0);
-	a = render(live, false, 0);
-	b = render(loaded, false, 0);
 	has(a, "\ncgperf_agent_samples_total{host=\"h1\",agent_id=\"a1\"} 9223372036854775807\n");
 	has(a, "\ncgperf_agent_stack_samples_total{host=\"h1\",agent_id=\"a1\"} "
 	       "9223372036854775807\n");
@@ -373,11 +352,6 @@ static void test_saturation_matches_store(void **state)
 	assert_string_equal(a, b);
 	free(a);
 	free(b);
-	store_close(s);
-	totals_free(live);
-	totals_free(loaded);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
 }
 
 /* One cgroup with @n events "e<first>".."e<first+n-1>" of value @v each,
@@ -396,7 +370,7 @@ static Cgperf__V1__Batch *events_batch(uint64_t seq, int first, int n, uint64_t 
 	}
 	if (n)
 		assert_int_equal(wire_add_probe(b, cg, "p", 1, NULL, NULL), 0);
-	return decode(b);
+	return tl_wire_roundtrip(b);
 }
 
 static double cpu_seconds(void)
@@ -486,7 +460,7 @@ static Cgperf__V1__Batch *wide_batch(uint64_t seq, int n, char fill)
 		snprintf(path, sizeof(path), "/c%d", i);
 		assert_true(wire_add_cgroup(b, path, 1, &info) >= 0);
 	}
-	return decode(b);
+	return tl_wire_roundtrip(b);
 }
 
 /*

@@ -17,6 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/slurp.h"
+#include "wire/wire.h"
+
 char *tl_tmpdir(const char *name)
 {
 	size_t n = strlen(name) + sizeof("/tmp/.XXXXXX");
@@ -107,37 +110,14 @@ void tl_write_file(const char *dir, const char *rel, const char *text)
 
 char *tl_read_file(const char *path, size_t cap, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	char *buf;
-	size_t n = 0;
+	size_t n;
+	int err = slurp_at(AT_FDCWD, path, cap, &buf, &n, NULL);
 
-	if (fd < 0)
-		return NULL;
-	buf = malloc(cap + 1);
-	if (!buf) {
-		close(fd);
-		errno = ENOMEM;
+	if (err) {
+		errno = -err;
 		return NULL;
 	}
-	while (n < cap) {
-		ssize_t r = read(fd, buf + n, cap - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno;
-
-			free(buf);
-			close(fd);
-			errno = e;
-			return NULL;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	buf[n] = '\0';
 	if (len)
 		*len = n;
 	return buf;
@@ -182,6 +162,36 @@ size_t tl_count_lines(const char *text)
 	if (p > text && p[-1] != '\n')
 		n++;
 	return n;
+}
+
+void tl_text_put(void *ctx, const char *s, size_t n)
+{
+	struct tl_text *t = ctx;
+	char *v = realloc(t->s, t->len + n + 1);
+
+	if (!v)
+		fail_msg("out of memory");
+	memcpy(v + t->len, s, n);
+	t->s = v;
+	t->len += n;
+	t->s[t->len] = '\0';
+}
+
+struct Cgperf__V1__Batch *tl_wire_roundtrip(struct wire_batch *b)
+{
+	uint8_t *buf;
+	size_t len;
+	char err[256];
+	Cgperf__V1__Batch *m;
+
+	if (wire_encode(b, &buf, &len))
+		fail_msg("wire_encode failed");
+	wire_batch_free(b);
+	m = wire_decode(buf, len, 0, err, sizeof(err));
+	free(buf);
+	if (!m)
+		fail_msg("wire_decode: %s", err);
+	return m;
 }
 
 void tl_pathf(char *buf, size_t size, const char *fmt, ...)

@@ -40,6 +40,22 @@ FILE *tl_capture_begin(void);
 /* Close @f; its whole text, malloc'd (the caller frees). */
 char *tl_capture_end(FILE *f);
 
+/* Text an append function fills (the sinks of lib/json.h and lib/prom.h):
+ * start from { 0 }; s is NUL-terminated once anything was put; free(s). */
+struct tl_text {
+	char *s;
+	size_t len;
+};
+void tl_text_put(void *ctx, const char *s, size_t n);
+
+struct wire_batch;
+struct Cgperf__V1__Batch;
+
+/* Encode @b (freed), then decode it as the exporter would (default cap):
+ * the decoded batch (wire_batch_decoded_free()). Fails the test when
+ * either step fails. */
+struct Cgperf__V1__Batch *tl_wire_roundtrip(struct wire_batch *b);
+
 /* snprintf() into @buf that fails the test instead of cutting the text. */
 __attribute__((format(printf, 3, 4))) void tl_pathf(char *buf, size_t size, const char *fmt,
 						    ...);

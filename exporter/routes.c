@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The read routes of the exporter's HTTP service, served by its reader
+ * threads (http.c queues them; see the design note there): /metrics (the
+ * server's own figures, then the totals, then process_*), /api/v1/targets,
+ * the index page, and /api/v1/stacks (folded text, pprof or an SVG flame
+ * graph of a selection read from the store, outside the server's locks).
+ * Each builds its answer into the request with http_answer*().
+ */
+#include "exporter/http_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "exporter/config.h"
+#include "exporter/page.h"
+#include "exporter/procmetrics.h"
+#include "exporter/render/render.h"
+#include "exporter/targets.h"
+#include "exporter/totals.h"
+
+static void self_metric(struct page *p, bool om, const char *name, const char *type,
+			const char *help, uint64_t v)
+{
+	page_family(p, om, name, type, help);
+	page_put(p, name);
+	page_putc(p, ' ');
+	page_u64(p, v);
+	page_putc(p, '\n');
+}
+
+/* Does the Accept header ask for OpenMetrics? */
+bool routes_wants_openmetrics(struct MHD_Connection *c)
+{
+	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
+
+	return a && strstr(a, "application/openmetrics-text");
+}
+
+static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c, struct req *r)
+{
+	bool om = r->om;
+	struct store_stats st;
+	struct page p;
+	uint64_t now = http_now_ns();
+
+	store_stats(h->cfg.store, &st);
+	page_init(&p, 0);
+	pthread_mutex_lock(&h->lock);
+	page_reserve(&p, h->metrics_len + h->metrics_len / 8);
+	self_metric(&p, om, "cgperf_exporter_batches_received_total", "counter",
+		    "Batches accepted and stored.", h->received);
+	self_metric(&p, om, "cgperf_exporter_batches_duplicate_total", "counter",
+		    "Batches answered 200 but not stored again (agent id and sequence known).",
+		    h->duplicates);
+	self_metric(&p, om, "cgperf_exporter_store_errors_total", "counter",
+		    "Batches the store failed to write (answered 500).", h->store_errors);
+	page_family(&p, om, "cgperf_exporter_rejects_total", "counter",
+		    "Push requests refused, by reason.");
+	for (int i = 0; i < REJ_N; i++)
+		page_printf(&p, "cgperf_exporter_rejects_total{reason=\"%s\"} %" PRIu64 "\n",
+			    http_reject_name[i], h->rejects[i]);
+	self_metric(&p, om, "cgperf_exporter_busy_total", "counter",
+		    "Requests answered 503 with Retry-After because a work queue was full.",
+		    h->busy);
+	self_metric(&p, om, "cgperf_exporter_series", "gauge",
+		    "Series held for /metrics (cgroup counters, probes, agents).",
+		    totals_series(h->cfg.totals));
+	totals_render(h->cfg.totals, &p, om, http_cutoff(h, now));
+	h->metrics_len = p.len;
+	pthread_mutex_unlock(&h->lock);
+	self_metric(&p, om, "cgperf_exporter_stack_rows_total", "counter",
+		    "Stack sample rows written to the store since start.", st.stack_rows);
+	self_metric(&p, om, "cgperf_exporter_retention_deleted_rows_total", "counter",
+		    "Rows deleted by retention since start.", st.deleted_rows);
+	self_metric(&p, om, "cgperf_exporter_store_size_bytes", "gauge",
+		    "Size of the store on disk.", st.bytes);
+	{
+		const union MHD_DaemonInfo *di =
+			MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		size_t qn[2];
+
+		self_metric(&p, om, "cgperf_exporter_connections", "gauge",
+			    "HTTP connections open (kept-alive agents included).",
+			    di ? di->num_connections : 0);
+		http_workq_depth(h, qn);
+		self_metric(&p, om, "cgperf_exporter_ingest_queue", "gauge",
+			    "Pushes decoded and waiting for the store thread.", qn[0]);
+		self_metric(&p, om, "cgperf_exporter_connection_limit", "gauge",
+			    "Connections the exporter accepts at once (--max-connections, "
+			    "lowered to fit RLIMIT_NOFILE).",
+			    h->cfg.max_connections);
+	}
+	procmetrics_render(&p, om);
+	if (om)
+		page_put(&p, "# EOF\n");
+	return http_answer_page(c, r, MHD_HTTP_OK,
+			   om ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+			      : "text/plain; version=0.0.4; charset=utf-8",
+			   &p);
+}
+
+/* ---- /api/v1/targets and / ---- */
+
+/* A page written from the totals by @write (targets.h), under the lock. */
+static enum MHD_Result serve_targets(struct http *h, struct MHD_Connection *c, struct req *r,
+				     int (*write)(const struct totals *t, uint64_t cutoff,
+						  struct page *p),
+				     const char *type)
+{
+	struct page p;
+
+	page_init(&p, 0);
+	pthread_mutex_lock(&h->lock);
+	write(h->cfg.totals, http_cutoff(h, http_now_ns()), &p);
+	pthread_mutex_unlock(&h->lock);
+	return http_answer_page(c, r, MHD_HTTP_OK, type, &p);
+}
+
+/* ---- /api/v1/stacks ---- */
+
+/* Parameter @name: NULL when absent; -EINVAL when too long. */
+static int param(struct MHD_Connection *c, const char *name, const char **out, char *why,
+		 size_t whylen)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+
+	*out = v && *v ? v : NULL;
+	if (v && strlen(v) > PARAM_MAX) {
+		snprintf(why, whylen, "%s: longer than %d bytes", name, PARAM_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
+			      size_t whylen)
+{
+	const char *from, *to, *format;
+	uint64_t now = http_now_ns();
+
+	memset(q, 0, sizeof(*q));
+	if (param(c, "host", &q->sel.host, why, whylen) ||
+	    param(c, "cgroup", &q->sel.cgroup, why, whylen) ||
+	    param(c, "container", &q->sel.container, why, whylen) ||
+	    param(c, "pod", &q->sel.pod, why, whylen) ||
+	    param(c, "event", &q->sel.event, why, whylen) || param(c, "from", &from, why, whylen) ||
+	    param(c, "to", &to, why, whylen) || param(c, "format", &format, why, whylen))
+		return -EINVAL;
+	q->sel.to_ns = now;
+	if (to && exporter_parse_time(to, now, &q->sel.to_ns)) {
+		snprintf(why, whylen,
+			 "to: '%.60s' is not a time (Unix seconds, RFC 3339, now, or -DURATION "
+			 "like -1h)",
+			 to);
+		return -EINVAL;
+	}
+	q->sel.from_ns = q->sel.to_ns > DEFAULT_SPAN_NS ? q->sel.to_ns - DEFAULT_SPAN_NS : 0;
+	if (from && exporter_parse_time(from, now, &q->sel.from_ns)) {
+		snprintf(why, whylen,
+			 "from: '%.60s' is not a time (Unix seconds, RFC 3339, now, or -DURATION "
+			 "like -1h)",
+			 from);
+		return -EINVAL;
+	}
+	if (q->sel.from_ns >= q->sel.to_ns) {
+		snprintf(why, whylen, "from is not before to");
+		return -EINVAL;
+	}
+	if (!format || !strcmp(format, "folded")) {
+		q->format = FMT_FOLDED;
+	} else if (!strcmp(format, "pprof")) {
+		q->format = FMT_PPROF;
+	} else if (!strcmp(format, "svg")) {
+		q->format = FMT_SVG;
+	} else {
+		snprintf(why, whylen, "format: '%.60s': want folded, pprof or svg", format);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+struct sum_ctx {
+	struct fold_set *fs;
+	uint64_t frequency; /* the one rate of every time-based row, 0 if none or mixed */
+	bool mixed;
+	uint32_t *mods; /* scratch: a stack's module ids */
+	size_t mods_cap;
+};
+
+/*
+ * The store's "id id id" module text of a stack into x->mods; the count, or
+ * 0 when there are none or the text is not one id per frame (then the
+ * stack goes without, and pprof names its frames without a mapping).
+ */
+static size_t parse_modules(struct sum_ctx *x, const char *text)
+{
+	size_t n = 0;
+
+	while (text && *text) {
+		char *end;
+		unsigned long long id;
+
+		errno = 0;
+		id = strtoull(text, &end, 10);
+		if (errno || end == text || id > UINT32_MAX || (*end && *end != ' '))
+			return 0;
+		if (n == x->mods_cap) {
+			size_t cap = x->mods_cap ? x->mods_cap * 2 : 64;
+			uint32_t *m = realloc(x->mods, cap * sizeof(*m));
+
+			if (!m)
+				return 0;
+			x->mods = m;
+			x->mods_cap = cap;
+		}
+		x->mods[n++] = (uint32_t)id;
+		text = *end ? end + 1 : end;
+	}
+	return n;
+}
+
+static bool time_based(const char *event)
+{
+	return !strcmp(event, "cpu-clock") || !strcmp(event, "task-clock");
+}
+
+static int sum_stack(void *arg, const struct store_stack *st)
+{
+	struct sum_ctx *x = arg;
+	uint64_t ns = 0;
+
+	if (time_based(st->event)) {
+		/* cpu-clock counts ns: a sample is worth 1e9 / F at frequency F,
+		 * or the period itself when sampled by period. */
+		if (st->frequency)
+			ns = (uint64_t)((double)st->count * 1e9 / (double)st->frequency);
+		else if (st->period)
+			ns = st->count * st->period;
+		if (st->frequency && x->frequency && x->frequency != st->frequency)
+			x->mixed = true;
+		if (st->frequency)
+			x->frequency = st->frequency;
+	}
+	size_t n = parse_modules(x, st->modules);
+
+	return fold_set_add_mod(x->fs, st->folded, n ? x->mods : NULL, n, st->count, ns);
+}
+
+/* Module lookups for render_pprof(): strings kept until the render ends. */
+struct module_ctx {
+	struct store *store;
+	char **keep;
+	size_t n, cap;
+};
+
+static int module_of(void *arg, const char *frame, uint32_t module, struct render_module *out)
+{
+	struct module_ctx *x = arg;
+	struct store_module m;
+
+	if (x->n + 2 > x->cap) {
+		size_t cap = x->cap ? x->cap * 2 : 256;
+		char **k = realloc(x->keep, cap * sizeof(*k));
+
+		if (!k)
+			return -ENOMEM;
+		x->keep = k;
+		x->cap = cap;
+	}
+	if (!module || store_module(x->store, module, &m))
+		return -ENOENT;
+	x->keep[x->n++] = m.path;
+	x->keep[x->n++] = m.build_id;
+	out->path = m.path;
+	out->build_id = m.build_id;
+	return 0;
+}
+
+/* "host=a cgroup=/x" naming the selection, for titles and file names. */
+static void selection_text(const struct store_selection *s, struct page *p)
+{
+	const struct {
+		const char *k, *v;
+	} f[] = { { "host", s->host },	 { "cgroup", s->cgroup }, { "container", s->container },
+		  { "pod", s->pod },	 { "event", s->event } };
+	bool any = false;
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (!f[i].v)
+			continue;
+		page_printf(p, "%s%s=", any ? " " : "", f[i].k);
+		page_put(p, f[i].v);
+		any = true;
+	}
+	if (!any)
+		page_put(p, "all hosts");
+}
+
+static enum MHD_Result serve_svg(struct MHD_Connection *c, struct req *r,
+				 const struct stacks_query *q, const struct fold_set *fs,
+				 unsigned status)
+{
+	char from[40], to[40];
+	struct page t, sub;
+	char *title, *subtitle, *svg = NULL;
+	size_t len = 0;
+	FILE *f;
+	int ret = -ENOMEM;
+
+	targets_time(q->sel.from_ns, from, sizeof(from));
+	targets_time(q->sel.to_ns, to, sizeof(to));
+	page_init(&t, 0);
+	page_put(&t, "cgperf: ");
+	selection_text(&q->sel, &t);
+	page_init(&sub, 0);
+	page_printf(&sub, "%s to %s, %" PRIu64 " samples%s", from, to, fold_set_samples(fs),
+		    fold_set_samples(fs) ? "" : ": no samples in this selection");
+	title = page_take(&t, NULL);
+	subtitle = page_take(&sub, NULL);
+	f = title && subtitle ? open_memstream(&svg, &len) : NULL;
+	if (f) {
+		struct flame_opts o = { .title = title, .subtitle = subtitle };
+
+		ret = render_svg(fs, &o, f);
+		if (fclose(f))
+			ret = -ENOMEM;
+	}
+	free(title);
+	free(subtitle);
+	if (ret || !svg) {
+		free(svg);
+		return http_answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot draw the flame graph\n");
+	}
+	return http_respond(c, r, status, "image/svg+xml", svg, len, true, NULL);
+}
+
+static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, struct req *r)
+{
+	const struct stacks_query q = r->q; /* parsed by first_call() */
+	struct sum_ctx x = { 0 };
+	enum MHD_Result res;
+	unsigned status = MHD_HTTP_OK;
+	int ret;
+
+	x.fs = fold_set_new();
+	if (!x.fs)
+		return http_answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+	ret = store_stacks(h->cfg.store, &q.sel, sum_stack, &x);
+	free(x.mods);
+	if (ret) {
+		fold_set_free(x.fs);
+		log_kv(LOG_ERROR, "stacks query failed", "error", strerror(-ret), NULL);
+		return http_answer(c, r, ret == -ENOMEM ? MHD_HTTP_SERVICE_UNAVAILABLE
+						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
+			      "stacks query failed\n");
+	}
+	if (!fold_set_samples(x.fs)) {
+		status = MHD_HTTP_NOT_FOUND;
+		if (q.format != FMT_SVG) {
+			fold_set_free(x.fs);
+			return http_answer(c, r, status,
+				      "no samples in this selection (host, cgroup, container, pod, "
+				      "event) between from and to\n");
+		}
+	}
+	if (q.format == FMT_SVG) {
+		res = serve_svg(c, r, &q, x.fs, status);
+	} else if (q.format == FMT_FOLDED) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+
+		ret = f ? render_folded(x.fs, f) : -ENOMEM;
+		if (f && fclose(f))
+			ret = -ENOMEM;
+		if (ret || !text) {
+			free(text);
+			res = http_answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+		} else {
+			res = http_respond(c, r, MHD_HTTP_OK, "text/plain; charset=utf-8", text, len, true,
+				      NULL);
+		}
+	} else {
+		struct module_ctx mx = { .store = h->cfg.store };
+		struct pprof_opts o = {
+			.time_ns = q.sel.from_ns,
+			.duration_ns = q.sel.to_ns - q.sel.from_ns,
+			.period_ns = x.frequency && !x.mixed ? 1000000000u / x.frequency : 0,
+		};
+		uint8_t *buf = NULL;
+		size_t len = 0;
+
+		ret = render_pprof(x.fs, &o, module_of, &mx, &buf, &len);
+		for (size_t i = 0; i < mx.n; i++)
+			free(mx.keep[i]);
+		free(mx.keep);
+		/* Already gzip'd by its format: the same bytes for every client. */
+		r->encodable = false;
+		if (ret)
+			res = http_answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot build the profile\n");
+		else
+			res = http_respond(c, r, MHD_HTTP_OK, "application/octet-stream", buf, len, true,
+				      "attachment; filename=\"cgperf.pb.gz\"");
+	}
+	fold_set_free(x.fs);
+	return res;
+}
+
+/* A reader thread: build the answer of a read route. */
+void routes_serve(struct http *h, struct req **rs, size_t n)
+{
+	struct req *r = rs[0];
+
+	switch (r->route) {
+	case RT_METRICS: serve_metrics(h, NULL, r); break;
+	case RT_STACKS: serve_stacks(h, NULL, r); break;
+	case RT_TARGETS: serve_targets(h, NULL, r, targets_json, "application/json"); break;
+	default: serve_targets(h, NULL, r, targets_index, "text/html; charset=utf-8"); break;
+	}
+}

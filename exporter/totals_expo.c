@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The totals as exposition text: per family its HELP and TYPE, then one
+ * line per series, made of the cgroup's label text (escaped once in
+ * totals.c when its identity changes), the series' own labels and its
+ * number; probe histograms as _bucket/_sum/_count. Series last seen before
+ * the cutoff are left out (they expire at the next expiry pass).
+ */
+#include "exporter/totals_internal.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "exporter/page.h"
+
+static void render_counters(const struct totals *t, struct page *p, bool om, uint64_t cutoff)
+{
+	page_family(p, om, "cgperf_cgroup_perf_events_total", "counter",
+		    "perf events counted in the cgroup (scaled for multiplexing).");
+	EACH_CG(t, c)
+	{
+		for (size_t i = 0; i < c->ncounters; i++) {
+			const struct counter_series *s = &c->counters[i];
+
+			if (s->last_seen < cutoff)
+				continue;
+			page_put(p, "cgperf_cgroup_perf_events_total{");
+			page_put(p, c->labels);
+			page_put(p, ",event=\"");
+			page_label(p, s->event);
+			page_put(p, "\"} ");
+			page_double(p, s->total);
+			page_putc(p, '\n');
+		}
+	}
+	static const char *const reasons[WIRE_TRUNC_REASONS] = {"stack_copy", "max_stack",
+								 "bad_return_address"};
+
+	page_family(p, om, "cgperf_cgroup_stacks_truncated_total", "counter",
+		    "Sampled stacks of the cgroup the agent could not complete, by reason.");
+	EACH_CG(t, c)
+	{
+		if (!c->truncated_seen || c->truncated_seen < cutoff)
+			continue;
+		for (int k = 0; k < WIRE_TRUNC_REASONS; k++) {
+			page_put(p, "cgperf_cgroup_stacks_truncated_total{");
+			page_put(p, c->labels);
+			page_put(p, ",reason=\"");
+			page_put(p, reasons[k]);
+			page_put(p, "\"} ");
+			page_u64(p, c->truncated[k]);
+			page_putc(p, '\n');
+		}
+	}
+	page_family(p, om, "cgperf_cgroup_cpu_seconds_total", "counter",
+		    "CPU time of the cgroup's tasks (task-clock).");
+	EACH_CG(t, c)
+	{
+		for (size_t i = 0; i < c->ncounters; i++) {
+			const struct counter_series *s = &c->counters[i];
+
+			if (s->last_seen < cutoff || strcmp(s->event, "task-clock"))
+				continue;
+			page_put(p, "cgperf_cgroup_cpu_seconds_total{");
+			page_put(p, c->labels);
+			page_put(p, "} ");
+			page_double(p, s->total / 1e9);
+			page_putc(p, '\n');
+		}
+	}
+}
+
+static void probe_labels(struct page *p, const char *name, const struct cg *c,
+			 const struct probe_series *s)
+{
+	page_put(p, name);
+	page_putc(p, '{');
+	page_put(p, c->labels);
+	page_put(p, ",probe=\"");
+	page_label(p, s->label);
+	page_putc(p, '"');
+}
+
+/*
+ * One histogram series: cumulative buckets up to the highest one used
+ * (bucket k holds integers up to 2^k - 1), then +Inf, _sum, _count, over
+ * the non-negative values. @scale turns a bound or the sum into the
+ * exported unit.
+ */
+static void histogram(struct page *p, const char *base, const struct cg *c,
+		      const struct probe_series *s, const struct hist *h, double scale)
+{
+	char name[96];
+	uint64_t cum = 0;
+	int top = -1;
+
+	for (int k = 0; k < HIST_BUCKETS; k++)
+		if (h->b[k])
+			top = k;
+	snprintf(name, sizeof(name), "%s_bucket", base);
+	for (int k = 0; k <= top && k < HIST_BUCKETS - 1; k++) {
+		cum += h->b[k];
+		probe_labels(p, name, c, s);
+		page_put(p, ",le=\"");
+		page_double(p, (double)((k ? (UINT64_C(1) << k) : 1) - 1) * scale);
+		page_put(p, "\"} ");
+		page_u64(p, cum);
+		page_putc(p, '\n');
+	}
+	probe_labels(p, name, c, s);
+	page_put(p, ",le=\"+Inf\"} ");
+	page_u64(p, h->count - h->negative);
+	page_putc(p, '\n');
+	snprintf(name, sizeof(name), "%s_sum", base);
+	probe_labels(p, name, c, s);
+	page_put(p, "} ");
+	page_double(p, (double)h->sum * scale);
+	page_putc(p, '\n');
+	snprintf(name, sizeof(name), "%s_count", base);
+	probe_labels(p, name, c, s);
+	page_put(p, "} ");
+	page_u64(p, h->count - h->negative);
+	page_putc(p, '\n');
+}
+
+/* What a probe family shows of each series. */
+enum probe_fig { PF_HITS, PF_NEGATIVE, PF_VALUES, PF_LATENCY };
+
+/* The samples of probe family @name: per series, a count (hits, negative
+ * values) or a histogram (values, latencies in ns written in seconds);
+ * series without the histogram in question are left out, as are those
+ * last seen before @cutoff. */
+static void probe_family(const struct totals *t, struct page *p, uint64_t cutoff,
+			 const char *name, enum probe_fig fig)
+{
+	EACH_CG(t, c)
+	{
+		for (size_t i = 0; i < c->nprobes; i++) {
+			const struct probe_series *s = &c->probes[i];
+			const struct hist *h = fig == PF_LATENCY ? &s->latency : &s->values;
+
+			if (s->last_seen < cutoff || (fig != PF_HITS && !h->count))
+				continue;
+			if (fig == PF_VALUES || fig == PF_LATENCY) {
+				histogram(p, name, c, s, h, fig == PF_LATENCY ? 1e-9 : 1.0);
+				continue;
+			}
+			probe_labels(p, name, c, s);
+			page_put(p, "} ");
+			page_u64(p, fig == PF_NEGATIVE ? s->values.negative : s->hits);
+			page_putc(p, '\n');
+		}
+	}
+}
+
+static void render_probes(const struct totals *t, struct page *p, bool om, uint64_t cutoff)
+{
+	page_family(p, om, "cgperf_probe_hits_total", "counter",
+		    "Times the probe fired in the cgroup.");
+	probe_family(t, p, cutoff, "cgperf_probe_hits_total", PF_HITS);
+	page_family(p, om, "cgperf_probe_values", "histogram",
+		    "Values of the probe's argument (log2 buckets; negative values apart).");
+	probe_family(t, p, cutoff, "cgperf_probe_values", PF_VALUES);
+	page_family(p, om, "cgperf_probe_negative_values_total", "counter",
+		    "Negative values of the probe's argument (not in cgperf_probe_values).");
+	probe_family(t, p, cutoff, "cgperf_probe_negative_values_total", PF_NEGATIVE);
+	page_family(p, om, "cgperf_probe_latency_seconds", "histogram",
+		    "Latency between the probe and its latency_end probe (log2 buckets of ns).");
+	probe_family(t, p, cutoff, "cgperf_probe_latency_seconds", PF_LATENCY);
+}
+
+static void agent_labels(struct page *p, const char *name, const struct agent *a)
+{
+	page_put(p, name);
+	page_put(p, "{host=\"");
+	page_label(p, a->host);
+	page_put(p, "\",agent_id=\"");
+	page_label(p, a->agent_id);
+	page_putc(p, '"');
+}
+
+static void render_agents(const struct totals *t, struct page *p, bool om, uint64_t cutoff)
+{
+	static const struct {
+		const char *name, *type, *help;
+		size_t off; /* in struct agent */
+	} f[] = {
+#define A(m) offsetof(struct agent, m)
+		{ "cgperf_agent_batches_total", "counter", "Batches of the agent stored.",
+		  A(batches) },
+		{ "cgperf_agent_stack_samples_total", "counter",
+		  "Stack samples in the agent's stored batches.", A(stack_samples) },
+		{ "cgperf_agent_samples_total", "counter", "Samples the agent read.",
+		  A(self.samples) },
+		{ "cgperf_agent_lost_samples_total", "counter",
+		  "Samples the kernel dropped because a ring was full.", A(self.lost_samples) },
+		{ "cgperf_agent_unwind_failures_total", "counter",
+		  "Samples whose user stack could not be unwound.", A(self.unwind_failures) },
+		{ "cgperf_agent_push_failures_total", "counter", "Push attempts that failed.",
+		  A(self.push_failures) },
+		{ "cgperf_agent_push_rejected_total", "counter",
+		  "Batches a collector refused for good.", A(self.push_rejected) },
+		{ "cgperf_agent_spool_dropped_batches_total", "counter",
+		  "Batches dropped from a full spool.", A(self.spool_dropped_batches) },
+		{ "cgperf_agent_stacks_refused_total", "counter",
+		  "Samples not folded because the distinct-stack cap was reached.",
+		  A(self.stacks_refused) },
+		{ "cgperf_agent_spool_bytes", "gauge", "Bytes in the agent's spool at its last push.",
+		  A(self.spool_bytes) },
+		{ "cgperf_agent_spool_batches", "gauge",
+		  "Batches in the agent's spool at its last push.", A(self.spool_batches) },
+#undef A
+	};
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		page_family(p, om, f[i].name, f[i].type, f[i].help);
+		for (const struct agent *a = t->agents; a; a = a->next) {
+			uint64_t v;
+
+			if (a->last_push < cutoff)
+				continue;
+			memcpy(&v, (const char *)a + f[i].off, sizeof(v));
+			agent_labels(p, f[i].name, a);
+			page_put(p, "} ");
+			page_u64(p, v);
+			page_putc(p, '\n');
+		}
+	}
+	page_family(p, om, "cgperf_agent_last_push_timestamp_seconds", "gauge",
+		    "When the exporter last stored a batch of the agent (Unix time).");
+	for (const struct agent *a = t->agents; a; a = a->next) {
+		if (a->last_push < cutoff)
+			continue;
+		agent_labels(p, "cgperf_agent_last_push_timestamp_seconds", a);
+		page_put(p, "} ");
+		page_double(p, (double)a->last_push / 1e9);
+		page_putc(p, '\n');
+	}
+	page_family(p, om, "cgperf_agent_info", "gauge", "The agent's version, always 1.");
+	for (const struct agent *a = t->agents; a; a = a->next) {
+		if (a->last_push < cutoff)
+			continue;
+		agent_labels(p, "cgperf_agent_info", a);
+		page_put(p, ",version=\"");
+		page_label(p, a->version);
+		page_put(p, "\"} 1\n");
+	}
+}
+
+void totals_render(const struct totals *t, struct page *p, bool om, uint64_t cutoff)
+{
+	render_counters(t, p, om, cutoff);
+	render_probes(t, p, om, cutoff);
+	render_agents(t, p, om, cutoff);
+}

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lib/prom: label values with hostile text (quotes, backslashes, newlines,
+ * UTF-8), and HELP/TYPE lines in both formats, through the stream writer
+ * and through an append function.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/prom.h"
+#include "tests/unit/testlib.h"
+
+static const struct {
+	const char *in, *want;
+} labels[] = {
+	{ "", "" },
+	{ "/system.slice/nginx.service", "/system.slice/nginx.service" },
+	{ "say \"hi\"", "say \\\"hi\\\"" },
+	{ "back\\slash", "back\\\\slash" },
+	{ "a\nb", "a\\nb" },
+	{ "\\\"\n", "\\\\\\\"\\n" },
+	{ "tab\there\r", "tab\there\r" }, /* only the three the format names */
+	{ "caf\xc3\xa9 \xff", "caf\xc3\xa9 \xff" },
+	{ "end\\", "end\\\\" },
+};
+
+static void test_label(void **state)
+{
+	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+		struct tl_text k = { 0 };
+		FILE *f = tl_capture_begin();
+		char *got;
+
+		prom_label_to(tl_text_put, &k, labels[i].in);
+		if (strcmp(k.s ? k.s : "", labels[i].want))
+			fail_msg("case %zu: got %s, want %s", i, k.s, labels[i].want);
+		free(k.s);
+		prom_label(f, labels[i].in);
+		got = tl_capture_end(f);
+		assert_string_equal(got, labels[i].want);
+		free(got);
+	}
+}
+
+static void test_label_null(void **state)
+{
+	struct tl_text k = { 0 };
+
+	prom_label_to(tl_text_put, &k, NULL);
+	assert_int_equal(k.len, 0);
+}
+
+static void test_family(void **state)
+{
+	static const struct {
+		bool om;
+		const char *name, *type, *want;
+	} cases[] = {
+		{ false, "x_total", "counter", "# HELP x_total h\n# TYPE x_total counter\n" },
+		{ true, "x_total", "counter", "# HELP x h\n# TYPE x counter\n" },
+		{ true, "x_seconds", "gauge", "# HELP x_seconds h\n# TYPE x_seconds gauge\n" },
+		{ true, "x_total", "gauge", "# HELP x_total h\n# TYPE x_total gauge\n" },
+		{ true, "_total", "counter", "# HELP _total h\n# TYPE _total counter\n" },
+		{ false, "lat", "histogram", "# HELP lat h\n# TYPE lat histogram\n" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tl_text k = { 0 };
+		FILE *f = tl_capture_begin();
+		char *got;
+
+		prom_family_to(tl_text_put, &k, cases[i].om, cases[i].name, cases[i].type, "h");
+		if (strcmp(k.s, cases[i].want))
+			fail_msg("case %zu: got %s, want %s", i, k.s, cases[i].want);
+		free(k.s);
+		prom_family(f, cases[i].om, cases[i].name, cases[i].type, "h");
+		got = tl_capture_end(f);
+		assert_string_equal(got, cases[i].want);
+		free(got);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_label),
+		cmocka_unit_test(test_label_null),
+		cmocka_unit_test(test_family),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
