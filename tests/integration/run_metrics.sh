@@ -9,7 +9,7 @@ base=$(cg_make metrics)
 rel=${base#"$(cg2_mount)"}
 hostile=$'we"ird\\name\twith tab ünï'
 mkdir "$base/$hostile" "$base/busy" || fail "cannot create test cgroups"
-port=$((20000 + ($$ + 7) % 20000))
+port=$(free_port)
 cat >"$TMP/agent.yaml" <<YAML
 host: {name: "metrics-\"host", agent_id_file: $TMP/agent-id}
 cgroups: {include: ["$rel", "$rel/**"]}

@@ -15,8 +15,9 @@ cg=$(cg_make mod)
 rel=${cg#"$(cg2_mount)"}
 pg_start "$cg"
 pg_bench_init 1
-port=$((20000 + ($$ + 7919) % 20000))
-mport=$((port + 1))
+port=$(free_port)
+mport=$(free_port)
+[[ $mport != "$port" ]] || mport=$(free_port)
 mkdir -p "$TMP/fc" "$TMP/bin"
 python3 "$ROOT/tests/lib/fake_collector.py" --dir "$TMP/fc" --port $port >"$TMP/fc.log" 2>&1 &
 FC=$!; bg_track $FC

@@ -11,7 +11,7 @@ cg=$(cg_make run)
 rel=${cg#"$(cg2_mount)"}
 pg_start "$cg"
 pg_bench_init 1
-port=$((20000 + $$ % 20000))
+port=$(free_port)
 spool=$TMP/spool
 mkdir -p "$TMP/fc"
 

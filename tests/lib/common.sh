@@ -84,8 +84,28 @@ near() {
 	awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b != 0 && d * 100 <= p * (b < 0 ? -b : b)) }'
 }
 
+# Below the ephemeral range (net.ipv4.ip_local_port_range): a port the kernel
+# hands out for bind(0) is also what the next outgoing connection may take as
+# its local port before the server under test binds it ("in use?").
 free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	python3 - <<'PY'
+import random, socket
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+top = max(lo - 1, 10001)
+for _ in range(200):
+    p = random.randint(10000, top)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(p)
+    break
+else:
+    raise SystemExit("no free port below the ephemeral range")
+PY
 }
 
 wait_http() {
