@@ -11,6 +11,7 @@
 #
 #   BENCH_FORKSTORM_DUR=S   window of each run (default 10)
 source "$(dirname "$0")/../tests/lib/common.sh" || exit 1
+source "$(dirname "$0")/lib.sh" || exit 1
 export LC_ALL=C
 W=$BUILD_DIR/workloads
 DUR=${BENCH_FORKSTORM_DUR:-10}
@@ -21,22 +22,6 @@ command -v perf >/dev/null || HAVE_PERF=0
 cg=$(cg_make storm)
 rel=${cg#"$(cg2_mount)"}
 
-# cpu_run OUT CMD...: run CMD, write "user_s sys_s maxrss_kb" to OUT.
-cpu_run() {
-	python3 -c '
-import os, sys
-pid = os.fork()
-if pid == 0:
-    try:
-        os.execvp(sys.argv[2], sys.argv[2:])
-    finally:
-        os._exit(127)
-_, st, ru = os.wait4(pid, 0)
-with open(sys.argv[1], "w") as f:
-    f.write(f"{ru.ru_utime:.6f} {ru.ru_stime:.6f} {ru.ru_maxrss}\n")
-sys.exit(os.waitstatus_to_exitcode(st) & 255)
-' "$@"
-}
 cpu_of() { awk '{ printf "%.3f", $1 + $2 }' "$1"; }
 
 storm() { # a fresh parent, never sampled before

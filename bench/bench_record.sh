@@ -31,6 +31,7 @@
 #   BENCH_RECORD_RATE=N  pgbench -R (default 12000)
 source "$(dirname "$0")/../tests/lib/common.sh" || exit 1
 source "$(dirname "$0")/../tests/lib/pg.sh" || exit 1
+source "$(dirname "$0")/lib.sh" || exit 1
 export LC_ALL=C
 
 DUR=${BENCH_RECORD_DUR:-10}
@@ -40,23 +41,6 @@ HI_FREQ=999
 command -v perf >/dev/null || skip "perf not installed"
 command -v python3 >/dev/null || skip "python3 not installed"
 
-# cpu_run OUT CMD...: run CMD, write "user_s sys_s maxrss_kb" to OUT; returns
-# CMD's exit status.
-cpu_run() {
-	python3 -c '
-import os, sys
-pid = os.fork()
-if pid == 0:
-    try:
-        os.execvp(sys.argv[2], sys.argv[2:])
-    finally:
-        os._exit(127)
-_, st, ru = os.wait4(pid, 0)
-with open(sys.argv[1], "w") as f:
-    f.write(f"{ru.ru_utime:.6f} {ru.ru_stime:.6f} {ru.ru_maxrss}\n")
-sys.exit(os.waitstatus_to_exitcode(st) & 255)
-' "$@"
-}
 
 # The same minimal stackcollapse of `perf script` output as the test
 # (frames "addr sym+off (dso)" leaf first; root first, joined by ';').
