@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/slurp.h"
+#include "lib/grow.h"
 
 /* mountinfo read at most: ~200 bytes a mount, so some 300,000 mounts. */
 #define MOUNTINFO_MAX (64u << 20)
@@ -63,15 +64,8 @@ static int add_mount(struct cg_mounts *m, char **f, size_t nf, size_t sep)
 	else
 		return 0;
 
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 16;
-		struct cg_mount *v = realloc(m->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		m->v = v;
-		m->cap = cap;
-	}
+	if (GROW_ARRAY(m->v, m->n, m->cap, 16) < 0)
+		return -ENOMEM;
 	cm.version = version;
 	cm.root = unescape(f[3], strlen(f[3]));
 	cm.path = unescape(f[4], strlen(f[4]));

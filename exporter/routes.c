@@ -22,6 +22,7 @@
 #include "exporter/render/render.h"
 #include "exporter/targets.h"
 #include "exporter/totals.h"
+#include "lib/grow.h"
 
 static void self_metric(struct page *p, bool om, const char *name, const char *type,
 			const char *help, uint64_t v)
@@ -209,15 +210,8 @@ static size_t parse_modules(struct sum_ctx *x, const char *text)
 		id = strtoull(text, &end, 10);
 		if (errno || end == text || id > UINT32_MAX || (*end && *end != ' '))
 			return 0;
-		if (n == x->mods_cap) {
-			size_t cap = x->mods_cap ? x->mods_cap * 2 : 64;
-			uint32_t *m = realloc(x->mods, cap * sizeof(*m));
-
-			if (!m)
-				return 0;
-			x->mods = m;
-			x->mods_cap = cap;
-		}
+		if (GROW_ARRAY(x->mods, n, x->mods_cap, 64) < 0)
+			return 0;
 		x->mods[n++] = (uint32_t)id;
 		text = *end ? end + 1 : end;
 	}
@@ -263,15 +257,8 @@ static int module_of(void *arg, const char *frame, uint32_t module, struct rende
 	struct module_ctx *x = arg;
 	struct store_module m;
 
-	if (x->n + 2 > x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 256;
-		char **k = realloc(x->keep, cap * sizeof(*k));
-
-		if (!k)
-			return -ENOMEM;
-		x->keep = k;
-		x->cap = cap;
-	}
+	if (GROW_ARRAY(x->keep, x->n + 1, x->cap, 256) < 0)
+		return -ENOMEM;
 	if (!module || store_module(x->store, module, &m))
 		return -ENOENT;
 	x->keep[x->n++] = m.path;

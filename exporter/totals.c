@@ -15,6 +15,7 @@
  */
 #include "exporter/totals_internal.h"
 #include "lib/hashmap.h"
+#include "lib/grow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -333,15 +334,8 @@ static struct counter_series *counter_get(struct totals *t, struct cg *c, const 
 		return &c->counters[i];
 	if (c->ncounters >= UINT32_MAX || sidx_reserve(t))
 		return NULL;
-	if (c->ncounters == c->ccap) {
-		size_t cap = c->ccap ? c->ccap * 2 : 4;
-		struct counter_series *a = realloc(c->counters, cap * sizeof(*a));
-
-		if (!a)
-			return NULL;
-		c->counters = a;
-		c->ccap = cap;
-	}
+	if (GROW_ARRAY(c->counters, c->ncounters, c->ccap, 4) < 0)
+		return NULL;
 	s = &c->counters[c->ncounters];
 	memset(s, 0, sizeof(*s));
 	s->event = strdup(event);
@@ -363,15 +357,8 @@ static struct probe_series *probe_get(struct totals *t, struct cg *c, const char
 		return &c->probes[i];
 	if (c->nprobes >= UINT32_MAX || sidx_reserve(t))
 		return NULL;
-	if (c->nprobes == c->pcap) {
-		size_t cap = c->pcap ? c->pcap * 2 : 2;
-		struct probe_series *a = realloc(c->probes, cap * sizeof(*a));
-
-		if (!a)
-			return NULL;
-		c->probes = a;
-		c->pcap = cap;
-	}
+	if (GROW_ARRAY(c->probes, c->nprobes, c->pcap, 2) < 0)
+		return NULL;
 	s = &c->probes[c->nprobes];
 	memset(s, 0, sizeof(*s));
 	s->label = strdup(label);

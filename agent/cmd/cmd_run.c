@@ -64,6 +64,7 @@
 #include "lib/clock.h"
 
 #include "agent/cmd/run.h"
+#include "lib/grow.h"
 
 #define RUN_PROG "cgperf-agent run"
 
@@ -142,15 +143,8 @@ void run_cg_add(struct agent *a, const char *path)
 	cg_identity_parse(path, &id);
 	if (!wanted(a, path, &id) || run_cg_find(a, path))
 		return;
-	if (a->ncg == a->capcg) {
-		size_t nc = a->capcg ? a->capcg * 2 : 64;
-		struct rcg *v = realloc(a->cg, nc * sizeof(*v));
-
-		if (!v)
-			return;
-		a->cg = v;
-		a->capcg = nc;
-	}
+	if (GROW_ARRAY(a->cg, a->ncg, a->capcg, 64) < 0)
+		return;
 	c = &a->cg[a->ncg];
 	memset(c, 0, sizeof(*c));
 	c->path = strdup(path);
@@ -271,15 +265,8 @@ static struct pcell *pcell_get(struct agent *a, uint32_t probe, uint64_t cgroup)
 	if (!slot)
 		return NULL;
 	if (!*slot) {
-		if (a->npc == a->cappc) {
-			size_t nc = a->cappc ? a->cappc * 2 : 64;
-			struct pcell *v = realloc(a->pc, nc * sizeof(*v));
-
-			if (!v)
-				return NULL;
-			a->pc = v;
-			a->cappc = nc;
-		}
+		if (GROW_ARRAY(a->pc, a->npc, a->cappc, 64) < 0)
+			return NULL;
 		memset(&a->pc[a->npc], 0, sizeof(a->pc[0]));
 		a->pc[a->npc].probe = k.probe;
 		a->pc[a->npc].cgroup = k.cgroup;

@@ -45,6 +45,7 @@
 #include "cgroup/mount.h"
 #include "cgroup/tree.h"
 #include "cgroup/watch.h"
+#include "lib/grow.h"
 
 static const char *const default_events[] = {
 	"task-clock", "context-switches", "cpu-migrations", "page-faults",
@@ -124,15 +125,8 @@ static size_t split_commas(char *s, char ***out, size_t *cap, size_t n)
 	char *save = NULL;
 
 	for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (n == *cap) {
-			size_t nc = *cap ? *cap * 2 : 8;
-			char **v = realloc(*out, nc * sizeof(*v));
-
-			if (!v)
-				return n;
-			*out = v;
-			*cap = nc;
-		}
+		if (GROW_ARRAY(*out, n, *cap, 8) < 0)
+			return n;
 		(*out)[n++] = t;
 	}
 	return n;
@@ -169,15 +163,8 @@ static int add_target(struct stat_ctx *c, const char *rel)
 
 	if (find_target(c, rel))
 		return 0;
-	if (c->ntg == c->captg) {
-		size_t nc = c->captg ? c->captg * 2 : 32;
-		struct target *v = realloc(c->tg, nc * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		c->tg = v;
-		c->captg = nc;
-	}
+	if (GROW_ARRAY(c->tg, c->ntg, c->captg, 32) < 0)
+		return -ENOMEM;
 	abs = abs_path(c, rel);
 	if (!abs)
 		return -ENOMEM;

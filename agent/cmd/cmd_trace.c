@@ -54,6 +54,7 @@
 #include "cgroup/identity.h"
 #include "cgroup/proc.h"
 #include "cgroup/tree.h"
+#include "lib/grow.h"
 
 static void usage(FILE *f)
 {
@@ -101,15 +102,8 @@ static struct cell *cell_get(struct trace *t, uint32_t probe, uint64_t cgroup, u
 		return NULL;
 	}
 	if (!*slot) {
-		if (t->n == t->cap) {
-			size_t nc = t->cap ? t->cap * 2 : 64;
-			struct cell *v = realloc(t->v, nc * sizeof(*v));
-
-			if (!v)
-				return NULL;
-			t->v = v;
-			t->cap = nc;
-		}
+		if (GROW_ARRAY(t->v, t->n, t->cap, 64) < 0)
+			return NULL;
 		memset(&t->v[t->n], 0, sizeof(t->v[0]));
 		t->v[t->n].probe = k.probe;
 		t->v[t->n].pid = k.pid;

@@ -46,6 +46,7 @@
  * not per sample.
  */
 #include "agent/perf/sampler.h"
+#include "lib/grow.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -477,15 +478,8 @@ static void targets_release(struct targets *t)
 
 static int targets_push(struct targets *t, size_t *cap, int id)
 {
-	if (t->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		int *n = reallocarray(t->ids, ncap, sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		t->ids = n;
-		*cap = ncap;
-	}
+	if (GROW_ARRAY(t->ids, t->n, *cap, 16) < 0)
+		return -ENOMEM;
 	t->ids[t->n++] = id;
 	return 0;
 }

@@ -21,6 +21,7 @@
 #include "lib/search.h"
 
 #include "agent/symbols/symcache.h"
+#include "lib/grow.h"
 
 /*
  * /proc/kallsyms is about 120k lines that the kernel formats anew on every
@@ -252,15 +253,8 @@ static int read_whole(const char *path, char **out, size_t *out_len)
 
 static int ksyms_push(struct ksyms *k, size_t *cap, const struct ksym *sym)
 {
-	if (k->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 4096;
-		struct ksym *nv = realloc(k->syms, ncap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		k->syms = nv;
-		*cap = ncap;
-	}
+	if (GROW_ARRAY(k->syms, k->n, *cap, 4096) < 0)
+		return -ENOMEM;
 	k->syms[k->n++] = *sym;
 	return 0;
 }
