@@ -37,6 +37,7 @@
 #include "agent/perf/probe_spec.h"
 #include "lib/strv.h"
 #include "lib/suggest.h"
+#include "lib/slurp.h"
 #include "lib/units.h"
 #include "lib/ydoc.h"
 
@@ -831,8 +832,9 @@ out:
 int config_load(const char *path, struct config **out, char *err, size_t errlen)
 {
 	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	int fd, rc;
+	size_t len = 0;
+	bool more = false;
+	int rc;
 
 	if (err && errlen)
 		err[0] = '\0';
@@ -847,50 +849,14 @@ int config_load(const char *path, struct config **out, char *err, size_t errlen)
 		*out = c;
 		return 0;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		goto fail_io;
+	rc = slurp_at(AT_FDCWD, path, CONFIG_MAX_FILE, &buf, &len, &more);
+	if (!rc && more)
+		rc = -EFBIG;
+	if (!rc) {
+		rc = config_parse(path, buf, len, out, err, errlen);
+		free(buf);
+		return rc;
 	}
-	for (;;) {
-		ssize_t r;
-
-		if (cap - len < 4096) {
-			char *nb;
-
-			cap = cap ? cap * 2 : 16384;
-			if (cap > CONFIG_MAX_FILE + 1)
-				cap = CONFIG_MAX_FILE + 1;
-			nb = realloc(buf, cap);
-			if (!nb) {
-				rc = -ENOMEM;
-				goto fail_fd;
-			}
-			buf = nb;
-		}
-		if (len == cap) {
-			rc = -EFBIG;
-			goto fail_fd;
-		}
-		r = read(fd, buf + len, cap - len);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			goto fail_fd;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	rc = config_parse(path, buf, len, out, err, errlen);
-	free(buf);
-	return rc;
-
-fail_fd:
-	close(fd);
-fail_io:
 	free(buf);
 	if (err && errlen) {
 		if (rc == -EFBIG)
