@@ -22,6 +22,8 @@ int cmd_wiredump(int argc, char **argv);
 /* Shared by the commands: the perf_event cgroup hierarchy's mount point
  * (malloc'd) or NULL with a message printed. */
 char *cmd_perf_cgroup_mount(const char *prog);
+/* The same, printing nothing: NULL with what went wrong in @why. */
+char *cmd_perf_cgroup_find(char *why, size_t whylen);
 
 /*
  * -G lists: append the absolute directory of every cgroup in @csv to

@@ -159,23 +159,32 @@ void cmd_refusals_text(char *buf, size_t len)
 		snprintf(buf + n, len - n, ")%s", f.notices_dropped ? " (notices rate-limited)" : "");
 }
 
-char *cmd_perf_cgroup_mount(const char *prog)
+char *cmd_perf_cgroup_find(char *why, size_t whylen)
 {
 	struct cg_mounts *m = cg_mounts_read("/proc/self/mountinfo");
 	const struct cg_mount *pm;
 	char *path = NULL;
 
 	if (!m) {
-		fprintf(stderr, "%s: cannot read /proc/self/mountinfo: %s\n", prog, strerror(errno));
+		snprintf(why, whylen, "cannot read /proc/self/mountinfo: %s", strerror(errno));
 		return NULL;
 	}
 	pm = cg_mounts_perf(m);
 	if (!pm)
-		fprintf(stderr, "%s: no cgroup2 or perf_event cgroup v1 hierarchy is mounted\n",
-			prog);
+		snprintf(why, whylen, "no cgroup2 or perf_event cgroup v1 hierarchy is mounted");
 	else if (!(path = strdup(pm->path)))
-		fprintf(stderr, "%s: out of memory\n", prog);
+		snprintf(why, whylen, "out of memory");
 	cg_mounts_free(m);
+	return path;
+}
+
+char *cmd_perf_cgroup_mount(const char *prog)
+{
+	char why[512];
+	char *path = cmd_perf_cgroup_find(why, sizeof(why));
+
+	if (!path)
+		fprintf(stderr, "%s: %s\n", prog, why);
 	return path;
 }
 

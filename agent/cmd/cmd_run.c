@@ -554,10 +554,16 @@ int cmd_run(int argc, char **argv)
 		config_free(a.cfg);
 		return 0;
 	}
-	ret = 0;
-	a.mount = cmd_perf_cgroup_mount(RUN_PROG);
+	/* From here on everything goes through the log, in the config's format. */
+	if (run_log_setup(a.cfg) < 0 || !(a.mount = cmd_perf_cgroup_find(err, sizeof(err)))) {
+		if (!a.mount)
+			log_kv(LOG_ERROR, "cannot find the cgroup hierarchy", "error", err, NULL);
+		ret = 1;
+		goto out;
+	}
 	a.ncpu = cpumap_online(&a.cpus);
-	if (!a.mount || a.ncpu < 0) {
+	if (a.ncpu < 0) {
+		log_kv(LOG_ERROR, "cannot read the online CPUs", "error", strerror(-a.ncpu), NULL);
 		ret = 1;
 		goto out;
 	}

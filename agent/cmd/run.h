@@ -113,6 +113,8 @@ void run_publish_metrics(struct agent *a);
  */
 int run_agent_start(struct agent *a);
 void run_agent_stop(struct agent *a);
+/* The log in @cfg's format and level (lib/log.h): 0 or -EINVAL. */
+int run_log_setup(const struct config *cfg);
 /* Follow the cgroup at @path when the config wants it (cmd_run.c). */
 void run_cg_add(struct agent *a, const char *path);
 /* The first line of @path into @buf ("" when unreadable). */

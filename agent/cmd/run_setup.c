@@ -453,6 +453,12 @@ static int start_push(struct agent *a)
 	return 0;
 }
 
+int run_log_setup(const struct config *cfg)
+{
+	return log_setup(cfg->log.format == CONFIG_LOG_JSON ? "json" : "logfmt",
+			 (const char *[]){"debug", "info", "warn", "error"}[cfg->log.level]);
+}
+
 /* Build everything from a->cfg: log, counters, cgroups, sampling, probes,
  * /metrics, push. 0, 1 or 2; what is half built, run_agent_stop() frees. */
 int run_agent_start(struct agent *a)
@@ -463,8 +469,7 @@ int run_agent_start(struct agent *a)
 										    : STACKS_FP;
 	int ret;
 
-	if (log_setup(cfg->log.format == CONFIG_LOG_JSON ? "json" : "logfmt",
-		      (const char *[]){"debug", "info", "warn", "error"}[cfg->log.level]) < 0)
+	if (run_log_setup(cfg) < 0)
 		return 1;
 	if ((ret = start_counters(a)) || (ret = start_cgroups(a)) ||
 	    (ret = start_sampling(a, mode)) || (ret = resolve_probes(a, mode)) ||
