@@ -23,6 +23,7 @@ static int add_mount(void *ctx, const struct mountinfo_entry *e)
 {
 	struct cg_mounts *m = ctx;
 	struct cg_mount cm = {0};
+	size_t lr = strlen(e->root) + 1, lp = e->point_len + 1, lc = strlen(e->super) + 1;
 
 	if (!strcmp(e->fstype, "cgroup2"))
 		cm.version = 2;
@@ -30,18 +31,13 @@ static int add_mount(void *ctx, const struct mountinfo_entry *e)
 		cm.version = 1;
 	else
 		return 0;
-	if (GROW_ARRAY(m->v, m->n, m->cap, 16) < 0)
+	/* one block: root, path, then (v1) controllers; freed through root */
+	if (GROW_ARRAY(m->v, m->n, m->cap, 16) < 0 || !(cm.root = malloc(lr + lp + lc)))
 		return -ENOMEM;
-	cm.root = strdup(e->root);
-	cm.path = strdup(e->point);
+	cm.path = memcpy(cm.root + lr, e->point, lp);
+	memcpy(cm.root, e->root, lr);
 	if (cm.version == 1)
-		cm.controllers = strdup(e->super);
-	if (!cm.root || !cm.path || (cm.version == 1 && !cm.controllers)) {
-		free(cm.root);
-		free(cm.path);
-		free(cm.controllers);
-		return -ENOMEM;
-	}
+		cm.controllers = memcpy(cm.path + lp, e->super, lc);
 	m->v[m->n++] = cm;
 	return 0;
 }
@@ -96,11 +92,8 @@ void cg_mounts_free(struct cg_mounts *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->n; i++) {
-		free(m->v[i].path);
-		free(m->v[i].root);
-		free(m->v[i].controllers);
-	}
+	for (size_t i = 0; i < m->n; i++)
+		free(m->v[i].root); /* the block of its strings */
 	free(m->v);
 	free(m);
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cgroup/tree.h"
 #include "lib/grow.h"
+#include "lib/strv.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -91,9 +92,7 @@ static int list_subdirs(int dirfd, char ***out)
 	return (int)n;
 nomem:
 	closedir(d);
-	while (n)
-		free(names[--n]);
-	free(names);
+	strv_free(names, n);
 	return -ENOMEM;
 }
 
@@ -137,9 +136,7 @@ static int walk(struct cg_tree *t, int dirfd, const char *path, int depth)
 		if (err)
 			break;
 	}
-	for (int i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	strv_free(names, (size_t)n);
 	return err;
 }
 

@@ -23,6 +23,7 @@
 #include "exporter/targets.h"
 #include "exporter/totals.h"
 #include "lib/grow.h"
+#include "lib/strv.h"
 
 static void self_metric(struct page *p, bool om, const char *name, const char *type,
 			const char *help, uint64_t v)
@@ -383,9 +384,7 @@ static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, st
 		size_t len = 0;
 
 		ret = render_pprof(x.fs, &o, module_of, &mx, &buf, &len);
-		for (size_t i = 0; i < mx.n; i++)
-			free(mx.keep[i]);
-		free(mx.keep);
+		strv_free(mx.keep, mx.n);
 		/* Already gzip'd by its format: the same bytes for every client. */
 		r->encodable = false;
 		if (ret)

@@ -15,6 +15,7 @@
 #include "lib/grow.h"
 #include "lib/mountinfo.h"
 #include "lib/rootfs.h"
+#include "lib/strv.h"
 
 struct fusemnt_table {
 	bool all;      /* read in part: everything is at risk */
@@ -118,9 +119,7 @@ void fusemnt_table_free(struct fusemnt_table *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->n; i++)
-		free(t->points[i]);
-	free(t->points);
+	strv_free(t->points, t->n);
 	free(t);
 }
 

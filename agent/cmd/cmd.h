@@ -36,7 +36,6 @@ int cmd_cgroup_dirs(const char *prog, const char *mount, const char *csv, char *
  * *@dirs, its absolute path in *@abs (to remove later). 0 or 1. */
 int cmd_command_cgroup(const char *prog, const char *mount, const char *name, char **abs,
 		       char ***dirs, size_t *n);
-void cmd_dirs_free(char **dirs, size_t n);
 /*
  * Block SIGINT, SIGTERM, SIGCHLD and SIGHUP (the previous mask in *@oldmask)
  * and return a non-blocking signalfd for them, so signals arrive in the

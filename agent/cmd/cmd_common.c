@@ -76,13 +76,6 @@ int cmd_command_cgroup(const char *prog, const char *mount, const char *name, ch
 	return err ? 1 : 0;
 }
 
-void cmd_dirs_free(char **dirs, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(dirs[i]);
-	free(dirs);
-}
-
 void cmd_raise_nofile(void)
 {
 	struct rlimit rl;

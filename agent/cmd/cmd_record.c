@@ -42,6 +42,7 @@
 #include "agent/perf/sampler.h"
 #include "agent/cmd/workload.h"
 #include "lib/clock.h"
+#include "lib/strv.h"
 #include "agent/symbols/refusals.h"
 #include "agent/stacks/stacks.h"
 #include "cgroup/proc.h"
@@ -628,7 +629,7 @@ out:
 		fprintf(stderr, "%s: cgroup %s left behind: %s\n", r->prog, trans_abs,
 			strerror(errno));
 	free(trans_abs);
-	cmd_dirs_free(cgdirs, ncgdirs);
+	strv_free(cgdirs, ncgdirs);
 	free(cpus);
 	return ret;
 }

@@ -55,6 +55,7 @@
 #include "cgroup/proc.h"
 #include "cgroup/tree.h"
 #include "lib/grow.h"
+#include "lib/strv.h"
 
 static void usage(FILE *f)
 {
@@ -824,7 +825,7 @@ out:
 	if (trans_abs && rmdir(trans_abs) < 0 && errno != ENOENT)
 		fprintf(stderr, "%s: cgroup %s left behind: %s\n", t->prog, trans_abs, strerror(errno));
 	free(trans_abs);
-	cmd_dirs_free(cgdirs, ncgdirs);
+	strv_free(cgdirs, ncgdirs);
 	free(cpus);
 	return ret;
 }
