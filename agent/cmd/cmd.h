@@ -37,11 +37,12 @@ int cmd_cgroup_dirs(const char *prog, const char *mount, const char *csv, char *
 int cmd_command_cgroup(const char *prog, const char *mount, const char *name, char **abs,
 		       char ***dirs, size_t *n);
 /*
- * Block SIGINT, SIGTERM, SIGCHLD and SIGHUP (the previous mask in *@oldmask)
- * and return a non-blocking signalfd for them, so signals arrive in the
- * commands' poll loops; -errno, with the mask restored, on failure.
+ * Block SIGINT, SIGTERM, SIGHUP and, with @sigchld, SIGCHLD (the previous
+ * mask in *@oldmask) and return a non-blocking signalfd for them, so signals
+ * arrive in the commands' poll loops; -errno, with the mask restored, on
+ * failure.
  */
-int cmd_signalfd(sigset_t *oldmask);
+int cmd_signalfd(sigset_t *oldmask, bool sigchld);
 /* A command's exit status from waitpid(): its own, or 128 + signal. */
 int cmd_exit_status(int wait_status);
 /* Raise RLIMIT_NOFILE's soft limit to the hard one: events are fds. */

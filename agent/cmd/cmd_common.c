@@ -86,7 +86,7 @@ void cmd_raise_nofile(void)
 	}
 }
 
-int cmd_signalfd(sigset_t *oldmask)
+int cmd_signalfd(sigset_t *oldmask, bool sigchld)
 {
 	sigset_t mask;
 	int fd;
@@ -94,8 +94,9 @@ int cmd_signalfd(sigset_t *oldmask)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGCHLD);
 	sigaddset(&mask, SIGHUP);
+	if (sigchld)
+		sigaddset(&mask, SIGCHLD);
 	if (sigprocmask(SIG_BLOCK, &mask, oldmask) < 0)
 		return -errno;
 	fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);

@@ -540,7 +540,7 @@ int cmd_run(int argc, char **argv)
 	bool print = false;
 	double duration = 0;
 	int ret, sfd = -1;
-	sigset_t mask, oldmask;
+	sigset_t oldmask;
 
 	ret = parse_args(argc, argv, &path, &print, &duration);
 	if (ret >= 0)
@@ -571,12 +571,12 @@ int cmd_run(int argc, char **argv)
 	cmd_raise_nofile();
 	/* Block before any thread exists (the push senders inherit the mask), so
 	 * the signals only ever arrive through the signalfd. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, &oldmask);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	sfd = cmd_signalfd(&oldmask, false);
+	if (sfd < 0) {
+		log_kv(LOG_ERROR, "cannot receive signals", "error", strerror(-sfd), NULL);
+		ret = 1;
+		goto out;
+	}
 	/* Counted for the agent's life, across reloads. */
 	if (refusals_start(run_refusal_notice, NULL) < 0) {
 		ret = 1;
