@@ -237,7 +237,7 @@ $(O)/fuzz/fuzz_wire-seeds: $(FUZZ_WIRE_SRC) wire/wire.h lib/hist.h $(PROTO_H)
 # What the exporter does with a decoded batch (totals, /metrics text,
 # stack renderers); the store is linked for its helpers, not driven.
 FUZZ_INGEST_SRC := tests/fuzz/fuzz_ingest.c $(wildcard wire/*.c) lib/hist.c lib/utf8.c lib/json.c \
-	lib/prom.c lib/gzip.c $(PROTO_C) exporter/totals.c exporter/totals_expo.c exporter/page.c \
+	lib/prom.c lib/gzip.c lib/grow.c $(PROTO_C) exporter/totals.c exporter/totals_expo.c exporter/page.c \
 	$(wildcard exporter/render/*.c) $(wildcard exporter/store/*.c)
 $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h exporter/*/*.h) wire/wire.h lib/hist.h $(PROTO_H)
 	@mkdir -p $(dir $@)
