@@ -374,6 +374,62 @@ static int probe_has_arg(const char *v, const char *arg, char *names, size_t len
 
 /* ---- sections ---- */
 
+/* The plain keys of each section, read by ydoc_fields() into struct config. */
+#define CF(member) offsetof(struct config, member)
+_Static_assert(sizeof(enum config_call_graph) == sizeof(int) &&
+		       sizeof(enum config_log_format) == sizeof(int) &&
+		       sizeof(enum config_log_level) == sizeof(int),
+	       "ydoc_fields reads enums as int");
+static const struct ydoc_field host_fields[] = {
+	{.key = "agent_id_file", .kind = YDOC_F_STRING, .off = CF(host.agent_id_file),
+	 .expected = "a file path"},
+};
+static const struct ydoc_field sampling_fields[] = {
+	{.key = "enabled", .kind = YDOC_F_BOOL, .off = CF(sampling.enabled)},
+	{.key = "frequency", .kind = YDOC_F_UINT, .off = CF(sampling.frequency),
+	 .min = 1, .max = 10000},
+	{.key = "call_graph", .kind = YDOC_F_ENUM, .off = CF(sampling.call_graph),
+	 .names = config_call_graph_names},
+};
+static const struct ydoc_field push_fields[] = {
+	{.key = "interval", .kind = YDOC_F_DURATION_MS, .off = CF(push.interval_ms),
+	 .min = MS_S, .max = MS_H},
+	{.key = "token_file", .kind = YDOC_F_STRING, .off = CF(push.token_file),
+	 .flags = YDOC_NULLABLE, .expected = "a file path"},
+	{.key = "timeout", .kind = YDOC_F_DURATION_MS, .off = CF(push.timeout_ms),
+	 .min = 100, .max = 10 * MS_M},
+	{.key = "idle_close", .kind = YDOC_F_DURATION_MS, .off = CF(push.idle_close_ms),
+	 .min = MS_S, .max = MS_H},
+};
+static const struct ydoc_field tls_fields[] = {
+	{.key = "ca_file", .kind = YDOC_F_STRING, .off = CF(push.tls.ca_file),
+	 .flags = YDOC_NULLABLE, .expected = "a file path"},
+	{.key = "cert_file", .kind = YDOC_F_STRING, .off = CF(push.tls.cert_file),
+	 .flags = YDOC_NULLABLE, .expected = "a file path"},
+	{.key = "key_file", .kind = YDOC_F_STRING, .off = CF(push.tls.key_file),
+	 .flags = YDOC_NULLABLE, .expected = "a file path"},
+	{.key = "verify", .kind = YDOC_F_BOOL, .off = CF(push.tls.verify)},
+};
+static const struct ydoc_field spool_fields[] = {
+	{.key = "dir", .kind = YDOC_F_STRING, .off = CF(push.spool.dir), .expected = "a directory"},
+	{.key = "max_bytes", .kind = YDOC_F_SIZE, .off = CF(push.spool.max_bytes),
+	 .min = UNITS_MIB, .max = UNITS_TIB},
+};
+static const struct ydoc_field retry_fields[] = {
+	{.key = "initial", .kind = YDOC_F_DURATION_MS, .off = CF(push.retry.initial_ms),
+	 .min = 10, .max = MS_H},
+	{.key = "max", .kind = YDOC_F_DURATION_MS, .off = CF(push.retry.max_ms),
+	 .min = 10, .max = 24 * MS_H},
+};
+static const struct ydoc_field log_fields[] = {
+	{.key = "format", .kind = YDOC_F_ENUM, .off = CF(log.format),
+	 .names = config_log_format_names},
+	{.key = "level", .kind = YDOC_F_ENUM, .off = CF(log.level),
+	 .names = config_log_level_names},
+};
+#undef CF
+#define FIELDS(x, m, where, t, c) ydoc_fields(x, m, where, t, sizeof(t) / sizeof(t[0]), c)
+
 static int parse_host(struct ydoc *x, const yaml_node_t *root, struct config *c)
 {
 	const yaml_node_t *m, *v;
@@ -391,11 +447,7 @@ static int parse_host(struct ydoc *x, const yaml_node_t *root, struct config *c)
 		if (strlen(c->host.name) > HOST_NAME_MAXLEN)
 			return ydoc_fail(x, v, "host.name: longer than %d bytes", HOST_NAME_MAXLEN);
 	}
-	if ((v = ydoc_get(x, m, "agent_id_file")) &&
-	    (rc = ydoc_string(x, v, "host.agent_id_file", 0, "a file path",
-			      &c->host.agent_id_file)))
-		return rc;
-	return 0;
+	return FIELDS(x, m, "host", host_fields, c);
 }
 
 static int parse_cgroups(struct ydoc *x, const yaml_node_t *root, struct config *c)
@@ -451,22 +503,13 @@ static int parse_counters(struct ydoc *x, const yaml_node_t *root, struct config
 static int parse_sampling(struct ydoc *x, const yaml_node_t *root, struct config *c)
 {
 	const yaml_node_t *m, *v;
-	int rc = ydoc_section(x, root, "", "sampling", sampling_keys, &m), e;
+	int rc = ydoc_section(x, root, "", "sampling", sampling_keys, &m);
 	uint64_t b;
 
 	if (rc || !m)
 		return rc;
-	if ((v = ydoc_get(x, m, "enabled")) &&
-	    (rc = ydoc_bool(x, v, "sampling.enabled", &c->sampling.enabled)))
+	if ((rc = FIELDS(x, m, "sampling", sampling_fields, c)))
 		return rc;
-	if ((v = ydoc_get(x, m, "frequency")) &&
-	    (rc = ydoc_uint(x, v, "sampling.frequency", 1, 10000, &c->sampling.frequency)))
-		return rc;
-	if ((v = ydoc_get(x, m, "call_graph"))) {
-		if ((rc = ydoc_enum(x, v, "sampling.call_graph", config_call_graph_names, &e)))
-			return rc;
-		c->sampling.call_graph = (enum config_call_graph)e;
-	}
 	if ((v = ydoc_get(x, m, "stack_bytes"))) {
 		if ((rc = ydoc_size(x, v, "sampling.stack_bytes", 8, 65528, &b)))
 			return rc;
@@ -628,13 +671,12 @@ static int parse_probes(struct ydoc *x, const yaml_node_t *root, struct config *
 static int parse_push(struct ydoc *x, const yaml_node_t *root, struct config *c,
 		      const yaml_node_t **collectors)
 {
-	const yaml_node_t *m, *s, *v, *vi, *vm;
+	const yaml_node_t *m, *s, *v;
 	int rc = ydoc_section(x, root, "", "push", push_keys, &m);
 
 	if (rc || !m)
 		return rc;
-	if ((v = ydoc_get(x, m, "interval")) &&
-	    (rc = ydoc_duration_ms(x, v, "push.interval", MS_S, MS_H, &c->push.interval_ms)))
+	if ((rc = FIELDS(x, m, "push", push_fields, c)))
 		return rc;
 	if ((v = ydoc_get(x, m, "collectors"))) {
 		*collectors = v;
@@ -643,35 +685,10 @@ static int parse_push(struct ydoc *x, const yaml_node_t *root, struct config *c,
 				  &c->push.ncollectors)))
 			return rc;
 	}
-	if ((v = ydoc_get(x, m, "token_file")) &&
-	    (rc = ydoc_string(x, v, "push.token_file", YDOC_NULLABLE, "a file path",
-			    &c->push.token_file)))
-		return rc;
-	if ((v = ydoc_get(x, m, "timeout")) &&
-	    (rc = ydoc_duration_ms(x, v, "push.timeout", 100, 10 * MS_M, &c->push.timeout_ms)))
-		return rc;
-	if ((v = ydoc_get(x, m, "idle_close")) &&
-	    (rc = ydoc_duration_ms(x, v, "push.idle_close", MS_S, MS_H, &c->push.idle_close_ms)))
-		return rc;
-
-	if ((rc = ydoc_section(x, m, "push", "tls", tls_keys, &s)))
+	if ((rc = ydoc_section(x, m, "push", "tls", tls_keys, &s)) ||
+	    (rc = FIELDS(x, s, "push.tls", tls_fields, c)))
 		return rc;
 	if (s) {
-		if ((v = ydoc_get(x, s, "ca_file")) &&
-		    (rc = ydoc_string(x, v, "push.tls.ca_file", YDOC_NULLABLE, "a file path",
-				    &c->push.tls.ca_file)))
-			return rc;
-		if ((v = ydoc_get(x, s, "cert_file")) &&
-		    (rc = ydoc_string(x, v, "push.tls.cert_file", YDOC_NULLABLE, "a file path",
-				    &c->push.tls.cert_file)))
-			return rc;
-		if ((v = ydoc_get(x, s, "key_file")) &&
-		    (rc = ydoc_string(x, v, "push.tls.key_file", YDOC_NULLABLE, "a file path",
-				    &c->push.tls.key_file)))
-			return rc;
-		if ((v = ydoc_get(x, s, "verify")) &&
-		    (rc = ydoc_bool(x, v, "push.tls.verify", &c->push.tls.verify)))
-			return rc;
 		if (!c->push.tls.cert_file != !c->push.tls.key_file)
 			return ydoc_fail(
 				x, s,
@@ -679,30 +696,16 @@ static int parse_push(struct ydoc *x, const yaml_node_t *root, struct config *c,
 				c->push.tls.cert_file ? "key_file" : "cert_file");
 	}
 
-	if ((rc = ydoc_section(x, m, "push", "spool", spool_keys, &s)))
+	if ((rc = ydoc_section(x, m, "push", "spool", spool_keys, &s)) ||
+	    (rc = FIELDS(x, s, "push.spool", spool_fields, c)))
 		return rc;
-	if (s) {
-		if ((v = ydoc_get(x, s, "dir")) &&
-		    (rc = ydoc_string(x, v, "push.spool.dir", 0, "a directory",
-				      &c->push.spool.dir)))
-			return rc;
-		if ((v = ydoc_get(x, s, "max_bytes")) &&
-		    (rc = ydoc_size(x, v, "push.spool.max_bytes", UNITS_MIB, UNITS_TIB,
-				    &c->push.spool.max_bytes)))
-			return rc;
-	}
 
-	if ((rc = ydoc_section(x, m, "push", "retry", retry_keys, &s)))
+	if ((rc = ydoc_section(x, m, "push", "retry", retry_keys, &s)) ||
+	    (rc = FIELDS(x, s, "push.retry", retry_fields, c)))
 		return rc;
 	if (s) {
-		if ((vi = ydoc_get(x, s, "initial")) &&
-		    (rc = ydoc_duration_ms(x, vi, "push.retry.initial", 10, MS_H,
-				      &c->push.retry.initial_ms)))
-			return rc;
-		if ((vm = ydoc_get(x, s, "max")) &&
-		    (rc = ydoc_duration_ms(x, vm, "push.retry.max", 10, 24 * MS_H,
-					   &c->push.retry.max_ms)))
-			return rc;
+		const yaml_node_t *vi = ydoc_get(x, s, "initial"), *vm = ydoc_get(x, s, "max");
+
 		if (c->push.retry.max_ms < c->push.retry.initial_ms) {
 			char a[32], b[32];
 
@@ -721,22 +724,12 @@ static int parse_push(struct ydoc *x, const yaml_node_t *root, struct config *c,
 
 static int parse_log(struct ydoc *x, const yaml_node_t *root, struct config *c)
 {
-	const yaml_node_t *m, *v;
-	int rc = ydoc_section(x, root, "", "log", log_keys, &m), e;
+	const yaml_node_t *m;
+	int rc = ydoc_section(x, root, "", "log", log_keys, &m);
 
 	if (rc || !m)
 		return rc;
-	if ((v = ydoc_get(x, m, "format"))) {
-		if ((rc = ydoc_enum(x, v, "log.format", config_log_format_names, &e)))
-			return rc;
-		c->log.format = (enum config_log_format)e;
-	}
-	if ((v = ydoc_get(x, m, "level"))) {
-		if ((rc = ydoc_enum(x, v, "log.level", config_log_level_names, &e)))
-			return rc;
-		c->log.level = (enum config_log_level)e;
-	}
-	return 0;
+	return FIELDS(x, m, "log", log_fields, c);
 }
 
 static int parse_metrics(struct ydoc *x, const yaml_node_t *root, struct config *c)
