@@ -427,8 +427,29 @@ static const struct ydoc_field log_fields[] = {
 	{.key = "level", .kind = YDOC_F_ENUM, .off = CF(log.level),
 	 .names = config_log_level_names},
 };
+static const struct ydoc_field counters_fields[] = {
+	{.key = "enabled", .kind = YDOC_F_BOOL, .off = CF(counters.enabled)},
+};
+static const struct ydoc_field metrics_fields[] = {
+	{.key = "listen", .kind = YDOC_F_STRING, .off = CF(metrics.listen),
+	 .flags = YDOC_NULLABLE, .expected = "HOST:PORT"},
+};
 #undef CF
 #define FIELDS(x, m, where, t, c) ydoc_fields(x, m, where, t, sizeof(t) / sizeof(t[0]), c)
+
+/* Top-level section @key (*@m, NULL when absent) with only @keys, and its
+ * plain @fields. */
+static int section_fields(struct ydoc *x, const yaml_node_t *root, const char *key,
+			  const char *const *keys, const struct ydoc_field *fields, size_t n,
+			  struct config *c, const yaml_node_t **m)
+{
+	int rc = ydoc_section(x, root, "", key, keys, m);
+
+	return rc ? rc : ydoc_fields(x, *m, key, fields, n, c);
+}
+#define SECTION(x, root, key, c, m)                                                          \
+	section_fields(x, root, #key, key##_keys, key##_fields,                              \
+		       sizeof(key##_fields) / sizeof(key##_fields[0]), c, m)
 
 static int parse_host(struct ydoc *x, const yaml_node_t *root, struct config *c)
 {
@@ -481,13 +502,10 @@ static int parse_cgroups(struct ydoc *x, const yaml_node_t *root, struct config 
 
 static int parse_counters(struct ydoc *x, const yaml_node_t *root, struct config *c)
 {
-	const yaml_node_t *m, *v, *ev;
-	int rc = ydoc_section(x, root, "", "counters", counters_keys, &m);
+	const yaml_node_t *m, *ev;
+	int rc = SECTION(x, root, counters, c, &m);
 
 	if (rc || !m)
-		return rc;
-	if ((v = ydoc_get(x, m, "enabled")) &&
-	    (rc = ydoc_bool(x, v, "counters.enabled", &c->counters.enabled)))
 		return rc;
 	if ((ev = ydoc_get(x, m, "events")) &&
 	    (rc = ydoc_list(x, ev, "counters.events", CONFIG_MAX_EVENTS, check_event,
@@ -722,37 +740,19 @@ static int parse_push(struct ydoc *x, const yaml_node_t *root, struct config *c,
 	return 0;
 }
 
-static int parse_log(struct ydoc *x, const yaml_node_t *root, struct config *c)
-{
-	const yaml_node_t *m;
-	int rc = ydoc_section(x, root, "", "log", log_keys, &m);
-
-	if (rc || !m)
-		return rc;
-	return FIELDS(x, m, "log", log_fields, c);
-}
-
 static int parse_metrics(struct ydoc *x, const yaml_node_t *root, struct config *c)
 {
 	const yaml_node_t *m, *v;
-	int rc = ydoc_section(x, root, "", "metrics", metrics_keys, &m);
+	int rc = SECTION(x, root, metrics, c, &m);
 
-	if (rc || !m)
+	if (rc || !m || !(v = ydoc_get(x, m, "listen")) || !c->metrics.listen)
 		return rc;
-	if ((v = ydoc_get(x, m, "listen"))) {
-		if ((rc = ydoc_string(x, v, "metrics.listen", YDOC_NULLABLE, "HOST:PORT",
-				    &c->metrics.listen)))
-			return rc;
-		if (c->metrics.listen &&
-		    (rc = check_listen(x, v, "metrics.listen", c->metrics.listen)))
-			return rc;
-	}
-	return 0;
+	return check_listen(x, v, "metrics.listen", c->metrics.listen);
 }
 
 static int parse_root(struct ydoc *x, const yaml_node_t *root, struct config *c)
 {
-	const yaml_node_t *collectors = NULL;
+	const yaml_node_t *collectors = NULL, *m;
 	int rc;
 
 	if (ydoc_is_null(root))
@@ -765,7 +765,7 @@ static int parse_root(struct ydoc *x, const yaml_node_t *root, struct config *c)
 	    (rc = parse_cgroups(x, root, c)) || (rc = parse_counters(x, root, c)) ||
 	    (rc = parse_sampling(x, root, c)) || (rc = parse_symbols(x, root, c)) ||
 	    (rc = parse_probes(x, root, c)) ||
-	    (rc = parse_push(x, root, c, &collectors)) || (rc = parse_log(x, root, c)) ||
+	    (rc = parse_push(x, root, c, &collectors)) || (rc = SECTION(x, root, log, c, &m)) ||
 	    (rc = parse_metrics(x, root, c)))
 		return rc;
 	if (!c->push.ncollectors && !c->metrics.listen)
