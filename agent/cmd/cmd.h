@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "agent/symbols/demangle.h"
+
 /*
  * Subcommands of cgperf-agent. Each takes argv with argv[0] = the
  * subcommand's name and returns the process exit status:
@@ -63,6 +65,9 @@ int cmd_join_csv(char **acc, const char *arg);
 /* A positive, finite number of @what (--duration, -I) into *@out: 0, or 2
  * with "PROG: WHAT must be a positive number, not 'ARG'" on stderr. */
 int cmd_parse_seconds(const char *prog, const char *what, const char *arg, double *out);
+/* --demangle's full, short or none into *@out: 0, or 2 with the choices on
+ * stderr. */
+int cmd_parse_demangle(const char *prog, const char *arg, enum demangle_style *out);
 
 /* Explain a perf_event_open permission failure on stderr. */
 void cmd_explain_perf_permission(const char *prog, int err);

@@ -215,6 +215,15 @@ int cmd_join_csv(char **acc, const char *arg)
 	return 0;
 }
 
+int cmd_parse_demangle(const char *prog, const char *arg, enum demangle_style *out)
+{
+	if (demangle_style_parse(arg, out) < 0) {
+		fprintf(stderr, "%s: --demangle takes full, short or none, not '%s'\n", prog, arg);
+		return 2;
+	}
+	return 0;
+}
+
 int cmd_parse_seconds(const char *prog, const char *what, const char *arg, double *out)
 {
 	char *end;

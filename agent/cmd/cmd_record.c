@@ -277,15 +277,6 @@ static int parse_call_graph(struct record *r, struct record_args *a, const char 
 	return 0;
 }
 
-static int parse_demangle(struct record *r, struct record_args *a, const char *arg)
-{
-	if (demangle_style_parse(arg, &a->dstyle) < 0) {
-		fprintf(stderr, "%s: --demangle takes full, short or none, not '%s'\n", r->prog, arg);
-		return 2;
-	}
-	return 0;
-}
-
 /* The options into @r and @a: 0, or the exit status (usage errors 2). */
 static int parse_args(struct record *r, struct record_args *a, int argc, char **argv)
 {
@@ -330,7 +321,7 @@ static int parse_args(struct record *r, struct record_args *a, int argc, char **
 		case OPT_CALLGRAPH: ret = parse_call_graph(r, a, optarg); break;
 		case 'o': a->outpath = optarg; break;
 		case OPT_PERCG: a->per_cgroup = true; break;
-		case OPT_DEMANGLE: ret = parse_demangle(r, a, optarg); break;
+		case OPT_DEMANGLE: ret = cmd_parse_demangle(r->prog, optarg, &a->dstyle); break;
 		case OPT_NO_DEMANGLE: a->dstyle = DEMANGLE_NONE; break;
 		case 'd': ret = cmd_parse_seconds(r->prog, "--duration", optarg, &a->duration); break;
 		case 'v': a->verbose = true; break;

@@ -424,13 +424,7 @@ static int parse_args(struct trace *t, struct trace_args *a, int argc, char **ar
 		case OPT_STACKS: a->want_stacks = true; break;
 		case OPT_CALLGRAPH: ret = parse_call_graph(t->prog, a, optarg); break;
 		case OPT_FILTER: a->filter = optarg; break;
-		case OPT_DEMANGLE:
-			if (demangle_style_parse(optarg, &a->dstyle) < 0) {
-				fprintf(stderr, "%s: --demangle takes full, short or none, not '%s'\n",
-					t->prog, optarg);
-				ret = 2;
-			}
-			break;
+		case OPT_DEMANGLE: ret = cmd_parse_demangle(t->prog, optarg, &a->dstyle); break;
 		case OPT_NO_DEMANGLE: a->dstyle = DEMANGLE_NONE; break;
 		case OPT_PERPID: t->per_pid = true; break;
 		case 'a': a->all = true; break;
