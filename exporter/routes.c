@@ -139,6 +139,19 @@ static int param(struct MHD_Connection *c, const char *name, const char **out, c
 	return 0;
 }
 
+/* Time parameter @name's value @v (NULL: absent, *@out kept) into *@out:
+ * 0, or -EINVAL with why. */
+static int time_param(const char *name, const char *v, uint64_t now, uint64_t *out, char *why,
+		      size_t whylen)
+{
+	if (!v || !exporter_parse_time(v, now, out))
+		return 0;
+	snprintf(why, whylen,
+		 "%s: '%.60s' is not a time (Unix seconds, RFC 3339, now, or -DURATION like -1h)",
+		 name, v);
+	return -EINVAL;
+}
+
 int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
 			      size_t whylen)
 {
@@ -154,21 +167,11 @@ int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, 
 	    param(c, "to", &to, why, whylen) || param(c, "format", &format, why, whylen))
 		return -EINVAL;
 	q->sel.to_ns = now;
-	if (to && exporter_parse_time(to, now, &q->sel.to_ns)) {
-		snprintf(why, whylen,
-			 "to: '%.60s' is not a time (Unix seconds, RFC 3339, now, or -DURATION "
-			 "like -1h)",
-			 to);
+	if (time_param("to", to, now, &q->sel.to_ns, why, whylen))
 		return -EINVAL;
-	}
 	q->sel.from_ns = q->sel.to_ns > DEFAULT_SPAN_NS ? q->sel.to_ns - DEFAULT_SPAN_NS : 0;
-	if (from && exporter_parse_time(from, now, &q->sel.from_ns)) {
-		snprintf(why, whylen,
-			 "from: '%.60s' is not a time (Unix seconds, RFC 3339, now, or -DURATION "
-			 "like -1h)",
-			 from);
+	if (time_param("from", from, now, &q->sel.from_ns, why, whylen))
 		return -EINVAL;
-	}
 	if (q->sel.from_ns >= q->sel.to_ns) {
 		snprintf(why, whylen, "from is not before to");
 		return -EINVAL;

@@ -157,18 +157,26 @@ static void probe_family(const struct totals *t, struct page *p, uint64_t cutoff
 
 static void render_probes(const struct totals *t, struct page *p, bool om, uint64_t cutoff)
 {
-	page_family(p, om, "cgperf_probe_hits_total", "counter",
-		    "Times the probe fired in the cgroup.");
-	probe_family(t, p, cutoff, "cgperf_probe_hits_total", PF_HITS);
-	page_family(p, om, "cgperf_probe_values", "histogram",
-		    "Values of the probe's argument (log2 buckets; negative values apart).");
-	probe_family(t, p, cutoff, "cgperf_probe_values", PF_VALUES);
-	page_family(p, om, "cgperf_probe_negative_values_total", "counter",
-		    "Negative values of the probe's argument (not in cgperf_probe_values).");
-	probe_family(t, p, cutoff, "cgperf_probe_negative_values_total", PF_NEGATIVE);
-	page_family(p, om, "cgperf_probe_latency_seconds", "histogram",
-		    "Latency between the probe and its latency_end probe (log2 buckets of ns).");
-	probe_family(t, p, cutoff, "cgperf_probe_latency_seconds", PF_LATENCY);
+	static const struct {
+		const char *name, *type, *help;
+		enum probe_fig fig;
+	} f[] = {
+		{"cgperf_probe_hits_total", "counter", "Times the probe fired in the cgroup.",
+		 PF_HITS},
+		{"cgperf_probe_values", "histogram",
+		 "Values of the probe's argument (log2 buckets; negative values apart).", PF_VALUES},
+		{"cgperf_probe_negative_values_total", "counter",
+		 "Negative values of the probe's argument (not in cgperf_probe_values).",
+		 PF_NEGATIVE},
+		{"cgperf_probe_latency_seconds", "histogram",
+		 "Latency between the probe and its latency_end probe (log2 buckets of ns).",
+		 PF_LATENCY},
+	};
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		page_family(p, om, f[i].name, f[i].type, f[i].help);
+		probe_family(t, p, cutoff, f[i].name, f[i].fig);
+	}
 }
 
 static void agent_labels(struct page *p, const char *name, const struct agent *a)

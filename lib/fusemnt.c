@@ -59,6 +59,16 @@ static struct fusemnt_table *table_new(void)
 	return calloc(1, sizeof(struct fusemnt_table));
 }
 
+/* @t when @err is 0, else NULL + errno (and @t freed). */
+static struct fusemnt_table *table_done(struct fusemnt_table *t, int err)
+{
+	if (!err)
+		return t;
+	fusemnt_table_free(t);
+	errno = err;
+	return NULL;
+}
+
 struct fusemnt_table *fusemnt_table_read(int fd)
 {
 	struct fusemnt_table *t = table_new();
@@ -85,12 +95,7 @@ struct fusemnt_table *fusemnt_table_read(int fd)
 	if (r < 0 || rootfs_lines_capped(lr) || rootfs_lines_skipped(lr))
 		t->all = true;
 	rootfs_lines_free(lr);
-	if (err) {
-		fusemnt_table_free(t);
-		errno = err;
-		return NULL;
-	}
-	return t;
+	return table_done(t, err);
 }
 
 struct fusemnt_table *fusemnt_table_parse(const char *text)
@@ -107,12 +112,7 @@ struct fusemnt_table *fusemnt_table_parse(const char *text)
 	}
 	err = -mountinfo_foreach(copy, table_add, t);
 	free(copy);
-	if (err) {
-		fusemnt_table_free(t);
-		errno = err;
-		return NULL;
-	}
-	return t;
+	return table_done(t, err);
 }
 
 void fusemnt_table_free(struct fusemnt_table *t)

@@ -790,26 +790,23 @@ int sampler_drain(struct sampler *s, const struct sampler_cb *cb)
 	return total;
 }
 
+/* @n bytes of @src (NULL: zeros) into @out (NULL: nothing). */
+static void copy_out(void *out, const void *src, size_t n)
+{
+	if (out && src)
+		memcpy(out, src, n);
+	else if (out)
+		memset(out, 0, n);
+}
+
 void sampler_stats(const struct sampler *s, struct sampler_stats *out)
 {
-	if (!out)
-		return;
-	if (!s) {
-		memset(out, 0, sizeof(*out));
-		return;
-	}
-	*out = s->st;
+	copy_out(out, s ? &s->st : NULL, sizeof(*out));
 }
 
 void sampler_layout(const struct sampler *s, struct sampler_layout *out)
 {
-	if (!out)
-		return;
-	if (!s) {
-		memset(out, 0, sizeof(*out));
-		return;
-	}
-	*out = s->layout;
+	copy_out(out, s ? &s->layout : NULL, sizeof(*out));
 }
 
 int sampler_max_stack_default(void)
