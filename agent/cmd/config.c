@@ -521,12 +521,10 @@ static int parse_counters(struct ydoc *x, const yaml_node_t *root, struct config
 static int parse_sampling(struct ydoc *x, const yaml_node_t *root, struct config *c)
 {
 	const yaml_node_t *m, *v;
-	int rc = ydoc_section(x, root, "", "sampling", sampling_keys, &m);
+	int rc = SECTION(x, root, sampling, c, &m);
 	uint64_t b;
 
 	if (rc || !m)
-		return rc;
-	if ((rc = FIELDS(x, m, "sampling", sampling_fields, c)))
 		return rc;
 	if ((v = ydoc_get(x, m, "stack_bytes"))) {
 		if ((rc = ydoc_size(x, v, "sampling.stack_bytes", 8, 65528, &b)))
@@ -690,11 +688,9 @@ static int parse_push(struct ydoc *x, const yaml_node_t *root, struct config *c,
 		      const yaml_node_t **collectors)
 {
 	const yaml_node_t *m, *s, *v;
-	int rc = ydoc_section(x, root, "", "push", push_keys, &m);
+	int rc = SECTION(x, root, push, c, &m);
 
 	if (rc || !m)
-		return rc;
-	if ((rc = FIELDS(x, m, "push", push_fields, c)))
 		return rc;
 	if ((v = ydoc_get(x, m, "collectors"))) {
 		*collectors = v;
