@@ -6,6 +6,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <getopt.h>
+#include <stdio.h>
+
 #include "agent/symbols/demangle.h"
 
 /*
@@ -65,6 +68,32 @@ int cmd_join_csv(char **acc, const char *arg);
 /* A positive, finite number of @what (--duration, -I) into *@out: 0, or 2
  * with "PROG: WHAT must be a positive number, not 'ARG'" on stderr. */
 int cmd_parse_seconds(const char *prog, const char *what, const char *arg, double *out);
+/*
+ * A command's options, once: getopt_long's tables and the option list of
+ * its usage both come from one array of these.
+ */
+struct cmd_opt {
+	const char *name; /* --NAME, or NULL for a short option only */
+	int val;          /* what getopt_long returns for it */
+	bool letter;      /* -VAL is an option too */
+	const char *arg;  /* the argument's name in the usage; NULL: takes none */
+	const char *help; /* its usage text, lines after the first begun by '\n';
+			   * NULL: not listed (an alias, --help) */
+};
+
+#define CMD_MAX_OPTS 32
+
+/* getopt_long()'s long options and short option string of @n options. */
+struct cmd_getopt {
+	struct option lo[CMD_MAX_OPTS + 1];
+	char so[2 * CMD_MAX_OPTS + 2];
+};
+/* Fill @g from @o (at most CMD_MAX_OPTS); @in_order: stop at the first
+ * operand ("+", so "-- COMMAND" and the command's own options stay its). */
+void cmd_getopt_init(struct cmd_getopt *g, const struct cmd_opt *o, size_t n, bool in_order);
+/* The usage lines of @o: "  -X, --NAME ARG" and the help from column @col. */
+void cmd_opts_usage(FILE *f, const struct cmd_opt *o, size_t n, int col);
+
 /* --demangle's full, short or none into *@out: 0, or 2 with the choices on
  * stderr. */
 int cmd_parse_demangle(const char *prog, const char *arg, enum demangle_style *out);

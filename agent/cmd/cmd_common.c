@@ -215,6 +215,48 @@ int cmd_join_csv(char **acc, const char *arg)
 	return 0;
 }
 
+void cmd_getopt_init(struct cmd_getopt *g, const struct cmd_opt *o, size_t n, bool in_order)
+{
+	size_t nl = 0, ns = 0;
+
+	if (in_order)
+		g->so[ns++] = '+';
+	for (size_t i = 0; i < n && i < CMD_MAX_OPTS; i++) {
+		if (o[i].name)
+			g->lo[nl++] = (struct option){o[i].name, o[i].arg ? required_argument : no_argument,
+						      NULL, o[i].val};
+		if (o[i].letter) {
+			g->so[ns++] = (char)o[i].val;
+			if (o[i].arg)
+				g->so[ns++] = ':';
+		}
+	}
+	g->lo[nl] = (struct option){NULL, 0, NULL, 0};
+	g->so[ns] = '\0';
+}
+
+void cmd_opts_usage(FILE *f, const struct cmd_opt *o, size_t n, int col)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *h = o[i].help;
+		int w;
+
+		if (!h)
+			continue;
+		w = fprintf(f, "  %c%c%s%s%s%s%s", o[i].letter ? '-' : ' ',
+			    o[i].letter ? o[i].val : ' ', o[i].letter && o[i].name ? ", " : "  ",
+			    o[i].name ? "--" : "", o[i].name ? o[i].name : "", o[i].arg ? " " : "",
+			    o[i].arg ? o[i].arg : "");
+		do {
+			size_t len = strcspn(h, "\n");
+
+			fprintf(f, "%*s%.*s\n", w < col ? col - w : 1, "", (int)len, h);
+			h += len + (h[len] == '\n');
+			w = 0;
+		} while (*h);
+	}
+}
+
 int cmd_parse_demangle(const char *prog, const char *arg, enum demangle_style *out)
 {
 	if (demangle_style_parse(arg, out) < 0) {

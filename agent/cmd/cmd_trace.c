@@ -57,6 +57,46 @@
 #include "lib/grow.h"
 #include "lib/strv.h"
 
+enum {
+	OPT_HIST = 256,
+	OPT_LAT,
+	OPT_STACKS,
+	OPT_FILTER,
+	OPT_PERPID,
+	OPT_CALLGRAPH,
+	OPT_DEMANGLE,
+	OPT_NO_DEMANGLE,
+};
+
+static const struct cmd_opt trace_opts[] = {
+	{"event", 'e', true, "PROBE",
+	 "u:BINARY:SYMBOL[+OFF][%return] [NAME=%REG...]\n"
+	 "sdt:PROVIDER:NAME[@BINARY] [NAME=argN...]\n"
+	 "SUBSYS:EVENT [FIELD...]"},
+	{"hist", OPT_HIST, false, "ARG", "log2 histogram of argument ARG of the probes that have it"},
+	{"latency", OPT_LAT, false, "S[,E]",
+	 "time from probe S to probe E on the same thread; with one\n"
+	 "u: probe, from the function's entry to its return"},
+	{"stacks", OPT_STACKS, false, NULL,
+	 "fold the user+kernel stacks at every hit (frame pointers)"},
+	{"call-graph", OPT_CALLGRAPH, false, "MODE", "fp or dwarf: how --stacks unwinds user stacks"},
+	{"demangle", OPT_DEMANGLE, false, "STYLE",
+	 "C++/Rust names in --stacks: full (default, as perf -v),\n"
+	 "short (as perf: no parameters), none"},
+	{"no-demangle", OPT_NO_DEMANGLE, false, NULL,
+	 "names as the binary has them (= --demangle none)"},
+	{"filter", OPT_FILTER, false, "EXPR", "kernel filter for the tracepoints ('count > 100')"},
+	{"all-cpus", 'a', true, NULL, "every process of the host (default without COMMAND)"},
+	{"cgroup", 'G', true, "CG,...", "only these cgroups"},
+	{"pid", 'p', true, "PID", "only this process and its children"},
+	{"per-pid", OPT_PERPID, false, NULL, "a row per process as well as per cgroup"},
+	{"json", 'j', true, NULL, "JSON Lines on stdout"},
+	{"duration", 'd', true, "SECONDS", "stop after this long"},
+	{"list", 'l', true, "BINARY", "the functions and SDT probes BINARY offers"},
+	{"verbose", 'v', true, NULL, "name each container file refused (docs/security.md)"},
+	{"help", 'h', true, NULL, NULL},
+};
+
 static void usage(FILE *f)
 {
 	fputs("usage: cgperf-agent trace -e PROBE [-e PROBE...] [--hist ARG] [--latency START[,END]]\n"
@@ -64,28 +104,9 @@ static void usage(FILE *f)
 	      "                          [--per-pid] [--json] [--demangle=STYLE | --no-demangle]\n"
 	      "                          [--duration SECONDS | -- COMMAND...]\n"
 	      "       cgperf-agent trace --list BINARY\n"
-	      "\n"
-	      "  -e, --event PROBE       u:BINARY:SYMBOL[+OFF][%return] [NAME=%REG...]\n"
-	      "                          sdt:PROVIDER:NAME[@BINARY] [NAME=argN...]\n"
-	      "                          SUBSYS:EVENT [FIELD...]\n"
-	      "      --hist ARG          log2 histogram of argument ARG of the probes that have it\n"
-	      "      --latency S[,E]     time from probe S to probe E on the same thread; with one\n"
-	      "                          u: probe, from the function's entry to its return\n"
-	      "      --stacks            fold the user+kernel stacks at every hit (frame pointers)\n"
-	      "      --call-graph MODE   fp or dwarf: how --stacks unwinds user stacks\n"
-	      "      --demangle STYLE    C++/Rust names in --stacks: full (default, as perf -v),\n"
-	      "                          short (as perf: no parameters), none\n"
-	      "      --no-demangle       names as the binary has them (= --demangle none)\n"
-	      "      --filter EXPR       kernel filter for the tracepoints ('count > 100')\n"
-	      "  -a, --all-cpus          every process of the host (default without COMMAND)\n"
-	      "  -G, --cgroup CG,...     only these cgroups\n"
-	      "  -p, --pid PID           only this process and its children\n"
-	      "      --per-pid           a row per process as well as per cgroup\n"
-	      "  -j, --json              JSON Lines on stdout\n"
-	      "  -d, --duration SECONDS  stop after this long\n"
-	      "  -l, --list BINARY       the functions and SDT probes BINARY offers\n"
-	      "  -v, --verbose           name each container file refused (docs/security.md)\n",
+	      "\n",
 	      f);
+	cmd_opts_usage(f, trace_opts, sizeof(trace_opts) / sizeof(trace_opts[0]), 26);
 }
 
 /* ---- aggregation -------------------------------------------------------- */
@@ -383,40 +404,12 @@ static int add_spec(const char *prog, struct trace_args *a, const char *spec)
 /* The options into @t and @a: 0, or the exit status (usage errors 2). */
 static int parse_args(struct trace *t, struct trace_args *a, int argc, char **argv)
 {
-	enum {
-		OPT_HIST = 256,
-		OPT_LAT,
-		OPT_STACKS,
-		OPT_FILTER,
-		OPT_PERPID,
-		OPT_CALLGRAPH,
-		OPT_DEMANGLE,
-		OPT_NO_DEMANGLE,
-	};
-	static const struct option longopts[] = {
-		{"event", required_argument, NULL, 'e'},
-		{"hist", required_argument, NULL, OPT_HIST},
-		{"latency", required_argument, NULL, OPT_LAT},
-		{"stacks", no_argument, NULL, OPT_STACKS},
-		{"call-graph", required_argument, NULL, OPT_CALLGRAPH},
-		{"demangle", required_argument, NULL, OPT_DEMANGLE},
-		{"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
-		{"filter", required_argument, NULL, OPT_FILTER},
-		{"all-cpus", no_argument, NULL, 'a'},
-		{"cgroup", required_argument, NULL, 'G'},
-		{"pid", required_argument, NULL, 'p'},
-		{"per-pid", no_argument, NULL, OPT_PERPID},
-		{"json", no_argument, NULL, 'j'},
-		{"duration", required_argument, NULL, 'd'},
-		{"list", required_argument, NULL, 'l'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
+	struct cmd_getopt g;
 	int opt, ret = 0;
 
+	cmd_getopt_init(&g, trace_opts, sizeof(trace_opts) / sizeof(trace_opts[0]), true);
 	optind = 1;
-	while (!ret && (opt = getopt_long(argc, argv, "+e:aG:p:jd:l:vh", longopts, NULL)) != -1) {
+	while (!ret && (opt = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
 		switch (opt) {
 		case 'e': ret = add_spec(t->prog, a, optarg); break;
 		case OPT_HIST: t->hist_name = optarg; break;
