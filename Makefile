@@ -77,7 +77,7 @@ $(TESTALLOC_BIN): $(TESTALLOC_OBJ)
 $(TESTALLOC_BIN): TEST_EXTRA_OBJ := $(TESTALLOC_OBJ)
 # Unit tests of exporter modules (by name) link the exporter's objects too.
 UNIT_EXPORTER_BIN := $(filter $(O)/tests/test_render% $(O)/tests/test_store% \
-	$(O)/tests/test_totals% $(O)/tests/test_http%,$(UNIT_BIN))
+	$(O)/tests/test_totals% $(O)/tests/test_http% $(O)/tests/test_rw%,$(UNIT_BIN))
 # Test-only helper programs (batch generators, renderers, push loops): one
 # .c each, linked with everything but the two main()s.
 TOOL_SRC := $(wildcard tests/tools/*.c)
