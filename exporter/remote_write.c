@@ -32,7 +32,7 @@
 #include "lib/log.h"
 
 #define DEFAULT_RETRY_INITIAL_MS 500u
-#define DEFAULT_RETRY_MAX_MS 30000u
+#define DEFAULT_RETRY_MAX_MS 5000u
 
 struct rw_req {
 	atomic_uint refs;

@@ -12,7 +12,7 @@
  *
  * Each URL has a sender thread and a bounded queue of encoded requests
  * (oldest first). A 2xx is sent; 5xx, 429, 408 and transport errors are
- * retried after a backoff (full jitter, doubling from 500 ms to 30 s, at
+ * retried after a backoff (full jitter, doubling from 500 ms to 5 s, at
  * least the Retry-After of a 429/503), the request staying at the head of
  * the queue; any other 4xx drops the request (counted). When the queue is
  * full, the oldest request is dropped (counted) for the new one: the newest
@@ -40,7 +40,7 @@ struct rw_opts {
 	uint64_t interval_ms; /* > 0 */
 	size_t queue_max; /* requests per URL; > 0 */
 	unsigned timeout_ms; /* per request; 0: 10 s */
-	unsigned retry_initial_ms, retry_max_ms; /* 0: 500 ms and 30 s */
+	unsigned retry_initial_ms, retry_max_ms; /* 0: 500 ms and 5 s */
 };
 
 /*
