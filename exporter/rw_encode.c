@@ -7,9 +7,10 @@
  * lib/prom.h). Reading it back gives the remote_write series the same names
  * and labels by construction, histograms included (their _bucket, _sum and
  * _count samples are the classic histogram series remote_write 1.0 carries),
- * at the cost of one pass over text already in memory: a few ms per 100,000
- * series, once per remote_write interval. It is also what Prometheus does
- * between a scrape and its own remote_write.
+ * at the cost of one pass over text the exporter renders anyway: 110,000
+ * series (26 MB of text, 3.6 MB once snappy'd) take about 0.3 s on a 2-vCPU
+ * VM, once per remote_write interval, outside the totals' lock. It is also
+ * what Prometheus does between a scrape and its own remote_write.
  *
  * The grammar read (text format 0.0.4, as lib/prom.h writes it):
  *   name [ "{" lname "=" '"' escaped value '"' { "," ... } [","] "}" ] SP value [SP timestamp]
