@@ -53,6 +53,7 @@ struct rw_target {
 	/* Guarded by rw->lock. */
 	struct rw_req **q; /* ring of queue_max */
 	size_t head, len;
+	struct rw_req *inflight; /* the head while its sender sends it, or NULL */
 	uint64_t next_ms; /* no request before this (monotonic) */
 	unsigned attempts;
 	enum rw_state state;
@@ -108,16 +109,28 @@ static void q_pop(struct rw_target *t)
 	t->len--;
 }
 
-/* Append @r; a full queue drops its oldest (never the one being sent:
- * the head goes only when its sender is done with it, see send_one). */
+/* Append @r; a full queue drops its oldest request but the one in flight
+ * (unless that is all it holds): its outcome is still to be counted. */
 static void q_push(struct rw_target *t, struct rw_req *r)
 {
 	struct rw *rw = t->rw;
 
 	if (t->len == rw->queue_max) {
+		size_t second = (t->head + 1) % rw->queue_max;
+		bool keep = t->q[t->head] == t->inflight && t->len > 1;
+		struct rw_req *victim = t->q[keep ? second : t->head];
+
 		t->dropped_full++;
-		t->samples_dropped += t->q[t->head]->nseries;
-		q_pop(t);
+		t->samples_dropped += victim->nseries;
+		if (keep) { /* the head moves into the second slot */
+			req_put(victim);
+			t->q[second] = t->q[t->head];
+			t->q[t->head] = NULL;
+			t->head = second;
+			t->len--;
+		} else {
+			q_pop(t);
+		}
 	}
 	atomic_fetch_add(&r->refs, 1);
 	t->q[(t->head + t->len) % rw->queue_max] = r;
@@ -265,9 +278,11 @@ static void *sender_main(void *arg)
 			continue;
 		}
 		atomic_fetch_add(&req->refs, 1);
+		t->inflight = req;
 		pthread_mutex_unlock(&rw->lock);
 		httpc_post(t->http, hdrs, sizeof(hdrs) / sizeof(hdrs[0]), req->body, req->len, &r);
 		pthread_mutex_lock(&rw->lock);
+		t->inflight = NULL;
 		on_result(t, req, &r);
 		if (r.kind != HTTPC_STOPPED)
 			log_state(t, r.kind == HTTPC_ACK ? S_OK : r.kind == HTTPC_RETRY ? S_FAILING : S_REJECTING,
