@@ -13,10 +13,8 @@
 #   - the exporter's own remote_write metrics move accordingly.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/exporter.sh"
+source "$(dirname "$0")/../lib/tsdb.sh"
 W=$BUILD_DIR/workloads
-for c in prometheus victoria-metrics curl python3; do
-	command -v $c >/dev/null || fail "$c missing (packaging/install-deps.sh installs it)"
-done
 cg=$(cg_make rw)
 rel=${cg#"$(cg2_mount)"}
 ports=()
@@ -26,30 +24,10 @@ while ((${#ports[@]} < 4)); do
 done
 pp=${ports[0]} pv=${ports[1]} pe=${ports[2]} pm=${ports[3]}
 
-start_prom() {
-	printf 'global: {scrape_interval: 1m}\nscrape_configs: []\n' >"$TMP/prom.yml"
-	prometheus --config.file="$TMP/prom.yml" --storage.tsdb.path="$TMP/prom" \
-		--web.listen-address="127.0.0.1:$pp" --web.enable-remote-write-receiver \
-		>"$TMP/prom.log" 2>&1 &
-	PROM=$!; bg_track $PROM
-	wait_http "http://127.0.0.1:$pp/-/ready" "$(scaled 30)" "$TMP/prom.log"
-}
-start_vm() {
-	victoria-metrics -httpListenAddr="127.0.0.1:$pv" -storageDataPath="$TMP/vm" \
-		-search.latencyOffset=0s -search.disableCache >>"$TMP/vm.log" 2>&1 &
-	VM=$!; bg_track $VM
-	wait_http "http://127.0.0.1:$pv/health" "$(scaled 30)" "$TMP/vm.log"
-}
-# QUERY on the TSDB at PORT: the value of its one series (empty if none).
-tsdb_value() {
-	[[ $1 == "$pv" ]] && curl -sf "http://127.0.0.1:$pv/internal/force_flush" >/dev/null
-	curl -sf "http://127.0.0.1:$1/api/v1/query" --data-urlencode "query=$2" |
-		python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if len(r)==1 else "")'
-}
 rwm() { exp_metric "$pe" "cgperf_exporter_remote_write_$1" "${2:-}"; }
 
-start_prom
-start_vm
+prom_start "$pp"
+vm_start "$pv"
 "$W/spin" 60 &
 spin=$!; bg_track $spin
 cg_enter "$cg" $spin
@@ -105,7 +83,7 @@ info "VictoriaMetrics down: $failed failed requests, queue $qlen, $full dropped 
 ((failed >= 2)) || fail "no failed requests while VictoriaMetrics is down"
 ((qlen == 3 && full >= 1)) || fail "queue $qlen, dropped $full: want a full queue of 3 dropping its oldest"
 sent_v=$(rwm requests_sent_total ":$pv/")
-start_vm
+vm_start "$pv"
 # The sender's backoff (at most 5 s) ends, then the queue of 3 goes.
 for ((i = 0; i < $(scaled 30); i++)); do
 	qlen=$(rwm queue_length ":$pv/") sent_v2=$(rwm requests_sent_total ":$pv/")

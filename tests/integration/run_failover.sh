@@ -7,16 +7,25 @@
 # stored by exactly one exporter: A's + B's cgperf_agent_batches_total equal
 # the batches the agent numbered (plus any batch whose ack the kill cut off,
 # which the agent counts as maybe_delivered), and nothing is left spooled.
+# Both exporters remote_write to one real Prometheus, each under its own
+# instance: their series do not collide, and the sum over instance of the
+# agent's batches there is the agent's count.
 # Also: --push-mode on the command line, and a fanout run for contrast
 # (every batch in both; each fan-out collector has its own cursor).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/exporter.sh"
+source "$(dirname "$0")/../lib/tsdb.sh"
 W=$BUILD_DIR/workloads
 cg=$(cg_make failover)
 rel=${cg#"$(cg2_mount)"}
-pa=$(free_port) pb=$pa pm=$pa
-while [[ $pb == "$pa" ]]; do pb=$(free_port); done
-while [[ $pm == "$pa" || $pm == "$pb" ]]; do pm=$(free_port); done
+ports=()
+while ((${#ports[@]} < 4)); do
+	p=$(free_port)
+	[[ " ${ports[*]} " == *" $p "* ]] || ports+=("$p")
+done
+pa=${ports[0]} pb=${ports[1]} pm=${ports[2]} pp=${ports[3]}
+prom_start "$pp"
+rw=(--remote-write-url "http://127.0.0.1:$pp/api/v1/write" --remote-write-interval 1s)
 
 "$W/spin" 60 &
 spin=$!; bg_track $spin
@@ -43,8 +52,8 @@ config fanout "$TMP/spool" >"$TMP/agent.yaml"
 "$AGENT" run --config "$TMP/agent.yaml" --push-mode failover --print-config | grep -q '^  mode: failover$' ||
 	fail "--push-mode failover does not override push.mode"
 
-exp_start A "$pa"
-exp_start B "$pb"
+exp_start A "$pa" "${rw[@]}" --remote-write-instance A
+exp_start B "$pb" "${rw[@]}" --remote-write-instance B
 "$AGENT" run --config "$TMP/agent.yaml" --push-mode failover 2>"$TMP/agent.log" &
 ag=$!; bg_track $ag
 sleep "$(scaled 4)"
@@ -60,7 +69,7 @@ b_mid=$(exp_metric "$pb" cgperf_agent_batches_total)
 info "A down: B stored $b_mid batches"
 ((b_mid >= 2)) || fail "B got $b_mid batches while A was down: $(grep -v debug "$TMP/agent.log" | tail -5)"
 
-exp_start A "$pa"
+exp_start A "$pa" "${rw[@]}" --remote-write-instance A
 sleep "$(scaled 5)" # A's health backoff (at most retry.max) ends: A is first again
 a_recv=$(exp_metric "$pa" cgperf_exporter_batches_received_total)
 info "A restarted: it stored $a_recv new batches"
@@ -87,6 +96,12 @@ for p in "$pa" "$pb"; do
 	d=$(exp_metric "$p" cgperf_exporter_batches_duplicate_total)
 	((d == 0)) || fail "exporter on $p answered $d duplicates"
 done
+# One Prometheus, two exporters: one series each, the sum is the agent's.
+sleep "$(scaled 3)"
+q='cgperf_agent_batches_total{host="fo-host",job="cgperf-exporter"}'
+series=$(tsdb_value "$pp" "count($q)") sum=$(tsdb_value "$pp" "sum($q)")
+info "Prometheus: $series series of the agent's batches, summing to $sum"
+[[ $series == 2 && $sum == "$n" ]] || fail "Prometheus: $series series summing to $sum, want 2 summing to $n"
 
 # Fan-out for contrast: the same agent, a new spool, every batch in both.
 exp_stop A; exp_stop B
