@@ -17,12 +17,7 @@ source "$(dirname "$0")/../lib/tsdb.sh"
 W=$BUILD_DIR/workloads
 cg=$(cg_make rw)
 rel=${cg#"$(cg2_mount)"}
-ports=()
-while ((${#ports[@]} < 4)); do
-	p=$(free_port)
-	[[ " ${ports[*]} " == *" $p "* ]] || ports+=("$p")
-done
-pp=${ports[0]} pv=${ports[1]} pe=${ports[2]} pm=${ports[3]}
+read -r pp pv pe < <(free_ports 3)
 
 rwm() { exp_metric "$pe" "cgperf_exporter_remote_write_$1" "${2:-}"; }
 

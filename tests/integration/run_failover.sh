@@ -18,12 +18,7 @@ source "$(dirname "$0")/../lib/tsdb.sh"
 W=$BUILD_DIR/workloads
 cg=$(cg_make failover)
 rel=${cg#"$(cg2_mount)"}
-ports=()
-while ((${#ports[@]} < 4)); do
-	p=$(free_port)
-	[[ " ${ports[*]} " == *" $p "* ]] || ports+=("$p")
-done
-pa=${ports[0]} pb=${ports[1]} pm=${ports[2]} pp=${ports[3]}
+read -r pa pb pm pp < <(free_ports 4)
 prom_start "$pp"
 rw=(--remote-write-url "http://127.0.0.1:$pp/api/v1/write" --remote-write-interval 1s)
 

@@ -5,6 +5,7 @@
 #   exp_stop NAME [SIGNAL]       signal it (TERM) and reap it
 #   exp_metric PORT NAME [LABEL_RE]  the sum of NAME's samples on /metrics
 #                 whose labels match LABEL_RE (0 when none)
+#   free_ports N  N different free ports (free_port), on one line
 EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
 [[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 declare -A EXP_PID
@@ -24,4 +25,12 @@ exp_metric() {
 	curl -sf "http://127.0.0.1:$1/metrics" | awk -v n="$2" -v re="${3:-}" '
 		$1 == n || index($1, n "{") == 1 { if (re == "" || $1 ~ re) s += $NF }
 		END { printf "%.17g\n", s + 0 }'
+}
+free_ports() {
+	local ports=() p
+	while ((${#ports[@]} < $1)); do
+		p=$(free_port)
+		[[ " ${ports[*]} " == *" $p "* ]] || ports+=("$p")
+	done
+	echo "${ports[*]}"
 }
