@@ -141,7 +141,7 @@ static const char *const sampling_keys[] = {"enabled", "frequency", "call_graph"
 					    "event", "per_cgroup", NULL};
 static const char *const symbols_keys[] = {"demangle", NULL};
 static const char *const probe_keys[] = {"spec", "hist", "latency_end", "stacks", NULL};
-static const char *const push_keys[] = {"interval", "collectors", "token_file", "timeout",
+static const char *const push_keys[] = {"interval", "collectors", "mode", "token_file", "timeout",
 					"idle_close", "tls", "spool", "retry", NULL};
 static const char *const tls_keys[] = {"ca_file", "cert_file", "key_file", "verify", NULL};
 static const char *const spool_keys[] = {"dir", "max_bytes", NULL};
@@ -164,6 +164,7 @@ const char *const config_call_graph_names[] = {"fp", "dwarf", NULL};
 /* Indexed by enum demangle_style; then the booleans, false = none, true = full. */
 static const char *const demangle_names[] = {"none", "short", "full", "false", "true", NULL};
 const char *const config_log_format_names[] = {"logfmt", "json", NULL};
+const char *const config_push_mode_names[] = {"fanout", "failover", NULL};
 const char *const config_log_level_names[] = {"debug", "info", "warn", "error", NULL};
 
 /* ---- the walk ---- */
@@ -378,7 +379,8 @@ static int probe_has_arg(const char *v, const char *arg, char *names, size_t len
 #define CF(member) offsetof(struct config, member)
 _Static_assert(sizeof(enum config_call_graph) == sizeof(int) &&
 		       sizeof(enum config_log_format) == sizeof(int) &&
-		       sizeof(enum config_log_level) == sizeof(int),
+		       sizeof(enum config_log_level) == sizeof(int) &&
+		       sizeof(enum config_push_mode) == sizeof(int),
 	       "ydoc_fields reads enums as int");
 static const struct ydoc_field host_fields[] = {
 	{.key = "agent_id_file", .kind = YDOC_F_STRING, .off = CF(host.agent_id_file),
@@ -398,6 +400,8 @@ static const struct ydoc_field push_fields[] = {
 	 .flags = YDOC_NULLABLE, .expected = "a file path"},
 	{.key = "timeout", .kind = YDOC_F_DURATION_MS, .off = CF(push.timeout_ms),
 	 .min = 100, .max = 10 * MS_M},
+	{.key = "mode", .kind = YDOC_F_ENUM, .off = CF(push.mode),
+	 .names = config_push_mode_names},
 	{.key = "idle_close", .kind = YDOC_F_DURATION_MS, .off = CF(push.idle_close_ms),
 	 .min = MS_S, .max = MS_H},
 };
