@@ -31,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
 #include "lib/slurp.h"
 
 /* comm is at most 64 bytes even for kernel threads on recent kernels. */
@@ -609,7 +610,6 @@ static int sel_parse_term(const char *term, const char **next, struct sel_term *
 struct cg_selector *cg_selector_parse(const char *spec, char *err, size_t errlen)
 {
 	struct cg_selector *s;
-	struct sel_term *nt;
 	const char *p;
 	size_t alloc = 0;
 	int r;
@@ -634,15 +634,10 @@ struct cg_selector *cg_selector_parse(const char *spec, char *err, size_t errlen
 			r = -EINVAL;
 			goto err;
 		}
-		if (s->count == alloc) {
-			alloc = alloc ? alloc * 2 : 4;
-			nt = reallocarray(s->terms, alloc, sizeof(*nt));
-			if (!nt) {
-				sel_err(err, errlen, "out of memory");
-				r = -ENOMEM;
-				goto err;
-			}
-			s->terms = nt;
+		if (GROW_ARRAY(s->terms, s->count, alloc, 4) < 0) {
+			sel_err(err, errlen, "out of memory");
+			r = -ENOMEM;
+			goto err;
 		}
 		r = sel_parse_term(p, &p, &s->terms[s->count], err, errlen);
 		if (r < 0) {
