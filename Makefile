@@ -70,7 +70,15 @@ TESTALLOC_OBJ := $(O)/tests/unit/testalloc.o
 TESTALLOC_BIN := $(addprefix $(O)/tests/,test_render test_fold test_counters test_cgwatch test_strv test_config \
 	test_hashmap test_grow)
 $(TESTALLOC_BIN): $(TESTALLOC_OBJ)
-$(TESTALLOC_BIN): TEST_EXTRA_OBJ := $(TESTALLOC_OBJ)
+$(TESTALLOC_BIN): TEST_EXTRA_OBJ += $(TESTALLOC_OBJ)
+# A test split by subject (test_NAME.c, test_NAME_SUBJECT.c) shares its
+# helpers through tests/unit/NAME_fixture.[ch], linked into each of them.
+UNIT_FIXTURES := $(patsubst tests/unit/%_fixture.c,%,$(wildcard tests/unit/*_fixture.c))
+define unit_fixture
+$(filter $(O)/tests/test_$(1) $(O)/tests/test_$(1)_%,$(UNIT_BIN)): $(O)/tests/unit/$(1)_fixture.o
+$(filter $(O)/tests/test_$(1) $(O)/tests/test_$(1)_%,$(UNIT_BIN)): TEST_EXTRA_OBJ += $(O)/tests/unit/$(1)_fixture.o
+endef
+$(foreach f,$(UNIT_FIXTURES),$(eval $(call unit_fixture,$(f))))
 # Unit tests of exporter modules (by name) link the exporter's objects too.
 UNIT_EXPORTER_BIN := $(filter $(O)/tests/test_render% $(O)/tests/test_store% \
 	$(O)/tests/test_totals% $(O)/tests/test_http%,$(UNIT_BIN))
@@ -109,7 +117,8 @@ $(PROTO_OBJ): $(PROTO_C) $(PROTO_H)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 # Anything may include wire/wire.h: generate before compiling.
-$(CGLIB_OBJ) $(AGENT_LIB_OBJ) $(AGENT_OBJ) $(EXPORTER_OBJ) $(UNIT_BIN) $(TOOL_BIN) $(TESTLIB_OBJ): | $(PROTO_H)
+$(CGLIB_OBJ) $(AGENT_LIB_OBJ) $(AGENT_OBJ) $(EXPORTER_OBJ) $(UNIT_BIN) $(TOOL_BIN) $(TESTLIB_OBJ) \
+	$(patsubst %,$(O)/tests/unit/%_fixture.o,$(UNIT_FIXTURES)): | $(PROTO_H)
 
 $(O)/libcglib.a: $(CGLIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^

@@ -205,3 +205,13 @@ void tl_pathf(char *buf, size_t size, const char *fmt, ...)
 	if (n < 0 || (size_t)n >= size)
 		fail_msg("tl_pathf: \"%s\" does not fit %zu bytes", fmt, size);
 }
+
+uint64_t tl_rand(uint64_t *state)
+{
+	uint64_t x = *state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *state = x;
+}

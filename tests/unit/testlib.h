@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* A new directory /tmp/@name.XXXXXX; the malloc'd path, freed by tl_rmtree. */
@@ -59,6 +60,10 @@ struct Cgperf__V1__Batch *tl_wire_roundtrip(struct wire_batch *b);
 /* snprintf() into @buf that fails the test instead of cutting the text. */
 __attribute__((format(printf, 3, 4))) void tl_pathf(char *buf, size_t size, const char *fmt,
 						    ...);
+
+/* The next number of a xorshift64 sequence kept in *@state (not 0): cheap,
+ * repeatable pseudo-random input for table and noise tests. */
+uint64_t tl_rand(uint64_t *state);
 
 /* Lines of @text (a final line without '\n' counts too). */
 size_t tl_count_lines(const char *text);
