@@ -65,6 +65,12 @@ __attribute__((format(printf, 3, 4))) void tl_pathf(char *buf, size_t size, cons
  * repeatable pseudo-random input for table and noise tests. */
 uint64_t tl_rand(uint64_t *state);
 
+/* Whether @s ends with @suffix. */
+bool tl_ends_with(const char *s, const char *suffix);
+
+/* Whether @a and @b name the same file (device and inode, through links). */
+bool tl_same_file(const char *a, const char *b);
+
 /* Lines of @text (a final line without '\n' counts too). */
 size_t tl_count_lines(const char *text);
 
