@@ -230,3 +230,53 @@ bool tl_same_file(const char *a, const char *b)
 	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
 	       sa.st_ino == sb.st_ino;
 }
+
+/* @dir/@rel when readable, else NULL. */
+static char *readable(const char *dir, const char *rel)
+{
+	char *out;
+
+	if (asprintf(&out, "%s/%s", dir, rel) < 0)
+		return NULL;
+	if (access(out, R_OK) == 0)
+		return out;
+	free(out);
+	return NULL;
+}
+
+char *tl_tree_path(const char *rel)
+{
+	const char *env = getenv("CGPERF_ROOT");
+	char exe[PATH_MAX], *p, *out = NULL;
+	ssize_t n;
+
+	if (env && (out = readable(env, rel)))
+		return out;
+	if (access(rel, R_OK) == 0)
+		return realpath(rel, NULL);
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	for (int i = 0; i < 3 && (p = strrchr(exe, '/')); i++)
+		*p = '\0';
+	return readable(exe, rel);
+}
+
+char *tl_tree_file(const char *rel)
+{
+	char *path = tl_tree_path(rel);
+
+	if (!path)
+		fail_msg("cannot find %s (set CGPERF_ROOT to the source tree)", rel);
+	return path;
+}
+
+char *tl_read_text(const char *path)
+{
+	char *text = tl_read_file(path, 64u << 20, NULL);
+
+	if (!text)
+		fail_msg("cannot read %s: %s", path, strerror(errno));
+	return text;
+}

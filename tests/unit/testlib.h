@@ -65,6 +65,17 @@ __attribute__((format(printf, 3, 4))) void tl_pathf(char *buf, size_t size, cons
  * repeatable pseudo-random input for table and noise tests. */
 uint64_t tl_rand(uint64_t *state);
 
+/* A file of the source tree, @rel below its top: from $CGPERF_ROOT
+ * (tests/run.sh sets it), the current directory, or two levels above this
+ * binary (BUILD/tests/). The malloc'd path, or NULL when none is readable. */
+char *tl_tree_path(const char *rel);
+/* The same, failing the test when the file is not found. */
+char *tl_tree_file(const char *rel);
+
+/* The whole text of @path (at most 64 MiB), malloc'd and NUL-terminated;
+ * fails the test when it cannot be read. */
+char *tl_read_text(const char *path);
+
 /* Whether @s ends with @suffix. */
 bool tl_ends_with(const char *s, const char *suffix);
 
