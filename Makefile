@@ -268,7 +268,8 @@ $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/stacks/unwind.h
 
 # Parsers of files a container may hand the agent, and the YAML config:
 # ELF symbols (and symtab's .eh_frame_hdr), USDT notes, the unwinder's
-# .eh_frame_hdr load, config_parse(). Seeds and a short run of each:
+# .eh_frame_hdr load, config_parse(), JIT perf maps (perfmap). Seeds and a
+# short run of each:
 # tests/integration/fuzz_parsers.sh.
 FUZZ_SYMTAB_SRC := tests/fuzz/fuzz_symtab.c $(FUZZ_SYMTAB_LIB_SRC)
 FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/perf/usdt.c agent/symbols/elfobj.c lib/rootfs.c lib/fusemnt.c
@@ -276,7 +277,8 @@ FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c $(FUZZ_UNWIND_SRC)
 FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/cmd/config.c agent/cmd/config_glob.c agent/perf/events.c agent/symbols/demangle.c agent/stacks/fold.c \
 	cgroup/identity.c lib/strv.c lib/suggest.c lib/units.c lib/ydoc.c agent/perf/probe_spec.c agent/perf/usdt.c \
 	agent/symbols/elfobj.c lib/rootfs.c lib/fusemnt.c lib/hashmap.c lib/grow.c
-FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config)
+FUZZ_PERFMAP_SRC := tests/fuzz/fuzz_perfmap.c agent/symbols/perfmap.c lib/rootfs.c lib/fusemnt.c lib/search.c lib/grow.c
+FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config fuzz_perfmap)
 
 $(O)/fuzz/fuzz_symtab: $(FUZZ_SYMTAB_SRC) agent/symbols/symtab.h agent/symbols/symcache.h tests/fuzz/fuzz_file.h
 $(O)/fuzz/fuzz_symtab: FUZZ_SRC := $(FUZZ_SYMTAB_SRC)
@@ -290,6 +292,9 @@ $(O)/fuzz/fuzz_ehhdr: FUZZ_LIBS := -lelf -lunwind-x86_64 -lunwind
 $(O)/fuzz/fuzz_config: $(FUZZ_CONFIG_SRC) agent/cmd/config.h agent/perf/events.h cgroup/identity.h lib/strv.h lib/suggest.h lib/units.h lib/ydoc.h
 $(O)/fuzz/fuzz_config: FUZZ_SRC := $(FUZZ_CONFIG_SRC)
 $(O)/fuzz/fuzz_config: FUZZ_LIBS := -lyaml $(TRACEFS_LIBS) -liberty -lelf
+$(O)/fuzz/fuzz_perfmap: $(FUZZ_PERFMAP_SRC) agent/symbols/perfmap.h lib/rootfs.h
+$(O)/fuzz/fuzz_perfmap: FUZZ_SRC := $(FUZZ_PERFMAP_SRC)
+$(O)/fuzz/fuzz_perfmap: FUZZ_LIBS :=
 
 $(FUZZ_PARSERS):
 	@mkdir -p $(dir $@)
