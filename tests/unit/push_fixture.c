@@ -419,16 +419,16 @@ int pf_run(const char *cmd)
 	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-bool pf_init(void)
+int pf_group_setup(void **state)
 {
 	if (!find_script()) {
 		fprintf(stderr, "tests/lib/fake_collector.py not found (set CGPERF_ROOT)\n");
-		return false;
+		return -1;
 	}
 	if (system("python3 -c 'import gzip, http.server' 2>/dev/null") != 0) {
 		fprintf(stderr, "python3 is needed for the fake collector\n");
-		return false;
+		return -1;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	return true;
+	return 0;
 }

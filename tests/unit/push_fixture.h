@@ -56,9 +56,10 @@ struct req {
 	char verdict[32];
 };
 
-/* Find the collector script, check python3, ignore SIGPIPE: false (with
- * the reason printed) when the tests cannot run. For main(). */
-bool pf_init(void);
+/* cmocka group setup: find the collector script, check python3, ignore
+ * SIGPIPE; -1 (with the reason printed, every case failed) when the tests
+ * cannot run. */
+int pf_group_setup(void **state);
 
 /* cmocka setup and teardown: a struct fixture in *@state, with its temp
  * directories; the teardown frees the pushes in live[] and stops servers. */

@@ -360,14 +360,11 @@ static void test_alloc_failures(void **state)
 	assert_int_equal(tl_rmtree(root), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_add_remove_rename), cmocka_unit_test(test_hostile_names),
-		cmocka_unit_test(test_deep),              cmocka_unit_test(test_overflow),
-		cmocka_unit_test(test_bad_root),          cmocka_unit_test(test_cgroupfs),
-		cmocka_unit_test(test_alloc_failures),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_add_remove_rename),
+	cmocka_unit_test(test_hostile_names),
+	cmocka_unit_test(test_deep),
+	cmocka_unit_test(test_overflow),
+	cmocka_unit_test(test_bad_root),
+	cmocka_unit_test(test_cgroupfs),
+	cmocka_unit_test(test_alloc_failures))

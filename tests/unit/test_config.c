@@ -694,21 +694,15 @@ static void test_probe_grammar_shared(void **state)
 	assert_int_equal(refused, NCASES(same_specs) - 7);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_example),
-		cmocka_unit_test(test_example_in_doc),
-		cmocka_unit_test(test_example_probes_resolve),
-		cmocka_unit_test(test_accepted),
-		cmocka_unit_test(test_probe_grammar_shared),
-		cmocka_unit_test(test_load_errors),
-		cmocka_unit_test(test_globs),
-		cmocka_unit_test(test_cgroup_wanted),
-		cmocka_unit_test(test_dump_round_trip),
-		cmocka_unit_test(test_dump_text),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_defaults),
+	cmocka_unit_test(test_example),
+	cmocka_unit_test(test_example_in_doc),
+	cmocka_unit_test(test_example_probes_resolve),
+	cmocka_unit_test(test_accepted),
+	cmocka_unit_test(test_probe_grammar_shared),
+	cmocka_unit_test(test_load_errors),
+	cmocka_unit_test(test_globs),
+	cmocka_unit_test(test_cgroup_wanted),
+	cmocka_unit_test(test_dump_round_trip),
+	cmocka_unit_test(test_dump_text))

@@ -447,15 +447,9 @@ static void test_out_of_memory(void **state)
 	free(path);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_hostile),
-		cmocka_unit_test(test_caps),
-		cmocka_unit_test(test_error_truncated),
-		cmocka_unit_test(test_out_of_memory),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_errors),
+	cmocka_unit_test(test_hostile),
+	cmocka_unit_test(test_caps),
+	cmocka_unit_test(test_error_truncated),
+	cmocka_unit_test(test_out_of_memory))

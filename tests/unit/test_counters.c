@@ -294,13 +294,8 @@ static void test_alloc_failures(void **state)
 	assert_true(i >= 5);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_task_clock, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+#define CASE(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
+TL_MAIN(NULL, NULL,
+	CASE(test_task_clock),
+	CASE(test_slots),
+	CASE(test_alloc_failures))

@@ -446,19 +446,12 @@ static void test_suggest_bounds(void **state)
 	assert_int_equal(ev_suggest(NULL, NULL, s, MAX_SUGG), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_builtins),
-		cmocka_unit_test(test_builtin_listing),
-		cmocka_unit_test(test_modifiers),
-		cmocka_unit_test(test_raw),
-		cmocka_unit_test_setup_teardown(test_tracepoints, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_tracepoint_without_tracefs, fake_setup,
-						fake_teardown),
-		cmocka_unit_test_setup_teardown(test_suggest, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_suggest_bounds, fake_setup, fake_teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_builtins),
+	cmocka_unit_test(test_builtin_listing),
+	cmocka_unit_test(test_modifiers),
+	cmocka_unit_test(test_raw),
+	cmocka_unit_test_setup_teardown(test_tracepoints, fake_setup, fake_teardown),
+	cmocka_unit_test_setup_teardown(test_tracepoint_without_tracefs, fake_setup, fake_teardown),
+	cmocka_unit_test_setup_teardown(test_suggest, fake_setup, fake_teardown),
+	cmocka_unit_test_setup_teardown(test_suggest_bounds, fake_setup, fake_teardown))

@@ -242,14 +242,11 @@ static void test_alloc_failures(void **state)
 	assert_true(i > 2000);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_counting),    cmocka_unit_test(test_binary_keys),
-		cmocka_unit_test(test_growth),      cmocka_unit_test(test_limit),
-		cmocka_unit_test(test_write_sorted), cmocka_unit_test(test_sanitize),
-		cmocka_unit_test(test_alloc_failures),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_counting),
+	cmocka_unit_test(test_binary_keys),
+	cmocka_unit_test(test_growth),
+	cmocka_unit_test(test_limit),
+	cmocka_unit_test(test_write_sorted),
+	cmocka_unit_test(test_sanitize),
+	cmocka_unit_test(test_alloc_failures))

@@ -85,13 +85,7 @@ static void test_alloc_failure(void **state)
 	free(v);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_doubling),
-		cmocka_unit_test(test_overflow),
-		cmocka_unit_test(test_alloc_failure),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_doubling),
+	cmocka_unit_test(test_overflow),
+	cmocka_unit_test(test_alloc_failure))

@@ -147,12 +147,8 @@ static void test_map_alloc_failures(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fnv_vectors),       cmocka_unit_test(test_map_basic),
-		cmocka_unit_test(test_map_limit_foreach), cmocka_unit_test(test_map_alloc_failures),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_fnv_vectors),
+	cmocka_unit_test(test_map_basic),
+	cmocka_unit_test(test_map_limit_foreach),
+	cmocka_unit_test(test_map_alloc_failures))

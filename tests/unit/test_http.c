@@ -199,17 +199,11 @@ static void test_hostile_names(void **state)
 	hf_resp_free(&r);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_routes),
-		cmocka_unit_test(test_push_and_duplicate),
-		cmocka_unit_test(test_gzip_body),
-		cmocka_unit_test(test_bad_input),
-		cmocka_unit_test(test_big_bodies),
-		cmocka_unit_test(test_gzip_answers),
-		cmocka_unit_test(test_hostile_names),
-	};
-
-	return cmocka_run_group_tests(tests, hf_setup, hf_teardown);
-}
+TL_MAIN(hf_setup, hf_teardown,
+	cmocka_unit_test(test_routes),
+	cmocka_unit_test(test_push_and_duplicate),
+	cmocka_unit_test(test_gzip_body),
+	cmocka_unit_test(test_bad_input),
+	cmocka_unit_test(test_big_bodies),
+	cmocka_unit_test(test_gzip_answers),
+	cmocka_unit_test(test_hostile_names))

@@ -215,14 +215,11 @@ static void test_metrics_self(void **state)
 	hf_resp_free(&r);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_stacks_folded),	 cmocka_unit_test(test_stacks_pprof),
-		cmocka_unit_test(test_stacks_svg),	 cmocka_unit_test(test_stacks_empty),
-		cmocka_unit_test(test_stacks_bad_query), cmocka_unit_test(test_targets),
-		cmocka_unit_test(test_metrics_self),
-	};
-
-	return cmocka_run_group_tests(tests, hf_setup, hf_teardown);
-}
+TL_MAIN(hf_setup, hf_teardown,
+	cmocka_unit_test(test_stacks_folded),
+	cmocka_unit_test(test_stacks_pprof),
+	cmocka_unit_test(test_stacks_svg),
+	cmocka_unit_test(test_stacks_empty),
+	cmocka_unit_test(test_stacks_bad_query),
+	cmocka_unit_test(test_targets),
+	cmocka_unit_test(test_metrics_self))

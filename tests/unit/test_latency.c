@@ -13,6 +13,7 @@
 #include <errno.h>
 
 #include "agent/perf/latency.h"
+#include "tests/unit/testlib.h"
 
 struct got {
 	uint32_t pair[16], pid[16];
@@ -127,15 +128,9 @@ static void test_cap(void **state)
 	latency_free(NULL);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_out_of_order),
-		cmocka_unit_test(test_threads_and_pairs_apart),
-		cmocka_unit_test(test_unpaired_and_upto),
-		cmocka_unit_test(test_same_instant_and_restart),
-		cmocka_unit_test(test_cap),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_out_of_order),
+	cmocka_unit_test(test_threads_and_pairs_apart),
+	cmocka_unit_test(test_unpaired_and_upto),
+	cmocka_unit_test(test_same_instant_and_restart),
+	cmocka_unit_test(test_cap))

@@ -621,22 +621,16 @@ static void test_spec_parts(void **state)
 	probe_spec_release(&s);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_libc_malloc),
-		cmocka_unit_test(test_libc_variants),
-		cmocka_unit_test(test_unknown_symbol),
-		cmocka_unit_test(test_unknown_binary),
-		cmocka_unit_test(test_postgres),
-		cmocka_unit_test(test_symtab_names),
-		cmocka_unit_test(test_path_and_pids),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_spec_parts),
-		cmocka_unit_test(test_message_buffer),
-		cmocka_unit_test(test_sdt_postgres),
-		cmocka_unit_test(test_sdt_no_notes),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_libc_malloc),
+	cmocka_unit_test(test_libc_variants),
+	cmocka_unit_test(test_unknown_symbol),
+	cmocka_unit_test(test_unknown_binary),
+	cmocka_unit_test(test_postgres),
+	cmocka_unit_test(test_symtab_names),
+	cmocka_unit_test(test_path_and_pids),
+	cmocka_unit_test(test_malformed),
+	cmocka_unit_test(test_spec_parts),
+	cmocka_unit_test(test_message_buffer),
+	cmocka_unit_test(test_sdt_postgres),
+	cmocka_unit_test(test_sdt_no_notes))

@@ -653,20 +653,14 @@ static void test_tracepoint_raw(void **state)
 	probe_release(&p);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sdt_workload),
-		cmocka_unit_test(test_sdt_semaphore),
-		cmocka_unit_test(test_tracepoint),
-		cmocka_unit_test(test_tracepoint_errors),
-		cmocka_unit_test(test_attr_fake_pmu),
-		cmocka_unit_test(test_attr_system),
-		cmocka_unit_test(test_count_entry),
-		cmocka_unit_test(test_count_return),
-		cmocka_unit_test(test_sample_args),
-		cmocka_unit_test(test_tracepoint_raw),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_sdt_workload),
+	cmocka_unit_test(test_sdt_semaphore),
+	cmocka_unit_test(test_tracepoint),
+	cmocka_unit_test(test_tracepoint_errors),
+	cmocka_unit_test(test_attr_fake_pmu),
+	cmocka_unit_test(test_attr_system),
+	cmocka_unit_test(test_count_entry),
+	cmocka_unit_test(test_count_return),
+	cmocka_unit_test(test_sample_args),
+	cmocka_unit_test(test_tracepoint_raw))

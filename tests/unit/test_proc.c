@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cgroup/proc.h"
+#include "tests/unit/testlib.h"
 
 struct fake {
 	char root[64];
@@ -669,24 +670,17 @@ static void test_selector_bad(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_read_plain, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_read_odd_comm, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_read_kernel_thread, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_read_caps_and_no_v2, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_read_errors, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_read_bad_stat, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_list_fake, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_list_grows_and_sorts, fake_setup,
-						fake_teardown),
-		cmocka_unit_test(test_read_self),
-		cmocka_unit_test(test_list_self),
-		cmocka_unit_test(test_read_zombie_and_reaped),
-		cmocka_unit_test(test_selector_match),
-		cmocka_unit_test(test_selector_bad),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test_setup_teardown(test_read_plain, fake_setup, fake_teardown),
+	cmocka_unit_test_setup_teardown(test_read_odd_comm, fake_setup, fake_teardown),
+	cmocka_unit_test_setup_teardown(test_read_kernel_thread, fake_setup, fake_teardown),
+	cmocka_unit_test_setup_teardown(test_read_caps_and_no_v2, fake_setup, fake_teardown),
+	cmocka_unit_test_setup_teardown(test_read_errors, fake_setup, fake_teardown),
+	cmocka_unit_test_setup_teardown(test_read_bad_stat, fake_setup, fake_teardown),
+	cmocka_unit_test_setup_teardown(test_list_fake, fake_setup, fake_teardown),
+	cmocka_unit_test_setup_teardown(test_list_grows_and_sorts, fake_setup, fake_teardown),
+	cmocka_unit_test(test_read_self),
+	cmocka_unit_test(test_list_self),
+	cmocka_unit_test(test_read_zombie_and_reaped),
+	cmocka_unit_test(test_selector_match),
+	cmocka_unit_test(test_selector_bad))

@@ -378,20 +378,13 @@ static void test_bad_options(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_in_order_with_headers, pf_setup, pf_teardown),
-		cmocka_unit_test_setup_teardown(test_500_then_200, pf_setup, pf_teardown),
-		cmocka_unit_test_setup_teardown(test_429_retry_after_seconds, pf_setup, pf_teardown),
-		cmocka_unit_test_setup_teardown(test_503_retry_after_date, pf_setup, pf_teardown),
-		cmocka_unit_test_setup_teardown(test_400_not_retried, pf_setup, pf_teardown),
-		cmocka_unit_test_setup_teardown(test_idle_close, pf_setup, pf_teardown),
-		cmocka_unit_test_setup_teardown(test_ack_lost, pf_setup, pf_teardown),
-		cmocka_unit_test_setup_teardown(test_bad_options, pf_setup, pf_teardown),
-	};
-
-	if (!pf_init())
-		return 1;
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+#define CASE(t) cmocka_unit_test_setup_teardown(t, pf_setup, pf_teardown)
+TL_MAIN(pf_group_setup, NULL,
+	CASE(test_in_order_with_headers),
+	CASE(test_500_then_200),
+	CASE(test_429_retry_after_seconds),
+	CASE(test_503_retry_after_date),
+	CASE(test_400_not_retried),
+	CASE(test_idle_close),
+	CASE(test_ack_lost),
+	CASE(test_bad_options))

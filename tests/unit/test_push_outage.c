@@ -274,17 +274,10 @@ static void test_tls(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_outage_spools_then_replays, pf_setup, pf_teardown),
-		cmocka_unit_test_setup_teardown(test_outage_spool_cap, pf_setup, pf_teardown),
-		cmocka_unit_test_setup_teardown(test_two_collectors_one_hangs, pf_setup, pf_teardown),
-		cmocka_unit_test_setup_teardown(test_restart_resends, pf_setup, pf_teardown),
-		cmocka_unit_test_setup_teardown(test_tls, pf_setup, pf_teardown),
-	};
-
-	if (!pf_init())
-		return 1;
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+#define CASE(t) cmocka_unit_test_setup_teardown(t, pf_setup, pf_teardown)
+TL_MAIN(pf_group_setup, NULL,
+	CASE(test_outage_spools_then_replays),
+	CASE(test_outage_spool_cap),
+	CASE(test_two_collectors_one_hangs),
+	CASE(test_restart_resends),
+	CASE(test_tls))

@@ -540,19 +540,13 @@ static void test_100k_stacks(void **state)
 	fold_set_free(fs);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_folded_sum_sort),
-		cmocka_unit_test(test_add_refused),
-		cmocka_unit_test(test_folded_control_bytes),
-		cmocka_unit_test(test_folded_order_random),
-		cmocka_unit_test(test_svg_hostile),
-		cmocka_unit_test(test_svg_trie_random),
-		cmocka_unit_test(test_svg_layout),
-		cmocka_unit_test(test_alloc_failures),
-		cmocka_unit_test(test_100k_stacks),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_folded_sum_sort),
+	cmocka_unit_test(test_add_refused),
+	cmocka_unit_test(test_folded_control_bytes),
+	cmocka_unit_test(test_folded_order_random),
+	cmocka_unit_test(test_svg_hostile),
+	cmocka_unit_test(test_svg_trie_random),
+	cmocka_unit_test(test_svg_layout),
+	cmocka_unit_test(test_alloc_failures),
+	cmocka_unit_test(test_100k_stacks))

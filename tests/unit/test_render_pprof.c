@@ -22,6 +22,7 @@
 #include <zlib.h>
 
 #include "exporter/render/render.h"
+#include "tests/unit/testlib.h"
 /* ---- pprof, decoded back ------------------------------------------------ */
 
 #define DMAX 64
@@ -539,13 +540,7 @@ static void test_pprof_no_lookup_no_time(void **state)
 	fold_set_free(fs);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pprof_decoded),
-		cmocka_unit_test(test_pprof_module_keys),
-		cmocka_unit_test(test_pprof_no_lookup_no_time),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_pprof_decoded),
+	cmocka_unit_test(test_pprof_module_keys),
+	cmocka_unit_test(test_pprof_no_lookup_no_time))

@@ -30,6 +30,7 @@
 #include "agent/symbols/refusals.h"
 #include "lib/rootfs.h"
 #include "lib/slurp.h"
+#include "tests/unit/testlib.h"
 
 #define SECRET "SECRETSTRING-rootfs-test"
 #define VALID "7f0000000000 100 jit_function\n"
@@ -511,18 +512,12 @@ static void test_lines(void **state)
 	rootfs_lines_free(lr);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_resolve_openat2, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_resolve_walk, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_host_refusals, setup, teardown),
-		cmocka_unit_test(test_split),
-		cmocka_unit_test_setup_teardown(test_open_path, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_capped, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lines, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test_setup_teardown(test_resolve_openat2, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_resolve_walk, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_host_refusals, setup, teardown),
+	cmocka_unit_test(test_split),
+	cmocka_unit_test_setup_teardown(test_open_path, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_read_capped, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_lines, setup, teardown))

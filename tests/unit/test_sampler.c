@@ -33,6 +33,7 @@
 #include "agent/perf/sampler.h"
 #include "cgroup/mount.h"
 #include "lib/clock.h"
+#include "tests/unit/testlib.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -758,17 +759,11 @@ static void test_ring_corrupt(void **state)
 	free(f);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_table),
-		cmocka_unit_test(test_parse_values),
-		cmocka_unit_test(test_parse_truncations),
-		cmocka_unit_test(test_parse_random),
-		cmocka_unit_test(test_parse_bad_args),
-		cmocka_unit_test(test_ring_wrap),
-		cmocka_unit_test(test_ring_corrupt),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_parse_table),
+	cmocka_unit_test(test_parse_values),
+	cmocka_unit_test(test_parse_truncations),
+	cmocka_unit_test(test_parse_random),
+	cmocka_unit_test(test_parse_bad_args),
+	cmocka_unit_test(test_ring_wrap),
+	cmocka_unit_test(test_ring_corrupt))

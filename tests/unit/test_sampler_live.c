@@ -35,6 +35,7 @@
 #include "agent/perf/sampler.h"
 #include "cgroup/mount.h"
 #include "lib/clock.h"
+#include "tests/unit/testlib.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -877,17 +878,11 @@ static void test_open_errors(void **state)
 	assert_int_equal(count_fds(), fds);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_open_errors),
-		cmocka_unit_test(test_system_wide),
-		cmocka_unit_test(test_fork_exec),
-		cmocka_unit_test(test_user_stack),
-		cmocka_unit_test_setup_teardown(test_cgroup, fixture_setup, fixture_teardown),
-		cmocka_unit_test_setup_teardown(test_pid, fixture_setup, fixture_teardown),
-		cmocka_unit_test(test_small_ring),
-	};
-
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+TL_MAIN(group_setup, group_teardown,
+	cmocka_unit_test(test_open_errors),
+	cmocka_unit_test(test_system_wide),
+	cmocka_unit_test(test_fork_exec),
+	cmocka_unit_test(test_user_stack),
+	cmocka_unit_test_setup_teardown(test_cgroup, fixture_setup, fixture_teardown),
+	cmocka_unit_test_setup_teardown(test_pid, fixture_setup, fixture_teardown),
+	cmocka_unit_test(test_small_ring))

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "agent/ship/spool.h"
+#include "tests/unit/testlib.h"
 
 struct fixture {
 	char dir[64];
@@ -393,17 +394,12 @@ static void test_bad_args(void **state)
 	spool_close(NULL);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_order, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cap_drops_oldest, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_vanished_batch, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cursor, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_seq_persistence, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bad_args, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+#define CASE(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
+TL_MAIN(NULL, NULL,
+	CASE(test_order),
+	CASE(test_cap_drops_oldest),
+	CASE(test_restart),
+	CASE(test_vanished_batch),
+	CASE(test_cursor),
+	CASE(test_seq_persistence),
+	CASE(test_bad_args))

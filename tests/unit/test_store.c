@@ -698,19 +698,13 @@ static void test_parse_time_range(void **state)
 	assert_int_equal(exporter_parse_time("-", now, &ns), -EINVAL);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_put_and_select, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_totals_survive, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_wal_bounded, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_count_overflow, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_future_start_retained, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_put_many, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_put_many_one_fails, setup, teardown),
-		cmocka_unit_test(test_parse_time_range),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test_setup_teardown(test_put_and_select, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_totals_survive, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_wal_bounded, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_count_overflow, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_future_start_retained, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_put_many, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_put_many_one_fails, setup, teardown),
+	cmocka_unit_test(test_parse_time_range))

@@ -23,6 +23,7 @@
 
 #include "cgroup/mount.h"
 #include "cgroup/tree.h"
+#include "tests/unit/testlib.h"
 
 #define MNT "/sys/fs/cgroup/unified"
 
@@ -349,16 +350,10 @@ static void test_scan_real(void **state)
 	free(mount);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_normalize),
-		cmocka_unit_test_setup_teardown(test_scan_fake, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_scan_depth_cap, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_scan_errors, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_path_id, fake_setup, fake_teardown),
-		cmocka_unit_test(test_scan_real),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_normalize),
+	cmocka_unit_test_setup_teardown(test_scan_fake, fake_setup, fake_teardown),
+	cmocka_unit_test_setup_teardown(test_scan_depth_cap, fake_setup, fake_teardown),
+	cmocka_unit_test_setup_teardown(test_scan_errors, fake_setup, fake_teardown),
+	cmocka_unit_test_setup_teardown(test_path_id, fake_setup, fake_teardown),
+	cmocka_unit_test(test_scan_real))

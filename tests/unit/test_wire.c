@@ -751,19 +751,13 @@ static void test_probes_args(void **state)
 	wire_batch_free(b);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_new_args),
-		cmocka_unit_test(test_intern),
-		cmocka_unit_test(test_header_cleaned),
-		cmocka_unit_test(test_cgroups),
-		cmocka_unit_test(test_counters_args),
-		cmocka_unit_test(test_stacks),
-		cmocka_unit_test(test_probes_args),
-		cmocka_unit_test(test_modules),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_round_trip),
+	cmocka_unit_test(test_new_args),
+	cmocka_unit_test(test_intern),
+	cmocka_unit_test(test_header_cleaned),
+	cmocka_unit_test(test_cgroups),
+	cmocka_unit_test(test_counters_args),
+	cmocka_unit_test(test_stacks),
+	cmocka_unit_test(test_probes_args),
+	cmocka_unit_test(test_modules))

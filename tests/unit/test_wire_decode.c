@@ -589,20 +589,14 @@ static void test_random_bytes(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_modules_cap),
-		cmocka_unit_test(test_fixture_valid),
-		cmocka_unit_test(test_invalid),
-		cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_gzip_bad),
-		cmocka_unit_test(test_field_zero),
-		cmocka_unit_test(test_caps),
-		cmocka_unit_test(test_gzip_bomb),
-		cmocka_unit_test(test_memory_bomb),
-		cmocka_unit_test(test_random_bytes),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(NULL, NULL,
+	cmocka_unit_test(test_modules_cap),
+	cmocka_unit_test(test_fixture_valid),
+	cmocka_unit_test(test_invalid),
+	cmocka_unit_test(test_truncated),
+	cmocka_unit_test(test_gzip_bad),
+	cmocka_unit_test(test_field_zero),
+	cmocka_unit_test(test_caps),
+	cmocka_unit_test(test_gzip_bomb),
+	cmocka_unit_test(test_memory_bomb),
+	cmocka_unit_test(test_random_bytes))

@@ -17,6 +17,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The main() of a test file: the cases given (cmocka_unit_test() entries)
+ * run as one group, with group @setup and @teardown (NULL: none). */
+#define TL_MAIN(setup, teardown, ...)                                        \
+	int main(void)                                                       \
+	{                                                                    \
+		const struct CMUnitTest tests[] = { __VA_ARGS__ };           \
+		return cmocka_run_group_tests(tests, setup, teardown);       \
+	}
+
 /* A new directory /tmp/@name.XXXXXX; the malloc'd path, freed by tl_rmtree. */
 char *tl_tmpdir(const char *name);
 
