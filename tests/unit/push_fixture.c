@@ -99,6 +99,9 @@ int pf_setup(void **state)
 			snprintf(f->srv[i].dir, sizeof(f->srv[i].dir), "%s/srv%d", root, i);
 	}
 	pthread_mutex_init(&f->log.lock, NULL);
+	for (int i = 0; i < MAX_SRV; i++)
+		f->urls[i] = f->srv[i].url;
+	f->o = pf_base_opts(f, f->urls, 1);
 	*state = f;
 	return 0;
 }
@@ -401,15 +404,94 @@ void pf_stop_push(struct fixture *f, struct push *p)
 
 /* The URL of collector 0 on a port that was free a moment ago, with nothing
  * listening on it now: the port, for pf_srv_start() when the outage ends. */
-int pf_dead_collector(struct fixture *f, char *url, size_t size)
+int pf_dead_collector(struct fixture *f)
 {
 	int port;
 
-	pf_srv_start(f, 0, 0, "--token", TOKEN, NULL);
+	pf_serve(f, 0, NULL);
 	port = f->srv[0].port;
-	pf_url_of(&f->srv[0], "http", url, size);
 	pf_srv_stop(&f->srv[0]);
 	return port;
+}
+
+void pf_serve(struct fixture *f, int i, const char *statuses)
+{
+	struct srv *s = &f->srv[i];
+
+	if (statuses)
+		pf_srv_start(f, i, 0, "--token", TOKEN, "--statuses", statuses, NULL);
+	else
+		pf_srv_start(f, i, 0, "--token", TOKEN, NULL);
+	pf_url_of(s, "http", s->url, sizeof(s->url));
+}
+
+struct push *pf_open(struct fixture *f, const char *statuses)
+{
+	pf_serve(f, 0, statuses);
+	return pf_start_push(f, &f->o);
+}
+
+/* The fields pf_expect_stats() knows, in struct push_stats and in struct
+ * push_collector_stats. */
+#define TOP(name) { #name, offsetof(struct push_stats, name), sizeof(((struct push_stats *)0)->name) }
+#define COL(name)                                                                          \
+	{ #name, offsetof(struct push_collector_stats, name),                              \
+	  sizeof(((struct push_collector_stats *)0)->name) }
+static const struct stat_field {
+	const char *name;
+	size_t off, size;
+} top_fields[] = { TOP(sent), TOP(acked), TOP(retried), TOP(rejected), TOP(failures),
+		   TOP(maybe_delivered), TOP(duplicates), TOP(spool_bytes), TOP(spool_count),
+		   TOP(spool_dropped), TOP(submit_errors), TOP(n_collectors) },
+  col_fields[] = { COL(sent), COL(acked), COL(retried), COL(rejected), COL(failures),
+		   COL(maybe_delivered), COL(duplicates), COL(cursor), COL(pending),
+		   COL(failing) };
+
+static uint64_t field_value(const void *base, const struct stat_field *v, size_t n,
+			    const char *name, size_t len)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strlen(v[i].name) != len || memcmp(v[i].name, name, len))
+			continue;
+		if (v[i].size == sizeof(bool))
+			return *(const bool *)((const char *)base + v[i].off);
+		if (v[i].size == sizeof(uint64_t))
+			return *(const uint64_t *)((const char *)base + v[i].off);
+	}
+	fail_msg("pf_expect_stats: no field \"%.*s\"", (int)len, name);
+	return 0;
+}
+
+void pf_expect_stats(struct push *p, struct push_stats *st, const char *want)
+{
+	struct push_stats mine;
+	const char *w = want;
+
+	if (!st)
+		st = &mine;
+	push_stats(p, st);
+	while (*w) {
+		const char *name = w, *eq = strchr(w, '=');
+		unsigned long long v;
+		uint64_t got;
+		char *end;
+
+		assert_non_null(eq);
+		v = strtoull(eq + 1, &end, 10);
+		if (name[0] == 'c' && name[1] >= '0' && name[1] <= '9' && name[2] == '.')
+			got = field_value(&st->collectors[name[1] - '0'], col_fields,
+					  sizeof(col_fields) / sizeof(col_fields[0]), name + 3,
+					  (size_t)(eq - name - 3));
+		else
+			got = field_value(st, top_fields, sizeof(top_fields) / sizeof(top_fields[0]),
+					  name, (size_t)(eq - name));
+		if (got != v)
+			fail_msg("push stats: %.*s is %" PRIu64 ", want %llu (of \"%s\")",
+				 (int)(eq - name), name, got, v, want);
+		w = end;
+		while (*w == ' ')
+			w++;
+	}
 }
 
 int pf_run(const char *cmd)

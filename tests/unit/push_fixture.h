@@ -32,6 +32,7 @@ struct srv {
 	pid_t pid;
 	int port;
 	char dir[PATH_MAX];
+	char url[128]; /* http://127.0.0.1:PORT/api/v1/push once served */
 };
 
 struct logcap {
@@ -47,6 +48,8 @@ struct fixture {
 	struct srv srv[MAX_SRV];
 	struct logcap log;
 	struct push *live[4]; /* freed by the teardown if a test fails */
+	const char *urls[MAX_SRV]; /* srv[i].url */
+	struct push_opts o; /* pf_base_opts() for srv[0]: what pf_open() starts */
 };
 /* One request as the collector logged it. */
 struct req {
@@ -84,10 +87,15 @@ void __attribute__((sentinel)) pf_srv_start(struct fixture *f, int i, int port, 
 void pf_srv_stop(struct srv *s);
 /* @s's push URL with @scheme (http, https). */
 void pf_url_of(const struct srv *s, const char *scheme, char *buf, size_t size);
-/* The URL of collector 0 on a port that was free a moment ago, with
- * nothing listening on it now: the port, for pf_srv_start() when the
- * outage ends. */
-int pf_dead_collector(struct fixture *f, char *url, size_t size);
+/* The URL of collector 0 (srv[0].url) on a port that was free a moment
+ * ago, with nothing listening on it now: the port, for pf_srv_start() when
+ * the outage ends. */
+int pf_dead_collector(struct fixture *f);
+/* Start collector @i with the token, answering @statuses (its
+ * "--statuses" script; NULL: 200 to all); its URL in srv[i].url. */
+void pf_serve(struct fixture *f, int i, const char *statuses);
+/* pf_serve(f, 0, @statuses), then a push of f->o to it. */
+struct push *pf_open(struct fixture *f, const char *statuses);
 
 /* What @s logged: at most @max requests, or accepted sequence numbers. */
 int pf_read_requests(const struct srv *s, struct req *out, int max);
@@ -118,6 +126,12 @@ void pf_stop_push(struct fixture *f, struct push *p);
  * the last stats are left in *@st. */
 bool pf_wait_stats(struct push *p, struct push_stats *st, bool (*ok)(const struct push_stats *),
 		   unsigned timeout_ms);
+/* push_stats() of @p into *@st (NULL: kept here), checked against @want:
+ * "NAME=N ..." with NAME a counter of struct push_stats (sent, acked,
+ * retried, rejected, failures, maybe_delivered, duplicates, spool_bytes,
+ * spool_count, spool_dropped, submit_errors, n_collectors) or cI.NAME of
+ * collector I (the same, cursor, pending, failing). */
+void pf_expect_stats(struct push *p, struct push_stats *st, const char *want);
 /* Conditions for pf_wait_stats: collector 0 has nothing pending; a
  * failure was counted. */
 bool pf_first_done(const struct push_stats *st);

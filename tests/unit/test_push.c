@@ -34,18 +34,13 @@
 static void test_in_order_with_headers(void **state)
 {
 	struct fixture *f = *state;
-	char url[128];
-	const char *urls[] = { url };
-	struct push_opts o = pf_base_opts(f, urls, 1);
 	struct push_stats st;
 	char path[PATH_MAX + 32];
 	struct push *p;
 	FILE *fp;
 	char line[8192];
 
-	pf_srv_start(f, 0, 0, "--token", TOKEN, NULL);
-	pf_url_of(&f->srv[0], "http", url, sizeof(url));
-	p = pf_start_push(f, &o);
+	p = pf_open(f, NULL);
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(pf_submit_next(p), (uint64_t)i + 1);
 	assert_int_equal(push_flush(p, 5000), 0);
@@ -63,18 +58,11 @@ static void test_in_order_with_headers(void **state)
 	assert_non_null(strstr(line, "\"X-Cgperf-Sequence\": \"1\""));
 	assert_null(strstr(line, "Expect"));
 
-	push_stats(p, &st);
-	assert_int_equal(st.sent, 5);
-	assert_int_equal(st.acked, 5);
-	assert_int_equal(st.retried + st.rejected + st.failures, 0);
-	assert_int_equal(st.spool_count, 0);
-	assert_int_equal(st.spool_bytes, 0);
-	assert_int_equal(st.n_collectors, 1);
-	assert_int_equal(st.collectors[0].cursor, 5);
-	assert_int_equal(st.collectors[0].pending, 0);
-	assert_false(st.collectors[0].failing);
+	pf_expect_stats(p, &st,
+			"sent=5 acked=5 retried=0 rejected=0 failures=0 spool_count=0 spool_bytes=0 "
+			"n_collectors=1 c0.cursor=5 c0.pending=0 c0.failing=0");
 	assert_string_equal(st.collectors[0].last_error, "");
-	assert_string_equal(st.collectors[0].url, url);
+	assert_string_equal(st.collectors[0].url, f->srv[0].url);
 	assert_int_equal(pf_count_spool_files(f->spool), 0);
 	assert_int_equal(pf_log_count(&f->log, PUSH_LOG_WARN, NULL) + pf_log_count(&f->log, PUSH_LOG_ERROR, NULL), 0);
 	/* Sequence numbers must grow. */
@@ -86,17 +74,12 @@ static void test_in_order_with_headers(void **state)
 static void test_500_then_200(void **state)
 {
 	struct fixture *f = *state;
-	char url[128];
-	const char *urls[] = { url };
-	struct push_opts o = pf_base_opts(f, urls, 1);
 	struct req r[MAX_REQ];
 	struct push_stats st;
 	struct push *p;
 
 	/* A dropped connection, then a 500, then it works. */
-	pf_srv_start(f, 0, 0, "--token", TOKEN, "--statuses", "close,500,200", NULL);
-	pf_url_of(&f->srv[0], "http", url, sizeof(url));
-	p = pf_start_push(f, &o);
+	p = pf_open(f, "close,500,200");
 	pf_submit_next(p);
 	assert_int_equal(push_flush(p, 5000), 0);
 	pf_check_accepted(&f->srv[0], 1, 1);
@@ -106,13 +89,7 @@ static void test_500_then_200(void **state)
 	assert_string_equal(r[2].status, "200");
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(r[i].seq, 1);
-	push_stats(p, &st);
-	assert_int_equal(st.sent, 3);
-	assert_int_equal(st.failures, 2);
-	assert_int_equal(st.retried, 2);
-	assert_int_equal(st.acked, 1);
-	assert_int_equal(st.rejected, 0);
-	assert_int_equal(st.spool_count, 0);
+	pf_expect_stats(p, &st, "sent=3 failures=2 retried=2 acked=1 rejected=0 spool_count=0");
 	assert_non_null(strstr(st.collectors[0].last_error, "HTTP 500"));
 	/* Logged per change, not per retry: failing, failing differently, recovered. */
 	assert_int_equal(pf_log_count(&f->log, PUSH_LOG_WARN, "failing"), 2);
@@ -124,24 +101,18 @@ static void test_500_then_200(void **state)
  * between the two requests, in seconds, as the server saw it. */
 static double retry_after_gap(struct fixture *f, const char *statuses, const char *ra)
 {
-	char url[128];
-	const char *urls[] = { url };
-	struct push_opts o = pf_base_opts(f, urls, 1);
 	struct req r[MAX_REQ];
-	struct push_stats st;
 	struct push *p;
 
-	o.retry_initial_ms = 20; /* the backoff alone would retry at once */
+	f->o.retry_initial_ms = 20; /* the backoff alone would retry at once */
 	pf_srv_start(f, 0, 0, "--token", TOKEN, "--statuses", statuses, "--retry-after", ra, NULL);
-	pf_url_of(&f->srv[0], "http", url, sizeof(url));
-	p = pf_start_push(f, &o);
+	pf_url_of(&f->srv[0], "http", f->srv[0].url, sizeof(f->srv[0].url));
+	p = pf_start_push(f, &f->o);
 	pf_submit_next(p);
 	assert_int_equal(push_flush(p, 8000), 0);
 	pf_check_accepted(&f->srv[0], 1, 1);
 	assert_int_equal(pf_read_requests(&f->srv[0], r, MAX_REQ), 2);
-	push_stats(p, &st);
-	assert_int_equal(st.failures, 1);
-	assert_int_equal(st.acked, 1);
+	pf_expect_stats(p, NULL, "failures=1 acked=1");
 	pf_stop_push(f, p);
 	fprintf(stderr, "  retry-after %s: %.3f s between requests\n", ra, r[1].t - r[0].t);
 	return r[1].t - r[0].t;
@@ -167,17 +138,12 @@ static void test_503_retry_after_date(void **state)
 static void test_400_not_retried(void **state)
 {
 	struct fixture *f = *state;
-	char url[128];
-	const char *urls[] = { url };
-	struct push_opts o = pf_base_opts(f, urls, 1);
 	struct req r[MAX_REQ];
 	uint64_t acc[MAX_REQ];
 	struct push_stats st;
 	struct push *p;
 
-	pf_srv_start(f, 0, 0, "--token", TOKEN, "--statuses", "400,400,200", NULL);
-	pf_url_of(&f->srv[0], "http", url, sizeof(url));
-	p = pf_start_push(f, &o);
+	p = pf_open(f, "400,400,200");
 	pf_submit_next(p);
 	pf_submit_next(p);
 	pf_submit_next(p);
@@ -191,11 +157,7 @@ static void test_400_not_retried(void **state)
 	assert_int_equal(r[2].seq, 3);
 	assert_string_equal(r[2].status, "200");
 	assert_int_equal(pf_read_accepted(&f->srv[0], acc, MAX_REQ), 1);
-	push_stats(p, &st);
-	assert_int_equal(st.sent, 3);
-	assert_int_equal(st.rejected, 2);
-	assert_int_equal(st.acked, 1);
-	assert_int_equal(st.retried + st.failures, 0);
+	pf_expect_stats(p, &st, "sent=3 rejected=2 acked=1 retried=0 failures=0");
 	assert_int_equal(st.spool_count, 0); /* rejected: done with, not kept */
 	assert_non_null(strstr(st.collectors[0].last_error, "HTTP 400"));
 	/* Two identical rejections, one line; then one when it accepts again. */
@@ -207,11 +169,10 @@ static void test_400_not_retried(void **state)
 	/* A wrong token is a 401: rejected as well. */
 	pf_srv_stop(&f->srv[0]);
 	pf_srv_start(f, 0, f->srv[0].port, "--token", "other", NULL);
-	p = pf_start_push(f, &o);
+	p = pf_start_push(f, &f->o);
 	pf_submit_next(p);
 	assert_int_equal(push_flush(p, 5000), 0);
-	push_stats(p, &st);
-	assert_int_equal(st.rejected, 1);
+	pf_expect_stats(p, &st, "rejected=1");
 	assert_non_null(strstr(st.collectors[0].last_error, "HTTP 401"));
 	pf_stop_push(f, p);
 }
@@ -241,18 +202,12 @@ static int established_to(int port)
 static void test_idle_close(void **state)
 {
 	struct fixture *f = *state;
-	char url[128];
-	const char *urls[] = { url };
-	struct push_opts o = pf_base_opts(f, urls, 1);
-	struct push_stats st;
 	struct push *p;
 	uint64_t t0;
 	int n;
 
-	o.idle_close_ms = 500;
-	pf_srv_start(f, 0, 0, "--token", TOKEN, NULL);
-	pf_url_of(&f->srv[0], "http", url, sizeof(url));
-	p = pf_start_push(f, &o);
+	f->o.idle_close_ms = 500;
+	p = pf_open(f, NULL);
 	for (int i = 0; i < 4; i++) {
 		pf_submit_next(p);
 		assert_int_equal(push_flush(p, 5000), 0);
@@ -272,9 +227,7 @@ static void test_idle_close(void **state)
 	assert_int_equal(push_flush(p, 5000), 0);
 	pf_check_accepted(&f->srv[0], 1, 5);
 	assert_int_equal(established_to(f->srv[0].port), 1);
-	push_stats(p, &st);
-	assert_int_equal(st.acked, 5);
-	assert_int_equal(st.failures + st.duplicates + st.maybe_delivered, 0);
+	pf_expect_stats(p, NULL, "acked=5 failures=0 duplicates=0 maybe_delivered=0");
 	pf_stop_push(f, p);
 }
 
@@ -287,27 +240,18 @@ static void test_idle_close(void **state)
 static void test_ack_lost(void **state)
 {
 	struct fixture *f = *state;
-	char url[128];
-	const char *urls[] = { url };
-	struct push_opts o = pf_base_opts(f, urls, 1);
 	struct push_stats st;
 	struct push *p;
 	int port;
 
-	o.timeout_ms = 500;
-	pf_srv_start(f, 0, 0, "--token", TOKEN, "--statuses", "store-hang", NULL);
-	pf_url_of(&f->srv[0], "http", url, sizeof(url));
+	f->o.timeout_ms = 500;
+	pf_serve(f, 0, "store-hang");
 	port = f->srv[0].port;
-	p = pf_start_push(f, &o);
+	p = pf_start_push(f, &f->o);
 	pf_submit_next(p);
 	pf_submit_next(p);
 	assert_int_equal(push_flush(p, 5000), 0);
-	push_stats(p, &st);
-	assert_int_equal(st.acked, 2);
-	assert_int_equal(st.failures, 1);
-	assert_int_equal(st.maybe_delivered, 1);
-	assert_int_equal(st.duplicates, 1);
-	assert_int_equal(st.retried, 1);
+	pf_expect_stats(p, NULL, "acked=2 failures=1 maybe_delivered=1 duplicates=1 retried=1");
 
 	/* Nobody listening: nothing can have been delivered. */
 	pf_srv_stop(&f->srv[0]);
@@ -318,39 +262,44 @@ static void test_ack_lost(void **state)
 	assert_int_equal(st.maybe_delivered, 1);
 	pf_srv_start(f, 0, port, "--token", TOKEN, NULL);
 	assert_int_equal(push_flush(p, 5000), 0);
-	push_stats(p, &st);
-	assert_int_equal(st.acked, 3);
-	assert_int_equal(st.duplicates, 1);
+	pf_expect_stats(p, NULL, "acked=3 duplicates=1");
 	pf_stop_push(f, p);
 }
+
+/* Options push_new() refuses (EINVAL), one change from good ones each. */
+static const struct {
+	const char *why;
+	const char *urls[2];
+	size_t n_urls;
+	const char *token;
+	bool no_spool;
+} bad_opts[] = {
+	{ "no collector", { "http://127.0.0.1:1/x" }, 0, NULL, false },
+	{ "not http", { "ftp://127.0.0.1/x" }, 1, NULL, false },
+	{ "the same twice", { "http://a/x", "http://a/x" }, 2, NULL, false },
+	{ "a header in the token", { "http://127.0.0.1:1/x" }, 1, "abc\r\nX-Evil: 1", false },
+	{ "no spool", { "http://127.0.0.1:1/x" }, 1, NULL, true },
+};
 
 static void test_bad_options(void **state)
 {
 	struct fixture *f = *state;
 	const char *good[] = { "http://127.0.0.1:1/x" };
-	const char *ftp[] = { "ftp://127.0.0.1/x" };
-	const char *dup[] = { "http://a/x", "http://a/x" };
-	struct push_opts o = pf_base_opts(f, good, 1);
+	const char *cred[] = { "http://user:pw@127.0.0.1:1/x" };
+	struct push_opts o;
+	struct push_stats st;
 	struct push *p, *q;
 
-	o.n_urls = 0;
-	errno = 0;
-	assert_null(push_new(&o));
-	assert_int_equal(errno, EINVAL);
-	o = pf_base_opts(f, ftp, 1);
-	assert_null(push_new(&o));
-	assert_int_equal(errno, EINVAL);
-	o = pf_base_opts(f, dup, 2);
-	assert_null(push_new(&o));
-	assert_int_equal(errno, EINVAL);
-	o = pf_base_opts(f, good, 1);
-	o.token = "abc\r\nX-Evil: 1";
-	assert_null(push_new(&o));
-	assert_int_equal(errno, EINVAL);
-	o = pf_base_opts(f, good, 1);
-	o.spool_dir = NULL;
-	assert_null(push_new(&o));
-	assert_int_equal(errno, EINVAL);
+	for (size_t i = 0; i < sizeof(bad_opts) / sizeof(bad_opts[0]); i++) {
+		o = pf_base_opts(f, bad_opts[i].urls, bad_opts[i].n_urls);
+		if (bad_opts[i].token)
+			o.token = bad_opts[i].token;
+		if (bad_opts[i].no_spool)
+			o.spool_dir = NULL;
+		errno = 0;
+		if (push_new(&o) || errno != EINVAL)
+			fail_msg("%s: not refused with EINVAL", bad_opts[i].why);
+	}
 	assert_null(push_new(NULL));
 	/* One agent per spool directory. */
 	o = pf_base_opts(f, good, 1);
@@ -363,19 +312,14 @@ static void test_bad_options(void **state)
 	push_free(NULL);
 
 	/* Credentials in a URL stay out of logs and stats. */
-	{
-		const char *cred[] = { "http://user:pw@127.0.0.1:1/x" };
-		struct push_stats st;
-
-		o = pf_base_opts(f, cred, 1);
-		p = pf_start_push(f, &o);
-		pf_submit_next(p);
-		assert_true(pf_wait_stats(p, &st, pf_has_failed, 5000));
-		assert_string_equal(st.collectors[0].url, "http://***@127.0.0.1:1/x");
-		pf_stop_push(f, p);
-		assert_int_equal(pf_log_count(&f->log, PUSH_LOG_WARN, "http://***@127.0.0.1:1/x"), 1);
-		assert_int_equal(pf_log_count(&f->log, PUSH_LOG_WARN, "pw"), 0);
-	}
+	o = pf_base_opts(f, cred, 1);
+	p = pf_start_push(f, &o);
+	pf_submit_next(p);
+	assert_true(pf_wait_stats(p, &st, pf_has_failed, 5000));
+	assert_string_equal(st.collectors[0].url, "http://***@127.0.0.1:1/x");
+	pf_stop_push(f, p);
+	assert_int_equal(pf_log_count(&f->log, PUSH_LOG_WARN, "http://***@127.0.0.1:1/x"), 1);
+	assert_int_equal(pf_log_count(&f->log, PUSH_LOG_WARN, "pw"), 0);
 }
 
 #define CASE(t) cmocka_unit_test_setup_teardown(t, pf_setup, pf_teardown)

@@ -30,17 +30,14 @@
 static void test_outage_spools_then_replays(void **state)
 {
 	struct fixture *f = *state;
-	char url[128];
-	const char *urls[] = { url };
-	struct push_opts o = pf_base_opts(f, urls, 1);
 	struct push_stats st;
 	struct push *p;
 	int port;
 	long ms;
 
-	port = pf_dead_collector(f, url, sizeof(url));
+	port = pf_dead_collector(f);
 
-	p = pf_start_push(f, &o);
+	p = pf_start_push(f, &f->o);
 	for (int i = 0; i < 6; i++) {
 		pf_submit_next(p);
 		pf_sleep_ms(60);
@@ -66,10 +63,7 @@ static void test_outage_spools_then_replays(void **state)
 	assert_true(ms >= 0);
 	assert_int_equal(push_flush(p, 5000), 0);
 	pf_check_accepted(&f->srv[0], 1, 6);
-	push_stats(p, &st);
-	assert_int_equal(st.acked, 6);
-	assert_int_equal(st.spool_count, 0);
-	assert_false(st.collectors[0].failing);
+	pf_expect_stats(p, NULL, "acked=6 spool_count=0 c0.failing=0");
 	assert_int_equal(pf_log_count(&f->log, PUSH_LOG_INFO, "recovered"), 1);
 	pf_stop_push(f, p);
 }
@@ -77,9 +71,6 @@ static void test_outage_spools_then_replays(void **state)
 static void test_outage_spool_cap(void **state)
 {
 	struct fixture *f = *state;
-	char url[128];
-	const char *urls[] = { url };
-	struct push_opts o = pf_base_opts(f, urls, 1);
 	struct push_stats st;
 	struct push *p;
 	size_t len;
@@ -88,16 +79,14 @@ static void test_outage_spool_cap(void **state)
 
 	free(b);
 	/* Room for 3 batches (they are all about the same size). */
-	o.spool_max_bytes = len * 3 + len / 2;
-	port = pf_dead_collector(f, url, sizeof(url));
+	f->o.spool_max_bytes = len * 3 + len / 2;
+	port = pf_dead_collector(f);
 
-	p = pf_start_push(f, &o);
+	p = pf_start_push(f, &f->o);
 	for (int i = 0; i < 10; i++)
 		pf_submit_next(p);
-	push_stats(p, &st);
-	assert_int_equal(st.spool_count, 3);
-	assert_int_equal(st.spool_dropped, 7);
-	assert_true(st.spool_bytes <= o.spool_max_bytes);
+	pf_expect_stats(p, &st, "spool_count=3 spool_dropped=7");
+	assert_true(st.spool_bytes <= f->o.spool_max_bytes);
 	assert_int_equal(pf_count_spool_files(f->spool), 3);
 	assert_int_equal(pf_log_count(&f->log, PUSH_LOG_WARN, "full"), 1);
 
@@ -110,22 +99,18 @@ static void test_outage_spool_cap(void **state)
 static void test_two_collectors_one_hangs(void **state)
 {
 	struct fixture *f = *state;
-	char url_a[128], url_b[128];
-	const char *urls[] = { url_a, url_b };
-	struct push_opts o = pf_base_opts(f, urls, 2);
 	uint64_t got[MAX_REQ], t0;
 	struct push_stats st;
 	struct push *p;
 	long ms;
 	int port_b;
 
-	pf_srv_start(f, 0, 0, "--token", TOKEN, NULL);
+	pf_serve(f, 0, NULL);
 	/* B reads each request and never answers. */
-	pf_srv_start(f, 1, 0, "--token", TOKEN, "--statuses", "hang,hang,hang,hang", NULL);
+	pf_serve(f, 1, "hang,hang,hang,hang");
 	port_b = f->srv[1].port;
-	pf_url_of(&f->srv[0], "http", url_a, sizeof(url_a));
-	pf_url_of(&f->srv[1], "http", url_b, sizeof(url_b));
-	p = pf_start_push(f, &o);
+	f->o.n_urls = 2;
+	p = pf_start_push(f, &f->o);
 	t0 = pf_now_ms();
 	for (int i = 0; i < 5; i++)
 		pf_submit_next(p);
@@ -150,31 +135,24 @@ static void test_two_collectors_one_hangs(void **state)
 	 * and A nothing twice. */
 	pf_srv_stop(&f->srv[1]);
 	pf_srv_start(f, 1, port_b, "--token", TOKEN, NULL);
-	p = pf_start_push(f, &o);
+	p = pf_start_push(f, &f->o);
 	assert_int_equal(push_flush(p, 5000), 0);
 	pf_check_accepted(&f->srv[1], 1, 5);
 	assert_int_equal(pf_read_accepted(&f->srv[0], got, MAX_REQ), 5);
-	push_stats(p, &st);
-	assert_int_equal(st.spool_count, 0);
-	assert_int_equal(st.collectors[0].acked, 0);
-	assert_int_equal(st.collectors[1].acked, 5);
+	pf_expect_stats(p, NULL, "spool_count=0 c0.acked=0 c1.acked=5");
 	pf_stop_push(f, p);
 }
 
 static void test_restart_resends(void **state)
 {
 	struct fixture *f = *state;
-	char url[128];
-	const char *urls[] = { url };
-	struct push_opts o = pf_base_opts(f, urls, 1);
-	struct push_stats st;
 	struct push *p;
 	int port;
 
 	pf_srv_start(f, 0, 0, "--token", TOKEN, NULL);
 	port = f->srv[0].port;
-	pf_url_of(&f->srv[0], "http", url, sizeof(url));
-	p = pf_start_push(f, &o);
+	pf_url_of(&f->srv[0], "http", f->srv[0].url, sizeof(f->srv[0].url));
+	p = pf_start_push(f, &f->o);
 	assert_int_equal(pf_submit_next(p), 1);
 	assert_int_equal(pf_submit_next(p), 2);
 	assert_int_equal(push_flush(p, 5000), 0);
@@ -184,11 +162,9 @@ static void test_restart_resends(void **state)
 	pf_stop_push(f, p); /* the agent stops with 3 and 4 unsent */
 	assert_int_equal(pf_count_spool_files(f->spool), 2);
 
-	p = pf_start_push(f, &o);
+	p = pf_start_push(f, &f->o);
 	assert_int_equal(pf_log_count(&f->log, PUSH_LOG_INFO, "2 spooled batches"), 1);
-	push_stats(p, &st);
-	assert_int_equal(st.spool_count, 2);
-	assert_int_equal(st.collectors[0].cursor, 2);
+	pf_expect_stats(p, NULL, "spool_count=2 c0.cursor=2");
 	assert_int_equal(pf_submit_next(p), 5); /* numbers continue */
 	pf_srv_start(f, 0, port, "--token", TOKEN, NULL);
 	assert_int_equal(push_flush(p, 5000), 0);
@@ -196,9 +172,8 @@ static void test_restart_resends(void **state)
 	pf_stop_push(f, p);
 
 	/* A third run: nothing left, and the numbers still continue. */
-	p = pf_start_push(f, &o);
-	push_stats(p, &st);
-	assert_int_equal(st.spool_count, 0);
+	p = pf_start_push(f, &f->o);
+	pf_expect_stats(p, NULL, "spool_count=0");
 	assert_int_equal(pf_submit_next(p), 6);
 	assert_int_equal(push_flush(p, 5000), 0);
 	pf_check_accepted(&f->srv[0], 1, 6);
@@ -208,9 +183,7 @@ static void test_restart_resends(void **state)
 static void test_tls(void **state)
 {
 	struct fixture *f = *state;
-	char url[128], cmd[2048], srv_crt[256], srv_key[256], cli_crt[256], cli_key[256], spool2[256];
-	const char *urls[] = { url };
-	struct push_opts o = pf_base_opts(f, urls, 1);
+	char cmd[2048], srv_crt[256], srv_key[256], cli_crt[256], cli_key[256], spool2[256];
 	struct push_stats st;
 	struct push *p;
 
@@ -231,13 +204,13 @@ static void test_tls(void **state)
 	assert_int_equal(pf_run(cmd), 0);
 	pf_srv_start(f, 0, 0, "--token", TOKEN, "--tls-cert", srv_crt, "--tls-key", srv_key, "--client-ca", cli_crt,
 		  NULL);
-	pf_url_of(&f->srv[0], "https", url, sizeof(url));
+	pf_url_of(&f->srv[0], "https", f->srv[0].url, sizeof(f->srv[0].url));
 
 	/* Our CA and our client certificate: accepted. */
-	o.ca_file = srv_crt;
-	o.cert_file = cli_crt;
-	o.key_file = cli_key;
-	p = pf_start_push(f, &o);
+	f->o.ca_file = srv_crt;
+	f->o.cert_file = cli_crt;
+	f->o.key_file = cli_key;
+	p = pf_start_push(f, &f->o);
 	pf_submit_next(p);
 	assert_int_equal(push_flush(p, 5000), 0);
 	pf_check_accepted(&f->srv[0], 1, 1);
@@ -246,25 +219,22 @@ static void test_tls(void **state)
 	/* The system CAs do not know this server: verification fails, and
 	 * that is a retried failure (a fixed CA file brings it back). */
 	snprintf(spool2, sizeof(spool2), "%s/spool2", f->root);
-	o.spool_dir = spool2;
-	o.ca_file = NULL;
-	p = pf_start_push(f, &o);
+	f->o.spool_dir = spool2;
+	f->o.ca_file = NULL;
+	p = pf_start_push(f, &f->o);
 	pf_submit_next(p);
 	assert_true(pf_wait_stats(p, &st, pf_has_failed, 5000));
 	assert_int_equal(push_flush(p, 300), -ETIMEDOUT);
-	push_stats(p, &st);
-	assert_int_equal(st.acked, 0);
-	assert_true(st.collectors[0].failing);
+	pf_expect_stats(p, &st, "acked=0 c0.failing=1");
 	fprintf(stderr, "  unverified server: %s\n", st.collectors[0].last_error);
 	assert_non_null(strstr(st.collectors[0].last_error, "certificate"));
 	pf_stop_push(f, p);
 
 	/* Verification off (not the default): accepted. */
-	o.tls_no_verify = true;
-	p = pf_start_push(f, &o);
+	f->o.tls_no_verify = true;
+	p = pf_start_push(f, &f->o);
 	assert_int_equal(push_flush(p, 5000), 0);
-	push_stats(p, &st);
-	assert_int_equal(st.acked, 1);
+	pf_expect_stats(p, NULL, "acked=1");
 	pf_stop_push(f, p);
 	{
 		uint64_t got[MAX_REQ];
