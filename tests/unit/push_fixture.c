@@ -19,7 +19,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "agent/ship/push.h"
 #include "tests/unit/push_fixture.h"
@@ -256,21 +255,8 @@ size_t pf_payload(uint64_t seq, char *buf, size_t size)
 void *pf_make_batch(uint64_t seq, size_t *len)
 {
 	char raw[4096];
-	size_t rlen = pf_payload(seq, raw, sizeof(raw));
-	z_stream z = { 0 };
-	size_t cap = compressBound(rlen) + 64;
-	unsigned char *out = malloc(cap);
 
-	assert_non_null(out);
-	assert_int_equal(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-	z.next_in = (unsigned char *)raw;
-	z.avail_in = (uInt)rlen;
-	z.next_out = out;
-	z.avail_out = (uInt)cap;
-	assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
-	*len = z.total_out;
-	deflateEnd(&z);
-	return out;
+	return tl_gzip(raw, pf_payload(seq, raw, sizeof(raw)), len);
 }
 
 uint64_t pf_submit_next(struct push *p)

@@ -130,19 +130,10 @@ static void test_big_bodies(void **state)
 	hf_expect(r, 413, "too large");
 	/* a gzip bomb: small on the wire, over the cap inflated */
 	{
-		uLongf zl = compressBound(big);
-		uint8_t *z = malloc(zl + 18);
-		z_stream s = { 0 };
+		size_t zl;
+		uint8_t *z = tl_gzip(huge, big, &zl);
 
-		assert_non_null(z);
-		assert_int_equal(deflateInit2(&s, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-		s.next_in = huge;
-		s.avail_in = (uInt)big;
-		s.next_out = z;
-		s.avail_out = (uInt)(zl + 18);
-		assert_int_equal(deflate(&s, Z_FINISH), Z_STREAM_END);
-		hf_expect(hf_post(z, s.total_out, TOKEN, NULL), 413, "exceeds");
-		deflateEnd(&s);
+		hf_expect(hf_post(z, zl, TOKEN, NULL), 413, "exceeds");
 		free(z);
 	}
 	free(huge);

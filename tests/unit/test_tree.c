@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,16 +152,11 @@ static int fake_setup(void **state)
 	return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
 static int fake_teardown(void **state)
 {
 	struct fake *f = *state;
 
-	assert_int_equal(nftw(f->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+	assert_int_equal(tl_rmtree(strdup(f->root)), 0);
 	free(f);
 	return 0;
 }

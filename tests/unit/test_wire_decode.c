@@ -364,27 +364,6 @@ static void test_invalid(void **state)
 	free(f);
 }
 
-/* gzip of @len bytes with zlib, the way a client would. */
-static uint8_t *gzip_bytes(const uint8_t *in, size_t len, size_t *outlen)
-{
-	z_stream z;
-	uint8_t *out;
-	size_t cap;
-
-	memset(&z, 0, sizeof(z));
-	assert_int_equal(deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-	cap = deflateBound(&z, len);
-	out = malloc(cap);
-	z.next_in = (Bytef *)in;
-	z.avail_in = (uInt)len;
-	z.next_out = out;
-	z.avail_out = (uInt)cap;
-	assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
-	*outlen = z.total_out;
-	deflateEnd(&z);
-	return out;
-}
-
 static void test_truncated(void **state)
 {
 	struct fx *f = malloc(sizeof(*f));
@@ -405,7 +384,7 @@ static void test_truncated(void **state)
 	}
 	expect_refused(buf, 0, 0, EBADMSG, "empty body");
 	expect_refused(buf, len - 1, 0, EBADMSG, "not a protobuf Batch");
-	gz = gzip_bytes(buf, len, &gzlen);
+	gz = tl_gzip(buf, len, &gzlen);
 	for (size_t n = 2; n < gzlen; n++)
 		expect_refused(gz, n, 0, EBADMSG, "gzip: truncated stream");
 	free(gz);
@@ -421,7 +400,7 @@ static void test_gzip_bad(void **state)
 
 	fx_init(f);
 	buf = fx_pack(f, &len);
-	gz = gzip_bytes(buf, len, &gzlen);
+	gz = tl_gzip(buf, len, &gzlen);
 	/* trailing bytes */
 	more = malloc(gzlen + 3);
 	memcpy(more, gz, gzlen);
@@ -437,11 +416,11 @@ static void test_gzip_bad(void **state)
 	expect_refused(more, gzlen, 0, EBADMSG, "gzip: corrupt stream");
 	/* gzip of nothing */
 	free(gz);
-	gz = gzip_bytes(buf, 0, &gzlen);
+	gz = tl_gzip(buf, 0, &gzlen);
 	expect_refused(gz, gzlen, 0, EBADMSG, "empty body");
 	/* gzip of something that is not protobuf */
 	free(gz);
-	gz = gzip_bytes((const uint8_t *)"hello, world", 12, &gzlen);
+	gz = tl_gzip((const uint8_t *)"hello, world", 12, &gzlen);
 	expect_refused(gz, gzlen, 0, EBADMSG, "not a protobuf Batch");
 	free(gz);
 	free(more);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/gzip.h"
 #include "lib/slurp.h"
 #include "wire/wire.h"
 
@@ -279,4 +280,14 @@ char *tl_read_text(const char *path)
 	if (!text)
 		fail_msg("cannot read %s: %s", path, strerror(errno));
 	return text;
+}
+
+uint8_t *tl_gzip(const void *in, size_t len, size_t *outlen)
+{
+	uint8_t *out = NULL;
+	int ret = gzip_compress(in, len, 9, &out, outlen);
+
+	if (ret)
+		fail_msg("gzip_compress of %zu bytes: %d", len, ret);
+	return out;
 }

@@ -85,6 +85,10 @@ char *tl_tree_file(const char *rel);
  * fails the test when it cannot be read. */
 char *tl_read_text(const char *path);
 
+/* @len bytes at @in as one gzip member (lib/gzip, level 9): malloc'd, its
+ * size in *@outlen. Fails the test when it cannot. */
+uint8_t *tl_gzip(const void *in, size_t len, size_t *outlen);
+
 /* Whether @s ends with @suffix. */
 bool tl_ends_with(const char *s, const char *suffix);
 
