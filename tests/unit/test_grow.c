@@ -71,8 +71,7 @@ static void test_alloc_failure(void **state)
 	size_t n = 0, cap = 0;
 
 	(void)state;
-	if (!tl_alloc_available())
-		skip();
+	tl_alloc_require();
 	assert_int_equal(GROW_ARRAY(v, n, cap, 4), 0);
 	v[n++] = 7;
 	n = cap;

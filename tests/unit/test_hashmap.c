@@ -124,8 +124,7 @@ static void test_map_limit_foreach(void **state)
 static void test_map_alloc_failures(void **state)
 {
 	(void)state;
-	if (!tl_alloc_available())
-		skip();
+	tl_alloc_require();
 	for (long n = 0;; n++) {
 		struct hashmap *m;
 		bool failed;

@@ -63,6 +63,18 @@ static void push_stacks(void)
 	pushed = true;
 }
 
+/* GET @path: 200 with a Content-Type starting with @type (fails otherwise). */
+static struct resp get_ok(const char *path, const char *extra, const char *type)
+{
+	struct resp r = hf_get(path, extra);
+	char want[128];
+
+	tl_pathf(want, sizeof(want), "Content-Type: %s", type);
+	if (r.status != 200 || !strcasestr(r.head, want))
+		fail_msg("GET %s: %d, want 200 with %s:\n%s", path, r.status, want, r.head);
+	return r;
+}
+
 /* The header line @name of @r, or NULL. */
 static const char *header(const struct resp *r, const char *name)
 {
@@ -76,9 +88,7 @@ static void test_stacks_folded(void **state)
 	struct resp r;
 
 	push_stacks();
-	r = hf_get("/api/v1/stacks?" SPAN "&format=folded", NULL);
-	assert_int_equal(r.status, 200);
-	assert_non_null(strcasestr(r.head, "Content-Type: text/plain"));
+	r = get_ok("/api/v1/stacks?" SPAN "&format=folded", NULL, "text/plain");
 	assert_non_null(strstr(r.body, "main;exec_simple_query 30\n"));
 	assert_non_null(strstr(r.body, "main;vacuum 5\n"));
 	assert_non_null(strstr(r.body, "ngx_worker;write_[k] 7\n"));
@@ -86,8 +96,7 @@ static void test_stacks_folded(void **state)
 	hf_resp_free(&r);
 
 	/* one cgroup; the default format is folded */
-	r = hf_get("/api/v1/stacks?" SPAN "&cgroup=/web", NULL);
-	assert_int_equal(r.status, 200);
+	r = get_ok("/api/v1/stacks?" SPAN "&cgroup=/web", NULL, "text/plain");
 	assert_non_null(strstr(r.body, "ngx_worker;write_[k] 7\n"));
 	assert_null(strstr(r.body, "postgres"));
 	hf_resp_free(&r);
@@ -98,9 +107,8 @@ static void test_stacks_pprof(void **state)
 	struct resp r;
 
 	push_stacks();
-	r = hf_get("/api/v1/stacks?" SPAN "&cgroup=/db&format=pprof", "Accept-Encoding: gzip\r\n");
-	assert_int_equal(r.status, 200);
-	assert_non_null(strcasestr(r.head, "Content-Type: application/octet-stream"));
+	r = get_ok("/api/v1/stacks?" SPAN "&cgroup=/db&format=pprof", "Accept-Encoding: gzip\r\n",
+		   "application/octet-stream");
 	assert_non_null(strstr(r.head, "attachment; filename=\"cgperf.pb.gz\""));
 	/* the profile is gzip'd by its format: no Content-Encoding on top */
 	assert_null(header(&r, "Content-Encoding"));
@@ -114,9 +122,7 @@ static void test_stacks_svg(void **state)
 	struct resp r;
 
 	push_stacks();
-	r = hf_get("/api/v1/stacks?" SPAN "&cgroup=/db&format=svg", NULL);
-	assert_int_equal(r.status, 200);
-	assert_non_null(strcasestr(r.head, "Content-Type: image/svg+xml"));
+	r = get_ok("/api/v1/stacks?" SPAN "&cgroup=/db&format=svg", NULL, "image/svg+xml");
 	assert_non_null(strstr(r.body, "<svg"));
 	assert_non_null(strstr(r.body, "cgperf: cgroup=/db"));
 	assert_non_null(strstr(r.body, "exec_simple_query"));
@@ -143,29 +149,30 @@ static void test_stacks_empty(void **state)
 	hf_resp_free(&r);
 }
 
+/* GET /api/v1/stacks?@query: 400 with @says in the answer. */
+static void bad_query(const char *query, const char *says)
+{
+	char path[256];
+
+	tl_pathf(path, sizeof(path), "/api/v1/stacks?%s", query);
+	hf_expect(hf_get(path, NULL), 400, says);
+}
+
 /* Bad queries: 400 naming the parameter, before the store is asked. */
 static void test_stacks_bad_query(void **state)
 {
-	static const struct {
-		const char *query, *says;
-	} bad[] = {
-		{ "to=teatime", "to: 'teatime' is not a time" },
-		{ "from=soon", "from: 'soon' is not a time" },
-		{ "from=200&to=100", "from is not before to" },
-		{ "from=100&to=100", "from is not before to" },
-		{ "format=PPROF", "want folded, pprof or svg" },
-	};
-	char path[5300];
+	char head[5100];
 
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		tl_pathf(path, sizeof(path), "/api/v1/stacks?%s", bad[i].query);
-		hf_expect(hf_get(path, NULL), 400, bad[i].says);
-	}
+	bad_query("to=teatime", "to: 'teatime' is not a time");
+	bad_query("from=soon", "from: 'soon' is not a time");
+	bad_query("from=200&to=100", "from is not before to");
+	bad_query("from=100&to=100", "from is not before to");
+	bad_query("format=PPROF", "want folded, pprof or svg");
 	/* a parameter over the cap (4096 bytes) */
-	memcpy(path, "GET /api/v1/stacks?host=", 24);
-	memset(path + 24, 'h', 5000);
-	memcpy(path + 5024, " HTTP/1.1\r\nHost: x\r\n", 21);
-	hf_expect(hf_exchange(path, NULL, 0), 400, "host: longer than 4096 bytes");
+	memcpy(head, "GET /api/v1/stacks?host=", 24);
+	memset(head + 24, 'h', 5000);
+	memcpy(head + 5024, " HTTP/1.1\r\nHost: x\r\n", 21);
+	hf_expect(hf_exchange(head, NULL, 0), 400, "host: longer than 4096 bytes");
 }
 
 static void test_targets(void **state)
@@ -173,16 +180,12 @@ static void test_targets(void **state)
 	struct resp r;
 
 	push_stacks();
-	r = hf_get("/api/v1/targets", NULL);
-	assert_int_equal(r.status, 200);
-	assert_non_null(strcasestr(r.head, "Content-Type: application/json"));
+	r = get_ok("/api/v1/targets", NULL, "application/json");
 	assert_non_null(strstr(r.body, "\"agent-1\""));
 	assert_non_null(strstr(r.body, "\"/db\""));
 	assert_non_null(strstr(r.body, "\"/web\""));
 	hf_resp_free(&r);
-	r = hf_get("/", NULL);
-	assert_int_equal(r.status, 200);
-	assert_non_null(strcasestr(r.head, "Content-Type: text/html"));
+	r = get_ok("/", NULL, "text/html");
 	assert_non_null(strstr(r.body, "/db"));
 	hf_resp_free(&r);
 }
@@ -194,10 +197,8 @@ static void test_metrics_self(void **state)
 					      "cgperf_exporter_ingest_queue",
 					      "cgperf_exporter_connection_limit",
 					      "cgperf_exporter_store_size_bytes" };
-	struct resp r = hf_get("/metrics", NULL);
+	struct resp r = get_ok("/metrics", NULL, "text/plain; version=0.0.4");
 
-	assert_int_equal(r.status, 200);
-	assert_non_null(strcasestr(r.head, "Content-Type: text/plain; version=0.0.4"));
 	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++) {
 		char want[128];
 

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "tests/unit/testalloc.h"
 
-#include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TESTALLOC_ASAN 1
@@ -121,3 +126,9 @@ void free(void *p)
 	__libc_free(p);
 }
 #endif
+
+void tl_alloc_require(void)
+{
+	if (!tl_alloc_available())
+		skip();
+}

@@ -19,6 +19,10 @@
 /* False when the injector is compiled out (ASan). */
 bool tl_alloc_available(void);
 
+/* Skip the running cmocka test when the injector is compiled out (ASan
+ * owns malloc; the plain build runs the test). */
+void tl_alloc_require(void);
+
 /* Fail the allocation @n calls from now (0: the next one), once; -1 disarms.
  * Also starts counting live blocks from zero. */
 void tl_alloc_fail_at(long n);

@@ -89,6 +89,10 @@ char *tl_read_text(const char *path);
  * size in *@outlen. Fails the test when it cannot. */
 uint8_t *tl_gzip(const void *in, size_t len, size_t *outlen);
 
+/* /dev/null opened for writing, its stdio buffer already allocated (so a
+ * test counting allocations sees none of stdio's). fclose() it. */
+FILE *tl_devnull(void);
+
 /* Whether @s ends with @suffix. */
 bool tl_ends_with(const char *s, const char *suffix);
 
