@@ -292,7 +292,7 @@ $(O)/fuzz/fuzz_ehhdr: FUZZ_LIBS := -lelf -lunwind-x86_64 -lunwind
 $(O)/fuzz/fuzz_config: $(FUZZ_CONFIG_SRC) agent/cmd/config.h agent/perf/events.h cgroup/identity.h lib/strv.h lib/suggest.h lib/units.h lib/ydoc.h
 $(O)/fuzz/fuzz_config: FUZZ_SRC := $(FUZZ_CONFIG_SRC)
 $(O)/fuzz/fuzz_config: FUZZ_LIBS := -lyaml $(TRACEFS_LIBS) -liberty -lelf
-$(O)/fuzz/fuzz_perfmap: $(FUZZ_PERFMAP_SRC) agent/symbols/perfmap.h lib/rootfs.h
+$(O)/fuzz/fuzz_perfmap: $(FUZZ_PERFMAP_SRC) agent/symbols/perfmap.h lib/rootfs.h tests/fuzz/fuzz_file.h
 $(O)/fuzz/fuzz_perfmap: FUZZ_SRC := $(FUZZ_PERFMAP_SRC)
 $(O)/fuzz/fuzz_perfmap: FUZZ_LIBS :=
 

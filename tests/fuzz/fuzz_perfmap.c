@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/symbols/perfmap.h"
+#include "tests/fuzz/fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -31,16 +32,7 @@ static struct perfmap *load(const uint8_t *data, size_t size)
 
 	if (fd < 0)
 		return NULL;
-	for (size_t off = 0; off < size;) {
-		ssize_t w = write(fd, data + off, size - off);
-
-		if (w <= 0) {
-			close(fd);
-			return NULL;
-		}
-		off += (size_t)w;
-	}
-	if (lseek(fd, 0, SEEK_SET) != 0) {
+	if (fuzz_write_all(fd, data, size) || lseek(fd, 0, SEEK_SET) != 0) {
 		close(fd);
 		return NULL;
 	}

@@ -24,13 +24,8 @@ export HOME=$TMP/home GOCACHE=$TMP/gocache GOPATH=$TMP/gopath GOFLAGS=-mod=mod G
 	GOTOOLCHAIN=local GOTELEMETRY=off PPROF_TMPDIR=$TMP/pprof
 mkdir -p "$HOME" "$PPROF_TMPDIR"
 
-cg=$(cg_make pprof)
-rel=${cg#"$(cg2_mount)"}
-port=$(free_port)
-ex=http://127.0.0.1:$port
-"$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/data" 2>>"$TMP/exporter.log" &
-bg_track $!
-wait_http "$ex/healthz" 10 "$TMP/exporter.log"
+cg_new pprof
+exporter_up
 
 cat >"$TMP/agent.yaml" <<YAML
 host: {name: "pprof-host", agent_id_file: $TMP/agent-id}

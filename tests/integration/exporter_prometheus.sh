@@ -40,11 +40,7 @@ pg_start "$pgcg"
 pg_bench_init 2
 
 # --- exporter, agent, Prometheus
-ex_port=$(free_port)
-ex=http://127.0.0.1:$ex_port
-"$EXPORTER" --listen "127.0.0.1:$ex_port" --data-dir "$TMP/data" 2>>"$TMP/exporter.log" &
-bg_track $!
-wait_http "$ex/healthz" 10 "$TMP/exporter.log"
+exporter_up
 
 cat >"$TMP/agent.yaml" <<YAML
 host: {name: "prom-host", agent_id_file: $TMP/agent-id}

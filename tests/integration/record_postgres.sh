@@ -25,12 +25,9 @@ DUR=6
 FREQ=199
 RATE=${RECORD_PG_RATE:-12000}
 MIN_SAMPLES=300 # per tool, over DUR seconds
-command -v perf >/dev/null || skip "perf not installed"
-command -v python3 >/dev/null || skip "python3 not installed"
-
-cg=$(cg_make pg)
-_CG_MADE+=("$cg") # cg_make ran in a $(...) subshell: register it here too
-rel=${cg#"$(cg2_mount)"/}
+need perf python3
+cg_new pg
+rel=${rel#/}
 
 pg_start "$cg"
 pg_bench_init 5

@@ -38,6 +38,23 @@ cg_make() {
 	echo "$d"
 }
 
+# cg_new NAME: a test cgroup (cg_make) in $cg, and its path below the
+# cgroup2 mount in $rel ("/cgperf-test-PID-NAME"). Made in this shell, so
+# the exit trap removes it by path as well as by prefix.
+cg_new() {
+	cg=$(cg_make "$1")
+	_CG_MADE+=("$cg")
+	rel=${cg#"$(cg2_mount)"}
+}
+
+# need CMD...: skip the test (with the reason) unless every CMD is installed.
+need() {
+	local c
+	for c; do
+		command -v "$c" >/dev/null || skip "$c not installed"
+	done
+}
+
 cg_enter() { echo "$2" >"$1/cgroup.procs"; }
 
 bg_track() { _PIDS+=("$1"); }
@@ -115,6 +132,17 @@ wait_http() {
 		sleep 0.1
 	done
 	fail "$url not answering after ${secs}s${log:+: $(tail -n 20 "$log")}"
+}
+
+# exporter_up [ARGS...]: $EXPORTER on a free loopback port, its store in
+# $TMP/data, with ARGS, logging to $TMP/exporter.log, killed at exit. Sets
+# $ex (its base URL) and $ex_port; returns once /healthz answers.
+exporter_up() {
+	ex_port=$(free_port)
+	ex=http://127.0.0.1:$ex_port
+	"$EXPORTER" --listen "127.0.0.1:$ex_port" --data-dir "$TMP/data" "$@" 2>>"$TMP/exporter.log" &
+	bg_track $!
+	wait_http "$ex/healthz" 10 "$TMP/exporter.log"
 }
 
 pct_diff() {
