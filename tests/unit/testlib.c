@@ -85,10 +85,9 @@ void tl_mkdirs(const char *dir, const char *rel)
 	mkdir_or_exists(path);
 }
 
-void tl_write_file(const char *dir, const char *rel, const char *text)
+void tl_write_data(const char *dir, const char *rel, const void *data, size_t len)
 {
 	char path[PATH_MAX];
-	size_t len = strlen(text);
 	int fd;
 
 	join(path, sizeof(path), dir, rel);
@@ -103,10 +102,43 @@ void tl_write_file(const char *dir, const char *rel, const char *text)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		fail_msg("open %s: %s", path, strerror(errno));
-	if (write(fd, text, len) != (ssize_t)len)
+	if (write(fd, data, len) != (ssize_t)len)
 		fail_msg("write %s: %s", path, strerror(errno));
 	if (close(fd))
 		fail_msg("close %s: %s", path, strerror(errno));
+}
+
+void tl_write_file(const char *dir, const char *rel, const char *text)
+{
+	tl_write_data(dir, rel, text, strlen(text));
+}
+
+void tl_symlink(const char *dir, const char *rel, const char *target)
+{
+	char path[PATH_MAX];
+
+	join(path, sizeof(path), dir, rel);
+	if (symlink(target, path))
+		fail_msg("symlink %s: %s", path, strerror(errno));
+}
+
+void *tl_fake_new(const char *name, size_t size)
+{
+	struct tl_fake *f = calloc(1, size);
+
+	if (!f)
+		fail_msg("out of memory");
+	f->root = tl_tmpdir(name);
+	return f;
+}
+
+int tl_fake_teardown(void **state)
+{
+	struct tl_fake *f = *state;
+	int ret = tl_rmtree(f->root);
+
+	free(f);
+	return ret ? -1 : 0;
 }
 
 char *tl_read_file(const char *path, size_t cap, size_t *len)

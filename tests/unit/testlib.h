@@ -40,6 +40,22 @@ void tl_mkdirs(const char *dir, const char *rel);
  * way. @rel may be NULL: write @dir itself. */
 void tl_write_file(const char *dir, const char *rel, const char *text);
 
+/* The same for @len bytes of @data (NULs allowed). */
+void tl_write_data(const char *dir, const char *rel, const void *data, size_t len);
+
+/* A symbolic link @dir/@rel to @target. */
+void tl_symlink(const char *dir, const char *rel, const char *target);
+
+/* A fake file tree (a fake /proc, cgroupfs or tracefs) as a cmocka fixture:
+ * tl_fake_new() allocates @size zeroed bytes (a struct whose first member
+ * is a struct tl_fake) with root a new tl_tmpdir(@name); tl_fake_teardown()
+ * removes the tree and frees the struct in *@state. */
+struct tl_fake {
+	char *root;
+};
+void *tl_fake_new(const char *name, size_t size);
+int tl_fake_teardown(void **state);
+
 /* Read at most @cap bytes of @path: a malloc'd NUL-terminated buffer (the
  * caller frees), its length in *@len if not NULL; NULL + errno on failure. */
 char *tl_read_file(const char *path, size_t cap, size_t *len);
