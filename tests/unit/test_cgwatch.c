@@ -359,11 +359,5 @@ static void test_alloc_failures(void **state)
 	assert_int_equal(tl_rmtree(root), 0);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_add_remove_rename),
-	cmocka_unit_test(test_hostile_names),
-	cmocka_unit_test(test_deep),
-	cmocka_unit_test(test_overflow),
-	cmocka_unit_test(test_bad_root),
-	cmocka_unit_test(test_cgroupfs),
-	cmocka_unit_test(test_alloc_failures))
+TL_MAIN(test_add_remove_rename, test_hostile_names, test_deep, test_overflow, test_bad_root,
+	test_cgroupfs, test_alloc_failures)

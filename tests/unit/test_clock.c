@@ -35,6 +35,4 @@ static void test_real(void **state)
 	assert_true((uint64_t)time(NULL) - now / 1000000000ull <= 1);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_mono),
-	cmocka_unit_test(test_real))
+TL_MAIN(test_mono, test_real)

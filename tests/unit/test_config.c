@@ -694,15 +694,6 @@ static void test_probe_grammar_shared(void **state)
 	assert_int_equal(refused, NCASES(same_specs) - 7);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_defaults),
-	cmocka_unit_test(test_example),
-	cmocka_unit_test(test_example_in_doc),
-	cmocka_unit_test(test_example_probes_resolve),
-	cmocka_unit_test(test_accepted),
-	cmocka_unit_test(test_probe_grammar_shared),
-	cmocka_unit_test(test_load_errors),
-	cmocka_unit_test(test_globs),
-	cmocka_unit_test(test_cgroup_wanted),
-	cmocka_unit_test(test_dump_round_trip),
-	cmocka_unit_test(test_dump_text))
+TL_MAIN(test_defaults, test_example, test_example_in_doc, test_example_probes_resolve,
+	test_accepted, test_probe_grammar_shared, test_load_errors, test_globs,
+	test_cgroup_wanted, test_dump_round_trip, test_dump_text)

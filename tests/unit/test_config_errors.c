@@ -447,9 +447,4 @@ static void test_out_of_memory(void **state)
 	free(path);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_errors),
-	cmocka_unit_test(test_hostile),
-	cmocka_unit_test(test_caps),
-	cmocka_unit_test(test_error_truncated),
-	cmocka_unit_test(test_out_of_memory))
+TL_MAIN(test_errors, test_hostile, test_caps, test_error_truncated, test_out_of_memory)

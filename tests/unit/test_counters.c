@@ -293,8 +293,4 @@ static void test_alloc_failures(void **state)
 	assert_true(i >= 5);
 }
 
-#define CASE(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
-TL_MAIN(NULL, NULL,
-	CASE(test_task_clock),
-	CASE(test_slots),
-	CASE(test_alloc_failures))
+TL_MAIN_FIXTURE(setup, teardown, test_task_clock, test_slots, test_alloc_failures)

@@ -123,8 +123,4 @@ static void test_online(void **state)
 	free(cpus);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_parse_good),
-	cmocka_unit_test(test_parse_bad),
-	cmocka_unit_test(test_parse_full_range),
-	cmocka_unit_test(test_online))
+TL_MAIN(test_parse_good, test_parse_bad, test_parse_full_range, test_online)

@@ -403,12 +403,14 @@ static void test_suggest_bounds(void **state)
 	assert_int_equal(ev_suggest(NULL, NULL, s, MAX_SUGG), 0);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_builtins),
-	cmocka_unit_test(test_builtin_listing),
-	cmocka_unit_test(test_modifiers),
-	cmocka_unit_test(test_raw),
-	cmocka_unit_test_setup_teardown(test_tracepoints, fake_setup, tl_fake_teardown),
-	cmocka_unit_test_setup_teardown(test_tracepoint_without_tracefs, fake_setup, tl_fake_teardown),
-	cmocka_unit_test_setup_teardown(test_suggest, fake_setup, tl_fake_teardown),
-	cmocka_unit_test_setup_teardown(test_suggest_bounds, fake_setup, tl_fake_teardown))
+int main(void)
+{
+	int failed = 0;
+
+	failed += tl_run(TL_TESTS(test_builtins, test_builtin_listing, test_modifiers, test_raw),
+		NULL, NULL, NULL, NULL);
+	failed += tl_run(TL_TESTS(test_tracepoints, test_tracepoint_without_tracefs, test_suggest,
+		test_suggest_bounds),
+		NULL, NULL, fake_setup, tl_fake_teardown);
+	return failed;
+}

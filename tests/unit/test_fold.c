@@ -239,11 +239,5 @@ static void test_alloc_failures(void **state)
 	assert_true(i > 2000);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_counting),
-	cmocka_unit_test(test_binary_keys),
-	cmocka_unit_test(test_growth),
-	cmocka_unit_test(test_limit),
-	cmocka_unit_test(test_write_sorted),
-	cmocka_unit_test(test_sanitize),
-	cmocka_unit_test(test_alloc_failures))
+TL_MAIN(test_counting, test_binary_keys, test_growth, test_limit, test_write_sorted,
+	test_sanitize, test_alloc_failures)

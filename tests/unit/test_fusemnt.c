@@ -187,8 +187,4 @@ static void test_open_cost(void **state)
 	       plain / 1e3, routed / 1e3, plain2 / 1e3);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_covers),
-	cmocka_unit_test(test_read),
-	cmocka_unit_test(test_cache),
-	cmocka_unit_test(test_open_cost))
+TL_MAIN(test_covers, test_read, test_cache, test_open_cost)

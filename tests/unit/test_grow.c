@@ -84,7 +84,4 @@ static void test_alloc_failure(void **state)
 	free(v);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_doubling),
-	cmocka_unit_test(test_overflow),
-	cmocka_unit_test(test_alloc_failure))
+TL_MAIN(test_doubling, test_overflow, test_alloc_failure)

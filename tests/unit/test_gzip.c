@@ -94,7 +94,4 @@ static void test_bad_level(void **state)
 	assert_string_equal((const char *)z, "untouched");
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_small_and_empty),
-	cmocka_unit_test(test_large_and_random),
-	cmocka_unit_test(test_bad_level))
+TL_MAIN(test_small_and_empty, test_large_and_random, test_bad_level)

@@ -146,8 +146,4 @@ static void test_map_alloc_failures(void **state)
 	}
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_fnv_vectors),
-	cmocka_unit_test(test_map_basic),
-	cmocka_unit_test(test_map_limit_foreach),
-	cmocka_unit_test(test_map_alloc_failures))
+TL_MAIN(test_fnv_vectors, test_map_basic, test_map_limit_foreach, test_map_alloc_failures)

@@ -246,11 +246,4 @@ static void test_print(void **state)
 	free(out);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_buckets),
-	cmocka_unit_test(test_bounds_tile),
-	cmocka_unit_test(test_add),
-	cmocka_unit_test(test_merge),
-	cmocka_unit_test(test_json),
-	cmocka_unit_test(test_print),
-	cmocka_unit_test(test_span))
+TL_MAIN(test_buckets, test_bounds_tile, test_add, test_merge, test_json, test_print, test_span)

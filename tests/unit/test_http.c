@@ -190,11 +190,5 @@ static void test_hostile_names(void **state)
 	hf_resp_free(&r);
 }
 
-TL_MAIN(hf_setup, hf_teardown,
-	cmocka_unit_test(test_routes),
-	cmocka_unit_test(test_push_and_duplicate),
-	cmocka_unit_test(test_gzip_body),
-	cmocka_unit_test(test_bad_input),
-	cmocka_unit_test(test_big_bodies),
-	cmocka_unit_test(test_gzip_answers),
-	cmocka_unit_test(test_hostile_names))
+TL_MAIN_GROUP(hf_setup, hf_teardown, test_routes, test_push_and_duplicate, test_gzip_body,
+	test_bad_input, test_big_bodies, test_gzip_answers, test_hostile_names)

@@ -216,11 +216,5 @@ static void test_metrics_self(void **state)
 	hf_resp_free(&r);
 }
 
-TL_MAIN(hf_setup, hf_teardown,
-	cmocka_unit_test(test_stacks_folded),
-	cmocka_unit_test(test_stacks_pprof),
-	cmocka_unit_test(test_stacks_svg),
-	cmocka_unit_test(test_stacks_empty),
-	cmocka_unit_test(test_stacks_bad_query),
-	cmocka_unit_test(test_targets),
-	cmocka_unit_test(test_metrics_self))
+TL_MAIN_GROUP(hf_setup, hf_teardown, test_stacks_folded, test_stacks_pprof, test_stacks_svg,
+	test_stacks_empty, test_stacks_bad_query, test_targets, test_metrics_self)

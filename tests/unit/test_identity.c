@@ -510,12 +510,5 @@ static void test_hostile(void **state)
 	}
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_table),
-	cmocka_unit_test(test_null_args),
-	cmocka_unit_test(test_names),
-	cmocka_unit_test(test_label_truncation),
-	cmocka_unit_test(test_overlong),
-	cmocka_unit_test(test_many_components),
-	cmocka_unit_test(test_name_limits),
-	cmocka_unit_test(test_hostile))
+TL_MAIN(test_table, test_null_args, test_names, test_label_truncation, test_overlong,
+	test_many_components, test_name_limits, test_hostile)

@@ -128,9 +128,5 @@ static void test_cap(void **state)
 	latency_free(NULL);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_out_of_order),
-	cmocka_unit_test(test_threads_and_pairs_apart),
-	cmocka_unit_test(test_unpaired_and_upto),
-	cmocka_unit_test(test_same_instant_and_restart),
-	cmocka_unit_test(test_cap))
+TL_MAIN(test_out_of_order, test_threads_and_pairs_apart, test_unpaired_and_upto,
+	test_same_instant_and_restart, test_cap)

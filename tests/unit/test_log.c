@@ -260,9 +260,4 @@ static void test_threads(void **state)
 	free(out);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_logfmt),
-	cmocka_unit_test(test_json),
-	cmocka_unit_test(test_setup_and_levels),
-	cmocka_unit_test(test_flood_guard),
-	cmocka_unit_test(test_threads))
+TL_MAIN(test_logfmt, test_json, test_setup_and_levels, test_flood_guard, test_threads)

@@ -337,9 +337,5 @@ static void test_read_self(void **state)
 	cg_mounts_free(m);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_parse_table),
-	cmocka_unit_test(test_v1_controller_lookup),
-	cmocka_unit_test(test_null_handles),
-	cmocka_unit_test(test_read_file),
-	cmocka_unit_test(test_read_self))
+TL_MAIN(test_parse_table, test_v1_controller_lookup, test_null_handles, test_read_file,
+	test_read_self)

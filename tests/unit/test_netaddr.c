@@ -77,5 +77,4 @@ static void test_table(void **state)
 	}
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_table))
+TL_MAIN(test_table)

@@ -621,16 +621,6 @@ static void test_spec_parts(void **state)
 	probe_spec_release(&s);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_libc_malloc),
-	cmocka_unit_test(test_libc_variants),
-	cmocka_unit_test(test_unknown_symbol),
-	cmocka_unit_test(test_unknown_binary),
-	cmocka_unit_test(test_postgres),
-	cmocka_unit_test(test_symtab_names),
-	cmocka_unit_test(test_path_and_pids),
-	cmocka_unit_test(test_malformed),
-	cmocka_unit_test(test_spec_parts),
-	cmocka_unit_test(test_message_buffer),
-	cmocka_unit_test(test_sdt_postgres),
-	cmocka_unit_test(test_sdt_no_notes))
+TL_MAIN(test_libc_malloc, test_libc_variants, test_unknown_symbol, test_unknown_binary,
+	test_postgres, test_symtab_names, test_path_and_pids, test_malformed, test_spec_parts,
+	test_message_buffer, test_sdt_postgres, test_sdt_no_notes)

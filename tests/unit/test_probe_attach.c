@@ -653,14 +653,6 @@ static void test_tracepoint_raw(void **state)
 	probe_release(&p);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_sdt_workload),
-	cmocka_unit_test(test_sdt_semaphore),
-	cmocka_unit_test(test_tracepoint),
-	cmocka_unit_test(test_tracepoint_errors),
-	cmocka_unit_test(test_attr_fake_pmu),
-	cmocka_unit_test(test_attr_system),
-	cmocka_unit_test(test_count_entry),
-	cmocka_unit_test(test_count_return),
-	cmocka_unit_test(test_sample_args),
-	cmocka_unit_test(test_tracepoint_raw))
+TL_MAIN(test_sdt_workload, test_sdt_semaphore, test_tracepoint, test_tracepoint_errors,
+	test_attr_fake_pmu, test_attr_system, test_count_entry, test_count_return,
+	test_sample_args, test_tracepoint_raw)

@@ -606,17 +606,16 @@ static void test_selector_bad(void **state)
 	}
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test_setup_teardown(test_read_plain, fake_setup, tl_fake_teardown),
-	cmocka_unit_test_setup_teardown(test_read_odd_comm, fake_setup, tl_fake_teardown),
-	cmocka_unit_test_setup_teardown(test_read_kernel_thread, fake_setup, tl_fake_teardown),
-	cmocka_unit_test_setup_teardown(test_read_caps_and_no_v2, fake_setup, tl_fake_teardown),
-	cmocka_unit_test_setup_teardown(test_read_errors, fake_setup, tl_fake_teardown),
-	cmocka_unit_test_setup_teardown(test_read_bad_stat, fake_setup, tl_fake_teardown),
-	cmocka_unit_test_setup_teardown(test_list_fake, fake_setup, tl_fake_teardown),
-	cmocka_unit_test_setup_teardown(test_list_grows_and_sorts, fake_setup, tl_fake_teardown),
-	cmocka_unit_test(test_read_self),
-	cmocka_unit_test(test_list_self),
-	cmocka_unit_test(test_read_zombie_and_reaped),
-	cmocka_unit_test(test_selector_match),
-	cmocka_unit_test(test_selector_bad))
+int main(void)
+{
+	int failed = 0;
+
+	failed += tl_run(TL_TESTS(test_read_plain, test_read_odd_comm, test_read_kernel_thread,
+		test_read_caps_and_no_v2, test_read_errors, test_read_bad_stat, test_list_fake,
+		test_list_grows_and_sorts),
+		NULL, NULL, fake_setup, tl_fake_teardown);
+	failed += tl_run(TL_TESTS(test_read_self, test_list_self, test_read_zombie_and_reaped,
+		test_selector_match, test_selector_bad),
+		NULL, NULL, NULL, NULL);
+	return failed;
+}

@@ -87,7 +87,4 @@ static void test_family(void **state)
 	}
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_label),
-	cmocka_unit_test(test_label_null),
-	cmocka_unit_test(test_family))
+TL_MAIN(test_label, test_label_null, test_family)

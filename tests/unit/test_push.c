@@ -322,13 +322,6 @@ static void test_bad_options(void **state)
 	assert_int_equal(pf_log_count(&f->log, PUSH_LOG_WARN, "pw"), 0);
 }
 
-#define CASE(t) cmocka_unit_test_setup_teardown(t, pf_setup, pf_teardown)
-TL_MAIN(pf_group_setup, NULL,
-	CASE(test_in_order_with_headers),
-	CASE(test_500_then_200),
-	CASE(test_429_retry_after_seconds),
-	CASE(test_503_retry_after_date),
-	CASE(test_400_not_retried),
-	CASE(test_idle_close),
-	CASE(test_ack_lost),
-	CASE(test_bad_options))
+TL_MAIN_ALL(pf_group_setup, NULL, pf_setup, pf_teardown, test_in_order_with_headers,
+	test_500_then_200, test_429_retry_after_seconds, test_503_retry_after_date,
+	test_400_not_retried, test_idle_close, test_ack_lost, test_bad_options)

@@ -244,10 +244,5 @@ static void test_tls(void **state)
 	}
 }
 
-#define CASE(t) cmocka_unit_test_setup_teardown(t, pf_setup, pf_teardown)
-TL_MAIN(pf_group_setup, NULL,
-	CASE(test_outage_spools_then_replays),
-	CASE(test_outage_spool_cap),
-	CASE(test_two_collectors_one_hangs),
-	CASE(test_restart_resends),
-	CASE(test_tls))
+TL_MAIN_ALL(pf_group_setup, NULL, pf_setup, pf_teardown, test_outage_spools_then_replays,
+	test_outage_spool_cap, test_two_collectors_one_hangs, test_restart_resends, test_tls)

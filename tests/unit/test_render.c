@@ -538,13 +538,6 @@ static void test_100k_stacks(void **state)
 	fold_set_free(fs);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_folded_sum_sort),
-	cmocka_unit_test(test_add_refused),
-	cmocka_unit_test(test_folded_control_bytes),
-	cmocka_unit_test(test_folded_order_random),
-	cmocka_unit_test(test_svg_hostile),
-	cmocka_unit_test(test_svg_trie_random),
-	cmocka_unit_test(test_svg_layout),
-	cmocka_unit_test(test_alloc_failures),
-	cmocka_unit_test(test_100k_stacks))
+TL_MAIN(test_folded_sum_sort, test_add_refused, test_folded_control_bytes,
+	test_folded_order_random, test_svg_hostile, test_svg_trie_random, test_svg_layout,
+	test_alloc_failures, test_100k_stacks)

@@ -540,7 +540,4 @@ static void test_pprof_no_lookup_no_time(void **state)
 	fold_set_free(fs);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_pprof_decoded),
-	cmocka_unit_test(test_pprof_module_keys),
-	cmocka_unit_test(test_pprof_no_lookup_no_time))
+TL_MAIN(test_pprof_decoded, test_pprof_module_keys, test_pprof_no_lookup_no_time)

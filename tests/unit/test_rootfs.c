@@ -512,12 +512,14 @@ static void test_lines(void **state)
 	rootfs_lines_free(lr);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test_setup_teardown(test_resolve_openat2, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_resolve_walk, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_host_refusals, setup, teardown),
-	cmocka_unit_test(test_split),
-	cmocka_unit_test_setup_teardown(test_open_path, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_read_capped, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_lines, setup, teardown))
+int main(void)
+{
+	int failed = 0;
+
+	failed += tl_run(TL_TESTS(test_resolve_openat2, test_resolve_walk, test_host_refusals, test_open_path,
+		test_refusals, test_read_capped, test_lines),
+		NULL, NULL, setup, teardown);
+	failed += tl_run(TL_TESTS(test_split),
+		NULL, NULL, NULL, NULL);
+	return failed;
+}

@@ -759,11 +759,5 @@ static void test_ring_corrupt(void **state)
 	free(f);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_parse_table),
-	cmocka_unit_test(test_parse_values),
-	cmocka_unit_test(test_parse_truncations),
-	cmocka_unit_test(test_parse_random),
-	cmocka_unit_test(test_parse_bad_args),
-	cmocka_unit_test(test_ring_wrap),
-	cmocka_unit_test(test_ring_corrupt))
+TL_MAIN(test_parse_table, test_parse_values, test_parse_truncations, test_parse_random,
+	test_parse_bad_args, test_ring_wrap, test_ring_corrupt)

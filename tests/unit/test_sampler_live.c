@@ -878,11 +878,14 @@ static void test_open_errors(void **state)
 	assert_int_equal(count_fds(), fds);
 }
 
-TL_MAIN(group_setup, group_teardown,
-	cmocka_unit_test(test_open_errors),
-	cmocka_unit_test(test_system_wide),
-	cmocka_unit_test(test_fork_exec),
-	cmocka_unit_test(test_user_stack),
-	cmocka_unit_test_setup_teardown(test_cgroup, fixture_setup, fixture_teardown),
-	cmocka_unit_test_setup_teardown(test_pid, fixture_setup, fixture_teardown),
-	cmocka_unit_test(test_small_ring))
+int main(void)
+{
+	int failed = 0;
+
+	failed += tl_run(TL_TESTS(test_open_errors, test_system_wide, test_fork_exec, test_user_stack,
+		test_small_ring),
+		group_setup, group_teardown, NULL, NULL);
+	failed += tl_run(TL_TESTS(test_cgroup, test_pid),
+		group_setup, group_teardown, fixture_setup, fixture_teardown);
+	return failed;
+}

@@ -52,6 +52,4 @@ static void test_struct(void **state)
 	assert_int_equal(search_upper_u64(v, n, sizeof(v[0]), offsetof(struct span, start), 0x9000), 3);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_plain),
-	cmocka_unit_test(test_struct))
+TL_MAIN(test_plain, test_struct)

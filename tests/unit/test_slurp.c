@@ -134,8 +134,4 @@ static void test_sparse(void **state)
 	unlink(path);
 }
 
-TL_MAIN(setup, teardown,
-	cmocka_unit_test(test_caps),
-	cmocka_unit_test(test_errors),
-	cmocka_unit_test(test_nuls_offset_pipe),
-	cmocka_unit_test(test_sparse))
+TL_MAIN_GROUP(setup, teardown, test_caps, test_errors, test_nuls_offset_pipe, test_sparse)

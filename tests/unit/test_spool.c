@@ -394,12 +394,5 @@ static void test_bad_args(void **state)
 	spool_close(NULL);
 }
 
-#define CASE(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
-TL_MAIN(NULL, NULL,
-	CASE(test_order),
-	CASE(test_cap_drops_oldest),
-	CASE(test_restart),
-	CASE(test_vanished_batch),
-	CASE(test_cursor),
-	CASE(test_seq_persistence),
-	CASE(test_bad_args))
+TL_MAIN_FIXTURE(setup, teardown, test_order, test_cap_drops_oldest, test_restart,
+	test_vanished_batch, test_cursor, test_seq_persistence, test_bad_args)

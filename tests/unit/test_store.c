@@ -698,13 +698,15 @@ static void test_parse_time_range(void **state)
 	assert_int_equal(exporter_parse_time("-", now, &ns), -EINVAL);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test_setup_teardown(test_put_and_select, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_totals_survive, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_wal_bounded, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_count_overflow, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_future_start_retained, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_put_many, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_put_many_one_fails, setup, teardown),
-	cmocka_unit_test(test_parse_time_range))
+int main(void)
+{
+	int failed = 0;
+
+	failed += tl_run(TL_TESTS(test_put_and_select, test_totals_survive, test_migrate_v1, test_wal_bounded,
+		test_count_overflow, test_future_start_retained, test_put_many,
+		test_put_many_one_fails),
+		NULL, NULL, setup, teardown);
+	failed += tl_run(TL_TESTS(test_parse_time_range),
+		NULL, NULL, NULL, NULL);
+	return failed;
+}

@@ -62,6 +62,4 @@ static void test_dup(void **state)
 	strv_free(NULL, 3);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_set),
-	cmocka_unit_test(test_dup))
+TL_MAIN(test_set, test_dup)

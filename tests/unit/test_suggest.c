@@ -126,8 +126,4 @@ static void test_rank(void **state)
 	suggest_release(&s);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_distance),
-	cmocka_unit_test(test_best),
-	cmocka_unit_test(test_score),
-	cmocka_unit_test(test_rank))
+TL_MAIN(test_distance, test_best, test_score, test_rank)

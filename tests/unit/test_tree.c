@@ -298,10 +298,13 @@ static void test_scan_real(void **state)
 	free(mount);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_normalize),
-	cmocka_unit_test_setup_teardown(test_scan_fake, fake_setup, tl_fake_teardown),
-	cmocka_unit_test_setup_teardown(test_scan_depth_cap, fake_setup, tl_fake_teardown),
-	cmocka_unit_test_setup_teardown(test_scan_errors, fake_setup, tl_fake_teardown),
-	cmocka_unit_test_setup_teardown(test_path_id, fake_setup, tl_fake_teardown),
-	cmocka_unit_test(test_scan_real))
+int main(void)
+{
+	int failed = 0;
+
+	failed += tl_run(TL_TESTS(test_normalize, test_scan_real),
+		NULL, NULL, NULL, NULL);
+	failed += tl_run(TL_TESTS(test_scan_fake, test_scan_depth_cap, test_scan_errors, test_path_id),
+		NULL, NULL, fake_setup, tl_fake_teardown);
+	return failed;
+}

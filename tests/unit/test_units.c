@@ -171,9 +171,4 @@ static void test_format(void **state)
 	}
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_durations),
-	cmocka_unit_test(test_durations_ns),
-	cmocka_unit_test(test_sizes),
-	cmocka_unit_test(test_digits),
-	cmocka_unit_test(test_format))
+TL_MAIN(test_durations, test_durations_ns, test_sizes, test_digits, test_format)

@@ -109,7 +109,4 @@ static void test_two_byte_table(void **state)
 		}
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_decode),
-	cmocka_unit_test(test_valid),
-	cmocka_unit_test(test_two_byte_table))
+TL_MAIN(test_decode, test_valid, test_two_byte_table)

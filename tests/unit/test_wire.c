@@ -751,13 +751,5 @@ static void test_probes_args(void **state)
 	wire_batch_free(b);
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_round_trip),
-	cmocka_unit_test(test_new_args),
-	cmocka_unit_test(test_intern),
-	cmocka_unit_test(test_header_cleaned),
-	cmocka_unit_test(test_cgroups),
-	cmocka_unit_test(test_counters_args),
-	cmocka_unit_test(test_stacks),
-	cmocka_unit_test(test_probes_args),
-	cmocka_unit_test(test_modules))
+TL_MAIN(test_round_trip, test_new_args, test_intern, test_header_cleaned, test_cgroups,
+	test_counters_args, test_stacks, test_probes_args, test_modules)

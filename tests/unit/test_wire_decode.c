@@ -568,14 +568,5 @@ static void test_random_bytes(void **state)
 	}
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_modules_cap),
-	cmocka_unit_test(test_fixture_valid),
-	cmocka_unit_test(test_invalid),
-	cmocka_unit_test(test_truncated),
-	cmocka_unit_test(test_gzip_bad),
-	cmocka_unit_test(test_field_zero),
-	cmocka_unit_test(test_caps),
-	cmocka_unit_test(test_gzip_bomb),
-	cmocka_unit_test(test_memory_bomb),
-	cmocka_unit_test(test_random_bytes))
+TL_MAIN(test_modules_cap, test_fixture_valid, test_invalid, test_truncated, test_gzip_bad,
+	test_field_zero, test_caps, test_gzip_bomb, test_memory_bomb, test_random_bytes)

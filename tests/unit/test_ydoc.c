@@ -213,9 +213,4 @@ static void test_show(void **state)
 	assert_string_equal(ydoc_item_in("probes", 3).s, "probes[3]");
 }
 
-TL_MAIN(NULL, NULL,
-	cmocka_unit_test(test_load_errors),
-	cmocka_unit_test(test_empty),
-	cmocka_unit_test(test_keys),
-	cmocka_unit_test(test_reads),
-	cmocka_unit_test(test_show))
+TL_MAIN(test_load_errors, test_empty, test_keys, test_reads, test_show)

@@ -332,3 +332,30 @@ FILE *tl_devnull(void)
 	fputs("stdio allocates its buffer now\n", f);
 	return f;
 }
+
+int tl_run(const tl_test_fn *fns, const char *names, tl_fixture_fn group_setup,
+	   tl_fixture_fn group_teardown, tl_fixture_fn setup, tl_fixture_fn teardown)
+{
+	char *list = strdup(names), *save = NULL;
+	struct CMUnitTest *tests;
+	size_t n = 1, i = 0;
+	int ret;
+
+	for (const char *p = names; *p; p++)
+		n += *p == ',';
+	tests = calloc(n, sizeof(*tests));
+	if (!list || !tests) {
+		fprintf(stderr, "tl_run: out of memory\n");
+		return 1;
+	}
+	for (char *name = strtok_r(list, ", \t\n", &save); name && i < n;
+	     name = strtok_r(NULL, ", \t\n", &save), i++)
+		tests[i] = (struct CMUnitTest){ .name = name,
+						.test_func = fns[i],
+						.setup_func = setup,
+						.teardown_func = teardown };
+	ret = _cmocka_run_group_tests("tests", tests, i, group_setup, group_teardown);
+	free(tests);
+	free(list);
+	return ret;
+}

@@ -17,13 +17,28 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* The main() of a test file: the cases given (cmocka_unit_test() entries)
- * run as one group, with group @setup and @teardown (NULL: none). */
-#define TL_MAIN(setup, teardown, ...)                                        \
-	int main(void)                                                       \
-	{                                                                    \
-		const struct CMUnitTest tests[] = { __VA_ARGS__ };           \
-		return cmocka_run_group_tests(tests, setup, teardown);       \
+/*
+ * Running the cases of a test file: tl_run() makes a cmocka group of the
+ * functions in @fns, named by the comma-separated @names (TL_TESTS() gives
+ * both from one list), each case between @setup and @teardown, the group
+ * between @group_setup and @group_teardown (each may be NULL). Returns
+ * cmocka's count of failed cases.
+ */
+typedef void (*tl_test_fn)(void **state);
+typedef int (*tl_fixture_fn)(void **state);
+int tl_run(const tl_test_fn *fns, const char *names, tl_fixture_fn group_setup,
+	   tl_fixture_fn group_teardown, tl_fixture_fn setup, tl_fixture_fn teardown);
+#define TL_TESTS(...) (const tl_test_fn[]){ __VA_ARGS__ }, #__VA_ARGS__
+
+/* main() of a test file whose cases share one set-up: none (TL_MAIN), one
+ * per case (TL_MAIN_FIXTURE) or one for the group (TL_MAIN_GROUP). */
+#define TL_MAIN(...) TL_MAIN_ALL(NULL, NULL, NULL, NULL, __VA_ARGS__)
+#define TL_MAIN_FIXTURE(setup, teardown, ...) TL_MAIN_ALL(NULL, NULL, setup, teardown, __VA_ARGS__)
+#define TL_MAIN_GROUP(setup, teardown, ...) TL_MAIN_ALL(setup, teardown, NULL, NULL, __VA_ARGS__)
+#define TL_MAIN_ALL(gsetup, gteardown, setup, teardown, ...)                                   \
+	int main(void)                                                                         \
+	{                                                                                      \
+		return tl_run(TL_TESTS(__VA_ARGS__), gsetup, gteardown, setup, teardown);      \
 	}
 
 /* A new directory /tmp/@name.XXXXXX; the malloc'd path, freed by tl_rmtree. */
