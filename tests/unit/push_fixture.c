@@ -303,22 +303,6 @@ void pf_check_accepted(const struct srv *s, uint64_t first, uint64_t last)
 		assert_string_equal(r[i].verdict, "ok");
 }
 
-int pf_count_spool_files(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		if (strlen(de->d_name) == 20 && strspn(de->d_name, "0123456789") == 20)
-			n++;
-	}
-	closedir(d);
-	return n;
-}
-
 struct push_opts pf_base_opts(struct fixture *f, const char *const *urls, size_t n)
 {
 	return (struct push_opts){

@@ -112,8 +112,6 @@ size_t pf_payload(uint64_t seq, char *buf, size_t size);
 void *pf_make_batch(uint64_t seq, size_t *len);
 /* Submit the next batch @p asks for; its sequence number. */
 uint64_t pf_submit_next(struct push *p);
-/* Batch files in the spool @dir. */
-int pf_count_spool_files(const char *dir);
 
 /* Options for @n collectors at @urls, short retries, the fixture's spool
  * and log. */

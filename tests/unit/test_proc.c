@@ -105,66 +105,51 @@ static int fake_setup(void **state)
 	return 0;
 }
 
-static void test_read_plain(void **state)
+/* What cg_proc_read() gives for the fake processes (exe NULL: none). */
+static const struct {
+	int pid, ppid;
+	const char *comm, *exe, *cmdline, *cgroup;
+} procs[] = {
+	{ 100, 1, "postgres", "/usr/lib/postgresql/15/bin/postgres",
+	  "/usr/lib/postgresql/15/bin/postgres -D /var/lib/pg/15/main",
+	  "/system.slice/postgresql@15-main.service" },
+	/* no trailing NUL at all; NUL padding */
+	{ 1, 0, "systemd", "/usr/lib/systemd/systemd", "/sbin/init splash", "/init.scope" },
+	{ 101, 100, "postgres", "/usr/lib/postgresql/15/bin/postgres",
+	  "postgres: 15/main: checkpointer", "/system.slice/postgresql@15-main.service" },
+	/* A comm that imitates the fields after it: the ppid is not the 9
+	 * inside it; an empty argument between two NULs stays visible as a
+	 * double blank; the cgroup's last line has no newline. */
+	{ 4242, 100, "x) S 9 (y z)", "/tmp/evil (deleted)", "evil a,b  x",
+	  "/user.slice/user-1000.slice/session-3.scope" },
+	/* a kernel thread: no exe, an empty command line */
+	{ 2, 0, "kthreadd", NULL, "", "/" },
+};
+
+static void test_read_table(void **state)
 {
 	struct tl_fake *f = *state;
 	struct cg_proc p;
 
-	assert_int_equal(cg_proc_read(f->root, 100, &p), 0);
-	assert_int_equal(p.pid, 100);
-	assert_int_equal(p.ppid, 1);
-	assert_string_equal(p.comm, "postgres");
-	assert_string_equal(p.exe, "/usr/lib/postgresql/15/bin/postgres");
-	assert_string_equal(p.cmdline, "/usr/lib/postgresql/15/bin/postgres -D /var/lib/pg/15/main");
-	assert_string_equal(p.cgroup, "/system.slice/postgresql@15-main.service");
-	cg_proc_release(&p);
+	for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
+		assert_int_equal(cg_proc_read(f->root, procs[i].pid, &p), 0);
+		assert_int_equal(p.pid, procs[i].pid);
+		assert_int_equal(p.ppid, procs[i].ppid);
+		assert_string_equal(p.comm, procs[i].comm);
+		if (procs[i].exe)
+			assert_string_equal(p.exe, procs[i].exe);
+		else
+			assert_null(p.exe);
+		assert_string_equal(p.cmdline, procs[i].cmdline);
+		assert_string_equal(p.cgroup, procs[i].cgroup);
+		cg_proc_release(&p);
+	}
+	/* released: nothing left, and releasing again is harmless */
 	assert_null(p.exe);
 	assert_null(p.cmdline);
 	assert_null(p.cgroup);
-	cg_proc_release(&p); /* twice is harmless */
+	cg_proc_release(&p);
 	cg_proc_release(NULL);
-
-	/* No trailing NUL at all, and NUL padding. */
-	assert_int_equal(cg_proc_read(f->root, 1, &p), 0);
-	assert_int_equal(p.ppid, 0);
-	assert_string_equal(p.cmdline, "/sbin/init splash");
-	assert_string_equal(p.cgroup, "/init.scope");
-	cg_proc_release(&p);
-	assert_int_equal(cg_proc_read(f->root, 101, &p), 0);
-	assert_int_equal(p.ppid, 100);
-	assert_string_equal(p.cmdline, "postgres: 15/main: checkpointer");
-	cg_proc_release(&p);
-}
-
-static void test_read_odd_comm(void **state)
-{
-	struct tl_fake *f = *state;
-	struct cg_proc p;
-
-	assert_int_equal(cg_proc_read(f->root, 4242, &p), 0);
-	assert_string_equal(p.comm, "x) S 9 (y z)");
-	assert_int_equal(p.ppid, 100); /* not the 9 inside the comm */
-	assert_string_equal(p.exe, "/tmp/evil (deleted)");
-	/* An empty argument between two NULs stays visible as a double blank. */
-	assert_string_equal(p.cmdline, "evil a,b  x");
-	/* Last line without a newline. */
-	assert_string_equal(p.cgroup, "/user.slice/user-1000.slice/session-3.scope");
-	cg_proc_release(&p);
-}
-
-static void test_read_kernel_thread(void **state)
-{
-	struct tl_fake *f = *state;
-	struct cg_proc p;
-
-	assert_int_equal(cg_proc_read(f->root, 2, &p), 0);
-	assert_int_equal(p.ppid, 0);
-	assert_string_equal(p.comm, "kthreadd");
-	assert_null(p.exe);
-	assert_non_null(p.cmdline);
-	assert_string_equal(p.cmdline, "");
-	assert_string_equal(p.cgroup, "/");
-	cg_proc_release(&p);
 }
 
 static void test_read_caps_and_no_v2(void **state)
@@ -610,9 +595,8 @@ int main(void)
 {
 	int failed = 0;
 
-	failed += tl_run(TL_TESTS(test_read_plain, test_read_odd_comm, test_read_kernel_thread,
-		test_read_caps_and_no_v2, test_read_errors, test_read_bad_stat, test_list_fake,
-		test_list_grows_and_sorts),
+	failed += tl_run(TL_TESTS(test_read_table, test_read_caps_and_no_v2, test_read_errors,
+		test_read_bad_stat, test_list_fake, test_list_grows_and_sorts),
 		NULL, NULL, fake_setup, tl_fake_teardown);
 	failed += tl_run(TL_TESTS(test_read_self, test_list_self, test_read_zombie_and_reaped,
 		test_selector_match, test_selector_bad),

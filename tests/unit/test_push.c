@@ -63,7 +63,7 @@ static void test_in_order_with_headers(void **state)
 			"n_collectors=1 c0.cursor=5 c0.pending=0 c0.failing=0");
 	assert_string_equal(st.collectors[0].last_error, "");
 	assert_string_equal(st.collectors[0].url, f->srv[0].url);
-	assert_int_equal(pf_count_spool_files(f->spool), 0);
+	assert_int_equal(tl_count_batch_files(f->spool), 0);
 	assert_int_equal(pf_log_count(&f->log, PUSH_LOG_WARN, NULL) + pf_log_count(&f->log, PUSH_LOG_ERROR, NULL), 0);
 	/* Sequence numbers must grow. */
 	assert_int_equal(push_submit(p, 5, "x", 1), -EINVAL);

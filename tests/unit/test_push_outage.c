@@ -48,7 +48,7 @@ static void test_outage_spools_then_replays(void **state)
 		st.sent, st.failures, st.spool_count, st.spool_bytes);
 	assert_int_equal(st.acked, 0);
 	assert_int_equal(st.spool_count, 6);
-	assert_int_equal(pf_count_spool_files(f->spool), 6);
+	assert_int_equal(tl_count_batch_files(f->spool), 6);
 	assert_true(st.failures >= 3);
 	assert_int_equal(st.failures, st.sent);
 	assert_true(st.collectors[0].failing);
@@ -87,7 +87,7 @@ static void test_outage_spool_cap(void **state)
 		pf_submit_next(p);
 	pf_expect_stats(p, &st, "spool_count=3 spool_dropped=7");
 	assert_true(st.spool_bytes <= f->o.spool_max_bytes);
-	assert_int_equal(pf_count_spool_files(f->spool), 3);
+	assert_int_equal(tl_count_batch_files(f->spool), 3);
 	assert_int_equal(pf_log_count(&f->log, PUSH_LOG_WARN, "full"), 1);
 
 	pf_srv_start(f, 0, port, "--token", TOKEN, NULL);
@@ -160,7 +160,7 @@ static void test_restart_resends(void **state)
 	assert_int_equal(pf_submit_next(p), 3);
 	assert_int_equal(pf_submit_next(p), 4);
 	pf_stop_push(f, p); /* the agent stops with 3 and 4 unsent */
-	assert_int_equal(pf_count_spool_files(f->spool), 2);
+	assert_int_equal(tl_count_batch_files(f->spool), 2);
 
 	p = pf_start_push(f, &f->o);
 	assert_int_equal(pf_log_count(&f->log, PUSH_LOG_INFO, "2 spooled batches"), 1);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -358,4 +359,20 @@ int tl_run(const tl_test_fn *fns, const char *names, tl_fixture_fn group_setup,
 	free(tests);
 	free(list);
 	return ret;
+}
+
+int tl_count_batch_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (strlen(de->d_name) == 20 && strspn(de->d_name, "0123456789") == 20)
+			n++;
+	}
+	closedir(d);
+	return n;
 }

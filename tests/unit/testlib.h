@@ -124,6 +124,10 @@ uint8_t *tl_gzip(const void *in, size_t len, size_t *outlen);
  * test counting allocations sees none of stdio's). fclose() it. */
 FILE *tl_devnull(void);
 
+/* Batch files (20-digit names) in the spool directory @dir; 0 when it
+ * cannot be read. */
+int tl_count_batch_files(const char *dir);
+
 /* Whether @s ends with @suffix. */
 bool tl_ends_with(const char *s, const char *suffix);
 
