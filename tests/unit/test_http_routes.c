@@ -23,9 +23,6 @@
 #include "tests/unit/testlib.h"
 #include "wire/wire.h"
 
-/* The stacks both tests read: pushed once, by the first test that needs them. */
-static bool pushed;
-
 /* The span of every batch pushed here (seconds since the epoch). */
 #define SPAN "from=1&to=100000"
 
@@ -40,8 +37,6 @@ static void push_stacks(void)
 	uint8_t *buf;
 	size_t len;
 
-	if (pushed)
-		return;
 	assert_non_null(b);
 	db = wire_add_cgroup(b, "/db", 11, NULL);
 	wb = wire_add_cgroup(b, "/web", 12, NULL);
@@ -60,7 +55,16 @@ static void push_stacks(void)
 	wire_batch_free(b);
 	hf_expect(hf_post(buf, len, TOKEN, "Content-Encoding: gzip\r\n"), 200, "stored\n");
 	free(buf);
-	pushed = true;
+}
+
+/* The server (hf_setup), then the stacks every case reads. */
+static int group_setup(void **state)
+{
+	int ret = hf_setup(state);
+
+	if (!ret)
+		push_stacks();
+	return ret;
 }
 
 /* GET @path: 200 with a Content-Type starting with @type (fails otherwise). */
@@ -83,32 +87,47 @@ static const char *header(const struct resp *r, const char *name)
 	return h && h[strlen(name)] == ':' ? h : NULL;
 }
 
+/* GET /api/v1/stacks?SPAN@query: 200 with Content-Type @type, a body with
+ * every string of @has and none of @lacks (NULL-terminated lists). */
+static void expect_stacks(const char *query, const char *type, const char *const *has,
+			  const char *const *lacks)
+{
+	char path[256];
+	struct resp r;
+
+	tl_pathf(path, sizeof(path), "/api/v1/stacks?%s%s", SPAN, query);
+	r = get_ok(path, NULL, type);
+	for (; *has; has++)
+		if (!strstr(r.body, *has))
+			fail_msg("GET %s lacks \"%s\":\n%.300s", path, *has, r.body);
+	for (; lacks && *lacks; lacks++)
+		if (strstr(r.body, *lacks))
+			fail_msg("GET %s has \"%s\"", path, *lacks);
+	hf_resp_free(&r);
+}
+
 static void test_stacks_folded(void **state)
 {
 	struct resp r;
 
-	push_stacks();
-	r = get_ok("/api/v1/stacks?" SPAN "&format=folded", NULL, "text/plain");
-	assert_non_null(strstr(r.body, "main;exec_simple_query 30\n"));
-	assert_non_null(strstr(r.body, "main;vacuum 5\n"));
-	assert_non_null(strstr(r.body, "ngx_worker;write_[k] 7\n"));
+	expect_stacks("&format=folded", "text/plain",
+		      (const char *const[]){ "main;exec_simple_query 30\n", "main;vacuum 5\n",
+					     "ngx_worker;write_[k] 7\n", NULL },
+		      NULL);
+	r = hf_get("/api/v1/stacks?" SPAN, NULL);
 	assert_int_equal(tl_count_lines(r.body), 3);
 	hf_resp_free(&r);
-
 	/* one cgroup; the default format is folded */
-	r = get_ok("/api/v1/stacks?" SPAN "&cgroup=/web", NULL, "text/plain");
-	assert_non_null(strstr(r.body, "ngx_worker;write_[k] 7\n"));
-	assert_null(strstr(r.body, "postgres"));
-	hf_resp_free(&r);
+	expect_stacks("&cgroup=/web", "text/plain",
+		      (const char *const[]){ "ngx_worker;write_[k] 7\n", NULL },
+		      (const char *const[]){ "postgres", NULL });
 }
 
 static void test_stacks_pprof(void **state)
 {
-	struct resp r;
+	struct resp r = get_ok("/api/v1/stacks?" SPAN "&cgroup=/db&format=pprof",
+			       "Accept-Encoding: gzip\r\n", "application/octet-stream");
 
-	push_stacks();
-	r = get_ok("/api/v1/stacks?" SPAN "&cgroup=/db&format=pprof", "Accept-Encoding: gzip\r\n",
-		   "application/octet-stream");
 	assert_non_null(strstr(r.head, "attachment; filename=\"cgperf.pb.gz\""));
 	/* the profile is gzip'd by its format: no Content-Encoding on top */
 	assert_null(header(&r, "Content-Encoding"));
@@ -119,15 +138,9 @@ static void test_stacks_pprof(void **state)
 
 static void test_stacks_svg(void **state)
 {
-	struct resp r;
-
-	push_stacks();
-	r = get_ok("/api/v1/stacks?" SPAN "&cgroup=/db&format=svg", NULL, "image/svg+xml");
-	assert_non_null(strstr(r.body, "<svg"));
-	assert_non_null(strstr(r.body, "cgperf: cgroup=/db"));
-	assert_non_null(strstr(r.body, "exec_simple_query"));
-	assert_null(strstr(r.body, "ngx_worker"));
-	hf_resp_free(&r);
+	expect_stacks("&cgroup=/db&format=svg", "image/svg+xml",
+		      (const char *const[]){ "<svg", "cgperf: cgroup=/db", "exec_simple_query", NULL },
+		      (const char *const[]){ "ngx_worker", NULL });
 }
 
 /* Nothing selected: 404 with a reason; SVG still draws, saying so. */
@@ -135,7 +148,6 @@ static void test_stacks_empty(void **state)
 {
 	struct resp r;
 
-	push_stacks();
 	hf_expect(hf_get("/api/v1/stacks?" SPAN "&cgroup=/none", NULL), 404, "no samples");
 	hf_expect(hf_get("/api/v1/stacks?" SPAN "&event=task-clock&format=pprof", NULL), 404,
 		  "no samples");
@@ -179,7 +191,6 @@ static void test_targets(void **state)
 {
 	struct resp r;
 
-	push_stacks();
 	r = get_ok("/api/v1/targets", NULL, "application/json");
 	assert_non_null(strstr(r.body, "\"agent-1\""));
 	assert_non_null(strstr(r.body, "\"/db\""));
@@ -216,5 +227,5 @@ static void test_metrics_self(void **state)
 	hf_resp_free(&r);
 }
 
-TL_MAIN_GROUP(hf_setup, hf_teardown, test_stacks_folded, test_stacks_pprof, test_stacks_svg,
+TL_MAIN_GROUP(group_setup, hf_teardown, test_stacks_folded, test_stacks_pprof, test_stacks_svg,
 	test_stacks_empty, test_stacks_bad_query, test_targets, test_metrics_self)
