@@ -43,13 +43,6 @@ static char *render_to_string(int (*fn)(const struct fold_set *, FILE *), const 
 	return buf;
 }
 
-static int svg_default(const struct fold_set *fs, FILE *f)
-{
-	struct flame_opts o = { .title = "test" };
-
-	return render_svg(fs, &o, f);
-}
-
 /* ---- fold_set and folded text ------------------------------------------- */
 
 static void test_folded_sum_sort(void **state)
@@ -195,13 +188,25 @@ static void xmllint_ok(const char *svg)
 	unlink(path);
 }
 
+/* render_svg() of @fs with @o, checked well-formed by xmllint; malloc'd. */
+static char *svg_of(const struct fold_set *fs, const struct flame_opts *o)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(render_svg(fs, o, f), 0);
+	assert_int_equal(fclose(f), 0);
+	xmllint_ok(buf);
+	return buf;
+}
+
 static void test_svg_hostile(void **state)
 {
 	struct fold_set *fs = fold_set_new();
 	struct flame_opts o = { .title = "cg <\"/a&b'\x01\xff\">", .subtitle = "sub \xe2\x82\xac ]]>" };
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
+	char *buf;
 
 	assert_int_equal(fold_set_add(fs, "/system.slice/we\"ird \\name\n.service;<script>alert(1)</script>;"
 					  "a&b;caf\xc3\xa9;\xff\xfe\xc3;\x01\x02\x1f\x7f;]]>;\xef\xbf\xbe;"
@@ -209,10 +214,7 @@ static void test_svg_hostile(void **state)
 				  5, 0),
 			 0);
 	assert_int_equal(fold_set_add(fs, "k_[k];lib.so+0x1f;\xe2\x82\xac\xf0\x9f\x94\xa5", 3, 0), 0);
-	f = open_memstream(&buf, &len);
-	assert_int_equal(render_svg(fs, &o, f), 0);
-	fclose(f);
-	xmllint_ok(buf);
+	buf = svg_of(fs, &o);
 
 	/* self-contained: no external reference besides the namespace */
 	assert_null(strstr(buf, "<!DOCTYPE"));
@@ -316,8 +318,7 @@ static void test_svg_trie_random(void **state)
 		counts[i] = 1 + rnd(9);
 		assert_int_equal(fold_set_add(fs, stacks[i], counts[i], 0), 0);
 	}
-	svg = render_to_string(svg_default, fs);
-	xmllint_ok(svg);
+	svg = svg_of(fs, &(struct flame_opts){ .title = "test" });
 	ngot = parse_svg(svg, got, MAXF);
 
 	/* Every distinct prefix of every stack once, with its samples. */
@@ -389,8 +390,7 @@ static void test_svg_layout(void **state)
 	/* 1 of 1e6 samples on a 1180 px axis: 0.00118 px, left out with its child */
 	assert_int_equal(fold_set_add(fs, "tiny;tinier", 1, 0), 0);
 	assert_int_equal(fold_set_add(fs, "big", 599999, 0), 0);
-	svg = render_to_string(svg_default, fs);
-	xmllint_ok(svg);
+	svg = svg_of(fs, &(struct flame_opts){ .title = "test" });
 	n = parse_svg(svg, fr, 16);
 	assert_int_equal(n, 6); /* all, m, a, x, b, big */
 	assert_null(strstr(svg, "tiny"));
@@ -412,13 +412,8 @@ static void test_svg_layout(void **state)
 	fs = fold_set_new();
 	{
 		struct flame_opts o = { .title = "empty", .width = 500 };
-		char *buf = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&buf, &len);
+		char *buf = svg_of(fs, &o);
 
-		assert_int_equal(render_svg(fs, &o, f), 0);
-		fclose(f);
-		xmllint_ok(buf);
 		assert_non_null(strstr(buf, "width=\"500\""));
 		assert_non_null(strstr(buf, "No samples"));
 		assert_null(strstr(buf, "<g class=\"f\">"));
