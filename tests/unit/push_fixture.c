@@ -484,3 +484,10 @@ int pf_group_setup(void **state)
 	signal(SIGPIPE, SIG_IGN);
 	return 0;
 }
+
+void pf_flush_check(struct push *p, unsigned timeout_ms, const struct srv *s, uint64_t first,
+		    uint64_t last)
+{
+	assert_int_equal(push_flush(p, timeout_ms), 0);
+	pf_check_accepted(s, first, last);
+}

@@ -106,6 +106,10 @@ long pf_wait_accepted(const struct srv *s, int want, unsigned timeout_ms);
  * right bodies; every request it saw was well formed. */
 void pf_check_accepted(const struct srv *s, uint64_t first, uint64_t last);
 
+/* push_flush(@p, @timeout_ms) succeeds, then pf_check_accepted(). */
+void pf_flush_check(struct push *p, unsigned timeout_ms, const struct srv *s, uint64_t first,
+		    uint64_t last);
+
 /* The uncompressed payload of batch @seq (~2 KiB of text) in @buf. */
 size_t pf_payload(uint64_t seq, char *buf, size_t size);
 /* Batch @seq gzip'd (what the agent will send): malloc'd, *@len bytes. */

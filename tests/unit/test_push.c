@@ -43,8 +43,7 @@ static void test_in_order_with_headers(void **state)
 	p = pf_open(f, NULL);
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(pf_submit_next(p), (uint64_t)i + 1);
-	assert_int_equal(push_flush(p, 5000), 0);
-	pf_check_accepted(&f->srv[0], 1, 5);
+	pf_flush_check(p, 5000, &f->srv[0], 1, 5);
 
 	/* The headers as sent (the server checked them; here, what it saw). */
 	snprintf(path, sizeof(path), "%s/requests.jsonl", f->srv[0].dir);
@@ -81,8 +80,7 @@ static void test_500_then_200(void **state)
 	/* A dropped connection, then a 500, then it works. */
 	p = pf_open(f, "close,500,200");
 	pf_submit_next(p);
-	assert_int_equal(push_flush(p, 5000), 0);
-	pf_check_accepted(&f->srv[0], 1, 1);
+	pf_flush_check(p, 5000, &f->srv[0], 1, 1);
 	assert_int_equal(pf_read_requests(&f->srv[0], r, MAX_REQ), 3);
 	assert_string_equal(r[0].status, "close");
 	assert_string_equal(r[1].status, "500");
@@ -109,8 +107,7 @@ static double retry_after_gap(struct fixture *f, const char *statuses, const cha
 	pf_url_of(&f->srv[0], "http", f->srv[0].url, sizeof(f->srv[0].url));
 	p = pf_start_push(f, &f->o);
 	pf_submit_next(p);
-	assert_int_equal(push_flush(p, 8000), 0);
-	pf_check_accepted(&f->srv[0], 1, 1);
+	pf_flush_check(p, 8000, &f->srv[0], 1, 1);
 	assert_int_equal(pf_read_requests(&f->srv[0], r, MAX_REQ), 2);
 	pf_expect_stats(p, NULL, "failures=1 acked=1");
 	pf_stop_push(f, p);
@@ -224,8 +221,7 @@ static void test_idle_close(void **state)
 	assert_int_equal(n, 0);
 	assert_true(pf_now_ms() - t0 >= 300);
 	pf_submit_next(p);
-	assert_int_equal(push_flush(p, 5000), 0);
-	pf_check_accepted(&f->srv[0], 1, 5);
+	pf_flush_check(p, 5000, &f->srv[0], 1, 5);
 	assert_int_equal(established_to(f->srv[0].port), 1);
 	pf_expect_stats(p, NULL, "acked=5 failures=0 duplicates=0 maybe_delivered=0");
 	pf_stop_push(f, p);

@@ -61,8 +61,7 @@ static void test_outage_spools_then_replays(void **state)
 	ms = pf_wait_accepted(&f->srv[0], 6, 5000); /* the backoff is capped at 300 ms */
 	fprintf(stderr, "  outage: all 6 arrived %ld ms after the collector came back\n", ms);
 	assert_true(ms >= 0);
-	assert_int_equal(push_flush(p, 5000), 0);
-	pf_check_accepted(&f->srv[0], 1, 6);
+	pf_flush_check(p, 5000, &f->srv[0], 1, 6);
 	pf_expect_stats(p, NULL, "acked=6 spool_count=0 c0.failing=0");
 	assert_int_equal(pf_log_count(&f->log, PUSH_LOG_INFO, "recovered"), 1);
 	pf_stop_push(f, p);
@@ -91,8 +90,7 @@ static void test_outage_spool_cap(void **state)
 	assert_int_equal(pf_log_count(&f->log, PUSH_LOG_WARN, "full"), 1);
 
 	pf_srv_start(f, 0, port, "--token", TOKEN, NULL);
-	assert_int_equal(push_flush(p, 5000), 0);
-	pf_check_accepted(&f->srv[0], 8, 10); /* the newest survive, in order */
+	pf_flush_check(p, 5000, &f->srv[0], 8, 10); /* the newest survive, in order */
 	pf_stop_push(f, p);
 }
 
@@ -136,8 +134,7 @@ static void test_two_collectors_one_hangs(void **state)
 	pf_srv_stop(&f->srv[1]);
 	pf_srv_start(f, 1, port_b, "--token", TOKEN, NULL);
 	p = pf_start_push(f, &f->o);
-	assert_int_equal(push_flush(p, 5000), 0);
-	pf_check_accepted(&f->srv[1], 1, 5);
+	pf_flush_check(p, 5000, &f->srv[1], 1, 5);
 	assert_int_equal(pf_read_accepted(&f->srv[0], got, MAX_REQ), 5);
 	pf_expect_stats(p, NULL, "spool_count=0 c0.acked=0 c1.acked=5");
 	pf_stop_push(f, p);
@@ -167,16 +164,14 @@ static void test_restart_resends(void **state)
 	pf_expect_stats(p, NULL, "spool_count=2 c0.cursor=2");
 	assert_int_equal(pf_submit_next(p), 5); /* numbers continue */
 	pf_srv_start(f, 0, port, "--token", TOKEN, NULL);
-	assert_int_equal(push_flush(p, 5000), 0);
-	pf_check_accepted(&f->srv[0], 1, 5); /* 1, 2 once; 3, 4, 5 after */
+	pf_flush_check(p, 5000, &f->srv[0], 1, 5); /* 1, 2 once; 3, 4, 5 after */
 	pf_stop_push(f, p);
 
 	/* A third run: nothing left, and the numbers still continue. */
 	p = pf_start_push(f, &f->o);
 	pf_expect_stats(p, NULL, "spool_count=0");
 	assert_int_equal(pf_submit_next(p), 6);
-	assert_int_equal(push_flush(p, 5000), 0);
-	pf_check_accepted(&f->srv[0], 1, 6);
+	pf_flush_check(p, 5000, &f->srv[0], 1, 6);
 	pf_stop_push(f, p);
 }
 
@@ -212,8 +207,7 @@ static void test_tls(void **state)
 	f->o.key_file = cli_key;
 	p = pf_start_push(f, &f->o);
 	pf_submit_next(p);
-	assert_int_equal(push_flush(p, 5000), 0);
-	pf_check_accepted(&f->srv[0], 1, 1);
+	pf_flush_check(p, 5000, &f->srv[0], 1, 1);
 	pf_stop_push(f, p);
 
 	/* The system CAs do not know this server: verification fails, and
