@@ -32,12 +32,8 @@ nofile=$(ulimit -n)
 [[ $nofile == unlimited ]] || ((nofile >= IDLE + 200)) ||
 	skip "open files hard limit $nofile is below the $IDLE connections this test holds"
 
-port=$(free_port)
-url=http://127.0.0.1:$port
-"$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/data" 2>"$TMP/exporter.log" &
-EXP=$!
-bg_track $EXP
-wait_http "$url/healthz" 10 "$TMP/exporter.log"
+exporter_up
+EXP=$EX_PID url=$ex
 grep -q 'max_connections=16384' "$TMP/exporter.log" ||
 	fail "the default connection limit is not 16384: $(head -3 "$TMP/exporter.log")"
 

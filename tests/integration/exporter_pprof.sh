@@ -32,11 +32,7 @@ host: {name: "pprof-host", agent_id_file: $TMP/agent-id}
 cgroups: {include: ["$rel"]}
 counters: {events: [task-clock]}
 sampling: {frequency: 199, call_graph: fp, event: cpu-clock}
-push:
-  interval: 1s
-  collectors: ["$ex/api/v1/push"]
-  timeout: 2s
-  spool: {dir: $TMP/spool}
+push: {interval: 1s, collectors: ["$ex/api/v1/push"], timeout: 2s, spool: {dir: $TMP/spool}}
 YAML
 "$AGENT" run --config "$TMP/agent.yaml" --duration 6 2>"$TMP/agent.log" &
 ag=$!

@@ -47,11 +47,7 @@ host: {name: "prom-host", agent_id_file: $TMP/agent-id}
 cgroups: {include: ["$pgrel", "$pgrel/**", "$nrel", "$nrel/**"]}
 counters: {events: [task-clock, context-switches]}
 sampling: {enabled: false}
-push:
-  interval: 1s
-  collectors: ["$ex/api/v1/push"]
-  timeout: 2s
-  spool: {dir: $TMP/spool}
+push: {interval: 1s, collectors: ["$ex/api/v1/push"], timeout: 2s, spool: {dir: $TMP/spool}}
 YAML
 "$AGENT" run --config "$TMP/agent.yaml" 2>"$TMP/agent.log" &
 AG=$!

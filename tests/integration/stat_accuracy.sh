@@ -62,26 +62,7 @@ bg_track "$busy"
 sleep 0.5
 grep -qx "$busy" "$cg/cgroup.procs" || fail "busy loop $busy is not in $cg"
 
-# perf first (its start-up is the slower one), then the agent in the foreground,
-# bracketed by cpu.stat reads and wall-clock stamps.
-perf stat -a -e task-clock -G "$rel" -x, -o "$TMP/perf.csv" -- sleep "$DUR" 2>"$TMP/perf.err" &
-perf_pid=$!
-bg_track "$perf_pid"
-t0=$EPOCHREALTIME
-read_usage u0
-timeout $((DUR + 30)) "$AGENT" stat -G "$rel" -e task-clock --duration "$DUR" --json \
-	>"$TMP/agent.json" 2>"$TMP/agent.err"
-arc=$?
-read_usage u1
-t1=$EPOCHREALTIME
-wait "$perf_pid"
-prc=$?
-
-if ((arc != 0)); then
-	sed 's/^/    agent: /' "$TMP/agent.err" "$TMP/agent.json" | tail -n 20 >&2
-	fail "agent exited with $arc"
-fi
-((prc == 0)) || { sed 's/^/    perf: /' "$TMP/perf.err" >&2; fail "perf stat exited with $prc"; }
+stat_both task-clock
 
 out=$(agent_field "$TMP/agent.json" "$rel" task-clock msec) || {
 	sed 's/^/    agent: /' "$TMP/agent.json" >&2

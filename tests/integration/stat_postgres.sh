@@ -34,25 +34,7 @@ grep -qx "$PG_BENCH_PID" "$cg/cgroup.procs" && fail "pgbench $PG_BENCH_PID runs 
 nprocs=$(wc -l <"$cg/cgroup.procs")
 ((nprocs >= 5)) || fail "only $nprocs processes in $cg (want postmaster + 4 backends)"
 
-perf stat -a -e task-clock,context-switches -G "$rel,$rel" -x, -o "$TMP/perf.csv" \
-	-- sleep "$DUR" 2>"$TMP/perf.err" &
-perf_pid=$!
-bg_track "$perf_pid"
-t0=$EPOCHREALTIME
-read_usage u0
-timeout $((DUR + 30)) "$AGENT" stat -G "$rel" -e task-clock,context-switches --duration "$DUR" --json \
-	>"$TMP/agent.json" 2>"$TMP/agent.err"
-arc=$?
-read_usage u1
-t1=$EPOCHREALTIME
-wait "$perf_pid"
-prc=$?
-
-if ((arc != 0)); then
-	sed 's/^/    agent: /' "$TMP/agent.err" "$TMP/agent.json" | tail -n 20 >&2
-	fail "agent exited with $arc"
-fi
-((prc == 0)) || { sed 's/^/    perf: /' "$TMP/perf.err" >&2; fail "perf stat exited with $prc"; }
+stat_both task-clock,context-switches
 
 wait "$PG_BENCH_PID"
 brc=$?

@@ -134,14 +134,16 @@ wait_http() {
 	fail "$url not answering after ${secs}s${log:+: $(tail -n 20 "$log")}"
 }
 
-# exporter_up [ARGS...]: $EXPORTER on a free loopback port, its store in
-# $TMP/data, with ARGS, logging to $TMP/exporter.log, killed at exit. Sets
-# $ex (its base URL) and $ex_port; returns once /healthz answers.
+# exporter_up [ARGS...]: $EXPORTER on loopback port $ex_port (a free one
+# unless set: a restart keeps it), its store in $TMP/data, with ARGS,
+# logging to $TMP/exporter.log, killed at exit. Sets $ex (its base URL) and
+# $EX_PID; returns once /healthz answers.
 exporter_up() {
-	ex_port=$(free_port)
+	ex_port=${ex_port:-$(free_port)}
 	ex=http://127.0.0.1:$ex_port
 	"$EXPORTER" --listen "127.0.0.1:$ex_port" --data-dir "$TMP/data" "$@" 2>>"$TMP/exporter.log" &
-	bg_track $!
+	EX_PID=$!
+	bg_track $EX_PID
 	wait_http "$ex/healthz" 10 "$TMP/exporter.log"
 }
 

@@ -8,6 +8,11 @@
 #                         cgroup_id" of that (cgroup, event)
 #   perf_value FILE CGROUP EVENT
 #                         EVENT's value for CGROUP from `perf stat -x,` output
+#   stat_both EVENTS      perf stat -a of EVENTS for cgroup $rel (output in
+#                         $TMP/perf.csv), and meanwhile the agent's stat of
+#                         them for $DUR seconds ($TMP/agent.json), bracketed
+#                         by cpu.stat reads (u0, u1) and wall-clock stamps (t0,
+#                         t1); fails when either tool does
 
 read_usage() {
 	local k v
@@ -70,4 +75,28 @@ if len(vals) != 1:
     sys.exit(f"perf: expected 1 line for {ev} in {cg}, got {len(vals)}")
 print(vals[0])
 EOF
+}
+
+stat_both() {
+	local evs=$1 arc prc g= e
+	for e in ${evs//,/ }; do g+="$rel,"; done
+	# perf first (its start-up is the slower one), then the agent in the
+	# foreground.
+	perf stat -a -e "$evs" -G "${g%,}" -x, -o "$TMP/perf.csv" -- sleep "$DUR" 2>"$TMP/perf.err" &
+	perf_pid=$!
+	bg_track "$perf_pid"
+	t0=$EPOCHREALTIME
+	read_usage u0
+	timeout $((DUR + 30)) "$AGENT" stat -G "$rel" -e "$evs" --duration "$DUR" --json \
+		>"$TMP/agent.json" 2>"$TMP/agent.err"
+	arc=$?
+	read_usage u1
+	t1=$EPOCHREALTIME
+	wait "$perf_pid"
+	prc=$?
+	if ((arc != 0)); then
+		sed 's/^/    agent: /' "$TMP/agent.err" "$TMP/agent.json" | tail -n 20 >&2
+		fail "agent exited with $arc"
+	fi
+	((prc == 0)) || { sed 's/^/    perf: /' "$TMP/perf.err" >&2; fail "perf stat exited with $prc"; }
 }
