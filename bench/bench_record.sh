@@ -29,9 +29,8 @@
 #
 #   BENCH_RECORD_DUR=S   window of each run (default 10)
 #   BENCH_RECORD_RATE=N  pgbench -R (default 12000)
-source "$(dirname "$0")/../tests/lib/common.sh" || exit 1
-source "$(dirname "$0")/../tests/lib/pg.sh" || exit 1
 source "$(dirname "$0")/lib.sh" || exit 1
+source "$BENCH_DIR/../tests/lib/pg.sh" || exit 1
 export LC_ALL=C
 
 DUR=${BENCH_RECORD_DUR:-10}

@@ -41,9 +41,8 @@
 #   BENCH_TRACE_REPS=N    repetitions (default 3)
 #   BENCH_TRACE_PG_DUR=S  each pgbench run (default 3)
 #   BENCH_TRACE_PG_REPS=N pgbench pairs, with and without (default 5)
-source "$(dirname "$0")/../tests/lib/common.sh" || exit 1
-source "$(dirname "$0")/../tests/lib/pg.sh" || exit 1
 source "$(dirname "$0")/lib.sh" || exit 1
+source "$BENCH_DIR/../tests/lib/pg.sh" || exit 1
 export LC_ALL=C
 
 CALLS=${BENCH_TRACE_CALLS:-30000}

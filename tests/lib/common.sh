@@ -2,12 +2,16 @@
 #   fail MSG      print and exit 1        skip MSG   print and exit 77
 #   cg2_mount     the cgroup2 mount point (from /proc/self/mountinfo)
 #   cg_make NAME  create $(cg2_mount)/cgperf-test-$$-NAME, removed at exit
+#   cg_new NAME   the same in $cg, its path below the mount in $rel
+#   need CMD...   skip unless every CMD is installed
 #   cg_enter DIR PID   move PID into DIR
 #   bg_track PID  kill PID (and its process group) at exit
 #   near A B PCT  true when A and B differ by at most PCT percent of B
 #   free_port     a TCP port on 127.0.0.1 that nothing listens on now
 #   wait_http URL SECONDS [LOG]   wait until URL answers 2xx, else fail
 #                 (with the tail of LOG)
+#   exporter_up [ARGS...]  start $EXPORTER on $ex (port $ex_port), store in
+#                 $TMP/data, PID in $EX_PID
 #   SANITIZED     1 when the binaries under test are built with SAN=1
 #                 (ASan+UBSan: several times slower), else 0
 #   TIME_SCALE    what time bounds and timeouts of a test are multiplied by:
