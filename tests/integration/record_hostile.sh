@@ -37,6 +37,17 @@ stallfs_up() {
 	fail "stallfs $1 did not mount: $(cat "$out")"
 }
 
+# helper_gone CASE: the read helper $helper (if any) exits within 5 s of its
+# daemon.
+helper_gone() {
+	local i
+	for i in $(seq 50); do
+		[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "$1: helper $helper still there after its daemon ended"
+}
+
 W=$BUILD_DIR/workloads
 [[ -x $W/jit ]] || fail "workload $W/jit not built"
 command -v unshare >/dev/null || skip "unshare (util-linux) missing"
@@ -196,11 +207,7 @@ else
 	helper=$(pgrep -f -- "__read-perf-map /proc/$jp/root" || true)
 	[[ -n $helper ]] || info "note: no helper left waiting (the read ended early?)"
 	kill $SF
-	for i in $(seq 50); do
-		[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null && break
-		sleep 0.1
-	done
-	[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null || fail "fuse: helper $helper still there after its daemon ended"
+	helper_gone fuse
 	total=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/fuse.folded")
 	info "fuse: output after $out_s s, exit after $exit_s s (duration $DUR s, daemon stalls $STALL s), $total samples, $(grep -c 'perf-1.map+' "$TMP/fuse.folded") unnamed JIT stacks"
 	((total >= MIN_SAMPLES)) || fail "fuse: only $total samples: sampling waited for the map"
@@ -252,11 +259,7 @@ else
 	[[ -n $helper ]] || info "note: no helper left waiting (the daemon answered early?)"
 	kill $BW
 	kill $BF
-	for i in $(seq 50); do
-		[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null && break
-		sleep 0.1
-	done
-	[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null || fail "binfs: helper $helper still there after its daemon ended"
+	helper_gone binfs
 fi
 
 # ---- run: continuous mode sees the FIFO, then the host link -----------------
