@@ -87,6 +87,15 @@ static void make_vocab(struct realistic *r)
 	}
 }
 
+/* A 64-digit container id from @digits, unique by its first two (@i). */
+static void make_container_id(char *id, const char *digits, int mul, int i)
+{
+	for (int k = 0; k < 64; k++)
+		id[k] = digits[(i * mul + k) % 16];
+	id[0] = "0123456789abcdef"[i / 16 % 16];
+	id[1] = "0123456789abcdef"[i % 16];
+}
+
 static void make_cgroup(struct exp_cg *c, int i)
 {
 	memset(c, 0, sizeof(*c));
@@ -98,18 +107,12 @@ static void make_cgroup(struct exp_cg *c, int i)
 		c->unit = "postgresql@15-main.service";
 		break;
 	case 1:
-		for (int k = 0; k < 64; k++)
-			c->container_id[k] = "0123456789abcdef"[(i * 7 + k) % 16];
-		c->container_id[0] = "0123456789abcdef"[i / 16 % 16];
-		c->container_id[1] = "0123456789abcdef"[i % 16];
+		make_container_id(c->container_id, "0123456789abcdef", 7, i);
 		snprintf(c->path, sizeof(c->path), "/system.slice/docker-%s.scope", c->container_id);
 		c->runtime = "docker";
 		break;
 	case 2:
-		for (int k = 0; k < 64; k++)
-			c->container_id[k] = "fedcba9876543210"[(i * 3 + k) % 16];
-		c->container_id[0] = "0123456789abcdef"[i / 16 % 16];
-		c->container_id[1] = "0123456789abcdef"[i % 16];
+		make_container_id(c->container_id, "fedcba9876543210", 3, i);
 		snprintf(c->pod_uid, sizeof(c->pod_uid), "1234%04d-aaaa-bbbb-cccc-0123456789ab", i);
 		snprintf(c->path, sizeof(c->path),
 			 "/kubepods.slice/kubepods-burstable.slice/cri-containerd-%s.scope",
