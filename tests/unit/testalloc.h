@@ -37,4 +37,14 @@ long tl_alloc_live(void);
 /* Disarm and stop counting. */
 void tl_alloc_reset(void);
 
+/*
+ * Curl's torture loop: @step(@ctx) runs with allocation 0, 1, 2, ... of it
+ * failing, until a run in which no allocation failed; each run must leave
+ * nothing allocated (the test fails, naming the allocation, otherwise), and
+ * the step asserts what a failed and what the whole run gives
+ * (tl_alloc_failed() tells which it is in). Stops the test after @max runs.
+ * Returns the number of runs that had a failure.
+ */
+long tl_alloc_torture(void (*step)(void *ctx), void *ctx, long max);
+
 #endif
