@@ -404,45 +404,35 @@ static void test_error_truncated(void **state)
 
 /* Every allocation of loading the example fails in turn: -ENOMEM, nothing
  * left allocated, *out untouched; then it loads. */
+/* One run of the torture loop: the example parsed; failing, -ENOMEM with
+ * its message and *out untouched. */
+static void parse_run(void *ctx)
+{
+	const char *text = ctx;
+	struct config *c = (struct config *)0x1;
+	char err[512];
+	int rc = config_parse("t.yaml", text, strlen(text), &c, err, sizeof(err));
+
+	if (rc == 0) {
+		/* only once no allocation failed */
+		assert_false(tl_alloc_failed());
+		config_free(c);
+		return;
+	}
+	if (rc != -ENOMEM)
+		fail_msg("rc %d (%s)", rc, err);
+	assert_string_equal(err, "t.yaml: out of memory");
+	assert_ptr_equal(c, (struct config *)0x1);
+}
+
 static void test_out_of_memory(void **state)
 {
-	char *path, *text, err[512];
-	size_t len;
-	long n;
+	char *path, *text;
 
-	if (!tl_alloc_available()) {
-		print_message("skip: ASan's allocator is in place; the build without SAN=1 runs this\n");
-		skip();
-	}
+	tl_alloc_require();
 	path = tl_tree_file(EXAMPLE);
 	text = tl_read_text(path);
-	len = strlen(text);
-	for (n = 0;; n++) {
-		struct config *c = (struct config *)0x1;
-		long live;
-		bool failed;
-		int rc;
-
-		tl_alloc_fail_at(n);
-		rc = config_parse("t.yaml", text, len, &c, err, sizeof(err));
-		if (rc == 0)
-			config_free(c);
-		live = tl_alloc_live();
-		failed = tl_alloc_failed();
-		tl_alloc_reset();
-		if (live)
-			fail_msg("allocation %ld failing: %ld blocks left allocated", n, live);
-		if (rc == 0) {
-			/* only once no allocation failed */
-			assert_false(failed);
-			break;
-		}
-		if (rc != -ENOMEM)
-			fail_msg("allocation %ld failing: rc %d (%s)", n, rc, err);
-		assert_string_equal(err, "t.yaml: out of memory");
-		assert_ptr_equal(c, (struct config *)0x1);
-	}
-	assert_true(n > 50);
+	assert_true(tl_alloc_torture(parse_run, text, 100000) > 50);
 	free(text);
 	free(path);
 }

@@ -453,6 +453,18 @@ out:
 	return ret;
 }
 
+/* One run of the torture loop: every output of one fold set. */
+static void render_run(void *ctx)
+{
+	int ret = run_all(ctx);
+
+	if (!tl_alloc_failed())
+		assert_int_equal(ret, 0);
+	/* 0: an allocation with a fallback (qsort's scratch) */
+	else if (ret != -ENOMEM && ret != 0)
+		fail_msg("an allocation failed: %d, want -ENOMEM", ret);
+}
+
 static void test_alloc_failures(void **state)
 {
 	FILE *sink;
@@ -461,22 +473,7 @@ static void test_alloc_failures(void **state)
 	tl_alloc_require();
 	sink = tl_devnull();
 	assert_int_equal(run_all(sink), 0); /* sink's buffer allocated once */
-	for (i = 0; i < 100000; i++) {
-		int ret;
-
-		tl_alloc_fail_at(i);
-		ret = run_all(sink);
-		tl_alloc_reset();
-		if (tl_alloc_live())
-			fail_msg("allocation %ld failed: %ld allocations leaked", i, tl_alloc_live());
-		if (!tl_alloc_failed()) {
-			assert_int_equal(ret, 0);
-			break;
-		}
-		/* 0: an allocation with a fallback (qsort's scratch) */
-		if (ret != -ENOMEM && ret != 0)
-			fail_msg("allocation %ld failed: %d, want -ENOMEM", i, ret);
-	}
+	i = tl_alloc_torture(render_run, sink, 100000);
 	print_message("     %ld allocations failed in turn\n", i);
 	assert_true(i > 20);
 	fclose(sink);
