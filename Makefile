@@ -95,7 +95,7 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all deps run run-stat test check check-asan bench clean distclean format build-tests fuzz fuzz-parsers
+.PHONY: all deps run run-stat test check check-asan bench clean distclean build-tests fuzz fuzz-parsers
 all: $(O)/cgperf-agent $(O)/cgperf-exporter
 
 deps:
@@ -321,10 +321,6 @@ fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest $(O)/f
 		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(O)/fuzz/cfi- \
 		$(O)/fuzz/corpus/cfi
 
-format:
-	clang-format -i lib/*.[ch] wire/*.[ch] cgroup/*.[ch] agent/*/*.[ch] exporter/*.[ch] exporter/*/*.[ch] \
-		tests/unit/*.[ch] tests/fuzz/*.c \
-		$(wildcard tests/tools/*.c)
 
 clean:
 	rm -rf build build-asan
