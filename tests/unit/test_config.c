@@ -49,14 +49,6 @@ static void assert_lists_equal(char **a, size_t na, char **b, size_t nb)
 		assert_string_equal(a[i], b[i]);
 }
 
-static void assert_opt_equal(const char *a, const char *b)
-{
-	if (!a || !b)
-		assert_ptr_equal(a, b);
-	else
-		assert_string_equal(a, b);
-}
-
 /* Every value (not the path or the probes' positions). */
 static void assert_config_equal(const struct config *a, const struct config *b)
 {
@@ -80,18 +72,18 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 	assert_int_equal(a->nprobes, b->nprobes);
 	for (size_t i = 0; i < a->nprobes; i++) {
 		assert_string_equal(a->probes[i].spec, b->probes[i].spec);
-		assert_opt_equal(a->probes[i].hist, b->probes[i].hist);
-		assert_opt_equal(a->probes[i].latency_end, b->probes[i].latency_end);
+		tl_assert_str_or_null(a->probes[i].hist, b->probes[i].hist);
+		tl_assert_str_or_null(a->probes[i].latency_end, b->probes[i].latency_end);
 		assert_int_equal(a->probes[i].stacks, b->probes[i].stacks);
 	}
 	assert_int_equal(a->push.interval_ms, b->push.interval_ms);
 	assert_lists_equal(a->push.collectors, a->push.ncollectors, b->push.collectors,
 			   b->push.ncollectors);
-	assert_opt_equal(a->push.token_file, b->push.token_file);
+	tl_assert_str_or_null(a->push.token_file, b->push.token_file);
 	assert_int_equal(a->push.timeout_ms, b->push.timeout_ms);
-	assert_opt_equal(a->push.tls.ca_file, b->push.tls.ca_file);
-	assert_opt_equal(a->push.tls.cert_file, b->push.tls.cert_file);
-	assert_opt_equal(a->push.tls.key_file, b->push.tls.key_file);
+	tl_assert_str_or_null(a->push.tls.ca_file, b->push.tls.ca_file);
+	tl_assert_str_or_null(a->push.tls.cert_file, b->push.tls.cert_file);
+	tl_assert_str_or_null(a->push.tls.key_file, b->push.tls.key_file);
 	assert_int_equal(a->push.tls.verify, b->push.tls.verify);
 	assert_string_equal(a->push.spool.dir, b->push.spool.dir);
 	assert_int_equal(a->push.spool.max_bytes, b->push.spool.max_bytes);
@@ -99,7 +91,7 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 	assert_int_equal(a->push.retry.max_ms, b->push.retry.max_ms);
 	assert_int_equal(a->log.format, b->log.format);
 	assert_int_equal(a->log.level, b->log.level);
-	assert_opt_equal(a->metrics.listen, b->metrics.listen);
+	tl_assert_str_or_null(a->metrics.listen, b->metrics.listen);
 }
 
 /* ---- defaults ---- */

@@ -578,14 +578,8 @@ static void test_spec_parts(void **state)
 			fail_msg("\"%s\": %s", cases[i].spec, err);
 		assert_int_equal(s.kind, cases[i].kind);
 		assert_string_equal(s.head, cases[i].head);
-		if (cases[i].binary)
-			assert_string_equal(s.binary, cases[i].binary);
-		else
-			assert_null(s.binary);
-		if (cases[i].group)
-			assert_string_equal(s.group, cases[i].group);
-		else
-			assert_null(s.group);
+		tl_assert_str_or_null(s.binary, cases[i].binary);
+		tl_assert_str_or_null(s.group, cases[i].group);
 		assert_string_equal(s.name, cases[i].name);
 		assert_int_equal(s.offset, cases[i].offset);
 		assert_int_equal(s.retprobe, strstr(cases[i].spec, "%return") != NULL);

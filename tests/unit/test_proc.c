@@ -136,10 +136,7 @@ static void test_read_table(void **state)
 		assert_int_equal(p.pid, procs[i].pid);
 		assert_int_equal(p.ppid, procs[i].ppid);
 		assert_string_equal(p.comm, procs[i].comm);
-		if (procs[i].exe)
-			assert_string_equal(p.exe, procs[i].exe);
-		else
-			assert_null(p.exe);
+		tl_assert_str_or_null(p.exe, procs[i].exe);
 		assert_string_equal(p.cmdline, procs[i].cmdline);
 		assert_string_equal(p.cgroup, procs[i].cgroup);
 		cg_proc_release(&p);

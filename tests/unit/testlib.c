@@ -376,3 +376,13 @@ int tl_count_batch_files(const char *dir)
 	closedir(d);
 	return n;
 }
+
+void tl_assert_str_or_null(const char *got, const char *want)
+{
+	if (!want) {
+		assert_null(got);
+		return;
+	}
+	assert_non_null(got);
+	assert_string_equal(got, want);
+}

@@ -128,6 +128,9 @@ FILE *tl_devnull(void);
  * cannot be read. */
 int tl_count_batch_files(const char *dir);
 
+/* @got is the string @want, or NULL when @want is. */
+void tl_assert_str_or_null(const char *got, const char *want);
+
 /* Whether @s ends with @suffix. */
 bool tl_ends_with(const char *s, const char *suffix);
 
