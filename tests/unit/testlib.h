@@ -3,10 +3,12 @@
 #define CGPERF_TESTS_TESTLIB_H
 
 /*
- * Helpers shared by the cmocka unit tests (linked into every one): temp
- * directories and the files in them, whole-file reads, and text captured
- * from a FILE *. They fail the running test (cmocka's fail_msg) instead of
- * returning errors, so a test reads as its steps.
+ * Helpers shared by the cmocka unit tests (linked into every one): the
+ * list of a file's cases (TL_MAIN), temp directories, fake trees and the
+ * files in them, files of the source tree, whole-file reads, gzip, text
+ * captured from a FILE *, a repeatable random sequence. They fail the
+ * running test (cmocka's fail_msg) instead of returning errors, so a test
+ * reads as its steps.
  *
  * The failing-allocation injector is apart, in testalloc.h: it replaces
  * malloc, so only the tests that ask for it link it (see the Makefile).
