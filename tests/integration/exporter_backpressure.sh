@@ -15,11 +15,10 @@
 #     500 with the store's reason, nothing of it stored, the two others are acked 200 and stored.
 #  3. --ingest-queue and ingest_queue: out-of-range values refused.
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/exporter.sh"
 W=$BUILD_DIR/workloads
 GEN=$BUILD_DIR/tools/gen_batch
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
 [[ -n ${KEEP_TMP:-} ]] && echo "TMP=$TMP"
-[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 [[ -x $GEN ]] || fail "$GEN not built (make O=${BUILD:-build} build-tests)"
 command -v curl >/dev/null || fail "curl missing"
 python3 -c 'import sqlite3' || fail "python3's sqlite3 module missing"
@@ -27,7 +26,7 @@ cg=$(cg_make bp)
 rel=${cg#"$(cg2_mount)"}
 ex_port=$(free_port)
 url=http://127.0.0.1:$ex_port
-db=$TMP/data/cgperf.db
+db=$TMP/exporter/cgperf.db
 
 exporter() { # QUEUE: start the exporter with --ingest-queue QUEUE
 	exporter_up --ingest-queue "$1" --log-level debug

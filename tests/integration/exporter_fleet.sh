@@ -18,11 +18,10 @@
 # issue's, with room (p99 measured ~5 ms, /healthz max ~10 ms when idle);
 # see part 1 for how a noisy neighbour is told from a slow exporter.
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/exporter.sh"
 SWARM=$BUILD_DIR/tools/agent_swarm
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
 SECS=${FLEET_SECONDS:-60}
 AGENTS=1000 RATE=100 IDLE=10000
-[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 [[ -x $SWARM ]] || fail "$SWARM not built (make O=${BUILD:-build} build-tests)"
 command -v curl >/dev/null || fail "curl missing"
 

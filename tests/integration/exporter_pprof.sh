@@ -12,9 +12,8 @@
 #           binary's build id (readelf -n), once the agent sends modules;
 #   svg     well-formed XML (xmllint), naming the chain's functions.
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/exporter.sh"
 W=$BUILD_DIR/workloads
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
-[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 [[ -x $W/chain-fp ]] || fail "$W/chain-fp not built (make O=${BUILD:-build} build-tests)"
 for c in curl go xmllint perl readelf python3; do
 	command -v $c >/dev/null || fail "$c missing (packaging/install-deps.sh installs it)"

@@ -12,11 +12,10 @@
 #     batch carries it) come back with exactly those label values;
 # and `promtool check metrics` is clean on the page, hostile names included.
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/exporter.sh"
 source "$ROOT/tests/lib/pg.sh"
 W=$BUILD_DIR/workloads
 GEN=$BUILD_DIR/tools/gen_batch
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
-[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 [[ -x $GEN ]] || fail "$GEN not built (make O=${BUILD:-build} build-tests)"
 for c in prometheus promtool curl python3; do
 	command -v $c >/dev/null || fail "$c missing (packaging/install-deps.sh installs it)"

@@ -128,7 +128,7 @@ fi
 
 # 4. run: counted per cgroup on its own /metrics, on the wire, and on the
 # exporter's /metrics.
-EXPORTER=$(dirname "$AGENT")/cgperf-exporter
+source "$(dirname "$0")/../lib/exporter.sh"
 cg_new trunc
 exporter_up
 mport=$(free_port)

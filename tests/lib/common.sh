@@ -10,8 +10,6 @@
 #   free_port     a TCP port on 127.0.0.1 that nothing listens on now
 #   wait_http URL SECONDS [LOG]   wait until URL answers 2xx, else fail
 #                 (with the tail of LOG)
-#   exporter_up [ARGS...]  start $EXPORTER on $ex (port $ex_port), store in
-#                 $TMP/data, PID in $EX_PID
 #   SANITIZED     1 when the binaries under test are built with SAN=1
 #                 (ASan+UBSan: several times slower), else 0
 #   TIME_SCALE    what time bounds and timeouts of a test are multiplied by:
@@ -136,19 +134,6 @@ wait_http() {
 		sleep 0.1
 	done
 	fail "$url not answering after ${secs}s${log:+: $(tail -n 20 "$log")}"
-}
-
-# exporter_up [ARGS...]: $EXPORTER on loopback port $ex_port (a free one
-# unless set: a restart keeps it), its store in $TMP/data, with ARGS,
-# logging to $TMP/exporter.log, killed at exit. Sets $ex (its base URL) and
-# $EX_PID; returns once /healthz answers.
-exporter_up() {
-	ex_port=${ex_port:-$(free_port)}
-	ex=http://127.0.0.1:$ex_port
-	"$EXPORTER" --listen "127.0.0.1:$ex_port" --data-dir "$TMP/data" "$@" 2>>"$TMP/exporter.log" &
-	EX_PID=$!
-	bg_track $EX_PID
-	wait_http "$ex/healthz" 10 "$TMP/exporter.log"
 }
 
 pct_diff() {
