@@ -344,25 +344,45 @@ static void finish(struct sampler *s, const struct sampler_cb *cb)
 	assert_true(sampler_drain(s, cb) >= 0);
 }
 
+/* What a live test holds: its options, its sampler and what it saw. */
+struct session {
+	struct sampler_opts o;
+	struct sampler_stats st;
+	struct live c;
+	struct sampler_cb cb;
+	struct sampler *s;
+};
+
+/* Skip without root; the default options, nothing seen yet. */
+static void session_begin(struct session *x)
+{
+	need_root();
+	x->o = base_opts();
+	live_init(&x->c);
+	x->cb = live_cb(&x->c);
+	x->s = NULL;
+}
+
+static void session_end(struct session *x)
+{
+	sampler_close(x->s);
+	live_release(&x->c);
+}
+
 static void test_system_wide(void **state)
 {
-	struct sampler_opts o = base_opts();
-	struct sampler_stats st;
+	struct session x;
 	struct pollfd pfd[64];
 	int fds[64];
-	struct live c;
-	struct sampler_cb cb = live_cb(&c);
-	struct sampler *s;
 	size_t n;
 
-	need_root();
-	live_init(&c);
-	c.want_chain = true;
-	o.callchain = true;
-	s = open_or_fail(&o);
-	n = sampler_fds(s, fds, NELEM(fds));
+	session_begin(&x);
+	x.c.want_chain = true;
+	x.o.callchain = true;
+	x.s = open_or_fail(&x.o);
+	n = sampler_fds(x.s, fds, NELEM(fds));
 	assert_int_equal(n, g_ncpu);
-	assert_int_equal(sampler_enable(s), 0);
+	assert_int_equal(sampler_enable(x.s), 0);
 
 	/* The watermark: 20 samples per CPU (a few KiB) wake nobody; the
 	 * small-ring test sees the wake-up once a quarter is full. */
@@ -371,38 +391,32 @@ static void test_system_wide(void **state)
 	spin_ms(20);
 	assert_int_equal(poll(pfd, n, 0), 0);
 
-	run_for(s, &cb, 1000, 100, true);
-	finish(s, &cb);
-	sampler_stats(s, &st);
+	run_for(x.s, &x.cb, 1000, 100, true);
+	finish(x.s, &x.cb);
+	sampler_stats(x.s, &x.st);
 	print_message("system-wide: %llu samples (%llu ours), %llu records, %llu lost\n",
-		      (unsigned long long)c.samples, (unsigned long long)c.self,
-		      (unsigned long long)st.records, (unsigned long long)st.lost);
-	assert_true(c.samples > 500);
-	assert_true(c.self > 0);
-	assert_int_equal(c.bad_cpu, 0);
-	assert_int_equal(c.time_back, 0);
-	assert_int_equal(c.no_chain, 0);
-	assert_int_equal(st.samples, c.samples);
-	assert_int_equal(st.malformed, 0);
-	assert_true(st.wakeups > 0);
-	sampler_close(s);
-	live_release(&c);
+		      (unsigned long long)x.c.samples, (unsigned long long)x.c.self,
+		      (unsigned long long)x.st.records, (unsigned long long)x.st.lost);
+	assert_true(x.c.samples > 500);
+	assert_true(x.c.self > 0);
+	assert_int_equal(x.c.bad_cpu, 0);
+	assert_int_equal(x.c.time_back, 0);
+	assert_int_equal(x.c.no_chain, 0);
+	assert_int_equal(x.st.samples, x.c.samples);
+	assert_int_equal(x.st.malformed, 0);
+	assert_true(x.st.wakeups > 0);
+	session_end(&x);
 }
 
 static void test_fork_exec(void **state)
 {
-	struct sampler_opts o = base_opts();
-	struct sampler_stats st;
-	struct live c;
-	struct sampler_cb cb = live_cb(&c);
-	struct sampler *s;
+	struct session x;
 	pid_t child;
 	int status;
 
-	need_root();
-	live_init(&c);
-	s = open_or_fail(&o);
-	assert_int_equal(sampler_enable(s), 0);
+	session_begin(&x);
+	x.s = open_or_fail(&x.o);
+	assert_int_equal(sampler_enable(x.s), 0);
 	child = fork();
 	assert_true(child >= 0);
 	if (child == 0) {
@@ -411,57 +425,50 @@ static void test_fork_exec(void **state)
 	}
 	assert_int_equal(waitpid(child, &status, 0), child);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	run_for(s, &cb, 100, 50, false);
-	finish(s, &cb);
-	sampler_stats(s, &st);
-	assert_int_equal(st.malformed, 0);
+	run_for(x.s, &x.cb, 100, 50, false);
+	finish(x.s, &x.cb);
+	sampler_stats(x.s, &x.st);
+	assert_int_equal(x.st.malformed, 0);
 
-	assert_non_null(find_sb(&c, 'f', (uint32_t)child, (uint32_t)getpid(), NULL));
-	const struct sb *e = find_sb(&c, 'c', (uint32_t)child, 0, "true");
+	assert_non_null(find_sb(&x.c, 'f', (uint32_t)child, (uint32_t)getpid(), NULL));
+	const struct sb *e = find_sb(&x.c, 'c', (uint32_t)child, 0, "true");
 
 	assert_non_null(e);
 	assert_true(e->exec);
-	assert_non_null(find_sb(&c, 'x', (uint32_t)child, 0, NULL));
-	if (!find_sb(&c, 'm', (uint32_t)child, 0, "true") &&
-	    !find_sb(&c, 'm', (uint32_t)child, 0, "libc"))
+	assert_non_null(find_sb(&x.c, 'x', (uint32_t)child, 0, NULL));
+	if (!find_sb(&x.c, 'm', (uint32_t)child, 0, "true") &&
+	    !find_sb(&x.c, 'm', (uint32_t)child, 0, "libc"))
 		fail_msg("no MMAP2 of /bin/true or libc for pid %d", (int)child);
-	sampler_close(s);
-	live_release(&c);
+	session_end(&x);
 }
 
 static void test_user_stack(void **state)
 {
-	struct sampler_opts o = base_opts();
-	struct sampler_stats st;
-	struct live c;
-	struct sampler_cb cb = live_cb(&c);
-	struct sampler *s;
+	struct session x;
 	volatile char here = 0;
 
-	need_root();
-	live_init(&c);
-	c.want_stack = true;
-	c.stack_bytes = 8192;
+	session_begin(&x);
+	x.c.want_stack = true;
+	x.c.stack_bytes = 8192;
 	/* Our stack pointer, during the spin below, sits under this frame. */
-	c.stack_hi = (uintptr_t)&here + 4096;
-	c.stack_lo = (uintptr_t)&here - (1u << 20);
-	o.user_stack = true;
-	o.stack_bytes = 8192;
-	o.regs_mask = REGS_MASK;
-	s = open_or_fail(&o);
-	assert_int_equal(sampler_enable(s), 0);
-	run_for(s, &cb, 500, 25, true);
-	finish(s, &cb);
-	sampler_stats(s, &st);
+	x.c.stack_hi = (uintptr_t)&here + 4096;
+	x.c.stack_lo = (uintptr_t)&here - (1u << 20);
+	x.o.user_stack = true;
+	x.o.stack_bytes = 8192;
+	x.o.regs_mask = REGS_MASK;
+	x.s = open_or_fail(&x.o);
+	assert_int_equal(sampler_enable(x.s), 0);
+	run_for(x.s, &x.cb, 500, 25, true);
+	finish(x.s, &x.cb);
+	sampler_stats(x.s, &x.st);
 	print_message("user stack: %llu of our %llu user samples (%llu in all) ok, %llu bad\n",
-		      (unsigned long long)c.stack_ok, (unsigned long long)c.self_user,
-		      (unsigned long long)c.self, (unsigned long long)c.stack_bad);
-	assert_true(c.self_user > 50);
-	assert_int_equal(c.stack_bad, 0);
-	assert_int_equal(c.stack_ok, c.self_user);
-	assert_int_equal(st.malformed, 0);
-	sampler_close(s);
-	live_release(&c);
+		      (unsigned long long)x.c.stack_ok, (unsigned long long)x.c.self_user,
+		      (unsigned long long)x.c.self, (unsigned long long)x.c.stack_bad);
+	assert_true(x.c.self_user > 50);
+	assert_int_equal(x.c.stack_bad, 0);
+	assert_int_equal(x.c.stack_ok, x.c.self_user);
+	assert_int_equal(x.st.malformed, 0);
+	session_end(&x);
 	(void)here;
 }
 
@@ -683,14 +690,10 @@ static __attribute__((noreturn)) void pid_child(struct fixture *f)
 static void test_pid(void **state)
 {
 	struct fixture *f = *state;
-	struct sampler_opts o = base_opts();
-	struct sampler_stats st;
-	struct live c;
-	struct sampler_cb cb = live_cb(&c);
-	struct sampler *s;
+	struct session x;
 	uint64_t main_thread = 0, other_thread = 0, grandchild = 0;
 
-	need_root();
+	session_begin(&x);
 	assert_int_equal(pipe2(f->ready, O_CLOEXEC), 0);
 	assert_int_equal(pipe2(f->go, O_CLOEXEC), 0);
 	f->child = fork();
@@ -699,24 +702,23 @@ static void test_pid(void **state)
 		pid_child(f);
 	wait_byte(f->ready[0]);
 
-	live_init(&c);
-	o.pid = f->child;
-	s = open_or_fail(&o);
-	assert_int_equal(sampler_fds(s, (int[64]){ 0 }, 64), g_ncpu);
-	assert_int_equal(sampler_enable(s), 0);
+	x.o.pid = f->child;
+	x.s = open_or_fail(&x.o);
+	assert_int_equal(sampler_fds(x.s, (int[64]){ 0 }, 64), g_ncpu);
+	assert_int_equal(sampler_enable(x.s), 0);
 	assert_int_equal(write(f->go[1], "g", 1), 1);
-	run_for(s, &cb, 600, 100, false);
-	finish(s, &cb);
-	sampler_stats(s, &st);
+	run_for(x.s, &x.cb, 600, 100, false);
+	finish(x.s, &x.cb);
+	sampler_stats(x.s, &x.st);
 
-	for (size_t i = 0; i < c.ntids; i++) {
-		const struct pidcount *p = &c.tids[i];
+	for (size_t i = 0; i < x.c.ntids; i++) {
+		const struct pidcount *p = &x.c.tids[i];
 
 		if (p->pid == (uint32_t)f->child && p->tid == p->pid)
 			main_thread += p->n;
 		else if (p->pid == (uint32_t)f->child)
 			other_thread += p->n;
-		else if (forked_by(&c, p->pid, (uint32_t)f->child))
+		else if (forked_by(&x.c, p->pid, (uint32_t)f->child))
 			grandchild += p->n;
 		else
 			fail_msg("%llu samples of %u/%u, not the followed process",
@@ -728,59 +730,52 @@ static void test_pid(void **state)
 	assert_true(main_thread > 0);
 	assert_true(other_thread > 0); /* a thread that existed before the open */
 	assert_true(grandchild > 0);   /* inherit=1 */
-	assert_int_equal(st.malformed, 0);
-	sampler_close(s);
-	live_release(&c);
+	assert_int_equal(x.st.malformed, 0);
+	session_end(&x);
 }
 
 /* A two-page ring, big records, slow drains: wraps and overruns. */
 static void test_small_ring(void **state)
 {
-	struct sampler_opts o = base_opts();
-	struct sampler_stats st;
-	struct live c;
-	struct sampler_cb cb = live_cb(&c);
-	struct sampler *s;
+	struct session x;
 	uint64_t t0, dt = 0;
 	struct pollfd pfd[64];
 	int fds[64], n;
 
-	need_root();
-	live_init(&c);
-	o.freq = freq(4000);
-	o.mmap_pages = 2;
-	o.user_stack = true;
-	o.stack_bytes = 4096;
-	o.regs_mask = REGS_MASK;
-	o.callchain = true;
-	s = open_or_fail(&o);
-	n = (int)sampler_fds(s, fds, NELEM(fds));
+	session_begin(&x);
+	x.o.freq = freq(4000);
+	x.o.mmap_pages = 2;
+	x.o.user_stack = true;
+	x.o.stack_bytes = 4096;
+	x.o.regs_mask = REGS_MASK;
+	x.o.callchain = true;
+	x.s = open_or_fail(&x.o);
+	n = (int)sampler_fds(x.s, fds, NELEM(fds));
 	for (int i = 0; i < n; i++)
 		pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-	assert_int_equal(sampler_enable(s), 0);
+	assert_int_equal(sampler_enable(x.s), 0);
 	/* One 4 KiB stack sample passes the 2 KiB watermark. */
 	assert_true(poll(pfd, (nfds_t)n, 2000) > 0);
 	for (int i = 0; i < 20; i++) {
 		spin_ms(50);
 		t0 = clock_mono_ns();
-		n = sampler_drain(s, &cb);
+		n = sampler_drain(x.s, &x.cb);
 		dt += clock_mono_ns() - t0;
 		assert_true(n >= 0);
 	}
-	finish(s, &cb);
-	sampler_stats(s, &st);
+	finish(x.s, &x.cb);
+	sampler_stats(x.s, &x.st);
 	print_message("small ring: %llu samples, %llu wrapped, %llu lost, %llu records in "
 		      "%.2f ms of drains\n",
-		      (unsigned long long)st.samples, (unsigned long long)st.wrapped,
-		      (unsigned long long)st.lost, (unsigned long long)st.records, dt / 1e6);
-	assert_true(st.samples > 20);
-	assert_true(st.wrapped > 0);
-	assert_true(st.lost > 0);
-	assert_int_equal(c.lost, st.lost);
-	assert_int_equal(st.malformed, 0);
-	assert_int_equal(c.time_back, 0);
-	sampler_close(s);
-	live_release(&c);
+		      (unsigned long long)x.st.samples, (unsigned long long)x.st.wrapped,
+		      (unsigned long long)x.st.lost, (unsigned long long)x.st.records, dt / 1e6);
+	assert_true(x.st.samples > 20);
+	assert_true(x.st.wrapped > 0);
+	assert_true(x.st.lost > 0);
+	assert_int_equal(x.c.lost, x.st.lost);
+	assert_int_equal(x.st.malformed, 0);
+	assert_int_equal(x.c.time_back, 0);
+	session_end(&x);
 }
 
 static size_t count_fds(void)
