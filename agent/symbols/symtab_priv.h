@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "agent/symbols/dso.h"
 #include "agent/symbols/elfobj.h"
 #include "agent/symbols/symtab.h"
 
@@ -57,7 +58,10 @@ struct symtab {
 	size_t nloads;
 	const char *source;
 	char build_id[2 * SYMTAB_MAX_BUILD_ID + 1];
-	/* the file holding DWARF, opened on first symtab_inlines() */
+	/* the file holding DWARF, opened on first symtab_inlines(): the dso's
+	 * own fd (duplicated) when the file has DWARF itself, else by path */
+	struct dso *dwarf_dso; /* no reference: the symtab lives in it, or holds dso_ref */
+	struct dso *dso_ref;   /* symtab_open()'s: a reference it owns */
 	char *dwarf_path;
 	int dwarf_fd;
 	Dwarf *dwarf;
@@ -85,7 +89,8 @@ struct elf_info {
 
 /* What a separate debuginfo file must match. */
 struct debug_want {
-	const struct elfobj *main;
+	const struct stat *main_st; /* the file itself: a debuglink naming it is no debuginfo */
+	const GElf_Ehdr *main_eh;
 	const uint8_t *build_id;
 	size_t build_id_len;
 	const struct elf_info *info;
