@@ -345,7 +345,7 @@ static struct dso *dso_load(const char *path, int *err)
 	return d;
 }
 
-struct dso *dso_open(const char *path, uint64_t dev, uint64_t ino)
+static struct dso *dso_open_key(const char *path, uint64_t dev, uint64_t ino, bool exact)
 {
 	struct dso *d, *other;
 	int err;
@@ -366,6 +366,11 @@ struct dso *dso_open(const char *path, uint64_t dev, uint64_t ino)
 	d = dso_load(path, &err);
 	if (!d) {
 		errno = -err;
+		return NULL;
+	}
+	if (exact && ((uint64_t)d->st.st_dev != dev || (uint64_t)d->st.st_ino != ino)) {
+		dso_free(d);
+		errno = ESTALE;
 		return NULL;
 	}
 	if (!dev && !ino) {
@@ -393,6 +398,16 @@ struct dso *dso_open(const char *path, uint64_t dev, uint64_t ino)
 		return other;
 	}
 	return d;
+}
+
+struct dso *dso_open(const char *path, uint64_t dev, uint64_t ino)
+{
+	return dso_open_key(path, dev, ino, false);
+}
+
+struct dso *dso_open_exact(const char *path, uint64_t dev, uint64_t ino)
+{
+	return dso_open_key(path, dev, ino, true);
 }
 
 struct dso *dso_get(struct dso *d)

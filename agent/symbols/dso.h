@@ -84,6 +84,12 @@ struct dso_eh {
  * (ENOENT, ENOEXEC, EFBIG, ...); a failure is not remembered.
  */
 struct dso *dso_open(const char *path, uint64_t dev, uint64_t ino);
+/*
+ * The same, but a file newly opened must be that very inode: ESTALE when
+ * the file at @path has another (dev, ino) than @dev, @ino (for reading a
+ * host path in place of a container's, only when it is the mapped file).
+ */
+struct dso *dso_open_exact(const char *path, uint64_t dev, uint64_t ino);
 /* One more reference to @d (NULL passes through). */
 struct dso *dso_get(struct dso *d);
 /* Drop a reference; the last one frees the dso, its members and its fd. */
