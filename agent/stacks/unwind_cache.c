@@ -222,10 +222,10 @@ static struct unwind_entry *cache_get(struct unwind_cache *c, const struct unwin
 /* Runtime address minus link-time address of @e's binary as mapped by @m. */
 static uint64_t entry_bias(const struct unwind_entry *e, const struct unwind_map *m)
 {
-	const struct unwind_seg *best = NULL;
+	const struct elfobj_load *best = NULL;
 
 	for (size_t i = 0; i < e->t->nsegs; i++) {
-		const struct unwind_seg *s = &e->t->segs[i];
+		const struct elfobj_load *s = &e->t->segs[i];
 
 		if ((s->offset & ~(UNWIND_PAGE - 1)) <= m->pgoff &&
 		    m->pgoff < s->offset + s->filesz && (!best || (s->exec && !best->exec)))

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "agent/stacks/unwind.h"
+#include "agent/symbols/elfobj.h"
 
 #define UNWIND_REGION_MAX (256u << 20) /* cached bytes per region */
 #define UNWIND_MERGE_GAP (64u << 10)   /* hdr and eh_frame closer than this: one region */
@@ -32,11 +33,6 @@
 #define UNWIND_PAGE 4096ull
 #define UNWIND_SLOTS 16                /* indirect CFI pointers kept per binary */
 #define UNWIND_CIES 64                 /* CIEs remembered while scanning .eh_frame */
-
-struct unwind_seg {
-	uint64_t offset, vaddr, filesz;
-	bool exec;
-};
 
 /* File bytes kept in memory, 8-byte aligned at both ends (libunwind reads aligned words). */
 struct unwind_region {
@@ -70,7 +66,7 @@ struct unwind_rules {
  */
 struct unwind_tables {
 	uint64_t hdr_vaddr, table_vaddr, fde_count;
-	struct unwind_seg segs[UNWIND_MAX_LOADS];
+	const struct elfobj_load *segs; /* the dso's PT_LOAD segments */
 	size_t nsegs;
 	struct unwind_region reg[2];
 	size_t nreg;

@@ -23,17 +23,6 @@
 
 /* ---- reading one binary's tables ---- */
 
-static const struct unwind_seg *seg_of_vaddr(const struct unwind_tables *t, uint64_t vaddr)
-{
-	for (size_t i = 0; i < t->nsegs; i++) {
-		const struct unwind_seg *s = &t->segs[i];
-
-		if (vaddr >= s->vaddr && vaddr - s->vaddr < s->filesz)
-			return s;
-	}
-	return NULL;
-}
-
 /*
  * Read [vaddr, vaddr + size) into a new region, widened to 8-byte alignment.
  * The widening may step outside the segment's file bytes: those read as 0.
@@ -41,7 +30,7 @@ static const struct unwind_seg *seg_of_vaddr(const struct unwind_tables *t, uint
 static int region_load(struct unwind_tables *t, const struct dso *d, uint64_t vaddr,
 		       uint64_t size)
 {
-	const struct unwind_seg *s = seg_of_vaddr(t, vaddr);
+	const struct elfobj_load *s = dso_load_at(d, vaddr);
 	struct unwind_region *r = &t->reg[t->nreg];
 	uint64_t lo, hi, rlo, rhi, seg_end;
 	int ret;
@@ -87,18 +76,13 @@ static int tables_segs(struct unwind_tables *t, const struct dso *d)
 		return n > UNWIND_MAX_LOADS ? -E2BIG : -ENOEXEC;
 	if (n > UNWIND_MAX_LOADS)
 		return -E2BIG;
-	for (size_t i = 0; i < n; i++) {
-		/* Headroom for 8-byte rounding past the end. */
+	/* Headroom for 8-byte rounding past the end. */
+	for (size_t i = 0; i < n; i++)
 		if (l[i].vaddr > UINT64_MAX - 16 - l[i].filesz ||
 		    l[i].offset > UINT64_MAX - 16 - l[i].filesz)
 			return -ENOEXEC;
-		t->segs[t->nsegs++] = (struct unwind_seg){
-			.offset = l[i].offset,
-			.vaddr = l[i].vaddr,
-			.filesz = l[i].filesz,
-			.exec = l[i].exec,
-		};
-	}
+	t->segs = l;
+	t->nsegs = n;
 	return 0;
 }
 
@@ -407,7 +391,7 @@ static void tables_slots(struct unwind_tables *t, const struct dso *d, uint64_t 
 	}
 	for (size_t i = 0; i < t->nslots; i++) {
 		uint64_t v = t->slot_vaddr[i];
-		const struct unwind_seg *s = seg_of_vaddr(t, v);
+		const struct elfobj_load *s = dso_load_at(d, v);
 		uint8_t w[8] = { 0 };
 
 		/* Past the file's bytes (.bss) the word is 0, as the loader leaves it. */
@@ -433,7 +417,7 @@ static void tables_free(void *p)
 static int tables_build(struct dso *d, void *arg, void **out)
 {
 	struct unwind_tables *t = calloc(1, sizeof(*t));
-	const struct unwind_seg *hs, *es;
+	const struct elfobj_load *hs, *es;
 	const struct dso_eh *eh;
 	uint64_t lo, hi, eh_end;
 	int ret;
@@ -449,8 +433,8 @@ static int tables_build(struct dso *d, void *arg, void **out)
 	t->hdr_vaddr = eh->hdr_vaddr;
 	t->table_vaddr = eh->table_vaddr;
 	t->fde_count = eh->fde_count;
-	hs = seg_of_vaddr(t, eh->hdr_vaddr);
-	es = seg_of_vaddr(t, eh->eh_vaddr);
+	hs = dso_load_at(d, eh->hdr_vaddr);
+	es = dso_load_at(d, eh->eh_vaddr);
 	ret = -ENOENT;
 	if (!es || !hs)
 		goto out;

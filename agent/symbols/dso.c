@@ -97,7 +97,7 @@ int dso_pread(const struct dso *d, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-static const struct elfobj_load *load_of_vaddr(const struct dso *d, uint64_t vaddr)
+const struct elfobj_load *dso_load_at(const struct dso *d, uint64_t vaddr)
 {
 	for (size_t i = 0; i < d->nloads; i++) {
 		const struct elfobj_load *l = &d->loads[i];
@@ -110,7 +110,7 @@ static const struct elfobj_load *load_of_vaddr(const struct dso *d, uint64_t vad
 
 int dso_vaddr_to_off(const struct dso *d, uint64_t vaddr, uint64_t *off)
 {
-	const struct elfobj_load *l = d ? load_of_vaddr(d, vaddr) : NULL;
+	const struct elfobj_load *l = d ? dso_load_at(d, vaddr) : NULL;
 
 	/* past p_filesz is .bss: memory with no file bytes behind it */
 	if (!l)
@@ -225,7 +225,7 @@ static int hdr_read_ptr(const uint8_t *buf, size_t len, size_t *pos, uint8_t enc
  */
 static int eh_parse(struct dso *d, struct dso_eh *e)
 {
-	const struct elfobj_load *l = load_of_vaddr(d, e->hdr_vaddr);
+	const struct elfobj_load *l = dso_load_at(d, e->hdr_vaddr);
 	uint64_t eh_frame, count, size = e->hdr_size;
 	size_t pos = 4;
 	uint8_t *buf;
@@ -531,22 +531,28 @@ Elf *dso_elf_begin(const struct dso *d)
 	return elf;
 }
 
+static void counts(uint64_t *opens, size_t *live)
+{
+	pthread_mutex_lock(&table_lock);
+	*opens = nopens;
+	*live = nlive;
+	pthread_mutex_unlock(&table_lock);
+}
+
 uint64_t dso_opens(void)
 {
-	uint64_t n;
+	uint64_t opens;
+	size_t live;
 
-	pthread_mutex_lock(&table_lock);
-	n = nopens;
-	pthread_mutex_unlock(&table_lock);
-	return n;
+	counts(&opens, &live);
+	return opens;
 }
 
 size_t dso_live(void)
 {
-	size_t n;
+	uint64_t opens;
+	size_t live;
 
-	pthread_mutex_lock(&table_lock);
-	n = nlive;
-	pthread_mutex_unlock(&table_lock);
-	return n;
+	counts(&opens, &live);
+	return live;
 }

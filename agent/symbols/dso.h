@@ -114,6 +114,8 @@ const char *dso_build_id_hex(const struct dso *d);
  * (truncated, no entries), -EIO.
  */
 int dso_eh_frame(const struct dso *d, const struct dso_eh **out);
+/* The segment whose file bytes hold link-time address @vaddr, or NULL. */
+const struct elfobj_load *dso_load_at(const struct dso *d, uint64_t vaddr);
 /* File offset <-> link-time address through the PT_LOAD segments. 0 or -ENOENT. */
 int dso_off_to_vaddr(const struct dso *d, uint64_t off, uint64_t *vaddr);
 int dso_vaddr_to_off(const struct dso *d, uint64_t vaddr, uint64_t *off);

@@ -380,12 +380,12 @@ static int cand_sort(struct cand *v, size_t n)
 
 static uint64_t load_end(const struct symtab *s, uint64_t vaddr)
 {
-	for (size_t i = 0; i < s->nloads; i++) {
-		const struct symtab_load *l = &s->loads[i];
+	size_t n;
+	const struct elfobj_load *l = dso_loads(s->dso, &n, NULL);
 
-		if (vaddr >= l->vaddr && vaddr - l->vaddr < l->filesz)
-			return l->vaddr + l->filesz;
-	}
+	for (size_t i = 0; i < n; i++)
+		if (vaddr >= l[i].vaddr && vaddr - l[i].vaddr < l[i].filesz)
+			return l[i].vaddr + l[i].filesz;
 	return vaddr;
 }
 
@@ -537,26 +537,6 @@ int symtab_func_start(const struct symtab *s, uint64_t off, uint64_t *start_off)
 	return symtab_vaddr_to_off(s, s->fde_start[lo - 1], start_off);
 }
 
-static int read_loads(struct symtab *s, const struct dso *d)
-{
-	size_t n;
-	const struct elfobj_load *l = dso_loads(d, &n, NULL);
-
-	if (n == 0)
-		return 0; /* no segments: nothing maps, lookups fail */
-	s->loads = calloc(n, sizeof(*s->loads));
-	if (!s->loads)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		s->loads[i] = (struct symtab_load){
-			.off = l[i].offset,
-			.filesz = l[i].filesz,
-			.vaddr = l[i].vaddr,
-		};
-	s->nloads = n;
-	return 0;
-}
-
 /* The symbols of separate debuginfo when the file has none of its own, and
  * the file holding DWARF when the file has none. @df is left open: the
  * names point into it until symtab_finish(). */
@@ -593,7 +573,9 @@ static int add_debuginfo(struct symtab *s, struct builder *b, const struct dso *
 
 /* ---- public ---- */
 
-struct symtab *symtab_new(struct dso *d, const char *debug_root)
+/* Build the symbols of @d; the symtab holds a reference to @d if @owns
+ * (else it is @d's member, freed with it). */
+static struct symtab *symtab_build(struct dso *d, const char *debug_root, bool owns)
 {
 	struct elfobj df = ELFOBJ_INIT;
 	struct elf_info minfo;
@@ -614,6 +596,8 @@ struct symtab *symtab_new(struct dso *d, const char *debug_root)
 		errno = ENOMEM;
 		return NULL;
 	}
+	s->dso = owns ? dso_get(d) : d;
+	s->owns_dso = owns;
 	s->dwarf_fd = -1;
 	s->dwarf_cache_fd = -1;
 	s->source = "none";
@@ -621,9 +605,6 @@ struct symtab *symtab_new(struct dso *d, const char *debug_root)
 	err = -ENOEXEC;
 	elf = dso_elf_begin(d);
 	if (!elf)
-		goto err_out;
-	err = read_loads(s, d);
-	if (err < 0)
 		goto err_out;
 	symtab_elf_scan(elf, &minfo);
 
@@ -637,7 +618,7 @@ struct symtab *symtab_new(struct dso *d, const char *debug_root)
 		goto err_out;
 	if (minfo.has_dwarf) {
 		/* DWARF in the file itself: read later from the dso's fd, not by path */
-		s->dwarf_dso = d;
+		s->dwarf_in_dso = true;
 		s->dwarf_path = strdup(dso_path(d));
 		if (!s->dwarf_path) {
 			err = -ENOMEM;
@@ -678,6 +659,11 @@ err_out:
 	return NULL;
 }
 
+struct symtab *symtab_new(struct dso *d, const char *debug_root)
+{
+	return symtab_build(d, debug_root, true);
+}
+
 struct symtab *symtab_open(const char *path, const char *debug_root)
 {
 	struct dso *d = dso_open(path, 0, 0);
@@ -686,14 +672,10 @@ struct symtab *symtab_open(const char *path, const char *debug_root)
 
 	if (!d)
 		return NULL;
-	s = symtab_new(d, debug_root);
-	if (!s) {
-		err = errno;
-		dso_put(d);
-		errno = err;
-		return NULL;
-	}
-	s->dso_ref = d; /* its DWARF may be read from the dso's fd later */
+	s = symtab_new(d, debug_root); /* holds its own reference */
+	err = errno;
+	dso_put(d);
+	errno = err;
 	return s;
 }
 
@@ -704,7 +686,7 @@ struct dso_symtab_arg {
 static int symtab_member_build(struct dso *d, void *arg, void **out)
 {
 	const struct dso_symtab_arg *a = arg;
-	struct symtab *s = symtab_new(d, a->debug_root);
+	struct symtab *s = symtab_build(d, a->debug_root, false);
 
 	if (!s)
 		return -errno;
@@ -745,10 +727,10 @@ void symtab_free(struct symtab *s)
 	if (!s)
 		return;
 	symtab_dwarf_release(s);
-	dso_put(s->dso_ref);
+	if (s->owns_dso)
+		dso_put(s->dso);
 	free(s->syms);
 	free(s->names);
-	free(s->loads);
 	free(s->fde_start);
 	free(s->fde_end);
 	free(s);
@@ -756,29 +738,12 @@ void symtab_free(struct symtab *s)
 
 int symtab_off_to_vaddr(const struct symtab *s, uint64_t off, uint64_t *vaddr)
 {
-	for (size_t i = 0; s && i < s->nloads; i++) {
-		const struct symtab_load *l = &s->loads[i];
-
-		if (off >= l->off && off - l->off < l->filesz) {
-			*vaddr = off - l->off + l->vaddr;
-			return 0;
-		}
-	}
-	return -ENOENT;
+	return s ? dso_off_to_vaddr(s->dso, off, vaddr) : -ENOENT;
 }
 
 int symtab_vaddr_to_off(const struct symtab *s, uint64_t vaddr, uint64_t *off)
 {
-	for (size_t i = 0; s && i < s->nloads; i++) {
-		const struct symtab_load *l = &s->loads[i];
-
-		/* past p_filesz is .bss: memory with no file bytes behind it */
-		if (vaddr >= l->vaddr && vaddr - l->vaddr < l->filesz) {
-			*off = vaddr - l->vaddr + l->off;
-			return 0;
-		}
-	}
-	return -ENOENT;
+	return s ? dso_vaddr_to_off(s->dso, vaddr, off) : -ENOENT;
 }
 
 int symtab_lookup(const struct symtab *s, uint64_t off, const char **name, uint64_t *sym_off)

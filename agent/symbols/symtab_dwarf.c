@@ -266,9 +266,9 @@ static int dwarf_file_open(const struct symtab *s)
 {
 	int fd;
 
-	if (!s->dwarf_dso)
+	if (!s->dwarf_in_dso)
 		return rootfs_open_path(s->dwarf_path, ROOTFS_ELF_MAX, NULL);
-	fd = fcntl(dso_fd(s->dwarf_dso), F_DUPFD_CLOEXEC, 0);
+	fd = fcntl(dso_fd(s->dso), F_DUPFD_CLOEXEC, 0);
 	return fd < 0 ? -errno : fd;
 }
 

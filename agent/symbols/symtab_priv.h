@@ -31,10 +31,6 @@ struct symtab_sym {
 	uint32_t name; /* offset into names */
 };
 
-struct symtab_load {
-	uint64_t off, filesz, vaddr;
-};
-
 /* One compile unit's outermost scopes (see cu_index_get()). */
 struct cu_span {
 	uint64_t lo, hi;
@@ -54,14 +50,15 @@ struct symtab {
 	struct symtab_sym *syms;
 	size_t nsyms;
 	char *names;
-	struct symtab_load *loads;
-	size_t nloads;
+	/* the binary: segments (offset <-> address), its fd for DWARF in the
+	 * file itself; a reference when owns_dso, else the symtab is its member */
+	struct dso *dso;
+	bool owns_dso;
 	const char *source;
 	char build_id[2 * SYMTAB_MAX_BUILD_ID + 1];
 	/* the file holding DWARF, opened on first symtab_inlines(): the dso's
 	 * own fd (duplicated) when the file has DWARF itself, else by path */
-	struct dso *dwarf_dso; /* no reference: the symtab lives in it, or holds dso_ref */
-	struct dso *dso_ref;   /* symtab_open()'s: a reference it owns */
+	bool dwarf_in_dso;
 	char *dwarf_path;
 	int dwarf_fd;
 	Dwarf *dwarf;
