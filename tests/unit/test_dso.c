@@ -207,52 +207,30 @@ static void test_eh_frame(void **state)
 {
 	char path[PATH_MAX];
 	const struct dso_eh *e;
+	struct elf_view v;
+	GElf_Shdr hdr, eh;
+	uint8_t p[12];
 	struct dso *d;
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-	bool seen = false;
-	Elf *elf;
-	int fd;
 
 	(void)state;
 	sdtprobe_path(path, sizeof(path));
 	d = dso_open(path, 0, 0);
 	assert_non_null(d);
 	assert_int_equal(dso_eh_frame(d, &e), 0);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	assert_non_null(elf);
-	assert_int_equal(elf_getshdrstrndx(elf, &shstrndx), 0);
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *name;
-		Elf_Data *data;
-		const uint8_t *p;
-
-		assert_non_null(gelf_getshdr(scn, &sh));
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && !strcmp(name, ".eh_frame")) {
-			assert_int_equal(e->eh_vaddr, sh.sh_addr);
-			assert_int_equal(e->eh_size, sh.sh_size);
-		}
-		if (!name || strcmp(name, ".eh_frame_hdr"))
-			continue;
-		seen = true;
-		data = elf_getdata(scn, NULL);
-		assert_non_null(data);
-		p = data->d_buf;
-		/* version 1, table datarel|sdata4, count udata4 at offset 8 */
-		assert_int_equal(p[0], 1);
-		assert_int_equal(p[3], 0x3b);
-		assert_int_equal(e->hdr_vaddr, sh.sh_addr);
-		assert_int_equal(e->table_vaddr, sh.sh_addr + 12);
-		assert_int_equal(e->fde_count,
-				 (uint32_t)(p[8] | p[9] << 8 | p[10] << 16 | (uint32_t)p[11] << 24));
-	}
-	assert_true(seen);
-	elf_end(elf);
-	close(fd);
+	ev_open(&v, path);
+	assert_true(ev_section(&v, ".eh_frame", &eh));
+	assert_int_equal(e->eh_vaddr, eh.sh_addr);
+	assert_int_equal(e->eh_size, eh.sh_size);
+	assert_true(ev_section(&v, ".eh_frame_hdr", &hdr));
+	assert_int_equal(pread(v.fd, p, sizeof(p), (off_t)hdr.sh_offset), (ssize_t)sizeof(p));
+	/* version 1, table datarel|sdata4, count udata4 at offset 8 */
+	assert_int_equal(p[0], 1);
+	assert_int_equal(p[3], 0x3b);
+	assert_int_equal(e->hdr_vaddr, hdr.sh_addr);
+	assert_int_equal(e->table_vaddr, hdr.sh_addr + 12);
+	assert_int_equal(e->fde_count,
+			 (uint32_t)(p[8] | p[9] << 8 | p[10] << 16 | (uint32_t)p[11] << 24));
+	ev_close(&v);
 	dso_put(d);
 }
 

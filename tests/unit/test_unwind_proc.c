@@ -286,24 +286,17 @@ static uint64_t self_plt_entry(void)
 }
 
 /*
- * A sample taken in a PLT stub called from chain_leaf. The linker's CFI
- * for .plt computes the CFA with a DWARF expression that sits in .eh_frame,
- * outside every executable mapping: a step served from the rule cache
- * (which never looks the FDE up) must still read it.
+ * @b: the snapshot entering this executable's PLT stub from chain_leaf
+ * (the return address one past the snapshot's IP: same rules), with the
+ * frames an unwind of it gives in @want (full_n + 1 of them).
  */
-static void test_process_plt_expression(void **state)
+static void plt_sample(struct sample_buf *b, uint64_t *want, struct test_maps *maps)
 {
-	uint64_t regs[NREGS], want[MAX_FRAMES], ret = snap.regs[PERF_REG_X86_IP] + 1;
+	uint64_t regs[NREGS], ret = snap.regs[PERF_REG_X86_IP] + 1;
 	size_t size = snap.stack_size + 8;
 	uint8_t *stack = malloc(size);
-	struct unwind_cache *c = unwind_cache_new(64), *tiny = unwind_cache_new(1);
-	struct counted_maps cm = { .tm = &self_maps };
-	struct sample_buf b;
 
 	assert_non_null(stack);
-	assert_non_null(c);
-	assert_non_null(tiny);
-	/* Entered from chain_leaf (return address one past the snapshot's IP: same rules). */
 	memcpy(regs, snap.regs, sizeof(regs));
 	regs[PERF_REG_X86_IP] = self_plt_entry();
 	regs[PERF_REG_X86_SP] -= 8;
@@ -312,7 +305,26 @@ static void test_process_plt_expression(void **state)
 	want[0] = regs[PERF_REG_X86_IP];
 	want[1] = ret;
 	memcpy(want + 2, full_ips + 1, (size_t)(full_n - 1) * sizeof(want[0]));
-	sample_make(&b, regs, unwind_dwarf_regs_mask(), stack, size, &self_maps);
+	sample_make(b, regs, unwind_dwarf_regs_mask(), stack, size, maps);
+	free(stack);
+}
+
+/*
+ * A sample taken in a PLT stub called from chain_leaf. The linker's CFI
+ * for .plt computes the CFA with a DWARF expression that sits in .eh_frame,
+ * outside every executable mapping: a step served from the rule cache
+ * (which never looks the FDE up) must still read it.
+ */
+static void test_process_plt_expression(void **state)
+{
+	uint64_t want[MAX_FRAMES];
+	struct unwind_cache *c = unwind_cache_new(64), *tiny = unwind_cache_new(1);
+	struct counted_maps cm = { .tm = &self_maps };
+	struct sample_buf b;
+
+	assert_non_null(c);
+	assert_non_null(tiny);
+	plt_sample(&b, want, &self_maps);
 	b.s.find_map = counted_find;
 	b.s.ctx = &cm;
 
@@ -330,7 +342,6 @@ static void test_process_plt_expression(void **state)
 		expect_unwind(tiny, &b, 7, want, full_n + 1);
 
 	sample_release(&b);
-	free(stack);
 	unwind_cache_free(tiny);
 	unwind_cache_free(c);
 }
@@ -361,26 +372,16 @@ static void maps_paged(struct test_maps *dst, const struct test_maps *src)
  */
 static void test_process_bins_overflow(void **state)
 {
-	uint64_t regs[NREGS], want[MAX_FRAMES], ret = snap.regs[PERF_REG_X86_IP] + 1, leaf[8];
+	uint64_t regs[NREGS], want[MAX_FRAMES], leaf[8];
 	const struct unwind_map *exe = maps_self_exe(&self_maps);
-	size_t size = snap.stack_size + 8, far = 0;
-	uint8_t *stack = malloc(size);
+	size_t far = 0;
 	struct unwind_cache *c = unwind_cache_new(64);
 	struct test_maps paged;
 	struct sample_buf b;
 
-	assert_non_null(stack);
 	assert_non_null(c);
 	maps_paged(&paged, &self_maps);
-	memcpy(regs, snap.regs, sizeof(regs));
-	regs[PERF_REG_X86_IP] = self_plt_entry();
-	regs[PERF_REG_X86_SP] -= 8;
-	memcpy(stack, &ret, 8);
-	memcpy(stack + 8, snap.stack, snap.stack_size);
-	want[0] = regs[PERF_REG_X86_IP];
-	want[1] = ret;
-	memcpy(want + 2, full_ips + 1, (size_t)(full_n - 1) * sizeof(want[0]));
-	sample_make(&b, regs, unwind_dwarf_regs_mask(), stack, size, &paged);
+	plt_sample(&b, want, &paged);
 	expect_unwind(c, &b, 9, want, full_n + 1);
 	sample_release(&b);
 
@@ -390,7 +391,7 @@ static void test_process_bins_overflow(void **state)
 			continue;
 		memcpy(regs, snap.regs, sizeof(regs));
 		regs[PERF_REG_X86_IP] = paged.v[i].start + 64;
-		sample_make(&b, regs, unwind_dwarf_regs_mask(), stack, 0, &paged);
+		sample_make(&b, regs, unwind_dwarf_regs_mask(), snap.stack, 0, &paged);
 		b.s.pid = 9;
 		assert_int_equal(unwind_dwarf(c, &b.s, leaf, 8), 1);
 		sample_release(&b);
@@ -399,14 +400,10 @@ static void test_process_bins_overflow(void **state)
 	assert_int_equal(far, 40);
 
 	/* The PLT sample again, in the same process. */
-	memcpy(regs, snap.regs, sizeof(regs));
-	regs[PERF_REG_X86_IP] = want[0];
-	regs[PERF_REG_X86_SP] -= 8;
-	sample_make(&b, regs, unwind_dwarf_regs_mask(), stack, size, &paged);
+	plt_sample(&b, want, &paged);
 	expect_unwind(c, &b, 9, want, full_n + 1);
 	sample_release(&b);
 	maps_free(&paged);
-	free(stack);
 	unwind_cache_free(c);
 }
 
