@@ -124,6 +124,11 @@ struct syn_sec {
 	uint64_t flags, addr, off, size;
 };
 
+/* Where p_type, p_offset, p_vaddr, p_paddr, p_filesz, p_memsz, p_flags and
+ * p_align sit in a 32-bit and a 64-bit program header. */
+static const uint8_t ph32_at[8] = { 0, 4, 8, 12, 16, 20, 24, 28 };
+static const uint8_t ph64_at[8] = { 0, 8, 16, 24, 32, 40, 4, 48 };
+
 static void syn_write(const struct syn *y, const char *path)
 {
 	struct sbuf s = { .msb = y->msb };
@@ -212,25 +217,12 @@ static void syn_write(const struct syn *y, const char *path)
 		uint64_t filesz = i ? (y->no_data_bytes ? 0 : 0x10) : 0x400, memsz = i ? 0x110 : 0x400;
 		uint32_t flags = i ? PF_R | PF_W : PF_R | PF_X;
 
-		if (y->is32) {
-			sb_put(&s, p, PT_LOAD, 4);
-			sb_put(&s, p + 4, poff, 4);
-			sb_put(&s, p + 8, vaddr, 4);
-			sb_put(&s, p + 12, vaddr, 4);
-			sb_put(&s, p + 16, filesz, 4);
-			sb_put(&s, p + 20, memsz, 4);
-			sb_put(&s, p + 24, flags, 4);
-			sb_put(&s, p + 28, 0x1000, 4);
-		} else {
-			sb_put(&s, p, PT_LOAD, 4);
-			sb_put(&s, p + 4, flags, 4);
-			sb_put(&s, p + 8, poff, 8);
-			sb_put(&s, p + 16, vaddr, 8);
-			sb_put(&s, p + 24, vaddr, 8);
-			sb_put(&s, p + 32, filesz, 8);
-			sb_put(&s, p + 40, memsz, 8);
-			sb_put(&s, p + 48, 0x1000, 8);
-		}
+		const uint64_t v[] = { PT_LOAD, poff, vaddr, vaddr, filesz, memsz, flags, 0x1000 };
+
+		/* Elf32_Phdr and Elf64_Phdr order their fields differently */
+		for (size_t k = 0; k < 8; k++)
+			sb_put(&s, p + (y->is32 ? ph32_at[k] : ph64_at[k]), v[k],
+			       y->is32 || k == 0 || k == 6 ? 4 : 8);
 	}
 
 	/* section headers */
