@@ -252,35 +252,22 @@ NOFP static int chain_leaf(int x)
 	return x + 1;
 }
 
-NOFP static int chain_c(int x)
-{
-	int r;
+/* A link of the chain: calls @next, then records where it returns to in
+ * its own caller in snap.ret[@slot]. */
+#define CHAIN_LINK(name, next, slot, mul)                                     \
+	NOFP static int name(int x)                                           \
+	{                                                                     \
+		int r;                                                        \
+									      \
+		SMASH_RBP(JUNK_RBP + 4 - (slot));                             \
+		r = next(x + 1) * (mul);                                      \
+		snap.ret[slot] = (uintptr_t)__builtin_return_address(0);      \
+		return r;                                                     \
+	}
 
-	SMASH_RBP(JUNK_RBP + 3);
-	r = chain_leaf(x + 1) * 3;
-	snap.ret[1] = (uintptr_t)__builtin_return_address(0);
-	return r;
-}
-
-NOFP static int chain_b(int x)
-{
-	int r;
-
-	SMASH_RBP(JUNK_RBP + 2);
-	r = chain_c(x + 1) * 5;
-	snap.ret[2] = (uintptr_t)__builtin_return_address(0);
-	return r;
-}
-
-NOFP static int chain_a(int x)
-{
-	int r;
-
-	SMASH_RBP(JUNK_RBP + 1);
-	r = chain_b(x + 1) * 7;
-	snap.ret[3] = (uintptr_t)__builtin_return_address(0);
-	return r;
-}
+CHAIN_LINK(chain_c, chain_leaf, 1, 3)
+CHAIN_LINK(chain_b, chain_c, 2, 5)
+CHAIN_LINK(chain_a, chain_b, 3, 7)
 
 static volatile int chain_seed = 1;
 
