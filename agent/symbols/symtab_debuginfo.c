@@ -6,6 +6,17 @@
  * .gnu_debuglink name next to the file, in its .debug/ directory or under
  * DEBUG_ROOT/usr/lib/debug/DIR. A candidate found by name must match by
  * build-id, or failing that by the CRC-32 the debuglink records.
+ *
+ * Why not libdwfl's find_debuginfo: dwfl_standard_find_debuginfo() and
+ * dwfl_build_id_find_debuginfo() open their candidates with open(2) as host
+ * paths. Under a container's /proc/PID/root prefix that follows the
+ * container's absolute symbolic links into the host and opens FIFOs and
+ * devices for reading; elfutils 0.188 has no sysroot setting for this
+ * search. A custom Dwfl_Callbacks.find_debuginfo that opens through
+ * lib/rootfs would have to carry this whole search anyway (build-id path,
+ * the three debuglink places, build-id or CRC check), so libdwfl would add
+ * only a Dwfl session per binary: the lookup stays here, with in-root
+ * resolution for every candidate (docs/architecture.md).
  */
 #include "agent/symbols/symtab_priv.h"
 
