@@ -247,8 +247,8 @@ $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h exporter/*/*.h
 
 # The .eh_frame scan of the DWARF unwinder (personality and LSDA words).
 # The unwinder's and the symbol tables' sources (each split in a few files).
-FUZZ_UNWIND_SRC := $(wildcard agent/stacks/unwind*.c) agent/symbols/elfobj.c lib/rootfs.c lib/fusemnt.c lib/search.c
-FUZZ_SYMTAB_LIB_SRC := $(wildcard agent/symbols/symtab*.c) agent/symbols/elfobj.c \
+FUZZ_UNWIND_SRC := $(wildcard agent/stacks/unwind*.c) agent/symbols/dso.c agent/symbols/elfobj.c lib/rootfs.c lib/fusemnt.c lib/search.c
+FUZZ_SYMTAB_LIB_SRC := $(wildcard agent/symbols/symtab*.c) agent/symbols/dso.c agent/symbols/elfobj.c \
 	agent/symbols/symcache.c lib/rootfs.c lib/fusemnt.c lib/search.c lib/grow.c
 FUZZ_CFI_SRC := tests/fuzz/fuzz_cfi.c $(FUZZ_UNWIND_SRC)
 $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/stacks/unwind.h
@@ -262,7 +262,7 @@ $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/stacks/unwind.h
 # .eh_frame_hdr load, config_parse(). Seeds and a short run of each:
 # tests/integration/fuzz_parsers.sh.
 FUZZ_SYMTAB_SRC := tests/fuzz/fuzz_symtab.c $(FUZZ_SYMTAB_LIB_SRC)
-FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/perf/usdt.c agent/symbols/elfobj.c lib/rootfs.c lib/fusemnt.c
+FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/perf/usdt.c agent/symbols/dso.c agent/symbols/elfobj.c lib/rootfs.c lib/fusemnt.c
 FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c $(FUZZ_UNWIND_SRC)
 FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/cmd/config.c agent/cmd/config_glob.c agent/perf/events.c agent/symbols/demangle.c agent/stacks/fold.c \
 	cgroup/identity.c lib/strv.c lib/suggest.c lib/units.c lib/ydoc.c agent/perf/probe_spec.c agent/perf/usdt.c \

@@ -2,7 +2,9 @@
 /*
  * The object registry of the stacks engine (see the essay at the head of
  * stacks.c): a binary, the vDSO or a process's JIT code interned once per
- * (dev, ino) or path, its id cached in the procmaps tag with a generation;
+ * (dev, ino) or path (a binary as its dso, agent/symbols/dso.h, whose
+ * symbols it names frames with and which the unwinder shares by the same
+ * key), its id cached in the procmaps tag with a generation;
  * the objects each process interned, aged with procmaps' processes; the
  * side-band records (mmap, comm, fork, exit) and the gc that drops objects
  * no process and no pending stack holds.

@@ -36,6 +36,8 @@
 
 #include "lib/hashmap.h"
 
+/* .eh_frame_hdr read at the open: version, encodings, two 8-byte pointers */
+#define DSO_HDR_HEAD 20
 #define DSO_BUCKETS 1024 /* power of two; chains stay short for thousands of binaries */
 
 struct dso_slot {
@@ -60,6 +62,7 @@ struct dso {
 	char build_id_hex[2 * ELFOBJ_MAX_BUILD_ID + 1];
 	struct dso_eh eh_frame;
 	int eh_err;
+	Elf *spare; /* the scan's libelf handle, for the first dso_elf_begin() */
 	pthread_mutex_t lock; /* over slots */
 	struct dso_slot slots[DSO_MEMBERS];
 };
@@ -227,7 +230,7 @@ static int eh_parse(struct dso *d, struct dso_eh *e)
 {
 	const struct elfobj_load *l = dso_load_at(d, e->hdr_vaddr);
 	uint64_t eh_frame, count, size = e->hdr_size;
-	size_t pos = 4;
+	size_t pos = 4, head;
 	uint8_t *buf;
 	int ret;
 
@@ -237,19 +240,21 @@ static int eh_parse(struct dso *d, struct dso_eh *e)
 		size = l->vaddr + l->filesz - e->hdr_vaddr;
 	if (size < 12 || size > DSO_HDR_MAX)
 		return -EINVAL;
-	buf = malloc(size);
+	/* the header and its two pointers: the table itself is its readers' */
+	head = size < DSO_HDR_HEAD ? size : DSO_HDR_HEAD;
+	buf = calloc(1, DSO_HDR_HEAD);
 	if (!buf)
 		return -ENOMEM;
-	ret = dso_pread(d, buf, size, l->offset + (e->hdr_vaddr - l->vaddr));
+	ret = dso_pread(d, buf, head, l->offset + (e->hdr_vaddr - l->vaddr));
 	if (ret < 0)
 		goto out;
 	ret = -ENOTSUP;
 	if (buf[0] != 1 || (buf[2] & 0x70) || buf[3] != (EH_PE_datarel | EH_PE_sdata4))
 		goto out;
-	ret = hdr_read_ptr(buf, size, &pos, buf[1], e->hdr_vaddr, &eh_frame);
+	ret = hdr_read_ptr(buf, head, &pos, buf[1], e->hdr_vaddr, &eh_frame);
 	if (ret < 0)
 		goto out;
-	ret = hdr_read_ptr(buf, size, &pos, buf[2], 0, &count);
+	ret = hdr_read_ptr(buf, head, &pos, buf[2], 0, &count);
 	if (ret < 0)
 		goto out;
 	ret = -EINVAL;
@@ -308,6 +313,8 @@ static void dso_free(struct dso *d)
 		if (d->slots[i].ops && d->slots[i].p)
 			d->slots[i].ops->free(d->slots[i].p);
 	pthread_mutex_destroy(&d->lock);
+	if (d->spare)
+		elf_end(d->spare);
 	if (d->fd >= 0)
 		close(d->fd);
 	free(d->loads);
@@ -337,6 +344,10 @@ static struct dso *dso_load(const char *path, int *err)
 	d->fd = o.fd;
 	o.fd = -1;
 	*err = dso_scan(d, &o);
+	/* the first reader of sections (the symbol table, as a rule) takes
+	 * the handle the scan has parsed already */
+	d->spare = o.elf;
+	o.elf = NULL;
 	elfobj_close(&o);
 	if (*err < 0) {
 		dso_free(d);
@@ -518,10 +529,12 @@ int dso_eh_frame(const struct dso *d, const struct dso_eh **out)
 	return 0;
 }
 
-Elf *dso_elf_begin(const struct dso *d)
+Elf *dso_elf_begin(struct dso *d)
 {
-	Elf *elf;
+	Elf *elf = __atomic_exchange_n(&d->spare, NULL, __ATOMIC_ACQ_REL);
 
+	if (elf)
+		return elf;
 	(void)elf_version(EV_CURRENT);
 	elf = elf_begin(d->fd, ELF_C_READ_MMAP, NULL);
 	if (elf && elf_kind(elf) != ELF_K_ELF) {

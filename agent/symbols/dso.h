@@ -21,8 +21,8 @@
  *     symbol table (agent/symbols/symtab.h's dso_symtab()) and the
  *     unwinder's .eh_frame regions (agent/stacks/unwind_tables.c).
  *
- * The libelf handle is dropped after the scan: a reader that needs
- * sections opens its own on the fd (dso_elf_begin()).
+ * The libelf handle of the scan goes to the first reader that needs
+ * sections (dso_elf_begin()); later readers open their own on the fd.
  *
  * Interned and refcounted: dso_open() of a binary already open returns
  * the same object with one more reference, found by its key, the
@@ -122,8 +122,9 @@ int dso_vaddr_to_off(const struct dso *d, uint64_t vaddr, uint64_t *off);
 /* Exactly @len bytes at file offset @off: 0, -ENODATA past the end, -errno. */
 int dso_pread(const struct dso *d, void *buf, size_t len, uint64_t off);
 /* A libelf handle on the fd (ELF_C_READ_MMAP) for reading sections; the
- * caller elf_end()s it. NULL on failure. */
-Elf *dso_elf_begin(const struct dso *d);
+ * caller elf_end()s it. The first call gets the handle the open parsed
+ * (no second mapping); later ones a new one. NULL on failure. */
+Elf *dso_elf_begin(struct dso *d);
 
 /*
  * Members: what a reader builds from a dso and keeps with it. @ops names
