@@ -62,7 +62,7 @@ static void unwind_touch(struct dso *d, struct unwind_cache *c)
 	const struct stat *st = dso_stat(d);
 	const struct elfobj_load *l;
 	struct unwind_map m = { .path = dso_path(d), .dev = st->st_dev, .ino = st->st_ino };
-	uint64_t regs[3] = { 0 }, ips[4];
+	uint64_t regs[64] = { 0 }, ips[4]; /* one per bit of the mask */
 	uint8_t stack[64] = { 0 };
 	size_t n;
 	struct unwind_sample s = {
@@ -85,7 +85,7 @@ static void unwind_touch(struct dso *d, struct unwind_cache *c)
 	}
 	assert_true(m.end > m.start);
 	/* every register at the IP: a walk that goes nowhere, but it looked */
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < 64; i++)
 		regs[i] = m.start;
 	(void)unwind_dwarf(c, &s, ips, 4);
 	assert_int_equal(unwind_cache_entries(c), 1);
