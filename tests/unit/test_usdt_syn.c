@@ -128,6 +128,8 @@ struct syn_sec {
  * p_align sit in a 32-bit and a 64-bit program header. */
 static const uint8_t ph32_at[8] = { 0, 4, 8, 12, 16, 20, 24, 28 };
 static const uint8_t ph64_at[8] = { 0, 8, 16, 24, 32, 40, 4, 48 };
+/* Where the ten fields of Elf64_Shdr sit (Elf32_Shdr: 4 bytes each, in order). */
+static const uint8_t sh64_at[10] = { 0, 4, 8, 16, 24, 32, 40, 44, 48, 56 };
 
 static void syn_write(const struct syn *y, const char *path)
 {
@@ -230,27 +232,13 @@ static void syn_write(const struct syn *y, const char *path)
 		size_t p = shoff + i * shsize;
 		uint64_t align = secs[i].type == SHT_NOTE ? 4 : 1;
 
-		sb_put(&s, p, names[i], 4);
-		sb_put(&s, p + 4, secs[i].type, 4);
-		if (y->is32) {
-			sb_put(&s, p + 8, secs[i].flags, 4);
-			sb_put(&s, p + 12, secs[i].addr, 4);
-			sb_put(&s, p + 16, secs[i].off, 4);
-			sb_put(&s, p + 20, secs[i].size, 4);
-			sb_put(&s, p + 24, 0, 4);
-			sb_put(&s, p + 28, 0, 4);
-			sb_put(&s, p + 32, align, 4);
-			sb_put(&s, p + 36, 0, 4);
-		} else {
-			sb_put(&s, p + 8, secs[i].flags, 8);
-			sb_put(&s, p + 16, secs[i].addr, 8);
-			sb_put(&s, p + 24, secs[i].off, 8);
-			sb_put(&s, p + 32, secs[i].size, 8);
-			sb_put(&s, p + 40, 0, 4);
-			sb_put(&s, p + 44, 0, 4);
-			sb_put(&s, p + 48, align, 8);
-			sb_put(&s, p + 56, 0, 8);
-		}
+		const uint64_t v[] = { names[i], secs[i].type, secs[i].flags, secs[i].addr,
+				       secs[i].off, secs[i].size, 0, 0, align, 0 };
+
+		/* sh_name, sh_type, sh_link and sh_info are 4 bytes in both */
+		for (size_t k = 0; k < 10; k++)
+			sb_put(&s, p + (y->is32 ? 4 * k : sh64_at[k]), v[k],
+			       y->is32 || k < 2 || k == 6 || k == 7 ? 4 : 8);
 	}
 	write_file(path, s.b, s.len);
 	free(s.b);

@@ -376,11 +376,21 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Unwind @b as process @pid and expect @want (@want_n frames). */
+static void expect_unwind(struct unwind_cache *c, struct sample_buf *b, uint32_t pid,
+			  const uint64_t *want, int want_n)
+{
+	uint64_t ips[MAX_FRAMES];
+
+	b->s.pid = pid;
+	assert_int_equal(unwind_dwarf(c, &b->s, ips, MAX_FRAMES), want_n);
+	assert_memory_equal(ips, want, (size_t)want_n * sizeof(ips[0]));
+}
+
 /* Unwind @sn twice (filling rows, then from them) and once more as a process. */
 static int unwind_twice(const struct snapshot *sn, uint64_t *ips)
 {
 	struct unwind_cache *c = unwind_cache_new(64);
-	uint64_t again[MAX_FRAMES];
 	struct sample_buf b;
 	int n;
 
@@ -388,11 +398,8 @@ static int unwind_twice(const struct snapshot *sn, uint64_t *ips)
 	sample_make(&b, sn->regs, unwind_dwarf_regs_mask(), sn->stack, sn->stack_size, &self_maps);
 	n = unwind_dwarf(c, &b.s, ips, MAX_FRAMES);
 	assert_in_range(n, 1, MAX_FRAMES);
-	for (uint32_t pid = 0; pid < 2; pid++) {
-		b.s.pid = pid;
-		assert_int_equal(unwind_dwarf(c, &b.s, again, MAX_FRAMES), n);
-		assert_memory_equal(again, ips, (size_t)n * sizeof(ips[0]));
-	}
+	for (uint32_t pid = 0; pid < 2; pid++)
+		expect_unwind(c, &b, pid, ips, n);
 	sample_release(&b);
 	unwind_cache_free(c);
 	return n;
