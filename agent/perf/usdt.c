@@ -63,6 +63,7 @@
 #include <unistd.h>
 
 #include "agent/symbols/dso.h"
+#include "lib/grow.h"
 
 #define USDT_NOTE_OWNER "stapsdt"
 #define USDT_NOTE_TYPE 3
@@ -580,16 +581,8 @@ static int usdt_parse_note(struct usdt_elf *f, const uint8_t *desc, size_t len,
 
 static int usdt_list_push(struct usdt_list *l, struct usdt_probe *p)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 16;
-		struct usdt_probe *np;
-
-		np = realloc(l->probes, cap * sizeof(*np));
-		if (!np)
-			return -ENOMEM;
-		l->probes = np;
-		l->cap = cap;
-	}
+	if (GROW_ARRAY(l->probes, l->n, l->cap, 16) < 0)
+		return -ENOMEM;
 	l->probes[l->n++] = *p;
 	return 0;
 }

@@ -56,6 +56,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
 #include "lib/search.h"
 
 /* ---- collecting symbols ---- */
@@ -78,20 +79,10 @@ struct builder {
 
 static int builder_push(struct builder *b, const struct cand *c)
 {
-	if (b->n == b->cap) {
-		size_t ncap = b->cap ? b->cap * 2 : 1024;
-		struct cand *nv;
-
-		if (b->cap >= SYMTAB_MAX_SYMS)
-			return -E2BIG;
-		if (ncap > SYMTAB_MAX_SYMS)
-			ncap = SYMTAB_MAX_SYMS;
-		nv = realloc(b->v, ncap * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		b->v = nv;
-		b->cap = ncap;
-	}
+	if (b->n >= SYMTAB_MAX_SYMS)
+		return -E2BIG;
+	if (GROW_ARRAY(b->v, b->n, b->cap, 1024) < 0)
+		return -ENOMEM;
 	b->v[b->n++] = *c;
 	return 0;
 }
@@ -267,15 +258,9 @@ static int add_plt(struct builder *b, Elf *elf)
 			len = (size_t)((const char *)memchr(name, '@', len) - name);
 		if (!len)
 			continue;
-		if (b->olen + len + 5 > b->ocap) {
-			size_t nc = (b->olen + len + 5) * 2;
-			char *nb = realloc(b->owned, nc);
-
-			if (!nb)
+		while (b->olen + len + 5 > b->ocap)
+			if (GROW_ARRAY(b->owned, b->ocap, b->ocap, 4096) < 0)
 				return -ENOMEM;
-			b->owned = nb;
-			b->ocap = nc;
-		}
 		memcpy(b->owned + b->olen, name, len);
 		memcpy(b->owned + b->olen + len, "@plt", 4);
 		c.addr = addr;
