@@ -31,7 +31,7 @@ override CPPFLAGS += -I. -I$(O)/gen -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(TRACE
 override CFLAGS += -std=gnu11 $(WARNFLAGS) -fno-omit-frame-pointer
 LDLIBS_AGENT := -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
 # The exporter links no perf, ELF, DWARF or unwinding library.
-LDLIBS_EXPORTER := -lsqlite3 -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
+LDLIBS_EXPORTER := -lsqlite3 -lcurl -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
 
 ifeq ($(SAN),1)
 override CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined -O1

@@ -49,6 +49,7 @@ static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c, s
 	uint64_t now = http_now_ns();
 
 	store_stats(h->cfg.store, &st);
+	http_totals_refresh(h);
 	page_init(&p, 0);
 	pthread_mutex_lock(&h->lock);
 	page_reserve(&p, h->metrics_len + h->metrics_len / 8);
@@ -114,6 +115,7 @@ static enum MHD_Result serve_targets(struct http *h, struct MHD_Connection *c, s
 {
 	struct page p;
 
+	http_totals_refresh(h);
 	page_init(&p, 0);
 	pthread_mutex_lock(&h->lock);
 	write(h->cfg.totals, http_cutoff(h, http_now_ns()), &p);

@@ -270,10 +270,17 @@ out:
 	return ret;
 }
 
-static struct store *sq_open(const char *dir, char *err, size_t errlen)
+static struct store *sq_open(const struct store_config *cfg, char *err, size_t errlen)
 {
+	const char *dir = cfg->dir;
 	struct sqlite_store *s;
 	int ret;
+
+	if (!dir || !*dir) {
+		snprintf(err, errlen, "the sqlite store needs a data directory");
+		errno = EINVAL;
+		return NULL;
+	}
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
