@@ -274,10 +274,12 @@ int ch_stacks(struct store *base, const struct store_selection *sel,
 
 	page_init(&q, 0);
 	page_printf(&q,
-		    "SELECT st.folded, sm.event, sm.frequency, sm.period, sm.c, st.modules FROM"
-		    " (SELECT stack, event, frequency, period, sum(n) AS c FROM (SELECT"
-		    " any(stack) AS stack, any(event) AS event, any(frequency) AS frequency,"
-		    " any(period) AS period, any(count) AS n FROM %s.samples WHERE bucket >= %" PRIu64
+		    /* Aliases differ from the columns: 18.16 would take any(event)
+		     * for the event of the WHERE clause. */
+		    "SELECT st.folded, sm.e, sm.fq, sm.pd, sm.c, st.modules FROM"
+		    " (SELECT k AS stack, e, fq, pd, sum(n) AS c FROM (SELECT"
+		    " any(stack) AS k, any(event) AS e, any(frequency) AS fq,"
+		    " any(period) AS pd, any(count) AS n FROM %s.samples WHERE bucket >= %" PRIu64
 		    " AND bucket < %" PRIu64,
 		    s->db, from, sel->to_ns);
 	where_eq(&q, "host", sel->host);
@@ -308,7 +310,7 @@ int ch_stacks(struct store *base, const struct store_selection *sel,
 		page_putc(&q, ')');
 	}
 	page_printf(&q,
-		    " GROUP BY agent_id, seq, idx) GROUP BY stack, event, frequency, period) AS sm"
+		    " GROUP BY agent_id, seq, idx) GROUP BY k, e, fq, pd) AS sm"
 		    " ANY LEFT JOIN (SELECT hash AS stack, any(folded) AS folded,"
 		    " minIf(modules, modules != '') AS modules FROM %s.stacks GROUP BY hash) AS st"
 		    " USING stack FORMAT TabSeparated",

@@ -114,3 +114,27 @@ ch_stop() {
 ch_query() {
 	curl -sS --fail-with-body "http://127.0.0.1:${CH_HTTP[$1]}/" --data-binary "$2"
 }
+
+# STORE=clickhouse runs an exporter test on a ClickHouse server it starts
+# (named "store"), one database per exporter; STORE=sqlite (the default)
+# on the data directory.
+#   store_setup           start that server when STORE=clickhouse (skips
+#                         the test when clickhouse-server cannot run)
+#   store_args NAME       the exporter flags of exporter NAME's store
+#   on_clickhouse         true when STORE=clickhouse
+STORE=${STORE:-sqlite}
+on_clickhouse() { [[ $STORE == clickhouse ]]; }
+
+store_setup() {
+	local why
+	on_clickhouse || return 0
+	why=$(ch_available) || skip "$why"
+	ch_start store || fail "clickhouse-server did not start"
+	info "store: clickhouse-server on port ${CH_HTTP[store]}"
+}
+
+store_args() {
+	on_clickhouse || return 0
+	printf '%s\n' --store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[store]}" \
+		--clickhouse-database "cg_$1"
+}
