@@ -449,6 +449,7 @@ static void ingest(struct http *h, struct req **rs, size_t n)
 				log_kv(LOG_ERROR, "out of memory: /metrics totals incomplete", NULL);
 		} else if (res[j] == 1) {
 			h->duplicates++;
+			h->stale = true; /* on a shared store: another exporter stored it */
 		} else {
 			h->store_errors++;
 		}

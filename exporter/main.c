@@ -354,8 +354,15 @@ int main(int argc, char **argv)
 	if (totals)
 		totals_visitor(totals, &visitor);
 	if (!totals || (ret = store_load(store, &visitor))) {
-		log_kv(LOG_ERROR, "cannot rebuild totals from the store", NULL);
-		goto out;
+		/* A shared store's totals are loaded again before each answer:
+		 * a shard whose tables are not made yet may come later. */
+		if (totals && store_shared(store)) {
+			log_kv(LOG_WARN, "cannot load totals from the store yet", "error",
+			       strerror(-ret), NULL);
+		} else {
+			log_kv(LOG_ERROR, "cannot rebuild totals from the store", NULL);
+			goto out;
+		}
 	}
 	/* Every thread started from here on inherits the blocked set. */
 	sigemptyset(&sigs);

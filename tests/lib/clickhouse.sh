@@ -102,7 +102,7 @@ ch_stop() {
 	local pid=${CH_PID[$1]:-}
 	[ -n "$pid" ] || return 0
 	kill "$pid" 2>/dev/null
-	for _ in $(seq 1 100); do
+	for _ in $(seq 1 150); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
