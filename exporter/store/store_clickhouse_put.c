@@ -59,11 +59,14 @@ static bool seen(struct ch_store *s, struct put_group *g, uint64_t key)
 	return false;
 }
 
+/* A module's id: a 31-bit hash of (path, build-id), as the renderers take
+ * module ids of 32 bits (a collision names one of two binaries wrongly:
+ * about 1 in 400 with a thousand distinct binaries in the cluster). */
 static uint64_t module_key(const char *path, const char *build_id)
 {
 	uint64_t h = hash_fnv1a(hash_fnv1a_str(HASH_FNV_OFFSET, path), "", 1);
 
-	h = hash_fnv1a_str(h, build_id) & (uint64_t)INT64_MAX;
+	h = hash_mix64(hash_fnv1a_str(h, build_id)) & 0x7fffffffu;
 	return h ? h : 1;
 }
 

@@ -11,7 +11,9 @@
 #           "f"), same counts, same order (ties in any order), same total; its mapping of chain-fp carries the
 #           binary's build id (readelf -n), once the agent sends modules;
 #   svg     well-formed XML (xmllint), naming the chain's functions.
+# STORE=clickhouse runs it on a ClickHouse server it starts.
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/clickhouse.sh"
 W=$BUILD_DIR/workloads
 EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
 [[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
@@ -24,11 +26,13 @@ export HOME=$TMP/home GOCACHE=$TMP/gocache GOPATH=$TMP/gopath GOFLAGS=-mod=mod G
 	GOTOOLCHAIN=local GOTELEMETRY=off PPROF_TMPDIR=$TMP/pprof
 mkdir -p "$HOME" "$PPROF_TMPDIR"
 
+store_setup
 cg=$(cg_make pprof)
 rel=${cg#"$(cg2_mount)"}
 port=$(free_port)
 ex=http://127.0.0.1:$port
-"$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/data" 2>>"$TMP/exporter.log" &
+# shellcheck disable=SC2046 # store_args: one flag or value a line
+"$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/data" $(store_args pprof) 2>>"$TMP/exporter.log" &
 bg_track $!
 wait_http "$ex/healthz" 10 "$TMP/exporter.log"
 
