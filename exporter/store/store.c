@@ -101,3 +101,23 @@ double store_scaled(uint64_t value, uint64_t enabled, uint64_t running)
 		return 0;
 	return (double)value * ((double)enabled / (double)running);
 }
+
+void store_hist_words(const struct hist *h, uint64_t w[STORE_HIST_WORDS])
+{
+	w[0] = h->count;
+	w[1] = h->negative;
+	w[2] = h->sum;
+	w[3] = h->min;
+	w[4] = h->max;
+	memcpy(w + 5, h->b, sizeof(h->b));
+}
+
+void store_hist_from_words(const uint64_t w[STORE_HIST_WORDS], struct hist *h)
+{
+	h->count = w[0];
+	h->negative = w[1];
+	h->sum = w[2];
+	h->min = w[3];
+	h->max = w[4];
+	memcpy(h->b, w + 5, sizeof(h->b));
+}

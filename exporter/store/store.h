@@ -224,6 +224,12 @@ int store_module(struct store *s, int64_t id, struct store_module *out);
 
 void store_stats(struct store *s, struct store_stats *out);
 
+/* A histogram as words, the way stores keep it: count, negative, sum, min,
+ * max, then the HIST_BUCKETS buckets. */
+#define STORE_HIST_WORDS (5 + HIST_BUCKETS)
+void store_hist_words(const struct hist *h, uint64_t w[STORE_HIST_WORDS]);
+void store_hist_from_words(const uint64_t w[STORE_HIST_WORDS], struct hist *h);
+
 /* The scaled value of a counter delta, exactly as every store and the
  * /metrics totals sum it: value x enabled / running (0 when not running). */
 double store_scaled(uint64_t value, uint64_t enabled, uint64_t running);

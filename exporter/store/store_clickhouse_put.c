@@ -39,6 +39,13 @@ static void tsv_u64(struct page *p, uint64_t v, char sep)
 	page_putc(p, sep);
 }
 
+/* @n numbers, tab-separated, then @sep. */
+static void tsv_u64s(struct page *p, const uint64_t *v, size_t n, char sep)
+{
+	for (size_t i = 0; i < n; i++)
+		tsv_u64(p, v[i], i + 1 < n ? '\t' : sep);
+}
+
 static void tsv_str(struct page *p, const char *v, char sep)
 {
 	ch_tsv(p, v ? v : "");
@@ -122,37 +129,33 @@ static uint64_t put_stack(struct ch_store *s, struct put_group *g, const Cgperf_
 	return h;
 }
 
-static void put_header(struct page *p, const Cgperf__V1__Batch *m, uint32_t idx)
+static void put_hist(struct page *p, const Cgperf__V1__Histogram *w, char sep)
+{
+	uint64_t words[STORE_HIST_WORDS];
+	struct hist h;
+
+	wire_hist(w, &h);
+	store_hist_words(&h, words);
+	page_putc(p, '[');
+	for (size_t i = 0; h.count && i < STORE_HIST_WORDS; i++) {
+		if (i)
+			page_putc(p, ',');
+		page_u64(p, words[i]);
+	}
+	page_putc(p, ']');
+	page_putc(p, sep);
+}
+
+/* The first columns of a counters or probes row. */
+static void put_head(struct page *p, const Cgperf__V1__Batch *m, size_t idx, uint32_t cgroup,
+		     uint32_t name)
 {
 	tsv_str(p, m->agent_id, '\t');
 	tsv_u64(p, m->seq, '\t');
 	tsv_u64(p, idx, '\t');
 	tsv_str(p, m->host, '\t');
-}
-
-static void put_hist(struct page *p, const Cgperf__V1__Histogram *w, char sep)
-{
-	struct hist h;
-	uint64_t words[5] = { 0 };
-
-	wire_hist(w, &h);
-	page_putc(p, '[');
-	if (h.count) {
-		words[0] = h.count;
-		words[1] = h.negative;
-		words[2] = h.sum;
-		words[3] = h.min;
-		words[4] = h.max;
-		for (size_t i = 0; i < 5; i++)
-			tsv_u64(p, words[i], ',');
-		for (size_t i = 0; i < HIST_BUCKETS; i++) {
-			page_u64(p, h.b[i]);
-			if (i + 1 < HIST_BUCKETS)
-				page_putc(p, ',');
-		}
-	}
-	page_putc(p, ']');
-	page_putc(p, sep);
+	tsv_str(p, cg_path(m, cgroup), '\t');
+	tsv_str(p, wire_string(m, name), '\t');
 }
 
 static void put_counters_probes(struct put_group *g, const Cgperf__V1__Batch *m, uint64_t now)
@@ -162,13 +165,11 @@ static void put_counters_probes(struct put_group *g, const Cgperf__V1__Batch *m,
 	for (size_t i = 0; i < m->n_counters; i++) {
 		const Cgperf__V1__Counter *c = m->counters[i];
 
-		put_header(p, m, (uint32_t)i);
-		tsv_str(p, cg_path(m, c->cgroup), '\t');
-		tsv_str(p, wire_string(m, c->event), '\t');
-		tsv_u64(p, c->value, '\t');
-		tsv_u64(p, c->time_enabled, '\t');
-		tsv_u64(p, c->time_running, '\t');
-		tsv_u64(p, c->supported ? 1 : 0, '\t');
+		const uint64_t v[] = { c->value, c->time_enabled, c->time_running,
+				       c->supported ? 1 : 0 };
+
+		put_head(p, m, i, c->cgroup, c->event);
+		tsv_u64s(p, v, sizeof(v) / sizeof(v[0]), '\t');
 		page_printf(p, "%.17g\t", store_scaled(c->value, c->time_enabled, c->time_running));
 		tsv_u64(p, now, '\n');
 	}
@@ -176,9 +177,7 @@ static void put_counters_probes(struct put_group *g, const Cgperf__V1__Batch *m,
 	for (size_t i = 0; i < m->n_probes; i++) {
 		const Cgperf__V1__Probe *pr = m->probes[i];
 
-		put_header(p, m, (uint32_t)i);
-		tsv_str(p, cg_path(m, pr->cgroup), '\t');
-		tsv_str(p, wire_string(m, pr->label), '\t');
+		put_head(p, m, i, pr->cgroup, pr->label);
 		tsv_u64(p, pr->hits, '\t');
 		put_hist(p, pr->values, '\t');
 		put_hist(p, pr->latency_ns, '\t');
@@ -223,16 +222,14 @@ static void put_batch(struct ch_store *s, struct put_group *g, const Cgperf__V1_
 
 		for (size_t i = 0; i < pr->n_stacks; i++) {
 			const Cgperf__V1__Stack *st = pr->stacks[i];
-			uint64_t h = put_stack(s, g, m, st);
+			const uint64_t v[] = { pr->frequency, pr->period, put_stack(s, g, m, st),
+					       st->count };
 
 			tsv_u64(p, start - start % CH_BUCKET_NS, '\t');
 			tsv_str(p, m->host, '\t');
 			tsv_str(p, cg_path(m, pr->cgroup), '\t');
 			tsv_str(p, wire_string(m, pr->event), '\t');
-			tsv_u64(p, pr->frequency, '\t');
-			tsv_u64(p, pr->period, '\t');
-			tsv_u64(p, h, '\t');
-			tsv_u64(p, st->count, '\t');
+			tsv_u64s(p, v, sizeof(v) / sizeof(v[0]), '\t');
 			tsv_str(p, m->agent_id, '\t');
 			tsv_u64(p, m->seq, '\t');
 			tsv_u64(p, idx++, '\n');
@@ -245,19 +242,11 @@ static void put_batch(struct ch_store *s, struct put_group *g, const Cgperf__V1_
 	tsv_u64(p, m->seq, '\t');
 	tsv_str(p, m->host, '\t');
 	tsv_str(p, m->agent_version, '\t');
-	tsv_u64(p, m->start_ns, '\t');
-	tsv_u64(p, m->end_ns, '\t');
-	tsv_u64(p, now, '\t');
-	tsv_u64(p, samples, '\t');
-	tsv_u64(p, a->samples, '\t');
-	tsv_u64(p, a->lost_samples, '\t');
-	tsv_u64(p, a->unwind_failures, '\t');
-	tsv_u64(p, a->push_failures, '\t');
-	tsv_u64(p, a->push_rejected, '\t');
-	tsv_u64(p, a->spool_dropped_batches, '\t');
-	tsv_u64(p, a->stacks_refused, '\t');
-	tsv_u64(p, a->spool_bytes, '\t');
-	tsv_u64(p, a->spool_batches, '\n');
+	tsv_u64s(p, (const uint64_t[]){ m->start_ns, m->end_ns, now, samples, a->samples,
+					a->lost_samples, a->unwind_failures, a->push_failures,
+					a->push_rejected, a->spool_dropped_batches,
+					a->stacks_refused, a->spool_bytes, a->spool_batches },
+		 13, '\n');
 }
 
 /*

@@ -113,17 +113,11 @@ struct probe_acc {
 
 static void unpack_hist(const char *s, struct hist *h)
 {
-	uint64_t w[5 + HIST_BUCKETS];
+	uint64_t w[STORE_HIST_WORDS];
 
 	memset(h, 0, sizeof(*h));
-	if (ch_words(s, w, 5 + HIST_BUCKETS) != 5 + HIST_BUCKETS)
-		return;
-	h->count = w[0];
-	h->negative = w[1];
-	h->sum = w[2];
-	h->min = w[3];
-	h->max = w[4];
-	memcpy(h->b, w + 5, sizeof(h->b));
+	if (ch_words(s, w, STORE_HIST_WORDS) == STORE_HIST_WORDS)
+		store_hist_from_words(w, h);
 }
 
 static int probe_flush(void *arg)
