@@ -11,9 +11,12 @@
 #     counts once in folded, pprof, SVG, targets and /metrics;
 #   - stateless: a new exporter E3 on shard 2, and E1 restarted, answer
 #     the same as before;
-#   - outage: shard 1's server stopped, a push to E1 gets 503 with
-#     Retry-After (never 200) and a stacks read fails; started again, the
-#     resend is stored and counted once.
+#   - outage: shard 2's server stopped, a push to E1 gets 503; shard 1's
+#     (E1's own) stopped, 503 with Retry-After (never 200) and a stacks
+#     read fails; started again, the resend is stored and counted once;
+#     then the store stopped for 2 s under an agent pushing to E1 and R:
+#     the agent gets 503, keeps its batches and resends them, and E1 ends
+#     with exactly R's stacks and series.
 # Skips only when clickhouse-server is not installed.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/clickhouse.sh"
@@ -205,7 +208,12 @@ info "a new exporter, a restarted one, and one that another exporter wrote past:
 # --- outage: shard 1 down, 503 + Retry-After; up again, stored once
 "$GEN" --cgroups 1 --counters 1 --stacks 3 --host out-host --agent out --seq 3 \
 	write "$TMP/out.pb" || fail "gen_batch failed"
-ch_stop s1
+ch_stop s2 KILL # the other shard: E1's server is up, the insert cannot finish
+st=$(post E1 "$TMP/out.pb")
+[[ $st == 503 ]] || fail "push with shard 2 down: HTTP $st $(cat "$TMP/post.out"), want 503"
+info "shard 2 down: $(tr -d '\r' <"$TMP/post.out" | head -1 | cut -c1-120)"
+ch_start s2 "$shards" || fail "shard 2 did not start again"
+ch_stop s1 KILL
 st=$(post E1 "$TMP/out.pb")
 [[ $st == 503 ]] || fail "push while the store is down: HTTP $st $(cat "$TMP/post.out"), want 503"
 grep -qi '^retry-after: [0-9]' "$TMP/post.h" || fail "503 without Retry-After: $(cat "$TMP/post.h")"
@@ -225,7 +233,49 @@ sleep 1.2
 series R "$TMP/R4.series"
 series E1 "$TMP/E1.4.series"
 same "/metrics after the outage" "$TMP/E1.4.series" "$TMP/R4.series"
-info "shard 1 down: 503 + Retry-After; up again: the resend stored and counted once"
+info "a shard down: 503 + Retry-After; up again: the resend stored and counted once"
+
+# --- an outage while an agent pushes: its spool keeps what got 503
+cg3=$(cg_make three)
+cat >"$TMP/agent3.yaml" <<YAML
+host: {name: "ch-host-3", agent_id_file: $TMP/agent-id-3}
+cgroups: {include: ["${cg3#"$(cg2_mount)"}"]}
+counters: {events: [task-clock]}
+sampling: {frequency: 199, call_graph: fp}
+push:
+  interval: 1s
+  collectors: ["$(url E1 /api/v1/push)", "$(url R /api/v1/push)"]
+  timeout: 5s
+  retry: {initial: 100ms, max: 500ms}
+  spool: {dir: $TMP/spool3}
+log: {level: debug}
+YAML
+"$AGENT" run --config "$TMP/agent3.yaml" --duration 7 2>"$TMP/agent3.log" &
+AG3=$!
+bg_track $AG3
+sleep 1
+sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" 5' sh "$cg3" "$W/chain-fp" &
+WL3=$!
+bg_track $WL3
+sleep 1
+ch_stop s1 KILL
+sleep 2
+ch_start s1 "$shards" || fail "shard 1 did not start again"
+wait $WL3
+wait $AG3 || fail "agent 3 failed: $(tail -3 "$TMP/agent3.log")"
+q="host=ch-host-3"
+folded R "$q" "$TMP/R3.folded"
+folded E1 "$q" "$TMP/E1-3.folded"
+same "stacks pushed through an outage" "$TMP/E1-3.folded" "$TMP/R3.folded"
+tot=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/R3.folded")
+((tot > 20)) || fail "agent 3 pushed only $tot samples"
+grep -q 'failing: HTTP 503' "$TMP/agent3.log" ||
+	fail "the agent saw no 503 while the store was down: $(grep -i 'push' "$TMP/agent3.log" | tail -3)"
+sleep 1.2
+series R "$TMP/R5.series"
+series E1 "$TMP/E1.5.series"
+same "/metrics after an outage under an agent" "$TMP/E1.5.series" "$TMP/R5.series"
+info "the store down for 2 s under a pushing agent: $tot samples, none lost, none twice"
 
 for e in E1 E2 E3 R; do stop $e; done
 ch_stop s1

@@ -5,7 +5,9 @@
 #                         under $TMP/ch-NAME on free ports; sets
 #                         CH_HTTP[NAME], CH_TCP[NAME], CH_PID[NAME]; the
 #                         optional XML is put in <remote_servers>
-#   ch_stop NAME          stop it (kill by PID, wait)
+#   ch_stop NAME [SIG]    stop it (kill by PID with SIG, TERM by default;
+#                         KILL makes an outage at once: a stopping server
+#                         answers for seconds still)
 #   ch_query NAME SQL     run SQL over its HTTP interface, print the answer
 #   ch_shards_xml CLUSTER NAME...  a <CLUSTER> of one shard per server NAME
 #                         (their TCP ports must be known: ch_ports first)
@@ -81,8 +83,13 @@ XML
   </interval></default></quotas>
 </yandex>
 XML
-	"$CH_SERVER" --config-file="$dir/config.xml" >"$dir/log/stdout" 2>&1 &
-	CH_PID[$name]=$!
+	# Not a job of this shell (a subshell starts it): killing it prints no
+	# "Killed" line, and kill -0 sees it gone once it is.
+	(
+		"$CH_SERVER" --config-file="$dir/config.xml" >"$dir/log/stdout" 2>&1 &
+		echo $! >"$dir/pid"
+	)
+	CH_PID[$name]=$(cat "$dir/pid")
 	_PIDS+=("${CH_PID[$name]}")
 	for i in $(seq 1 $((300 * TIME_SCALE))); do
 		if curl -sf "http://127.0.0.1:${CH_HTTP[$name]}/ping" >/dev/null 2>&1; then
@@ -101,13 +108,12 @@ XML
 ch_stop() {
 	local pid=${CH_PID[$1]:-}
 	[ -n "$pid" ] || return 0
-	kill "$pid" 2>/dev/null
+	kill -"${2:-TERM}" "$pid" 2>/dev/null
 	for _ in $(seq 1 150); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
 	kill -9 "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
 	CH_PID[$1]=
 }
 
