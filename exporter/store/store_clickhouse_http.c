@@ -241,9 +241,11 @@ size_t ch_words(const char *s, uint64_t *w, size_t n)
 	if (*s == '[')
 		s++;
 	while (k < n && *s && *s != ']') {
-		w[k++] = strtoull(s, &e, 10);
+		uint64_t v = strtoull(s, &e, 10);
+
 		if (e == s)
 			break;
+		w[k++] = v;
 		s = *e == ',' ? e + 1 : e;
 	}
 	return k;
