@@ -17,7 +17,9 @@
 #     10,000 idle connections: the exporter's RSS and /healthz meanwhile.
 # With --store clickhouse, part 1 runs on SQLite and then on the ClickHouse
 # store (a clickhouse-server started here on core 0, next to the load
-# generator) and prints the ratio of their batches/s.
+# generator) and prints the ratio of their batches/s; after the raw-body
+# run of each, the folded stacks of the last hour (every row) are read 3
+# times: the median time of the query.
 # Printed figures only. Knobs: BENCH_BATCHES (default 60), BENCH_SCRAPES (20),
 # BENCH_CGROUPS_METRICS (10000), BENCH_FLEET_SECONDS (20; 0 skips part 3).
 source "$(dirname "$0")/../tests/lib/common.sh"
@@ -96,6 +98,10 @@ for mode in raw gzip; do
 	fi
 	RATE[$store-$mode]=$(sed -n 's/.*batches_per_s=\([0-9.]*\).*/\1/p' <<<"$out")
 	echo "ingest ($store, $mode bodies): $out"
+	if [[ $mode == raw ]]; then
+		read -r fl_ms fl_bytes fl_bad < <(scrapes "$EXURL/api/v1/stacks?from=-1h" 3)
+		echo "flame graph query ($store): every stack of the last hour ($((BATCHES * 50 * 200)) sample rows, $fl_bytes bytes folded): median of 3 $fl_ms ms$( ((fl_bad)) && echo ", $fl_bad FAILED")"
+	fi
 	awk -v a="$c0" -v b="$c1" -v n="$BATCHES" -v s="$size" -v rc=$rc 'BEGIN {
 		printf "ingest (%s, %s): exporter CPU %.2f s for %d batches = %.1f ms per batch (%.0f stack rows per CPU second); store %s MiB%s\n",
 			"'$store'", "'$mode'", b - a, n, (b - a) * 1000 / n, (b > a) ? n * 50 * 200 / (b - a) : 0, s,
