@@ -11,12 +11,13 @@
  * failover; any of these may reach the cluster twice, even at the same
  * moment through two exporters, and no exporter can know of the other's
  * write in time. So nothing is decided at write time: every raw row
- * carries its batch key (agent_id, seq) and its index in the batch, a
- * duplicate writes identical rows, and every read first collapses rows by
- * (agent_id, seq, index) with any() before it sums. The tables are
- * ReplacingMergeTree ordered by a key that ends with the batch key, so
- * background merges drop duplicates from disk too, but no answer waits
- * for them. A put() asks first which of its batches the cluster has and
+ * carries its batch key (agent_id, seq) and a row key, a 64-bit hash of
+ * (agent_id, seq, its index in the batch); a duplicate writes identical
+ * rows, and every read first collapses rows by the row key with any()
+ * before it sums (one UInt64 to group by: several times faster than the
+ * strings of the batch key). The tables are ReplacingMergeTree ordered by
+ * a key that ends with the row key, so background merges drop duplicates
+ * from disk too, but no answer waits for them. A put() asks first which of its batches the cluster has and
  * skips them (answered "duplicate"); that saves space, and the read-side
  * dedupe covers the races it cannot see. A put() that fails half-way
  * leaves rows that the agent's retry completes and the dedupe counts once.
@@ -91,19 +92,19 @@ static const struct {
 		"cityHash64(host, path)",
 	},
 	[CT_COUNTERS] = {
-		"agent_id String, seq UInt64, idx UInt32, host String, path String, event String,"
+		"agent_id String, seq UInt64, row UInt64, host String, path String, event String,"
 		" value UInt64, time_enabled UInt64, time_running UInt64, supported UInt8,"
 		" scaled Float64, received_ns UInt64",
 		"ReplacingMergeTree PARTITION BY " MONTH_OF("received_ns")
-		" ORDER BY (host, path, event, agent_id, seq, idx)",
+		" ORDER BY (host, path, event, row)",
 		"cityHash64(agent_id, seq)",
 	},
 	[CT_SAMPLES] = {
 		"bucket UInt64, host String, path String, event String, frequency UInt64,"
 		" period UInt64, stack UInt64, count UInt64, agent_id String, seq UInt64,"
-		" idx UInt32",
+		" row UInt64",
 		"ReplacingMergeTree PARTITION BY " DAY_OF("bucket")
-		" ORDER BY (bucket, host, path, event, stack, agent_id, seq, idx)",
+		" ORDER BY (bucket, host, path, event, stack, row)",
 		"cityHash64(agent_id, seq)",
 	},
 	[CT_STACKS] = {
@@ -117,10 +118,10 @@ static const struct {
 		"id",
 	},
 	[CT_PROBES] = {
-		"agent_id String, seq UInt64, idx UInt32, host String, path String, label String,"
+		"agent_id String, seq UInt64, row UInt64, host String, path String, label String,"
 		" hits UInt64, vals Array(UInt64), latency Array(UInt64), received_ns UInt64",
 		"ReplacingMergeTree PARTITION BY " MONTH_OF("received_ns")
-		" ORDER BY (host, path, label, agent_id, seq, idx)",
+		" ORDER BY (host, path, label, row)",
 		"cityHash64(agent_id, seq)",
 	},
 };

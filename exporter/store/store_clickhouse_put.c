@@ -146,13 +146,26 @@ static void put_hist(struct page *p, const Cgperf__V1__Histogram *w, char sep)
 	page_putc(p, sep);
 }
 
+/* The row key of row @idx of @m's rows of a table: what duplicates of a
+ * batch share and reads collapse (store_clickhouse.c). */
+static uint64_t row_key(const Cgperf__V1__Batch *m, uint64_t idx)
+{
+	uint8_t b[16]; /* seq and idx little-endian: every exporter computes the same */
+
+	for (int i = 0; i < 8; i++) {
+		b[i] = (uint8_t)(m->seq >> (8 * i));
+		b[8 + i] = (uint8_t)(idx >> (8 * i));
+	}
+	return hash_mix64(hash_fnv1a(hash_fnv1a_str(HASH_FNV_OFFSET, m->agent_id), b, sizeof(b)));
+}
+
 /* The first columns of a counters or probes row. */
 static void put_head(struct page *p, const Cgperf__V1__Batch *m, size_t idx, uint32_t cgroup,
 		     uint32_t name)
 {
 	tsv_str(p, m->agent_id, '\t');
 	tsv_u64(p, m->seq, '\t');
-	tsv_u64(p, idx, '\t');
+	tsv_u64(p, row_key(m, idx), '\t');
 	tsv_str(p, m->host, '\t');
 	tsv_str(p, cg_path(m, cgroup), '\t');
 	tsv_str(p, wire_string(m, name), '\t');
@@ -213,7 +226,7 @@ static void put_batch(struct ch_store *s, struct put_group *g, const Cgperf__V1_
 	/* A batch cannot have started after it arrived (see the SQLite store). */
 	uint64_t start = m->start_ns < now ? m->start_ns : now, samples = 0;
 	struct page *p = &g->body[CT_SAMPLES];
-	uint32_t idx = 0;
+	uint64_t idx = 0;
 
 	put_cgroups(g, m, now);
 	put_counters_probes(g, m, now);
@@ -232,7 +245,7 @@ static void put_batch(struct ch_store *s, struct put_group *g, const Cgperf__V1_
 			tsv_u64s(p, v, sizeof(v) / sizeof(v[0]), '\t');
 			tsv_str(p, m->agent_id, '\t');
 			tsv_u64(p, m->seq, '\t');
-			tsv_u64(p, idx++, '\n');
+			tsv_u64(p, row_key(m, idx++), '\n');
 			samples = samples + st->count < samples ? UINT64_MAX : samples + st->count;
 			g->stack_rows++;
 		}

@@ -3,8 +3,9 @@
  * The ClickHouse store's reads: the totals (what /metrics, targets and the
  * index show; loaded at start and, the store being shared, whenever the
  * exporter's copy is stale) and the stacks and module queries. Every read
- * collapses rows by their batch key first (any() per (agent_id, seq,
- * idx)), then sums: a batch stored twice counts once (store_clickhouse.c).
+ * collapses rows by their row key first (any() per row: a hash of
+ * agent_id, seq and the index in the batch), then sums: a batch stored
+ * twice counts once (store_clickhouse.c).
  * Answers are read whole into a page capped at CH_ANSWER_MAX and parsed in
  * place.
  */
@@ -204,14 +205,14 @@ int ch_load(struct store *base, const struct store_visitor *v)
 			     "SELECT h, p, e, sum(x), max(r) FROM (SELECT any(host) AS h,"
 			     " any(path) AS p, any(event) AS e, any(scaled) AS x,"
 			     " max(received_ns) AS r FROM %s.counters WHERE supported = 1"
-			     " GROUP BY agent_id, seq, idx) GROUP BY h, p, e FORMAT TabSeparated",
+			     " GROUP BY row) GROUP BY h, p, e FORMAT TabSeparated",
 			     5, row_counter, NULL, (void *)v);
 	if (!ret && v->probe) {
 		ret = run_db(s,
 			     "SELECT h, p, l, x, vs, la, r FROM (SELECT any(host) AS h,"
 			     " any(path) AS p, any(label) AS l, any(hits) AS x, any(vals) AS vs,"
 			     " any(latency) AS la, max(received_ns) AS r FROM %s.probes"
-			     " GROUP BY agent_id, seq, idx) ORDER BY h, p, l FORMAT TabSeparated",
+			     " GROUP BY row) ORDER BY h, p, l FORMAT TabSeparated",
 			     7, row_probe, probe_flush, &pa);
 	}
 	if (!ret && v->agent)
@@ -304,7 +305,7 @@ int ch_stacks(struct store *base, const struct store_selection *sel,
 		page_putc(&q, ')');
 	}
 	page_printf(&q,
-		    " GROUP BY agent_id, seq, idx) GROUP BY k, e, fq, pd) AS sm"
+		    " GROUP BY row) GROUP BY k, e, fq, pd) AS sm"
 		    " ANY LEFT JOIN (SELECT hash AS stack, any(folded) AS folded,"
 		    " minIf(modules, modules != '') AS modules FROM %s.stacks GROUP BY hash) AS st"
 		    " USING stack FORMAT TabSeparated",
