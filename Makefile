@@ -241,7 +241,7 @@ $(O)/fuzz/fuzz_wire-seeds: $(FUZZ_WIRE_SRC) wire/wire.h lib/hist.h $(PROTO_H)
 # What the exporter does with a decoded batch (totals, /metrics text,
 # stack renderers); the store is linked for its helpers, not driven.
 FUZZ_INGEST_SRC := tests/fuzz/fuzz_ingest.c $(wildcard wire/*.c) lib/hist.c lib/utf8.c lib/json.c \
-	lib/prom.c lib/gzip.c $(PROTO_C) exporter/totals.c exporter/totals_expo.c exporter/page.c \
+	lib/prom.c lib/gzip.c lib/grow.c $(PROTO_C) exporter/totals.c exporter/totals_expo.c exporter/page.c \
 	$(wildcard exporter/render/*.c) $(wildcard exporter/store/*.c)
 $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h exporter/*/*.h) wire/wire.h lib/hist.h $(PROTO_H)
 	@mkdir -p $(dir $@)
@@ -251,9 +251,11 @@ $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h exporter/*/*.h
 
 # The .eh_frame scan of the DWARF unwinder (personality and LSDA words).
 # The unwinder's and the symbol tables' sources (each split in a few files).
-FUZZ_UNWIND_SRC := $(wildcard agent/stacks/unwind*.c) agent/symbols/elfobj.c lib/rootfs.c lib/fusemnt.c lib/search.c
+# lib/fusemnt and what it uses, for the targets that open files in a root.
+FUZZ_FUSEMNT_SRC := lib/fusemnt.c lib/mountinfo.c lib/strv.c
+FUZZ_UNWIND_SRC := $(wildcard agent/stacks/unwind*.c) agent/symbols/elfobj.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/search.c lib/grow.c
 FUZZ_SYMTAB_LIB_SRC := $(wildcard agent/symbols/symtab*.c) agent/symbols/elfobj.c \
-	agent/symbols/symcache.c lib/rootfs.c lib/fusemnt.c lib/search.c lib/grow.c
+	agent/symbols/symcache.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/search.c lib/grow.c
 FUZZ_CFI_SRC := tests/fuzz/fuzz_cfi.c $(FUZZ_UNWIND_SRC)
 $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/stacks/unwind.h
 	@mkdir -p $(dir $@)
@@ -266,11 +268,11 @@ $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/stacks/unwind.h
 # .eh_frame_hdr load, config_parse(). Seeds and a short run of each:
 # tests/integration/fuzz_parsers.sh.
 FUZZ_SYMTAB_SRC := tests/fuzz/fuzz_symtab.c $(FUZZ_SYMTAB_LIB_SRC)
-FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/perf/usdt.c agent/symbols/elfobj.c lib/rootfs.c lib/fusemnt.c
+FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/perf/usdt.c agent/symbols/elfobj.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/grow.c
 FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c $(FUZZ_UNWIND_SRC)
 FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/cmd/config.c agent/cmd/config_glob.c agent/perf/events.c agent/symbols/demangle.c agent/stacks/fold.c \
-	cgroup/identity.c lib/strv.c lib/suggest.c lib/units.c lib/ydoc.c agent/perf/probe_spec.c agent/perf/usdt.c \
-	agent/symbols/elfobj.c lib/rootfs.c lib/fusemnt.c lib/hashmap.c lib/grow.c
+	cgroup/identity.c lib/suggest.c lib/units.c lib/ydoc.c agent/perf/probe_spec.c agent/perf/usdt.c \
+	agent/symbols/elfobj.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/hashmap.c lib/grow.c lib/slurp.c
 FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config)
 
 $(O)/fuzz/fuzz_symtab: $(FUZZ_SYMTAB_SRC) agent/symbols/symtab.h agent/symbols/symcache.h tests/fuzz/fuzz_file.h
