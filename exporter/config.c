@@ -232,8 +232,7 @@ int exporter_config_set(struct exporter_config *c, const char *key, const char *
 		return strv_set(&c->store, v);
 	}
 	if (clickhouse_setting(c, key)) {
-		if (!strcmp(key, "clickhouse_url") && strncmp(v, "http://", 7) &&
-		    strncmp(v, "https://", 8)) {
+		if (!strcmp(key, "clickhouse_url") && !httpc_is_http_url(v)) {
 			snprintf(err, errlen, "%s: '%.60s': want http://HOST:PORT", key, v);
 			return -EINVAL;
 		}

@@ -59,6 +59,7 @@
 #include <string.h>
 
 #include "lib/hashmap.h"
+#include "lib/httpc.h"
 #include "lib/strv.h"
 
 const char *const ch_table_name[CT_N] = {
@@ -202,7 +203,7 @@ static int set_settings(struct ch_store *s, const struct store_config *cfg, char
 	const char *db = cfg->database && *cfg->database ? cfg->database : "cgperf";
 	size_t n;
 
-	if (!cfg->url || strncmp(cfg->url, "http", 4)) {
+	if (!cfg->url || !httpc_is_http_url(cfg->url)) {
 		snprintf(err, errlen, "the clickhouse store needs --clickhouse-url http://HOST:PORT");
 		return -EINVAL;
 	}

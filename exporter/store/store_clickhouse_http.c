@@ -6,6 +6,9 @@
  * both ways. An answer is read into a capped page; a server that cannot
  * be reached, times out, or says a shard is unreachable or it is too busy
  * gives -EAGAIN, which the exporter turns into 503 + Retry-After.
+ * (lib/httpc is the senders' client: it keeps 200 bytes of an answer,
+ * where a query needs all of it, and sorts answers for retry loops that
+ * this store leaves to the agent.)
  */
 #include "exporter/store/store_clickhouse_internal.h"
 
