@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "lib/ydoc.h"
+#include "tests/unit/testlib.h"
 
 #define NCASES(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -265,16 +266,4 @@ static void test_show(void **state)
 	assert_string_equal(ydoc_item_in("probes", 3).s, "probes[3]");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_load_errors),
-		cmocka_unit_test(test_empty),
-		cmocka_unit_test(test_keys),
-		cmocka_unit_test(test_reads),
-		cmocka_unit_test(test_fields),
-		cmocka_unit_test(test_show),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_load_errors, test_empty, test_keys, test_reads, test_fields, test_show)
