@@ -667,6 +667,24 @@ static const struct cg *cg_find(const struct totals *t, const char *host, const 
 	return NULL;
 }
 
+void totals_replace(struct totals *t, struct totals *fresh)
+{
+	struct totals old = *t;
+
+	/* What only this process counts (stack truncations) goes over. */
+	EACH_CG(fresh, c) {
+		const struct cg *was = cg_find(&old, c->host, c->path);
+		struct cg *now = (struct cg *)c;
+
+		if (was) {
+			memcpy(now->truncated, was->truncated, sizeof(was->truncated));
+			now->truncated_seen = was->truncated_seen;
+		}
+	}
+	*t = *fresh;
+	*fresh = old;
+}
+
 size_t totals_bytes(const struct totals *t)
 {
 	return t->bytes;

@@ -13,10 +13,13 @@ libyaml-dev zlib1g-dev libiberty-dev libsnappy-dev"
 # as the benchmark's reference, chromium (headless) to click through the
 # flame graph SVG, libxml2-utils for xmllint (flame graph SVG),
 # binutils for readelf (build ids), clang + libclang-rt for libFuzzer,
-# victoria-metrics as a second remote_write receiver beside prometheus.
+# victoria-metrics as a second remote_write receiver beside prometheus;
+# clickhouse-server and clickhouse-client for the ClickHouse store's tests
+# (the tests start their own servers; the package's service is not used).
 TEST="libcmocka-dev linux-perf postgresql postgresql-contrib procps util-linux python3 time systemtap-sdt-dev
 clang libclang-rt-14-dev prometheus curl
-golang-go prometheus-pushgateway libxml2-utils perl binutils chromium victoria-metrics"
+golang-go prometheus-pushgateway libxml2-utils perl binutils chromium victoria-metrics
+clickhouse-server clickhouse-client"
 
 case "${1:-}" in
 --build) want="$BUILD" ;;
