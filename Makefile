@@ -18,7 +18,7 @@ ifeq ($(origin CC),default)
 CC = gcc
 endif
 
-PKGS := libelf libdw libunwind libtraceevent libtracefs libcurl libprotobuf-c libmicrohttpd sqlite3 yaml-0.1 zlib
+PKGS := libelf libdw libunwind libtraceevent libtracefs libcurl json-c libprotobuf-c libmicrohttpd sqlite3 yaml-0.1 zlib
 # libtracefs (finding and mounting tracefs, reading event ids and formats):
 # its header lives in its own include directory, so ask pkg-config.
 TRACEFS_CFLAGS := $(shell pkg-config --cflags libtracefs 2>/dev/null || echo -I/usr/include/tracefs -I/usr/include/traceevent)
@@ -29,7 +29,7 @@ WARNFLAGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wformat-security -Wvla \
 	-Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
 override CPPFLAGS += -I. -I$(O)/gen -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(TRACEFS_CFLAGS)
 override CFLAGS += -std=gnu11 $(WARNFLAGS) -fno-omit-frame-pointer
-LDLIBS_AGENT := -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
+LDLIBS_AGENT := -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -ljson-c -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
 # The exporter links no perf, ELF, DWARF or unwinding library.
 LDLIBS_EXPORTER := -lsqlite3 -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
 
