@@ -108,13 +108,13 @@ static int engine_parse(struct json_object *doc, struct cg_rtinfo *out)
 	json_object_object_get_ex(doc, "Config", &cfg);
 	if (cfg && json_object_is_type(cfg, json_type_object))
 		json_object_object_get_ex(cfg, "Labels", &labels);
-	if ((ret = rt_set(&out->name, name)) < 0 ||
+	/* Kubernetes on docker: the pod is in the labels, and the container's
+	 * own name there beats dockershim's k8s_NAME_POD_NS_UID_N */
+	if ((ret = rt_kube_keys(out, labels)) < 0 || (ret = rt_set(&out->name, name)) < 0 ||
 	    (ret = rt_set(&out->image, rt_json_str(cfg, "Image"))) < 0 ||
-	    (ret = rt_set(&out->image, rt_json_str(doc, "ImageName"))) < 0 ||
-	    (ret = rt_add_labels(out, labels)) < 0)
+	    (ret = rt_set(&out->image, rt_json_str(doc, "ImageName"))) < 0)
 		return ret;
-	/* Kubernetes on docker: the pod is in the labels */
-	return rt_kube_keys(out, labels);
+	return rt_add_labels(out, labels);
 }
 
 int rt_engine_lookup(const struct cg_rt_sources *src, const struct cg_identity *id,
