@@ -176,6 +176,8 @@ void run_cg_add(struct agent *a, const char *path)
 	}
 	free(abs);
 	a->ncg++;
+	if (a->rt)
+		cg_rtcache_want(a->rt, path);
 }
 
 static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
@@ -189,6 +191,7 @@ static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
 		c = run_cg_find(a, path);
 		if (c)
 			c->removed = true; /* reported once more, then dropped */
+		cg_rtcache_forget(a->rt, path);
 	} else {
 		struct cg_tree *t = cg_tree_scan(a->mount);
 

@@ -29,6 +29,7 @@
 #define CONFIG_MAX_EVENTS 32       /* counters.events */
 #define CONFIG_MAX_PROBES 32       /* probes */
 #define CONFIG_MAX_COLLECTORS 16   /* push.collectors */
+#define CONFIG_MAX_LABELS 64       /* identity.labels */
 
 enum config_call_graph { CONFIG_CALL_GRAPH_FP, CONFIG_CALL_GRAPH_DWARF };
 enum config_log_format { CONFIG_LOG_LOGFMT, CONFIG_LOG_JSON };
@@ -117,6 +118,16 @@ struct config {
 	struct {
 		char *listen; /* "HOST:PORT" for the agent's own /metrics, or NULL */
 	} metrics;
+
+	struct {
+		bool runtimes;       /* ask docker/podman/containerd/CRI-O/systemd */
+		char *docker_socket; /* NULL: the default; "": not asked */
+		char *podman_socket;
+		uint64_t timeout_ms; /* per engine request */
+		uint64_t refresh_ms; /* a known answer is asked again after this */
+		char **labels;       /* allow-list of container label keys (globs) */
+		size_t nlabels;
+	} identity;
 };
 
 /* The embedded defaults, or NULL when out of memory. Free with config_free(). */
@@ -172,6 +183,9 @@ const char *config_glob_check(const char *glob);
  * component for zero or more components. Exposed for tests.
  */
 bool config_glob_match(const char *glob, const char *path);
+
+/* Whether container label @key is in identity.labels (config_identity.c). */
+bool config_label_wanted(const struct config *cfg, const char *key);
 
 /* Durations and sizes: lib/units.h (units_duration_ms(), units_size()). */
 

@@ -20,6 +20,7 @@
 #include "agent/perf/usdt.h"
 #include "agent/stacks/stacks.h"
 #include "cgroup/identity.h"
+#include "cgroup/runtime.h"
 #include "lib/hist.h"
 #include "wire/wire.h"
 
@@ -33,6 +34,7 @@ struct rcg {
 	int slot; /* counters slot, -1 without counters */
 	bool removed;
 	struct cg_identity ident;
+	struct cg_rtinfo rt; /* what the runtime said, as of the last batch */
 	uint64_t truncated[STACKS_TRUNC_N]; /* CPU stacks cut short, since start */
 };
 
@@ -92,6 +94,7 @@ struct agent {
 	struct selfmetrics *metrics;
 	struct fold *probe_totals; /* (probe, cgroup) -> hits since start, for /metrics */
 	uint64_t batches;
+	struct cg_rtcache *rt; /* runtime identity lookups, or NULL */
 };
 
 /*
@@ -115,6 +118,16 @@ int run_agent_start(struct agent *a);
 void run_agent_stop(struct agent *a);
 /* Follow the cgroup at @path when the config wants it (cmd_run.c). */
 void run_cg_add(struct agent *a, const char *path);
+/* Runtime identity (run_identity.c): the cache's life, its copy into each
+ * rcg at every batch, the wire fields (@keys/@values: room for @max
+ * allow-listed labels) and the /metrics labels of a cgroup. */
+int run_identity_start(struct agent *a);
+void run_identity_stop(struct agent *a);
+void run_identity_refresh(struct agent *a);
+void run_identity_fill(const struct agent *a, const struct rcg *c, struct wire_cgroup_info *info,
+		       const char **keys, const char **values, size_t max);
+void run_identity_metric_labels(FILE *f, const struct agent *a, const struct rcg *c);
+
 /* The first line of @path into @buf ("" when unreadable). */
 void run_read_line(const char *path, char *buf, size_t len);
 

@@ -57,6 +57,7 @@ static void cg_labels(FILE *f, const struct agent *a, const struct rcg *c)
 	fputs("\",unit=\"", f);
 	selfmetrics_label(f, c->ident.unit);
 	fputc('"', f);
+	run_identity_metric_labels(f, a, c);
 }
 
 static void self_metric(FILE *f, const struct agent *a, const char *name, const char *type,

@@ -73,8 +73,11 @@ void run_agent_stop(struct agent *a)
 	a->watch = NULL;
 	counters_free(a->ctr);
 	a->ctr = NULL;
-	for (size_t i = 0; i < a->ncg; i++)
+	for (size_t i = 0; i < a->ncg; i++) {
 		free(a->cg[i].path);
+		cg_rtinfo_release(&a->cg[i].rt);
+	}
+	run_identity_stop(a);
 	free(a->cg);
 	a->cg = NULL;
 	a->ncg = a->capcg = 0;
@@ -154,6 +157,7 @@ static int start_cgroups(struct agent *a)
 		return 1;
 	a->root_id = 0;
 	cg_path_id(a->mount, "", &a->root_id); /* 0 (unknown) if it fails */
+	run_identity_start(a);
 	a->watch = cg_watch_new(a->mount);
 	if (!a->watch)
 		log_kv(LOG_WARN, "cannot watch cgroups; new ones will not be followed", "error",
