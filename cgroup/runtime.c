@@ -310,6 +310,54 @@ int rt_json_file(const struct cg_rt_sources *src, const char *path, size_t cap,
 	return ret;
 }
 
+static int dup_opt(const char **dst, const char *s)
+{
+	*dst = s ? strdup(s) : NULL;
+	return s && !*dst ? -ENOMEM : 0;
+}
+
+int cg_rt_sources_dup(struct cg_rt_sources *dst, const struct cg_rt_sources *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	if (!src)
+		return 0;
+	dst->timeout_ms = src->timeout_ms;
+	if (dup_opt(&dst->root, src->root) || dup_opt(&dst->docker_sock, src->docker_sock) ||
+	    dup_opt(&dst->podman_sock, src->podman_sock)) {
+		cg_rt_sources_release(dst);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void cg_rt_sources_release(struct cg_rt_sources *s)
+{
+	if (!s)
+		return;
+	free((char *)s->root);
+	free((char *)s->docker_sock);
+	free((char *)s->podman_sock);
+	memset(s, 0, sizeof(*s));
+}
+
+int cg_rt_series_lookup(struct cg_rt_series *s, const struct cg_identity *id,
+			struct cg_rtinfo *out)
+{
+	struct cg_rt_sources src = s->src;
+	int ret;
+
+	if (s->docker_dead)
+		src.docker_sock = "";
+	if (s->podman_dead)
+		src.podman_sock = "";
+	ret = cg_rt_lookup(&src, id, out);
+	if (ret == -EAGAIN) {
+		s->docker_dead |= id->runtime == CG_RT_DOCKER;
+		s->podman_dead |= id->runtime == CG_RT_PODMAN;
+	}
+	return ret;
+}
+
 int cg_rt_lookup(const struct cg_rt_sources *src, const struct cg_identity *id,
 		 struct cg_rtinfo *out)
 {

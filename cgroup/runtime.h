@@ -91,6 +91,23 @@ struct cg_rt_sources {
 int cg_rt_lookup(const struct cg_rt_sources *src, const struct cg_identity *id,
 		 struct cg_rtinfo *out);
 
+/* Copy @src's strings into @dst (zeroed first; NULL @src: defaults).
+ * 0 or -ENOMEM. cg_rt_sources_release() frees what it copied. */
+int cg_rt_sources_dup(struct cg_rt_sources *dst, const struct cg_rt_sources *src);
+void cg_rt_sources_release(struct cg_rt_sources *s);
+
+/*
+ * A series of lookups by a one-off command: once an engine socket failed
+ * (-EAGAIN), it is not asked again in the series, so a dead engine costs
+ * one timeout, not one per container.
+ */
+struct cg_rt_series {
+	struct cg_rt_sources src;
+	bool docker_dead, podman_dead;
+};
+int cg_rt_series_lookup(struct cg_rt_series *s, const struct cg_identity *id,
+			struct cg_rtinfo *out);
+
 /*
  * The cache: lookups by cgroup path on one worker thread. cg_rtcache_want()
  * queues a path and returns at once; cg_rtcache_get() copies what is known.

@@ -35,8 +35,7 @@ struct rt_entry {
 };
 
 struct cg_rtcache {
-	struct cg_rt_sources src;
-	char *root, *docker_sock, *podman_sock;
+	struct cg_rt_sources src; /* owned copies */
 	size_t max_entries;
 	uint64_t refresh_ms;
 
@@ -142,16 +141,6 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static int dup_opt(char **dst, const char *s, const char **view)
-{
-	*view = NULL;
-	if (!s)
-		return 0;
-	*dst = strdup(s);
-	*view = *dst;
-	return *dst ? 0 : -ENOMEM;
-}
-
 struct cg_rtcache *cg_rtcache_new(const struct cg_rt_sources *src, size_t max_entries,
 				  uint64_t refresh_ms)
 {
@@ -160,13 +149,8 @@ struct cg_rtcache *cg_rtcache_new(const struct cg_rt_sources *src, size_t max_en
 
 	if (!c)
 		return NULL;
-	if (src) {
-		c->src.timeout_ms = src->timeout_ms;
-		if (dup_opt(&c->root, src->root, &c->src.root) ||
-		    dup_opt(&c->docker_sock, src->docker_sock, &c->src.docker_sock) ||
-		    dup_opt(&c->podman_sock, src->podman_sock, &c->src.podman_sock))
-			goto fail;
-	}
+	if (cg_rt_sources_dup(&c->src, src) < 0)
+		goto fail;
 	c->max_entries = max_entries ? max_entries : 65536;
 	c->refresh_ms = refresh_ms ? refresh_ms : 300000;
 	c->index = hashmap_new();
@@ -210,9 +194,7 @@ void cg_rtcache_free(struct cg_rtcache *c)
 	free(c->ents);
 	free(c->queue);
 	hashmap_free(c->index);
-	free(c->root);
-	free(c->docker_sock);
-	free(c->podman_sock);
+	cg_rt_sources_release(&c->src);
 	free(c);
 }
 

@@ -39,12 +39,10 @@ struct cg_target {
 	struct cg_selector *sel; /* NULL: every process */
 	struct id_term *terms;
 	size_t nterms;
-	struct cg_rt_sources src;
-	char *docker_sock, *podman_sock, *root;
+	struct cg_rt_series rt; /* owned sources */
 	struct hashmap *cache; /* cgroup path -> index + 1 into seen */
 	struct seen *seen;
 	size_t nseen;
-	bool docker_dead, podman_dead;
 };
 
 void cg_target_free(struct cg_target *t)
@@ -59,9 +57,7 @@ void cg_target_free(struct cg_target *t)
 		cg_rtinfo_release(&t->seen[i].ri);
 	free(t->seen);
 	hashmap_free(t->cache);
-	free(t->docker_sock);
-	free(t->podman_sock);
-	free(t->root);
+	cg_rt_sources_release(&t->rt.src);
 	free(t);
 }
 
@@ -129,21 +125,6 @@ static int split(struct cg_target *t, const char *spec, char *rest, char *err, s
 	return 0;
 }
 
-static int dup_src(struct cg_target *t, const struct cg_rt_sources *src)
-{
-	if (!src)
-		return 0;
-	t->src.timeout_ms = src->timeout_ms;
-	if ((src->docker_sock && !(t->docker_sock = strdup(src->docker_sock))) ||
-	    (src->podman_sock && !(t->podman_sock = strdup(src->podman_sock))) ||
-	    (src->root && !(t->root = strdup(src->root))))
-		return -ENOMEM;
-	t->src.docker_sock = t->docker_sock;
-	t->src.podman_sock = t->podman_sock;
-	t->src.root = t->root;
-	return 0;
-}
-
 struct cg_target *cg_target_parse(const char *spec, const struct cg_rt_sources *src, char *err,
 				  size_t errlen)
 {
@@ -161,7 +142,7 @@ struct cg_target *cg_target_parse(const char *spec, const struct cg_rt_sources *
 	}
 	t = calloc(1, sizeof(*t));
 	rest = malloc(strlen(spec) + 2);
-	if (!t || !rest || !(t->cache = hashmap_new()) || dup_src(t, src) < 0) {
+	if (!t || !rest || !(t->cache = hashmap_new()) || cg_rt_sources_dup(&t->rt.src, src) < 0) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -236,9 +217,7 @@ bool cg_target_match_identity(const struct cg_target *t, const struct cg_identit
 static const struct seen *seen_of(struct cg_target *t, const char *path)
 {
 	uint64_t *slot = hashmap_slot(t->cache, path, strlen(path));
-	struct cg_rt_sources src = t->src;
 	struct seen *ns, *s;
-	int ret;
 
 	if (!slot)
 		return NULL;
@@ -250,15 +229,7 @@ static const struct seen *seen_of(struct cg_target *t, const char *path)
 	t->seen = ns;
 	s = &ns[t->nseen];
 	cg_identity_parse(path, &s->id);
-	if (t->docker_dead)
-		src.docker_sock = "";
-	if (t->podman_dead)
-		src.podman_sock = "";
-	ret = cg_rt_lookup(&src, &s->id, &s->ri);
-	if (ret == -EAGAIN) {
-		t->docker_dead |= s->id.runtime == CG_RT_DOCKER;
-		t->podman_dead |= s->id.runtime == CG_RT_PODMAN;
-	}
+	cg_rt_series_lookup(&t->rt, &s->id, &s->ri);
 	*slot = ++t->nseen;
 	return s;
 }

@@ -26,31 +26,22 @@ int cmd_rt_lookup_tree(const struct cg_tree *t, bool (*want)(const void *ctx, co
 		       const void *ctx, struct cg_rtinfo **out)
 {
 	size_t n = cg_tree_count(t);
-	struct cg_rt_sources src;
+	struct cg_rt_series series = { 0 };
 	struct cg_rtinfo *v = calloc(n ? n : 1, sizeof(*v));
-	bool docker_dead = false, podman_dead = false;
 
 	if (!v)
 		return -ENOMEM;
-	cmd_rt_sources(&src);
+	cmd_rt_sources(&series.src);
 	for (size_t i = 0; i < n; i++) {
 		const struct cg_node *node = cg_tree_get(t, i);
 		int ret;
 
 		if (want && !want(ctx, node))
 			continue;
-		if (docker_dead)
-			src.docker_sock = "";
-		if (podman_dead)
-			src.podman_sock = "";
-		ret = cg_rt_lookup(&src, &node->ident, &v[i]);
+		ret = cg_rt_series_lookup(&series, &node->ident, &v[i]);
 		if (ret == -ENOMEM) {
 			cmd_rt_free(v, n);
 			return ret;
-		}
-		if (ret == -EAGAIN) {
-			docker_dead |= node->ident.runtime == CG_RT_DOCKER;
-			podman_dead |= node->ident.runtime == CG_RT_PODMAN;
 		}
 	}
 	*out = v;
