@@ -126,7 +126,8 @@ void cg_rtcache_free(struct cg_rtcache *c);
  * blocks on a lookup. 0 or -errno. */
 int cg_rtcache_want(struct cg_rtcache *c, const char *path);
 /* Copy what is known of @path into @out (zeroed first). 1 when known,
- * 0 when not (yet), -ENOMEM. */
+ * 0 when the runtime answered that it knows nothing, -EAGAIN when no
+ * answer came yet (never asked, queued, or failing), -ENOMEM. */
 int cg_rtcache_get(struct cg_rtcache *c, const char *path, struct cg_rtinfo *out);
 void cg_rtcache_forget(struct cg_rtcache *c, const char *path);
 /* Lookups done so far (a test waits for it); changes on every lookup. */

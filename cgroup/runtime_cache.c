@@ -29,7 +29,7 @@
 struct rt_entry {
 	char *path;
 	struct cg_rtinfo info;
-	bool known, queued;
+	bool known, queued, answered;
 	uint64_t due_ms;     /* next lookup not before this (monotonic ms) */
 	unsigned backoff_ms; /* after the last failure; 0 after a success */
 };
@@ -90,6 +90,7 @@ static void store_result(struct cg_rtcache *c, struct rt_entry *e, int ret,
 		return;
 	}
 	e->backoff_ms = 0;
+	e->answered = true;
 	e->due_ms = now + c->refresh_ms;
 	cg_rtinfo_release(&e->info);
 	e->info = *info; /* moved */
@@ -267,10 +268,12 @@ int cg_rtcache_get(struct cg_rtcache *c, const char *path, struct cg_rtinfo *out
 
 	memset(out, 0, sizeof(*out));
 	if (!c || !path)
-		return 0;
+		return -EAGAIN;
 	pthread_mutex_lock(&c->mu);
 	e = entry_of(c, path, false, &err);
-	if (e && e->known)
+	if (!e || !e->answered)
+		ret = -EAGAIN;
+	else if (e->known)
 		ret = cg_rtinfo_copy(out, &e->info) < 0 ? -ENOMEM : 1;
 	pthread_mutex_unlock(&c->mu);
 	return ret;
@@ -288,6 +291,7 @@ void cg_rtcache_forget(struct cg_rtcache *c, const char *path)
 	if (e) {
 		cg_rtinfo_release(&e->info);
 		e->known = false;
+		e->answered = false;
 		e->due_ms = 0;
 		e->backoff_ms = 0;
 	}

@@ -114,14 +114,12 @@ static void agent_id(const char *file, char *out, size_t len)
 
 /* ---- cgroups ------------------------------------------------------------ */
 
-static bool wanted(const struct agent *a, const char *path, const struct cg_identity *id)
+static bool wanted(struct agent *a, const char *path, const struct cg_identity *id)
 {
-	if (!config_cgroup_wanted(a->cfg, path))
-		return false;
 	if (a->cfg->cgroups.containers_only && !id->container_id[0] && !id->pod_uid[0] &&
 	    !id->container_name[0])
 		return false;
-	return true;
+	return run_identity_wanted(a, path, id) == 1;
 }
 
 struct rcg *run_cg_find(struct agent *a, const char *path)
@@ -192,6 +190,7 @@ static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
 		if (c)
 			c->removed = true; /* reported once more, then dropped */
 		cg_rtcache_forget(a->rt, path);
+		run_identity_gone(a, path);
 	} else {
 		struct cg_tree *t = cg_tree_scan(a->mount);
 

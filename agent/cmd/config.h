@@ -184,6 +184,11 @@ const char *config_glob_check(const char *glob);
  */
 bool config_glob_match(const char *glob, const char *path);
 
+/* Why @v is not a list of identity terms for cgroups.include/exclude
+ * ("container=GLOB,namespace=GLOB": container, image, pod, namespace,
+ * unit), or NULL when it is one (config_identity.c). */
+const char *config_identity_check(const char *v);
+
 /* Whether container label @key is in identity.labels (config_identity.c). */
 bool config_label_wanted(const struct config *cfg, const char *key);
 

@@ -12,6 +12,7 @@
 
 #include "agent/cmd/config.h"
 #include "agent/cmd/config_internal.h"
+#include "cgroup/target.h"
 #include "lib/strv.h"
 
 const char *const config_identity_keys[] = {"runtimes", "docker_socket", "podman_socket",
@@ -71,6 +72,17 @@ int config_identity_parse(struct ydoc *x, const yaml_node_t *root, struct config
 			    "[\"app\", \"team\"]", &c->identity.labels, &c->identity.nlabels)))
 		return rc;
 	return 0;
+}
+
+const char *config_identity_check(const char *v)
+{
+	struct cg_target *t = cg_target_parse(v, NULL, NULL, 0);
+	bool ok = cg_target_identity_only(t);
+
+	cg_target_free(t);
+	return ok ? NULL
+		  : "is neither a path glob (\"/system.slice/*\") nor identity terms "
+		    "(container=, image=, pod=, namespace=, unit=, joined by ',')";
 }
 
 bool config_label_wanted(const struct config *cfg, const char *key)

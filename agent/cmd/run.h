@@ -95,6 +95,7 @@ struct agent {
 	struct fold *probe_totals; /* (probe, cgroup) -> hits since start, for /metrics */
 	uint64_t batches;
 	struct cg_rtcache *rt; /* runtime identity lookups, or NULL */
+	struct run_idsel *idsel; /* cgroups.include/exclude identity items (run_identity.c) */
 };
 
 /*
@@ -127,6 +128,15 @@ void run_identity_refresh(struct agent *a);
 void run_identity_fill(const struct agent *a, const struct rcg *c, struct wire_cgroup_info *info,
 		       const char **keys, const char **values, size_t max);
 void run_identity_metric_labels(FILE *f, const struct agent *a, const struct rcg *c);
+/*
+ * Whether the config wants the cgroup at @path (paths, containers_only,
+ * identity items of cgroups.include/exclude): 1 yes, 0 no. A cgroup whose
+ * answer depends on a runtime that has not answered yet is 0 for now and
+ * kept pending: run_identity_refresh() adds it (run_cg_add()) once known.
+ */
+int run_identity_wanted(struct agent *a, const char *path, const struct cg_identity *id);
+/* @path went away: not pending any more. */
+void run_identity_gone(struct agent *a, const char *path);
 
 /* The first line of @path into @buf ("" when unreadable). */
 void run_read_line(const char *path, char *buf, size_t len);

@@ -414,6 +414,7 @@ int run_batch(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t end_ns)
 
 	if (!b)
 		return -ENOMEM;
+	run_identity_refresh(a); /* may add cgroups: before sizing by a->ncg */
 	sc.cgidx = malloc((a->ncg + 1) * sizeof(int));
 	sc.prof = malloc((a->ncg + 1) * sizeof(int));
 	if (!sc.cgidx || !sc.prof) {
@@ -422,7 +423,6 @@ int run_batch(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t end_ns)
 	}
 	for (size_t i = 0; i < a->ncg; i++)
 		sc.cgidx[i] = sc.prof[i] = -1;
-	run_identity_refresh(a);
 	sc.modidx = fold_new(); /* without it, modules are looked up by name */
 	f.counters = add_counters(&sc);
 	add_stacks(&sc, &ss);

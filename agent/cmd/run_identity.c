@@ -12,11 +12,18 @@
  * are unbounded, the series of a scrape should not be.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "agent/cmd/run.h"
 #include "agent/ship/selfmetrics.h"
+#include "cgroup/target.h"
 #include "lib/log.h"
+#include "lib/strv.h"
+
+static void run_idsel_free(struct run_idsel *s);
+static int run_idsel_new(struct agent *a);
+static void run_identity_pending(struct agent *a);
 
 int run_identity_start(struct agent *a)
 {
@@ -27,6 +34,8 @@ int run_identity_start(struct agent *a)
 		.timeout_ms = (unsigned)cfg->identity.timeout_ms,
 	};
 
+	if (!a->idsel && run_idsel_new(a) < 0)
+		return -ENOMEM;
 	if (!cfg->identity.runtimes || a->rt)
 		return 0;
 	a->rt = cg_rtcache_new(&src, 0, cfg->identity.refresh_ms);
@@ -39,10 +48,13 @@ void run_identity_stop(struct agent *a)
 {
 	cg_rtcache_free(a->rt);
 	a->rt = NULL;
+	run_idsel_free(a->idsel);
+	a->idsel = NULL;
 }
 
 void run_identity_refresh(struct agent *a)
 {
+	run_identity_pending(a);
 	for (size_t i = 0; a->rt && i < a->ncg; i++) {
 		struct rcg *c = &a->cg[i];
 		struct cg_rtinfo ri;
@@ -112,5 +124,145 @@ void run_identity_metric_labels(FILE *f, const struct agent *a, const struct rcg
 		fputs("=\"", f);
 		selfmetrics_label(f, ri->labels[i].value);
 		fputc('"', f);
+	}
+}
+
+/* ---- cgroups.include/exclude by identity ---- */
+
+struct run_idsel {
+	struct cg_target **inc, **exc;
+	size_t ninc, nexc;
+	char **pending; /* paths waiting for their runtime's answer */
+	size_t npending;
+};
+
+static int compile(char **items, size_t n, struct cg_target ***out, size_t *nout)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct cg_target **nv, *t;
+
+		if (items[i][0] == '/')
+			continue;
+		t = cg_target_parse(items[i], NULL, NULL, 0);
+		nv = t ? reallocarray(*out, *nout + 1, sizeof(*nv)) : NULL;
+		if (!nv) {
+			cg_target_free(t);
+			return -ENOMEM;
+		}
+		*out = nv;
+		nv[(*nout)++] = t;
+	}
+	return 0;
+}
+
+static void run_idsel_free(struct run_idsel *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->ninc; i++)
+		cg_target_free(s->inc[i]);
+	for (size_t i = 0; i < s->nexc; i++)
+		cg_target_free(s->exc[i]);
+	free(s->inc);
+	free(s->exc);
+	strv_free(s->pending, s->npending);
+	free(s);
+}
+
+static int run_idsel_new(struct agent *a)
+{
+	const struct config *cfg = a->cfg;
+	struct run_idsel *s = calloc(1, sizeof(*s));
+
+	if (!s || compile(cfg->cgroups.include, cfg->cgroups.ninclude, &s->inc, &s->ninc) ||
+	    compile(cfg->cgroups.exclude, cfg->cgroups.nexclude, &s->exc, &s->nexc)) {
+		run_idsel_free(s);
+		return -ENOMEM;
+	}
+	a->idsel = s;
+	return 0;
+}
+
+static bool any_match(struct cg_target **v, size_t n, const struct cg_identity *id,
+		      const struct cg_rtinfo *ri)
+{
+	for (size_t i = 0; i < n; i++)
+		if (cg_target_match_identity(v[i], id, ri))
+			return true;
+	return false;
+}
+
+static void pending_add(struct run_idsel *s, const char *path)
+{
+	char **nv;
+
+	for (size_t i = 0; i < s->npending; i++)
+		if (!strcmp(s->pending[i], path))
+			return;
+	nv = reallocarray(s->pending, s->npending + 1, sizeof(*nv));
+	if (!nv)
+		return;
+	s->pending = nv;
+	if ((nv[s->npending] = strdup(path)))
+		s->npending++;
+}
+
+void run_identity_gone(struct agent *a, const char *path)
+{
+	struct run_idsel *s = a->idsel;
+
+	for (size_t i = 0; s && i < s->npending; i++) {
+		if (strcmp(s->pending[i], path))
+			continue;
+		free(s->pending[i]);
+		s->pending[i] = s->pending[--s->npending];
+		return;
+	}
+}
+
+int run_identity_wanted(struct agent *a, const char *path, const struct cg_identity *id)
+{
+	const struct config *cfg = a->cfg;
+	struct run_idsel *s = a->idsel;
+	struct cg_rtinfo ri = { 0 };
+	bool path_in = config_cgroup_wanted(cfg, path), in;
+	int known;
+
+	if (!s || (!s->ninc && !s->nexc))
+		return path_in;
+	for (size_t i = 0; i < cfg->cgroups.nexclude; i++)
+		if (cfg->cgroups.exclude[i][0] == '/' &&
+		    config_glob_match(cfg->cgroups.exclude[i], path))
+			return 0;
+	known = a->rt ? cg_rtcache_get(a->rt, path, &ri) : 0;
+	if (known == -EAGAIN && id->container_id[0]) {
+		cg_rtcache_want(a->rt, path);
+		pending_add(s, path);
+		return 0;
+	}
+	in = (path_in || any_match(s->inc, s->ninc, id, &ri)) &&
+	     !any_match(s->exc, s->nexc, id, &ri);
+	cg_rtinfo_release(&ri);
+	return in;
+}
+
+/* Pending cgroups whose runtime has answered: decided now. */
+static void run_identity_pending(struct agent *a)
+{
+	struct run_idsel *s = a->idsel;
+	size_t i = 0;
+
+	while (s && a->rt && i < s->npending) {
+		struct cg_rtinfo ri;
+		char *path = s->pending[i];
+
+		if (cg_rtcache_get(a->rt, path, &ri) == -EAGAIN) {
+			i++;
+			continue;
+		}
+		cg_rtinfo_release(&ri);
+		s->pending[i] = s->pending[--s->npending];
+		run_cg_add(a, path);
+		free(path);
 	}
 }

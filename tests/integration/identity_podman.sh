@@ -6,9 +6,11 @@
 #     (started here on a socket of this test); name and image from podman's
 #     store when no API service runs
 #   - record --target container=NAME samples that container's busy loop only
-#   - run: a container started after the agent shows up with its name, image
-#     and an allow-listed label on the agent's /metrics and the exporter's
-#     /metrics, /api/v1/targets and page, within one push interval
+#   - run, selecting cgroups by image and excluding one container by name: a
+#     container started after the agent shows up with its name, image and an
+#     allow-listed label on the agent's /metrics and the exporter's /metrics,
+#     /api/v1/targets and page, within one push interval; the excluded one
+#     does not
 source "$(dirname "$0")/../lib/common.sh"
 EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
 command -v podman >/dev/null || skip "podman not installed (packaging/install-deps.sh installs it)"
@@ -85,7 +87,7 @@ port=$(free_port)
 interval=2
 cat >"$TMP/agent.yaml" <<YAML
 host: {name: idtest, agent_id_file: $TMP/agent-id}
-cgroups: {include: ["/libpod_parent/**", "/machine.slice/**"], containers_only: true}
+cgroups: {include: ["image=*/cgperf-busybox:*"], exclude: ["container=$A"], containers_only: true}
 counters: {events: [task-clock]}
 sampling: {enabled: false}
 push: {interval: ${interval}s, collectors: ["http://127.0.0.1:$eport/api/v1/push"], spool: {dir: $TMP/spool}}
@@ -114,6 +116,7 @@ line=$(grep "container_name=\"$B\"" "$TMP/m.txt" | head -1)
 [[ $line == *"image=\"$IMG\""* ]] || fail "no image label: $line"
 [[ $line == *'container_label_team="web"'* ]] || fail "no allow-listed label: $line"
 [[ $line != *secret* ]] || fail "a label outside the allow-list: $line"
+grep -q "container_name=\"$A\"" "$TMP/m.txt" && fail "$A is excluded by container=$A but on /metrics"
 info "agent /metrics named $B after ${named}s (interval ${interval}s): $line"
 
 # the exporter, after the next push

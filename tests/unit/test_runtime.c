@@ -371,9 +371,9 @@ static void test_cache(void **state)
 	assert_int_equal(cg_rtcache_want(c, cg), 0);
 	/* the caller never waits for the stalled socket */
 	assert_true(clock_mono_ns() - t0 < 50000000ull);
-	assert_int_equal(cg_rtcache_get(c, cg, &ri), 0);
+	assert_int_equal(cg_rtcache_get(c, cg, &ri), -EAGAIN);
 	assert_int_equal(cg_rtcache_settle(c, 3000), 0);
-	assert_int_equal(cg_rtcache_get(c, cg, &ri), 0);
+	assert_int_equal(cg_rtcache_get(c, cg, &ri), -EAGAIN); /* failed: no answer */
 	engine_stop(&e, sock);
 
 	/* the engine comes up: the retry after the backoff (1 s) finds it */
@@ -386,10 +386,14 @@ static void test_cache(void **state)
 	assert_string_equal(ri.pod_name, "api-5c6d");
 	cg_rtinfo_release(&ri);
 	cg_rtcache_forget(c, cg);
-	assert_int_equal(cg_rtcache_get(c, cg, &ri), 0);
+	assert_int_equal(cg_rtcache_get(c, cg, &ri), -EAGAIN);
+	/* a path with nothing to ask: answered, nothing known */
+	assert_int_equal(cg_rtcache_want(c, "/user.slice"), 0);
+	assert_int_equal(cg_rtcache_settle(c, 3000), 0);
+	assert_int_equal(cg_rtcache_get(c, "/user.slice", &ri), 0);
 	assert_true(cg_rtcache_generation(c) >= 2);
 	/* the entry cap */
-	for (int i = 0; i < 15; i++) {
+	for (int i = 0; i < 14; i++) {
 		char p[64];
 
 		tl_pathf(p, sizeof(p), "/x%d", i);

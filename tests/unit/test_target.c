@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/cmd/config.h"
 #include "cgroup/pids.h"
 #include "cgroup/target.h"
 #include "testlib.h"
@@ -145,6 +146,40 @@ static void test_pids(void **state)
 	tl_rmtree(dir);
 }
 
+/* run's cgroups.include/exclude items by identity, and the identity: section */
+static void test_config_items(void **state)
+{
+	static const char yaml[] = "cgroups:\n"
+				   "  include: [\"namespace=prod\", \"/system.slice/*\"]\n"
+				   "  exclude: [\"namespace=prod,container=istio-*\"]\n"
+				   "identity: {labels: [app, \"team*\"], timeout: 250ms}\n";
+	struct config *c = NULL;
+	char err[512];
+
+	assert_null(config_identity_check("container=web*"));
+	assert_null(config_identity_check("pod=a,namespace=b,unit=x.service,image=y"));
+	assert_non_null(config_identity_check("comm=postgres"));
+	assert_non_null(config_identity_check("container="));
+	assert_non_null(config_identity_check("container=a,comm=b"));
+	assert_int_equal(config_parse("t.yaml", yaml, strlen(yaml), &c, err, sizeof(err)), 0);
+	assert_int_equal(c->cgroups.ninclude, 2);
+	assert_int_equal(c->identity.timeout_ms, 250);
+	assert_true(config_label_wanted(c, "team-a"));
+	assert_false(config_label_wanted(c, "secret"));
+	/* path matching ignores the identity items */
+	assert_true(config_cgroup_wanted(c, "/system.slice/cron.service"));
+	assert_false(config_cgroup_wanted(c, "/kubepods.slice"));
+	config_free(c);
+	c = NULL;
+	{
+		static const char bad[] = "cgroups: {include: [\"pod=\"]}\n";
+
+		assert_int_equal(config_parse("t.yaml", bad, strlen(bad), &c, err, sizeof(err)),
+				 -EINVAL);
+	}
+	assert_non_null(strstr(err, "identity terms"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +187,7 @@ int main(void)
 		cmocka_unit_test(test_identity_terms),
 		cmocka_unit_test(test_match_process),
 		cmocka_unit_test(test_pids),
+		cmocka_unit_test(test_config_items),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
