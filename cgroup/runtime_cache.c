@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -146,6 +147,7 @@ struct cg_rtcache *cg_rtcache_new(const struct cg_rt_sources *src, size_t max_en
 				  uint64_t refresh_ms)
 {
 	struct cg_rtcache *c = calloc(1, sizeof(*c));
+	sigset_t all, old;
 	int err;
 
 	if (!c)
@@ -160,7 +162,12 @@ struct cg_rtcache *cg_rtcache_new(const struct cg_rt_sources *src, size_t max_en
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->wake, NULL);
 	pthread_cond_init(&c->idle, NULL);
+	/* The worker takes no signal: the commands wait for theirs on a
+	 * signalfd, which only sees signals no thread has unblocked. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = pthread_create(&c->worker, NULL, worker_main, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
 		errno = err;
 		goto fail;

@@ -97,3 +97,11 @@ void cmd_rt_name(const struct cg_identity *id, const struct cg_rtinfo *ri, char 
 	else
 		snprintf(buf, len, "-");
 }
+
+struct cg_rtcache *cmd_rt_cache_new(void)
+{
+	struct cg_rt_sources src;
+
+	cmd_rt_sources(&src);
+	return cg_rtcache_new(&src, 0, 0);
+}

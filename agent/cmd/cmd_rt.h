@@ -35,4 +35,8 @@ void cmd_rt_json(FILE *f, const struct cg_rtinfo *ri);
  * else lxc/nspawn's from the path), a unit's "description", or "-". */
 void cmd_rt_name(const struct cg_identity *id, const struct cg_rtinfo *ri, char *buf, size_t len);
 
+/* A lookup cache for a command that counts (stat): its sources as
+ * cmd_rt_sources() says; NULL when it cannot be made. */
+struct cg_rtcache *cmd_rt_cache_new(void);
+
 #endif
