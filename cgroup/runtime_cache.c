@@ -10,7 +10,12 @@
  * Failures back off from 1 s, doubling to 60 s, so a dead socket is asked
  * about once a minute at most per cgroup. Readers copy an entry under the
  * lock; the worker holds the lock only to pick a path and to store a result,
- * never across a lookup.
+ * never across a lookup, and finds the entry again by its path when the
+ * lookup is done (the entry may have been forgotten meanwhile).
+ *
+ * Containers come and go for the life of the agent, each with a new cgroup
+ * path: forgotten entries are dropped by rebuilding the table once they
+ * outnumber the live ones, so memory follows the live cgroups.
  */
 
 #include <errno.h>
@@ -30,7 +35,7 @@
 struct rt_entry {
 	char *path;
 	struct cg_rtinfo info;
-	bool known, queued, answered;
+	bool known, queued, answered, dead;
 	uint64_t due_ms;     /* next lookup not before this (monotonic ms) */
 	unsigned backoff_ms; /* after the last failure; 0 after a success */
 };
@@ -46,7 +51,7 @@ struct cg_rtcache {
 	bool started, stop, busy;
 	struct hashmap *index; /* path -> entry index + 1 */
 	struct rt_entry *ents;
-	size_t nents, cap;
+	size_t nents, cap, ndead;
 	size_t *queue;
 	size_t qhead, qlen, qcap;
 	uint64_t generation;
@@ -99,6 +104,62 @@ static void store_result(struct cg_rtcache *c, struct rt_entry *e, int ret,
 	e->known = ret == 1;
 }
 
+/* The live entry of @path, or NULL. */
+static struct rt_entry *live_entry(struct cg_rtcache *c, const char *path)
+{
+	uint64_t *slot = hashmap_find(c->index, path, strlen(path));
+
+	return slot && *slot && !c->ents[*slot - 1].dead ? &c->ents[*slot - 1] : NULL;
+}
+
+/* Drop the forgotten entries: a new table and index of the live ones, the
+ * queue renumbered. Nothing changes when memory runs out. */
+static void compact(struct cg_rtcache *c)
+{
+	struct hashmap *index = hashmap_new();
+	size_t *map = calloc(c->nents, sizeof(*map)), n = 0, q = 0;
+
+	if (!index || !map)
+		goto out;
+	for (size_t i = 0; i < c->nents; i++) {
+		struct rt_entry *e = &c->ents[i];
+		uint64_t *slot;
+
+		if (e->dead)
+			continue;
+		slot = hashmap_slot(index, e->path, strlen(e->path));
+		if (!slot)
+			goto out;
+		*slot = n + 1;
+		map[i] = n + 1;
+		n++;
+	}
+	for (size_t i = 0, k = 0; i < c->nents; i++) {
+		if (c->ents[i].dead) {
+			free(c->ents[i].path);
+			cg_rtinfo_release(&c->ents[i].info);
+		} else {
+			c->ents[k++] = c->ents[i];
+		}
+	}
+	for (size_t i = 0; i < c->qlen; i++) {
+		size_t old = c->queue[(c->qhead + i) % c->qcap];
+
+		if (map[old])
+			c->queue[q++] = map[old] - 1;
+	}
+	c->qhead = 0;
+	c->qlen = q;
+	c->nents = n;
+	c->ndead = 0;
+	hashmap_free(c->index);
+	c->index = index;
+	index = NULL;
+out:
+	hashmap_free(index);
+	free(map);
+}
+
 static void *worker_main(void *arg)
 {
 	struct cg_rtcache *c = arg;
@@ -107,6 +168,7 @@ static void *worker_main(void *arg)
 	for (;;) {
 		struct cg_identity id;
 		struct cg_rtinfo info;
+		struct rt_entry *e;
 		size_t idx;
 		char *path;
 		int ret;
@@ -122,6 +184,8 @@ static void *worker_main(void *arg)
 		idx = c->queue[c->qhead];
 		c->qhead = (c->qhead + 1) % c->qcap;
 		c->qlen--;
+		c->ents[idx].queued = false;
+		c->ents[idx].due_ms = UINT64_MAX; /* in flight: not queued again */
 		path = strdup(c->ents[idx].path);
 		pthread_mutex_unlock(&c->mu);
 
@@ -130,11 +194,14 @@ static void *worker_main(void *arg)
 			ret = cg_rt_lookup(&c->src, &id, &info);
 		else
 			memset(&info, 0, sizeof(info));
-		free(path);
 
 		pthread_mutex_lock(&c->mu);
-		c->ents[idx].queued = false;
-		store_result(c, &c->ents[idx], ret, &info);
+		e = path ? live_entry(c, path) : NULL;
+		if (e)
+			store_result(c, e, ret, &info);
+		else
+			cg_rtinfo_release(&info);
+		free(path);
 		c->generation++;
 	}
 	c->busy = false;
@@ -221,9 +288,16 @@ static struct rt_entry *entry_of(struct cg_rtcache *c, const char *path, bool cr
 		*err = -ENOMEM;
 		return NULL;
 	}
-	if (*slot)
-		return &c->ents[*slot - 1];
-	if (c->nents >= c->max_entries) {
+	if (*slot) {
+		struct rt_entry *e = &c->ents[*slot - 1];
+
+		if (e->dead) {
+			e->dead = false; /* the same path again */
+			c->ndead--;
+		}
+		return e;
+	}
+	if (c->nents - c->ndead >= c->max_entries) {
 		*err = -ENOSPC;
 		return NULL;
 	}
@@ -295,12 +369,15 @@ void cg_rtcache_forget(struct cg_rtcache *c, const char *path)
 		return;
 	pthread_mutex_lock(&c->mu);
 	e = entry_of(c, path, false, &err);
-	if (e) {
+	if (e && !e->dead) {
 		cg_rtinfo_release(&e->info);
 		e->known = false;
 		e->answered = false;
+		e->dead = true;
 		e->due_ms = 0;
 		e->backoff_ms = 0;
+		if (++c->ndead > 64 && c->ndead > c->nents / 2)
+			compact(c);
 	}
 	pthread_mutex_unlock(&c->mu);
 }

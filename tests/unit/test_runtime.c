@@ -392,14 +392,32 @@ static void test_cache(void **state)
 	assert_int_equal(cg_rtcache_settle(c, 3000), 0);
 	assert_int_equal(cg_rtcache_get(c, "/user.slice", &ri), 0);
 	assert_true(cg_rtcache_generation(c) >= 2);
-	/* the entry cap */
-	for (int i = 0; i < 14; i++) {
+	/* the entry cap: 16, "/user.slice" and 15 more (the forgotten one is gone) */
+	for (int i = 0; i < 15; i++) {
 		char p[64];
 
 		tl_pathf(p, sizeof(p), "/x%d", i);
 		assert_int_equal(cg_rtcache_want(c, p), 0);
 	}
 	assert_int_equal(cg_rtcache_want(c, "/one-too-many"), -ENOSPC);
+	/* cgroups that come and go: forgotten entries make room */
+	for (int i = 0; i < 15; i++) {
+		char p[64];
+
+		tl_pathf(p, sizeof(p), "/x%d", i);
+		cg_rtcache_forget(c, p);
+	}
+	for (int i = 0; i < 2000; i++) {
+		char p[64];
+
+		tl_pathf(p, sizeof(p), "/churn-%d", i);
+		assert_int_equal(cg_rtcache_want(c, p), 0);
+		cg_rtcache_forget(c, p);
+	}
+	assert_int_equal(cg_rtcache_settle(c, 5000), 0);
+	assert_int_equal(cg_rtcache_want(c, "/last"), 0);
+	assert_int_equal(cg_rtcache_settle(c, 3000), 0);
+	assert_int_equal(cg_rtcache_get(c, "/last", &ri), 0);
 	cg_rtcache_free(c);
 	engine_stop(&e, sock);
 	tl_rmtree(dir);
