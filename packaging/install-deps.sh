@@ -13,11 +13,11 @@ libyaml-dev zlib1g-dev libiberty-dev libjson-c-dev"
 # as the benchmark's reference, chromium (headless) to click through the
 # flame graph SVG, libxml2-utils for xmllint (flame graph SVG),
 # binutils for readelf (build ids), clang + libclang-rt for libFuzzer,
-# podman + runc + busybox-static for the container identity test (an image
+# podman + runc + busybox-static + docker.io for the container identity tests (an image
 # made locally from busybox, no registry).
 TEST="libcmocka-dev linux-perf postgresql postgresql-contrib procps util-linux python3 time systemtap-sdt-dev
 clang libclang-rt-14-dev prometheus curl
-golang-go prometheus-pushgateway libxml2-utils perl binutils chromium podman runc busybox-static"
+golang-go prometheus-pushgateway libxml2-utils perl binutils chromium podman runc busybox-static docker.io"
 
 case "${1:-}" in
 --build) want="$BUILD" ;;

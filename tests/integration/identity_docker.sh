@@ -1,0 +1,97 @@
+#!/bin/bash
+# Container identity from a real dockerd (Debian's docker.io), started here
+# on a socket, data root and exec root of this test, with no network setup
+# (--bridge=none, --iptables=false: the machine has loopback only):
+#   - cgroups: name, image and a label from GET /containers/ID/json
+#   - record --target container=NAME samples that container only
+#   - run (identity.docker_socket): a container started after the agent is
+#     named, with its image and an allow-listed label, within one interval
+source "$(dirname "$0")/../lib/common.sh"
+command -v dockerd >/dev/null && command -v docker >/dev/null ||
+	skip "docker.io not installed (packaging/install-deps.sh installs it)"
+[[ -x /bin/busybox ]] || skip "busybox-static not installed"
+D=$TMP/docker
+mkdir -p "$D"
+SOCK=$D/docker.sock
+export DOCKER_HOST=unix://$SOCK
+IMG=cgperf-busybox:test
+A=cgperf-dk-$$-a
+B=cgperf-dk-$$-b
+DPID=
+
+_docker_cleanup() {
+	[[ -n $DPID ]] || return 0
+	docker rm -f "$A" "$B" >/dev/null 2>&1
+	kill -TERM "$DPID" 2>/dev/null
+	for i in $(seq 100); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$DPID" 2>/dev/null
+	# overlay mounts of a dockerd that did not stop cleanly
+	grep -o " $D/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m"; done
+	DPID=
+}
+trap '_docker_cleanup; _cleanup' EXIT
+
+dockerd --iptables=false --ip6tables=false --bridge=none --host "unix://$SOCK" \
+	--data-root "$D/root" --exec-root "$D/exec" --pidfile "$D/docker.pid" \
+	--default-ulimit nofile=1024:1024 >"$D/log" 2>&1 &
+DPID=$!
+for i in $(seq $(( 150 * TIME_SCALE ))); do docker version >/dev/null 2>&1 && break; sleep 0.1; done
+docker version >/dev/null 2>&1 || fail "dockerd did not start: $(tail -5 "$D/log")"
+mkdir -p "$TMP/img/bin" && cp /bin/busybox "$TMP/img/bin/" && ln -s busybox "$TMP/img/bin/sh"
+tar -C "$TMP/img" -cf "$TMP/img.tar" . || fail "cannot make the image tar"
+docker import --change 'CMD ["/bin/sh"]' "$TMP/img.tar" "$IMG" >/dev/null || fail "docker import failed"
+RUN=(docker run -d --network none)
+"${RUN[@]}" --name "$A" --label team=ops "$IMG" sh -c 'while :; do :; done' >/dev/null ||
+	fail "docker run $A failed: $(tail -3 "$D/log")"
+export CGPERF_DOCKER_SOCKET=$SOCK
+
+"$AGENT" cgroups --json --containers >"$TMP/c.json" || fail "cgroups --json failed"
+python3 - "$TMP/c.json" "$A" "$IMG" <<'PY' || fail "cgroups JSON: $(cat "$TMP/c.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = [c for c in d["cgroups"] if c.get("container_name") == sys.argv[2]]
+assert c, "container not named"
+c = c[0]
+assert c["runtime"] == "docker" and c["image"] == sys.argv[3], c
+assert c["labels"] == {"team": "ops"} and c["identity_source"] == "docker-api", c
+PY
+info "cgroups: $A, $IMG, team=ops from docker's API"
+
+"$AGENT" record --target "container=$A" --duration "$(scaled 2)" -o "$TMP/a.folded" \
+	2>"$TMP/rec.log" || fail "record failed: $(cat "$TMP/rec.log")"
+kept=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/a.folded")
+(( kept >= 20 )) || fail "record --target container=$A kept $kept samples: $(cat "$TMP/rec.log")"
+others=$(grep -vc '^sh;' "$TMP/a.folded")
+(( others == 0 )) || fail "$others stacks from outside the container"
+info "record --target container=$A: $kept samples, all in the container"
+
+port=$(free_port)
+cat >"$TMP/agent.yaml" <<YAML
+host: {name: dktest, agent_id_file: $TMP/agent-id}
+cgroups: {include: ["container=cgperf-dk-$$-*"]}
+counters: {events: [task-clock]}
+sampling: {enabled: false}
+push: {interval: 2s, collectors: [], spool: {dir: $TMP/spool}}
+metrics: {listen: "127.0.0.1:$port"}
+identity: {docker_socket: "$SOCK", labels: [team]}
+YAML
+"$AGENT" run --config "$TMP/agent.yaml" 2>"$TMP/run.log" &
+ag=$!; bg_track $ag
+wait_http "http://127.0.0.1:$port/metrics" "$(scaled 10)" "$TMP/run.log"
+"${RUN[@]}" --name "$B" --label team=web "$IMG" sh -c 'while :; do :; done' >/dev/null ||
+	fail "docker run $B failed"
+t0=$(date +%s%N)
+limit_ms=$(( 3000 * TIME_SCALE ))
+while (( ($(date +%s%N) - t0) / 1000000 < limit_ms )); do
+	curl -sf "http://127.0.0.1:$port/metrics" >"$TMP/m.txt" || true
+	grep -q "container_name=\"$B\"" "$TMP/m.txt" && break
+	sleep 0.2
+done
+line=$(grep "container_name=\"$B\"" "$TMP/m.txt" | head -1)
+[[ -n $line ]] || fail "$B not named within ${limit_ms} ms: $(tail -5 "$TMP/run.log")"
+[[ $line == *"image=\"$IMG\""* && $line == *'container_label_team="web"'* ]] ||
+	fail "image or label missing: $line"
+grep -q "container_name=\"$A\"" "$TMP/m.txt" || fail "$A (started before the agent) not on /metrics"
+info "run: $B named after $(( ($(date +%s%N) - t0) / 1000000 )) ms (interval 2 s): $line"
+kill -TERM $ag
+wait $ag || fail "agent exited with $?: $(tail -5 "$TMP/run.log")"
