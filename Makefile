@@ -31,7 +31,8 @@ override CPPFLAGS += -I. -I$(O)/gen -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(TRACE
 override CFLAGS += -std=gnu11 $(WARNFLAGS) -fno-omit-frame-pointer
 LDLIBS_AGENT := -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -ljson-c -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
 # The exporter links no perf, ELF, DWARF or unwinding library.
-LDLIBS_EXPORTER := -lsqlite3 -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
+# remote_write: libcurl (lib/httpc) and libsnappy.
+LDLIBS_EXPORTER := -lsqlite3 -lmicrohttpd -lyaml -lprotobuf-c -lcurl -lsnappy -lz -lm -lpthread
 
 ifeq ($(SAN),1)
 override CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined -O1
@@ -56,7 +57,10 @@ EXPORTER_SRC := $(wildcard exporter/*.c) $(wildcard exporter/*/*.c)
 EXPORTER_OBJ := $(patsubst %.c,$(O)/%.o,$(EXPORTER_SRC))
 # Everything of the exporter but main(): linked into the unit tests and tools
 # that exercise it.
-EXPORTER_LIB_OBJ := $(filter-out $(O)/exporter/main.o,$(EXPORTER_OBJ))
+# The remote_write schema (proto/remote_write.proto) is the exporter's alone.
+RW_PROTO_H := $(O)/gen/proto/remote_write.pb-c.h
+RW_PROTO_OBJ := $(O)/gen/proto/remote_write.pb-c.o
+EXPORTER_LIB_OBJ := $(filter-out $(O)/exporter/main.o,$(EXPORTER_OBJ)) $(RW_PROTO_OBJ)
 # What the unit tests and tools link: every archive, users first.
 ALL_LIBS := $(O)/libexporter.a $(O)/libagent.a $(O)/libcglib.a
 
@@ -73,7 +77,7 @@ $(TESTALLOC_BIN): $(TESTALLOC_OBJ)
 $(TESTALLOC_BIN): TEST_EXTRA_OBJ := $(TESTALLOC_OBJ)
 # Unit tests of exporter modules (by name) link the exporter's objects too.
 UNIT_EXPORTER_BIN := $(filter $(O)/tests/test_render% $(O)/tests/test_store% \
-	$(O)/tests/test_totals% $(O)/tests/test_http%,$(UNIT_BIN))
+	$(O)/tests/test_totals% $(O)/tests/test_http% $(O)/tests/test_rw%,$(UNIT_BIN))
 # Test-only helper programs (batch generators, renderers, push loops): one
 # .c each, linked with everything but the two main()s.
 TOOL_SRC := $(wildcard tests/tools/*.c)
@@ -104,12 +108,12 @@ $(O)/gen/proto/%.pb-c.c $(O)/gen/proto/%.pb-c.h: proto/%.proto
 	@$(if $(Q),echo "  PROTOC  $<")
 	$(Q)protoc-c --proto_path=. --c_out=$(O)/gen $<
 
-$(PROTO_OBJ): $(PROTO_C) $(PROTO_H)
+$(PROTO_OBJ) $(RW_PROTO_OBJ): $(O)/gen/proto/%.pb-c.o: $(O)/gen/proto/%.pb-c.c $(O)/gen/proto/%.pb-c.h
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 # Anything may include wire/wire.h: generate before compiling.
-$(CGLIB_OBJ) $(AGENT_LIB_OBJ) $(AGENT_OBJ) $(EXPORTER_OBJ) $(UNIT_BIN) $(TOOL_BIN) $(TESTLIB_OBJ): | $(PROTO_H)
+$(CGLIB_OBJ) $(AGENT_LIB_OBJ) $(AGENT_OBJ) $(EXPORTER_OBJ) $(UNIT_BIN) $(TOOL_BIN) $(TESTLIB_OBJ): | $(PROTO_H) $(RW_PROTO_H)
 
 $(O)/libcglib.a: $(CGLIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -143,13 +147,13 @@ $(UNIT_EXPORTER_BIN): $(O)/tests/%: tests/unit/%.c $(TESTLIB_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TESTLIB_OBJ) $(TEST_EXTRA_OBJ) \
-		$(ALL_LIBS) -lcmocka -lsqlite3 $(LDLIBS_AGENT)
+		$(ALL_LIBS) -lcmocka -lsqlite3 -lsnappy $(LDLIBS_AGENT)
 
 $(O)/tools/%: tests/tools/%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(ALL_LIBS) \
-		-lsqlite3 $(LDLIBS_AGENT)
+		-lsqlite3 -lsnappy $(LDLIBS_AGENT)
 
 # Workloads keep their own flags: a known call chain must survive -O2.
 $(O)/workloads/%: tests/workloads/%.c

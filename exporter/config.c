@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/httpc.h"
 #include "lib/strv.h"
 #include "lib/suggest.h"
 #include "lib/units.h"
@@ -36,7 +37,10 @@
 static const char *const keys[] = {
 	"listen", "data_dir", "token_file", "log_level", "store",
 	"retention", "series_expiry", "max_body", "max_series", "max_series_bytes",
-	"max_connections", "idle_timeout", "ingest_queue", NULL,
+	"max_connections", "idle_timeout", "ingest_queue",
+	"remote_write_url", "remote_write_bearer_token_file", "remote_write_basic_auth_user",
+	"remote_write_basic_auth_password_file", "remote_write_instance", "remote_write_interval",
+	"remote_write_queue", NULL,
 };
 
 int exporter_config_defaults(struct exporter_config *c)
@@ -50,6 +54,8 @@ int exporter_config_defaults(struct exporter_config *c)
 	c->max_connections = HTTP_CONNECTIONS_DEFAULT;
 	c->idle_timeout_ns = HTTP_IDLE_TIMEOUT_DEFAULT_S * NS_S;
 	c->ingest_queue = HTTP_INGEST_QUEUE_DEFAULT;
+	c->remote_write.interval_ns = 15 * NS_S;
+	c->remote_write.queue = 64;
 	if (strv_set(&c->log_level, "info") || strv_set(&c->store, "sqlite")) {
 		exporter_config_release(c);
 		return -ENOMEM;
@@ -64,6 +70,11 @@ void exporter_config_release(struct exporter_config *c)
 	free(c->token_file);
 	free(c->log_level);
 	free(c->store);
+	strv_free(c->remote_write.urls, c->remote_write.nurls);
+	free(c->remote_write.bearer_token_file);
+	free(c->remote_write.basic_user);
+	free(c->remote_write.basic_password_file);
+	free(c->remote_write.instance);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -98,9 +109,78 @@ static int set_count(uint64_t *dst, const char *key, const char *v, uint64_t min
 	return 0;
 }
 
+/* The remote_write_* settings. */
+static int set_remote_write(struct exporter_rw_config *rw, const char *key, const char *v, char *err,
+			    size_t errlen)
+{
+	const char *k = key + strlen("remote_write_");
+
+	if (!strcmp(k, "interval"))
+		return set_duration(&rw->interval_ns, key, v, NS_S, err, errlen);
+	if (!strcmp(k, "queue"))
+		return set_count(&rw->queue, key, v, 1, 100000, NULL, err, errlen);
+	if (!*v || strpbrk(v, "\r\n")) {
+		snprintf(err, errlen, "%s: empty or several lines", key);
+		return -EINVAL;
+	}
+	if (!strcmp(k, "url")) {
+		char **n;
+
+		if (!httpc_is_http_url(v)) {
+			snprintf(err, errlen, "%s: '%.60s' is not an http:// or https:// URL", key, v);
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < rw->nurls; i++)
+			if (!strcmp(rw->urls[i], v)) {
+				snprintf(err, errlen, "%s: '%.60s' given twice", key, v);
+				return -EINVAL;
+			}
+		if (rw->nurls >= EXPORTER_REMOTE_WRITE_URLS_MAX) {
+			snprintf(err, errlen, "%s: at most %d URLs", key, EXPORTER_REMOTE_WRITE_URLS_MAX);
+			return -EINVAL;
+		}
+		n = realloc(rw->urls, (rw->nurls + 1) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		rw->urls = n;
+		rw->urls[rw->nurls] = NULL;
+		if (strv_set(&rw->urls[rw->nurls], v))
+			return -ENOMEM;
+		rw->nurls++;
+		return 0;
+	}
+	if (!strcmp(k, "bearer_token_file"))
+		return strv_set(&rw->bearer_token_file, v);
+	if (!strcmp(k, "basic_auth_user"))
+		return strv_set(&rw->basic_user, v);
+	if (!strcmp(k, "basic_auth_password_file"))
+		return strv_set(&rw->basic_password_file, v);
+	if (!strcmp(k, "instance"))
+		return strv_set(&rw->instance, v);
+	snprintf(err, errlen, "unknown setting '%.60s'", key);
+	return -ENOENT;
+}
+
+static int copy_remote_write(struct exporter_rw_config *dst, const struct exporter_rw_config *src)
+{
+	*dst = *src;
+	dst->urls = NULL;
+	dst->nurls = 0;
+	dst->bearer_token_file = dst->basic_user = dst->basic_password_file = dst->instance = NULL;
+	if (strv_dup(&dst->urls, &dst->nurls, (const char *const *)src->urls, src->nurls) ||
+	    strv_set(&dst->bearer_token_file, src->bearer_token_file) ||
+	    strv_set(&dst->basic_user, src->basic_user) ||
+	    strv_set(&dst->basic_password_file, src->basic_password_file) ||
+	    strv_set(&dst->instance, src->instance))
+		return -ENOMEM;
+	return 0;
+}
+
 int exporter_config_set(struct exporter_config *c, const char *key, const char *v, char *err,
 			size_t errlen)
 {
+	if (!strncmp(key, "remote_write_", 13))
+		return set_remote_write(&c->remote_write, key, v, err, errlen);
 	if (!strcmp(key, "listen") || !strcmp(key, "data_dir") || !strcmp(key, "token_file")) {
 		char **dst = key[0] == 'l'   ? &c->listen
 			     : key[0] == 'd' ? &c->data_dir
@@ -161,7 +241,8 @@ static int copy_config(struct exporter_config *dst, const struct exporter_config
 	struct exporter_config n = *src;
 
 	n.listen = n.data_dir = n.token_file = n.log_level = n.store = NULL;
-	if ((src->listen && strv_set(&n.listen, src->listen)) ||
+	if (copy_remote_write(&n.remote_write, &src->remote_write) ||
+	    (src->listen && strv_set(&n.listen, src->listen)) ||
 	    (src->data_dir && strv_set(&n.data_dir, src->data_dir)) ||
 	    (src->token_file && strv_set(&n.token_file, src->token_file)) ||
 	    (src->log_level && strv_set(&n.log_level, src->log_level)) ||
@@ -192,6 +273,29 @@ static int value_text(struct ydoc *x, const yaml_node_t *v, const char *key, con
 	return 0;
 }
 
+/* remote_write_url given as a list: each item as one flag would be. */
+static int url_list(struct ydoc *x, struct exporter_config *c, const yaml_node_t *v)
+{
+	char why[320];
+
+	for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top; i++) {
+		const yaml_node_t *n = ydoc_node(x, *i);
+		const char *val;
+		int rc;
+
+		if (!n || n->type != YAML_SCALAR_NODE || ydoc_is_null(n))
+			return ydoc_fail(x, n ? n : v, "remote_write_url: a list of URLs");
+		if ((rc = value_text(x, n, "remote_write_url", &val)))
+			return rc;
+		rc = exporter_config_set(c, "remote_write_url", val, why, sizeof(why));
+		if (rc == -EINVAL)
+			return ydoc_fail(x, n, "%s", why);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* The keys and values of the root mapping, over a copy of @c. */
 static int walk(struct ydoc *x, struct exporter_config *c)
 {
@@ -219,6 +323,11 @@ static int walk(struct ydoc *x, struct exporter_config *c)
 			    !strcmp((const char *)k0->data.scalar.value, key))
 				return ydoc_fail(x, k, "duplicate key '%.60s' (first at line %zu)",
 						 key, k0->start_mark.line + 1);
+		}
+		if (v->type == YAML_SEQUENCE_NODE && !strcmp(key, "remote_write_url")) {
+			if ((rc = url_list(x, c, v)))
+				return rc;
+			continue;
 		}
 		if ((rc = value_text(x, v, key, &val)))
 			return rc;

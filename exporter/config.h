@@ -16,6 +16,18 @@
 
 #define EXPORTER_MAX_BODY_MAX (1ull << 30)
 #define EXPORTER_MAX_CONNECTIONS_MAX 1000000u
+#define EXPORTER_REMOTE_WRITE_URLS_MAX 8
+
+/* Prometheus remote_write (exporter/remote_write.h); no URL: off. */
+struct exporter_rw_config {
+	char **urls; /* remote_write_url: repeatable */
+	size_t nurls;
+	char *bearer_token_file; /* or NULL */
+	char *basic_user, *basic_password_file; /* or NULL */
+	char *instance; /* the instance label; NULL: HOSTNAME:PORT of listen */
+	uint64_t interval_ns; /* default 15s */
+	uint64_t queue; /* requests waiting per URL, at most; default 64 */
+};
 
 struct exporter_config {
 	char *listen;      /* "HOST:PORT" */
@@ -31,6 +43,7 @@ struct exporter_config {
 	uint64_t max_connections;  /* HTTP connections held at once; default 16384 */
 	uint64_t idle_timeout_ns;  /* an idle connection is closed after this; default 120s */
 	uint64_t ingest_queue;     /* pushes waiting for the store, at most; default 4096 */
+	struct exporter_rw_config remote_write;
 };
 
 /* Defaults into @c (strings malloc'd). 0 or -ENOMEM. */
@@ -49,7 +62,8 @@ int exporter_config_parse(struct exporter_config *c, const char *name, const cha
 
 /*
  * Set the setting @key ("retention", "max_body", ... as in the file) from
- * its text @value, as a flag does. 0, -EINVAL (reason in @err: what is
+ * its text @value, as a flag does (remote_write_url adds a URL; the file
+ * may give it a list). 0, -EINVAL (reason in @err: what is
  * accepted), -ENOENT for an unknown key, or -ENOMEM.
  */
 int exporter_config_set(struct exporter_config *c, const char *key, const char *value, char *err,

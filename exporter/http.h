@@ -23,6 +23,7 @@
  * the totals' lock is never held across a commit's fsync.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,7 @@
 struct store;
 struct totals;
 struct http;
+struct page;
 
 struct http_config {
 	const char *listen;        /* HOST:PORT, [V6]:PORT or :PORT */
@@ -54,6 +56,9 @@ struct http_config {
 	size_t ingest_queue;       /* pushes waiting for the store; 0: HTTP_INGEST_QUEUE_DEFAULT */
 	struct store *store;
 	struct totals *totals;
+	/* More of the exporter's own metrics for /metrics (remote_write's), or NULL. */
+	void (*extra_metrics)(void *arg, struct page *p, bool openmetrics);
+	void *extra_arg;
 };
 
 /* Start serving. NULL + errno, reason in @err. */
@@ -65,6 +70,11 @@ void http_stop(struct http *h);
 /* Forget series last seen before @now_ns - series_expiry, in the store
  * and in the totals, ordered with ingest. 0 or -errno. */
 int http_expire(struct http *h, uint64_t now_ns);
+
+/* The cgroup, probe and agent series of /metrics (text format 0.0.4, no
+ * exporter or process metrics) into @p, under the totals' lock: what
+ * remote_write sends. 0 (a failed append shows in page_failed()). */
+int http_render_totals(struct http *h, struct page *p);
 
 /* Wall-clock now, in Unix ns. */
 uint64_t http_now_ns(void);

@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lib/log.h"
 #include "exporter/config.h"
@@ -25,6 +26,8 @@
 #include "exporter/store/store.h"
 #include "exporter/totals.h"
 #include "lib/clock.h"
+#include "lib/strv.h"
+#include "exporter/remote_write.h"
 
 /* Longest token file accepted. */
 #define TOKEN_MAX 4096
@@ -42,6 +45,11 @@ static void usage(FILE *f)
 	      "                       [--max-body BYTES] [--max-series N] [--max-series-bytes BYTES]\n"
 	      "                       [--max-connections N] [--idle-timeout DURATION]\n"
 	      "                       [--ingest-queue N]\n"
+	      "                       [--remote-write-url URL ...] [--remote-write-interval DURATION]\n"
+	      "                       [--remote-write-bearer-token-file FILE]\n"
+	      "                       [--remote-write-basic-auth-user USER\n"
+	      "                        --remote-write-basic-auth-password-file FILE]\n"
+	      "                       [--remote-write-instance NAME] [--remote-write-queue N]\n"
 	      "                       [--config FILE.yaml]\n"
 	      "                       [--log-level debug|info|warn|error]\n",
 	      f);
@@ -70,6 +78,17 @@ static int read_token(const char *path, char **out)
 	return *out ? 0 : -ENOMEM;
 }
 
+/* Long-only options: codes above any character. */
+enum {
+	OPT_RW_URL = 0x400,
+	OPT_RW_TOKEN,
+	OPT_RW_USER,
+	OPT_RW_PASSWORD,
+	OPT_RW_INSTANCE,
+	OPT_RW_INTERVAL,
+	OPT_RW_QUEUE,
+};
+
 static const struct option opts[] = {
 	{ "listen", required_argument, NULL, 'l' },
 	{ "data-dir", required_argument, NULL, 'd' },
@@ -84,6 +103,14 @@ static const struct option opts[] = {
 	{ "ingest-queue", required_argument, NULL, 'Q' },
 	{ "config", required_argument, NULL, 'c' },
 	{ "log-level", required_argument, NULL, 'L' },
+	/* remote_write (exporter/remote_write.h) */
+	{ "remote-write-url", required_argument, NULL, OPT_RW_URL },
+	{ "remote-write-bearer-token-file", required_argument, NULL, OPT_RW_TOKEN },
+	{ "remote-write-basic-auth-user", required_argument, NULL, OPT_RW_USER },
+	{ "remote-write-basic-auth-password-file", required_argument, NULL, OPT_RW_PASSWORD },
+	{ "remote-write-instance", required_argument, NULL, OPT_RW_INSTANCE },
+	{ "remote-write-interval", required_argument, NULL, OPT_RW_INTERVAL },
+	{ "remote-write-queue", required_argument, NULL, OPT_RW_QUEUE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -104,6 +131,13 @@ static const char *setting(int opt)
 	case 'I': return "idle_timeout";
 	case 'Q': return "ingest_queue";
 	case 'L': return "log_level";
+	case OPT_RW_URL: return "remote_write_url";
+	case OPT_RW_TOKEN: return "remote_write_bearer_token_file";
+	case OPT_RW_USER: return "remote_write_basic_auth_user";
+	case OPT_RW_PASSWORD: return "remote_write_basic_auth_password_file";
+	case OPT_RW_INSTANCE: return "remote_write_instance";
+	case OPT_RW_INTERVAL: return "remote_write_interval";
+	case OPT_RW_QUEUE: return "remote_write_queue";
 	default: return NULL;
 	}
 }
@@ -140,11 +174,20 @@ static int configure(int argc, char **argv, struct exporter_config *cfg)
 		}
 	}
 	optind = 1;
+	bool rw_urls_flagged = false;
+
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		const char *key = setting(opt);
 
 		if (!key)
 			continue;
+		if (opt == OPT_RW_URL && !rw_urls_flagged) {
+			/* The flags' URLs replace the file's. */
+			strv_free(cfg->remote_write.urls, cfg->remote_write.nurls);
+			cfg->remote_write.urls = NULL;
+			cfg->remote_write.nurls = 0;
+			rw_urls_flagged = true;
+		}
 		rc = exporter_config_set(cfg, key, optarg, err, sizeof(err));
 		if (rc) {
 			/* The reason starts with the file's key: name the flag. */
@@ -228,6 +271,73 @@ static size_t fit_connections(size_t want)
 	return fit;
 }
 
+/* ---- remote_write ---- */
+
+static int rw_snapshot(void *arg, struct page *p)
+{
+	return http_render_totals(arg, p);
+}
+
+static void rw_metrics(void *arg, struct page *p, bool om)
+{
+	rw_render(arg, p, om);
+}
+
+/* The instance label: the configured one, or HOSTNAME:PORT of --listen. */
+static int rw_instance(const struct exporter_config *cfg, char *buf, size_t len)
+{
+	const char *port = strrchr(cfg->listen, ':');
+	char host[256] = "";
+
+	if (cfg->remote_write.instance)
+		return snprintf(buf, len, "%s", cfg->remote_write.instance) < (int)len ? 0 : -ENAMETOOLONG;
+	if (gethostname(host, sizeof(host) - 1))
+		snprintf(host, sizeof(host), "localhost");
+	return snprintf(buf, len, "%s%s", host, port ? port : "") < (int)len ? 0 : -ENAMETOOLONG;
+}
+
+/* remote_write from the configuration, not yet started; NULL when off or
+ * on error (*@failed then set, and logged). */
+static struct rw *rw_setup(const struct exporter_config *cfg, bool *failed)
+{
+	const struct exporter_rw_config *c = &cfg->remote_write;
+	char *token = NULL, *password = NULL, instance[512];
+	struct rw *rw = NULL;
+	const char *what = NULL, *file = NULL;
+	int ret = 0;
+
+	*failed = false;
+	if (!c->nurls)
+		return NULL;
+	if (c->bearer_token_file && (ret = read_token(c->bearer_token_file, &token)))
+		what = "cannot read remote_write token file", file = c->bearer_token_file;
+	else if (c->basic_password_file && (ret = read_token(c->basic_password_file, &password)))
+		what = "cannot read remote_write password file", file = c->basic_password_file;
+	else if (!c->basic_user != !c->basic_password_file)
+		what = "remote_write basic auth needs both a user and a password file", ret = -EINVAL;
+	else if ((ret = rw_instance(cfg, instance, sizeof(instance))))
+		what = "remote_write instance label too long";
+	if (!what) {
+		rw = rw_new(&(struct rw_opts){ .urls = (const char *const *)c->urls,
+					       .nurls = c->nurls,
+					       .bearer_token = token,
+					       .basic_user = c->basic_user,
+					       .basic_password = password,
+					       .instance = instance,
+					       .interval_ms = c->interval_ns / 1000000,
+					       .queue_max = (size_t)c->queue });
+		if (!rw)
+			what = "cannot set up remote_write", ret = -errno;
+	}
+	if (what) {
+		log_kv(LOG_ERROR, what, "file", file ? file : "-", "error", strerror(-ret), NULL);
+		*failed = true;
+	}
+	free(token);
+	free(password);
+	return rw;
+}
+
 /* Wait for SIGTERM or SIGINT, expiring series and enforcing retention
  * meanwhile. */
 static void serve(struct http *http, struct store *store, const struct exporter_config *cfg,
@@ -269,6 +379,8 @@ int main(int argc, char **argv)
 	struct store *store = NULL;
 	struct totals *totals = NULL;
 	struct http *http = NULL;
+	struct rw *rw = NULL;
+	bool rw_failed;
 	struct store_visitor visitor;
 	char *token = NULL;
 	char err[512] = "";
@@ -320,6 +432,10 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	size_t max_conn = fit_connections((size_t)cfg.max_connections);
 
+	rw = rw_setup(&cfg, &rw_failed);
+	if (rw_failed)
+		goto out;
+
 	http = http_start(&(struct http_config){ .listen = cfg.listen,
 						 .token = token,
 						 .max_body = (size_t)cfg.max_body,
@@ -330,7 +446,9 @@ int main(int argc, char **argv)
 						 .idle_timeout_s = (unsigned)(cfg.idle_timeout_ns / NS_S),
 						 .ingest_queue = (size_t)cfg.ingest_queue,
 						 .store = store,
-						 .totals = totals },
+						 .totals = totals,
+						 .extra_metrics = rw ? rw_metrics : NULL,
+						 .extra_arg = rw },
 			  err, sizeof(err));
 	if (!http) {
 		log_kv(LOG_ERROR, "cannot start HTTP service", "error",
@@ -349,11 +467,25 @@ int main(int argc, char **argv)
 	       token ? "bearer" : "none", "max_body", mb, "retention", rt, "series_expiry", ex,
 	       "store", cfg.store, "max_connections", mc, "idle_timeout", it,
 	       "ingest_queue", iq, NULL);
+	if (rw && (ret = rw_start(rw, rw_snapshot, http))) {
+		log_kv(LOG_ERROR, "cannot start remote_write", "error", strerror(-ret), NULL);
+		http_stop(http);
+		goto out;
+	}
+	if (rw) {
+		char n[16];
+
+		snprintf(n, sizeof(n), "%zu", cfg.remote_write.nurls);
+		log_kv(LOG_INFO, "remote_write started", "urls", n, NULL);
+	}
 	serve(http, store, &cfg, &sigs);
+	rw_free(rw); /* before the server its snapshots read */
+	rw = NULL;
 	http_stop(http);
 	status = 0;
 	log_kv(LOG_INFO, "exporter stopped", NULL);
 out:
+	rw_free(rw);
 	totals_free(totals);
 	store_close(store);
 	free(token);

@@ -95,6 +95,8 @@ static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c, s
 			    "lowered to fit RLIMIT_NOFILE).",
 			    h->cfg.max_connections);
 	}
+	if (h->cfg.extra_metrics)
+		h->cfg.extra_metrics(h->cfg.extra_arg, &p, om);
 	procmetrics_render(&p, om);
 	if (om)
 		page_put(&p, "# EOF\n");
@@ -102,6 +104,17 @@ static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c, s
 			   om ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
 			      : "text/plain; version=0.0.4; charset=utf-8",
 			   &p);
+}
+
+int http_render_totals(struct http *h, struct page *p)
+{
+	uint64_t now = http_now_ns();
+
+	pthread_mutex_lock(&h->lock);
+	page_reserve(p, h->metrics_len + h->metrics_len / 8);
+	totals_render(h->cfg.totals, p, false, http_cutoff(h, now));
+	pthread_mutex_unlock(&h->lock);
+	return 0;
 }
 
 /* ---- /api/v1/targets and / ---- */

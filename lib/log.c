@@ -137,7 +137,7 @@ void log_vkv(enum log_level lvl, const char *msg, va_list ap)
 
 	pthread_mutex_lock(&lock);
 	f = out_stream ? out_stream : stderr;
-	if (lvl < threshold || !flood_guard(f, msg)) {
+	if (lvl < threshold || (lvl > LOG_DEBUG && !flood_guard(f, msg))) {
 		pthread_mutex_unlock(&lock);
 		return;
 	}

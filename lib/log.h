@@ -6,7 +6,9 @@
  * The continuous agent's log: one line per event on stderr, logfmt
  * (ts=... level=info msg="..." key=value) or JSON, with a level threshold
  * and a flood guard: the same message (by its format string) is written at
- * most LOG_BURST times per minute, then counted and summarized.
+ * most LOG_BURST times per minute, then counted and summarized. Debug lines
+ * are exempt: whoever asks for them asks for every one (tests and operators
+ * read per-batch debug lines as a record of what was sent).
  *
  * Thread-safe: every call may come from any thread; a line is written whole.
  */

@@ -354,10 +354,12 @@ static void run_refusal_notice(void *ctx, pid_t pid, const char *path, const cha
 }
 
 /* The options: -1 to go on, else the exit status. */
-static int parse_args(int argc, char **argv, const char **path, bool *print, double *duration)
+static int parse_args(int argc, char **argv, const char **path, bool *print, double *duration,
+		      int *push_mode)
 {
 	static const struct option longopts[] = {
 		{"config", required_argument, NULL, 'c'},
+		{"push-mode", required_argument, NULL, 'M'},
 		{"print-config", no_argument, NULL, 'P'},
 		{"duration", required_argument, NULL, 'd'},
 		{"help", no_argument, NULL, 'h'},
@@ -370,6 +372,17 @@ static int parse_args(int argc, char **argv, const char **path, bool *print, dou
 		switch (opt) {
 		case 'c': *path = optarg; break;
 		case 'P': *print = true; break;
+		case 'M':
+			*push_mode = -1;
+			for (int i = 0; config_push_mode_names[i]; i++)
+				if (!strcmp(optarg, config_push_mode_names[i]))
+					*push_mode = i;
+			if (*push_mode < 0) {
+				fprintf(stderr, "%s: --push-mode must be fanout or failover, not '%s'\n",
+					RUN_PROG, optarg);
+				return 2;
+			}
+			break;
 		case 'd': {
 			char *end;
 
@@ -384,6 +397,7 @@ static int parse_args(int argc, char **argv, const char **path, bool *print, dou
 		}
 		case 'h':
 			puts("usage: cgperf-agent run [--config FILE] [--print-config] [--duration S]\n"
+			     "                        [--push-mode fanout|failover]\n"
 			     "Continuous mode: counters, stacks and probes per cgroup, pushed to the\n"
 			     "collectors every push.interval (see docs/config.md).");
 			return 0;
@@ -452,6 +466,9 @@ static void drain_rings(struct agent *a)
 
 /* SIGHUP: the config again, everything rebuilt from it. 0 (also when the
  * new config does not load: the running one stays), or agent_start's. */
+/* --push-mode, which wins over push.mode across reloads too; -1: none. */
+static int cli_push_mode = -1;
+
 static int reload(struct agent *a)
 {
 	struct config *ncfg = NULL;
@@ -462,6 +479,8 @@ static int reload(struct agent *a)
 		log_kv(LOG_ERROR, "reload failed; keeping the running config", "error", err, NULL);
 		return 0;
 	}
+	if (cli_push_mode >= 0)
+		ncfg->push.mode = (enum config_push_mode)cli_push_mode;
 	/* What is not sent yet stays spooled for the new push. */
 	run_agent_stop(a);
 	config_free(a->cfg);
@@ -554,16 +573,19 @@ int cmd_run(int argc, char **argv)
 	char err[2048];
 	bool print = false;
 	double duration = 0;
-	int ret, sfd = -1;
+	int ret, sfd = -1, push_mode = -1;
 	sigset_t mask, oldmask;
 
-	ret = parse_args(argc, argv, &path, &print, &duration);
+	ret = parse_args(argc, argv, &path, &print, &duration, &push_mode);
 	if (ret >= 0)
 		return ret;
 	if (config_load(path, &a.cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: %s\n", RUN_PROG, err);
 		return 2;
 	}
+	cli_push_mode = push_mode;
+	if (push_mode >= 0) /* --push-mode over push.mode */
+		a.cfg->push.mode = (enum config_push_mode)push_mode;
 	if (print) {
 		config_dump(a.cfg, stdout);
 		config_free(a.cfg);

@@ -143,7 +143,7 @@ static const char *const sampling_keys[] = {"enabled", "frequency", "call_graph"
 					    "event", "per_cgroup", NULL};
 static const char *const symbols_keys[] = {"demangle", NULL};
 static const char *const probe_keys[] = {"spec", "hist", "latency_end", "stacks", NULL};
-static const char *const push_keys[] = {"interval", "collectors", "token_file", "timeout",
+static const char *const push_keys[] = {"interval", "collectors", "mode", "token_file", "timeout",
 					"idle_close", "tls", "spool", "retry", NULL};
 static const char *const tls_keys[] = {"ca_file", "cert_file", "key_file", "verify", NULL};
 static const char *const spool_keys[] = {"dir", "max_bytes", NULL};
@@ -167,6 +167,7 @@ const char *const config_call_graph_names[] = {"fp", "dwarf", NULL};
 /* Indexed by enum demangle_style; then the booleans, false = none, true = full. */
 static const char *const demangle_names[] = {"none", "short", "full", "false", "true", NULL};
 const char *const config_log_format_names[] = {"logfmt", "json", NULL};
+const char *const config_push_mode_names[] = {"fanout", "failover", NULL};
 const char *const config_log_level_names[] = {"debug", "info", "warn", "error", NULL};
 
 /* ---- the walk ---- */
@@ -645,6 +646,13 @@ static int parse_push(struct ydoc *x, const yaml_node_t *root, struct config *c,
 				  "[\"https://collector:9090/api/v1/push\"]", &c->push.collectors,
 				  &c->push.ncollectors)))
 			return rc;
+	}
+	if ((v = ydoc_get(x, m, "mode"))) {
+		int e;
+
+		if ((rc = ydoc_enum(x, v, "push.mode", config_push_mode_names, &e)))
+			return rc;
+		c->push.mode = (enum config_push_mode)e;
 	}
 	if ((v = ydoc_get(x, m, "token_file")) &&
 	    (rc = ydoc_string(x, v, "push.token_file", YDOC_NULLABLE, "a file path",

@@ -33,6 +33,8 @@
 
 enum config_call_graph { CONFIG_CALL_GRAPH_FP, CONFIG_CALL_GRAPH_DWARF };
 enum config_log_format { CONFIG_LOG_LOGFMT, CONFIG_LOG_JSON };
+/* push.mode: every collector gets every batch, or the list is one service. */
+enum config_push_mode { CONFIG_PUSH_FANOUT, CONFIG_PUSH_FAILOVER };
 enum config_log_level { CONFIG_LOG_DEBUG, CONFIG_LOG_INFO, CONFIG_LOG_WARN, CONFIG_LOG_ERROR };
 
 struct config_probe {
@@ -94,6 +96,7 @@ struct config {
 		uint64_t interval_ms;
 		char **collectors; /* http:// or https:// URLs; none = nothing pushed */
 		size_t ncollectors;
+		enum config_push_mode mode;
 		char *token_file;  /* bearer token, or NULL */
 		uint64_t timeout_ms;
 		uint64_t idle_close_ms; /* a kept-alive connection idle this long is closed */
@@ -163,6 +166,7 @@ int config_dump(const struct config *cfg, FILE *f);
  * config_dump(), config_dump.c). */
 extern const char *const config_call_graph_names[];
 extern const char *const config_log_format_names[];
+extern const char *const config_push_mode_names[];
 extern const char *const config_log_level_names[];
 
 /*

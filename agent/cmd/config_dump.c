@@ -159,6 +159,7 @@ static void dump_push(struct out *o, const struct config *c)
 	section(o, "push");
 	key_duration(o, "interval", c->push.interval_ms);
 	key_list(o, "collectors", c->push.collectors, c->push.ncollectors);
+	key_enum(o, "mode", config_push_mode_names, (int)c->push.mode);
 	key_str(o, "token_file", c->push.token_file);
 	key_duration(o, "timeout", c->push.timeout_ms);
 	key_duration(o, "idle_close", c->push.idle_close_ms);

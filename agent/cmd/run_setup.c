@@ -432,6 +432,7 @@ static int start_push(struct agent *a)
 	struct push_opts po = {
 		.urls = (const char *const *)cfg->push.collectors,
 		.n_urls = cfg->push.ncollectors,
+		.mode = cfg->push.mode == CONFIG_PUSH_FAILOVER ? PUSH_FAILOVER : PUSH_FANOUT,
 		.token = token,
 		.timeout_ms = (unsigned)cfg->push.timeout_ms,
 		.idle_close_ms = (unsigned)cfg->push.idle_close_ms,

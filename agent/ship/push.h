@@ -4,14 +4,25 @@
 
 /*
  * Push: deliver batches (gzip'd protobuf, opaque here) to one or more
- * collectors over HTTP(S) with libcurl, off the caller's path.
+ * collectors over HTTP(S) (lib/httpc.h, libcurl), off the caller's path.
  *
- * push_submit() stores the batch durably in the spool (agent/ship/spool.h) and
- * returns; one sender thread per collector sends spooled batches oldest
- * first, each collector at its own pace, so a slow or dead collector delays
- * nobody else. Every collector gets every batch: each has a cursor (the last
- * sequence number it acked or rejected, kept in the spool directory), and a
- * batch leaves the spool once every collector is past it, or when the spool
+ * push_submit() stores the batch durably in the spool (agent/ship/spool.h)
+ * and returns; sender threads send spooled batches oldest first. Two modes:
+ *
+ * PUSH_FANOUT (the default): every collector gets every batch. One sender
+ * thread per collector, each at its own pace, so a slow or dead collector
+ * delays nobody else; each has a cursor (the last sequence number it acked
+ * or rejected, kept in the spool directory).
+ *
+ * PUSH_FAILOVER: the collectors are one service. One sender thread sends
+ * each batch to the first collector of the list that is healthy (not in a
+ * health backoff); a connection error, timeout, 5xx, 429 or 408 puts that
+ * collector in a backoff (growing, at least half its ceiling, at least the
+ * Retry-After) and the same batch goes at once to the next healthy one. A
+ * collector whose backoff has run out is tried again, so the first of the
+ * list takes the traffic back once it answers. One cursor for the service.
+ *
+ * A batch leaves the spool once every cursor is past it, or when the spool
  * cap drops it (oldest first, counted).
  *
  * Request: POST URL, body = the batch, headers Content-Type:
@@ -47,6 +58,11 @@
 
 struct push;
 
+enum push_mode {
+	PUSH_FANOUT, /* every collector gets every batch */
+	PUSH_FAILOVER, /* each batch to one healthy collector, in list order */
+};
+
 enum push_log_level {
 	PUSH_LOG_ERROR,
 	PUSH_LOG_WARN,
@@ -66,6 +82,7 @@ typedef void (*push_log_fn)(void *arg, enum push_log_level level, const char *ms
 struct push_opts {
 	const char *const *urls; /* 1..PUSH_MAX_COLLECTORS http:// or https:// URLs, distinct */
 	size_t n_urls;
+	enum push_mode mode;
 	const char *token; /* bearer token, or NULL; trailing whitespace is ignored */
 	unsigned timeout_ms; /* whole request; default 10000 */
 	unsigned connect_timeout_ms; /* default min(timeout, 5000) */
@@ -92,9 +109,9 @@ struct push_collector_stats {
 	uint64_t failures; /* requests that failed and will be retried */
 	uint64_t maybe_delivered; /* of those, failed after the whole body was sent */
 	uint64_t duplicates; /* acks saying the batch was stored before (a resend) */
-	uint64_t cursor; /* last sequence number acked or rejected */
-	uint64_t pending; /* spooled batches not yet through this collector */
-	bool failing; /* the last request failed (retrying) */
+	uint64_t cursor; /* last sequence number acked or rejected (failover: by the service) */
+	uint64_t pending; /* spooled batches not yet through it (failover: the service) */
+	bool failing; /* the last request failed (retrying, or in a health backoff) */
 	char last_error[PUSH_ERROR_MAX]; /* last failure or rejection, "" if none */
 };
 

@@ -187,6 +187,26 @@ static void test_flood_guard(void **state)
 	fail_msg("the minute turned during every attempt");
 }
 
+/* Debug lines are asked for one by one: the guard lets every one through. */
+static void test_flood_guard_spares_debug(void **state)
+{
+	unsigned long before = log_suppressed();
+	FILE *f = tl_capture_begin();
+	char *out;
+
+	(void)state;
+	assert_int_equal(log_setup("logfmt", "debug"), 0);
+	log_set_stream(f);
+	for (int i = 0; i < LOG_BURST * 4; i++)
+		log_kv(LOG_DEBUG, "batch queued", "seq", "1", NULL);
+	log_set_stream(NULL);
+	out = tl_capture_end(f);
+	assert_int_equal(tl_count_lines(out), LOG_BURST * 4);
+	assert_int_equal(log_suppressed(), before);
+	assert_null(strstr(out, "earlier message repeated"));
+	free(out);
+}
+
 /* ---- several threads at once ---- */
 
 #define THREADS 8
@@ -267,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_setup_and_levels),
 		cmocka_unit_test(test_flood_guard),
+		cmocka_unit_test(test_flood_guard_spares_debug),
 		cmocka_unit_test(test_threads),
 	};
 
