@@ -8,6 +8,7 @@
 # in /run/containerd (where the agent looks), a root and socket of the test,
 # and without its CRI plugin; `ctr run --rootfs` needs no image store.
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/containers.sh"
 command -v containerd >/dev/null && command -v ctr >/dev/null ||
 	skip "containerd not installed (docker.io brings it)"
 command -v runc >/dev/null || skip "runc not installed"
@@ -15,8 +16,8 @@ command -v runc >/dev/null || skip "runc not installed"
 [[ -S /run/containerd/containerd.sock ]] && pgrep -x containerd >/dev/null &&
 	skip "a containerd of the host uses /run/containerd; not starting a second one there"
 D=$TMP/containerd
-mkdir -p "$D" "$TMP/rootfs/bin"
-cp /bin/busybox "$TMP/rootfs/bin/" && ln -s busybox "$TMP/rootfs/bin/sh"
+mkdir -p "$D"
+busybox_tree "$TMP/rootfs"
 HAD_RUN=0
 [[ -d /run/containerd ]] && HAD_RUN=1
 CPID=
@@ -59,25 +60,11 @@ for i in $(seq $(( 100 * TIME_SCALE ))); do "${C[@]}" version >/dev/null 2>&1 &&
 [[ -f /run/containerd/io.containerd.runtime.v2.task/k8s.io/$ID/config.json ]] ||
 	fail "no bundle config.json where containerd keeps it"
 
-"$AGENT" cgroups --json --containers >"$TMP/c.json" || fail "cgroups --json failed"
-python3 - "$TMP/c.json" "$ID" "$POD" <<'PY' || fail "cgroups JSON: $(cat "$TMP/c.json")"
-import json, sys
-d = json.load(open(sys.argv[1]))
-c = [c for c in d["cgroups"] if c.get("container_id") == sys.argv[2]]
-assert c, "container not listed"
-c = c[0]
-assert c["runtime"] == "containerd" and c["pod_uid"] == sys.argv[3], c
-assert (c["container_name"], c["pod_name"], c["namespace"], c["image"]) == \
-    ("web", "frontend-7d9c", "shop", "docker.io/example/web:1.0"), c
-assert c["identity_source"] == "oci-config", c
-PY
+cgroups_expect container_id "$ID" "{\"runtime\": \"containerd\", \"pod_uid\": \"$POD\",
+	\"container_name\": \"web\", \"pod_name\": \"frontend-7d9c\", \"namespace\": \"shop\",
+	\"image\": \"docker.io/example/web:1.0\", \"identity_source\": \"oci-config\"}"
 "$AGENT" cgroups --containers >"$TMP/c.txt"
 grep -q "shop/frontend-7d9c/web" "$TMP/c.txt" || fail "text NAME column: $(cat "$TMP/c.txt")"
 info "cgroups: shop/frontend-7d9c/web, docker.io/example/web:1.0 from containerd's config.json"
 
-"$AGENT" record --target "namespace=shop,container=web" --duration "$(scaled 2)" \
-	-o "$TMP/a.folded" 2>"$TMP/rec.log" || fail "record failed: $(cat "$TMP/rec.log")"
-kept=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/a.folded")
-(( kept >= 20 )) || fail "record --target namespace=shop,container=web kept $kept: $(cat "$TMP/rec.log")"
-(( $(grep -vc '^sh;' "$TMP/a.folded") == 0 )) || fail "stacks from outside the container"
-info "record --target namespace=shop,container=web: $kept samples, all in the container"
+record_target_only "namespace=shop,container=web"

@@ -7,6 +7,7 @@
 #   - run (identity.docker_socket): a container started after the agent is
 #     named, with its image and an allow-listed label, within one interval
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/containers.sh"
 command -v dockerd >/dev/null && command -v docker >/dev/null ||
 	skip "docker.io not installed (packaging/install-deps.sh installs it)"
 [[ -x /bin/busybox ]] || skip "busybox-static not installed"
@@ -37,33 +38,17 @@ dockerd --iptables=false --ip6tables=false --bridge=none --host "unix://$SOCK" \
 DPID=$!
 for i in $(seq $(( 150 * TIME_SCALE ))); do docker version >/dev/null 2>&1 && break; sleep 0.1; done
 docker version >/dev/null 2>&1 || fail "dockerd did not start: $(tail -5 "$D/log")"
-mkdir -p "$TMP/img/bin" && cp /bin/busybox "$TMP/img/bin/" && ln -s busybox "$TMP/img/bin/sh"
-tar -C "$TMP/img" -cf "$TMP/img.tar" . || fail "cannot make the image tar"
+busybox_tar "$TMP/img.tar"
 docker import --change 'CMD ["/bin/sh"]' "$TMP/img.tar" "$IMG" >/dev/null || fail "docker import failed"
 RUN=(docker run -d --network none)
 "${RUN[@]}" --name "$A" --label team=ops "$IMG" sh -c 'while :; do :; done' >/dev/null ||
 	fail "docker run $A failed: $(tail -3 "$D/log")"
 export CGPERF_DOCKER_SOCKET=$SOCK
 
-"$AGENT" cgroups --json --containers >"$TMP/c.json" || fail "cgroups --json failed"
-python3 - "$TMP/c.json" "$A" "$IMG" <<'PY' || fail "cgroups JSON: $(cat "$TMP/c.json")"
-import json, sys
-d = json.load(open(sys.argv[1]))
-c = [c for c in d["cgroups"] if c.get("container_name") == sys.argv[2]]
-assert c, "container not named"
-c = c[0]
-assert c["runtime"] == "docker" and c["image"] == sys.argv[3], c
-assert c["labels"] == {"team": "ops"} and c["identity_source"] == "docker-api", c
-PY
+cgroups_expect container_name "$A" "{\"runtime\": \"docker\", \"image\": \"$IMG\",
+	\"labels\": {\"team\": \"ops\"}, \"identity_source\": \"docker-api\"}"
 info "cgroups: $A, $IMG, team=ops from docker's API"
-
-"$AGENT" record --target "container=$A" --duration "$(scaled 2)" -o "$TMP/a.folded" \
-	2>"$TMP/rec.log" || fail "record failed: $(cat "$TMP/rec.log")"
-kept=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/a.folded")
-(( kept >= 20 )) || fail "record --target container=$A kept $kept samples: $(cat "$TMP/rec.log")"
-others=$(grep -vc '^sh;' "$TMP/a.folded")
-(( others == 0 )) || fail "$others stacks from outside the container"
-info "record --target container=$A: $kept samples, all in the container"
+record_target_only "container=$A"
 
 port=$(free_port)
 cat >"$TMP/agent.yaml" <<YAML

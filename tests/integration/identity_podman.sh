@@ -12,6 +12,7 @@
 #     /api/v1/targets and page, within one push interval; the excluded one
 #     does not
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/containers.sh"
 EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
 command -v podman >/dev/null || skip "podman not installed (packaging/install-deps.sh installs it)"
 command -v runc >/dev/null || skip "runc not installed"
@@ -28,9 +29,7 @@ _podman_cleanup() {
 trap '_podman_cleanup; _cleanup' EXIT
 
 if ! podman image exists "$IMG"; then
-	mkdir -p "$TMP/img/bin" && cp /bin/busybox "$TMP/img/bin/" &&
-		for a in sh sleep cat; do ln -s busybox "$TMP/img/bin/$a"; done
-	tar -C "$TMP/img" -cf "$TMP/img.tar" . || fail "cannot make the image tar"
+	busybox_tar "$TMP/img.tar"
 	podman import --change 'CMD ["/bin/sh"]' "$TMP/img.tar" "$IMG" >/dev/null ||
 		fail "podman import failed"
 fi
@@ -66,16 +65,10 @@ grep -q "label team=db" "$TMP/c1.txt" || fail "--labels lacks team=db: $(cat "$T
 info "cgroups: $A, $IMG, labels team/tier (API); name and image from the store without it"
 
 # 2. record --target container=NAME
-"$AGENT" record --target "container=$A" --duration "$(scaled 2)" -o "$TMP/a.folded" \
-	2>"$TMP/rec.log" || fail "record failed: $(cat "$TMP/rec.log")"
-kept=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/a.folded")
-(( kept >= 20 )) || fail "record --target container=$A kept $kept samples: $(cat "$TMP/rec.log")"
-others=$(grep -vc '^sh;' "$TMP/a.folded")
-(( others == 0 )) || fail "$others stacks from outside the container: $(grep -v '^sh;' "$TMP/a.folded" | head -3)"
+record_target_only "container=$A"
 "$AGENT" record --target "container=nosuch-$$" --duration 1 -o "$TMP/none.folded" 2>/dev/null ||
 	fail "record with an unmatched target failed"
 [[ ! -s $TMP/none.folded ]] || fail "container=nosuch-$$ kept samples"
-info "record --target container=$A: $kept samples, all in the container"
 
 # 3. run: a container started after the agent, named within one interval
 [[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
