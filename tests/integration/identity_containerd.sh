@@ -67,4 +67,5 @@ cgroups_expect container_id "$ID" "{\"runtime\": \"containerd\", \"pod_uid\": \"
 grep -q "shop/frontend-7d9c/web" "$TMP/c.txt" || fail "text NAME column: $(cat "$TMP/c.txt")"
 info "cgroups: shop/frontend-7d9c/web, docker.io/example/web:1.0 from containerd's config.json"
 
-record_target_only "namespace=shop,container=web"
+record_target_only "namespace=shop,container=web" \
+	"$("${C[@]}" task ls | awk -v id="$ID" '$1 == id { print $2 }')"

@@ -48,7 +48,7 @@ export CGPERF_DOCKER_SOCKET=$SOCK
 cgroups_expect container_name "$A" "{\"runtime\": \"docker\", \"image\": \"$IMG\",
 	\"labels\": {\"team\": \"ops\"}, \"identity_source\": \"docker-api\"}"
 info "cgroups: $A, $IMG, team=ops from docker's API"
-record_target_only "container=$A"
+record_target_only "container=$A" "$(docker inspect -f '{{.State.Pid}}' "$A")"
 
 port=$(free_port)
 cat >"$TMP/agent.yaml" <<YAML
@@ -60,23 +60,14 @@ push: {interval: 2s, collectors: [], spool: {dir: $TMP/spool}}
 metrics: {listen: "127.0.0.1:$port"}
 identity: {docker_socket: "$SOCK", labels: [team]}
 YAML
-"$AGENT" run --config "$TMP/agent.yaml" 2>"$TMP/run.log" &
-ag=$!; bg_track $ag
-wait_http "http://127.0.0.1:$port/metrics" "$(scaled 10)" "$TMP/run.log"
+run_agent "$TMP/agent.yaml" "$port"
 "${RUN[@]}" --name "$B" --label team=web "$IMG" sh -c 'while :; do :; done' >/dev/null ||
 	fail "docker run $B failed"
-t0=$(date +%s%N)
-limit_ms=$(( 3000 * TIME_SCALE ))
-while (( ($(date +%s%N) - t0) / 1000000 < limit_ms )); do
-	curl -sf "http://127.0.0.1:$port/metrics" >"$TMP/m.txt" || true
-	grep -q "container_name=\"$B\"" "$TMP/m.txt" && break
-	sleep 0.2
-done
-line=$(grep "container_name=\"$B\"" "$TMP/m.txt" | head -1)
-[[ -n $line ]] || fail "$B not named within ${limit_ms} ms: $(tail -5 "$TMP/run.log")"
+wait_named "$B" "$port" $(( 3000 * TIME_SCALE ))
+line=$NAMED_LINE
 [[ $line == *"image=\"$IMG\""* && $line == *'container_label_team="web"'* ]] ||
 	fail "image or label missing: $line"
 grep -q "container_name=\"$A\"" "$TMP/m.txt" || fail "$A (started before the agent) not on /metrics"
-info "run: $B named after $(( ($(date +%s%N) - t0) / 1000000 )) ms (interval 2 s): $line"
-kill -TERM $ag
-wait $ag || fail "agent exited with $?: $(tail -5 "$TMP/run.log")"
+info "run: $B named after $NAMED_MS ms (interval 2 s): $line"
+kill -TERM $AG
+wait $AG || fail "agent exited with $?: $(tail -5 "$TMP/run.log")"

@@ -65,7 +65,7 @@ grep -q "label team=db" "$TMP/c1.txt" || fail "--labels lacks team=db: $(cat "$T
 info "cgroups: $A, $IMG, labels team/tier (API); name and image from the store without it"
 
 # 2. record --target container=NAME
-record_target_only "container=$A"
+record_target_only "container=$A" "$(podman inspect -f '{{.State.Pid}}' "$A")"
 "$AGENT" record --target "container=nosuch-$$" --duration 1 -o "$TMP/none.folded" 2>/dev/null ||
 	fail "record with an unmatched target failed"
 [[ ! -s $TMP/none.folded ]] || fail "container=nosuch-$$ kept samples"
@@ -87,30 +87,17 @@ push: {interval: ${interval}s, collectors: ["http://127.0.0.1:$eport/api/v1/push
 metrics: {listen: "127.0.0.1:$port"}
 identity: {podman_socket: "$SOCK", labels: [team]}
 YAML
-"$AGENT" run --config "$TMP/agent.yaml" 2>"$TMP/run.log" &
-ag=$!; bg_track $ag
-wait_http "http://127.0.0.1:$port/metrics" "$(scaled 10)" "$TMP/run.log"
+run_agent "$TMP/agent.yaml" "$port"
 sleep 1
 "${PODRUN[@]}" --name "$B" --label team=web --label secret=x "$IMG" \
 	sh -c 'while :; do :; done' >/dev/null || fail "podman run $B failed"
-t0=$(date +%s.%N)
-limit=$(( (interval + 1) * TIME_SCALE ))
-named=""
-while awk -v t0="$t0" -v l="$limit" 'BEGIN { exit !(systime() - t0 < l + 1) }'; do
-	curl -sf "http://127.0.0.1:$port/metrics" >"$TMP/m.txt" || true
-	if grep -q "container_name=\"$B\"" "$TMP/m.txt"; then
-		named=$(awk -v t0="$t0" 'BEGIN { "date +%s.%N" | getline t; printf "%.1f", t - t0 }')
-		break
-	fi
-	sleep 0.2
-done
-[[ -n $named ]] || fail "$B not named on the agent's /metrics within ${limit}s: $(grep -c . "$TMP/m.txt") lines, $(tail -5 "$TMP/run.log")"
-line=$(grep "container_name=\"$B\"" "$TMP/m.txt" | head -1)
+wait_named "$B" "$port" $(( (interval + 1) * 1000 * TIME_SCALE ))
+line=$NAMED_LINE
 [[ $line == *"image=\"$IMG\""* ]] || fail "no image label: $line"
 [[ $line == *'container_label_team="web"'* ]] || fail "no allow-listed label: $line"
 [[ $line != *secret* ]] || fail "a label outside the allow-list: $line"
 grep -q "container_name=\"$A\"" "$TMP/m.txt" && fail "$A is excluded by container=$A but on /metrics"
-info "agent /metrics named $B after ${named}s (interval ${interval}s): $line"
+info "agent /metrics named $B after $NAMED_MS ms (interval ${interval}s): $line"
 
 # the exporter, after the next push
 for i in $(seq $(( 20 * TIME_SCALE ))); do
@@ -133,7 +120,7 @@ grep -q "$B" "$TMP/page.html" && grep -q "$IMG" "$TMP/page.html" ||
 info "exporter: /metrics, /api/v1/targets and the page show $B and $IMG"
 
 # SIGTERM: the agent stops (its lookup thread joined) and exits 0
-kill -TERM $ag
-for i in $(seq $(( 50 * TIME_SCALE ))); do kill -0 $ag 2>/dev/null || break; sleep 0.1; done
-kill -0 $ag 2>/dev/null && fail "agent still running 5 s after SIGTERM: $(tail -5 "$TMP/run.log")"
-wait $ag || fail "agent exited with $?: $(tail -5 "$TMP/run.log")"
+kill -TERM $AG
+for i in $(seq $(( 50 * TIME_SCALE ))); do kill -0 $AG 2>/dev/null || break; sleep 0.1; done
+kill -0 $AG 2>/dev/null && fail "agent still running 5 s after SIGTERM: $(tail -5 "$TMP/run.log")"
+wait $AG || fail "agent exited with $?: $(tail -5 "$TMP/run.log")"

@@ -6,9 +6,11 @@
 #                        `cgroups --json --containers` lists a cgroup whose
 #                        KEY is VALUE and whose fields include every field
 #                        of the JSON object (nested objects compared whole)
-#   record_target_only SPEC
-#                        `record --target SPEC` keeps at least 20 samples,
-#                        all of the container's busy `sh` loop
+#   record_target_only SPEC PID
+#                        `record --target SPEC` keeps only samples of the
+#                        container's busy `sh` loop (PID), and at least half
+#                        the samples its CPU time (cpu.stat) is worth at 99 Hz,
+#                        however busy the machine is
 
 busybox_tree() {
 	local a
@@ -35,12 +37,44 @@ PY
 }
 
 record_target_only() {
-	local kept others
+	local kept others cg u0 u1 want
+	cg=$(cg2_mount)$(sed -n 's/^0:://p' "/proc/$2/cgroup")
+	[[ -r $cg/cpu.stat ]] || fail "no cpu.stat for pid $2 ($cg)"
+	u0=$(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat")
 	"$AGENT" record --target "$1" --duration "$(scaled 2)" -o "$TMP/target.folded" \
 		2>"$TMP/target.log" || fail "record --target $1 failed: $(cat "$TMP/target.log")"
+	u1=$(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat")
+	want=$(( (u1 - u0) * 99 / 1000000 ))
 	kept=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/target.folded")
-	((kept >= 20)) || fail "record --target $1 kept $kept samples: $(cat "$TMP/target.log")"
+	((kept >= 5 && kept * 2 >= want)) ||
+		fail "record --target $1 kept $kept samples, its CPU time is worth $want: $(cat "$TMP/target.log")"
 	others=$(grep -vc '^sh;' "$TMP/target.folded")
 	((others == 0)) || fail "record --target $1: $others stacks from outside the container"
-	info "record --target $1: $kept samples, all in the container"
+	info "record --target $1: $kept samples (its CPU time is worth $want), all in the container"
+}
+
+# run_agent CONFIG PORT: `cgperf-agent run --config CONFIG` in the background
+# (log $TMP/run.log, PID in AG), once its /metrics on PORT answers.
+run_agent() {
+	"$AGENT" run --config "$1" 2>"$TMP/run.log" &
+	AG=$!
+	bg_track $AG
+	wait_http "http://127.0.0.1:$2/metrics" "$(scaled 10)" "$TMP/run.log"
+}
+
+# wait_named NAME PORT LIMIT_MS: poll the agent's /metrics on PORT (into
+# $TMP/m.txt) until a series has container_name=NAME, at most LIMIT_MS
+# after the call; its first such line in NAMED_LINE, the wait in NAMED_MS.
+wait_named() {
+	local t0
+	t0=$(date +%s%N)
+	NAMED_LINE=
+	while (( ($(date +%s%N) - t0) / 1000000 < $3 )); do
+		curl -sf "http://127.0.0.1:$2/metrics" >"$TMP/m.txt" || true
+		NAMED_LINE=$(grep -m1 "container_name=\"$1\"" "$TMP/m.txt")
+		[[ -n $NAMED_LINE ]] && break
+		sleep 0.2
+	done
+	NAMED_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
+	[[ -n $NAMED_LINE ]] || fail "$1 not named on the agent's /metrics within $3 ms: $(tail -5 "$TMP/run.log")"
 }
