@@ -124,6 +124,7 @@ struct config {
 
 	struct {
 		bool runtimes;       /* ask docker/podman/containerd/CRI-O/systemd */
+		char *root;          /* the host's root as the agent sees it; NULL: "/" */
 		char *docker_socket; /* NULL: the default; "": not asked */
 		char *podman_socket;
 		uint64_t timeout_ms; /* per engine request */

@@ -218,6 +218,7 @@ static void dump_body(struct out *o, const struct config *c)
 	map_end(o);
 	section(o, "identity");
 	key_bool(o, "runtimes", c->identity.runtimes);
+	key_str(o, "root", c->identity.root);
 	key_str(o, "docker_socket", c->identity.docker_socket);
 	key_str(o, "podman_socket", c->identity.podman_socket);
 	key_duration(o, "timeout", c->identity.timeout_ms);

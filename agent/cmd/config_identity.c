@@ -15,7 +15,7 @@
 #include "cgroup/target.h"
 #include "lib/strv.h"
 
-const char *const config_identity_keys[] = {"runtimes", "docker_socket", "podman_socket",
+const char *const config_identity_keys[] = {"runtimes", "root", "docker_socket", "podman_socket",
 					    "timeout", "refresh", "labels", NULL};
 
 #define MS_S 1000ull
@@ -29,6 +29,7 @@ void config_identity_defaults(struct config *c)
 
 void config_identity_free(struct config *c)
 {
+	free(c->identity.root);
 	free(c->identity.docker_socket);
 	free(c->identity.podman_socket);
 	strv_free(c->identity.labels, c->identity.nlabels);
@@ -51,6 +52,12 @@ int config_identity_parse(struct ydoc *x, const yaml_node_t *root, struct config
 	if ((v = ydoc_get(x, m, "runtimes")) &&
 	    (rc = ydoc_bool(x, v, "identity.runtimes", &c->identity.runtimes)))
 		return rc;
+	if ((v = ydoc_get(x, m, "root")) &&
+	    (rc = ydoc_string(x, v, "identity.root", YDOC_NULLABLE, "a directory",
+			      &c->identity.root)))
+		return rc;
+	if (c->identity.root && c->identity.root[0] != '/')
+		return ydoc_fail(x, v, "identity.root: must be an absolute path");
 	if ((v = ydoc_get(x, m, "docker_socket")) &&
 	    (rc = ydoc_string(x, v, "identity.docker_socket", YDOC_NULLABLE | YDOC_EMPTY_OK,
 			      "a socket path", &c->identity.docker_socket)))

@@ -29,6 +29,7 @@ int run_identity_start(struct agent *a)
 {
 	const struct config *cfg = a->cfg;
 	struct cg_rt_sources src = {
+		.root = cfg->identity.root,
 		.docker_sock = cfg->identity.docker_socket,
 		.podman_sock = cfg->identity.podman_socket,
 		.timeout_ms = (unsigned)cfg->identity.timeout_ms,
