@@ -71,6 +71,18 @@ static int walk(int dfd, int depth, size_t max, int **pids, size_t *n)
 	return ret;
 }
 
+int cg_pids_in(const char *dir, size_t max, int **pids, size_t *n)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ret;
+
+	if (dfd < 0)
+		return 0;
+	ret = add_procs(dfd, max, pids, n);
+	close(dfd);
+	return ret;
+}
+
 int cg_pids_under(const char *dir, size_t max, int **pids, size_t *n)
 {
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -19,5 +19,7 @@
  * -ENOMEM (the array keeps what it had).
  */
 int cg_pids_under(const char *dir, size_t max, int **pids, size_t *n);
+/* The same for the directory @dir alone, not the ones below it. */
+int cg_pids_in(const char *dir, size_t max, int **pids, size_t *n);
 
 #endif

@@ -135,6 +135,10 @@ void run_identity_metric_labels(FILE *f, const struct agent *a, const struct rcg
  * kept pending: run_identity_refresh() adds it (run_cg_add()) once known.
  */
 int run_identity_wanted(struct agent *a, const char *path, const struct cg_identity *id);
+/* The pids in the followed cgroups (each cgroup's own cgroup.procs), at
+ * most a few thousand, for finding probe binaries; a malloc'd array, or
+ * nothing when memory runs out. */
+void run_identity_pids(struct agent *a, int **pids, size_t *n);
 /* @path went away: not pending any more. */
 void run_identity_gone(struct agent *a, const char *path);
 

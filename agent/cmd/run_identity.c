@@ -17,6 +17,7 @@
 
 #include "agent/cmd/run.h"
 #include "agent/ship/selfmetrics.h"
+#include "cgroup/pids.h"
 #include "cgroup/target.h"
 #include "lib/log.h"
 #include "lib/strv.h"
@@ -265,5 +266,25 @@ static void run_identity_pending(struct agent *a)
 		s->pending[i] = s->pending[--s->npending];
 		run_cg_add(a, path);
 		free(path);
+	}
+}
+
+/* ---- probe binaries among the followed processes ---- */
+
+#define PROBE_PIDS_MAX 4096
+
+void run_identity_pids(struct agent *a, int **pids, size_t *n)
+{
+	*pids = NULL;
+	*n = 0;
+	for (size_t i = 0; i < a->ncg && *n < PROBE_PIDS_MAX; i++) {
+		char dir[4096];
+		const char *p = strcmp(a->cg[i].path, "/") ? a->cg[i].path : "";
+
+		if (a->cg[i].removed ||
+		    snprintf(dir, sizeof(dir), "%s%s", a->mount, p) >= (int)sizeof(dir))
+			continue;
+		if (cg_pids_in(dir, PROBE_PIDS_MAX, pids, n) < 0)
+			return; /* what was found so far still helps */
 	}
 }

@@ -227,8 +227,10 @@ static int start_sampling(struct agent *a, enum stacks_mode mode)
 	return 0;
 }
 
-/* The config's probes, resolved; the probes' stacks engine if one wants it. */
-static int resolve_probes(struct agent *a, enum stacks_mode mode)
+/* The config's probes, resolved (binaries looked for among the processes of
+ * the followed cgroups first, @pids); the probes' stacks engine if one wants it. */
+static int resolve_probes_among(struct agent *a, enum stacks_mode mode, const int *pids,
+				size_t npids)
 {
 	const struct config *cfg = a->cfg;
 
@@ -239,7 +241,7 @@ static int resolve_probes(struct agent *a, enum stacks_mode mode)
 		struct rprobe *rp = &a->pr[a->npr];
 		char err[2048];
 
-		if (probe_resolve(cfg->probes[i].spec, NULL, 0, &rp->p, err, sizeof(err))) {
+		if (probe_resolve(cfg->probes[i].spec, pids, npids, &rp->p, err, sizeof(err))) {
 			log_at_line(cfg, cfg->probes[i].line, "bad probe", err);
 			return 2;
 		}
@@ -268,7 +270,7 @@ static int resolve_probes(struct agent *a, enum stacks_mode mode)
 }
 
 /* Latency ends: a probe already listed, or one added only for that. */
-static int resolve_latency_ends(struct agent *a)
+static int resolve_latency_ends(struct agent *a, const int *pids, size_t npids)
 {
 	const struct config *cfg = a->cfg;
 
@@ -288,7 +290,7 @@ static int resolve_latency_ends(struct agent *a)
 				log_kv(LOG_ERROR, "too many probes with their latency ends", NULL);
 				return 2;
 			}
-			if (probe_resolve(end, NULL, 0, &rp->p, err, sizeof(err)) < 0) {
+			if (probe_resolve(end, pids, npids, &rp->p, err, sizeof(err)) < 0) {
 				log_at_line(cfg, cfg->probes[i].line, "bad latency_end", err);
 				return 2;
 			}
@@ -302,6 +304,19 @@ static int resolve_latency_ends(struct agent *a)
 	}
 	a->lat = latency_new(4000000);
 	return a->lat ? 0 : 1;
+}
+
+static int resolve_probes(struct agent *a, enum stacks_mode mode)
+{
+	int *pids = NULL, ret;
+	size_t npids = 0;
+
+	run_identity_pids(a, &pids, &npids);
+	ret = resolve_probes_among(a, mode, pids, npids);
+	if (!ret)
+		ret = resolve_latency_ends(a, pids, npids);
+	free(pids);
+	return ret;
 }
 
 /* Every site of a USDT probe (each with its own argument specs); 0 sites
@@ -472,8 +487,7 @@ int run_agent_start(struct agent *a)
 		      (const char *[]){"debug", "info", "warn", "error"}[cfg->log.level]) < 0)
 		return 1;
 	if ((ret = start_counters(a)) || (ret = start_cgroups(a)) ||
-	    (ret = start_sampling(a, mode)) || (ret = resolve_probes(a, mode)) ||
-	    (ret = resolve_latency_ends(a)))
+	    (ret = start_sampling(a, mode)) || (ret = resolve_probes(a, mode)))
 		return ret;
 	for (size_t i = 0; i < a->npr; i++)
 		if ((ret = place_probe(a, &a->pr[i], mode)))
