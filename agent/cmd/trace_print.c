@@ -70,11 +70,13 @@ static const char *cg_name(const struct trace *t, const struct cglabels *cl, uin
 			continue;
 		cg_identity_label(&n->ident, label, sizeof(label));
 		if (label[0] && (n->ident.container_id[0] || n->ident.pod_uid[0])) {
-			char name[600] = "";
+			size_t l = strlen(label);
 
-			if (cl->rt && cg_rtinfo_display(&cl->rt[i], name + 1, sizeof(name) - 1) > 0)
-				name[0] = ' ';
-			snprintf(buf, len, "%s [%s%s]", n->path, label, name);
+			/* the runtime's name after the label, when it fits */
+			if (cl->rt && l + 1 < sizeof(label) &&
+			    cg_rtinfo_display(&cl->rt[i], label + l + 1, sizeof(label) - l - 1) > 0)
+				label[l] = ' ';
+			snprintf(buf, len, "%s [%s]", n->path, label);
 		}
 		else
 			snprintf(buf, len, "%s", n->path);

@@ -24,7 +24,9 @@ SOCK=$TMP/podman.sock
 PODRUN=(podman run -d --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
 
 _podman_cleanup() {
-	podman rm -f -t 0 "$A" "$B" >/dev/null 2>&1
+	# one at a time: podman stops at a name it does not know
+	podman rm -f -t 0 "$A" >/dev/null 2>&1
+	podman rm -f -t 0 "$B" >/dev/null 2>&1
 }
 trap '_podman_cleanup; _cleanup' EXIT
 
