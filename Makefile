@@ -270,8 +270,10 @@ FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/perf/usdt.c agent/symbols/elfobj.c
 FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c $(FUZZ_UNWIND_SRC)
 FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/cmd/config.c agent/cmd/config_glob.c agent/perf/events.c agent/symbols/demangle.c agent/stacks/fold.c \
 	cgroup/identity.c lib/strv.c lib/suggest.c lib/units.c lib/ydoc.c agent/perf/probe_spec.c agent/perf/usdt.c \
-	agent/symbols/elfobj.c lib/rootfs.c lib/fusemnt.c lib/hashmap.c lib/grow.c
-FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config)
+	agent/symbols/elfobj.c lib/rootfs.c lib/fusemnt.c lib/hashmap.c lib/grow.c agent/cmd/config_identity.c
+FUZZ_RUNTIME_SRC := tests/fuzz/fuzz_runtime.c cgroup/runtime.c cgroup/runtime_engine.c cgroup/runtime_oci.c \
+	cgroup/runtime_systemd.c cgroup/identity.c lib/rootfs.c lib/fusemnt.c lib/slurp.c lib/utf8.c
+FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config fuzz_runtime)
 
 $(O)/fuzz/fuzz_symtab: $(FUZZ_SYMTAB_SRC) agent/symbols/symtab.h agent/symbols/symcache.h tests/fuzz/fuzz_file.h
 $(O)/fuzz/fuzz_symtab: FUZZ_SRC := $(FUZZ_SYMTAB_SRC)
@@ -285,6 +287,9 @@ $(O)/fuzz/fuzz_ehhdr: FUZZ_LIBS := -lelf -lunwind-x86_64 -lunwind
 $(O)/fuzz/fuzz_config: $(FUZZ_CONFIG_SRC) agent/cmd/config.h agent/perf/events.h cgroup/identity.h lib/strv.h lib/suggest.h lib/units.h lib/ydoc.h
 $(O)/fuzz/fuzz_config: FUZZ_SRC := $(FUZZ_CONFIG_SRC)
 $(O)/fuzz/fuzz_config: FUZZ_LIBS := -lyaml $(TRACEFS_LIBS) -liberty -lelf
+$(O)/fuzz/fuzz_runtime: $(FUZZ_RUNTIME_SRC) cgroup/runtime.h cgroup/runtime_internal.h cgroup/identity.h
+$(O)/fuzz/fuzz_runtime: FUZZ_SRC := $(FUZZ_RUNTIME_SRC)
+$(O)/fuzz/fuzz_runtime: FUZZ_LIBS := -ljson-c -lcurl
 
 $(FUZZ_PARSERS):
 	@mkdir -p $(dir $@)

@@ -170,11 +170,6 @@ fail:
 	return NULL;
 }
 
-bool cg_target_identity_only(const struct cg_target *t)
-{
-	return t && t->nterms > 0 && !t->sel;
-}
-
 bool cg_target_has_identity(const struct cg_target *t)
 {
 	return t && t->nterms > 0;

@@ -41,9 +41,6 @@ void cg_target_free(struct cg_target *t);
 /* True when @spec has identity terms (so a lookup may be needed). */
 bool cg_target_has_identity(const struct cg_target *t);
 
-/* True when @spec has identity terms only (no process terms). */
-bool cg_target_identity_only(const struct cg_target *t);
-
 /* True when @p matches every term (identity through p->cgroup). */
 bool cg_target_match(struct cg_target *t, const struct cg_proc *p);
 

@@ -12,7 +12,6 @@
 
 #include "agent/cmd/config.h"
 #include "agent/cmd/config_internal.h"
-#include "cgroup/target.h"
 #include "lib/strv.h"
 
 const char *const config_identity_keys[] = {"runtimes", "root", "docker_socket", "podman_socket",
@@ -81,15 +80,27 @@ int config_identity_parse(struct ydoc *x, const yaml_node_t *root, struct config
 	return 0;
 }
 
+/* Lexical, as every config check: KEY=VALUE terms joined by ',', each KEY
+ * one of cgroup/target.h's identity keys, each VALUE non-empty. */
 const char *config_identity_check(const char *v)
 {
-	struct cg_target *t = cg_target_parse(v, NULL, NULL, 0);
-	bool ok = cg_target_identity_only(t);
+	static const char *const keys[] = { "container", "image", "pod", "namespace", "unit" };
+	const char *p = v;
 
-	cg_target_free(t);
-	return ok ? NULL
-		  : "is neither a path glob (\"/system.slice/*\") nor identity terms "
-		    "(container=, image=, pod=, namespace=, unit=, joined by ',')";
+	for (;;) {
+		size_t len = strcspn(p, ","), klen = strcspn(p, "=,");
+		bool known = false;
+
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			known |= strlen(keys[i]) == klen && !memcmp(keys[i], p, klen);
+		if (!known || klen + 1 >= len)
+			return "is neither a path glob (\"/system.slice/*\") nor identity terms "
+			       "(container=, image=, pod=, namespace=, unit=, joined by ',')";
+		p += len;
+		if (!*p)
+			return NULL;
+		p++;
+	}
 }
 
 bool config_label_wanted(const struct config *cfg, const char *key)

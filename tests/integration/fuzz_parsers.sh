@@ -3,7 +3,9 @@
 # (tests/fuzz/): ELF symbols with symtab's .eh_frame_hdr (fuzz_symtab), USDT
 # notes and argument specs (fuzz_usdt), the DWARF unwinder's load of
 # .eh_frame_hdr and libunwind's lookup in it (fuzz_ehhdr), and the YAML
-# configuration (fuzz_config). FUZZ_PARSERS_TIME seconds each (default 5),
+# configuration (fuzz_config), what container runtimes leave on disk:
+# config.json annotations, podman's containers.json, unit files
+# (fuzz_runtime). FUZZ_PARSERS_TIME seconds each (default 5),
 # seeded with real files: the USDT workload, the C++ workload, a C chain
 # with and without frame pointers, a stripped copy (.dynsym only); for the
 # config, the shipped and the documented example files. Fails on any
@@ -17,7 +19,7 @@ case $BUILD_DIR in
 "$ROOT"/*) O=${BUILD_DIR#"$ROOT"/} ;;
 *) O=$BUILD_DIR ;;
 esac
-targets="fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config"
+targets="fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config fuzz_runtime"
 make --no-print-directory -C "$ROOT" O="$O" $(printf "$O/fuzz/%s " $targets) \
 	"$O/workloads/sdtprobe" "$O/workloads/cxx" "$O/workloads/chain-fp" "$O/workloads/chain-nofp" \
 	>"$TMP/make.log" 2>&1 || fail "cannot build the fuzz targets: $(tail -20 "$TMP/make.log")"
@@ -43,6 +45,9 @@ done
 cfg=$TMP/seeds-config
 mkdir -p "$cfg"
 cp "$ROOT/packaging/run-default.yaml" "$ROOT/tests/data/agent-example.yaml" "$cfg/"
+rt=$TMP/seeds-runtime
+mkdir -p "$rt"
+cp "$ROOT"/tests/data/runtime/*.json "$ROOT"/tests/data/runtime/systemd/* "$rt/"
 
 run() { # target corpus...
 	local t=$1
@@ -66,4 +71,5 @@ run fuzz_symtab "$elf"
 run fuzz_usdt "$elf"
 run fuzz_ehhdr "$eh"
 run fuzz_config "$cfg"
+TMPDIR=$TMP run fuzz_runtime "$rt" # its fake host root goes under $TMP
 exit 0
