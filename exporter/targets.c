@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "exporter/targets.h"
+#include "lib/grow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -125,15 +126,8 @@ static int collect(void *arg, const struct store_cgroup *c)
 	struct rows *r = arg;
 	struct row *x;
 
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 64;
-		struct row *v = realloc(r->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		r->v = v;
-		r->cap = cap;
-	}
+	if (GROW_ARRAY(r->v, r->n, r->cap, 64) < 0)
+		return -ENOMEM;
 	x = &r->v[r->n];
 	x->host = strdup(c->host);
 	x->path = strdup(c->path);

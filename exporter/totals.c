@@ -15,6 +15,7 @@
  */
 #include "exporter/totals_internal.h"
 #include "lib/hashmap.h"
+#include "lib/grow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -331,64 +332,48 @@ static void sidx_rebuild(struct totals *t)
 	}
 }
 
-static struct counter_series *counter_get(struct totals *t, struct cg *c, const char *event)
+/* The series of @kind named @name in @c; a new one (zeroed, named) when
+ * there is none yet. NULL at a cap or out of memory. */
+static void *series_get(struct totals *t, struct cg *c, unsigned kind, const char *name)
 {
-	struct counter_series *s;
-	long i = sidx_find(t, c, SK_COUNTER, event);
+	size_t *n = kind == SK_COUNTER ? &c->ncounters : &c->nprobes;
+	long i = sidx_find(t, c, kind, name);
+	char **sname;
+	void *s;
 
 	if (i >= 0)
-		return &c->counters[i];
-	if (c->ncounters >= UINT32_MAX || sidx_reserve(t))
+		return kind == SK_COUNTER ? (void *)&c->counters[i] : (void *)&c->probes[i];
+	if (*n >= UINT32_MAX || sidx_reserve(t))
 		return NULL;
-	if (c->ncounters == c->ccap) {
-		size_t cap = c->ccap ? c->ccap * 2 : 4;
-		struct counter_series *a = realloc(c->counters, cap * sizeof(*a));
-
-		if (!a)
+	if (kind == SK_COUNTER) {
+		if (GROW_ARRAY(c->counters, c->ncounters, c->ccap, 4) < 0)
 			return NULL;
-		c->counters = a;
-		c->ccap = cap;
+		s = memset(&c->counters[*n], 0, sizeof(c->counters[0]));
+		sname = &c->counters[*n].event;
+	} else {
+		if (GROW_ARRAY(c->probes, c->nprobes, c->pcap, 2) < 0)
+			return NULL;
+		s = memset(&c->probes[*n], 0, sizeof(c->probes[0]));
+		sname = &c->probes[*n].label;
 	}
-	s = &c->counters[c->ncounters];
-	memset(s, 0, sizeof(*s));
-	s->event = strdup(event);
-	if (!s->event)
+	*sname = strdup(name);
+	if (!*sname)
 		return NULL;
-	sidx_add(t, c, SK_COUNTER, (uint32_t)c->ncounters);
-	c->ncounters++;
+	sidx_add(t, c, kind, (uint32_t)*n);
+	(*n)++;
 	t->nseries++;
-	t->bytes += SERIES_OVERHEAD + strlen(event);
+	t->bytes += SERIES_OVERHEAD + strlen(name);
 	return s;
+}
+
+static struct counter_series *counter_get(struct totals *t, struct cg *c, const char *event)
+{
+	return series_get(t, c, SK_COUNTER, event);
 }
 
 static struct probe_series *probe_get(struct totals *t, struct cg *c, const char *label)
 {
-	struct probe_series *s;
-	long i = sidx_find(t, c, SK_PROBE, label);
-
-	if (i >= 0)
-		return &c->probes[i];
-	if (c->nprobes >= UINT32_MAX || sidx_reserve(t))
-		return NULL;
-	if (c->nprobes == c->pcap) {
-		size_t cap = c->pcap ? c->pcap * 2 : 2;
-		struct probe_series *a = realloc(c->probes, cap * sizeof(*a));
-
-		if (!a)
-			return NULL;
-		c->probes = a;
-		c->pcap = cap;
-	}
-	s = &c->probes[c->nprobes];
-	memset(s, 0, sizeof(*s));
-	s->label = strdup(label);
-	if (!s->label)
-		return NULL;
-	sidx_add(t, c, SK_PROBE, (uint32_t)c->nprobes);
-	c->nprobes++;
-	t->nseries++;
-	t->bytes += SERIES_OVERHEAD + strlen(label);
-	return s;
+	return series_get(t, c, SK_PROBE, label);
 }
 
 static struct agent *agent_get(struct totals *t, const char *agent_id)

@@ -6,6 +6,7 @@
 
 #include "agent/cmd/cmd.h"
 #include "cgroup/pids.h"
+#include "lib/strv.h"
 
 #define CGPIDS_MAX 65536
 
@@ -26,7 +27,7 @@ int cmd_cgroup_pids(const char *prog, const char *groups, int **pids, size_t *n)
 			ret = 1;
 		}
 	}
-	cmd_dirs_free(dirs, ndirs);
+	strv_free(dirs, ndirs);
 	free(mount);
 	if (ret) {
 		free(*pids);

@@ -57,53 +57,35 @@ static void push_log(void *arg, enum push_log_level level, const char *msg)
 void run_agent_stop(struct agent *a)
 {
 	sampler_close(a->smp);
-	a->smp = NULL;
 	for (size_t i = 0; i < a->npr; i++) {
 		for (size_t k = 0; k < a->pr[i].nsmp; k++)
 			sampler_close(a->pr[i].smp[k]);
-		a->pr[i].nsmp = 0;
 		probe_release(&a->pr[i].p);
 	}
-	a->npr = 0;
 	stacks_free(a->st);
-	a->st = NULL;
 	stacks_free(a->pst);
-	a->pst = NULL;
 	cg_watch_free(a->watch);
-	a->watch = NULL;
 	counters_free(a->ctr);
-	a->ctr = NULL;
 	for (size_t i = 0; i < a->ncg; i++) {
 		free(a->cg[i].path);
 		cg_rtinfo_release(&a->cg[i].rt);
 	}
 	run_identity_stop(a);
 	free(a->cg);
-	a->cg = NULL;
-	a->ncg = a->capcg = 0;
 	for (size_t i = 0; i < a->nev; i++)
 		ev_spec_release(&a->evs[i]);
 	free(a->evs);
-	a->evs = NULL;
-	a->nev = 0;
 	if (a->have_sev)
 		ev_spec_release(&a->sev);
-	a->have_sev = false;
 	fold_free(a->cells);
-	a->cells = NULL;
 	latency_free(a->lat);
-	a->lat = NULL;
 	fold_free(a->ids);
-	a->ids = NULL;
 	free(a->pc);
-	a->pc = NULL;
-	a->npc = a->cappc = 0;
 	push_free(a->push);
-	a->push = NULL;
 	selfmetrics_stop(a->metrics);
-	a->metrics = NULL;
 	fold_free(a->probe_totals);
-	a->probe_totals = NULL;
+	/* back to the state before the first start */
+	memset(&a->built, 0, sizeof(a->built));
 }
 
 /*
@@ -473,6 +455,12 @@ static int start_push(struct agent *a)
 	return 0;
 }
 
+int run_log_setup(const struct config *cfg)
+{
+	return log_setup(cfg->log.format == CONFIG_LOG_JSON ? "json" : "logfmt",
+			 (const char *[]){"debug", "info", "warn", "error"}[cfg->log.level]);
+}
+
 /* Build everything from a->cfg: log, counters, cgroups, sampling, probes,
  * /metrics, push. 0, 1 or 2; what is half built, run_agent_stop() frees. */
 int run_agent_start(struct agent *a)
@@ -483,8 +471,7 @@ int run_agent_start(struct agent *a)
 										    : STACKS_FP;
 	int ret;
 
-	if (log_setup(cfg->log.format == CONFIG_LOG_JSON ? "json" : "logfmt",
-		      (const char *[]){"debug", "info", "warn", "error"}[cfg->log.level]) < 0)
+	if (run_log_setup(cfg) < 0)
 		return 1;
 	if ((ret = start_counters(a)) || (ret = start_cgroups(a)) ||
 	    (ret = start_sampling(a, mode)) || (ret = resolve_probes(a, mode)))

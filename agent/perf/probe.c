@@ -54,6 +54,7 @@
 
 #include "agent/perf/events.h"
 #include "agent/perf/probe_spec.h"
+#include "lib/strv.h"
 #include "lib/suggest.h"
 #include "agent/symbols/symtab.h"
 
@@ -326,9 +327,7 @@ static int collect_exec(void *ctx, const char *path, bool exec)
 
 static void exec_files_release(struct exec_files *ef)
 {
-	for (size_t i = 0; i < ef->n; i++)
-		free(ef->v[i]);
-	free(ef->v);
+	strv_free(ef->v, ef->n);
 	ef->v = NULL;
 	ef->n = 0;
 }

@@ -34,13 +34,6 @@ pa=$(free_port) pb=$pa pc=$pa
 while [[ $pb == "$pa" ]]; do pb=$(free_port); done
 while [[ $pc == "$pa" || $pc == "$pb" ]]; do pc=$(free_port); done
 
-wait_port() { # PORT LOGFILE
-	for _ in $(seq 100); do
-		curl -sf "http://127.0.0.1:$1/healthz" >/dev/null 2>&1 && return
-		sleep 0.1
-	done
-	fail "exporter on port $1 did not start: $(cat "$2")"
-}
 start() { # NAME PORT ARGS...: start an exporter on data dir $TMP/NAME
 	local n=$1 p=$2
 	shift 2
@@ -48,7 +41,7 @@ start() { # NAME PORT ARGS...: start an exporter on data dir $TMP/NAME
 		2>>"$TMP/$n.log" &
 	eval "PID_$n=$!"
 	bg_track $!
-	wait_port "$p" "$TMP/$n.log"
+	wait_http "http://127.0.0.1:$p/healthz" 10 "$TMP/$n.log"
 }
 stop() { # NAME
 	local v=PID_$1
@@ -255,7 +248,7 @@ printf 'listen: "127.0.0.1:%s"\ndata_dir: %s\nseries_expiry: 5m\n' $pc "$TMP/C" 
 stop C
 "$EXPORTER" --config "$TMP/good.yaml" --retention 3d 2>"$TMP/C2.log" &
 c2=$!; bg_track $c2
-wait_port $pc "$TMP/C2.log"
+wait_http "http://127.0.0.1:$pc/healthz" 10 "$TMP/C2.log"
 grep -q 'retention=259200s series_expiry=300s' "$TMP/C2.log" || fail "file and flags not combined: $(cat "$TMP/C2.log")"
 kill -TERM $c2; wait $c2 || fail "C did not stop cleanly"
 stop A
