@@ -19,6 +19,8 @@ IMG=cgperf-busybox:test
 A=cgperf-dk-$$-a
 B=cgperf-dk-$$-b
 DPID=
+HAD_RUN=0
+[[ -d /run/containerd ]] && HAD_RUN=1 # dockerd's containerd leaves state there
 
 _docker_cleanup() {
 	[[ -n $DPID ]] || return 0
@@ -28,6 +30,7 @@ _docker_cleanup() {
 	kill -KILL "$DPID" 2>/dev/null
 	# overlay mounts of a dockerd that did not stop cleanly
 	grep -o " $D/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m"; done
+	((HAD_RUN)) || rm -rf /run/containerd
 	DPID=
 }
 trap '_docker_cleanup; _cleanup' EXIT
