@@ -18,7 +18,7 @@ ifeq ($(origin CC),default)
 CC = gcc
 endif
 
-PKGS := libelf libdw libunwind libtraceevent libtracefs libcurl libprotobuf-c libmicrohttpd sqlite3 yaml-0.1 zlib
+PKGS := libelf libdw libunwind libtraceevent libtracefs libcurl json-c libprotobuf-c libmicrohttpd sqlite3 yaml-0.1 zlib
 # libtracefs (finding and mounting tracefs, reading event ids and formats):
 # its header lives in its own include directory, so ask pkg-config.
 TRACEFS_CFLAGS := $(shell pkg-config --cflags libtracefs 2>/dev/null || echo -I/usr/include/tracefs -I/usr/include/traceevent)
@@ -29,7 +29,7 @@ WARNFLAGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wformat-security -Wvla \
 	-Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
 override CPPFLAGS += -I. -I$(O)/gen -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(TRACEFS_CFLAGS)
 override CFLAGS += -std=gnu11 $(WARNFLAGS) -fno-omit-frame-pointer
-LDLIBS_AGENT := -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
+LDLIBS_AGENT := -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -ljson-c -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
 # The exporter links no perf, ELF, DWARF or unwinding library.
 # remote_write: libcurl (lib/httpc) and libsnappy.
 LDLIBS_EXPORTER := -lsqlite3 -lmicrohttpd -lyaml -lprotobuf-c -lcurl -lsnappy -lz -lm -lpthread
@@ -282,9 +282,12 @@ FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/perf/usdt.c agent/symbols/dso.c ag
 FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c $(FUZZ_UNWIND_SRC)
 FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/cmd/config.c agent/cmd/config_glob.c agent/perf/events.c agent/symbols/demangle.c agent/stacks/fold.c \
 	cgroup/identity.c lib/suggest.c lib/units.c lib/ydoc.c agent/perf/probe_spec.c agent/perf/usdt.c \
-	agent/symbols/dso.c agent/symbols/elfobj.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/hashmap.c lib/grow.c lib/slurp.c
+	agent/symbols/dso.c agent/symbols/elfobj.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/hashmap.c lib/grow.c lib/slurp.c \
+	agent/cmd/config_identity.c
 FUZZ_PERFMAP_SRC := tests/fuzz/fuzz_perfmap.c agent/symbols/perfmap.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/search.c lib/grow.c
-FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config fuzz_perfmap)
+FUZZ_RUNTIME_SRC := tests/fuzz/fuzz_runtime.c cgroup/runtime.c cgroup/runtime_engine.c cgroup/runtime_oci.c \
+	cgroup/runtime_systemd.c cgroup/identity.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/slurp.c lib/utf8.c lib/grow.c
+FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config fuzz_perfmap fuzz_runtime)
 
 $(O)/fuzz/fuzz_symtab: $(FUZZ_SYMTAB_SRC) agent/symbols/symtab.h agent/symbols/symcache.h tests/fuzz/fuzz_file.h
 $(O)/fuzz/fuzz_symtab: FUZZ_SRC := $(FUZZ_SYMTAB_SRC)
@@ -301,6 +304,9 @@ $(O)/fuzz/fuzz_config: FUZZ_LIBS := -lyaml $(TRACEFS_LIBS) -liberty -lelf
 $(O)/fuzz/fuzz_perfmap: $(FUZZ_PERFMAP_SRC) agent/symbols/perfmap.h lib/rootfs.h tests/fuzz/fuzz_file.h
 $(O)/fuzz/fuzz_perfmap: FUZZ_SRC := $(FUZZ_PERFMAP_SRC)
 $(O)/fuzz/fuzz_perfmap: FUZZ_LIBS :=
+$(O)/fuzz/fuzz_runtime: $(FUZZ_RUNTIME_SRC) cgroup/runtime.h cgroup/runtime_internal.h cgroup/identity.h
+$(O)/fuzz/fuzz_runtime: FUZZ_SRC := $(FUZZ_RUNTIME_SRC)
+$(O)/fuzz/fuzz_runtime: FUZZ_LIBS := -ljson-c -lcurl
 
 $(FUZZ_PARSERS):
 	@mkdir -p $(dir $@)

@@ -50,6 +50,7 @@ struct store_cgroup {
 	uint64_t cgroup_id;
 	const char *container_id, *runtime, *pod_uid, *qos, *k8s_namespace, *pod_name,
 		*container_name, *unit, *slice;
+	const char *image; /* NULL from a store that does not keep it */
 	uint64_t last_seen_ns;
 };
 
