@@ -251,12 +251,12 @@ $(O)/fuzz/fuzz_wire-seeds: $(FUZZ_WIRE_SRC) wire/wire.h lib/hist.h $(PROTO_H)
 # stack renderers); the store is linked for its helpers, not driven.
 FUZZ_INGEST_SRC := tests/fuzz/fuzz_ingest.c $(wildcard wire/*.c) lib/hist.c lib/utf8.c lib/json.c \
 	lib/prom.c lib/gzip.c lib/grow.c $(PROTO_C) exporter/totals.c exporter/totals_expo.c exporter/page.c \
-	$(wildcard exporter/render/*.c) $(wildcard exporter/store/*.c)
+	$(wildcard exporter/render/*.c) $(wildcard exporter/store/*.c) lib/httpc.c lib/strv.c lib/hashmap.c lib/clock.c
 $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h exporter/*/*.h) wire/wire.h lib/hist.h $(PROTO_H)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZCC  $@")
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 $(WARNFLAGS) $(FUZZ_FLAGS) -o $@ $(FUZZ_INGEST_SRC) \
-		-lsqlite3 -lprotobuf-c -lz -lm
+		-lsqlite3 -lprotobuf-c -lcurl -lz -lm
 
 # The .eh_frame scan of the DWARF unwinder (personality and LSDA words).
 # The unwinder's and the symbol tables' sources (each split in a few files).
