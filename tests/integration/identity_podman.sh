@@ -71,6 +71,12 @@ record_target_only "container=$A" "$(podman inspect -f '{{.State.Pid}}' "$A")"
 "$AGENT" record --target "container=nosuch-$$" --duration 1 -o "$TMP/none.folded" 2>/dev/null ||
 	fail "record with an unmatched target failed"
 [[ ! -s $TMP/none.folded ]] || fail "container=nosuch-$$ kept samples"
+# its per-cgroup frame names it as stat does, then the image
+"$AGENT" record --target "container=$A" --per-cgroup --duration 1 -o "$TMP/pc.folded" 2>"$TMP/pc.err" ||
+	fail "record --per-cgroup failed: $(cat "$TMP/pc.err")"
+grep -q "^podman:[0-9a-f]\{12\} $A ($IMG);" "$TMP/pc.folded" ||
+	fail "record's cgroup frame lacks name and image: $(cut -d';' -f1 "$TMP/pc.folded" | sort -u)"
+info "record --per-cgroup: $(cut -d';' -f1 "$TMP/pc.folded" | sort -u | head -1)"
 
 # 3. run: a container started after the agent, named within one interval
 [[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
