@@ -158,7 +158,8 @@ void run_identity_metric_labels(FILE *f, const struct agent *a, const struct rcg
 int run_identity_wanted(struct agent *a, const char *path, const struct cg_identity *id);
 /* The pids in the followed cgroups (each cgroup's own cgroup.procs), at
  * most a few thousand, for finding probe binaries; a malloc'd array, or
- * nothing when memory runs out. */
+ * nothing when memory runs out. Cgroups pending on their runtime's answer
+ * are first given up to 2 timeouts + 1 s (at most 5 s) to be decided. */
 void run_identity_pids(struct agent *a, int **pids, size_t *n);
 /* @path went away: not pending any more. */
 void run_identity_gone(struct agent *a, const char *path);

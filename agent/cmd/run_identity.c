@@ -273,10 +273,27 @@ static void run_identity_pending(struct agent *a)
 
 #define PROBE_PIDS_MAX 4096
 
+/*
+ * Cgroups selected by what their runtime says (container=, image=...) wait
+ * for its answer: before probes look for their binaries, give the runtimes
+ * a bounded time to answer, so those cgroups' processes are searched too.
+ */
+static void run_identity_settle(struct agent *a)
+{
+	uint64_t t = a->cfg->identity.timeout_ms;
+	uint64_t bound = t && t < 2000 ? 2 * t + 1000 : 5000;
+
+	if (!a->rt || !a->idsel || !a->idsel->npending)
+		return;
+	cg_rtcache_settle(a->rt, (unsigned)bound);
+	run_identity_pending(a);
+}
+
 void run_identity_pids(struct agent *a, int **pids, size_t *n)
 {
 	*pids = NULL;
 	*n = 0;
+	run_identity_settle(a);
 	for (size_t i = 0; i < a->ncg && *n < PROBE_PIDS_MAX; i++) {
 		char dir[4096];
 		const char *p = strcmp(a->cg[i].path, "/") ? a->cg[i].path : "";
