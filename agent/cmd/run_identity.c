@@ -69,6 +69,7 @@ void run_identity_refresh(struct agent *a)
 		cg_rtinfo_release(&c->rt);
 		c->rt = ri;
 	}
+	run_probes_retry(a); /* cgroups may have come: their binaries too */
 }
 
 void run_identity_fill(const struct agent *a, const struct rcg *c, struct wire_cgroup_info *info,
@@ -270,6 +271,11 @@ static void run_identity_pending(struct agent *a)
 }
 
 /* ---- probe binaries among the followed processes ---- */
+
+bool run_identity_selective(const struct agent *a)
+{
+	return a->idsel && a->idsel->ninc;
+}
 
 #define PROBE_PIDS_MAX 4096
 
