@@ -7,10 +7,11 @@
  * stacks, whose frame ids live in one shared pool of uint32. Nothing points
  * into those arrays while a batch grows, so they may move freely; only
  * wire_encode() lays out the pointer arrays protobuf-c wants, packs, and
- * throws them away. The string table is interned through an open-addressing
- * hash of ids; each string remembers the cgroup whose path it is, which is
- * how a path added twice finds its first index. Modules are interned the
- * same way by (path id, build-id); a stack's module indexes live in a second
+ * throws them away. The string table is interned through a lib/hashmap
+ * from the bytes to 1 + id; each string remembers the cgroup whose path it
+ * is, which is how a path added twice finds its first index. Modules are
+ * interned the same way, keyed by (path id, build-id); a stack's module
+ * indexes live in a second
  * pool parallel to the frame pool (same offsets), filled only for stacks
  * that carry modules.
  *
@@ -39,12 +40,6 @@
 
 #include "lib/hashmap.h"
 
-struct str_meta {
-	uint32_t hash;
-	uint32_t len;
-	int32_t cg; /* cgroup whose path this is, or -1 */
-};
-
 struct cg_rec {
 	Cgperf__V1__Cgroup m;
 	int32_t prof_head; /* newest profile of this cgroup, chained by next */
@@ -67,7 +62,6 @@ struct stack_rec {
 
 struct mod_rec {
 	uint32_t path; /* string id */
-	uint32_t hash;
 	char build_id[WIRE_BUILD_ID_MAX + 1];
 };
 
@@ -82,10 +76,9 @@ struct wire_batch {
 	Cgperf__V1__AgentStats self;
 
 	char **str;
-	struct str_meta *meta;
-	size_t nstr, cap_str, cap_meta;
-	uint32_t *slot; /* id + 1, 0 = free; power-of-two size, at most half full */
-	size_t nslot;
+	int32_t *str_cg; /* per string: the cgroup whose path it is, or -1 */
+	size_t nstr, cap_str, cap_str_cg;
+	struct hashmap *str_ids; /* string bytes -> 1 + id */
 
 	struct cg_rec *cg;
 	size_t ncg, cap_cg;
@@ -101,8 +94,7 @@ struct wire_batch {
 	size_t nfmods, cap_fmods;
 	struct mod_rec *mod;
 	size_t nmod, cap_mod;
-	uint32_t *mslot; /* module index + 1, 0 = free; power of two, at most half full */
-	size_t nmslot;
+	struct hashmap *mod_ids; /* (path id, build-id) -> 1 + module index; made on first use */
 	struct probe_rec *probe;
 	size_t nprobe, cap_probe;
 };
@@ -176,85 +168,52 @@ static char *text_clean(const char *s, size_t max, size_t *outlen)
 
 /* ---- building ---- */
 
-static uint32_t hash_str(const char *s, size_t len)
-{
-	uint64_t h = hash_fnv1a(HASH_FNV_OFFSET, s, len);
-
-	return (uint32_t)(h ^ (h >> 32));
-}
-
-static int slots_grow(struct wire_batch *b)
-{
-	size_t n = b->nslot ? b->nslot * 2 : 256, mask = n - 1;
-	uint32_t *slot = calloc(n, sizeof(*slot));
-
-	if (!slot)
-		return -ENOMEM;
-	for (size_t id = 0; id < b->nstr; id++) {
-		size_t i = b->meta[id].hash & mask;
-
-		while (slot[i])
-			i = (i + 1) & mask;
-		slot[i] = (uint32_t)id + 1;
-	}
-	free(b->slot);
-	b->slot = slot;
-	b->nslot = n;
-	return 0;
-}
-
 /* The id of @s (@len bytes, clean UTF-8, within limits). @owned, when not
  * NULL, is @s itself in malloc'd memory: kept as the entry or freed. */
 static int intern(struct wire_batch *b, const char *s, size_t len, char *owned)
 {
-	uint32_t h = hash_str(s, len);
-	size_t mask = b->nslot - 1, i, id = b->nstr;
+	uint64_t *v = hashmap_slot(b->str_ids, s, len);
+	size_t id = b->nstr;
+	int err = -ENOMEM;
 	void *p;
 
-	for (i = h & mask; b->slot[i]; i = (i + 1) & mask) {
-		const struct str_meta *e = &b->meta[b->slot[i] - 1];
-
-		if (e->hash == h && e->len == len && !memcmp(b->str[b->slot[i] - 1], s, len)) {
-			free(owned);
-			return (int)(b->slot[i] - 1);
-		}
+	if (!v)
+		goto out_free;
+	if (*v) {
+		free(owned);
+		return (int)(*v - 1);
 	}
-	if (id >= WIRE_ITEMS_MAX)
-		goto err_big;
+	/* New: the map holds it as 0 until it has its place in the arrays. */
+	if (id >= WIRE_ITEMS_MAX) {
+		err = -E2BIG;
+		goto out_unmap;
+	}
 	p = grow(b->str, id, &b->cap_str, sizeof(*b->str));
 	if (!p)
-		goto err_nomem;
+		goto out_unmap;
 	b->str = p;
-	p = grow(b->meta, id, &b->cap_meta, sizeof(*b->meta));
+	p = grow(b->str_cg, id, &b->cap_str_cg, sizeof(*b->str_cg));
 	if (!p)
-		goto err_nomem;
-	b->meta = p;
-	if ((id + 1) * 2 > b->nslot) {
-		if (slots_grow(b) < 0)
-			goto err_nomem;
-		mask = b->nslot - 1;
-		for (i = h & mask; b->slot[i]; i = (i + 1) & mask)
-			;
-	}
+		goto out_unmap;
+	b->str_cg = p;
 	if (!owned) {
 		owned = malloc(len + 1);
 		if (!owned)
-			goto err_nomem;
+			goto out_unmap;
 		memcpy(owned, s, len);
 		owned[len] = '\0';
 	}
+	*v = id + 1;
 	b->str[id] = owned;
-	b->meta[id] = (struct str_meta){ .hash = h, .len = (uint32_t)len, .cg = -1 };
-	b->slot[i] = (uint32_t)id + 1;
+	b->str_cg[id] = -1;
 	b->nstr++;
 	return (int)id;
 
-err_big:
+out_unmap:
+	hashmap_remove(b->str_ids, s, len, NULL);
+out_free:
 	free(owned);
-	return -E2BIG;
-err_nomem:
-	free(owned);
-	return -ENOMEM;
+	return err;
 }
 
 int wire_intern(struct wire_batch *b, const char *s)
@@ -313,7 +272,8 @@ struct wire_batch *wire_batch_new(const char *host, const char *machine_id,
 	b->hdr.start_ns = start_ns;
 	b->hdr.end_ns = end_ns;
 	/* id 0 is "" */
-	if (slots_grow(b) < 0 || intern(b, "", 0, NULL) != 0)
+	b->str_ids = hashmap_new();
+	if (!b->str_ids || intern(b, "", 0, NULL) != 0)
 		goto err_free;
 	return b;
 
@@ -336,8 +296,8 @@ void wire_batch_free(struct wire_batch *b)
 	for (size_t i = 0; i < b->nstr; i++)
 		free(b->str[i]);
 	free(b->str);
-	free(b->meta);
-	free(b->slot);
+	free(b->str_cg);
+	hashmap_free(b->str_ids);
 	free(b->cg);
 	free(b->ctr);
 	free(b->prof);
@@ -345,7 +305,7 @@ void wire_batch_free(struct wire_batch *b)
 	free(b->frames);
 	free(b->fmods);
 	free(b->mod);
-	free(b->mslot);
+	hashmap_free(b->mod_ids);
 	free(b->probe);
 	free(b);
 }
@@ -377,7 +337,7 @@ int wire_add_cgroup(struct wire_batch *b, const char *path, uint64_t id,
 	p = wire_intern(b, path);
 	if (p < 0)
 		return p;
-	idx = b->meta[p].cg;
+	idx = b->str_cg[p];
 	if (idx < 0) {
 		if (b->ncg >= WIRE_ITEMS_MAX)
 			return -E2BIG;
@@ -389,7 +349,7 @@ int wire_add_cgroup(struct wire_batch *b, const char *path, uint64_t id,
 		b->cg[idx].m = init;
 		b->cg[idx].m.path = (uint32_t)p;
 		b->cg[idx].prof_head = -1;
-		b->meta[p].cg = idx;
+		b->str_cg[p] = idx;
 	}
 	c = &b->cg[idx].m;
 	if (!c->id)
@@ -522,37 +482,14 @@ static void build_id_clean(const char *s, char out[WIRE_BUILD_ID_MAX + 1])
 	out[n] = '\0';
 }
 
-static uint32_t mod_hash(uint32_t path, const char *build_id)
-{
-	return hash_str(build_id, strlen(build_id)) ^ (path * 0x9e3779b1u);
-}
-
-static int mslots_grow(struct wire_batch *b)
-{
-	size_t n = b->nmslot ? b->nmslot * 2 : 64, mask = n - 1;
-	uint32_t *slot = calloc(n, sizeof(*slot));
-
-	if (!slot)
-		return -ENOMEM;
-	for (size_t k = 0; k < b->nmod; k++) {
-		size_t i = b->mod[k].hash & mask;
-
-		while (slot[i])
-			i = (i + 1) & mask;
-		slot[i] = (uint32_t)k + 1;
-	}
-	free(b->mslot);
-	b->mslot = slot;
-	b->nmslot = n;
-	return 0;
-}
-
 int wire_add_module(struct wire_batch *b, const char *path, const char *build_id)
 {
 	char bid[WIRE_BUILD_ID_MAX + 1];
+	unsigned char key[sizeof(uint32_t) + WIRE_BUILD_ID_MAX];
+	uint32_t upid;
 	struct mod_rec *r;
-	uint32_t h;
-	size_t mask, i;
+	size_t klen;
+	uint64_t *v;
 	int pid;
 	void *nv;
 
@@ -562,33 +499,29 @@ int wire_add_module(struct wire_batch *b, const char *path, const char *build_id
 	pid = wire_intern(b, path);
 	if (pid < 0)
 		return pid;
-	h = mod_hash((uint32_t)pid, bid);
-	if (!b->nmslot && mslots_grow(b) < 0)
+	if (!b->mod_ids && !(b->mod_ids = hashmap_new()))
 		return -ENOMEM;
-	mask = b->nmslot - 1;
-	for (i = h & mask; b->mslot[i]; i = (i + 1) & mask) {
-		r = &b->mod[b->mslot[i] - 1];
-		if (r->hash == h && r->path == (uint32_t)pid && !strcmp(r->build_id, bid))
-			return (int)(b->mslot[i] - 1);
+	upid = (uint32_t)pid;
+	memcpy(key, &upid, sizeof(upid));
+	klen = strlen(bid);
+	memcpy(key + sizeof(upid), bid, klen);
+	klen += sizeof(upid);
+	v = hashmap_slot(b->mod_ids, key, klen);
+	if (!v)
+		return -ENOMEM;
+	if (*v)
+		return (int)(*v - 1);
+	/* New: the map holds it as 0 until it has its place in mod[]. */
+	nv = b->nmod < WIRE_MODULES_MAX ? grow(b->mod, b->nmod, &b->cap_mod, sizeof(*b->mod)) : NULL;
+	if (!nv) {
+		hashmap_remove(b->mod_ids, key, klen, NULL);
+		return b->nmod < WIRE_MODULES_MAX ? -ENOMEM : -E2BIG;
 	}
-	if (b->nmod >= WIRE_MODULES_MAX)
-		return -E2BIG;
-	nv = grow(b->mod, b->nmod, &b->cap_mod, sizeof(*b->mod));
-	if (!nv)
-		return -ENOMEM;
 	b->mod = nv;
-	if ((b->nmod + 1) * 2 > b->nmslot) {
-		if (mslots_grow(b) < 0)
-			return -ENOMEM;
-		mask = b->nmslot - 1;
-		for (i = h & mask; b->mslot[i]; i = (i + 1) & mask)
-			;
-	}
 	r = &b->mod[b->nmod];
-	r->path = (uint32_t)pid;
-	r->hash = h;
+	r->path = upid;
 	memcpy(r->build_id, bid, sizeof(bid));
-	b->mslot[i] = (uint32_t)b->nmod + 1;
+	*v = b->nmod + 1;
 	return (int)b->nmod++;
 }
 
