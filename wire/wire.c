@@ -130,6 +130,18 @@ static void *grow(void *v, size_t n, size_t *cap, size_t elem)
 	return nv;
 }
 
+/*
+ * Room for element @n of the array field @v (capacity field @cap) when @n is
+ * below @max: 0, -E2BIG at @max, -ENOMEM (then @v is untouched).
+ */
+#define ROOM(v, n, cap, max)                                                                 \
+	__extension__({                                                                      \
+		void *room_ = (n) < (max) ? grow((v), (n), &(cap), sizeof(*(v))) : NULL;     \
+		if (room_)                                                                   \
+			(v) = room_;                                                         \
+		room_ ? 0 : (n) < (max) ? -ENOMEM : -E2BIG;                                  \
+	})
+
 /* ---- text ---- */
 
 /*
@@ -175,7 +187,6 @@ static int intern(struct wire_batch *b, const char *s, size_t len, char *owned)
 	uint64_t *v = hashmap_slot(b->str_ids, s, len);
 	size_t id = b->nstr;
 	int err = -ENOMEM;
-	void *p;
 
 	if (!v)
 		goto out_free;
@@ -184,18 +195,10 @@ static int intern(struct wire_batch *b, const char *s, size_t len, char *owned)
 		return (int)(*v - 1);
 	}
 	/* New: the map holds it as 0 until it has its place in the arrays. */
-	if (id >= WIRE_ITEMS_MAX) {
-		err = -E2BIG;
+	if ((err = ROOM(b->str, id, b->cap_str, WIRE_ITEMS_MAX)) < 0 ||
+	    (err = ROOM(b->str_cg, id, b->cap_str_cg, WIRE_ITEMS_MAX)) < 0)
 		goto out_unmap;
-	}
-	p = grow(b->str, id, &b->cap_str, sizeof(*b->str));
-	if (!p)
-		goto out_unmap;
-	b->str = p;
-	p = grow(b->str_cg, id, &b->cap_str_cg, sizeof(*b->str_cg));
-	if (!p)
-		goto out_unmap;
-	b->str_cg = p;
+	err = -ENOMEM;
 	if (!owned) {
 		owned = malloc(len + 1);
 		if (!owned)
@@ -330,7 +333,6 @@ int wire_add_cgroup(struct wire_batch *b, const char *path, uint64_t id,
 	Cgperf__V1__Cgroup init = CGPERF__V1__CGROUP__INIT;
 	Cgperf__V1__Cgroup *c;
 	int p, idx, ret = 0;
-	void *nv;
 
 	if (!b || !path || !*path)
 		return -EINVAL;
@@ -339,12 +341,8 @@ int wire_add_cgroup(struct wire_batch *b, const char *path, uint64_t id,
 		return p;
 	idx = b->str_cg[p];
 	if (idx < 0) {
-		if (b->ncg >= WIRE_ITEMS_MAX)
-			return -E2BIG;
-		nv = grow(b->cg, b->ncg, &b->cap_cg, sizeof(*b->cg));
-		if (!nv)
-			return -ENOMEM;
-		b->cg = nv;
+		if ((ret = ROOM(b->cg, b->ncg, b->cap_cg, WIRE_ITEMS_MAX)) < 0)
+			return ret;
 		idx = (int)b->ncg++;
 		b->cg[idx].m = init;
 		b->cg[idx].m.path = (uint32_t)p;
@@ -381,19 +379,12 @@ int wire_add_counter(struct wire_batch *b, int cg, const char *event, uint64_t v
 	Cgperf__V1__Counter init = CGPERF__V1__COUNTER__INIT;
 	Cgperf__V1__Counter *c;
 	int ev;
-	void *nv;
 
 	if (!b || !cg_ok(b, cg) || !event || !*event || running > enabled)
 		return -EINVAL;
-	if (b->nctr >= WIRE_ITEMS_MAX)
-		return -E2BIG;
-	ev = wire_intern(b, event);
-	if (ev < 0)
+	if ((ev = ROOM(b->ctr, b->nctr, b->cap_ctr, WIRE_ITEMS_MAX)) < 0 ||
+	    (ev = wire_intern(b, event)) < 0)
 		return ev;
-	nv = grow(b->ctr, b->nctr, &b->cap_ctr, sizeof(*b->ctr));
-	if (!nv)
-		return -ENOMEM;
-	b->ctr = nv;
 	c = &b->ctr[b->nctr++];
 	*c = init;
 	c->cgroup = (uint32_t)cg;
@@ -411,7 +402,6 @@ int wire_add_profile(struct wire_batch *b, int cg, const char *event, uint64_t p
 	Cgperf__V1__Profile init = CGPERF__V1__PROFILE__INIT;
 	struct prof_rec *r;
 	int ev, i;
-	void *nv;
 
 	if (!b || !cg_ok(b, cg) || !event || !*event)
 		return -EINVAL;
@@ -426,12 +416,8 @@ int wire_add_profile(struct wire_batch *b, int cg, const char *event, uint64_t p
 		if (m->event == (uint32_t)ev && m->period == period && m->frequency == freq_hz)
 			return i;
 	}
-	if (b->nprof >= WIRE_ITEMS_MAX)
-		return -E2BIG;
-	nv = grow(b->prof, b->nprof, &b->cap_prof, sizeof(*b->prof));
-	if (!nv)
-		return -ENOMEM;
-	b->prof = nv;
+	if ((i = ROOM(b->prof, b->nprof, b->cap_prof, WIRE_ITEMS_MAX)) < 0)
+		return i;
 	i = (int)b->nprof++;
 	r = &b->prof[i];
 	memset(r, 0, sizeof(*r));
@@ -491,7 +477,6 @@ int wire_add_module(struct wire_batch *b, const char *path, const char *build_id
 	size_t klen;
 	uint64_t *v;
 	int pid;
-	void *nv;
 
 	if (!b || !path || !*path)
 		return -EINVAL;
@@ -512,12 +497,10 @@ int wire_add_module(struct wire_batch *b, const char *path, const char *build_id
 	if (*v)
 		return (int)(*v - 1);
 	/* New: the map holds it as 0 until it has its place in mod[]. */
-	nv = b->nmod < WIRE_MODULES_MAX ? grow(b->mod, b->nmod, &b->cap_mod, sizeof(*b->mod)) : NULL;
-	if (!nv) {
+	if ((pid = ROOM(b->mod, b->nmod, b->cap_mod, WIRE_MODULES_MAX)) < 0) {
 		hashmap_remove(b->mod_ids, key, klen, NULL);
-		return b->nmod < WIRE_MODULES_MAX ? -ENOMEM : -E2BIG;
+		return pid;
 	}
-	b->mod = nv;
 	r = &b->mod[b->nmod];
 	r->path = upid;
 	memcpy(r->build_id, bid, sizeof(bid));
@@ -537,7 +520,6 @@ int wire_add_stack_mod(struct wire_batch *b, int profile, const char *const *fra
 	size_t skip = 0, keep = n, off;
 	struct prof_rec *pr;
 	struct stack_rec *s;
-	void *nv;
 	int id;
 
 	if (!b || profile < 0 || (size_t)profile >= b->nprof || !frames || !n)
@@ -549,28 +531,17 @@ int wire_add_stack_mod(struct wire_batch *b, int profile, const char *const *fra
 		if (modules && (modules[i] < -1 || (modules[i] >= 0 && (size_t)modules[i] >= b->nmod)))
 			return -EINVAL;
 	}
-	if (b->nstk >= WIRE_ITEMS_MAX)
-		return -E2BIG;
+	if ((id = ROOM(b->stk, b->nstk, b->cap_stk, WIRE_ITEMS_MAX)) < 0)
+		return id;
 	if (n > WIRE_STACK_MAX) {
 		skip = n - (WIRE_STACK_MAX - 1);
 		keep = WIRE_STACK_MAX;
 	}
 	if (b->nframes > SIZE_MAX - keep)
 		return -ENOMEM;
-	nv = grow(b->frames, b->nframes + keep - 1, &b->cap_frames, sizeof(*b->frames));
-	if (!nv)
+	if (ROOM(b->frames, b->nframes + keep - 1, b->cap_frames, SIZE_MAX) < 0 ||
+	    (modules && ROOM(b->fmods, b->nframes + keep - 1, b->cap_fmods, SIZE_MAX) < 0))
 		return -ENOMEM;
-	b->frames = nv;
-	if (modules) {
-		nv = grow(b->fmods, b->nframes + keep - 1, &b->cap_fmods, sizeof(*b->fmods));
-		if (!nv)
-			return -ENOMEM;
-		b->fmods = nv;
-	}
-	nv = grow(b->stk, b->nstk, &b->cap_stk, sizeof(*b->stk));
-	if (!nv)
-		return -ENOMEM;
-	b->stk = nv;
 
 	/* Ids go straight to the pool; committed only once all are known. */
 	off = b->nframes;
@@ -626,21 +597,14 @@ int wire_add_probe(struct wire_batch *b, int cg, const char *label, uint64_t hit
 	Cgperf__V1__Probe init = CGPERF__V1__PROBE__INIT;
 	struct probe_rec *r;
 	int id;
-	void *nv;
 
 	if (!b || !cg_ok(b, cg) || !label || !*label)
 		return -EINVAL;
 	if ((values && !hist_consistent(values)) || (latency_ns && !hist_consistent(latency_ns)))
 		return -EINVAL;
-	if (b->nprobe >= WIRE_ITEMS_MAX)
-		return -E2BIG;
-	id = wire_intern(b, label);
-	if (id < 0)
+	if ((id = ROOM(b->probe, b->nprobe, b->cap_probe, WIRE_ITEMS_MAX)) < 0 ||
+	    (id = wire_intern(b, label)) < 0)
 		return id;
-	nv = grow(b->probe, b->nprobe, &b->cap_probe, sizeof(*b->probe));
-	if (!nv)
-		return -ENOMEM;
-	b->probe = nv;
 	r = &b->probe[b->nprobe++];
 	memset(r, 0, sizeof(*r));
 	r->m = init;
