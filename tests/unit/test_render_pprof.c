@@ -216,20 +216,17 @@ static void decode_profile(const uint8_t *gz, size_t gzlen, struct dprof *d)
 			d->str[d->nstr] = strndup((const char *)sub.p, (size_t)(sub.end - sub.p));
 			d->nstr++;
 			break;
-		case 9:
-			d->time = v;
-			break;
-		case 10:
-			d->duration = v;
-			break;
-		case 12:
-			d->period = v;
-			break;
-		case 14:
-			d->default_st = v;
-			break;
-		default:
-			fail_msg("unexpected Profile field %u", f);
+		default: { /* the Profile's own varint fields */
+			static const unsigned top[] = { 9, 10, 12, 14 };
+			uint64_t *const dst[] = { &d->time, &d->duration, &d->period, &d->default_st };
+			size_t k = 0;
+
+			while (k < 4 && top[k] != f)
+				k++;
+			if (k == 4)
+				fail_msg("unexpected Profile field %u", f);
+			*dst[k] = v;
+		}
 		}
 	}
 	free(raw);
