@@ -24,8 +24,7 @@ EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
 for c in curl promtool xmllint python3 gzip; do
 	command -v $c >/dev/null || fail "$c missing (packaging/install-deps.sh installs it)"
 done
-cg=$(cg_make api)
-rel=${cg#"$(cg2_mount)"}
+cg_new api
 evil=$'<b>"x\'&amp;'
 mkdir "$cg/$evil" || fail "cannot create cgroup with a hostile name"
 # Ports free now (a fixed scheme can fall on a port some other connection

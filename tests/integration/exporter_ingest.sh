@@ -12,8 +12,7 @@ EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
 [[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 command -v promtool >/dev/null || fail "promtool missing (packaging/install-deps.sh installs prometheus)"
 command -v curl >/dev/null || fail "curl missing"
-cg=$(cg_make exporter)
-rel=${cg#"$(cg2_mount)"}
+cg_new exporter
 echo s3cret >"$TMP/token"
 port=$(free_port) ref_port=$port
 while [[ $ref_port == "$port" ]]; do ref_port=$(free_port); done

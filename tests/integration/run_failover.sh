@@ -16,8 +16,7 @@ source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/exporter.sh"
 source "$(dirname "$0")/../lib/tsdb.sh"
 W=$BUILD_DIR/workloads
-cg=$(cg_make failover)
-rel=${cg#"$(cg2_mount)"}
+cg_new failover
 read -r pa pb pm pp < <(free_ports 4)
 prom_start "$pp"
 rw=(--remote-write-url "http://127.0.0.1:$pp/api/v1/write" --remote-write-interval 1s)

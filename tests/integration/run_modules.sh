@@ -11,8 +11,7 @@ W=$BUILD_DIR/workloads
 N=30
 [[ -x $W/spin ]] || fail "workload $W/spin not built"
 command -v readelf >/dev/null || fail "readelf (binutils) missing"
-cg=$(cg_make mod)
-rel=${cg#"$(cg2_mount)"}
+cg_new mod
 pg_start "$cg"
 pg_bench_init 1
 port=$(free_port)

@@ -7,8 +7,7 @@
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pg.sh"
 W=$BUILD_DIR/workloads
-cg=$(cg_make run)
-rel=${cg#"$(cg2_mount)"}
+cg_new run
 pg_start "$cg"
 pg_bench_init 1
 port=$(free_port)
