@@ -51,6 +51,7 @@ static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c, s
 	uint64_t now = http_now_ns();
 
 	store_stats(h->cfg.store, &st);
+	http_totals_refresh(h);
 	page_init(&p, 0);
 	pthread_mutex_lock(&h->lock);
 	page_reserve(&p, h->metrics_len + h->metrics_len / 8);
@@ -112,6 +113,7 @@ int http_render_totals(struct http *h, struct page *p)
 {
 	uint64_t now = http_now_ns();
 
+	http_totals_refresh(h);
 	pthread_mutex_lock(&h->lock);
 	page_reserve(p, h->metrics_len + h->metrics_len / 8);
 	totals_render(h->cfg.totals, p, false, http_cutoff(h, now));
@@ -129,6 +131,7 @@ static enum MHD_Result serve_targets(struct http *h, struct MHD_Connection *c, s
 {
 	struct page p;
 
+	http_totals_refresh(h);
 	page_init(&p, 0);
 	pthread_mutex_lock(&h->lock);
 	write(h->cfg.totals, http_cutoff(h, http_now_ns()), &p);

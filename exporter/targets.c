@@ -81,7 +81,7 @@ static int json_cgroup(void *arg, const struct store_cgroup *c)
 		{ "runtime", c->runtime },	     { "pod_uid", c->pod_uid },
 		{ "pod_name", c->pod_name },	     { "namespace", c->k8s_namespace },
 		{ "qos", c->qos },		     { "unit", c->unit },
-		{ "slice", c->slice },
+		{ "slice", c->slice },		     { "image", c->image ? c->image : "" },
 	};
 	struct page *p = json_next(arg);
 
@@ -112,7 +112,7 @@ int targets_json(const struct totals *t, uint64_t cutoff, struct page *p)
 /* ---- the index page ---- */
 
 struct row {
-	char *host, *path, *container, *name;
+	char *host, *path, *container, *name, *image;
 };
 
 struct rows {
@@ -133,8 +133,9 @@ static int collect(void *arg, const struct store_cgroup *c)
 	x->path = strdup(c->path);
 	x->container = strdup(c->container_id);
 	x->name = strdup(*c->container_name ? c->container_name : *c->pod_name ? c->pod_name : "");
+	x->image = strdup(c->image ? c->image : "");
 	r->n++;
-	if (!x->host || !x->path || !x->container || !x->name)
+	if (!x->host || !x->path || !x->container || !x->name || !x->image)
 		return -ENOMEM;
 	return 0;
 }
@@ -227,7 +228,7 @@ int targets_index(const struct totals *t, uint64_t cutoff, struct page *p)
 		page_put(p, "</tr>\n");
 	}
 	page_put(p, "</table>\n<h2>Containers</h2>\n<table><tr><th>host</th><th>container</th>"
-		    "<th>name</th><th>stacks</th></tr>\n");
+		    "<th>name</th><th>image</th><th>stacks</th></tr>\n");
 	for (size_t i = 0; !ret && i < r.n; i++) {
 		if (!*r.v[i].container)
 			continue;
@@ -235,12 +236,14 @@ int targets_index(const struct totals *t, uint64_t cutoff, struct page *p)
 		row_start(p, r.v[i].host, r.v[i].container);
 		page_put(p, "<td>");
 		page_html(p, r.v[i].name);
+		page_put(p, "</td><td>");
+		page_html(p, r.v[i].image);
 		page_put(p, "</td>");
 		links(p, "host", r.v[i].host, "container", r.v[i].container);
 		page_put(p, "</tr>\n");
 	}
 	if (!ncontainers)
-		page_put(p, "<tr><td colspan=\"4\">none seen</td></tr>\n");
+		page_put(p, "<tr><td colspan=\"5\">none seen</td></tr>\n");
 	page_put(p, "</table>\n<h2>Cgroups</h2>\n<table><tr><th>host</th><th>cgroup</th>"
 		    "<th>stacks</th></tr>\n");
 	for (size_t i = 0; !ret && i < r.n; i++) {
@@ -254,6 +257,7 @@ int targets_index(const struct totals *t, uint64_t cutoff, struct page *p)
 		free(r.v[i].path);
 		free(r.v[i].container);
 		free(r.v[i].name);
+		free(r.v[i].image);
 	}
 	free(r.v);
 	return ret ? ret : page_failed(p) ? -ENOMEM : 0;

@@ -185,7 +185,9 @@ err:
 }
 
 /* The escaped label text of @c: host, id, container, container_name,
- * pod, pod_name, namespace, unit, runtime. 0 or -ENOMEM. */
+ * pod, pod_name, namespace, unit, runtime, and image when known (an empty
+ * label is no label to Prometheus; older series keep their text). 0 or
+ * -ENOMEM. */
 static int cg_labels(struct cg *c)
 {
 	static const struct {
@@ -209,6 +211,11 @@ static int cg_labels(struct cg *c)
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		page_put(&p, ids[i].name);
 		page_label(&p, c->id[ids[i].field]);
+		page_putc(&p, '"');
+	}
+	if (*c->id[ID_IMAGE]) {
+		page_put(&p, ",image=\"");
+		page_label(&p, c->id[ID_IMAGE]);
 		page_putc(&p, '"');
 	}
 	s = page_take(&p, NULL);
@@ -417,7 +424,7 @@ static int restore_cgroup(void *arg, const struct store_cgroup *sc)
 {
 	const char *v[ID_N] = { sc->container_id, sc->runtime,	    sc->pod_uid,
 				sc->qos,	  sc->k8s_namespace, sc->pod_name,
-				sc->container_name, sc->unit,	    sc->slice };
+				sc->container_name, sc->unit,	    sc->slice, sc->image };
 	struct cg *c = cg_get(arg, sc->host, sc->path);
 
 	if (!c || cg_identity(arg, c, v, sc->cgroup_id))
@@ -515,7 +522,7 @@ int totals_add_batch(struct totals *t, const Cgperf__V1__Batch *m, uint64_t now)
 			wire_string(m, g->pod_uid),	  wire_string(m, g->qos),
 			wire_string(m, g->k8s_namespace), wire_string(m, g->pod_name),
 			wire_string(m, g->container_name), wire_string(m, g->unit),
-			wire_string(m, g->slice),
+			wire_string(m, g->slice),	  wire_string(m, g->image),
 		};
 		struct cg *c = cg_get(t, m->host, wire_string(m, g->path));
 
@@ -667,6 +674,24 @@ static const struct cg *cg_find(const struct totals *t, const char *host, const 
 	return NULL;
 }
 
+void totals_replace(struct totals *t, struct totals *fresh)
+{
+	struct totals old = *t;
+
+	/* What only this process counts (stack truncations) goes over. */
+	EACH_CG(fresh, c) {
+		const struct cg *was = cg_find(&old, c->host, c->path);
+		struct cg *now = (struct cg *)c;
+
+		if (was) {
+			memcpy(now->truncated, was->truncated, sizeof(was->truncated));
+			now->truncated_seen = was->truncated_seen;
+		}
+	}
+	*t = *fresh;
+	*fresh = old;
+}
+
 size_t totals_bytes(const struct totals *t)
 {
 	return t->bytes;
@@ -698,7 +723,7 @@ static size_t cg_growth(const struct totals *t, const Cgperf__V1__Batch *m,
 	const struct cg *c = cg_find(t, m->host, path);
 	const uint32_t f[ID_N] = { g->container_id, g->runtime,	     g->pod_uid,
 				   g->qos,	    g->k8s_namespace, g->pod_name,
-				   g->container_name, g->unit,	      g->slice };
+				   g->container_name, g->unit,	      g->slice, g->image };
 	size_t n = 0;
 
 	for (int i = 0; i < ID_N; i++) {
@@ -757,6 +782,7 @@ int totals_each_cgroup(const struct totals *t, uint64_t cutoff,
 			.container_name = c->id[ID_CONTAINER_NAME],
 			.unit = c->id[ID_UNIT],
 			.slice = c->id[ID_SLICE],
+			.image = c->id[ID_IMAGE],
 			.last_seen_ns = c->last_seen,
 		};
 		int ret;

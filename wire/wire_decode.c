@@ -246,7 +246,8 @@ static int check_cgroups(const struct vctx *v)
 	static const struct msg_field fields[] = {
 		CG_FIELD(container_id), CG_FIELD(runtime), CG_FIELD(pod_uid),
 		CG_FIELD(qos), CG_FIELD(k8s_namespace), CG_FIELD(pod_name),
-		CG_FIELD(container_name), CG_FIELD(unit), CG_FIELD(slice)
+		CG_FIELD(container_name), CG_FIELD(unit), CG_FIELD(slice),
+		CG_FIELD(image), CG_FIELD(description)
 	};
 	int ret;
 
@@ -264,6 +265,15 @@ static int check_cgroups(const struct vctx *v)
 			if (ret < 0)
 				return ret;
 		}
+		if (c->n_labels > WIRE_LABELS_MAX)
+			return VBAD(v, "cgroups[%zu]: %zu labels, at most %d", i, c->n_labels,
+				    WIRE_LABELS_MAX);
+		for (size_t l = 0; l < c->n_labels; l++)
+			if ((ret = check_sid(v, "cgroups", i, "labels.key", c->labels[l]->key,
+					     true)) < 0 ||
+			    (ret = check_sid(v, "cgroups", i, "labels.value", c->labels[l]->value,
+					     false)) < 0)
+				return ret;
 	}
 	return 0;
 }

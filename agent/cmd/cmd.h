@@ -41,6 +41,10 @@ int cmd_cgroup_dirs(const char *prog, const char *mount, const char *csv, char *
  * *@dirs, its absolute path in *@abs (to remove later). 0 or 1. */
 int cmd_command_cgroup(const char *prog, const char *mount, const char *name, char **abs,
 		       char ***dirs, size_t *n);
+/* The pids of the processes in the -G cgroups @groups and below them
+ * (cmd_cgpids.c), a malloc'd array in (*@pids, *@n). 0, or the exit status
+ * (1, 2) with the reason said on stderr. */
+int cmd_cgroup_pids(const char *prog, const char *groups, int **pids, size_t *n);
 /*
  * Block SIGINT, SIGTERM, SIGHUP and, with @sigchld, SIGCHLD (the previous
  * mask in *@oldmask) and return a non-blocking signalfd for them, so signals

@@ -46,6 +46,8 @@
 #include "agent/symbols/refusals.h"
 #include "agent/stacks/stacks.h"
 #include "cgroup/proc.h"
+#include "cgroup/target.h"
+#include "agent/cmd/cmd_rt.h"
 #include "cgroup/tree.h"
 
 struct record {
@@ -53,7 +55,7 @@ struct record {
 	enum stacks_mode mode;
 	struct stacks *st;
 	struct fold *pidsel; /* pid -> 1 match, 2 no match, 3 the command's tree (--target) */
-	struct cg_selector *sel;
+	struct cg_target *sel;
 	char *mount;
 	uint64_t samples, lost, filtered;
 };
@@ -72,7 +74,7 @@ static bool selected(struct record *r, uint32_t pid)
 
 		*slot = 2;
 		if (cg_proc_read("/proc", (pid_t)pid, &p) == 0) {
-			if (cg_selector_match(r->sel, &p))
+			if (cg_target_match(r->sel, &p))
 				*slot = 1;
 			cg_proc_release(&p);
 		}
@@ -167,7 +169,9 @@ static const struct cmd_opt record_opts[] = {
 	{"all-cpus", 'a', true, NULL, "sample the whole host (default)"},
 	{"cgroup", 'G', true, "CG,...", "only these cgroups (paths relative to the cgroup mount)"},
 	{"pid", 'p', true, "PID", "only this process and the children it forks"},
-	{"target", 't', true, "SELECTOR", "processes matching comm=, exe=, cgroup=, pid=, cmdline~"},
+	{"target", 't', true, "SELECTOR",
+	 "processes matching comm=, exe=, cgroup=, pid=, cmdline~,\n"
+	 "container=, image=, pod=, namespace=, unit="},
 	{"freq", 'F', true, "HZ", "samples per second per CPU (default 99)"},
 	{"count", 'c', true, "PERIOD", "one sample every PERIOD events instead"},
 	{"event", 'e', true, "EVENT", "sampling event (default cpu-clock)"},
@@ -251,9 +255,11 @@ static int parse_pid(struct record *r, struct record_args *a, const char *arg)
 
 static int parse_target(struct record *r, const char *arg)
 {
+	struct cg_rt_sources src;
 	char err[256];
 
-	r->sel = cg_selector_parse(arg, err, sizeof(err));
+	cmd_rt_sources(&src);
+	r->sel = cg_target_parse(arg, &src, err, sizeof(err));
 	if (!r->sel) {
 		fprintf(stderr, "%s: bad --target: %s\n", r->prog, err);
 		return 2;
@@ -647,7 +653,7 @@ out:
 	stacks_free(r.st);
 	refusals_stop();
 	fold_free(r.pidsel);
-	cg_selector_free(r.sel);
+	cg_target_free(r.sel);
 	free(r.mount);
 	return ret;
 }

@@ -115,14 +115,12 @@ static void agent_id(const char *file, char *out, size_t len)
 
 /* ---- cgroups ------------------------------------------------------------ */
 
-static bool wanted(const struct agent *a, const char *path, const struct cg_identity *id)
+static bool wanted(struct agent *a, const char *path, const struct cg_identity *id)
 {
-	if (!config_cgroup_wanted(a->cfg, path))
-		return false;
 	if (a->cfg->cgroups.containers_only && !id->container_id[0] && !id->pod_uid[0] &&
 	    !id->container_name[0])
 		return false;
-	return true;
+	return run_identity_wanted(a, path, id) == 1;
 }
 
 struct rcg *run_cg_find(struct agent *a, const char *path)
@@ -170,6 +168,8 @@ void run_cg_add(struct agent *a, const char *path)
 	}
 	free(abs);
 	a->ncg++;
+	if (a->rt)
+		cg_rtcache_want(a->rt, path);
 }
 
 static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
@@ -183,6 +183,8 @@ static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
 		c = run_cg_find(a, path);
 		if (c)
 			c->removed = true; /* reported once more, then dropped */
+		cg_rtcache_forget(a->rt, path);
+		run_identity_gone(a, path);
 	} else {
 		struct cg_tree *t = cg_tree_scan(a->mount);
 

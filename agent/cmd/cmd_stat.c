@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "agent/cmd/cmd.h"
+#include "agent/cmd/cmd_rt.h"
 #include "agent/cmd/stat.h"
 #include "agent/perf/counters.h"
 #include "agent/perf/cpumap.h"
@@ -191,6 +192,8 @@ static int add_target(struct stat_ctx *c, const char *rel)
 	t->slot = slot;
 	t->id = id;
 	cg_identity_parse(rel, &t->ident);
+	if (c->rt)
+		cg_rtcache_want(c->rt, rel);
 	c->ntg++;
 	return 0;
 }
@@ -581,6 +584,7 @@ static int stat_run(struct stat_ctx *c, struct stat_args *a, struct workload *w)
 	uint64_t setup_t0 = clock_mono_ns();
 
 	c->ctr = counters_new(c->evs, c->nev, cpus, (size_t)ncpu);
+	c->rt = cmd_rt_cache_new();
 	ret = c->ctr ? select_targets(c, a, &watch) : 1;
 	if (ret || (ret = workload_start(w, c->prog, a->cmd, c->transient)))
 		goto out;
@@ -648,6 +652,7 @@ int cmd_stat(int argc, char **argv)
 out:
 	workload_release(&w);
 	counters_free(c.ctr);
+	cg_rtcache_free(c.rt);
 	remove_transient(&c);
 	for (size_t i = 0; i < c.ntg; i++)
 		free(c.tg[i].path);

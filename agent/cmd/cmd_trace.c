@@ -471,11 +471,30 @@ static int split_latency(const char *prog, struct trace_args *a)
 	return a->lat_a && a->lat_b ? 0 : 1;
 }
 
-/* Resolve every probe before opening anything: errors leave nothing behind. */
+static int resolve_each(struct trace *t, const struct trace_args *a, size_t nspecs,
+			const int *pids, size_t npids);
+
+/* Resolve every probe before opening anything: errors leave nothing behind.
+ * Binaries are looked for among the traced processes first: -p's, or
+ * those in the -G cgroups (cmd_cgroup_pids()). */
 static int resolve_probes(struct trace *t, const struct trace_args *a)
 {
-	size_t nspecs = a->nspecs;
-	int pids[1] = {(int)a->pid};
+	size_t nspecs = a->nspecs, npids = a->pid > 0;
+	int one[1] = {(int)a->pid}, *pids = a->pid > 0 ? one : NULL, *cgpids = NULL;
+	int ret = 0;
+
+	if (a->groups && !a->pid && cmd_cgroup_pids(t->prog, a->groups, &cgpids, &npids))
+		return 1;
+	if (cgpids)
+		pids = cgpids;
+	ret = resolve_each(t, a, nspecs, pids, npids);
+	free(cgpids);
+	return ret;
+}
+
+static int resolve_each(struct trace *t, const struct trace_args *a, size_t nspecs,
+			const int *pids, size_t npids)
+{
 
 	for (size_t i = 0; i < nspecs + (a->latency ? 2 : 0); i++) {
 		const char *spec = i < nspecs ? a->specs[i] : (i == nspecs ? a->lat_a : a->lat_b);
@@ -492,8 +511,7 @@ static int resolve_probes(struct trace *t, const struct trace_args *a)
 				continue;
 			}
 		}
-		rc = probe_resolve(spec, a->pid > 0 ? pids : NULL, a->pid > 0 ? 1 : 0,
-				   &t->pr[t->npr].p, err, sizeof(err));
+		rc = probe_resolve(spec, pids, npids, &t->pr[t->npr].p, err, sizeof(err));
 		if (rc) {
 			fprintf(stderr, "%s: %s\n", t->prog, err);
 			return rc == -ENOMEM ? 1 : 2;

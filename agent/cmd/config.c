@@ -33,6 +33,7 @@
 #include <yaml.h>
 
 #include "agent/cmd/config.h"
+#include "agent/cmd/config_internal.h"
 #include "agent/perf/events.h"
 #include "agent/perf/probe_spec.h"
 #include "lib/strv.h"
@@ -93,6 +94,7 @@ struct config *config_defaults(void)
 	c->push.retry.max_ms = 60 * MS_S;
 	c->log.format = CONFIG_LOG_LOGFMT;
 	c->log.level = CONFIG_LOG_INFO;
+	config_identity_defaults(c);
 	return c;
 err:
 	config_free(c);
@@ -127,13 +129,14 @@ void config_free(struct config *c)
 	free(c->push.tls.key_file);
 	free(c->push.spool.dir);
 	free(c->metrics.listen);
+	config_identity_free(c);
 	free(c);
 }
 
 /* ---- the schema ---- */
 
 static const char *const top_keys[] = {"host", "cgroups", "counters", "sampling", "symbols",
-				       "probes", "push", "log", "metrics", NULL};
+				       "probes", "push", "log", "metrics", "identity", NULL};
 static const char *const host_keys[] = {"name", "agent_id_file", NULL};
 static const char *const cgroups_keys[] = {"include", "exclude", "containers_only", NULL};
 static const char *const counters_keys[] = {"events", "enabled", NULL};
@@ -158,6 +161,7 @@ static const struct section {
 	{"push", push_keys},
 	{"push.tls", tls_keys},	   {"push.spool", spool_keys}, {"push.retry", retry_keys},
 	{"log", log_keys},	   {"metrics", metrics_keys},
+	{"identity", config_identity_keys},
 };
 
 const char *const config_call_graph_names[] = {"fp", "dwarf", NULL};
@@ -766,7 +770,7 @@ static int parse_root(struct ydoc *x, const yaml_node_t *root, struct config *c)
 	    (rc = parse_sampling(x, root, c)) || (rc = parse_symbols(x, root, c)) ||
 	    (rc = parse_probes(x, root, c)) ||
 	    (rc = parse_push(x, root, c, &collectors)) || (rc = SECTION(x, root, log, c, &m)) ||
-	    (rc = parse_metrics(x, root, c)))
+	    (rc = parse_metrics(x, root, c)) || (rc = config_identity_parse(x, root, c)))
 		return rc;
 	if (!c->push.ncollectors && !c->metrics.listen)
 		return ydoc_fail(

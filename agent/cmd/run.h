@@ -20,6 +20,7 @@
 #include "agent/perf/usdt.h"
 #include "agent/stacks/stacks.h"
 #include "cgroup/identity.h"
+#include "cgroup/runtime.h"
 #include "lib/hist.h"
 #include "wire/wire.h"
 
@@ -33,6 +34,7 @@ struct rcg {
 	int slot; /* counters slot, -1 without counters */
 	bool removed;
 	struct cg_identity ident;
+	struct cg_rtinfo rt; /* what the runtime said, as of the last batch */
 	uint64_t truncated[STACKS_TRUNC_N]; /* CPU stacks cut short, since start */
 };
 
@@ -111,6 +113,8 @@ struct agent {
 	uint64_t probe_lost, probe_lost_last; /* probe records the kernel dropped: ring full */
 	struct wire_self last; /* cumulative figures at the previous batch */
 	uint64_t batches;
+	struct cg_rtcache *rt; /* runtime identity lookups, or NULL */
+	struct run_idsel *idsel; /* cgroups.include/exclude identity items (run_identity.c) */
 };
 
 /*
@@ -136,6 +140,29 @@ void run_agent_stop(struct agent *a);
 int run_log_setup(const struct config *cfg);
 /* Follow the cgroup at @path when the config wants it (cmd_run.c). */
 void run_cg_add(struct agent *a, const char *path);
+/* Runtime identity (run_identity.c): the cache's life, its copy into each
+ * rcg at every batch, the wire fields (@keys/@values: room for @max
+ * allow-listed labels) and the /metrics labels of a cgroup. */
+int run_identity_start(struct agent *a);
+void run_identity_stop(struct agent *a);
+void run_identity_refresh(struct agent *a);
+void run_identity_fill(const struct agent *a, const struct rcg *c, struct wire_cgroup_info *info,
+		       const char **keys, const char **values, size_t max);
+void run_identity_metric_labels(FILE *f, const struct agent *a, const struct rcg *c);
+/*
+ * Whether the config wants the cgroup at @path (paths, containers_only,
+ * identity items of cgroups.include/exclude): 1 yes, 0 no. A cgroup whose
+ * answer depends on a runtime that has not answered yet is 0 for now and
+ * kept pending: run_identity_refresh() adds it (run_cg_add()) once known.
+ */
+int run_identity_wanted(struct agent *a, const char *path, const struct cg_identity *id);
+/* The pids in the followed cgroups (each cgroup's own cgroup.procs), at
+ * most a few thousand, for finding probe binaries; a malloc'd array, or
+ * nothing when memory runs out. */
+void run_identity_pids(struct agent *a, int **pids, size_t *n);
+/* @path went away: not pending any more. */
+void run_identity_gone(struct agent *a, const char *path);
+
 /* The first line of @path into @buf ("" when unreadable). */
 void run_read_line(const char *path, char *buf, size_t len);
 

@@ -58,6 +58,7 @@ static void cg_labels(FILE *f, const struct agent *a, const struct rcg *c)
 	fputs("\",unit=\"", f);
 	prom_label(f, c->ident.unit);
 	fputc('"', f);
+	run_identity_metric_labels(f, a, c);
 }
 
 /* One sample of a family labelled by host only (plus @reason when set). */

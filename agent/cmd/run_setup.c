@@ -66,8 +66,11 @@ void run_agent_stop(struct agent *a)
 	stacks_free(a->pst);
 	cg_watch_free(a->watch);
 	counters_free(a->ctr);
-	for (size_t i = 0; i < a->ncg; i++)
+	for (size_t i = 0; i < a->ncg; i++) {
 		free(a->cg[i].path);
+		cg_rtinfo_release(&a->cg[i].rt);
+	}
+	run_identity_stop(a);
 	free(a->cg);
 	for (size_t i = 0; i < a->nev; i++)
 		ev_spec_release(&a->evs[i]);
@@ -136,6 +139,7 @@ static int start_cgroups(struct agent *a)
 		return 1;
 	a->root_id = 0;
 	cg_path_id(a->mount, "", &a->root_id); /* 0 (unknown) if it fails */
+	run_identity_start(a);
 	a->watch = cg_watch_new(a->mount);
 	if (!a->watch)
 		log_kv(LOG_WARN, "cannot watch cgroups; new ones will not be followed", "error",
@@ -205,8 +209,10 @@ static int start_sampling(struct agent *a, enum stacks_mode mode)
 	return 0;
 }
 
-/* The config's probes, resolved; the probes' stacks engine if one wants it. */
-static int resolve_probes(struct agent *a, enum stacks_mode mode)
+/* The config's probes, resolved (binaries looked for among the processes of
+ * the followed cgroups first, @pids); the probes' stacks engine if one wants it. */
+static int resolve_probes_among(struct agent *a, enum stacks_mode mode, const int *pids,
+				size_t npids)
 {
 	const struct config *cfg = a->cfg;
 
@@ -217,7 +223,7 @@ static int resolve_probes(struct agent *a, enum stacks_mode mode)
 		struct rprobe *rp = &a->pr[a->npr];
 		char err[2048];
 
-		if (probe_resolve(cfg->probes[i].spec, NULL, 0, &rp->p, err, sizeof(err))) {
+		if (probe_resolve(cfg->probes[i].spec, pids, npids, &rp->p, err, sizeof(err))) {
 			log_at_line(cfg, cfg->probes[i].line, "bad probe", err);
 			return 2;
 		}
@@ -246,7 +252,7 @@ static int resolve_probes(struct agent *a, enum stacks_mode mode)
 }
 
 /* Latency ends: a probe already listed, or one added only for that. */
-static int resolve_latency_ends(struct agent *a)
+static int resolve_latency_ends(struct agent *a, const int *pids, size_t npids)
 {
 	const struct config *cfg = a->cfg;
 
@@ -266,7 +272,7 @@ static int resolve_latency_ends(struct agent *a)
 				log_kv(LOG_ERROR, "too many probes with their latency ends", NULL);
 				return 2;
 			}
-			if (probe_resolve(end, NULL, 0, &rp->p, err, sizeof(err)) < 0) {
+			if (probe_resolve(end, pids, npids, &rp->p, err, sizeof(err)) < 0) {
 				log_at_line(cfg, cfg->probes[i].line, "bad latency_end", err);
 				return 2;
 			}
@@ -280,6 +286,19 @@ static int resolve_latency_ends(struct agent *a)
 	}
 	a->lat = latency_new(4000000);
 	return a->lat ? 0 : 1;
+}
+
+static int resolve_probes(struct agent *a, enum stacks_mode mode)
+{
+	int *pids = NULL, ret;
+	size_t npids = 0;
+
+	run_identity_pids(a, &pids, &npids);
+	ret = resolve_probes_among(a, mode, pids, npids);
+	if (!ret)
+		ret = resolve_latency_ends(a, pids, npids);
+	free(pids);
+	return ret;
 }
 
 /* Every site of a USDT probe (each with its own argument specs); 0 sites
@@ -455,8 +474,7 @@ int run_agent_start(struct agent *a)
 	if (run_log_setup(cfg) < 0)
 		return 1;
 	if ((ret = start_counters(a)) || (ret = start_cgroups(a)) ||
-	    (ret = start_sampling(a, mode)) || (ret = resolve_probes(a, mode)) ||
-	    (ret = resolve_latency_ends(a)))
+	    (ret = start_sampling(a, mode)) || (ret = resolve_probes(a, mode)))
 		return ret;
 	for (size_t i = 0; i < a->npr; i++)
 		if ((ret = place_probe(a, &a->pr[i], mode)))

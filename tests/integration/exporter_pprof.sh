@@ -11,8 +11,10 @@
 #           "f"), same counts, same order (ties in any order), same total; its mapping of chain-fp carries the
 #           binary's build id (readelf -n), once the agent sends modules;
 #   svg     well-formed XML (xmllint), naming the chain's functions.
+# STORE=clickhouse runs it on a ClickHouse server it starts.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/exporter.sh"
+source "$(dirname "$0")/../lib/clickhouse.sh"
 W=$BUILD_DIR/workloads
 [[ -x $W/chain-fp ]] || fail "$W/chain-fp not built (make O=${BUILD:-build} build-tests)"
 for c in curl go xmllint perl readelf python3; do
@@ -23,8 +25,10 @@ export HOME=$TMP/home GOCACHE=$TMP/gocache GOPATH=$TMP/gopath GOFLAGS=-mod=mod G
 	GOTOOLCHAIN=local GOTELEMETRY=off PPROF_TMPDIR=$TMP/pprof
 mkdir -p "$HOME" "$PPROF_TMPDIR"
 
+store_setup
 cg_new pprof
-exporter_up
+# shellcheck disable=SC2046 # store_args: one flag or value a line
+exporter_up $(store_args exporter)
 
 cat >"$TMP/agent.yaml" <<YAML
 host: {name: "pprof-host", agent_id_file: $TMP/agent-id}
