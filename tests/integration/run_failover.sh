@@ -48,8 +48,7 @@ config fanout "$TMP/spool" >"$TMP/agent.yaml"
 
 exp_start A "$pa" "${rw[@]}" --remote-write-instance A
 exp_start B "$pb" "${rw[@]}" --remote-write-instance B
-"$AGENT" run --config "$TMP/agent.yaml" --push-mode failover 2>"$TMP/agent.log" &
-ag=$!; bg_track $ag
+agent_run "$TMP/agent.log" --config "$TMP/agent.yaml" --push-mode failover
 sleep "$(scaled 4)"
 a_before=$(exp_metric "$pa" cgperf_agent_batches_total)
 b_before=$(exp_metric "$pb" cgperf_agent_batches_total)
