@@ -237,7 +237,7 @@ diff <(grep '^cgperf_cgroup.*host="capture-host"' "$TMP/ref.txt" | sort) \
 # 6. The series cap: a batch that would take /metrics past --max-series is
 # refused with 429 and Retry-After before anything is stored; smaller ones
 # still go in, and the refusal is counted.
-lim_port=$((20000 + ($$ + 17) % 20000))
+lim_port=$(free_port)
 "$EXPORTER" --listen "127.0.0.1:$lim_port" --data-dir "$TMP/lim" --max-series 60 \
 	--series-expiry 42s 2>"$TMP/lim.log" &
 LIM=$!; bg_track $LIM
