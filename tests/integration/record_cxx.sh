@@ -88,9 +88,7 @@ push:
   collectors: ["http://127.0.0.1:$(cat "$TMP/port-$style")/api/v1/push"]
   spool: {dir: $TMP/spool-$style}
 YAML
-	"$AGENT" run --config "$TMP/run-$style.yaml" 2>"$TMP/run-$style.log" &
-	ag=$!
-	bg_track $ag
+	agent_run "$TMP/run-$style.log" --config "$TMP/run-$style.yaml"
 	for i in $(seq 100); do
 		grep -q 'msg=started' "$TMP/run-$style.log" && break
 		kill -0 $ag 2>/dev/null || fail "run ($style): agent exited: $(cat "$TMP/run-$style.log")"
