@@ -61,6 +61,10 @@ EXPORTER_OBJ := $(patsubst %.c,$(O)/%.o,$(EXPORTER_SRC))
 RW_PROTO_H := $(O)/gen/proto/remote_write.pb-c.h
 RW_PROTO_OBJ := $(O)/gen/proto/remote_write.pb-c.o
 EXPORTER_LIB_OBJ := $(filter-out $(O)/exporter/main.o,$(EXPORTER_OBJ)) $(RW_PROTO_OBJ)
+# pprof's profile.proto (proto/profile.proto) only for tests/tools/pprof_bench.c,
+# which measures protobuf-c against the hand-written encoder.
+PPROF_PROTO_H := $(O)/gen/proto/profile.pb-c.h
+PPROF_PROTO_OBJ := $(O)/gen/proto/profile.pb-c.o
 # What the unit tests and tools link: every archive, users first.
 ALL_LIBS := $(O)/libexporter.a $(O)/libagent.a $(O)/libcglib.a
 
@@ -116,7 +120,7 @@ $(O)/gen/proto/%.pb-c.c $(O)/gen/proto/%.pb-c.h: proto/%.proto
 	@$(if $(Q),echo "  PROTOC  $<")
 	$(Q)protoc-c --proto_path=. --c_out=$(O)/gen $<
 
-$(PROTO_OBJ) $(RW_PROTO_OBJ): $(O)/gen/proto/%.pb-c.o: $(O)/gen/proto/%.pb-c.c $(O)/gen/proto/%.pb-c.h
+$(PROTO_OBJ) $(RW_PROTO_OBJ) $(PPROF_PROTO_OBJ): $(O)/gen/proto/%.pb-c.o: $(O)/gen/proto/%.pb-c.c $(O)/gen/proto/%.pb-c.h
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
@@ -158,10 +162,14 @@ $(UNIT_EXPORTER_BIN): $(O)/tests/%: tests/unit/%.c $(TESTLIB_OBJ) $(ALL_LIBS)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TESTLIB_OBJ) $(TEST_EXTRA_OBJ) \
 		$(ALL_LIBS) -lcmocka -lsqlite3 -lsnappy $(LDLIBS_AGENT)
 
+$(O)/tools/pprof_bench: $(PPROF_PROTO_OBJ)
+$(O)/tools/pprof_bench: TOOL_EXTRA_OBJ += $(PPROF_PROTO_OBJ)
+$(O)/tools/pprof_bench: | $(PPROF_PROTO_H)
+
 $(O)/tools/%: tests/tools/%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(ALL_LIBS) \
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(TOOL_EXTRA_OBJ) $(ALL_LIBS) \
 		-lsqlite3 -lsnappy $(LDLIBS_AGENT)
 
 # Workloads keep their own flags: a known call chain must survive -O2.
