@@ -396,9 +396,12 @@ int main(int argc, char **argv)
 			       e ? "pbc" : "hand", r[e].intern_ms, r[e].enc_ms, r[e].bytes,
 			       r[e].rss_kb / 1024.0, r[e].gz_ms, r[e].gz_bytes,
 			       r[0].bytes == r[1].bytes && r[0].crc == r[1].crc ? "yes" : "NO");
-		printf("%-8u pbc/hand: encode %.2fx, intern+encode %.2fx, peak RSS growth %.2fx\n",
+		printf("%-8u pbc/hand: encode %.2fx, intern+encode %.2fx, +gzip %.2fx, "
+		       "peak RSS growth %.2fx\n",
 		       ns[k], r[1].enc_ms / (r[0].enc_ms > 0 ? r[0].enc_ms : 1e-3),
 		       (r[1].enc_ms + r[1].intern_ms) / (r[0].enc_ms + r[0].intern_ms),
+		       (r[1].enc_ms + r[1].intern_ms + r[1].gz_ms) /
+			       (r[0].enc_ms + r[0].intern_ms + r[0].gz_ms),
 		       (double)r[1].rss_kb / (r[0].rss_kb > 0 ? (double)r[0].rss_kb : 1.0));
 	}
 	return 0;
