@@ -446,37 +446,47 @@ static int encode(const struct fold_set *fs, const struct pprof_opts *o, struct 
 	return ret;
 }
 
+/* Every function, mapping and location of @fs into @p (zeroed), and the
+ * location of each frame in p->loc_of_id. 0 or -errno; pprof_release()
+ * either way. */
+static int pprof_intern(const struct fold_set *fs, render_module_fn fn, void *arg,
+			struct pprof *p)
+{
+	uint32_t empty;
+
+	rtab_init(&p->strings);
+	rtab_init(&p->mappings);
+	rtab_init(&p->locations);
+	rtab_init(&p->pairs);
+	/* "" must be string 0; the value types take 1..4 whatever the frames
+	 * are called. */
+	if (string_id(p, "", 0, &empty) < 0 || string_id(p, "samples", 7, &p->s_samples) < 0 ||
+	    string_id(p, "count", 5, &p->s_count) < 0 || string_id(p, "cpu", 3, &p->s_cpu) < 0 ||
+	    string_id(p, "nanoseconds", 11, &p->s_ns) < 0)
+		return -ENOMEM;
+	p->loc_of_id = malloc((fs->nids ? fs->nids : 1) * sizeof(uint32_t));
+	if (!p->loc_of_id)
+		return -ENOMEM;
+	for (size_t i = 0; i < fs->nids; i++) {
+		int ret = pair_location(p, fs, fs->ids[i], fs->mods ? fs->mods[i] : 0, fn, arg,
+					&p->loc_of_id[i]);
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 int render_pprof(const struct fold_set *fs, const struct pprof_opts *o, render_module_fn fn,
 		 void *arg, uint8_t **out, size_t *len)
 {
 	struct pprof p = { 0 };
 	struct pb b = { 0 };
-	uint32_t empty;
 	int ret;
 
-	rtab_init(&p.strings);
-	rtab_init(&p.mappings);
-	rtab_init(&p.locations);
-	rtab_init(&p.pairs);
-	/* "" must be string 0; the value types take 1..4 whatever the frames
-	 * are called. */
-	if (string_id(&p, "", 0, &empty) < 0 || string_id(&p, "samples", 7, &p.s_samples) < 0 ||
-	    string_id(&p, "count", 5, &p.s_count) < 0 || string_id(&p, "cpu", 3, &p.s_cpu) < 0 ||
-	    string_id(&p, "nanoseconds", 11, &p.s_ns) < 0) {
-		ret = -ENOMEM;
+	ret = pprof_intern(fs, fn, arg, &p);
+	if (ret < 0)
 		goto out;
-	}
-	p.loc_of_id = malloc((fs->nids ? fs->nids : 1) * sizeof(uint32_t));
-	if (!p.loc_of_id) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < fs->nids; i++) {
-		ret = pair_location(&p, fs, fs->ids[i], fs->mods ? fs->mods[i] : 0, fn, arg,
-				    &p.loc_of_id[i]);
-		if (ret < 0)
-			goto out;
-	}
 	ret = encode(fs, o, &p, &b);
 	if (ret < 0)
 		goto out;

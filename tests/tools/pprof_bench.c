@@ -16,7 +16,8 @@
  *       PREFIX.hand.pb.gz and PREFIX.pbc.pb.gz (for `go tool pprof -raw`).
  *
  * The encoder's statics are reached by including its source: both sides then
- * share the very interning render_pprof() does, and only the writing differs.
+ * share pprof_intern(), the interning render_pprof() does, and only the
+ * writing differs (encode() against pbc_encode() here).
  */
 #include "exporter/render/render_pprof.c"
 
@@ -87,30 +88,6 @@ static struct fold_set *make_set(uint32_t n)
 		}
 	}
 	return fs;
-}
-
-static int intern_all(const struct fold_set *fs, struct pprof *p)
-{
-	uint32_t empty;
-
-	rtab_init(&p->strings);
-	rtab_init(&p->mappings);
-	rtab_init(&p->locations);
-	rtab_init(&p->pairs);
-	if (string_id(p, "", 0, &empty) < 0 || string_id(p, "samples", 7, &p->s_samples) < 0 ||
-	    string_id(p, "count", 5, &p->s_count) < 0 || string_id(p, "cpu", 3, &p->s_cpu) < 0 ||
-	    string_id(p, "nanoseconds", 11, &p->s_ns) < 0)
-		return -ENOMEM;
-	p->loc_of_id = malloc((fs->nids ? fs->nids : 1) * sizeof(uint32_t));
-	if (!p->loc_of_id)
-		return -ENOMEM;
-	for (size_t i = 0; i < fs->nids; i++) {
-		int ret = pair_location(p, fs, fs->ids[i], fs->mods ? fs->mods[i] : 0, bench_module,
-					NULL, &p->loc_of_id[i]);
-		if (ret < 0)
-			return ret;
-	}
-	return 0;
 }
 
 typedef Perftools__Profiles__ValueType PValueType;
@@ -317,7 +294,7 @@ static void run_one(uint32_t n, int use_pbc, const char *write_prefix, struct re
 		return;
 	rss0 = maxrss_kb();
 	t0 = cpu_ms();
-	if (intern_all(fs, &p) < 0)
+	if (pprof_intern(fs, bench_module, NULL, &p) < 0)
 		goto out;
 	t1 = cpu_ms();
 	if ((use_pbc ? pbc_encode(fs, &p, &b) : encode(fs, NULL, &p, &b)) < 0)
