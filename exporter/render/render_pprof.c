@@ -6,9 +6,10 @@
  * same Profile (bench/bench_pprof.sh: structs in bulk arrays, strings not
  * copied, protobuf_c_message_pack(); byte-identical output), for 1M
  * distinct stacks of 10-30 frames (43 MB raw, 20 modules; 2-core VM):
- * the writing takes 159 ms here against 299 ms (1.9x; 10k and 100k
- * stacks: 1.8-2.0x), 1.33x counting the interning both need (271 ms),
- * 1.14x with gzip (674 ms); peak RSS grows 121 MiB against 346 MiB
+ * the writing takes 159 ms here against 299 ms (1.9x; 1.8-2.0x over
+ * three runs of 10k, 100k and 1M stacks), 1.3x (1.27-1.39x) counting the
+ * interning both need (271 ms), 1.1x (1.08-1.14x) with gzip (674 ms);
+ * peak RSS grows 121 MiB against 346 MiB
  * (2.9x; ~80 MiB of it is the interning in both: protobuf-c wants a
  * uint64_t per location id and a struct per sample, the writing here only
  * the output buffer).
