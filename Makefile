@@ -9,6 +9,7 @@
 #   make check-asan the same suite under ASan+UBSan (into build-asan/)
 #   make bench      benchmarks under bench/, printed figures
 #   make fuzz       libFuzzer targets (clang), FUZZ_TIME seconds each
+#   make deb        Debian packages cgperf-agent, cgperf-exporter (into build/deb/)
 #
 # Variables: O=DIR (object dir), SAN=1 (sanitizers), V=1 (verbose).
 
@@ -91,7 +92,7 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all deps run run-stat test check check-asan bench clean distclean build-tests fuzz fuzz-parsers
+.PHONY: deb all deps run run-stat test check check-asan bench clean distclean build-tests fuzz fuzz-parsers
 all: $(O)/cgperf-agent $(O)/cgperf-exporter
 
 deps:
@@ -312,10 +313,17 @@ fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest $(O)/f
 		$(O)/fuzz/corpus/cfi
 
 
+# Debian packages cgperf-agent and cgperf-exporter (dpkg-buildpackage on a
+# copy of the tree with packaging/debian/ as debian/), into $(O)/deb/.
+deb:
+	$(Q)packaging/install-deps.sh --deb
+	$(Q)packaging/build-deb.sh $(O)/deb
+
 clean:
 	rm -rf build build-asan
 
 distclean: clean
 	rm -rf $(RUN_DIR)
 
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+# (not the Debian build's copy of the tree under $(O)/deb)
+-include $(shell find $(O) -path $(O)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
