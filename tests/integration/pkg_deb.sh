@@ -44,7 +44,8 @@ dpkg-deb -c "${debs[0]}" >"$TMP/agent.list"
 dpkg-deb -c "${debs[1]}" >"$TMP/exporter.list"
 for f in ./usr/bin/cgperf-agent ./usr/share/man/man1/cgperf-agent.1.gz ./usr/share/man/man1/cgperf-agent-record.1.gz \
 	./usr/share/man/man5/cgperf-agent.yaml.5.gz ./etc/cgperf/agent.yaml ./lib/systemd/system/cgperf-agent.service \
-	./usr/lib/sysusers.d/cgperf-agent.conf ./usr/lib/tmpfiles.d/cgperf-agent.conf; do
+	./usr/lib/sysusers.d/cgperf-agent.conf ./usr/lib/tmpfiles.d/cgperf-agent.conf \
+	./usr/share/doc/cgperf-agent/examples/probes.conf; do
 	grep -q " $f\$" "$TMP/agent.list" || fail "cgperf-agent lacks $f"
 done
 for f in ./usr/bin/cgperf-exporter ./usr/share/man/man1/cgperf-exporter.1.gz ./usr/share/man/man5/cgperf-exporter.yaml.5.gz \
