@@ -19,7 +19,7 @@ ifeq ($(origin CC),default)
 CC = gcc
 endif
 
-PKGS := libelf libdw libunwind libtraceevent libtracefs libcurl libprotobuf-c libmicrohttpd sqlite3 yaml-0.1 zlib
+PKGS := libelf libdw libunwind libtraceevent libtracefs libcurl json-c libprotobuf-c libmicrohttpd sqlite3 yaml-0.1 zlib
 # libtracefs (finding and mounting tracefs, reading event ids and formats):
 # its header lives in its own include directory, so ask pkg-config.
 TRACEFS_CFLAGS := $(shell pkg-config --cflags libtracefs 2>/dev/null || echo -I/usr/include/tracefs -I/usr/include/traceevent)
@@ -30,7 +30,7 @@ WARNFLAGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wformat-security -Wvla \
 	-Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
 override CPPFLAGS += -I. -I$(O)/gen -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(TRACEFS_CFLAGS)
 override CFLAGS += -std=gnu11 $(WARNFLAGS) -fno-omit-frame-pointer
-LDLIBS_AGENT := -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
+LDLIBS_AGENT := -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -ljson-c -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
 # The exporter links no perf, ELF, DWARF or unwinding library.
 # remote_write: libcurl (lib/httpc) and libsnappy.
 LDLIBS_EXPORTER := -lsqlite3 -lmicrohttpd -lyaml -lprotobuf-c -lcurl -lsnappy -lz -lm -lpthread
@@ -72,10 +72,18 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
 # tests named here link it.
 TESTLIB_OBJ := $(O)/tests/unit/testlib.o
 TESTALLOC_OBJ := $(O)/tests/unit/testalloc.o
-TESTALLOC_BIN := $(addprefix $(O)/tests/,test_render test_fold test_counters test_cgwatch test_strv test_config \
+TESTALLOC_BIN := $(addprefix $(O)/tests/,test_render test_fold test_counters test_cgwatch test_strv test_config_errors \
 	test_hashmap test_grow)
 $(TESTALLOC_BIN): $(TESTALLOC_OBJ)
-$(TESTALLOC_BIN): TEST_EXTRA_OBJ := $(TESTALLOC_OBJ)
+$(TESTALLOC_BIN): TEST_EXTRA_OBJ += $(TESTALLOC_OBJ)
+# A test split by subject (test_NAME.c, test_NAME_SUBJECT.c) shares its
+# helpers through tests/unit/NAME_fixture.[ch], linked into each of them.
+UNIT_FIXTURES := $(patsubst tests/unit/%_fixture.c,%,$(wildcard tests/unit/*_fixture.c))
+define unit_fixture
+$(filter $(O)/tests/test_$(1) $(O)/tests/test_$(1)_%,$(UNIT_BIN)): $(O)/tests/unit/$(1)_fixture.o
+$(filter $(O)/tests/test_$(1) $(O)/tests/test_$(1)_%,$(UNIT_BIN)): TEST_EXTRA_OBJ += $(O)/tests/unit/$(1)_fixture.o
+endef
+$(foreach f,$(UNIT_FIXTURES),$(eval $(call unit_fixture,$(f))))
 # Unit tests of exporter modules (by name) link the exporter's objects too.
 UNIT_EXPORTER_BIN := $(filter $(O)/tests/test_render% $(O)/tests/test_store% \
 	$(O)/tests/test_totals% $(O)/tests/test_http% $(O)/tests/test_rw%,$(UNIT_BIN))
@@ -114,7 +122,8 @@ $(PROTO_OBJ) $(RW_PROTO_OBJ): $(O)/gen/proto/%.pb-c.o: $(O)/gen/proto/%.pb-c.c $
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 # Anything may include wire/wire.h: generate before compiling.
-$(CGLIB_OBJ) $(AGENT_LIB_OBJ) $(AGENT_OBJ) $(EXPORTER_OBJ) $(UNIT_BIN) $(TOOL_BIN) $(TESTLIB_OBJ): | $(PROTO_H) $(RW_PROTO_H)
+$(CGLIB_OBJ) $(AGENT_LIB_OBJ) $(AGENT_OBJ) $(EXPORTER_OBJ) $(UNIT_BIN) $(TOOL_BIN) $(TESTLIB_OBJ) \
+	$(patsubst %,$(O)/tests/unit/%_fixture.o,$(UNIT_FIXTURES)): | $(PROTO_H) $(RW_PROTO_H)
 
 $(O)/libcglib.a: $(CGLIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -242,19 +251,21 @@ $(O)/fuzz/fuzz_wire-seeds: $(FUZZ_WIRE_SRC) wire/wire.h lib/hist.h $(PROTO_H)
 # What the exporter does with a decoded batch (totals, /metrics text,
 # stack renderers); the store is linked for its helpers, not driven.
 FUZZ_INGEST_SRC := tests/fuzz/fuzz_ingest.c $(wildcard wire/*.c) lib/hist.c lib/utf8.c lib/json.c \
-	lib/prom.c lib/gzip.c $(PROTO_C) exporter/totals.c exporter/totals_expo.c exporter/page.c \
-	$(wildcard exporter/render/*.c) $(wildcard exporter/store/*.c)
+	lib/prom.c lib/gzip.c lib/grow.c $(PROTO_C) exporter/totals.c exporter/totals_expo.c exporter/page.c \
+	$(wildcard exporter/render/*.c) $(wildcard exporter/store/*.c) lib/httpc.c lib/strv.c lib/hashmap.c lib/clock.c
 $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h exporter/*/*.h) wire/wire.h lib/hist.h $(PROTO_H)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZCC  $@")
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) -std=gnu11 $(WARNFLAGS) $(FUZZ_FLAGS) -o $@ $(FUZZ_INGEST_SRC) \
-		-lsqlite3 -lprotobuf-c -lz -lm
+		-lsqlite3 -lprotobuf-c -lcurl -lz -lm
 
 # The .eh_frame scan of the DWARF unwinder (personality and LSDA words).
 # The unwinder's and the symbol tables' sources (each split in a few files).
-FUZZ_UNWIND_SRC := $(wildcard agent/stacks/unwind*.c) agent/symbols/elfobj.c lib/rootfs.c lib/fusemnt.c lib/search.c
-FUZZ_SYMTAB_LIB_SRC := $(wildcard agent/symbols/symtab*.c) agent/symbols/elfobj.c \
-	agent/symbols/symcache.c lib/rootfs.c lib/fusemnt.c lib/search.c lib/grow.c
+# lib/fusemnt and what it uses, for the targets that open files in a root.
+FUZZ_FUSEMNT_SRC := lib/fusemnt.c lib/mountinfo.c lib/strv.c
+FUZZ_UNWIND_SRC := $(wildcard agent/stacks/unwind*.c) agent/symbols/dso.c agent/symbols/elfobj.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/search.c lib/grow.c
+FUZZ_SYMTAB_LIB_SRC := $(wildcard agent/symbols/symtab*.c) agent/symbols/dso.c agent/symbols/elfobj.c \
+	agent/symbols/symcache.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/search.c lib/grow.c
 FUZZ_CFI_SRC := tests/fuzz/fuzz_cfi.c $(FUZZ_UNWIND_SRC)
 $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/stacks/unwind.h
 	@mkdir -p $(dir $@)
@@ -264,15 +275,20 @@ $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/stacks/unwind.h
 
 # Parsers of files a container may hand the agent, and the YAML config:
 # ELF symbols (and symtab's .eh_frame_hdr), USDT notes, the unwinder's
-# .eh_frame_hdr load, config_parse(). Seeds and a short run of each:
+# .eh_frame_hdr load, config_parse(), JIT perf maps (perfmap). Seeds and a
+# short run of each:
 # tests/integration/fuzz_parsers.sh.
 FUZZ_SYMTAB_SRC := tests/fuzz/fuzz_symtab.c $(FUZZ_SYMTAB_LIB_SRC)
-FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/perf/usdt.c agent/symbols/elfobj.c lib/rootfs.c lib/fusemnt.c
+FUZZ_USDT_SRC := tests/fuzz/fuzz_usdt.c agent/perf/usdt.c agent/symbols/dso.c agent/symbols/elfobj.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/grow.c
 FUZZ_EHHDR_SRC := tests/fuzz/fuzz_ehhdr.c $(FUZZ_UNWIND_SRC)
 FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/cmd/config.c agent/cmd/config_glob.c agent/perf/events.c agent/symbols/demangle.c agent/stacks/fold.c \
-	cgroup/identity.c lib/strv.c lib/suggest.c lib/units.c lib/ydoc.c agent/perf/probe_spec.c agent/perf/usdt.c \
-	agent/symbols/elfobj.c lib/rootfs.c lib/fusemnt.c lib/hashmap.c lib/grow.c
-FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config)
+	cgroup/identity.c lib/suggest.c lib/units.c lib/ydoc.c agent/perf/probe_spec.c agent/perf/usdt.c \
+	agent/symbols/dso.c agent/symbols/elfobj.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/hashmap.c lib/grow.c lib/slurp.c \
+	agent/cmd/config_identity.c
+FUZZ_PERFMAP_SRC := tests/fuzz/fuzz_perfmap.c agent/symbols/perfmap.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/search.c lib/grow.c
+FUZZ_RUNTIME_SRC := tests/fuzz/fuzz_runtime.c cgroup/runtime.c cgroup/runtime_engine.c cgroup/runtime_oci.c \
+	cgroup/runtime_systemd.c cgroup/identity.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/slurp.c lib/utf8.c lib/grow.c
+FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config fuzz_perfmap fuzz_runtime)
 
 $(O)/fuzz/fuzz_symtab: $(FUZZ_SYMTAB_SRC) agent/symbols/symtab.h agent/symbols/symcache.h tests/fuzz/fuzz_file.h
 $(O)/fuzz/fuzz_symtab: FUZZ_SRC := $(FUZZ_SYMTAB_SRC)
@@ -286,6 +302,12 @@ $(O)/fuzz/fuzz_ehhdr: FUZZ_LIBS := -lelf -lunwind-x86_64 -lunwind
 $(O)/fuzz/fuzz_config: $(FUZZ_CONFIG_SRC) agent/cmd/config.h agent/perf/events.h cgroup/identity.h lib/strv.h lib/suggest.h lib/units.h lib/ydoc.h
 $(O)/fuzz/fuzz_config: FUZZ_SRC := $(FUZZ_CONFIG_SRC)
 $(O)/fuzz/fuzz_config: FUZZ_LIBS := -lyaml $(TRACEFS_LIBS) -liberty -lelf
+$(O)/fuzz/fuzz_perfmap: $(FUZZ_PERFMAP_SRC) agent/symbols/perfmap.h lib/rootfs.h tests/fuzz/fuzz_file.h
+$(O)/fuzz/fuzz_perfmap: FUZZ_SRC := $(FUZZ_PERFMAP_SRC)
+$(O)/fuzz/fuzz_perfmap: FUZZ_LIBS :=
+$(O)/fuzz/fuzz_runtime: $(FUZZ_RUNTIME_SRC) cgroup/runtime.h cgroup/runtime_internal.h cgroup/identity.h
+$(O)/fuzz/fuzz_runtime: FUZZ_SRC := $(FUZZ_RUNTIME_SRC)
+$(O)/fuzz/fuzz_runtime: FUZZ_LIBS := -ljson-c -lcurl
 
 $(FUZZ_PARSERS):
 	@mkdir -p $(dir $@)

@@ -15,9 +15,20 @@
 #     batches/s (a 10,000-host fleet pushing every 15 s): ack latency
 #     percentiles, timeouts, resends, /healthz latency, exporter CPU; then
 #     10,000 idle connections: the exporter's RSS and /healthz meanwhile.
+# With --store clickhouse, part 1 runs on SQLite and then on the ClickHouse
+# store (a clickhouse-server started here on core 0, next to the load
+# generator) and prints the ratio of their batches/s; after the raw-body
+# run of each, the folded stacks of the last hour (every row) are read 3
+# times: the median time of the query.
 # Printed figures only. Knobs: BENCH_BATCHES (default 60), BENCH_SCRAPES (20),
 # BENCH_CGROUPS_METRICS (10000), BENCH_FLEET_SECONDS (20; 0 skips part 3).
 source "$(dirname "$0")/../tests/lib/common.sh"
+source "$(dirname "$0")/../tests/lib/clickhouse.sh"
+STORES=sqlite
+case "${1:-}" in
+--store) [[ ${2:-} == clickhouse ]] && STORES="sqlite clickhouse" ;;
+--store=clickhouse) STORES="sqlite clickhouse" ;;
+esac
 GEN=$BUILD_DIR/tools/gen_batch
 EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
 BATCHES=${BENCH_BATCHES:-60}
@@ -33,15 +44,16 @@ core_ex=$((ncpu > 1 ? 1 : 0))
 cpu_s() { # PID: user + system CPU seconds so far
 	awk -v hz="$hz" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat"
 }
-start_exporter() { # NAME: sets EXP (pid) and EXURL
-	local port
+start_exporter() { # NAME [ARGS]: sets EXP (pid) and EXURL
+	local port n=$1
+	shift
 	port=$(free_port)
-	taskset -c $core_ex "$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/$1" \
-		--log-level warn 2>>"$TMP/$1.log" &
+	taskset -c $core_ex "$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/$n" \
+		--log-level warn "$@" 2>>"$TMP/$n.log" &
 	EXP=$!
 	bg_track $EXP
 	EXURL=http://127.0.0.1:$port
-	wait_http "$EXURL/healthz" 10 "$TMP/$1.log"
+	wait_http "$EXURL/healthz" 10 "$TMP/$n.log"
 }
 # scrapes URL N [ARGS]: "median_ms bytes failures" of N GETs of URL
 scrapes() {
@@ -61,8 +73,17 @@ scrapes() {
 echo "# exporter on core $core_ex of $ncpu; load generator on core 0; $(uname -r)"
 
 # --- 1. ingest
+declare -A RATE
+for store in $STORES; do
+	args=()
+	if [[ $store == clickhouse ]]; then
+		why=$(ch_available) || { echo "ingest (clickhouse): SKIPPED ($why)"; continue; }
+		ch_start bench || fail "clickhouse-server did not start"
+		taskset -pc 0 "${CH_PID[bench]}" >/dev/null
+		args=(--store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[bench]}")
+	fi
 for mode in raw gzip; do
-	start_exporter "ingest-$mode"
+	start_exporter "ingest-$store-$mode" "${args[@]}" ${args[0]:+--clickhouse-database "b_$mode"}
 	c0=$(cpu_s $EXP)
 	z=()
 	[[ $mode == gzip ]] && z=(--gzip)
@@ -70,14 +91,30 @@ for mode in raw gzip; do
 		--batches "$BATCHES" --threads 2 --agent "bench-$mode" push "$EXURL/api/v1/push" 2>&1)
 	rc=$?
 	c1=$(cpu_s $EXP)
-	size=$(du -sk "$TMP/ingest-$mode" | awk '{ printf "%.1f", $1 / 1024 }')
-	echo "ingest ($mode bodies): $out"
+	if [[ $store == clickhouse ]]; then
+		size=$(du -sk "$TMP/ch-bench/data" | awk '{ printf "%.1f", $1 / 1024 }')
+	else
+		size=$(du -sk "$TMP/ingest-$store-$mode" | awk '{ printf "%.1f", $1 / 1024 }')
+	fi
+	RATE[$store-$mode]=$(sed -n 's/.*batches_per_s=\([0-9.]*\).*/\1/p' <<<"$out")
+	echo "ingest ($store, $mode bodies): $out"
+	if [[ $mode == raw ]]; then
+		read -r fl_ms fl_bytes fl_bad < <(scrapes "$EXURL/api/v1/stacks?from=-1h" 3)
+		echo "flame graph query ($store): every stack of the last hour ($((BATCHES * 50 * 200)) sample rows, $fl_bytes bytes folded): median of 3 $fl_ms ms$( ((fl_bad)) && echo ", $fl_bad FAILED")"
+	fi
 	awk -v a="$c0" -v b="$c1" -v n="$BATCHES" -v s="$size" -v rc=$rc 'BEGIN {
-		printf "ingest (%s): exporter CPU %.2f s for %d batches = %.1f ms per batch (%.0f stack rows per CPU second); store %s MiB%s\n",
-			"'$mode'", b - a, n, (b - a) * 1000 / n, (b > a) ? n * 50 * 200 / (b - a) : 0, s,
+		printf "ingest (%s, %s): exporter CPU %.2f s for %d batches = %.1f ms per batch (%.0f stack rows per CPU second); store %s MiB%s\n",
+			"'$store'", "'$mode'", b - a, n, (b - a) * 1000 / n, (b > a) ? n * 50 * 200 / (b - a) : 0, s,
 			rc ? " (SOME PUSHES FAILED)" : "" }'
 	kill -TERM $EXP
 	wait $EXP 2>/dev/null
+done
+	[[ $store == clickhouse ]] && ch_stop bench
+done
+for mode in raw gzip; do
+	[[ -n ${RATE[clickhouse-$mode]:-} && -n ${RATE[sqlite-$mode]:-} ]] || continue
+	awk -v c="${RATE[clickhouse-$mode]}" -v q="${RATE[sqlite-$mode]}" -v m=$mode 'BEGIN {
+		if (q > 0) printf "ingest ratio (%s): clickhouse %.1f / sqlite %.1f batches/s = %.2f (ClickHouse on core 0 with the load generator)\n", m, c, q, c / q }'
 done
 
 # --- 3. a fleet (before /metrics: part 2 may exit early without Pushgateway)

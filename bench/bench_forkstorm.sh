@@ -10,8 +10,8 @@
 # Figures, not pass/fail; the machine is shared, so CPU figures are noisy.
 #
 #   BENCH_FORKSTORM_DUR=S   window of each run (default 10)
-source "$(dirname "$0")/../tests/lib/common.sh" || exit 1
 source "$(dirname "$0")/lib.sh" || exit 1
+source "$BENCH_DIR/../tests/lib/forkstorm.sh" || exit 1
 export LC_ALL=C
 W=$BUILD_DIR/workloads
 DUR=${BENCH_FORKSTORM_DUR:-10}
@@ -19,8 +19,7 @@ DUR=${BENCH_FORKSTORM_DUR:-10}
 HAVE_PERF=1
 command -v perf >/dev/null || HAVE_PERF=0
 
-cg=$(cg_make storm)
-rel=${cg#"$(cg2_mount)"}
+cg_new storm
 
 cpu_of() { awk '{ printf "%.3f", $1 + $2 }' "$1"; }
 
@@ -31,28 +30,13 @@ storm() { # a fresh parent, never sampled before
 	sleep 1
 }
 
-agent_share() {
-	python3 - "$1" <<'PY'
-import re, sys
-named = total = 0
-for line in open(sys.argv[1]):
-    stack, _, count = line.rstrip("\n").rpartition(" ")
-    f = stack.split(";")
-    unnamed = f[-1].startswith("[unmapped]") or re.search(r"\+0x[0-9a-f]+$", f[-1]) is not None
-    if f[0] == "storm-child" or (f[0] == "forkstorm" and (unnamed or any(x.startswith("storm_") for x in f))):
-        total += int(count)
-        named += 0 if unnamed else int(count)
-print(f"{named} {total}")
-PY
-}
-
 printf '%-6s %-6s %10s %8s %10s\n' tool mode named% samples cpu_s
 for mode in fp dwarf; do
 	if [[ $mode == fp ]]; then cgopt=-g; else cgopt="--call-graph dwarf"; fi
 	storm
 	cpu_run "$TMP/a.t" "$AGENT" record -G "$rel" -F 99 $cgopt --duration "$DUR" -o "$TMP/a.folded" 2>/dev/null
 	wait $STORM 2>/dev/null
-	read -r g t < <(agent_share "$TMP/a.folded")
+	read -r g t < <(storm_share "$TMP/a.folded")
 	printf '%-6s %-6s %10s %8s %10s\n' agent $mode "$(awk -v g=$g -v t=$t 'BEGIN { printf "%.1f", t ? 100 * g / t : 0 }')" "$t" "$(cpu_of "$TMP/a.t")"
 	((HAVE_PERF)) || continue
 	storm

@@ -29,9 +29,8 @@
 #
 #   BENCH_RECORD_DUR=S   window of each run (default 10)
 #   BENCH_RECORD_RATE=N  pgbench -R (default 12000)
-source "$(dirname "$0")/../tests/lib/common.sh" || exit 1
-source "$(dirname "$0")/../tests/lib/pg.sh" || exit 1
 source "$(dirname "$0")/lib.sh" || exit 1
+source "$BENCH_DIR/../tests/lib/pg.sh" || exit 1
 export LC_ALL=C
 
 DUR=${BENCH_RECORD_DUR:-10}
@@ -40,41 +39,6 @@ PG_FREQ=999 # more samples than the test's 199 Hz: per-sample costs need them
 HI_FREQ=999
 command -v perf >/dev/null || skip "perf not installed"
 command -v python3 >/dev/null || skip "python3 not installed"
-
-
-# The same minimal stackcollapse of `perf script` output as the test
-# (frames "addr sym+off (dso)" leaf first; root first, joined by ';').
-cat >"$TMP/collapse.py" <<'EOF'
-import re, sys
-from collections import Counter
-head = re.compile(r"^(\S.*?)\s+\d+(?:/\d+)?\s+(?:\[\d+\]\s+)?\d+\.\d+:")
-frame = re.compile(r"^\s+([0-9a-fA-F]+)\s+(.*?)\s+\((.*)\)\s*$")
-out, comm, frames = Counter(), None, []
-def flush():
-    global comm, frames
-    if comm is not None:
-        out[";".join([comm] + frames[::-1])] += 1
-    comm, frames = None, []
-for line in sys.stdin:
-    line = line.rstrip("\n")
-    if not line.strip():
-        flush()
-    elif not line[0].isspace():
-        flush()
-        m = head.match(line)
-        comm = (m.group(1) if m else line.split()[0]).replace(" ", "_").replace(";", ":")
-    elif comm is not None and (m := frame.match(line)):
-        addr, sym, dso = m.groups()
-        if int(addr, 16) == 0xffffffffffffffff:
-            continue
-        sym = "[unknown]" if not sym or sym.startswith("[unknown]") else re.sub(r"\+0x[0-9a-fA-F]+$", "", sym)
-        if dso.startswith("[kernel"):
-            sym += "_[k]"
-        frames.append(sym.replace(";", ":").replace(" ", "_"))
-flush()
-for k, v in out.items():
-    print(k, v)
-EOF
 
 ROWS=$TMP/rows
 : >"$ROWS"
@@ -103,14 +67,14 @@ measure() {
 	fi
 	cpu_run "$TMP/p.scr.t" perf script -i "$TMP/perf.data" >"$TMP/perf.script" 2>/dev/null ||
 		{ echo "   $name: perf script failed"; return 1; }
-	cpu_run "$TMP/p.col.t" python3 "$TMP/collapse.py" <"$TMP/perf.script" >"$TMP/perf.folded" ||
+	cpu_run "$TMP/p.col.t" python3 "$ROOT/tests/lib/collapse.py" <"$TMP/perf.script" >"$TMP/perf.folded" ||
 		{ echo "   $name: collapse failed"; return 1; }
 	n=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/perf.folded")
 	local asum
 	asum=$(sed -n 's/.*: \([0-9]*\) samples in .*, \([0-9]*\) lost.*/\1 \2/p' "$TMP/a.err")
 	local steady
 	steady=$(sed -n 's/.*agent CPU [0-9.]* s (\([0-9.]*\) s sampling+unwinding.*/\1/p' "$TMP/a.err")
-	echo "$name ${asum:-0 0} ${steady:-0} $(cat "$TMP/a.t") $n $(cat "$TMP/p.rec.t" "$TMP/p.scr.t" "$TMP/p.col.t" | tr '\n' ' ')" >>"$ROWS"
+	echo "$name ${asum:-0 0} ${steady:-0} $(cut -d' ' -f1-3 "$TMP/a.t") $n $(cut -d' ' -f1-3 "$TMP/p.rec.t" "$TMP/p.scr.t" "$TMP/p.col.t" | tr '\n' ' ')" >>"$ROWS"
 	sed 's/^/    /' "$TMP/a.err"
 }
 

@@ -41,8 +41,8 @@
 #   BENCH_TRACE_REPS=N    repetitions (default 3)
 #   BENCH_TRACE_PG_DUR=S  each pgbench run (default 3)
 #   BENCH_TRACE_PG_REPS=N pgbench pairs, with and without (default 5)
-source "$(dirname "$0")/../tests/lib/common.sh" || exit 1
-source "$(dirname "$0")/../tests/lib/pg.sh" || exit 1
+source "$(dirname "$0")/lib.sh" || exit 1
+source "$BENCH_DIR/../tests/lib/pg.sh" || exit 1
 export LC_ALL=C
 
 CALLS=${BENCH_TRACE_CALLS:-30000}
@@ -68,31 +68,6 @@ _bench_cleanup() {
 	PROBES_MADE=0
 }
 trap '_bench_cleanup; _pg_cleanup; _cleanup' EXIT
-
-# cpu_run OUT CMD...: run CMD; write "wall_s user_s sys_s" to OUT, from
-# wait4() (the process and every child it waited for). With PIDFILE set,
-# CMD's PID is written there. Returns CMD's exit status.
-cat >"$TMP/cpu_run.py" <<'EOF'
-import os, sys, time
-t0 = time.monotonic()
-pid = os.fork()
-if pid == 0:
-    try:
-        os.execvp(sys.argv[2], sys.argv[2:])
-    finally:
-        os._exit(127)
-if os.environ.get("PIDFILE"):
-    with open(os.environ["PIDFILE"] + ".tmp", "w") as f:
-        f.write(f"{pid}\n")
-    os.rename(os.environ["PIDFILE"] + ".tmp", os.environ["PIDFILE"])
-_, st, ru = os.wait4(pid, 0)
-wall = time.monotonic() - t0
-with open(sys.argv[1], "w") as f:
-    f.write(f"{wall:.6f} {ru.ru_utime:.6f} {ru.ru_stime:.6f}\n")
-sys.exit(os.waitstatus_to_exitcode(st) & 255)
-EOF
-cpu_run() { python3 "$TMP/cpu_run.py" "$@"; }
-cpu_of() { awk '{ printf "%.6f", $2 + $3 }' "$1"; }
 
 # Other load on the host distorts these figures (wall times and tps most):
 # load_mark prints "busy steal own cg ns" now: the host's busy and steal
@@ -173,7 +148,7 @@ run_loop() {
 # writer's own figures, the outer one the tool's (with the writer inside).
 run_write() {
 	local tool=$1 rep=$2 n=$3 w hits lost=0 extra=0 rc=0 ev=syscalls:sys_enter_write
-	w=(python3 "$TMP/cpu_run.py" "$TMP/wt" "$WRITER" "$n")
+	w=(python3 "$BENCH_DIR/cpu_run.py" "$TMP/wt" "$WRITER" "$n")
 	rm -f "$TMP/wt"
 	case $tool in
 	none) "${w[@]}" || rc=$?; cp "$TMP/wt" "$TMP/t" 2>/dev/null; hits=0 ;;
@@ -193,7 +168,7 @@ run_write() {
 		BAD=1
 		return 1
 	fi
-	echo "tp-write $tool $rep $n ${hits:-0} ${lost:-0} $(awk '{ print $1, $2 + $3 }' "$TMP/wt") $(cpu_of "$TMP/t") $extra" >>"$ROWS"
+	echo "tp-write $tool $rep $n ${hits:-0} ${lost:-0} $(awk '{ print $4, $1 + $2 }' "$TMP/wt") $(cpu_of "$TMP/t") $extra" >>"$ROWS"
 }
 
 # ---- 1, 2, 4: micro uprobe and tracepoint, with perf ----

@@ -1,19 +1,9 @@
-# Shared by the benches (sourced after tests/lib/common.sh).
+# Shared by the benches; source it first: it sources tests/lib/common.sh.
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$BENCH_DIR/../tests/lib/common.sh" || exit 1
 
-# cpu_run OUT CMD...: run CMD, write "user_s sys_s maxrss_kb" (its rusage)
-# to OUT; returns CMD's exit status.
-cpu_run() {
-	python3 -c '
-import os, sys
-pid = os.fork()
-if pid == 0:
-    try:
-        os.execvp(sys.argv[2], sys.argv[2:])
-    finally:
-        os._exit(127)
-_, st, ru = os.wait4(pid, 0)
-with open(sys.argv[1], "w") as f:
-    f.write(f"{ru.ru_utime:.6f} {ru.ru_stime:.6f} {ru.ru_maxrss}\n")
-sys.exit(os.waitstatus_to_exitcode(st) & 255)
-' "$@"
-}
+# cpu_run OUT CMD...: run CMD, write "user_s sys_s maxrss_kb wall_s" (its
+# rusage and wall time, bench/cpu_run.py) to OUT; returns CMD's exit status.
+cpu_run() { python3 "$BENCH_DIR/cpu_run.py" "$@"; }
+# cpu_of OUT: user + system seconds of a cpu_run OUT file.
+cpu_of() { awk '{ printf "%.6f", $1 + $2 }' "$1"; }

@@ -417,40 +417,31 @@ int cg_identity_parse(const char *path, struct cg_identity *out)
 	return 0;
 }
 
+/* Entry @i of the names table @names (@n entries), "" outside it. */
+static const char *name_of(const char *const *names, size_t n, unsigned i)
+{
+	return i < n && names[i] ? names[i] : "";
+}
+
 const char *cg_runtime_name(enum cg_runtime rt)
 {
-	switch (rt) {
-	case CG_RT_DOCKER:
-		return "docker";
-	case CG_RT_CONTAINERD:
-		return "containerd";
-	case CG_RT_CRIO:
-		return "cri-o";
-	case CG_RT_PODMAN:
-		return "podman";
-	case CG_RT_LXC:
-		return "lxc";
-	case CG_RT_NSPAWN:
-		return "nspawn";
-	case CG_RT_NONE:
-		break;
-	}
-	return "";
+	static const char *const names[] = {
+		[CG_RT_NONE] = "", [CG_RT_DOCKER] = "docker", [CG_RT_CONTAINERD] = "containerd",
+		[CG_RT_CRIO] = "cri-o", [CG_RT_PODMAN] = "podman", [CG_RT_LXC] = "lxc",
+		[CG_RT_NSPAWN] = "nspawn",
+	};
+
+	return name_of(names, sizeof(names) / sizeof(names[0]), (unsigned)rt);
 }
 
 const char *cg_qos_name(enum cg_qos qos)
 {
-	switch (qos) {
-	case CG_QOS_GUARANTEED:
-		return "guaranteed";
-	case CG_QOS_BURSTABLE:
-		return "burstable";
-	case CG_QOS_BESTEFFORT:
-		return "besteffort";
-	case CG_QOS_NONE:
-		break;
-	}
-	return "";
+	static const char *const names[] = {
+		[CG_QOS_NONE] = "", [CG_QOS_GUARANTEED] = "guaranteed",
+		[CG_QOS_BURSTABLE] = "burstable", [CG_QOS_BESTEFFORT] = "besteffort",
+	};
+
+	return name_of(names, sizeof(names) / sizeof(names[0]), (unsigned)qos);
 }
 
 /*

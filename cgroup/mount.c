@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/mountinfo.h"
 #include "lib/slurp.h"
+#include "lib/grow.h"
 
 /* mountinfo read at most: ~200 bytes a mount, so some 300,000 mounts. */
 #define MOUNTINFO_MAX (64u << 20)
@@ -17,72 +19,25 @@ struct cg_mounts {
 	size_t n, cap;
 };
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static char *unescape(const char *s, size_t len)
+static int add_mount(void *ctx, const struct mountinfo_entry *e)
 {
-	char *out = malloc(len + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3' &&
-		    s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-			*o++ = (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-			i += 3;
-		} else {
-			*o++ = s[i];
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
-/* Split @line into at most @max whitespace-separated fields. */
-static size_t split_fields(char *line, char **f, size_t max)
-{
-	size_t n = 0;
-	char *save = NULL;
-
-	for (char *t = strtok_r(line, " \t", &save); t && n < max; t = strtok_r(NULL, " \t", &save))
-		f[n++] = t;
-	return n;
-}
-
-static int add_mount(struct cg_mounts *m, char **f, size_t nf, size_t sep)
-{
-	/* After the '-' separator: fstype, source, super options. */
-	const char *fstype = f[sep + 1];
-	const char *super = sep + 3 < nf ? f[sep + 3] : "";
+	struct cg_mounts *m = ctx;
 	struct cg_mount cm = {0};
-	int version;
+	size_t lr = strlen(e->root) + 1, lp = e->point_len + 1, lc = strlen(e->super) + 1;
 
-	if (!strcmp(fstype, "cgroup2"))
-		version = 2;
-	else if (!strcmp(fstype, "cgroup"))
-		version = 1;
+	if (!strcmp(e->fstype, "cgroup2"))
+		cm.version = 2;
+	else if (!strcmp(e->fstype, "cgroup"))
+		cm.version = 1;
 	else
 		return 0;
-
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 16;
-		struct cg_mount *v = realloc(m->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		m->v = v;
-		m->cap = cap;
-	}
-	cm.version = version;
-	cm.root = unescape(f[3], strlen(f[3]));
-	cm.path = unescape(f[4], strlen(f[4]));
-	if (version == 1)
-		cm.controllers = strdup(super);
-	if (!cm.root || !cm.path || (version == 1 && !cm.controllers)) {
-		free(cm.root);
-		free(cm.path);
-		free(cm.controllers);
+	/* one block: root, path, then (v1) controllers; freed through root */
+	if (GROW_ARRAY(m->v, m->n, m->cap, 16) < 0 || !(cm.root = malloc(lr + lp + lc)))
 		return -ENOMEM;
-	}
+	cm.path = memcpy(cm.root + lr, e->point, lp);
+	memcpy(cm.root, e->root, lr);
+	if (cm.version == 1)
+		cm.controllers = memcpy(cm.path + lp, e->super, lc);
 	m->v[m->n++] = cm;
 	return 0;
 }
@@ -91,26 +46,15 @@ struct cg_mounts *cg_mounts_parse(const char *text)
 {
 	struct cg_mounts *m = calloc(1, sizeof(*m));
 	char *copy = text ? strdup(text) : NULL;
-	char *save = NULL;
 	int err = 0;
 
 	if (!m || !copy) {
 		err = text ? ENOMEM : EINVAL;
 		goto fail;
 	}
-	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *f[32];
-		size_t nf = split_fields(line, f, 32), sep;
-
-		/* id parent maj:min root mountpoint opts [optional...] - fstype src super */
-		for (sep = 6; sep < nf && strcmp(f[sep], "-"); sep++)
-			;
-		if (nf < 7 || sep + 2 >= nf)
-			continue;
-		if (add_mount(m, f, nf, sep) < 0) {
-			err = ENOMEM;
-			goto fail;
-		}
+	if (mountinfo_foreach(copy, add_mount, m) < 0) {
+		err = ENOMEM;
+		goto fail;
 	}
 	free(copy);
 	return m;
@@ -148,11 +92,8 @@ void cg_mounts_free(struct cg_mounts *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->n; i++) {
-		free(m->v[i].path);
-		free(m->v[i].root);
-		free(m->v[i].controllers);
-	}
+	for (size_t i = 0; i < m->n; i++)
+		free(m->v[i].root); /* the block of its strings */
 	free(m->v);
 	free(m);
 }

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
 #include "lib/slurp.h"
 
 /* comm is at most 64 bytes even for kernel threads on recent kernels. */
@@ -136,76 +137,80 @@ static int parse_cgroup_v2(const char *buf, size_t len, bool truncated, char **r
 	return 0;
 }
 
-static int proc_read_comm(int dfd, struct cg_proc *p)
+/*
+ * The files of /proc/PID a record is made of, each slurped under its cap and
+ * handed to its taker, which fills its part of the record: 0, 1 when it
+ * kept @buf (else the reader frees it), or -errno.
+ */
+static int take_ppid(char *buf, size_t len, struct cg_proc *p)
 {
-	size_t len, n;
-	char *buf;
-	int r;
+	return parse_stat_ppid(buf, len, &p->ppid);
+}
 
-	r = slurp_at(dfd, "comm", PROC_COMM_READ_MAX, &buf, &len, NULL);
-	if (r < 0)
-		return r;
+static int take_comm(char *buf, size_t len, struct cg_proc *p)
+{
+	size_t n;
+
 	if (len > 0 && buf[len - 1] == '\n')
 		len--;
 	n = len < sizeof(p->comm) - 1 ? len : sizeof(p->comm) - 1;
 	memcpy(p->comm, buf, n);
 	p->comm[n] = '\0';
-	free(buf);
 	return 0;
 }
 
-static int proc_read_ppid(int dfd, struct cg_proc *p)
+static int take_cmdline(char *buf, size_t len, struct cg_proc *p)
 {
-	size_t len;
-	char *buf;
-	int r;
-
-	r = slurp_at(dfd, "stat", PROC_STAT_READ_MAX, &buf, &len, NULL);
-	if (r < 0)
-		return r;
-	r = parse_stat_ppid(buf, len, &p->ppid);
-	free(buf);
-	return r;
-}
-
-static int proc_read_cmdline(int dfd, struct cg_proc *p)
-{
-	size_t len, i;
-	char *buf;
-	int r;
-
-	r = slurp_at(dfd, "cmdline", CG_PROC_CMDLINE_MAX, &buf, &len, NULL);
-	if (r < 0)
-		return r;
 	/* Programs that rewrite their title often pad it with NULs. */
 	while (len > 0 && buf[len - 1] == '\0')
 		len--;
-	for (i = 0; i < len; i++) {
+	for (size_t i = 0; i < len; i++) {
 		if (buf[i] == '\0')
 			buf[i] = ' ';
 	}
 	buf[len] = '\0';
 	p->cmdline = buf;
-	return 0;
+	return 1;
 }
 
-static int proc_read_cgroup(int dfd, struct cg_proc *p)
+static int take_cgroup(char *buf, size_t len, struct cg_proc *p)
 {
-	size_t len;
-	char *buf;
-	int r;
+	return parse_cgroup_v2(buf, len, len == PROC_CGROUP_READ_MAX, &p->cgroup);
+}
 
-	r = slurp_at(dfd, "cgroup", PROC_CGROUP_READ_MAX, &buf, &len, NULL);
-	/* The kernel refuses paths of PATH_MAX or more: the cgroup is unknown, not gone. */
-	if (r == -ENAMETOOLONG) {
-		p->cgroup = NULL;
-		return 0;
+static const struct proc_file {
+	const char *name;
+	size_t cap;
+	int (*take)(char *buf, size_t len, struct cg_proc *p);
+	/* The kernel refuses cgroup paths of PATH_MAX or more: the cgroup is
+	 * unknown (NULL), the process not gone. */
+	bool unknown_if_too_long;
+} proc_files[] = {
+	{"stat", PROC_STAT_READ_MAX, take_ppid, false},
+	{"comm", PROC_COMM_READ_MAX, take_comm, false},
+	{"cmdline", CG_PROC_CMDLINE_MAX, take_cmdline, false},
+	{"cgroup", PROC_CGROUP_READ_MAX, take_cgroup, true},
+};
+
+static int proc_read_files(int dfd, struct cg_proc *p)
+{
+	for (size_t i = 0; i < sizeof(proc_files) / sizeof(proc_files[0]); i++) {
+		const struct proc_file *f = &proc_files[i];
+		size_t len;
+		char *buf;
+		int r = slurp_at(dfd, f->name, f->cap, &buf, &len, NULL);
+
+		if (r == -ENAMETOOLONG && f->unknown_if_too_long)
+			continue;
+		if (r < 0)
+			return r;
+		r = f->take(buf, len, p);
+		if (r != 1)
+			free(buf);
+		if (r < 0)
+			return r;
 	}
-	if (r < 0)
-		return r;
-	r = parse_cgroup_v2(buf, len, len == PROC_CGROUP_READ_MAX, &p->cgroup);
-	free(buf);
-	return r;
+	return 0;
 }
 
 /* Read process @pid through @procfd, a descriptor of the procfs root. */
@@ -222,16 +227,7 @@ static int proc_read_at(int procfd, pid_t pid, struct cg_proc *out)
 	if (dfd < 0)
 		return errno == ESRCH ? -ENOENT : -errno;
 
-	r = proc_read_ppid(dfd, &p);
-	if (r < 0)
-		goto err;
-	r = proc_read_comm(dfd, &p);
-	if (r < 0)
-		goto err;
-	r = proc_read_cmdline(dfd, &p);
-	if (r < 0)
-		goto err;
-	r = proc_read_cgroup(dfd, &p);
+	r = proc_read_files(dfd, &p);
 	if (r < 0)
 		goto err;
 	/*
@@ -614,7 +610,6 @@ static int sel_parse_term(const char *term, const char **next, struct sel_term *
 struct cg_selector *cg_selector_parse(const char *spec, char *err, size_t errlen)
 {
 	struct cg_selector *s;
-	struct sel_term *nt;
 	const char *p;
 	size_t alloc = 0;
 	int r;
@@ -639,15 +634,10 @@ struct cg_selector *cg_selector_parse(const char *spec, char *err, size_t errlen
 			r = -EINVAL;
 			goto err;
 		}
-		if (s->count == alloc) {
-			alloc = alloc ? alloc * 2 : 4;
-			nt = reallocarray(s->terms, alloc, sizeof(*nt));
-			if (!nt) {
-				sel_err(err, errlen, "out of memory");
-				r = -ENOMEM;
-				goto err;
-			}
-			s->terms = nt;
+		if (GROW_ARRAY(s->terms, s->count, alloc, 4) < 0) {
+			sel_err(err, errlen, "out of memory");
+			r = -ENOMEM;
+			goto err;
 		}
 		r = sel_parse_term(p, &p, &s->terms[s->count], err, errlen);
 		if (r < 0) {

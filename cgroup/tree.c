@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cgroup/tree.h"
+#include "lib/grow.h"
+#include "lib/strv.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -41,15 +43,8 @@ static int tree_add(struct cg_tree *t, const char *path, int depth, uint64_t id,
 {
 	struct cg_node *n;
 
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		struct cg_node *v = realloc(t->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		t->v = v;
-		t->cap = cap;
-	}
+	if (GROW_ARRAY(t->v, t->n, t->cap, 64) < 0)
+		return -ENOMEM;
 	n = &t->v[t->n];
 	memset(n, 0, sizeof(*n));
 	n->path = strdup(path);
@@ -83,15 +78,8 @@ static int list_subdirs(int dirfd, char ***out)
 	while ((e = readdir(d))) {
 		if (e->d_type != DT_DIR || e->d_name[0] == '.')
 			continue;
-		if (n == cap) {
-			size_t c = cap ? cap * 2 : 16;
-			char **v = realloc(names, c * sizeof(*v));
-
-			if (!v)
-				goto nomem;
-			names = v;
-			cap = c;
-		}
+		if (GROW_ARRAY(names, n, cap, 16) < 0)
+			goto nomem;
 		names[n] = strdup(e->d_name);
 		if (!names[n])
 			goto nomem;
@@ -104,9 +92,7 @@ static int list_subdirs(int dirfd, char ***out)
 	return (int)n;
 nomem:
 	closedir(d);
-	while (n)
-		free(names[--n]);
-	free(names);
+	strv_free(names, n);
 	return -ENOMEM;
 }
 
@@ -150,9 +136,7 @@ static int walk(struct cg_tree *t, int dirfd, const char *path, int depth)
 		if (err)
 			break;
 	}
-	for (int i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	strv_free(names, (size_t)n);
 	return err;
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "cgroup/watch.h"
+#include "lib/grow.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -79,15 +80,8 @@ static int add_watch(struct cg_watch *w, const char *rel)
 		if (!w->v[i].path)
 			slot = &w->v[i];
 	if (!slot) {
-		if (w->n == w->cap) {
-			size_t cap = w->cap ? w->cap * 2 : 64;
-			struct wd_entry *v = realloc(w->v, cap * sizeof(*v));
-
-			if (!v)
-				goto nomem;
-			w->v = v;
-			w->cap = cap;
-		}
+		if (GROW_ARRAY(w->v, w->n, w->cap, 64) < 0)
+			goto nomem;
 		slot = &w->v[w->n++];
 	}
 	slot->path = strdup(rel);

@@ -40,8 +40,24 @@ static const char *const keys[] = {
 	"max_connections", "idle_timeout", "ingest_queue",
 	"remote_write_url", "remote_write_bearer_token_file", "remote_write_basic_auth_user",
 	"remote_write_basic_auth_password_file", "remote_write_instance", "remote_write_interval",
-	"remote_write_queue", NULL,
+	"remote_write_queue", "clickhouse_url", "clickhouse_database", "clickhouse_cluster",
+	"clickhouse_user", "clickhouse_password_file", NULL,
 };
+
+/* The clickhouse store's string settings, by key; NULL for another key. */
+static char **clickhouse_setting(struct exporter_config *c, const char *key)
+{
+	return !strcmp(key, "clickhouse_url")		  ? &c->clickhouse_url
+	       : !strcmp(key, "clickhouse_database")	  ? &c->clickhouse_database
+	       : !strcmp(key, "clickhouse_cluster")	  ? &c->clickhouse_cluster
+	       : !strcmp(key, "clickhouse_user")	  ? &c->clickhouse_user
+	       : !strcmp(key, "clickhouse_password_file") ? &c->clickhouse_password_file
+							  : NULL;
+}
+
+static const char *const clickhouse_keys[] = { "clickhouse_url", "clickhouse_database",
+					       "clickhouse_cluster", "clickhouse_user",
+					       "clickhouse_password_file" };
 
 int exporter_config_defaults(struct exporter_config *c)
 {
@@ -70,6 +86,8 @@ void exporter_config_release(struct exporter_config *c)
 	free(c->token_file);
 	free(c->log_level);
 	free(c->store);
+	for (size_t i = 0; i < sizeof(clickhouse_keys) / sizeof(clickhouse_keys[0]); i++)
+		free(*clickhouse_setting(c, clickhouse_keys[i]));
 	strv_free(c->remote_write.urls, c->remote_write.nurls);
 	free(c->remote_write.bearer_token_file);
 	free(c->remote_write.basic_user);
@@ -207,11 +225,22 @@ int exporter_config_set(struct exporter_config *c, const char *key, const char *
 		return strv_set(&c->log_level, v);
 	}
 	if (!strcmp(key, "store")) {
-		if (strcmp(v, "sqlite")) {
-			snprintf(err, errlen, "%s: '%.60s': the only backend is sqlite", key, v);
+		if (strcmp(v, "sqlite") && strcmp(v, "clickhouse")) {
+			snprintf(err, errlen, "%s: '%.60s': want sqlite or clickhouse", key, v);
 			return -EINVAL;
 		}
 		return strv_set(&c->store, v);
+	}
+	if (clickhouse_setting(c, key)) {
+		if (!strcmp(key, "clickhouse_url") && !httpc_is_http_url(v)) {
+			snprintf(err, errlen, "%s: '%.60s': want http://HOST:PORT", key, v);
+			return -EINVAL;
+		}
+		if (!*v) {
+			snprintf(err, errlen, "%s: empty", key);
+			return -EINVAL;
+		}
+		return strv_set(clickhouse_setting(c, key), v);
 	}
 	if (!strcmp(key, "retention"))
 		return set_duration(&c->retention_ns, key, v, NS_S, err, errlen);
@@ -241,6 +270,8 @@ static int copy_config(struct exporter_config *dst, const struct exporter_config
 	struct exporter_config n = *src;
 
 	n.listen = n.data_dir = n.token_file = n.log_level = n.store = NULL;
+	for (size_t i = 0; i < sizeof(clickhouse_keys) / sizeof(clickhouse_keys[0]); i++)
+		*clickhouse_setting(&n, clickhouse_keys[i]) = NULL;
 	if (copy_remote_write(&n.remote_write, &src->remote_write) ||
 	    (src->listen && strv_set(&n.listen, src->listen)) ||
 	    (src->data_dir && strv_set(&n.data_dir, src->data_dir)) ||
@@ -249,6 +280,14 @@ static int copy_config(struct exporter_config *dst, const struct exporter_config
 	    (src->store && strv_set(&n.store, src->store))) {
 		exporter_config_release(&n);
 		return -ENOMEM;
+	}
+	for (size_t i = 0; i < sizeof(clickhouse_keys) / sizeof(clickhouse_keys[0]); i++) {
+		char **from = clickhouse_setting((struct exporter_config *)src, clickhouse_keys[i]);
+
+		if (*from && strv_set(clickhouse_setting(&n, clickhouse_keys[i]), *from)) {
+			exporter_config_release(&n);
+			return -ENOMEM;
+		}
 	}
 	*dst = n;
 	return 0;

@@ -34,7 +34,12 @@ struct exporter_config {
 	char *data_dir;
 	char *token_file;  /* NULL: pushes are not authenticated */
 	char *log_level;   /* debug, info, warn, error */
-	char *store;       /* backend name: "sqlite" */
+	char *store;       /* backend name: "sqlite" or "clickhouse" */
+	/* The clickhouse store (NULL: unset): its HTTP interface's URL, the
+	 * database, the remote_servers cluster, the user and a file holding
+	 * the password. */
+	char *clickhouse_url, *clickhouse_database, *clickhouse_cluster, *clickhouse_user,
+		*clickhouse_password_file;
 	uint64_t retention_ns;     /* raw rows older than this are deleted; default 7d */
 	uint64_t series_expiry_ns; /* series not updated for this long vanish; default 15m */
 	uint64_t max_body;         /* bytes, 1..EXPORTER_MAX_BODY_MAX */

@@ -334,23 +334,30 @@ static int body_append(struct http *h, struct req *r, const char *data, size_t n
 	return 0;
 }
 
-/* 429 with Retry-After: the series expiry frees room. */
-static enum MHD_Result answer_retry(struct MHD_Connection *c, struct req *r, struct http *h,
-				    const char *why)
+/* @status with Retry-After: @after seconds. */
+static enum MHD_Result answer_after(struct MHD_Connection *c, struct req *r, unsigned status,
+				    uint64_t after_s, const char *why)
 {
 	char text[600], after[32];
 	struct MHD_Response *resp;
-	uint64_t secs = h->cfg.series_expiry_ns / 1000000000u;
 
 	r->done = true;
 	snprintf(text, sizeof(text), "%s\n", why);
-	snprintf(after, sizeof(after), "%" PRIu64, secs ? secs : 1);
+	snprintf(after, sizeof(after), "%" PRIu64, after_s ? after_s : 1);
 	resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_COPY);
 	if (!resp)
 		return MHD_NO;
 	MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
 	MHD_add_response_header(resp, "Retry-After", after);
-	return http_deliver(c, r, MHD_HTTP_TOO_MANY_REQUESTS, resp);
+	return http_deliver(c, r, status, resp);
+}
+
+/* 429 with Retry-After: the series expiry frees room. */
+static enum MHD_Result answer_retry(struct MHD_Connection *c, struct req *r, struct http *h,
+				    const char *why)
+{
+	return answer_after(c, r, MHD_HTTP_TOO_MANY_REQUESTS,
+			    h->cfg.series_expiry_ns / 1000000000u, why);
 }
 
 /* The last call of a push: the whole body is here. Decode it on the loop
@@ -437,10 +444,12 @@ static void ingest(struct http *h, struct req **rs, size_t n)
 			continue;
 		if (res[j] == 0) {
 			h->received++;
+			h->stale = true;
 			if (totals_add_batch(h->cfg.totals, rs[i]->m, now))
 				log_kv(LOG_ERROR, "out of memory: /metrics totals incomplete", NULL);
 		} else if (res[j] == 1) {
 			h->duplicates++;
+			h->stale = true; /* on a shared store: another exporter stored it */
 		} else {
 			h->store_errors++;
 		}
@@ -464,7 +473,9 @@ static void ingest(struct http *h, struct req **rs, size_t n)
 		else
 			log_kv(LOG_DEBUG, ret ? "duplicate batch" : "batch stored", "host", m->host,
 			       "agent_id", m->agent_id, "seq", seq, NULL);
-		if (ret < 0)
+		if (ret == -EAGAIN) /* the store is unreachable: the agent keeps it */
+			answer_after(NULL, rs[i], MHD_HTTP_SERVICE_UNAVAILABLE, STORE_RETRY_S, reason);
+		else if (ret < 0)
 			http_answerf(NULL, rs[i], MHD_HTTP_INTERNAL_SERVER_ERROR, "store failed: %s\n",
 				reason);
 		else
@@ -472,6 +483,44 @@ static void ingest(struct http *h, struct req **rs, size_t n)
 		wire_batch_decoded_free(m);
 		rs[i]->m = NULL;
 	}
+}
+
+int http_totals_refresh(struct http *h)
+{
+	struct store_visitor v;
+	struct totals *fresh;
+	uint64_t now = clock_mono_ns();
+	bool due;
+	int ret = 0;
+
+	if (!store_shared(h->cfg.store))
+		return 0;
+	pthread_mutex_lock(&h->reload);
+	pthread_mutex_lock(&h->lock);
+	due = h->stale || !h->loaded_ns || now - h->loaded_ns >= SHARED_TOTALS_TTL_NS;
+	h->stale = false; /* a commit from here on makes it stale again */
+	pthread_mutex_unlock(&h->lock);
+	fresh = due ? totals_new() : NULL;
+	if (due && !fresh)
+		ret = -ENOMEM;
+	if (fresh) {
+		totals_visitor(fresh, &v);
+		ret = store_load(h->cfg.store, &v);
+	}
+	pthread_mutex_lock(&h->lock);
+	if (fresh && !ret) {
+		totals_replace(h->cfg.totals, fresh);
+		h->loaded_ns = now;
+	} else if (ret) {
+		h->stale = true;
+	}
+	pthread_mutex_unlock(&h->lock);
+	pthread_mutex_unlock(&h->reload);
+	totals_free(fresh);
+	if (ret)
+		log_kv(LOG_WARN, "cannot reload totals from the store", "error", strerror(-ret),
+		       NULL);
+	return ret;
 }
 
 int http_expire(struct http *h, uint64_t now)
@@ -550,6 +599,7 @@ static void http_free(struct http *h)
 	workq_release(&h->read_q);
 	pthread_mutex_destroy(&h->lock);
 	pthread_mutex_destroy(&h->ingest);
+	pthread_mutex_destroy(&h->reload);
 	free(h->auth);
 	free(h);
 }
@@ -577,6 +627,7 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 	}
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_mutex_init(&h->ingest, NULL);
+	pthread_mutex_init(&h->reload, NULL);
 	if (!h->cfg.max_connections)
 		h->cfg.max_connections = HTTP_CONNECTIONS_DEFAULT;
 	if (!h->cfg.idle_timeout_s)

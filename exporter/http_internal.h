@@ -38,10 +38,14 @@ struct page;
 #define INGEST_QUEUE_BYTES (512ull << 20)
 /* Pushes committed in one transaction, at most (group commit). */
 #define INGEST_GROUP_MAX 64u
+/* How old the totals of a shared store may be when a read answers. */
+#define SHARED_TOTALS_TTL_NS 1000000000ull
 /* Read requests waiting for a reader thread. */
 #define READ_QUEUE_MAX 256u
 /* Retry-After of a 503 for a full queue, seconds. */
 #define BUSY_RETRY_S "1"
+/* Retry-After of a push the store could not reach (503). */
+#define STORE_RETRY_S 5u
 /* Connections waiting to be accepted (the kernel caps it at somaxconn). */
 #define LISTEN_BACKLOG 4096u
 /* Longest query parameter value accepted. */
@@ -90,6 +94,12 @@ struct http {
 	pthread_mutex_t lock;	 /* totals and the figures below */
 	uint64_t received, duplicates, rejects[REJ_N], store_errors, busy;
 	size_t metrics_len; /* of the last page, to allocate the next at once */
+	/* A shared store: the totals are reloaded from it when older than
+	 * SHARED_TOTALS_TTL_NS or after a local commit (stale); one reload at
+	 * a time under `reload`. */
+	pthread_mutex_t reload;
+	uint64_t loaded_ns;
+	bool stale;
 	struct workq store_q, read_q;
 };
 
@@ -125,6 +135,10 @@ static inline uint64_t http_cutoff(const struct http *h, uint64_t now)
 
 /* Pushes and reads waiting in the queues (out[0] ingest, out[1] read). */
 void http_workq_depth(struct http *h, size_t out[2]);
+/* On a shared store, bring the totals up to what the store holds (at most
+ * SHARED_TOTALS_TTL_NS old, and with every local commit). Outside the
+ * locks; 0 or the -errno of loading (the old totals then stay). */
+int http_totals_refresh(struct http *h);
 
 /* ---- answers (http_answer.c) ---- */
 

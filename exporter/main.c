@@ -45,6 +45,9 @@ static void usage(FILE *f)
 	      "                       [--max-body BYTES] [--max-series N] [--max-series-bytes BYTES]\n"
 	      "                       [--max-connections N] [--idle-timeout DURATION]\n"
 	      "                       [--ingest-queue N]\n"
+	      "                       [--store sqlite|clickhouse] [--clickhouse-url URL]\n"
+	      "                       [--clickhouse-database DB] [--clickhouse-cluster NAME]\n"
+	      "                       [--clickhouse-user USER --clickhouse-password-file FILE]\n"
 	      "                       [--remote-write-url URL ...] [--remote-write-interval DURATION]\n"
 	      "                       [--remote-write-bearer-token-file FILE]\n"
 	      "                       [--remote-write-basic-auth-user USER\n"
@@ -101,6 +104,12 @@ static const struct option opts[] = {
 	{ "max-connections", required_argument, NULL, 'C' },
 	{ "idle-timeout", required_argument, NULL, 'I' },
 	{ "ingest-queue", required_argument, NULL, 'Q' },
+	{ "store", required_argument, NULL, 's' },
+	{ "clickhouse-url", required_argument, NULL, 'U' },
+	{ "clickhouse-database", required_argument, NULL, 'D' },
+	{ "clickhouse-cluster", required_argument, NULL, 'K' },
+	{ "clickhouse-user", required_argument, NULL, 'u' },
+	{ "clickhouse-password-file", required_argument, NULL, 'P' },
 	{ "config", required_argument, NULL, 'c' },
 	{ "log-level", required_argument, NULL, 'L' },
 	/* remote_write (exporter/remote_write.h) */
@@ -131,6 +140,12 @@ static const char *setting(int opt)
 	case 'I': return "idle_timeout";
 	case 'Q': return "ingest_queue";
 	case 'L': return "log_level";
+	case 's': return "store";
+	case 'U': return "clickhouse_url";
+	case 'D': return "clickhouse_database";
+	case 'K': return "clickhouse_cluster";
+	case 'u': return "clickhouse_user";
+	case 'P': return "clickhouse_password_file";
 	case OPT_RW_URL: return "remote_write_url";
 	case OPT_RW_TOKEN: return "remote_write_bearer_token_file";
 	case OPT_RW_USER: return "remote_write_basic_auth_user";
@@ -199,9 +214,12 @@ static int configure(int argc, char **argv, struct exporter_config *cfg)
 			return 2;
 		}
 	}
-	if (!cfg->listen || !cfg->data_dir) {
+	if (!cfg->listen || (!cfg->data_dir && strcmp(cfg->store, "clickhouse")) ||
+	    (!cfg->clickhouse_url && !strcmp(cfg->store, "clickhouse"))) {
 		fprintf(stderr, "cgperf-exporter: %s is required (flag or config file)\n",
-			!cfg->listen ? "--listen" : "--data-dir");
+			!cfg->listen			 ? "--listen"
+			: !strcmp(cfg->store, "clickhouse") ? "--clickhouse-url"
+							    : "--data-dir");
 		usage(stderr);
 		return 2;
 	}
@@ -372,10 +390,45 @@ static void serve(struct http *http, struct store *store, const struct exporter_
 	}
 }
 
+/* The store of @cfg, opened; NULL when it cannot be (said in the log). */
+static struct store *open_store(const struct exporter_config *cfg)
+{
+	const struct store_ops *backend = store_backend(cfg->store);
+	struct store_config sc = { .dir = cfg->data_dir,
+				   .url = cfg->clickhouse_url,
+				   .database = cfg->clickhouse_database,
+				   .cluster = cfg->clickhouse_cluster,
+				   .user = cfg->clickhouse_user };
+	char *password = NULL, err[512] = "";
+	struct store *store = NULL;
+	int ret;
+
+	if (cfg->data_dir && mkdir(cfg->data_dir, 0700) && errno != EEXIST) {
+		log_kv(LOG_ERROR, "cannot create data directory", "dir", cfg->data_dir, "error",
+		       strerror(errno), NULL);
+		return NULL;
+	}
+	if (cfg->clickhouse_password_file) {
+		ret = read_token(cfg->clickhouse_password_file, &password);
+		if (ret) {
+			log_kv(LOG_ERROR, "cannot read clickhouse password file", "file",
+			       cfg->clickhouse_password_file, "error",
+			       ret == -EINVAL ? "empty or several lines" : strerror(-ret), NULL);
+			return NULL;
+		}
+		sc.password = password;
+	}
+	store = backend ? store_open_config(backend, &sc, err, sizeof(err)) : NULL;
+	if (!store)
+		log_kv(LOG_ERROR, "cannot open store", "error", err[0] ? err : strerror(errno),
+		       NULL);
+	free(password);
+	return store;
+}
+
 int main(int argc, char **argv)
 {
 	struct exporter_config cfg;
-	const struct store_ops *backend;
 	struct store *store = NULL;
 	struct totals *totals = NULL;
 	struct http *http = NULL;
@@ -406,23 +459,22 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (mkdir(cfg.data_dir, 0700) && errno != EEXIST) {
-		log_kv(LOG_ERROR, "cannot create data directory", "dir", cfg.data_dir, "error",
-		       strerror(errno), NULL);
+	store = open_store(&cfg);
+	if (!store)
 		goto out;
-	}
-	backend = store_backend(cfg.store);
-	store = backend ? store_open(backend, cfg.data_dir, err, sizeof(err)) : NULL;
-	if (!store) {
-		log_kv(LOG_ERROR, "cannot open store", "error", err[0] ? err : strerror(errno), NULL);
-		goto out;
-	}
 	totals = totals_new();
 	if (totals)
 		totals_visitor(totals, &visitor);
 	if (!totals || (ret = store_load(store, &visitor))) {
-		log_kv(LOG_ERROR, "cannot rebuild totals from the store", NULL);
-		goto out;
+		/* A shared store's totals are loaded again before each answer:
+		 * a shard whose tables are not made yet may come later. */
+		if (totals && store_shared(store)) {
+			log_kv(LOG_WARN, "cannot load totals from the store yet", "error",
+			       strerror(-ret), NULL);
+		} else {
+			log_kv(LOG_ERROR, "cannot rebuild totals from the store", NULL);
+			goto out;
+		}
 	}
 	/* Every thread started from here on inherits the blocked set. */
 	sigemptyset(&sigs);
@@ -463,7 +515,8 @@ int main(int argc, char **argv)
 	snprintf(mc, sizeof(mc), "%zu", max_conn);
 	snprintf(it, sizeof(it), "%" PRIu64 "s", cfg.idle_timeout_ns / NS_S);
 	snprintf(iq, sizeof(iq), "%" PRIu64, cfg.ingest_queue);
-	log_kv(LOG_INFO, "exporter started", "listen", cfg.listen, "data_dir", cfg.data_dir, "auth",
+	log_kv(LOG_INFO, "exporter started", "listen", cfg.listen, "data_dir",
+	       cfg.data_dir ? cfg.data_dir : "-", "auth",
 	       token ? "bearer" : "none", "max_body", mb, "retention", rt, "series_expiry", ex,
 	       "store", cfg.store, "max_connections", mc, "idle_timeout", it,
 	       "ingest_queue", iq, NULL);

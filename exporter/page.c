@@ -170,21 +170,27 @@ void page_family(struct page *p, bool om, const char *name, const char *type, co
 	prom_family_to(page_sink, p, om, name, type, help);
 }
 
+const char *page_entity(uint32_t c, bool xml_apos)
+{
+	switch (c) {
+	case '&': return "&amp;";
+	case '<': return "&lt;";
+	case '>': return "&gt;";
+	case '"': return "&quot;";
+	case '\'': return xml_apos ? "&apos;" : "&#39;";
+	default: return NULL;
+	}
+}
+
 void page_html(struct page *p, const char *v)
 {
 	const char *run = v;
 
 	for (; *v; v++) {
-		const char *esc;
+		const char *esc = page_entity((unsigned char)*v, false);
 
-		switch (*v) {
-		case '&': esc = "&amp;"; break;
-		case '<': esc = "&lt;"; break;
-		case '>': esc = "&gt;"; break;
-		case '"': esc = "&quot;"; break;
-		case '\'': esc = "&#39;"; break;
-		default: continue;
-		}
+		if (!esc)
+			continue;
 		page_putn(p, run, (size_t)(v - run));
 		page_put(p, esc);
 		run = v + 1;

@@ -50,6 +50,10 @@ void page_label(struct page *p, const char *v);
 void page_family(struct page *p, bool om, const char *name, const char *type, const char *help);
 /* HTML text or attribute value: & < > " ' escaped. */
 void page_html(struct page *p, const char *v);
+/* The entity that stands for @c (& < > " ') in HTML or XML text and
+ * attribute values, else NULL; the apostrophe as "&apos;" with @xml_apos,
+ * else as "&#39;" (HTML 4 has no &apos;). */
+const char *page_entity(uint32_t c, bool xml_apos);
 /* JSON string with its quotes (lib/json.h: control characters as \u00XX,
  * invalid UTF-8 as \ufffd). */
 void page_json(struct page *p, const char *v);

@@ -22,6 +22,8 @@
 #include "exporter/render/render.h"
 #include "exporter/targets.h"
 #include "exporter/totals.h"
+#include "lib/grow.h"
+#include "lib/strv.h"
 
 static void self_metric(struct page *p, bool om, const char *name, const char *type,
 			const char *help, uint64_t v)
@@ -49,6 +51,7 @@ static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c, s
 	uint64_t now = http_now_ns();
 
 	store_stats(h->cfg.store, &st);
+	http_totals_refresh(h);
 	page_init(&p, 0);
 	pthread_mutex_lock(&h->lock);
 	page_reserve(&p, h->metrics_len + h->metrics_len / 8);
@@ -110,6 +113,7 @@ int http_render_totals(struct http *h, struct page *p)
 {
 	uint64_t now = http_now_ns();
 
+	http_totals_refresh(h);
 	pthread_mutex_lock(&h->lock);
 	page_reserve(p, h->metrics_len + h->metrics_len / 8);
 	totals_render(h->cfg.totals, p, false, http_cutoff(h, now));
@@ -127,6 +131,7 @@ static enum MHD_Result serve_targets(struct http *h, struct MHD_Connection *c, s
 {
 	struct page p;
 
+	http_totals_refresh(h);
 	page_init(&p, 0);
 	pthread_mutex_lock(&h->lock);
 	write(h->cfg.totals, http_cutoff(h, http_now_ns()), &p);
@@ -150,6 +155,19 @@ static int param(struct MHD_Connection *c, const char *name, const char **out, c
 	return 0;
 }
 
+/* Time parameter @name's value @v (NULL: absent, *@out kept) into *@out:
+ * 0, or -EINVAL with why. */
+static int time_param(const char *name, const char *v, uint64_t now, uint64_t *out, char *why,
+		      size_t whylen)
+{
+	if (!v || !exporter_parse_time(v, now, out))
+		return 0;
+	snprintf(why, whylen,
+		 "%s: '%.60s' is not a time (Unix seconds, RFC 3339, now, or -DURATION like -1h)",
+		 name, v);
+	return -EINVAL;
+}
+
 int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
 			      size_t whylen)
 {
@@ -165,21 +183,11 @@ int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, 
 	    param(c, "to", &to, why, whylen) || param(c, "format", &format, why, whylen))
 		return -EINVAL;
 	q->sel.to_ns = now;
-	if (to && exporter_parse_time(to, now, &q->sel.to_ns)) {
-		snprintf(why, whylen,
-			 "to: '%.60s' is not a time (Unix seconds, RFC 3339, now, or -DURATION "
-			 "like -1h)",
-			 to);
+	if (time_param("to", to, now, &q->sel.to_ns, why, whylen))
 		return -EINVAL;
-	}
 	q->sel.from_ns = q->sel.to_ns > DEFAULT_SPAN_NS ? q->sel.to_ns - DEFAULT_SPAN_NS : 0;
-	if (from && exporter_parse_time(from, now, &q->sel.from_ns)) {
-		snprintf(why, whylen,
-			 "from: '%.60s' is not a time (Unix seconds, RFC 3339, now, or -DURATION "
-			 "like -1h)",
-			 from);
+	if (time_param("from", from, now, &q->sel.from_ns, why, whylen))
 		return -EINVAL;
-	}
 	if (q->sel.from_ns >= q->sel.to_ns) {
 		snprintf(why, whylen, "from is not before to");
 		return -EINVAL;
@@ -222,15 +230,8 @@ static size_t parse_modules(struct sum_ctx *x, const char *text)
 		id = strtoull(text, &end, 10);
 		if (errno || end == text || id > UINT32_MAX || (*end && *end != ' '))
 			return 0;
-		if (n == x->mods_cap) {
-			size_t cap = x->mods_cap ? x->mods_cap * 2 : 64;
-			uint32_t *m = realloc(x->mods, cap * sizeof(*m));
-
-			if (!m)
-				return 0;
-			x->mods = m;
-			x->mods_cap = cap;
-		}
+		if (GROW_ARRAY(x->mods, n, x->mods_cap, 64) < 0)
+			return 0;
 		x->mods[n++] = (uint32_t)id;
 		text = *end ? end + 1 : end;
 	}
@@ -276,15 +277,8 @@ static int module_of(void *arg, const char *frame, uint32_t module, struct rende
 	struct module_ctx *x = arg;
 	struct store_module m;
 
-	if (x->n + 2 > x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 256;
-		char **k = realloc(x->keep, cap * sizeof(*k));
-
-		if (!k)
-			return -ENOMEM;
-		x->keep = k;
-		x->cap = cap;
-	}
+	if (GROW_ARRAY(x->keep, x->n + 1, x->cap, 256) < 0)
+		return -ENOMEM;
 	if (!module || store_module(x->store, module, &m))
 		return -ENOENT;
 	x->keep[x->n++] = m.path;
@@ -409,9 +403,7 @@ static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, st
 		size_t len = 0;
 
 		ret = render_pprof(x.fs, &o, module_of, &mx, &buf, &len);
-		for (size_t i = 0; i < mx.n; i++)
-			free(mx.keep[i]);
-		free(mx.keep);
+		strv_free(mx.keep, mx.n);
 		/* Already gzip'd by its format: the same bytes for every client. */
 		r->encodable = false;
 		if (ret)

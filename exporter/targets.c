@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "exporter/targets.h"
+#include "lib/grow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -80,7 +81,7 @@ static int json_cgroup(void *arg, const struct store_cgroup *c)
 		{ "runtime", c->runtime },	     { "pod_uid", c->pod_uid },
 		{ "pod_name", c->pod_name },	     { "namespace", c->k8s_namespace },
 		{ "qos", c->qos },		     { "unit", c->unit },
-		{ "slice", c->slice },
+		{ "slice", c->slice },		     { "image", c->image ? c->image : "" },
 	};
 	struct page *p = json_next(arg);
 
@@ -111,7 +112,7 @@ int targets_json(const struct totals *t, uint64_t cutoff, struct page *p)
 /* ---- the index page ---- */
 
 struct row {
-	char *host, *path, *container, *name;
+	char *host, *path, *container, *name, *image;
 };
 
 struct rows {
@@ -125,22 +126,16 @@ static int collect(void *arg, const struct store_cgroup *c)
 	struct rows *r = arg;
 	struct row *x;
 
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 64;
-		struct row *v = realloc(r->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		r->v = v;
-		r->cap = cap;
-	}
+	if (GROW_ARRAY(r->v, r->n, r->cap, 64) < 0)
+		return -ENOMEM;
 	x = &r->v[r->n];
 	x->host = strdup(c->host);
 	x->path = strdup(c->path);
 	x->container = strdup(c->container_id);
 	x->name = strdup(*c->container_name ? c->container_name : *c->pod_name ? c->pod_name : "");
+	x->image = strdup(c->image ? c->image : "");
 	r->n++;
-	if (!x->host || !x->path || !x->container || !x->name)
+	if (!x->host || !x->path || !x->container || !x->name || !x->image)
 		return -ENOMEM;
 	return 0;
 }
@@ -233,7 +228,7 @@ int targets_index(const struct totals *t, uint64_t cutoff, struct page *p)
 		page_put(p, "</tr>\n");
 	}
 	page_put(p, "</table>\n<h2>Containers</h2>\n<table><tr><th>host</th><th>container</th>"
-		    "<th>name</th><th>stacks</th></tr>\n");
+		    "<th>name</th><th>image</th><th>stacks</th></tr>\n");
 	for (size_t i = 0; !ret && i < r.n; i++) {
 		if (!*r.v[i].container)
 			continue;
@@ -241,12 +236,14 @@ int targets_index(const struct totals *t, uint64_t cutoff, struct page *p)
 		row_start(p, r.v[i].host, r.v[i].container);
 		page_put(p, "<td>");
 		page_html(p, r.v[i].name);
+		page_put(p, "</td><td>");
+		page_html(p, r.v[i].image);
 		page_put(p, "</td>");
 		links(p, "host", r.v[i].host, "container", r.v[i].container);
 		page_put(p, "</tr>\n");
 	}
 	if (!ncontainers)
-		page_put(p, "<tr><td colspan=\"4\">none seen</td></tr>\n");
+		page_put(p, "<tr><td colspan=\"5\">none seen</td></tr>\n");
 	page_put(p, "</table>\n<h2>Cgroups</h2>\n<table><tr><th>host</th><th>cgroup</th>"
 		    "<th>stacks</th></tr>\n");
 	for (size_t i = 0; !ret && i < r.n; i++) {
@@ -260,6 +257,7 @@ int targets_index(const struct totals *t, uint64_t cutoff, struct page *p)
 		free(r.v[i].path);
 		free(r.v[i].container);
 		free(r.v[i].name);
+		free(r.v[i].image);
 	}
 	free(r.v);
 	return ret ? ret : page_failed(p) ? -ENOMEM : 0;

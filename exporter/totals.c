@@ -15,6 +15,7 @@
  */
 #include "exporter/totals_internal.h"
 #include "lib/hashmap.h"
+#include "lib/grow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -184,7 +185,9 @@ err:
 }
 
 /* The escaped label text of @c: host, id, container, container_name,
- * pod, pod_name, namespace, unit, runtime. 0 or -ENOMEM. */
+ * pod, pod_name, namespace, unit, runtime, and image when known (an empty
+ * label is no label to Prometheus; older series keep their text). 0 or
+ * -ENOMEM. */
 static int cg_labels(struct cg *c)
 {
 	static const struct {
@@ -208,6 +211,11 @@ static int cg_labels(struct cg *c)
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		page_put(&p, ids[i].name);
 		page_label(&p, c->id[ids[i].field]);
+		page_putc(&p, '"');
+	}
+	if (*c->id[ID_IMAGE]) {
+		page_put(&p, ",image=\"");
+		page_label(&p, c->id[ID_IMAGE]);
 		page_putc(&p, '"');
 	}
 	s = page_take(&p, NULL);
@@ -324,64 +332,48 @@ static void sidx_rebuild(struct totals *t)
 	}
 }
 
-static struct counter_series *counter_get(struct totals *t, struct cg *c, const char *event)
+/* The series of @kind named @name in @c; a new one (zeroed, named) when
+ * there is none yet. NULL at a cap or out of memory. */
+static void *series_get(struct totals *t, struct cg *c, unsigned kind, const char *name)
 {
-	struct counter_series *s;
-	long i = sidx_find(t, c, SK_COUNTER, event);
+	size_t *n = kind == SK_COUNTER ? &c->ncounters : &c->nprobes;
+	long i = sidx_find(t, c, kind, name);
+	char **sname;
+	void *s;
 
 	if (i >= 0)
-		return &c->counters[i];
-	if (c->ncounters >= UINT32_MAX || sidx_reserve(t))
+		return kind == SK_COUNTER ? (void *)&c->counters[i] : (void *)&c->probes[i];
+	if (*n >= UINT32_MAX || sidx_reserve(t))
 		return NULL;
-	if (c->ncounters == c->ccap) {
-		size_t cap = c->ccap ? c->ccap * 2 : 4;
-		struct counter_series *a = realloc(c->counters, cap * sizeof(*a));
-
-		if (!a)
+	if (kind == SK_COUNTER) {
+		if (GROW_ARRAY(c->counters, c->ncounters, c->ccap, 4) < 0)
 			return NULL;
-		c->counters = a;
-		c->ccap = cap;
+		s = memset(&c->counters[*n], 0, sizeof(c->counters[0]));
+		sname = &c->counters[*n].event;
+	} else {
+		if (GROW_ARRAY(c->probes, c->nprobes, c->pcap, 2) < 0)
+			return NULL;
+		s = memset(&c->probes[*n], 0, sizeof(c->probes[0]));
+		sname = &c->probes[*n].label;
 	}
-	s = &c->counters[c->ncounters];
-	memset(s, 0, sizeof(*s));
-	s->event = strdup(event);
-	if (!s->event)
+	*sname = strdup(name);
+	if (!*sname)
 		return NULL;
-	sidx_add(t, c, SK_COUNTER, (uint32_t)c->ncounters);
-	c->ncounters++;
+	sidx_add(t, c, kind, (uint32_t)*n);
+	(*n)++;
 	t->nseries++;
-	t->bytes += SERIES_OVERHEAD + strlen(event);
+	t->bytes += SERIES_OVERHEAD + strlen(name);
 	return s;
+}
+
+static struct counter_series *counter_get(struct totals *t, struct cg *c, const char *event)
+{
+	return series_get(t, c, SK_COUNTER, event);
 }
 
 static struct probe_series *probe_get(struct totals *t, struct cg *c, const char *label)
 {
-	struct probe_series *s;
-	long i = sidx_find(t, c, SK_PROBE, label);
-
-	if (i >= 0)
-		return &c->probes[i];
-	if (c->nprobes >= UINT32_MAX || sidx_reserve(t))
-		return NULL;
-	if (c->nprobes == c->pcap) {
-		size_t cap = c->pcap ? c->pcap * 2 : 2;
-		struct probe_series *a = realloc(c->probes, cap * sizeof(*a));
-
-		if (!a)
-			return NULL;
-		c->probes = a;
-		c->pcap = cap;
-	}
-	s = &c->probes[c->nprobes];
-	memset(s, 0, sizeof(*s));
-	s->label = strdup(label);
-	if (!s->label)
-		return NULL;
-	sidx_add(t, c, SK_PROBE, (uint32_t)c->nprobes);
-	c->nprobes++;
-	t->nseries++;
-	t->bytes += SERIES_OVERHEAD + strlen(label);
-	return s;
+	return series_get(t, c, SK_PROBE, label);
 }
 
 static struct agent *agent_get(struct totals *t, const char *agent_id)
@@ -432,7 +424,7 @@ static int restore_cgroup(void *arg, const struct store_cgroup *sc)
 {
 	const char *v[ID_N] = { sc->container_id, sc->runtime,	    sc->pod_uid,
 				sc->qos,	  sc->k8s_namespace, sc->pod_name,
-				sc->container_name, sc->unit,	    sc->slice };
+				sc->container_name, sc->unit,	    sc->slice, sc->image };
 	struct cg *c = cg_get(arg, sc->host, sc->path);
 
 	if (!c || cg_identity(arg, c, v, sc->cgroup_id))
@@ -530,7 +522,7 @@ int totals_add_batch(struct totals *t, const Cgperf__V1__Batch *m, uint64_t now)
 			wire_string(m, g->pod_uid),	  wire_string(m, g->qos),
 			wire_string(m, g->k8s_namespace), wire_string(m, g->pod_name),
 			wire_string(m, g->container_name), wire_string(m, g->unit),
-			wire_string(m, g->slice),
+			wire_string(m, g->slice),	  wire_string(m, g->image),
 		};
 		struct cg *c = cg_get(t, m->host, wire_string(m, g->path));
 
@@ -682,6 +674,24 @@ static const struct cg *cg_find(const struct totals *t, const char *host, const 
 	return NULL;
 }
 
+void totals_replace(struct totals *t, struct totals *fresh)
+{
+	struct totals old = *t;
+
+	/* What only this process counts (stack truncations) goes over. */
+	EACH_CG(fresh, c) {
+		const struct cg *was = cg_find(&old, c->host, c->path);
+		struct cg *now = (struct cg *)c;
+
+		if (was) {
+			memcpy(now->truncated, was->truncated, sizeof(was->truncated));
+			now->truncated_seen = was->truncated_seen;
+		}
+	}
+	*t = *fresh;
+	*fresh = old;
+}
+
 size_t totals_bytes(const struct totals *t)
 {
 	return t->bytes;
@@ -713,7 +723,7 @@ static size_t cg_growth(const struct totals *t, const Cgperf__V1__Batch *m,
 	const struct cg *c = cg_find(t, m->host, path);
 	const uint32_t f[ID_N] = { g->container_id, g->runtime,	     g->pod_uid,
 				   g->qos,	    g->k8s_namespace, g->pod_name,
-				   g->container_name, g->unit,	      g->slice };
+				   g->container_name, g->unit,	      g->slice, g->image };
 	size_t n = 0;
 
 	for (int i = 0; i < ID_N; i++) {
@@ -772,6 +782,7 @@ int totals_each_cgroup(const struct totals *t, uint64_t cutoff,
 			.container_name = c->id[ID_CONTAINER_NAME],
 			.unit = c->id[ID_UNIT],
 			.slice = c->id[ID_SLICE],
+			.image = c->id[ID_IMAGE],
 			.last_seen_ns = c->last_seen,
 		};
 		int ret;

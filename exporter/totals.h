@@ -30,6 +30,14 @@ void totals_free(struct totals *t);
 /* A visitor for store_load() that restores @t. */
 void totals_visitor(struct totals *t, struct store_visitor *v);
 
+/*
+ * Make @t what @fresh holds (built by a store_load() of a shared store,
+ * where other exporters write too), keeping @t's figures that only live
+ * in memory (stack truncations per cgroup); @fresh gets @t's old tables,
+ * for totals_free().
+ */
+void totals_replace(struct totals *t, struct totals *fresh);
+
 /* Add a batch the store committed at @now_ns. 0 or -ENOMEM (then the
  * totals lack part of it; /metrics is short until a restart). */
 int totals_add_batch(struct totals *t, const Cgperf__V1__Batch *m, uint64_t now_ns);

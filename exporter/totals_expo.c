@@ -13,6 +13,29 @@
 
 #include "exporter/page.h"
 
+/* The end of a sample line: @close (what closes its labels), the value, a newline. */
+static void sample_u64(struct page *p, const char *close, uint64_t v)
+{
+	page_put(p, close);
+	page_u64(p, v);
+	page_putc(p, '\n');
+}
+
+static void sample_double(struct page *p, const char *close, double v)
+{
+	page_put(p, close);
+	page_double(p, v);
+	page_putc(p, '\n');
+}
+
+/* "@name{" and the cgroup's labels: a sample line up to its own labels. */
+static void cg_open(struct page *p, const char *name, const struct cg *c)
+{
+	page_put(p, name);
+	page_putc(p, '{');
+	page_put(p, c->labels);
+}
+
 static void render_counters(const struct totals *t, struct page *p, bool om, uint64_t cutoff)
 {
 	page_family(p, om, "cgperf_cgroup_perf_events_total", "counter",
@@ -24,13 +47,10 @@ static void render_counters(const struct totals *t, struct page *p, bool om, uin
 
 			if (s->last_seen < cutoff)
 				continue;
-			page_put(p, "cgperf_cgroup_perf_events_total{");
-			page_put(p, c->labels);
+			cg_open(p, "cgperf_cgroup_perf_events_total", c);
 			page_put(p, ",event=\"");
 			page_label(p, s->event);
-			page_put(p, "\"} ");
-			page_double(p, s->total);
-			page_putc(p, '\n');
+			sample_double(p, "\"} ", s->total);
 		}
 	}
 	static const char *const reasons[WIRE_TRUNC_REASONS] = {"stack_copy", "max_stack",
@@ -43,13 +63,10 @@ static void render_counters(const struct totals *t, struct page *p, bool om, uin
 		if (!c->truncated_seen || c->truncated_seen < cutoff)
 			continue;
 		for (int k = 0; k < WIRE_TRUNC_REASONS; k++) {
-			page_put(p, "cgperf_cgroup_stacks_truncated_total{");
-			page_put(p, c->labels);
+			cg_open(p, "cgperf_cgroup_stacks_truncated_total", c);
 			page_put(p, ",reason=\"");
 			page_put(p, reasons[k]);
-			page_put(p, "\"} ");
-			page_u64(p, c->truncated[k]);
-			page_putc(p, '\n');
+			sample_u64(p, "\"} ", c->truncated[k]);
 		}
 	}
 	page_family(p, om, "cgperf_cgroup_cpu_seconds_total", "counter",
@@ -61,11 +78,8 @@ static void render_counters(const struct totals *t, struct page *p, bool om, uin
 
 			if (s->last_seen < cutoff || strcmp(s->event, "task-clock"))
 				continue;
-			page_put(p, "cgperf_cgroup_cpu_seconds_total{");
-			page_put(p, c->labels);
-			page_put(p, "} ");
-			page_double(p, s->total / 1e9);
-			page_putc(p, '\n');
+			cg_open(p, "cgperf_cgroup_cpu_seconds_total", c);
+			sample_double(p, "} ", s->total / 1e9);
 		}
 	}
 }
@@ -73,9 +87,7 @@ static void render_counters(const struct totals *t, struct page *p, bool om, uin
 static void probe_labels(struct page *p, const char *name, const struct cg *c,
 			 const struct probe_series *s)
 {
-	page_put(p, name);
-	page_putc(p, '{');
-	page_put(p, c->labels);
+	cg_open(p, name, c);
 	page_put(p, ",probe=\"");
 	page_label(p, s->label);
 	page_putc(p, '"');
@@ -103,24 +115,16 @@ static void histogram(struct page *p, const char *base, const struct cg *c,
 		probe_labels(p, name, c, s);
 		page_put(p, ",le=\"");
 		page_double(p, (double)((k ? (UINT64_C(1) << k) : 1) - 1) * scale);
-		page_put(p, "\"} ");
-		page_u64(p, cum);
-		page_putc(p, '\n');
+		sample_u64(p, "\"} ", cum);
 	}
 	probe_labels(p, name, c, s);
-	page_put(p, ",le=\"+Inf\"} ");
-	page_u64(p, h->count - h->negative);
-	page_putc(p, '\n');
+	sample_u64(p, ",le=\"+Inf\"} ", h->count - h->negative);
 	snprintf(name, sizeof(name), "%s_sum", base);
 	probe_labels(p, name, c, s);
-	page_put(p, "} ");
-	page_double(p, (double)h->sum * scale);
-	page_putc(p, '\n');
+	sample_double(p, "} ", (double)h->sum * scale);
 	snprintf(name, sizeof(name), "%s_count", base);
 	probe_labels(p, name, c, s);
-	page_put(p, "} ");
-	page_u64(p, h->count - h->negative);
-	page_putc(p, '\n');
+	sample_u64(p, "} ", h->count - h->negative);
 }
 
 /* What a probe family shows of each series. */
@@ -146,27 +150,33 @@ static void probe_family(const struct totals *t, struct page *p, uint64_t cutoff
 				continue;
 			}
 			probe_labels(p, name, c, s);
-			page_put(p, "} ");
-			page_u64(p, fig == PF_NEGATIVE ? s->values.negative : s->hits);
-			page_putc(p, '\n');
+			sample_u64(p, "} ", fig == PF_NEGATIVE ? s->values.negative : s->hits);
 		}
 	}
 }
 
 static void render_probes(const struct totals *t, struct page *p, bool om, uint64_t cutoff)
 {
-	page_family(p, om, "cgperf_probe_hits_total", "counter",
-		    "Times the probe fired in the cgroup.");
-	probe_family(t, p, cutoff, "cgperf_probe_hits_total", PF_HITS);
-	page_family(p, om, "cgperf_probe_values", "histogram",
-		    "Values of the probe's argument (log2 buckets; negative values apart).");
-	probe_family(t, p, cutoff, "cgperf_probe_values", PF_VALUES);
-	page_family(p, om, "cgperf_probe_negative_values_total", "counter",
-		    "Negative values of the probe's argument (not in cgperf_probe_values).");
-	probe_family(t, p, cutoff, "cgperf_probe_negative_values_total", PF_NEGATIVE);
-	page_family(p, om, "cgperf_probe_latency_seconds", "histogram",
-		    "Latency between the probe and its latency_end probe (log2 buckets of ns).");
-	probe_family(t, p, cutoff, "cgperf_probe_latency_seconds", PF_LATENCY);
+	static const struct {
+		const char *name, *type, *help;
+		enum probe_fig fig;
+	} f[] = {
+		{"cgperf_probe_hits_total", "counter", "Times the probe fired in the cgroup.",
+		 PF_HITS},
+		{"cgperf_probe_values", "histogram",
+		 "Values of the probe's argument (log2 buckets; negative values apart).", PF_VALUES},
+		{"cgperf_probe_negative_values_total", "counter",
+		 "Negative values of the probe's argument (not in cgperf_probe_values).",
+		 PF_NEGATIVE},
+		{"cgperf_probe_latency_seconds", "histogram",
+		 "Latency between the probe and its latency_end probe (log2 buckets of ns).",
+		 PF_LATENCY},
+	};
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		page_family(p, om, f[i].name, f[i].type, f[i].help);
+		probe_family(t, p, cutoff, f[i].name, f[i].fig);
+	}
 }
 
 static void agent_labels(struct page *p, const char *name, const struct agent *a)
@@ -221,9 +231,7 @@ static void render_agents(const struct totals *t, struct page *p, bool om, uint6
 				continue;
 			memcpy(&v, (const char *)a + f[i].off, sizeof(v));
 			agent_labels(p, f[i].name, a);
-			page_put(p, "} ");
-			page_u64(p, v);
-			page_putc(p, '\n');
+			sample_u64(p, "} ", v);
 		}
 	}
 	page_family(p, om, "cgperf_agent_last_push_timestamp_seconds", "gauge",
@@ -232,9 +240,7 @@ static void render_agents(const struct totals *t, struct page *p, bool om, uint6
 		if (a->last_push < cutoff)
 			continue;
 		agent_labels(p, "cgperf_agent_last_push_timestamp_seconds", a);
-		page_put(p, "} ");
-		page_double(p, (double)a->last_push / 1e9);
-		page_putc(p, '\n');
+		sample_double(p, "} ", (double)a->last_push / 1e9);
 	}
 	page_family(p, om, "cgperf_agent_info", "gauge", "The agent's version, always 1.");
 	for (const struct agent *a = t->agents; a; a = a->next) {

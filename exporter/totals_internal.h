@@ -19,7 +19,7 @@
 
 /* Identity fields in store_cgroup order. */
 enum { ID_CONTAINER, ID_RUNTIME, ID_POD, ID_QOS, ID_NS, ID_POD_NAME, ID_CONTAINER_NAME, ID_UNIT,
-       ID_SLICE, ID_N };
+       ID_SLICE, ID_IMAGE, ID_N };
 
 struct counter_series {
 	char *event;

@@ -12,7 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
+#include "lib/mountinfo.h"
 #include "lib/rootfs.h"
+#include "lib/strv.h"
 
 struct fusemnt_table {
 	bool all;      /* read in part: everything is at risk */
@@ -20,21 +23,21 @@ struct fusemnt_table {
 	size_t n, cap;
 };
 
-static int table_add(struct fusemnt_table *t, const char *p, size_t len)
+static bool fuse_type(const char *t)
 {
+	return !strcmp(t, "fuse") || !strcmp(t, "fuseblk") || (!strncmp(t, "fuse.", 5) && t[5]);
+}
+
+/* A mount line into the table: 0, or -ENOMEM. */
+static int table_add(void *ctx, const struct mountinfo_entry *e)
+{
+	struct fusemnt_table *t = ctx;
+	size_t len = e->point_len;
 	char *s;
 
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 8;
-		char **np = realloc(t->points, cap * sizeof(*np));
-
-		if (!np)
-			return -ENOMEM;
-		t->points = np;
-		t->cap = cap;
-	}
-	s = strndup(p, len);
-	if (!s)
+	if (!fuse_type(e->fstype) || e->point[0] != '/')
+		return 0;
+	if (GROW_ARRAY(t->points, t->n, t->cap, 8) < 0 || !(s = strndup(e->point, len)))
 		return -ENOMEM;
 	/* without trailing slashes, except the root itself */
 	while (len > 1 && s[len - 1] == '/')
@@ -43,68 +46,27 @@ static int table_add(struct fusemnt_table *t, const char *p, size_t len)
 	return 0;
 }
 
-/* Mountinfo escapes space, tab, newline and backslash as \OOO: undo in place. */
-static size_t unescape(char *s, size_t len)
-{
-	size_t i = 0, o = 0;
-
-	while (i < len) {
-		if (s[i] == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3' &&
-		    s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-			s[o++] = (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-			i += 4;
-		} else {
-			s[o++] = s[i++];
-		}
-	}
-	s[o] = '\0';
-	return o;
-}
-
-static bool fuse_type(const char *t, size_t len)
-{
-	return (len == 4 && !memcmp(t, "fuse", 4)) || (len == 7 && !memcmp(t, "fuseblk", 7)) ||
-	       (len > 5 && !memcmp(t, "fuse.", 5));
-}
-
 /* One mountinfo line (NUL-terminated, writable): 0, or -errno on memory. */
 static int parse_line(struct fusemnt_table *t, char *line)
 {
-	char *field[6], *p = line, *type;
-	size_t nf = 0, plen, tlen;
+	struct mountinfo_entry e;
 
-	/* id parent maj:min root mountpoint opts [optional...] - fstype src sopts */
-	while (nf < 6) {
-		p += strspn(p, " ");
-		if (!*p)
-			return 0;
-		field[nf++] = p;
-		p += strcspn(p, " ");
-		if (*p)
-			*p++ = '\0';
-	}
-	for (;;) {
-		p += strspn(p, " ");
-		if (!*p)
-			return 0;
-		if (p[0] == '-' && (p[1] == ' ' || !p[1]))
-			break;
-		p += strcspn(p, " ");
-	}
-	p += 1 + strspn(p + 1, " ");
-	type = p;
-	tlen = strcspn(p, " ");
-	if (!fuse_type(type, tlen))
-		return 0;
-	plen = unescape(field[4], strlen(field[4]));
-	if (plen == 0 || field[4][0] != '/')
-		return 0;
-	return table_add(t, field[4], plen);
+	return mountinfo_parse_line(line, &e) ? 0 : table_add(t, &e);
 }
 
 static struct fusemnt_table *table_new(void)
 {
 	return calloc(1, sizeof(struct fusemnt_table));
+}
+
+/* @t when @err is 0, else NULL + errno (and @t freed). */
+static struct fusemnt_table *table_done(struct fusemnt_table *t, int err)
+{
+	if (!err)
+		return t;
+	fusemnt_table_free(t);
+	errno = err;
+	return NULL;
 }
 
 struct fusemnt_table *fusemnt_table_read(int fd)
@@ -133,19 +95,14 @@ struct fusemnt_table *fusemnt_table_read(int fd)
 	if (r < 0 || rootfs_lines_capped(lr) || rootfs_lines_skipped(lr))
 		t->all = true;
 	rootfs_lines_free(lr);
-	if (err) {
-		fusemnt_table_free(t);
-		errno = err;
-		return NULL;
-	}
-	return t;
+	return table_done(t, err);
 }
 
 struct fusemnt_table *fusemnt_table_parse(const char *text)
 {
 	struct fusemnt_table *t = table_new();
-	char *copy = strdup(text ? text : ""), *save = NULL, *line;
-	int err = 0;
+	char *copy = strdup(text ? text : "");
+	int err;
 
 	if (!t || !copy) {
 		free(t);
@@ -153,24 +110,16 @@ struct fusemnt_table *fusemnt_table_parse(const char *text)
 		errno = ENOMEM;
 		return NULL;
 	}
-	for (line = strtok_r(copy, "\n", &save); line && !err; line = strtok_r(NULL, "\n", &save))
-		err = -parse_line(t, line);
+	err = -mountinfo_foreach(copy, table_add, t);
 	free(copy);
-	if (err) {
-		fusemnt_table_free(t);
-		errno = err;
-		return NULL;
-	}
-	return t;
+	return table_done(t, err);
 }
 
 void fusemnt_table_free(struct fusemnt_table *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->n; i++)
-		free(t->points[i]);
-	free(t->points);
+	strv_free(t->points, t->n);
 	free(t);
 }
 

@@ -613,3 +613,39 @@ void ydoc_free(struct ydoc *x)
 		yaml_document_delete(&x->doc);
 	free(x);
 }
+
+/* One table field (see ydoc_fields()) from @v into @p. */
+static int field_read(struct ydoc *x, const yaml_node_t *v, const char *name,
+		      const struct ydoc_field *f, char *p)
+{
+	switch (f->kind) {
+	case YDOC_F_BOOL:
+		return ydoc_bool(x, v, name, (bool *)(void *)p);
+	case YDOC_F_UINT:
+		return ydoc_uint(x, v, name, (unsigned)f->min, (unsigned)f->max,
+				 (unsigned *)(void *)p);
+	case YDOC_F_DURATION_MS:
+		return ydoc_duration_ms(x, v, name, f->min, f->max, (uint64_t *)(void *)p);
+	case YDOC_F_SIZE:
+		return ydoc_size(x, v, name, f->min, f->max, (uint64_t *)(void *)p);
+	case YDOC_F_STRING:
+		return ydoc_string(x, v, name, f->flags, f->expected, (char **)(void *)p);
+	case YDOC_F_ENUM:
+		return ydoc_enum(x, v, name, f->names, (int *)(void *)p);
+	}
+	return -EINVAL;
+}
+
+int ydoc_fields(struct ydoc *x, const yaml_node_t *map, const char *where,
+		const struct ydoc_field *fields, size_t n, void *base)
+{
+	for (size_t i = 0; map && i < n; i++) {
+		const yaml_node_t *v = ydoc_get(x, map, fields[i].key);
+		int rc;
+
+		if (v && (rc = field_read(x, v, ydoc_key_in(where, fields[i].key).s, &fields[i],
+					  (char *)base + fields[i].off)))
+			return rc;
+	}
+	return 0;
+}

@@ -133,4 +133,28 @@ typedef int (*ydoc_item_check)(struct ydoc *d, const yaml_node_t *n, const char 
 int ydoc_list(struct ydoc *d, const yaml_node_t *n, const char *name, size_t max,
 	      ydoc_item_check check, const char *example, char ***v, size_t *nv);
 
+/*
+ * Plain keys as a table: each names its reader and where in the caller's
+ * struct the value goes, so a section of simple settings is one call.
+ * The field at @off is a bool (YDOC_F_BOOL), an unsigned (YDOC_F_UINT, in
+ * @min..@max), a uint64_t (YDOC_F_DURATION_MS, YDOC_F_SIZE, in @min..@max),
+ * a malloc'd char * (YDOC_F_STRING, with @flags and @expected) or an enum
+ * of int size (YDOC_F_ENUM, one of @names).
+ */
+enum ydoc_kind { YDOC_F_BOOL, YDOC_F_UINT, YDOC_F_DURATION_MS, YDOC_F_SIZE, YDOC_F_STRING,
+		 YDOC_F_ENUM };
+struct ydoc_field {
+	const char *key;
+	enum ydoc_kind kind;
+	size_t off;
+	uint64_t min, max;
+	int flags;
+	const char *expected;
+	const char *const *names;
+};
+/* Each of the @n @fields present in mapping @map into @base + off, in table
+ * order, named "@where.KEY"; 0 or the first failure (ydoc_fail()'s). */
+int ydoc_fields(struct ydoc *d, const yaml_node_t *map, const char *where,
+		const struct ydoc_field *fields, size_t n, void *base);
+
 #endif

@@ -9,15 +9,20 @@ set -eu
 
 BUILD="gcc g++ make pkg-config libc6-dev libelf-dev libdw-dev libunwind-dev libtraceevent-dev libtracefs-dev
 libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler libmicrohttpd-dev libsqlite3-dev
-libyaml-dev zlib1g-dev libiberty-dev libsnappy-dev"
+libyaml-dev zlib1g-dev libiberty-dev libsnappy-dev libjson-c-dev"
 # Tests and benchmarks: golang-go for `go tool pprof`, prometheus-pushgateway
 # as the benchmark's reference, chromium (headless) to click through the
 # flame graph SVG, libxml2-utils for xmllint (flame graph SVG),
 # binutils for readelf (build ids), clang + libclang-rt for libFuzzer,
-# victoria-metrics as a second remote_write receiver beside prometheus.
+# victoria-metrics as a second remote_write receiver beside prometheus;
+# clickhouse-server and clickhouse-client for the ClickHouse store's tests
+# (the tests start their own servers; the package's service is not used);
+# podman + runc + busybox-static + docker.io for the container identity tests
+# (an image made locally from busybox, no registry).
 TEST="libcmocka-dev linux-perf postgresql postgresql-contrib procps util-linux python3 time systemtap-sdt-dev
 clang libclang-rt-14-dev prometheus curl
-golang-go prometheus-pushgateway libxml2-utils perl binutils chromium victoria-metrics"
+golang-go prometheus-pushgateway libxml2-utils perl binutils chromium victoria-metrics
+clickhouse-server clickhouse-client podman runc busybox-static docker.io"
 
 # make deb and the packaging tests: Debian's package tooling, pandoc for the
 # man pages, systemd for systemd-analyze (units checked offline).

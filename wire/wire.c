@@ -46,7 +46,9 @@ struct str_meta {
 };
 
 struct cg_rec {
-	Cgperf__V1__Cgroup m;
+	Cgperf__V1__Cgroup m; /* m.labels points into labp, labp[i] at lab + i */
+	Cgperf__V1__Label *lab;
+	Cgperf__V1__Label **labp;
 	int32_t prof_head; /* newest profile of this cgroup, chained by next */
 };
 
@@ -338,6 +340,10 @@ void wire_batch_free(struct wire_batch *b)
 	free(b->str);
 	free(b->meta);
 	free(b->slot);
+	for (size_t i = 0; i < b->ncg; i++) {
+		free(b->cg[i].lab);
+		free(b->cg[i].labp);
+	}
 	free(b->cg);
 	free(b->ctr);
 	free(b->prof);
@@ -364,6 +370,49 @@ static int fill(struct wire_batch *b, uint32_t *field, const char *s)
 	return 0;
 }
 
+/* The first WIRE_LABELS_MAX labels of @info with a non-empty key. */
+static int add_labels(struct wire_batch *b, struct cg_rec *r, const struct wire_cgroup_info *info)
+{
+	Cgperf__V1__Label init = CGPERF__V1__LABEL__INIT;
+	size_t n = info->nlabels < WIRE_LABELS_MAX ? info->nlabels : WIRE_LABELS_MAX, k = 0;
+	int ret = 0;
+
+	r->lab = calloc(n, sizeof(*r->lab));
+	r->labp = calloc(n, sizeof(*r->labp));
+	if (!r->lab || !r->labp) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int key, val = 0;
+
+		if (!info->label_keys[i] || !info->label_keys[i][0])
+			continue;
+		key = wire_intern(b, info->label_keys[i]);
+		if (key < 0 || (info->label_values[i] &&
+				(val = wire_intern(b, info->label_values[i])) < 0)) {
+			ret = key < 0 ? key : val;
+			goto out;
+		}
+		r->lab[k] = init;
+		r->lab[k].key = (uint32_t)key;
+		r->lab[k].value = (uint32_t)val;
+		r->labp[k] = &r->lab[k];
+		k++;
+	}
+out:
+	if (ret < 0 || !k) {
+		free(r->lab);
+		free(r->labp);
+		r->lab = NULL;
+		r->labp = NULL;
+		k = 0;
+	}
+	r->m.labels = r->labp;
+	r->m.n_labels = k;
+	return ret;
+}
+
 int wire_add_cgroup(struct wire_batch *b, const char *path, uint64_t id,
 		    const struct wire_cgroup_info *info)
 {
@@ -386,6 +435,7 @@ int wire_add_cgroup(struct wire_batch *b, const char *path, uint64_t id,
 			return -ENOMEM;
 		b->cg = nv;
 		idx = (int)b->ncg++;
+		memset(&b->cg[idx], 0, sizeof(b->cg[idx]));
 		b->cg[idx].m = init;
 		b->cg[idx].m.path = (uint32_t)p;
 		b->cg[idx].prof_head = -1;
@@ -405,7 +455,11 @@ int wire_add_cgroup(struct wire_batch *b, const char *path, uint64_t id,
 	    (ret = fill(b, &c->pod_name, info->pod_name)) < 0 ||
 	    (ret = fill(b, &c->container_name, info->container_name)) < 0 ||
 	    (ret = fill(b, &c->unit, info->unit)) < 0 ||
-	    (ret = fill(b, &c->slice, info->slice)) < 0)
+	    (ret = fill(b, &c->slice, info->slice)) < 0 ||
+	    (ret = fill(b, &c->image, info->image)) < 0 ||
+	    (ret = fill(b, &c->description, info->description)) < 0)
+		return ret;
+	if (info->nlabels && !c->n_labels && (ret = add_labels(b, &b->cg[idx], info)) < 0)
 		return ret;
 	return idx;
 }

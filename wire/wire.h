@@ -32,6 +32,8 @@
 #define WIRE_STRING_MAX 8192
 /* Longest host name, machine id, agent id or agent version, in bytes. */
 #define WIRE_HEADER_MAX 255
+/* Labels of one cgroup. */
+#define WIRE_LABELS_MAX 64
 /* Deepest stack, in frames. */
 #define WIRE_STACK_MAX 1024
 /* Largest integer on the wire, so signed 64-bit stores never wrap. */
@@ -73,6 +75,12 @@ struct wire_cgroup_info {
 	const char *container_name;
 	const char *unit;
 	const char *slice;
+	const char *image;
+	const char *description;
+	/* @nlabels pairs, keys non-empty; a key given twice is kept once */
+	const char *const *label_keys;
+	const char *const *label_values;
+	size_t nlabels;
 };
 
 /*

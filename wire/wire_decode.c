@@ -245,6 +245,8 @@ static int check_cgroups(const struct vctx *v)
 		{ "container_name", offsetof(Cgperf__V1__Cgroup, container_name) },
 		{ "unit", offsetof(Cgperf__V1__Cgroup, unit) },
 		{ "slice", offsetof(Cgperf__V1__Cgroup, slice) },
+		{ "image", offsetof(Cgperf__V1__Cgroup, image) },
+		{ "description", offsetof(Cgperf__V1__Cgroup, description) },
 	};
 	int ret;
 
@@ -262,6 +264,15 @@ static int check_cgroups(const struct vctx *v)
 			if (ret < 0)
 				return ret;
 		}
+		if (c->n_labels > WIRE_LABELS_MAX)
+			return VBAD(v, "cgroups[%zu]: %zu labels, at most %d", i, c->n_labels,
+				    WIRE_LABELS_MAX);
+		for (size_t l = 0; l < c->n_labels; l++)
+			if ((ret = check_sid(v, "cgroups", i, "labels.key", c->labels[l]->key,
+					     true)) < 0 ||
+			    (ret = check_sid(v, "cgroups", i, "labels.value", c->labels[l]->value,
+					     false)) < 0)
+				return ret;
 	}
 	return 0;
 }

@@ -6,6 +6,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <getopt.h>
+#include <stdio.h>
+
+#include "agent/symbols/demangle.h"
+
 /*
  * Subcommands of cgperf-agent. Each takes argv with argv[0] = the
  * subcommand's name and returns the process exit status:
@@ -22,6 +27,8 @@ int cmd_wiredump(int argc, char **argv);
 /* Shared by the commands: the perf_event cgroup hierarchy's mount point
  * (malloc'd) or NULL with a message printed. */
 char *cmd_perf_cgroup_mount(const char *prog);
+/* The same, printing nothing: NULL with what went wrong in @why. */
+char *cmd_perf_cgroup_find(char *why, size_t whylen);
 
 /*
  * -G lists: append the absolute directory of every cgroup in @csv to
@@ -34,13 +41,17 @@ int cmd_cgroup_dirs(const char *prog, const char *mount, const char *csv, char *
  * *@dirs, its absolute path in *@abs (to remove later). 0 or 1. */
 int cmd_command_cgroup(const char *prog, const char *mount, const char *name, char **abs,
 		       char ***dirs, size_t *n);
-void cmd_dirs_free(char **dirs, size_t n);
+/* The pids of the processes in the -G cgroups @groups and below them
+ * (cmd_cgpids.c), a malloc'd array in (*@pids, *@n). 0, or the exit status
+ * (1, 2) with the reason said on stderr. */
+int cmd_cgroup_pids(const char *prog, const char *groups, int **pids, size_t *n);
 /*
- * Block SIGINT, SIGTERM, SIGCHLD and SIGHUP (the previous mask in *@oldmask)
- * and return a non-blocking signalfd for them, so signals arrive in the
- * commands' poll loops; -errno, with the mask restored, on failure.
+ * Block SIGINT, SIGTERM, SIGHUP and, with @sigchld, SIGCHLD (the previous
+ * mask in *@oldmask) and return a non-blocking signalfd for them, so signals
+ * arrive in the commands' poll loops; -errno, with the mask restored, on
+ * failure.
  */
-int cmd_signalfd(sigset_t *oldmask);
+int cmd_signalfd(sigset_t *oldmask, bool sigchld);
 /* A command's exit status from waitpid(): its own, or 128 + signal. */
 int cmd_exit_status(int wait_status);
 /* Raise RLIMIT_NOFILE's soft limit to the hard one: events are fds. */
@@ -61,6 +72,35 @@ int cmd_join_csv(char **acc, const char *arg);
 /* A positive, finite number of @what (--duration, -I) into *@out: 0, or 2
  * with "PROG: WHAT must be a positive number, not 'ARG'" on stderr. */
 int cmd_parse_seconds(const char *prog, const char *what, const char *arg, double *out);
+/*
+ * A command's options, once: getopt_long's tables and the option list of
+ * its usage both come from one array of these.
+ */
+struct cmd_opt {
+	const char *name; /* --NAME, or NULL for a short option only */
+	int val;          /* what getopt_long returns for it */
+	bool letter;      /* -VAL is an option too */
+	const char *arg;  /* the argument's name in the usage; NULL: takes none */
+	const char *help; /* its usage text, lines after the first begun by '\n';
+			   * NULL: not listed (an alias, --help) */
+};
+
+#define CMD_MAX_OPTS 32
+
+/* getopt_long()'s long options and short option string of @n options. */
+struct cmd_getopt {
+	struct option lo[CMD_MAX_OPTS + 1];
+	char so[2 * CMD_MAX_OPTS + 2];
+};
+/* Fill @g from @o (at most CMD_MAX_OPTS); @in_order: stop at the first
+ * operand ("+", so "-- COMMAND" and the command's own options stay its). */
+void cmd_getopt_init(struct cmd_getopt *g, const struct cmd_opt *o, size_t n, bool in_order);
+/* The usage lines of @o: "  -X, --NAME ARG" and the help from column @col. */
+void cmd_opts_usage(FILE *f, const struct cmd_opt *o, size_t n, int col);
+
+/* --demangle's full, short or none into *@out: 0, or 2 with the choices on
+ * stderr. */
+int cmd_parse_demangle(const char *prog, const char *arg, enum demangle_style *out);
 
 /* Explain a perf_event_open permission failure on stderr. */
 void cmd_explain_perf_permission(const char *prog, int err);

@@ -12,23 +12,27 @@
 #include <string.h>
 
 #include "agent/cmd/cmd.h"
+#include "agent/cmd/cmd_rt.h"
 #include "lib/json.h"
 #include "cgroup/identity.h"
 #include "cgroup/proc.h"
 #include "cgroup/tree.h"
 
 struct cgroups_opts {
-	bool processes, json, containers;
+	bool processes, json, containers, labels, no_runtime;
 	const char *under; /* only this subtree */
+	struct cg_rtinfo *rt; /* per tree node, NULL with --no-runtime */
 };
 
 static void usage(FILE *f)
 {
-	fputs("usage: cgperf-agent cgroups [--processes] [--json] [--containers] [SUBTREE]\n"
+	fputs("usage: cgperf-agent cgroups [--processes] [--json] [--containers] [--labels] [--no-runtime] [SUBTREE]\n"
 	      "\n"
 	      "  -p, --processes   list the processes of each cgroup (pid, comm, exe)\n"
 	      "  -j, --json        one JSON document on stdout\n"
 	      "  -c, --containers  only cgroups that are containers or pods\n"
+	      "  -l, --labels      print each container's labels under it\n"
+	      "  -n, --no-runtime  identity from the paths only: ask no runtime\n"
 	      "  SUBTREE           only this cgroup and its descendants\n",
 	      f);
 }
@@ -45,12 +49,19 @@ static bool in_subtree(const char *path, const char *under)
 
 static bool show(const struct cgroups_opts *o, const struct cg_node *n)
 {
+	if (!o)
+		return true;
 	if (!in_subtree(n->path, o->under))
 		return false;
 	if (o->containers && !n->ident.container_id[0] && !n->ident.pod_uid[0] &&
 	    !n->ident.container_name[0])
 		return false;
 	return true;
+}
+
+static bool show_cb(const void *ctx, const struct cg_node *n)
+{
+	return show(ctx, n);
 }
 
 static void json_field(FILE *f, const char *key, const char *val)
@@ -83,11 +94,14 @@ static void print_json(const struct cgroups_opts *o, const char *mount, const st
 			n->nprocs);
 		json_field(stdout, "runtime", cg_runtime_name(id->runtime));
 		json_field(stdout, "container_id", id->container_id);
-		json_field(stdout, "container_name", id->container_name);
+		if (!o->rt || !o->rt[i].name)
+			json_field(stdout, "container_name", id->container_name);
 		json_field(stdout, "pod_uid", id->pod_uid);
 		json_field(stdout, "qos", cg_qos_name(id->qos));
 		json_field(stdout, "unit", id->unit);
 		json_field(stdout, "slice", id->slice);
+		if (o->rt)
+			cmd_rt_json(stdout, &o->rt[i]);
 		if (pl) {
 			bool pfirst = true;
 
@@ -138,11 +152,14 @@ static void print_text(const struct cgroups_opts *o, const char *mount, const st
 		       const struct cg_proc_list *pl)
 {
 	printf("# cgroup hierarchy at %s\n", mount);
-	printf("%-56s %12s %6s  %s\n", "CGROUP", "ID", "PROCS", "IDENTITY");
+	printf("%-56s %12s %6s  %-20s %-28s %s\n", "CGROUP", "ID", "PROCS", "NAME", "IMAGE",
+	       "IDENTITY");
 	for (size_t i = 0; i < cg_tree_count(t); i++) {
 		const struct cg_node *n = cg_tree_get(t, i);
 		const char *base = strrchr(n->path, '/');
-		char label[600], indent[2 * CG_TREE_MAX_DEPTH + 1];
+		char label[600], name[1200], indent[2 * CG_TREE_MAX_DEPTH + 1];
+		static const struct cg_rtinfo none;
+		const struct cg_rtinfo *ri = o->rt ? &o->rt[i] : &none;
 		int depth = n->depth < CG_TREE_MAX_DEPTH ? n->depth : CG_TREE_MAX_DEPTH;
 
 		if (!show(o, n))
@@ -156,7 +173,19 @@ static void print_text(const struct cgroups_opts *o, const char *mount, const st
 			snprintf(label, sizeof(label), "slice");
 		fputs(indent, stdout);
 		print_name(base, 56 - depth * 2);
-		printf(" %12" PRIu64 " %6ld  %s\n", n->id, n->nprocs, label);
+		cmd_rt_name(&n->ident, ri, name, sizeof(name));
+		printf(" %12" PRIu64 " %6ld  ", n->id, n->nprocs);
+		print_name(name, 20);
+		putchar(' ');
+		print_name(ri->image ? ri->image : "-", 28);
+		printf(" %s\n", label);
+		for (size_t k = 0; o->labels && k < ri->nlabels; k++) {
+			printf("%s    label ", indent);
+			print_name(ri->labels[k].key, 0);
+			putchar('=');
+			print_name(ri->labels[k].value, 0);
+			putchar('\n');
+		}
 		if (!pl)
 			continue;
 		for (size_t k = 0; k < cg_proc_list_count(pl); k++) {
@@ -177,6 +206,8 @@ int cmd_cgroups(int argc, char **argv)
 		{"processes", no_argument, NULL, 'p'},
 		{"json", no_argument, NULL, 'j'},
 		{"containers", no_argument, NULL, 'c'},
+		{"labels", no_argument, NULL, 'l'},
+		{"no-runtime", no_argument, NULL, 'n'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -188,11 +219,13 @@ int cmd_cgroups(int argc, char **argv)
 	int opt, ret = 0;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "pjch", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "pjclnh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'p': o.processes = true; break;
 		case 'j': o.json = true; break;
 		case 'c': o.containers = true; break;
+		case 'l': o.labels = true; break;
+		case 'n': o.no_runtime = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -231,6 +264,11 @@ int cmd_cgroups(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	if (!o.no_runtime && cmd_rt_lookup_tree(t, show_cb, &o, &o.rt) < 0) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		ret = 1;
+		goto out;
+	}
 	if (o.processes) {
 		pl = cg_proc_list_read("/proc");
 		if (!pl) {
@@ -245,6 +283,7 @@ int cmd_cgroups(int argc, char **argv)
 		print_text(&o, mount, t, pl);
 out:
 	cg_proc_list_free(pl);
+	cmd_rt_free(o.rt, t ? cg_tree_count(t) : 0);
 	cg_tree_free(t);
 	free(under);
 	free(mount);

@@ -79,13 +79,6 @@ int cmd_command_cgroup(const char *prog, const char *mount, const char *name, ch
 	return err ? 1 : 0;
 }
 
-void cmd_dirs_free(char **dirs, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(dirs[i]);
-	free(dirs);
-}
-
 void cmd_raise_nofile(void)
 {
 	struct rlimit rl;
@@ -96,7 +89,7 @@ void cmd_raise_nofile(void)
 	}
 }
 
-int cmd_signalfd(sigset_t *oldmask)
+int cmd_signalfd(sigset_t *oldmask, bool sigchld)
 {
 	sigset_t mask;
 	int fd;
@@ -104,8 +97,9 @@ int cmd_signalfd(sigset_t *oldmask)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGCHLD);
 	sigaddset(&mask, SIGHUP);
+	if (sigchld)
+		sigaddset(&mask, SIGCHLD);
 	if (sigprocmask(SIG_BLOCK, &mask, oldmask) < 0)
 		return -errno;
 	fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -162,23 +156,32 @@ void cmd_refusals_text(char *buf, size_t len)
 		snprintf(buf + n, len - n, ")%s", f.notices_dropped ? " (notices rate-limited)" : "");
 }
 
-char *cmd_perf_cgroup_mount(const char *prog)
+char *cmd_perf_cgroup_find(char *why, size_t whylen)
 {
 	struct cg_mounts *m = cg_mounts_read("/proc/self/mountinfo");
 	const struct cg_mount *pm;
 	char *path = NULL;
 
 	if (!m) {
-		fprintf(stderr, "%s: cannot read /proc/self/mountinfo: %s\n", prog, strerror(errno));
+		snprintf(why, whylen, "cannot read /proc/self/mountinfo: %s", strerror(errno));
 		return NULL;
 	}
 	pm = cg_mounts_perf(m);
 	if (!pm)
-		fprintf(stderr, "%s: no cgroup2 or perf_event cgroup v1 hierarchy is mounted\n",
-			prog);
+		snprintf(why, whylen, "no cgroup2 or perf_event cgroup v1 hierarchy is mounted");
 	else if (!(path = strdup(pm->path)))
-		fprintf(stderr, "%s: out of memory\n", prog);
+		snprintf(why, whylen, "out of memory");
 	cg_mounts_free(m);
+	return path;
+}
+
+char *cmd_perf_cgroup_mount(const char *prog)
+{
+	char why[512];
+	char *path = cmd_perf_cgroup_find(why, sizeof(why));
+
+	if (!path)
+		fprintf(stderr, "%s: %s\n", prog, why);
 	return path;
 }
 
@@ -237,6 +240,57 @@ int cmd_join_csv(char **acc, const char *arg)
 	snprintf(g, n, "%s%s%s", *acc ? *acc : "", *acc ? "," : "", arg);
 	free(*acc);
 	*acc = g;
+	return 0;
+}
+
+void cmd_getopt_init(struct cmd_getopt *g, const struct cmd_opt *o, size_t n, bool in_order)
+{
+	size_t nl = 0, ns = 0;
+
+	if (in_order)
+		g->so[ns++] = '+';
+	for (size_t i = 0; i < n && i < CMD_MAX_OPTS; i++) {
+		if (o[i].name)
+			g->lo[nl++] = (struct option){o[i].name, o[i].arg ? required_argument : no_argument,
+						      NULL, o[i].val};
+		if (o[i].letter) {
+			g->so[ns++] = (char)o[i].val;
+			if (o[i].arg)
+				g->so[ns++] = ':';
+		}
+	}
+	g->lo[nl] = (struct option){NULL, 0, NULL, 0};
+	g->so[ns] = '\0';
+}
+
+void cmd_opts_usage(FILE *f, const struct cmd_opt *o, size_t n, int col)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *h = o[i].help;
+		int w;
+
+		if (!h)
+			continue;
+		w = fprintf(f, "  %c%c%s%s%s%s%s", o[i].letter ? '-' : ' ',
+			    o[i].letter ? o[i].val : ' ', o[i].letter && o[i].name ? ", " : "  ",
+			    o[i].name ? "--" : "", o[i].name ? o[i].name : "", o[i].arg ? " " : "",
+			    o[i].arg ? o[i].arg : "");
+		do {
+			size_t len = strcspn(h, "\n");
+
+			fprintf(f, "%*s%.*s\n", w < col ? col - w : 1, "", (int)len, h);
+			h += len + (h[len] == '\n');
+			w = 0;
+		} while (*h);
+	}
+}
+
+int cmd_parse_demangle(const char *prog, const char *arg, enum demangle_style *out)
+{
+	if (demangle_style_parse(arg, out) < 0) {
+		fprintf(stderr, "%s: --demangle takes full, short or none, not '%s'\n", prog, arg);
+		return 2;
+	}
 	return 0;
 }
 

@@ -42,9 +42,12 @@
 #include "agent/perf/sampler.h"
 #include "agent/cmd/workload.h"
 #include "lib/clock.h"
+#include "lib/strv.h"
 #include "agent/symbols/refusals.h"
 #include "agent/stacks/stacks.h"
 #include "cgroup/proc.h"
+#include "cgroup/target.h"
+#include "agent/cmd/cmd_rt.h"
 #include "cgroup/tree.h"
 
 struct record {
@@ -52,7 +55,7 @@ struct record {
 	enum stacks_mode mode;
 	struct stacks *st;
 	struct fold *pidsel; /* pid -> 1 match, 2 no match, 3 the command's tree (--target) */
-	struct cg_selector *sel;
+	struct cg_target *sel;
 	char *mount;
 	uint64_t samples, lost, filtered;
 };
@@ -71,7 +74,7 @@ static bool selected(struct record *r, uint32_t pid)
 
 		*slot = 2;
 		if (cg_proc_read("/proc", (pid_t)pid, &p) == 0) {
-			if (cg_selector_match(r->sel, &p))
+			if (cg_target_match(r->sel, &p))
 				*slot = 1;
 			cg_proc_release(&p);
 		}
@@ -160,31 +163,44 @@ static void on_lost(void *ctx, uint64_t lost)
 	r->lost += lost;
 }
 
+enum { OPT_CALLGRAPH = 256, OPT_PERCG, OPT_DEMANGLE, OPT_NO_DEMANGLE };
+
+static const struct cmd_opt record_opts[] = {
+	{"all-cpus", 'a', true, NULL, "sample the whole host (default)"},
+	{"cgroup", 'G', true, "CG,...", "only these cgroups (paths relative to the cgroup mount)"},
+	{"pid", 'p', true, "PID", "only this process and the children it forks"},
+	{"target", 't', true, "SELECTOR",
+	 "processes matching comm=, exe=, cgroup=, pid=, cmdline~,\n"
+	 "container=, image=, pod=, namespace=, unit="},
+	{"freq", 'F', true, "HZ", "samples per second per CPU (default 99)"},
+	{"count", 'c', true, "PERIOD", "one sample every PERIOD events instead"},
+	{"event", 'e', true, "EVENT", "sampling event (default cpu-clock)"},
+	{NULL, 'g', true, NULL, "stacks by frame pointers (= --call-graph fp)"},
+	{"call-graph", OPT_CALLGRAPH, false, "MODE",
+	 "fp, or dwarf[,BYTES] to unwind a BYTES copy of the user\n"
+	 "stack with .eh_frame (default 8192)"},
+	{"output", 'o', true, "FILE", "folded stacks to FILE (default stdout)"},
+	{"per-cgroup", OPT_PERCG, false, NULL,
+	 "the cgroup (container identity when known) as first frame"},
+	{"demangle", OPT_DEMANGLE, false, "STYLE",
+	 "C++/Rust names: full (default, as perf -v: parameters,\n"
+	 "clone suffixes), short (as perf: no parameters), none"},
+	{"no-demangle", OPT_NO_DEMANGLE, false, NULL,
+	 "symbol names as the binary has them (= --demangle none)"},
+	{"duration", 'd', true, "SECONDS", "stop after this long (default: Ctrl-C or COMMAND's end)"},
+	{"verbose", 'v', true, NULL, "print the agent's own figures on stderr"},
+	{"help", 'h', true, NULL, NULL},
+};
+
 static void usage(FILE *f)
 {
 	fputs("usage: cgperf-agent record [-a | -G CG[,CG...] | -p PID | --target SELECTOR]\n"
 	      "                           [-F HZ | -c PERIOD] [-e EVENT] [-g | --call-graph fp|dwarf[,BYTES]]\n"
 	      "                           [-o FILE] [--per-cgroup] [--demangle=STYLE | --no-demangle]\n"
 	      "                           [--duration SECONDS | -- COMMAND...]\n"
-	      "\n"
-	      "  -a, --all-cpus          sample the whole host (default)\n"
-	      "  -G, --cgroup CG,...     only these cgroups (paths relative to the cgroup mount)\n"
-	      "  -p, --pid PID           only this process and the children it forks\n"
-	      "  -t, --target SELECTOR   processes matching comm=, exe=, cgroup=, pid=, cmdline~\n"
-	      "  -F, --freq HZ           samples per second per CPU (default 99)\n"
-	      "  -c, --count PERIOD      one sample every PERIOD events instead\n"
-	      "  -e, --event EVENT       sampling event (default cpu-clock)\n"
-	      "  -g                      stacks by frame pointers (= --call-graph fp)\n"
-	      "      --call-graph MODE   fp, or dwarf[,BYTES] to unwind a BYTES copy of the user\n"
-	      "                          stack with .eh_frame (default 8192)\n"
-	      "  -o, --output FILE       folded stacks to FILE (default stdout)\n"
-	      "      --per-cgroup        the cgroup (container identity when known) as first frame\n"
-	      "      --demangle STYLE    C++/Rust names: full (default, as perf -v: parameters,\n"
-	      "                          clone suffixes), short (as perf: no parameters), none\n"
-	      "      --no-demangle       symbol names as the binary has them (= --demangle none)\n"
-	      "  -d, --duration SECONDS  stop after this long (default: Ctrl-C or COMMAND's end)\n"
-	      "  -v, --verbose           print the agent's own figures on stderr\n",
+	      "\n",
 	      f);
+	cmd_opts_usage(f, record_opts, sizeof(record_opts) / sizeof(record_opts[0]), 26);
 }
 
 static double cpu_seconds(void)
@@ -239,9 +255,11 @@ static int parse_pid(struct record *r, struct record_args *a, const char *arg)
 
 static int parse_target(struct record *r, const char *arg)
 {
+	struct cg_rt_sources src;
 	char err[256];
 
-	r->sel = cg_selector_parse(arg, err, sizeof(err));
+	cmd_rt_sources(&src);
+	r->sel = cg_target_parse(arg, &src, err, sizeof(err));
 	if (!r->sel) {
 		fprintf(stderr, "%s: bad --target: %s\n", r->prog, err);
 		return 2;
@@ -276,41 +294,15 @@ static int parse_call_graph(struct record *r, struct record_args *a, const char 
 	return 0;
 }
 
-static int parse_demangle(struct record *r, struct record_args *a, const char *arg)
-{
-	if (demangle_style_parse(arg, &a->dstyle) < 0) {
-		fprintf(stderr, "%s: --demangle takes full, short or none, not '%s'\n", r->prog, arg);
-		return 2;
-	}
-	return 0;
-}
-
 /* The options into @r and @a: 0, or the exit status (usage errors 2). */
 static int parse_args(struct record *r, struct record_args *a, int argc, char **argv)
 {
-	enum { OPT_CALLGRAPH = 256, OPT_PERCG, OPT_DEMANGLE, OPT_NO_DEMANGLE };
-	static const struct option longopts[] = {
-		{"all-cpus", no_argument, NULL, 'a'},
-		{"cgroup", required_argument, NULL, 'G'},
-		{"pid", required_argument, NULL, 'p'},
-		{"target", required_argument, NULL, 't'},
-		{"freq", required_argument, NULL, 'F'},
-		{"count", required_argument, NULL, 'c'},
-		{"event", required_argument, NULL, 'e'},
-		{"call-graph", required_argument, NULL, OPT_CALLGRAPH},
-		{"output", required_argument, NULL, 'o'},
-		{"per-cgroup", no_argument, NULL, OPT_PERCG},
-		{"demangle", required_argument, NULL, OPT_DEMANGLE},
-		{"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
-		{"duration", required_argument, NULL, 'd'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
+	struct cmd_getopt g;
 	int opt, ret = 0;
 
+	cmd_getopt_init(&g, record_opts, sizeof(record_opts) / sizeof(record_opts[0]), true);
 	optind = 1;
-	while (!ret && (opt = getopt_long(argc, argv, "+aG:p:t:F:c:e:go:d:vh", longopts, NULL)) != -1) {
+	while (!ret && (opt = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
 		switch (opt) {
 		case 'a': a->all = true; break;
 		case 'G': ret = cmd_join_csv(&a->groups_arg, optarg) ? 1 : 0; break;
@@ -329,7 +321,7 @@ static int parse_args(struct record *r, struct record_args *a, int argc, char **
 		case OPT_CALLGRAPH: ret = parse_call_graph(r, a, optarg); break;
 		case 'o': a->outpath = optarg; break;
 		case OPT_PERCG: a->per_cgroup = true; break;
-		case OPT_DEMANGLE: ret = parse_demangle(r, a, optarg); break;
+		case OPT_DEMANGLE: ret = cmd_parse_demangle(r->prog, optarg, &a->dstyle); break;
 		case OPT_NO_DEMANGLE: a->dstyle = DEMANGLE_NONE; break;
 		case 'd': ret = cmd_parse_seconds(r->prog, "--duration", optarg, &a->duration); break;
 		case 'v': a->verbose = true; break;
@@ -629,7 +621,7 @@ out:
 		fprintf(stderr, "%s: cgroup %s left behind: %s\n", r->prog, trans_abs,
 			strerror(errno));
 	free(trans_abs);
-	cmd_dirs_free(cgdirs, ncgdirs);
+	strv_free(cgdirs, ncgdirs);
 	free(cpus);
 	return ret;
 }
@@ -662,7 +654,7 @@ out:
 	stacks_free(r.st);
 	refusals_stop();
 	fold_free(r.pidsel);
-	cg_selector_free(r.sel);
+	cg_target_free(r.sel);
 	free(r.mount);
 	return ret;
 }

@@ -64,6 +64,7 @@
 #include "lib/clock.h"
 
 #include "agent/cmd/run.h"
+#include "lib/grow.h"
 
 #define RUN_PROG "cgperf-agent run"
 
@@ -114,14 +115,12 @@ static void agent_id(const char *file, char *out, size_t len)
 
 /* ---- cgroups ------------------------------------------------------------ */
 
-static bool wanted(const struct agent *a, const char *path, const struct cg_identity *id)
+static bool wanted(struct agent *a, const char *path, const struct cg_identity *id)
 {
-	if (!config_cgroup_wanted(a->cfg, path))
-		return false;
 	if (a->cfg->cgroups.containers_only && !id->container_id[0] && !id->pod_uid[0] &&
 	    !id->container_name[0])
 		return false;
-	return true;
+	return run_identity_wanted(a, path, id) == 1;
 }
 
 struct rcg *run_cg_find(struct agent *a, const char *path)
@@ -142,15 +141,8 @@ void run_cg_add(struct agent *a, const char *path)
 	cg_identity_parse(path, &id);
 	if (!wanted(a, path, &id) || run_cg_find(a, path))
 		return;
-	if (a->ncg == a->capcg) {
-		size_t nc = a->capcg ? a->capcg * 2 : 64;
-		struct rcg *v = realloc(a->cg, nc * sizeof(*v));
-
-		if (!v)
-			return;
-		a->cg = v;
-		a->capcg = nc;
-	}
+	if (GROW_ARRAY(a->cg, a->ncg, a->capcg, 64) < 0)
+		return;
 	c = &a->cg[a->ncg];
 	memset(c, 0, sizeof(*c));
 	c->path = strdup(path);
@@ -176,6 +168,8 @@ void run_cg_add(struct agent *a, const char *path)
 	}
 	free(abs);
 	a->ncg++;
+	if (a->rt)
+		cg_rtcache_want(a->rt, path);
 }
 
 static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
@@ -189,6 +183,8 @@ static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
 		c = run_cg_find(a, path);
 		if (c)
 			c->removed = true; /* reported once more, then dropped */
+		cg_rtcache_forget(a->rt, path);
+		run_identity_gone(a, path);
 	} else {
 		struct cg_tree *t = cg_tree_scan(a->mount);
 
@@ -271,15 +267,8 @@ static struct pcell *pcell_get(struct agent *a, uint32_t probe, uint64_t cgroup)
 	if (!slot)
 		return NULL;
 	if (!*slot) {
-		if (a->npc == a->cappc) {
-			size_t nc = a->cappc ? a->cappc * 2 : 64;
-			struct pcell *v = realloc(a->pc, nc * sizeof(*v));
-
-			if (!v)
-				return NULL;
-			a->pc = v;
-			a->cappc = nc;
-		}
+		if (GROW_ARRAY(a->pc, a->npc, a->cappc, 64) < 0)
+			return NULL;
 		memset(&a->pc[a->npc], 0, sizeof(a->pc[0]));
 		a->pc[a->npc].probe = k.probe;
 		a->pc[a->npc].cgroup = k.cgroup;
@@ -572,7 +561,7 @@ int cmd_run(int argc, char **argv)
 	bool print = false;
 	double duration = 0;
 	int ret, sfd = -1, push_mode = -1;
-	sigset_t mask, oldmask;
+	sigset_t oldmask;
 
 	ret = parse_args(argc, argv, &path, &print, &duration, &push_mode);
 	if (ret >= 0)
@@ -589,10 +578,16 @@ int cmd_run(int argc, char **argv)
 		config_free(a.cfg);
 		return 0;
 	}
-	ret = 0;
-	a.mount = cmd_perf_cgroup_mount(RUN_PROG);
+	/* From here on everything goes through the log, in the config's format. */
+	if (run_log_setup(a.cfg) < 0 || !(a.mount = cmd_perf_cgroup_find(err, sizeof(err)))) {
+		if (!a.mount)
+			log_kv(LOG_ERROR, "cannot find the cgroup hierarchy", "error", err, NULL);
+		ret = 1;
+		goto out;
+	}
 	a.ncpu = cpumap_online(&a.cpus);
-	if (!a.mount || a.ncpu < 0) {
+	if (a.ncpu < 0) {
+		log_kv(LOG_ERROR, "cannot read the online CPUs", "error", strerror(-a.ncpu), NULL);
 		ret = 1;
 		goto out;
 	}
@@ -600,12 +595,12 @@ int cmd_run(int argc, char **argv)
 	cmd_raise_nofile();
 	/* Block before any thread exists (the push senders inherit the mask), so
 	 * the signals only ever arrive through the signalfd. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, &oldmask);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	sfd = cmd_signalfd(&oldmask, false);
+	if (sfd < 0) {
+		log_kv(LOG_ERROR, "cannot receive signals", "error", strerror(-sfd), NULL);
+		ret = 1;
+		goto out;
+	}
 	/* Counted for the agent's life, across reloads. */
 	if (refusals_start(run_refusal_notice, NULL) < 0) {
 		ret = 1;

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "agent/cmd/cmd.h"
+#include "agent/cmd/cmd_rt.h"
 #include "agent/cmd/stat.h"
 #include "agent/perf/counters.h"
 #include "agent/perf/cpumap.h"
@@ -45,10 +46,25 @@
 #include "cgroup/mount.h"
 #include "cgroup/tree.h"
 #include "cgroup/watch.h"
+#include "lib/grow.h"
 
 static const char *const default_events[] = {
 	"task-clock", "context-switches", "cpu-migrations", "page-faults",
 	"cycles",     "instructions",     "branches",       "branch-misses",
+};
+
+static const struct cmd_opt stat_opts[] = {
+	{"all-cgroups", 'a', true, NULL, "count every cgroup of the host, following new ones"},
+	{"cgroup", 'G', true, "CG,...", "count these cgroups (paths relative to the cgroup mount)"},
+	{"for-each-cgroup", 'R', false, "RE", "count every cgroup whose path matches the regex"},
+	{"event", 'e', true, "EV,...", "events, as perf names them (default: perf stat's set)"},
+	{"interval", 'I', true, "MSEC", "print deltas every MSEC milliseconds"},
+	{"interval-print", 'I', false, "MSEC", NULL},
+	{"duration", 'd', true, "SECONDS", "stop after this long (default: Ctrl-C or COMMAND's end)"},
+	{"json", 'j', true, NULL, "JSON Lines on stdout, one object per cgroup and event"},
+	{"list-events", 'l', true, NULL, "list the event names this command knows"},
+	{"verbose", 'v', true, NULL, "print the agent's own costs (setup, reads) on stderr"},
+	{"help", 'h', true, NULL, NULL},
 };
 
 static void usage(FILE *f)
@@ -56,17 +72,10 @@ static void usage(FILE *f)
 	fputs("usage: cgperf-agent stat [-a | -G CG[,CG...] | --for-each-cgroup REGEX]\n"
 	      "                         [-e EVENT[,EVENT...]] [-I MSEC] [--json]\n"
 	      "                         [--duration SECONDS | -- COMMAND [ARGS...]]\n"
-	      "\n"
-	      "  -a, --all-cgroups        count every cgroup of the host, following new ones\n"
-	      "  -G, --cgroup CG,...      count these cgroups (paths relative to the cgroup mount)\n"
-	      "      --for-each-cgroup RE count every cgroup whose path matches the regex\n"
-	      "  -e, --event EV,...       events, as perf names them (default: perf stat's set)\n"
-	      "  -I, --interval MSEC      print deltas every MSEC milliseconds\n"
-	      "  -d, --duration SECONDS   stop after this long (default: Ctrl-C or COMMAND's end)\n"
-	      "  -j, --json               JSON Lines on stdout, one object per cgroup and event\n"
-	      "  -l, --list-events        list the event names this command knows\n"
-	      "  -v, --verbose            print the agent's own costs (setup, reads) on stderr\n"
-	      "\n"
+	      "\n",
+	      f);
+	cmd_opts_usage(f, stat_opts, sizeof(stat_opts) / sizeof(stat_opts[0]), 27);
+	fputs("\n"
 	      "With -- COMMAND and no cgroup option, COMMAND runs in a new cgroup that is counted.\n",
 	      f);
 }
@@ -124,15 +133,8 @@ static size_t split_commas(char *s, char ***out, size_t *cap, size_t n)
 	char *save = NULL;
 
 	for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (n == *cap) {
-			size_t nc = *cap ? *cap * 2 : 8;
-			char **v = realloc(*out, nc * sizeof(*v));
-
-			if (!v)
-				return n;
-			*out = v;
-			*cap = nc;
-		}
+		if (GROW_ARRAY(*out, n, *cap, 8) < 0)
+			return n;
 		(*out)[n++] = t;
 	}
 	return n;
@@ -169,15 +171,8 @@ static int add_target(struct stat_ctx *c, const char *rel)
 
 	if (find_target(c, rel))
 		return 0;
-	if (c->ntg == c->captg) {
-		size_t nc = c->captg ? c->captg * 2 : 32;
-		struct target *v = realloc(c->tg, nc * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		c->tg = v;
-		c->captg = nc;
-	}
+	if (GROW_ARRAY(c->tg, c->ntg, c->captg, 32) < 0)
+		return -ENOMEM;
 	abs = abs_path(c, rel);
 	if (!abs)
 		return -ENOMEM;
@@ -197,6 +192,8 @@ static int add_target(struct stat_ctx *c, const char *rel)
 	t->slot = slot;
 	t->id = id;
 	cg_identity_parse(rel, &t->ident);
+	if (c->rt)
+		cg_rtcache_want(c->rt, rel);
 	c->ntg++;
 	return 0;
 }
@@ -407,25 +404,13 @@ static int parse_interval(struct stat_ctx *c, const char *s)
 /* The options into @c and @a: 0, or the exit status (usage errors 2). */
 static int parse_args(struct stat_ctx *c, struct stat_args *a, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"all-cgroups", no_argument, NULL, 'a'},
-		{"cgroup", required_argument, NULL, 'G'},
-		{"for-each-cgroup", required_argument, NULL, 'R'},
-		{"event", required_argument, NULL, 'e'},
-		{"interval", required_argument, NULL, 'I'},
-		{"interval-print", required_argument, NULL, 'I'},
-		{"duration", required_argument, NULL, 'd'},
-		{"json", no_argument, NULL, 'j'},
-		{"list-events", no_argument, NULL, 'l'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
+	struct cmd_getopt g;
 	enum select_mode want;
 	int opt, ret = 0;
 
+	cmd_getopt_init(&g, stat_opts, sizeof(stat_opts) / sizeof(stat_opts[0]), true);
 	optind = 1;
-	while (!ret && (opt = getopt_long(argc, argv, "+aG:e:I:d:jlvh", longopts, NULL)) != -1) {
+	while (!ret && (opt = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
 		want = opt == 'a' ? SEL_ALL : opt == 'G' ? SEL_NAMED : opt == 'R' ? SEL_REGEX : SEL_NONE;
 		if (want != SEL_NONE && c->mode != SEL_NONE && (c->mode != want || want == SEL_REGEX)) {
 			fprintf(stderr, "%s: choose one of -a, -G and --for-each-cgroup\n", c->prog);
@@ -599,6 +584,7 @@ static int stat_run(struct stat_ctx *c, struct stat_args *a, struct workload *w)
 	uint64_t setup_t0 = clock_mono_ns();
 
 	c->ctr = counters_new(c->evs, c->nev, cpus, (size_t)ncpu);
+	c->rt = cmd_rt_cache_new();
 	ret = c->ctr ? select_targets(c, a, &watch) : 1;
 	if (ret || (ret = workload_start(w, c->prog, a->cmd, c->transient)))
 		goto out;
@@ -666,6 +652,7 @@ int cmd_stat(int argc, char **argv)
 out:
 	workload_release(&w);
 	counters_free(c.ctr);
+	cg_rtcache_free(c.rt);
 	remove_transient(&c);
 	for (size_t i = 0; i < c.ntg; i++)
 		free(c.tg[i].path);

@@ -55,6 +55,48 @@
 #include "cgroup/identity.h"
 #include "cgroup/proc.h"
 #include "cgroup/tree.h"
+#include "lib/grow.h"
+#include "lib/strv.h"
+
+enum {
+	OPT_HIST = 256,
+	OPT_LAT,
+	OPT_STACKS,
+	OPT_FILTER,
+	OPT_PERPID,
+	OPT_CALLGRAPH,
+	OPT_DEMANGLE,
+	OPT_NO_DEMANGLE,
+};
+
+static const struct cmd_opt trace_opts[] = {
+	{"event", 'e', true, "PROBE",
+	 "u:BINARY:SYMBOL[+OFF][%return] [NAME=%REG...]\n"
+	 "sdt:PROVIDER:NAME[@BINARY] [NAME=argN...]\n"
+	 "SUBSYS:EVENT [FIELD...]"},
+	{"hist", OPT_HIST, false, "ARG", "log2 histogram of argument ARG of the probes that have it"},
+	{"latency", OPT_LAT, false, "S[,E]",
+	 "time from probe S to probe E on the same thread; with one\n"
+	 "u: probe, from the function's entry to its return"},
+	{"stacks", OPT_STACKS, false, NULL,
+	 "fold the user+kernel stacks at every hit (frame pointers)"},
+	{"call-graph", OPT_CALLGRAPH, false, "MODE", "fp or dwarf: how --stacks unwinds user stacks"},
+	{"demangle", OPT_DEMANGLE, false, "STYLE",
+	 "C++/Rust names in --stacks: full (default, as perf -v),\n"
+	 "short (as perf: no parameters), none"},
+	{"no-demangle", OPT_NO_DEMANGLE, false, NULL,
+	 "names as the binary has them (= --demangle none)"},
+	{"filter", OPT_FILTER, false, "EXPR", "kernel filter for the tracepoints ('count > 100')"},
+	{"all-cpus", 'a', true, NULL, "every process of the host (default without COMMAND)"},
+	{"cgroup", 'G', true, "CG,...", "only these cgroups"},
+	{"pid", 'p', true, "PID", "only this process and its children"},
+	{"per-pid", OPT_PERPID, false, NULL, "a row per process as well as per cgroup"},
+	{"json", 'j', true, NULL, "JSON Lines on stdout"},
+	{"duration", 'd', true, "SECONDS", "stop after this long"},
+	{"list", 'l', true, "BINARY", "the functions and SDT probes BINARY offers"},
+	{"verbose", 'v', true, NULL, "name each container file refused (docs/security.md)"},
+	{"help", 'h', true, NULL, NULL},
+};
 
 static void usage(FILE *f)
 {
@@ -63,28 +105,9 @@ static void usage(FILE *f)
 	      "                          [--per-pid] [--json] [--demangle=STYLE | --no-demangle]\n"
 	      "                          [--duration SECONDS | -- COMMAND...]\n"
 	      "       cgperf-agent trace --list BINARY\n"
-	      "\n"
-	      "  -e, --event PROBE       u:BINARY:SYMBOL[+OFF][%return] [NAME=%REG...]\n"
-	      "                          sdt:PROVIDER:NAME[@BINARY] [NAME=argN...]\n"
-	      "                          SUBSYS:EVENT [FIELD...]\n"
-	      "      --hist ARG          log2 histogram of argument ARG of the probes that have it\n"
-	      "      --latency S[,E]     time from probe S to probe E on the same thread; with one\n"
-	      "                          u: probe, from the function's entry to its return\n"
-	      "      --stacks            fold the user+kernel stacks at every hit (frame pointers)\n"
-	      "      --call-graph MODE   fp or dwarf: how --stacks unwinds user stacks\n"
-	      "      --demangle STYLE    C++/Rust names in --stacks: full (default, as perf -v),\n"
-	      "                          short (as perf: no parameters), none\n"
-	      "      --no-demangle       names as the binary has them (= --demangle none)\n"
-	      "      --filter EXPR       kernel filter for the tracepoints ('count > 100')\n"
-	      "  -a, --all-cpus          every process of the host (default without COMMAND)\n"
-	      "  -G, --cgroup CG,...     only these cgroups\n"
-	      "  -p, --pid PID           only this process and its children\n"
-	      "      --per-pid           a row per process as well as per cgroup\n"
-	      "  -j, --json              JSON Lines on stdout\n"
-	      "  -d, --duration SECONDS  stop after this long\n"
-	      "  -l, --list BINARY       the functions and SDT probes BINARY offers\n"
-	      "  -v, --verbose           name each container file refused (docs/security.md)\n",
+	      "\n",
 	      f);
+	cmd_opts_usage(f, trace_opts, sizeof(trace_opts) / sizeof(trace_opts[0]), 26);
 }
 
 /* ---- aggregation -------------------------------------------------------- */
@@ -102,15 +125,8 @@ static struct cell *cell_get(struct trace *t, uint32_t probe, uint64_t cgroup, u
 		return NULL;
 	}
 	if (!*slot) {
-		if (t->n == t->cap) {
-			size_t nc = t->cap ? t->cap * 2 : 64;
-			struct cell *v = realloc(t->v, nc * sizeof(*v));
-
-			if (!v)
-				return NULL;
-			t->v = v;
-			t->cap = nc;
-		}
+		if (GROW_ARRAY(t->v, t->n, t->cap, 64) < 0)
+			return NULL;
 		memset(&t->v[t->n], 0, sizeof(t->v[0]));
 		t->v[t->n].probe = k.probe;
 		t->v[t->n].pid = k.pid;
@@ -389,40 +405,12 @@ static int add_spec(const char *prog, struct trace_args *a, const char *spec)
 /* The options into @t and @a: 0, or the exit status (usage errors 2). */
 static int parse_args(struct trace *t, struct trace_args *a, int argc, char **argv)
 {
-	enum {
-		OPT_HIST = 256,
-		OPT_LAT,
-		OPT_STACKS,
-		OPT_FILTER,
-		OPT_PERPID,
-		OPT_CALLGRAPH,
-		OPT_DEMANGLE,
-		OPT_NO_DEMANGLE,
-	};
-	static const struct option longopts[] = {
-		{"event", required_argument, NULL, 'e'},
-		{"hist", required_argument, NULL, OPT_HIST},
-		{"latency", required_argument, NULL, OPT_LAT},
-		{"stacks", no_argument, NULL, OPT_STACKS},
-		{"call-graph", required_argument, NULL, OPT_CALLGRAPH},
-		{"demangle", required_argument, NULL, OPT_DEMANGLE},
-		{"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
-		{"filter", required_argument, NULL, OPT_FILTER},
-		{"all-cpus", no_argument, NULL, 'a'},
-		{"cgroup", required_argument, NULL, 'G'},
-		{"pid", required_argument, NULL, 'p'},
-		{"per-pid", no_argument, NULL, OPT_PERPID},
-		{"json", no_argument, NULL, 'j'},
-		{"duration", required_argument, NULL, 'd'},
-		{"list", required_argument, NULL, 'l'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
+	struct cmd_getopt g;
 	int opt, ret = 0;
 
+	cmd_getopt_init(&g, trace_opts, sizeof(trace_opts) / sizeof(trace_opts[0]), true);
 	optind = 1;
-	while (!ret && (opt = getopt_long(argc, argv, "+e:aG:p:jd:l:vh", longopts, NULL)) != -1) {
+	while (!ret && (opt = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
 		switch (opt) {
 		case 'e': ret = add_spec(t->prog, a, optarg); break;
 		case OPT_HIST: t->hist_name = optarg; break;
@@ -430,13 +418,7 @@ static int parse_args(struct trace *t, struct trace_args *a, int argc, char **ar
 		case OPT_STACKS: a->want_stacks = true; break;
 		case OPT_CALLGRAPH: ret = parse_call_graph(t->prog, a, optarg); break;
 		case OPT_FILTER: a->filter = optarg; break;
-		case OPT_DEMANGLE:
-			if (demangle_style_parse(optarg, &a->dstyle) < 0) {
-				fprintf(stderr, "%s: --demangle takes full, short or none, not '%s'\n",
-					t->prog, optarg);
-				ret = 2;
-			}
-			break;
+		case OPT_DEMANGLE: ret = cmd_parse_demangle(t->prog, optarg, &a->dstyle); break;
 		case OPT_NO_DEMANGLE: a->dstyle = DEMANGLE_NONE; break;
 		case OPT_PERPID: t->per_pid = true; break;
 		case 'a': a->all = true; break;
@@ -490,11 +472,30 @@ static int split_latency(const char *prog, struct trace_args *a)
 	return a->lat_a && a->lat_b ? 0 : 1;
 }
 
-/* Resolve every probe before opening anything: errors leave nothing behind. */
+static int resolve_each(struct trace *t, const struct trace_args *a, size_t nspecs,
+			const int *pids, size_t npids);
+
+/* Resolve every probe before opening anything: errors leave nothing behind.
+ * Binaries are looked for among the traced processes first: -p's, or
+ * those in the -G cgroups (cmd_cgroup_pids()). */
 static int resolve_probes(struct trace *t, const struct trace_args *a)
 {
-	size_t nspecs = a->nspecs;
-	int pids[1] = {(int)a->pid};
+	size_t nspecs = a->nspecs, npids = a->pid > 0;
+	int one[1] = {(int)a->pid}, *pids = a->pid > 0 ? one : NULL, *cgpids = NULL;
+	int ret = 0;
+
+	if (a->groups && !a->pid && cmd_cgroup_pids(t->prog, a->groups, &cgpids, &npids))
+		return 1;
+	if (cgpids)
+		pids = cgpids;
+	ret = resolve_each(t, a, nspecs, pids, npids);
+	free(cgpids);
+	return ret;
+}
+
+static int resolve_each(struct trace *t, const struct trace_args *a, size_t nspecs,
+			const int *pids, size_t npids)
+{
 
 	for (size_t i = 0; i < nspecs + (a->latency ? 2 : 0); i++) {
 		const char *spec = i < nspecs ? a->specs[i] : (i == nspecs ? a->lat_a : a->lat_b);
@@ -511,8 +512,7 @@ static int resolve_probes(struct trace *t, const struct trace_args *a)
 				continue;
 			}
 		}
-		rc = probe_resolve(spec, a->pid > 0 ? pids : NULL, a->pid > 0 ? 1 : 0,
-				   &t->pr[t->npr].p, err, sizeof(err));
+		rc = probe_resolve(spec, pids, npids, &t->pr[t->npr].p, err, sizeof(err));
 		if (rc) {
 			fprintf(stderr, "%s: %s\n", t->prog, err);
 			return rc == -ENOMEM ? 1 : 2;
@@ -838,7 +838,7 @@ out:
 	if (trans_abs && rmdir(trans_abs) < 0 && errno != ENOENT)
 		fprintf(stderr, "%s: cgroup %s left behind: %s\n", t->prog, trans_abs, strerror(errno));
 	free(trans_abs);
-	cmd_dirs_free(cgdirs, ncgdirs);
+	strv_free(cgdirs, ncgdirs);
 	free(cpus);
 	return ret;
 }

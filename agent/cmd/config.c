@@ -33,10 +33,12 @@
 #include <yaml.h>
 
 #include "agent/cmd/config.h"
+#include "agent/cmd/config_internal.h"
 #include "agent/perf/events.h"
 #include "agent/perf/probe_spec.h"
 #include "lib/strv.h"
 #include "lib/suggest.h"
+#include "lib/slurp.h"
 #include "lib/units.h"
 #include "lib/ydoc.h"
 
@@ -92,6 +94,7 @@ struct config *config_defaults(void)
 	c->push.retry.max_ms = 60 * MS_S;
 	c->log.format = CONFIG_LOG_LOGFMT;
 	c->log.level = CONFIG_LOG_INFO;
+	config_identity_defaults(c);
 	return c;
 err:
 	config_free(c);
@@ -126,13 +129,14 @@ void config_free(struct config *c)
 	free(c->push.tls.key_file);
 	free(c->push.spool.dir);
 	free(c->metrics.listen);
+	config_identity_free(c);
 	free(c);
 }
 
 /* ---- the schema ---- */
 
 static const char *const top_keys[] = {"host", "cgroups", "counters", "sampling", "symbols",
-				       "probes", "push", "log", "metrics", NULL};
+				       "probes", "push", "log", "metrics", "identity", NULL};
 static const char *const host_keys[] = {"name", "agent_id_file", NULL};
 static const char *const cgroups_keys[] = {"include", "exclude", "containers_only", NULL};
 static const char *const counters_keys[] = {"events", "enabled", NULL};
@@ -157,6 +161,7 @@ static const struct section {
 	{"push", push_keys},
 	{"push.tls", tls_keys},	   {"push.spool", spool_keys}, {"push.retry", retry_keys},
 	{"log", log_keys},	   {"metrics", metrics_keys},
+	{"identity", config_identity_keys},
 };
 
 const char *const config_call_graph_names[] = {"fp", "dwarf", NULL};
@@ -374,6 +379,86 @@ static int probe_has_arg(const char *v, const char *arg, char *names, size_t len
 
 /* ---- sections ---- */
 
+/* The plain keys of each section, read by ydoc_fields() into struct config. */
+#define CF(member) offsetof(struct config, member)
+_Static_assert(sizeof(enum config_call_graph) == sizeof(int) &&
+		       sizeof(enum config_log_format) == sizeof(int) &&
+		       sizeof(enum config_log_level) == sizeof(int) &&
+		       sizeof(enum config_push_mode) == sizeof(int),
+	       "ydoc_fields reads enums as int");
+static const struct ydoc_field host_fields[] = {
+	{.key = "agent_id_file", .kind = YDOC_F_STRING, .off = CF(host.agent_id_file),
+	 .expected = "a file path"},
+};
+static const struct ydoc_field sampling_fields[] = {
+	{.key = "enabled", .kind = YDOC_F_BOOL, .off = CF(sampling.enabled)},
+	{.key = "frequency", .kind = YDOC_F_UINT, .off = CF(sampling.frequency),
+	 .min = 1, .max = 10000},
+	{.key = "call_graph", .kind = YDOC_F_ENUM, .off = CF(sampling.call_graph),
+	 .names = config_call_graph_names},
+};
+static const struct ydoc_field push_fields[] = {
+	{.key = "interval", .kind = YDOC_F_DURATION_MS, .off = CF(push.interval_ms),
+	 .min = MS_S, .max = MS_H},
+	{.key = "token_file", .kind = YDOC_F_STRING, .off = CF(push.token_file),
+	 .flags = YDOC_NULLABLE, .expected = "a file path"},
+	{.key = "timeout", .kind = YDOC_F_DURATION_MS, .off = CF(push.timeout_ms),
+	 .min = 100, .max = 10 * MS_M},
+	{.key = "mode", .kind = YDOC_F_ENUM, .off = CF(push.mode),
+	 .names = config_push_mode_names},
+	{.key = "idle_close", .kind = YDOC_F_DURATION_MS, .off = CF(push.idle_close_ms),
+	 .min = MS_S, .max = MS_H},
+};
+static const struct ydoc_field tls_fields[] = {
+	{.key = "ca_file", .kind = YDOC_F_STRING, .off = CF(push.tls.ca_file),
+	 .flags = YDOC_NULLABLE, .expected = "a file path"},
+	{.key = "cert_file", .kind = YDOC_F_STRING, .off = CF(push.tls.cert_file),
+	 .flags = YDOC_NULLABLE, .expected = "a file path"},
+	{.key = "key_file", .kind = YDOC_F_STRING, .off = CF(push.tls.key_file),
+	 .flags = YDOC_NULLABLE, .expected = "a file path"},
+	{.key = "verify", .kind = YDOC_F_BOOL, .off = CF(push.tls.verify)},
+};
+static const struct ydoc_field spool_fields[] = {
+	{.key = "dir", .kind = YDOC_F_STRING, .off = CF(push.spool.dir), .expected = "a directory"},
+	{.key = "max_bytes", .kind = YDOC_F_SIZE, .off = CF(push.spool.max_bytes),
+	 .min = UNITS_MIB, .max = UNITS_TIB},
+};
+static const struct ydoc_field retry_fields[] = {
+	{.key = "initial", .kind = YDOC_F_DURATION_MS, .off = CF(push.retry.initial_ms),
+	 .min = 10, .max = MS_H},
+	{.key = "max", .kind = YDOC_F_DURATION_MS, .off = CF(push.retry.max_ms),
+	 .min = 10, .max = 24 * MS_H},
+};
+static const struct ydoc_field log_fields[] = {
+	{.key = "format", .kind = YDOC_F_ENUM, .off = CF(log.format),
+	 .names = config_log_format_names},
+	{.key = "level", .kind = YDOC_F_ENUM, .off = CF(log.level),
+	 .names = config_log_level_names},
+};
+static const struct ydoc_field counters_fields[] = {
+	{.key = "enabled", .kind = YDOC_F_BOOL, .off = CF(counters.enabled)},
+};
+static const struct ydoc_field metrics_fields[] = {
+	{.key = "listen", .kind = YDOC_F_STRING, .off = CF(metrics.listen),
+	 .flags = YDOC_NULLABLE, .expected = "HOST:PORT"},
+};
+#undef CF
+#define FIELDS(x, m, where, t, c) ydoc_fields(x, m, where, t, sizeof(t) / sizeof(t[0]), c)
+
+/* Top-level section @key (*@m, NULL when absent) with only @keys, and its
+ * plain @fields. */
+static int section_fields(struct ydoc *x, const yaml_node_t *root, const char *key,
+			  const char *const *keys, const struct ydoc_field *fields, size_t n,
+			  struct config *c, const yaml_node_t **m)
+{
+	int rc = ydoc_section(x, root, "", key, keys, m);
+
+	return rc ? rc : ydoc_fields(x, *m, key, fields, n, c);
+}
+#define SECTION(x, root, key, c, m)                                                          \
+	section_fields(x, root, #key, key##_keys, key##_fields,                              \
+		       sizeof(key##_fields) / sizeof(key##_fields[0]), c, m)
+
 static int parse_host(struct ydoc *x, const yaml_node_t *root, struct config *c)
 {
 	const yaml_node_t *m, *v;
@@ -391,11 +476,7 @@ static int parse_host(struct ydoc *x, const yaml_node_t *root, struct config *c)
 		if (strlen(c->host.name) > HOST_NAME_MAXLEN)
 			return ydoc_fail(x, v, "host.name: longer than %d bytes", HOST_NAME_MAXLEN);
 	}
-	if ((v = ydoc_get(x, m, "agent_id_file")) &&
-	    (rc = ydoc_string(x, v, "host.agent_id_file", 0, "a file path",
-			      &c->host.agent_id_file)))
-		return rc;
-	return 0;
+	return FIELDS(x, m, "host", host_fields, c);
 }
 
 static int parse_cgroups(struct ydoc *x, const yaml_node_t *root, struct config *c)
@@ -429,13 +510,10 @@ static int parse_cgroups(struct ydoc *x, const yaml_node_t *root, struct config 
 
 static int parse_counters(struct ydoc *x, const yaml_node_t *root, struct config *c)
 {
-	const yaml_node_t *m, *v, *ev;
-	int rc = ydoc_section(x, root, "", "counters", counters_keys, &m);
+	const yaml_node_t *m, *ev;
+	int rc = SECTION(x, root, counters, c, &m);
 
 	if (rc || !m)
-		return rc;
-	if ((v = ydoc_get(x, m, "enabled")) &&
-	    (rc = ydoc_bool(x, v, "counters.enabled", &c->counters.enabled)))
 		return rc;
 	if ((ev = ydoc_get(x, m, "events")) &&
 	    (rc = ydoc_list(x, ev, "counters.events", CONFIG_MAX_EVENTS, check_event,
@@ -451,22 +529,11 @@ static int parse_counters(struct ydoc *x, const yaml_node_t *root, struct config
 static int parse_sampling(struct ydoc *x, const yaml_node_t *root, struct config *c)
 {
 	const yaml_node_t *m, *v;
-	int rc = ydoc_section(x, root, "", "sampling", sampling_keys, &m), e;
+	int rc = SECTION(x, root, sampling, c, &m);
 	uint64_t b;
 
 	if (rc || !m)
 		return rc;
-	if ((v = ydoc_get(x, m, "enabled")) &&
-	    (rc = ydoc_bool(x, v, "sampling.enabled", &c->sampling.enabled)))
-		return rc;
-	if ((v = ydoc_get(x, m, "frequency")) &&
-	    (rc = ydoc_uint(x, v, "sampling.frequency", 1, 10000, &c->sampling.frequency)))
-		return rc;
-	if ((v = ydoc_get(x, m, "call_graph"))) {
-		if ((rc = ydoc_enum(x, v, "sampling.call_graph", config_call_graph_names, &e)))
-			return rc;
-		c->sampling.call_graph = (enum config_call_graph)e;
-	}
 	if ((v = ydoc_get(x, m, "stack_bytes"))) {
 		if ((rc = ydoc_size(x, v, "sampling.stack_bytes", 8, 65528, &b)))
 			return rc;
@@ -628,13 +695,10 @@ static int parse_probes(struct ydoc *x, const yaml_node_t *root, struct config *
 static int parse_push(struct ydoc *x, const yaml_node_t *root, struct config *c,
 		      const yaml_node_t **collectors)
 {
-	const yaml_node_t *m, *s, *v, *vi, *vm;
-	int rc = ydoc_section(x, root, "", "push", push_keys, &m);
+	const yaml_node_t *m, *s, *v;
+	int rc = SECTION(x, root, push, c, &m);
 
 	if (rc || !m)
-		return rc;
-	if ((v = ydoc_get(x, m, "interval")) &&
-	    (rc = ydoc_duration_ms(x, v, "push.interval", MS_S, MS_H, &c->push.interval_ms)))
 		return rc;
 	if ((v = ydoc_get(x, m, "collectors"))) {
 		*collectors = v;
@@ -643,42 +707,10 @@ static int parse_push(struct ydoc *x, const yaml_node_t *root, struct config *c,
 				  &c->push.ncollectors)))
 			return rc;
 	}
-	if ((v = ydoc_get(x, m, "mode"))) {
-		int e;
-
-		if ((rc = ydoc_enum(x, v, "push.mode", config_push_mode_names, &e)))
-			return rc;
-		c->push.mode = (enum config_push_mode)e;
-	}
-	if ((v = ydoc_get(x, m, "token_file")) &&
-	    (rc = ydoc_string(x, v, "push.token_file", YDOC_NULLABLE, "a file path",
-			    &c->push.token_file)))
-		return rc;
-	if ((v = ydoc_get(x, m, "timeout")) &&
-	    (rc = ydoc_duration_ms(x, v, "push.timeout", 100, 10 * MS_M, &c->push.timeout_ms)))
-		return rc;
-	if ((v = ydoc_get(x, m, "idle_close")) &&
-	    (rc = ydoc_duration_ms(x, v, "push.idle_close", MS_S, MS_H, &c->push.idle_close_ms)))
-		return rc;
-
-	if ((rc = ydoc_section(x, m, "push", "tls", tls_keys, &s)))
+	if ((rc = ydoc_section(x, m, "push", "tls", tls_keys, &s)) ||
+	    (rc = FIELDS(x, s, "push.tls", tls_fields, c)))
 		return rc;
 	if (s) {
-		if ((v = ydoc_get(x, s, "ca_file")) &&
-		    (rc = ydoc_string(x, v, "push.tls.ca_file", YDOC_NULLABLE, "a file path",
-				    &c->push.tls.ca_file)))
-			return rc;
-		if ((v = ydoc_get(x, s, "cert_file")) &&
-		    (rc = ydoc_string(x, v, "push.tls.cert_file", YDOC_NULLABLE, "a file path",
-				    &c->push.tls.cert_file)))
-			return rc;
-		if ((v = ydoc_get(x, s, "key_file")) &&
-		    (rc = ydoc_string(x, v, "push.tls.key_file", YDOC_NULLABLE, "a file path",
-				    &c->push.tls.key_file)))
-			return rc;
-		if ((v = ydoc_get(x, s, "verify")) &&
-		    (rc = ydoc_bool(x, v, "push.tls.verify", &c->push.tls.verify)))
-			return rc;
 		if (!c->push.tls.cert_file != !c->push.tls.key_file)
 			return ydoc_fail(
 				x, s,
@@ -686,30 +718,16 @@ static int parse_push(struct ydoc *x, const yaml_node_t *root, struct config *c,
 				c->push.tls.cert_file ? "key_file" : "cert_file");
 	}
 
-	if ((rc = ydoc_section(x, m, "push", "spool", spool_keys, &s)))
+	if ((rc = ydoc_section(x, m, "push", "spool", spool_keys, &s)) ||
+	    (rc = FIELDS(x, s, "push.spool", spool_fields, c)))
 		return rc;
-	if (s) {
-		if ((v = ydoc_get(x, s, "dir")) &&
-		    (rc = ydoc_string(x, v, "push.spool.dir", 0, "a directory",
-				      &c->push.spool.dir)))
-			return rc;
-		if ((v = ydoc_get(x, s, "max_bytes")) &&
-		    (rc = ydoc_size(x, v, "push.spool.max_bytes", UNITS_MIB, UNITS_TIB,
-				    &c->push.spool.max_bytes)))
-			return rc;
-	}
 
-	if ((rc = ydoc_section(x, m, "push", "retry", retry_keys, &s)))
+	if ((rc = ydoc_section(x, m, "push", "retry", retry_keys, &s)) ||
+	    (rc = FIELDS(x, s, "push.retry", retry_fields, c)))
 		return rc;
 	if (s) {
-		if ((vi = ydoc_get(x, s, "initial")) &&
-		    (rc = ydoc_duration_ms(x, vi, "push.retry.initial", 10, MS_H,
-				      &c->push.retry.initial_ms)))
-			return rc;
-		if ((vm = ydoc_get(x, s, "max")) &&
-		    (rc = ydoc_duration_ms(x, vm, "push.retry.max", 10, 24 * MS_H,
-					   &c->push.retry.max_ms)))
-			return rc;
+		const yaml_node_t *vi = ydoc_get(x, s, "initial"), *vm = ydoc_get(x, s, "max");
+
 		if (c->push.retry.max_ms < c->push.retry.initial_ms) {
 			char a[32], b[32];
 
@@ -726,47 +744,19 @@ static int parse_push(struct ydoc *x, const yaml_node_t *root, struct config *c,
 	return 0;
 }
 
-static int parse_log(struct ydoc *x, const yaml_node_t *root, struct config *c)
-{
-	const yaml_node_t *m, *v;
-	int rc = ydoc_section(x, root, "", "log", log_keys, &m), e;
-
-	if (rc || !m)
-		return rc;
-	if ((v = ydoc_get(x, m, "format"))) {
-		if ((rc = ydoc_enum(x, v, "log.format", config_log_format_names, &e)))
-			return rc;
-		c->log.format = (enum config_log_format)e;
-	}
-	if ((v = ydoc_get(x, m, "level"))) {
-		if ((rc = ydoc_enum(x, v, "log.level", config_log_level_names, &e)))
-			return rc;
-		c->log.level = (enum config_log_level)e;
-	}
-	return 0;
-}
-
 static int parse_metrics(struct ydoc *x, const yaml_node_t *root, struct config *c)
 {
 	const yaml_node_t *m, *v;
-	int rc = ydoc_section(x, root, "", "metrics", metrics_keys, &m);
+	int rc = SECTION(x, root, metrics, c, &m);
 
-	if (rc || !m)
+	if (rc || !m || !(v = ydoc_get(x, m, "listen")) || !c->metrics.listen)
 		return rc;
-	if ((v = ydoc_get(x, m, "listen"))) {
-		if ((rc = ydoc_string(x, v, "metrics.listen", YDOC_NULLABLE, "HOST:PORT",
-				    &c->metrics.listen)))
-			return rc;
-		if (c->metrics.listen &&
-		    (rc = check_listen(x, v, "metrics.listen", c->metrics.listen)))
-			return rc;
-	}
-	return 0;
+	return check_listen(x, v, "metrics.listen", c->metrics.listen);
 }
 
 static int parse_root(struct ydoc *x, const yaml_node_t *root, struct config *c)
 {
-	const yaml_node_t *collectors = NULL;
+	const yaml_node_t *collectors = NULL, *m;
 	int rc;
 
 	if (ydoc_is_null(root))
@@ -779,8 +769,8 @@ static int parse_root(struct ydoc *x, const yaml_node_t *root, struct config *c)
 	    (rc = parse_cgroups(x, root, c)) || (rc = parse_counters(x, root, c)) ||
 	    (rc = parse_sampling(x, root, c)) || (rc = parse_symbols(x, root, c)) ||
 	    (rc = parse_probes(x, root, c)) ||
-	    (rc = parse_push(x, root, c, &collectors)) || (rc = parse_log(x, root, c)) ||
-	    (rc = parse_metrics(x, root, c)))
+	    (rc = parse_push(x, root, c, &collectors)) || (rc = SECTION(x, root, log, c, &m)) ||
+	    (rc = parse_metrics(x, root, c)) || (rc = config_identity_parse(x, root, c)))
 		return rc;
 	if (!c->push.ncollectors && !c->metrics.listen)
 		return ydoc_fail(
@@ -839,8 +829,9 @@ out:
 int config_load(const char *path, struct config **out, char *err, size_t errlen)
 {
 	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	int fd, rc;
+	size_t len = 0;
+	bool more = false;
+	int rc;
 
 	if (err && errlen)
 		err[0] = '\0';
@@ -855,50 +846,14 @@ int config_load(const char *path, struct config **out, char *err, size_t errlen)
 		*out = c;
 		return 0;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		goto fail_io;
+	rc = slurp_at(AT_FDCWD, path, CONFIG_MAX_FILE, &buf, &len, &more);
+	if (!rc && more)
+		rc = -EFBIG;
+	if (!rc) {
+		rc = config_parse(path, buf, len, out, err, errlen);
+		free(buf);
+		return rc;
 	}
-	for (;;) {
-		ssize_t r;
-
-		if (cap - len < 4096) {
-			char *nb;
-
-			cap = cap ? cap * 2 : 16384;
-			if (cap > CONFIG_MAX_FILE + 1)
-				cap = CONFIG_MAX_FILE + 1;
-			nb = realloc(buf, cap);
-			if (!nb) {
-				rc = -ENOMEM;
-				goto fail_fd;
-			}
-			buf = nb;
-		}
-		if (len == cap) {
-			rc = -EFBIG;
-			goto fail_fd;
-		}
-		r = read(fd, buf + len, cap - len);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			goto fail_fd;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	rc = config_parse(path, buf, len, out, err, errlen);
-	free(buf);
-	return rc;
-
-fail_fd:
-	close(fd);
-fail_io:
 	free(buf);
 	if (err && errlen) {
 		if (rc == -EFBIG)

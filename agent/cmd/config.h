@@ -29,6 +29,7 @@
 #define CONFIG_MAX_EVENTS 32       /* counters.events */
 #define CONFIG_MAX_PROBES 32       /* probes */
 #define CONFIG_MAX_COLLECTORS 16   /* push.collectors */
+#define CONFIG_MAX_LABELS 64       /* identity.labels */
 
 enum config_call_graph { CONFIG_CALL_GRAPH_FP, CONFIG_CALL_GRAPH_DWARF };
 enum config_log_format { CONFIG_LOG_LOGFMT, CONFIG_LOG_JSON };
@@ -120,6 +121,17 @@ struct config {
 	struct {
 		char *listen; /* "HOST:PORT" for the agent's own /metrics, or NULL */
 	} metrics;
+
+	struct {
+		bool runtimes;       /* ask docker/podman/containerd/CRI-O/systemd */
+		char *root;          /* the host's root as the agent sees it; NULL: "/" */
+		char *docker_socket; /* NULL: the default; "": not asked */
+		char *podman_socket;
+		uint64_t timeout_ms; /* per engine request */
+		uint64_t refresh_ms; /* a known answer is asked again after this */
+		char **labels;       /* allow-list of container label keys (globs) */
+		size_t nlabels;
+	} identity;
 };
 
 /* The embedded defaults, or NULL when out of memory. Free with config_free(). */
@@ -176,6 +188,14 @@ const char *config_glob_check(const char *glob);
  * component for zero or more components. Exposed for tests.
  */
 bool config_glob_match(const char *glob, const char *path);
+
+/* Why @v is not a list of identity terms for cgroups.include/exclude
+ * ("container=GLOB,namespace=GLOB": container, image, pod, namespace,
+ * unit), or NULL when it is one (config_identity.c). */
+const char *config_identity_check(const char *v);
+
+/* Whether container label @key is in identity.labels (config_identity.c). */
+bool config_label_wanted(const struct config *cfg, const char *key);
 
 /* Durations and sizes: lib/units.h (units_duration_ms(), units_size()). */
 

@@ -216,6 +216,15 @@ static void dump_body(struct out *o, const struct config *c)
 	section(o, "metrics");
 	key_str(o, "listen", c->metrics.listen);
 	map_end(o);
+	section(o, "identity");
+	key_bool(o, "runtimes", c->identity.runtimes);
+	key_str(o, "root", c->identity.root);
+	key_str(o, "docker_socket", c->identity.docker_socket);
+	key_str(o, "podman_socket", c->identity.podman_socket);
+	key_duration(o, "timeout", c->identity.timeout_ms);
+	key_duration(o, "refresh", c->identity.refresh_ms);
+	key_list(o, "labels", c->identity.labels, c->identity.nlabels);
+	map_end(o);
 }
 
 /* "# cgperf-agent configuration (PATH and defaults)": a comment, ASCII only. */

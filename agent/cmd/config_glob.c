@@ -101,11 +101,14 @@ bool config_cgroup_wanted(const struct config *cfg, const char *path)
 		if (cg_identity_parse(path, &id) < 0 || id.runtime == CG_RT_NONE)
 			return false;
 	}
+	/* identity items (not starting with '/') are run's, with the runtime's answer */
 	for (size_t i = 0; i < cfg->cgroups.nexclude; i++)
-		if (config_glob_match(cfg->cgroups.exclude[i], path))
+		if (cfg->cgroups.exclude[i][0] == '/' &&
+		    config_glob_match(cfg->cgroups.exclude[i], path))
 			return false;
 	for (size_t i = 0; i < cfg->cgroups.ninclude; i++)
-		if (config_glob_match(cfg->cgroups.include[i], path))
+		if (cfg->cgroups.include[i][0] == '/' &&
+		    config_glob_match(cfg->cgroups.include[i], path))
 			return true;
 	return false;
 }
@@ -115,6 +118,8 @@ const char *config_glob_check(const char *v)
 	const char *p = v;
 	struct comp c;
 
+	if (v[0] != '/' && strchr(v, '='))
+		return config_identity_check(v);
 	if (v[0] != '/')
 		return "must start with '/' (cgroup paths are from the hierarchy's root: "
 		       "\"/system.slice/*.service\")";

@@ -20,6 +20,7 @@
 #include "agent/perf/usdt.h"
 #include "agent/stacks/stacks.h"
 #include "cgroup/identity.h"
+#include "cgroup/runtime.h"
 #include "lib/hist.h"
 #include "wire/wire.h"
 
@@ -33,6 +34,7 @@ struct rcg {
 	int slot; /* counters slot, -1 without counters */
 	bool removed;
 	struct cg_identity ident;
+	struct cg_rtinfo rt; /* what the runtime said, as of the last batch */
 	uint64_t truncated[STACKS_TRUNC_N]; /* CPU stacks cut short, since start */
 };
 
@@ -60,38 +62,59 @@ struct pcell {
 	struct hist lat;
 };
 
+/*
+ * Members of a struct that can also be reached as one whole, @name (as the
+ * kernel's struct_group): run_agent_stop() frees what they point to, then
+ * zeroes the group in one go.
+ */
+#define RUN_GROUP(name, ...)                                                                   \
+	union {                                                                                \
+		struct {                                                                       \
+			__VA_ARGS__                                                            \
+		};                                                                             \
+		struct {                                                                       \
+			__VA_ARGS__                                                            \
+		} name;                                                                        \
+	}
+
 struct agent {
 	struct config *cfg;
 	char *mount;
 	int *cpus;
 	int ncpu;
-	struct ev_spec *evs;
-	size_t nev;
-	struct counters *ctr;
-	struct rcg *cg;
-	size_t ncg, capcg;
-	struct cg_watch *watch;
-	struct ev_spec sev;
-	bool have_sev;
-	struct sampler *smp;
-	struct stacks *st;  /* CPU samples */
-	struct stacks *pst; /* hits of probes with stacks: true, or NULL */
-	uint64_t root_id;   /* cgroup id of "/", for host-level stacks */
-	struct rprobe pr[CONFIG_MAX_PROBES];
-	size_t npr, cur, cur_site;
-	struct fold *cells;
-	struct pcell *pc;
-	size_t npc, cappc;
-	struct push *push;
-	struct latency *lat; /* latency endpoints, paired in time order */
-	struct fold *ids; /* cgroup id -> 1 for the cgroups the config wants */
+	uint64_t root_id; /* cgroup id of "/", for host-level stacks */
+	size_t cur, cur_site;
+	/* What run_agent_start() builds from the config; zero before it. */
+	RUN_GROUP(built,
+		struct ev_spec *evs;
+		size_t nev;
+		struct counters *ctr;
+		struct rcg *cg;
+		size_t ncg, capcg;
+		struct cg_watch *watch;
+		struct ev_spec sev;
+		bool have_sev;
+		struct sampler *smp;
+		struct stacks *st;  /* CPU samples */
+		struct stacks *pst; /* hits of probes with stacks: true, or NULL */
+		struct rprobe pr[CONFIG_MAX_PROBES];
+		size_t npr;
+		struct fold *cells;
+		struct pcell *pc;
+		size_t npc, cappc;
+		struct push *push;
+		struct latency *lat; /* latency endpoints, paired in time order */
+		struct fold *ids; /* cgroup id -> 1 for the cgroups the config wants */
+		struct selfmetrics *metrics;
+		struct fold *probe_totals; /* (probe, cgroup) -> hits since start, for /metrics */
+	);
 	char host[256], machine_id[64], agent_id[64];
 	uint64_t samples, lost;
 	uint64_t probe_lost, probe_lost_last; /* probe records the kernel dropped: ring full */
 	struct wire_self last; /* cumulative figures at the previous batch */
-	struct selfmetrics *metrics;
-	struct fold *probe_totals; /* (probe, cgroup) -> hits since start, for /metrics */
 	uint64_t batches;
+	struct cg_rtcache *rt; /* runtime identity lookups, or NULL */
+	struct run_idsel *idsel; /* cgroups.include/exclude identity items (run_identity.c) */
 };
 
 /*
@@ -113,8 +136,33 @@ void run_publish_metrics(struct agent *a);
  */
 int run_agent_start(struct agent *a);
 void run_agent_stop(struct agent *a);
+/* The log in @cfg's format and level (lib/log.h): 0 or -EINVAL. */
+int run_log_setup(const struct config *cfg);
 /* Follow the cgroup at @path when the config wants it (cmd_run.c). */
 void run_cg_add(struct agent *a, const char *path);
+/* Runtime identity (run_identity.c): the cache's life, its copy into each
+ * rcg at every batch, the wire fields (@keys/@values: room for @max
+ * allow-listed labels) and the /metrics labels of a cgroup. */
+int run_identity_start(struct agent *a);
+void run_identity_stop(struct agent *a);
+void run_identity_refresh(struct agent *a);
+void run_identity_fill(const struct agent *a, const struct rcg *c, struct wire_cgroup_info *info,
+		       const char **keys, const char **values, size_t max);
+void run_identity_metric_labels(FILE *f, const struct agent *a, const struct rcg *c);
+/*
+ * Whether the config wants the cgroup at @path (paths, containers_only,
+ * identity items of cgroups.include/exclude): 1 yes, 0 no. A cgroup whose
+ * answer depends on a runtime that has not answered yet is 0 for now and
+ * kept pending: run_identity_refresh() adds it (run_cg_add()) once known.
+ */
+int run_identity_wanted(struct agent *a, const char *path, const struct cg_identity *id);
+/* The pids in the followed cgroups (each cgroup's own cgroup.procs), at
+ * most a few thousand, for finding probe binaries; a malloc'd array, or
+ * nothing when memory runs out. */
+void run_identity_pids(struct agent *a, int **pids, size_t *n);
+/* @path went away: not pending any more. */
+void run_identity_gone(struct agent *a, const char *path);
+
 /* The first line of @path into @buf ("" when unreadable). */
 void run_read_line(const char *path, char *buf, size_t len);
 

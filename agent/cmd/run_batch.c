@@ -96,7 +96,9 @@ static int wire_cg(struct stack_ctx *sc, size_t i)
 			.unit = id->unit,
 			.slice = id->slice,
 		};
+		const char *keys[WIRE_LABELS_MAX], *values[WIRE_LABELS_MAX];
 
+		run_identity_fill(sc->a, c, &info, keys, values, WIRE_LABELS_MAX);
 		sc->cgidx[i] = wire_add_cgroup(sc->b, c->path, c->id, &info);
 	}
 	return sc->cgidx[i];
@@ -392,6 +394,7 @@ static void drop_removed(struct agent *a)
 			if (a->ctr && a->cg[i].slot >= 0)
 				counters_remove(a->ctr, a->cg[i].slot);
 			free(a->cg[i].path);
+			cg_rtinfo_release(&a->cg[i].rt);
 			continue;
 		}
 		a->cg[j++] = a->cg[i];
@@ -411,6 +414,7 @@ int run_batch(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t end_ns)
 
 	if (!b)
 		return -ENOMEM;
+	run_identity_refresh(a); /* may add cgroups: before sizing by a->ncg */
 	sc.cgidx = malloc((a->ncg + 1) * sizeof(int));
 	sc.prof = malloc((a->ncg + 1) * sizeof(int));
 	if (!sc.cgidx || !sc.prof) {

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "agent/stacks/fold.h"
 #include "lib/hist.h"
 #include "lib/log.h"
+#include "lib/prom.h"
 #include "agent/perf/latency.h"
 #include "agent/perf/probe.h"
 #include "agent/ship/push.h"
@@ -46,26 +48,126 @@
 static void cg_labels(FILE *f, const struct agent *a, const struct rcg *c)
 {
 	fputs("host=\"", f);
-	selfmetrics_label(f, a->host);
+	prom_label(f, a->host);
 	fputs("\",id=\"", f);
-	selfmetrics_label(f, c->path);
+	prom_label(f, c->path);
 	fputs("\",container=\"", f);
-	selfmetrics_label(f, c->ident.container_id[0] ? c->ident.container_id
-						       : c->ident.container_name);
+	prom_label(f, c->ident.container_id[0] ? c->ident.container_id : c->ident.container_name);
 	fputs("\",pod=\"", f);
-	selfmetrics_label(f, c->ident.pod_uid);
+	prom_label(f, c->ident.pod_uid);
 	fputs("\",unit=\"", f);
-	selfmetrics_label(f, c->ident.unit);
+	prom_label(f, c->ident.unit);
 	fputc('"', f);
+	run_identity_metric_labels(f, a, c);
 }
 
-static void self_metric(FILE *f, const struct agent *a, const char *name, const char *type,
-			const char *help, uint64_t v)
+/* One sample of a family labelled by host only (plus @reason when set). */
+static void host_sample(FILE *f, const struct agent *a, const char *name, const char *reason,
+			uint64_t v)
 {
-	fprintf(f, "# HELP cgperf_agent_%s %s\n# TYPE cgperf_agent_%s %s\ncgperf_agent_%s{host=\"",
-		name, help, name, type, name);
-	selfmetrics_label(f, a->host);
+	fprintf(f, "%s{host=\"", name);
+	prom_label(f, a->host);
+	if (reason)
+		fprintf(f, "\",reason=\"%s", reason);
 	fprintf(f, "\"} %" PRIu64 "\n", v);
+}
+
+/* The agent's own figures: families of one series each, labelled by host. */
+struct self_figure {
+	const char *name, *type, *help;
+	size_t off; /* of the value in struct self_values */
+};
+
+struct self_values {
+	uint64_t samples, lost, batches;
+	uint64_t objects; /* stacks_stats' size_t, as the other figures */
+	struct push_stats ps;
+	struct stacks_stats ss; /* CPU and probe stacks engines added up */
+};
+
+#define SV(field) offsetof(struct self_values, field)
+static const struct self_figure push_figures[] = {
+	{"cgperf_agent_samples_total", "counter", "Samples the agent processed.", SV(samples)},
+	{"cgperf_agent_lost_samples_total", "counter", "Samples lost in the ring buffers.", SV(lost)},
+	{"cgperf_agent_batches_total", "counter",
+	 "Batches built (spooled when collectors are configured).", SV(batches)},
+	{"cgperf_agent_push_failures_total", "counter",
+	 "Push requests that failed and are retried.", SV(ps.failures)},
+	{"cgperf_agent_push_maybe_delivered_total", "counter",
+	 "Failed push requests whose whole batch had been sent (the resend may be a duplicate).",
+	 SV(ps.maybe_delivered)},
+	{"cgperf_agent_push_duplicates_total", "counter",
+	 "Resent batches a collector answered it had already stored.", SV(ps.duplicates)},
+	{"cgperf_agent_push_rejected_total", "counter", "Batches a collector refused (not retried).",
+	 SV(ps.rejected)},
+	{"cgperf_agent_spool_dropped_batches_total", "counter", "Batches dropped by the spool cap.",
+	 SV(ps.spool_dropped)},
+	{"cgperf_agent_spool_bytes", "gauge", "Bytes of batches waiting in the spool.",
+	 SV(ps.spool_bytes)},
+	{"cgperf_agent_spool_batches", "gauge", "Batches waiting in the spool.", SV(ps.spool_count)},
+};
+static const struct self_figure stacks_figures[] = {
+	{"cgperf_agent_symbol_objects", "gauge",
+	 "Binaries whose symbols and unwind tables the agent holds.", SV(objects)},
+	{"cgperf_agent_symbol_objects_dropped_total", "counter",
+	 "Binaries dropped once no process mapped them.", SV(ss.objects_dropped)},
+	{"cgperf_agent_fork_maps_reads_total", "counter",
+	 "Parents' /proc/PID/maps read at a fork (children inherit them).", SV(ss.fork_seeds)},
+};
+#undef SV
+
+static void self_figures(FILE *f, const struct agent *a, const struct self_figure *fig, size_t n,
+			 const struct self_values *sv)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)sv + fig[i].off, sizeof(v));
+		prom_family(f, false, fig[i].name, fig[i].type, fig[i].help);
+		host_sample(f, a, fig[i].name, NULL, v);
+	}
+}
+
+/* The stacks engines' figures, CPU and probe engines added up. */
+static void stacks_sum(const struct agent *a, struct self_values *sv)
+{
+	struct stacks_stats pss = {0};
+
+	if (a->st)
+		stacks_stats(a->st, &sv->ss);
+	if (a->pst)
+		stacks_stats(a->pst, &pss);
+	sv->objects = sv->ss.objects + pss.objects;
+	sv->ss.objects_dropped += pss.objects_dropped;
+	sv->ss.fork_seeds += pss.fork_seeds;
+	for (int k = 0; k < STACKS_TRUNC_N; k++)
+		sv->ss.truncated[k] += pss.truncated[k];
+}
+
+static void stacks_metrics(FILE *f, const struct agent *a)
+{
+	struct self_values sv = {0};
+
+	stacks_sum(a, &sv);
+	self_figures(f, a, stacks_figures, sizeof(stacks_figures) / sizeof(stacks_figures[0]), &sv);
+	prom_family(f, false, "cgperf_agent_stacks_truncated_total", "counter",
+		    "Stacks (CPU and probe) cut short, by reason.");
+	for (int k = 0; k < STACKS_TRUNC_N; k++)
+		host_sample(f, a, "cgperf_agent_stacks_truncated_total", stacks_trunc_name(k),
+			    sv.ss.truncated[k]);
+	prom_family(f, false, "cgperf_cgroup_stacks_truncated_total", "counter",
+		    "CPU stacks of the cgroup cut short, by reason.");
+	for (size_t i = 0; i < a->ncg; i++) {
+		const uint64_t *t = a->cg[i].truncated;
+
+		if (!t[0] && !t[1] && !t[2])
+			continue; /* series appear with the first cut stack */
+		for (int k = 0; k < STACKS_TRUNC_N; k++) {
+			fputs("cgperf_cgroup_stacks_truncated_total{", f);
+			cg_labels(f, a, &a->cg[i]);
+			fprintf(f, ",reason=\"%s\"} %" PRIu64 "\n", stacks_trunc_name(k), t[k]);
+		}
+	}
 }
 
 /* The page behind /metrics: totals since the agent (or its last reload)
@@ -75,95 +177,31 @@ void run_publish_metrics(struct agent *a)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
-	struct push_stats ps = {0};
+	struct self_values sv = {.samples = a->samples, .lost = a->lost, .batches = a->batches};
+	struct refusals_figures rf;
 
 	if (!a->metrics || !(f = open_memstream(&buf, &len)))
 		return;
 	if (a->push)
-		push_stats(a->push, &ps);
-	self_metric(f, a, "samples_total", "counter", "Samples the agent processed.", a->samples);
-	self_metric(f, a, "lost_samples_total", "counter", "Samples lost in the ring buffers.",
-		    a->lost);
-	self_metric(f, a, "batches_total", "counter", "Batches built (spooled when collectors are configured).", a->batches);
-	self_metric(f, a, "push_failures_total", "counter",
-		    "Push requests that failed and are retried.", ps.failures);
-	self_metric(f, a, "push_maybe_delivered_total", "counter",
-		    "Failed push requests whose whole batch had been sent (the resend may be a duplicate).",
-		    ps.maybe_delivered);
-	self_metric(f, a, "push_duplicates_total", "counter",
-		    "Resent batches a collector answered it had already stored.", ps.duplicates);
-	self_metric(f, a, "push_rejected_total", "counter",
-		    "Batches a collector refused (not retried).", ps.rejected);
-	self_metric(f, a, "spool_dropped_batches_total", "counter",
-		    "Batches dropped by the spool cap.", ps.spool_dropped);
-	self_metric(f, a, "spool_bytes", "gauge", "Bytes of batches waiting in the spool.",
-		    ps.spool_bytes);
-	self_metric(f, a, "spool_batches", "gauge", "Batches waiting in the spool.",
-		    ps.spool_count);
-	{
-		struct refusals_figures rf;
-
-		refusals_figures(&rf);
-		fputs("# HELP cgperf_agent_files_refused_total Files of profiled processes (containers) "
-		      "the agent refused to read, by reason (docs/security.md).\n"
-		      "# TYPE cgperf_agent_files_refused_total counter\n", f);
-		for (int i = 0; i < ROOTFS_R_N; i++) {
-			fputs("cgperf_agent_files_refused_total{host=\"", f);
-			selfmetrics_label(f, a->host);
-			fprintf(f, "\",reason=\"%s\"} %" PRIu64 "\n",
-				rootfs_reason_name((enum rootfs_reason)i), rf.by_reason[i]);
-		}
-	}
-	if (a->st || a->pst) {
-		struct stacks_stats ss = {0}, pss = {0};
-
-		if (a->st)
-			stacks_stats(a->st, &ss);
-		if (a->pst)
-			stacks_stats(a->pst, &pss);
-		self_metric(f, a, "symbol_objects", "gauge",
-			    "Binaries whose symbols and unwind tables the agent holds.",
-			    ss.objects + pss.objects);
-		self_metric(f, a, "symbol_objects_dropped_total", "counter",
-			    "Binaries dropped once no process mapped them.",
-			    ss.objects_dropped + pss.objects_dropped);
-		self_metric(f, a, "fork_maps_reads_total", "counter",
-			    "Parents' /proc/PID/maps read at a fork (children inherit them).",
-			    ss.fork_seeds + pss.fork_seeds);
-		fputs("# HELP cgperf_agent_stacks_truncated_total Stacks (CPU and probe) cut short, "
-		      "by reason.\n# TYPE cgperf_agent_stacks_truncated_total counter\n",
-		      f);
-		for (int k = 0; k < STACKS_TRUNC_N; k++) {
-			fputs("cgperf_agent_stacks_truncated_total{host=\"", f);
-			selfmetrics_label(f, a->host);
-			fprintf(f, "\",reason=\"%s\"} %" PRIu64 "\n", stacks_trunc_name(k),
-				ss.truncated[k] + pss.truncated[k]);
-		}
-		fputs("# HELP cgperf_cgroup_stacks_truncated_total CPU stacks of the cgroup cut "
-		      "short, by reason.\n# TYPE cgperf_cgroup_stacks_truncated_total counter\n",
-		      f);
-		for (size_t i = 0; i < a->ncg; i++) {
-			const uint64_t *t = a->cg[i].truncated;
-
-			if (!t[0] && !t[1] && !t[2])
-				continue; /* series appear with the first cut stack */
-			for (int k = 0; k < STACKS_TRUNC_N; k++) {
-				fputs("cgperf_cgroup_stacks_truncated_total{", f);
-				cg_labels(f, a, &a->cg[i]);
-				fprintf(f, ",reason=\"%s\"} %" PRIu64 "\n", stacks_trunc_name(k),
-					a->cg[i].truncated[k]);
-			}
-		}
-	}
+		push_stats(a->push, &sv.ps);
+	self_figures(f, a, push_figures, sizeof(push_figures) / sizeof(push_figures[0]), &sv);
+	refusals_figures(&rf);
+	prom_family(f, false, "cgperf_agent_files_refused_total", "counter",
+		    "Files of profiled processes (containers) the agent refused to read, by reason "
+		    "(docs/security.md).");
+	for (int i = 0; i < ROOTFS_R_N; i++)
+		host_sample(f, a, "cgperf_agent_files_refused_total",
+			    rootfs_reason_name((enum rootfs_reason)i), rf.by_reason[i]);
+	if (a->st || a->pst)
+		stacks_metrics(f, a);
 	if (a->ctr) {
 		ssize_t tc = -1;
 
 		for (size_t e = 0; e < a->nev; e++)
 			if (a->evs[e].is_clock && strncmp(a->evs[e].name, "task-clock", 10) == 0)
 				tc = (ssize_t)e;
-		fputs("# HELP cgperf_cgroup_perf_events_total perf events counted in the cgroup "
-		      "(scaled for multiplexing).\n# TYPE cgperf_cgroup_perf_events_total counter\n",
-		      f);
+		prom_family(f, false, "cgperf_cgroup_perf_events_total", "counter",
+			    "perf events counted in the cgroup (scaled for multiplexing).");
 		for (size_t i = 0; i < a->ncg; i++) {
 			for (size_t e = 0; a->cg[i].slot >= 0 && e < a->nev; e++) {
 				struct counter_value v;
@@ -174,14 +212,13 @@ void run_publish_metrics(struct agent *a)
 				fputs("cgperf_cgroup_perf_events_total{", f);
 				cg_labels(f, a, &a->cg[i]);
 				fputs(",event=\"", f);
-				selfmetrics_label(f, a->evs[e].name);
+				prom_label(f, a->evs[e].name);
 				fprintf(f, "\"} %.0f\n", v.scaled);
 			}
 		}
 		if (tc >= 0) {
-			fputs("# HELP cgperf_cgroup_cpu_seconds_total CPU time of the cgroup's tasks "
-			      "(task-clock).\n# TYPE cgperf_cgroup_cpu_seconds_total counter\n",
-			      f);
+			prom_family(f, false, "cgperf_cgroup_cpu_seconds_total", "counter",
+				    "CPU time of the cgroup's tasks (task-clock).");
 			for (size_t i = 0; i < a->ncg; i++) {
 				struct counter_value v;
 

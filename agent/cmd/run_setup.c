@@ -57,50 +57,35 @@ static void push_log(void *arg, enum push_log_level level, const char *msg)
 void run_agent_stop(struct agent *a)
 {
 	sampler_close(a->smp);
-	a->smp = NULL;
 	for (size_t i = 0; i < a->npr; i++) {
 		for (size_t k = 0; k < a->pr[i].nsmp; k++)
 			sampler_close(a->pr[i].smp[k]);
-		a->pr[i].nsmp = 0;
 		probe_release(&a->pr[i].p);
 	}
-	a->npr = 0;
 	stacks_free(a->st);
-	a->st = NULL;
 	stacks_free(a->pst);
-	a->pst = NULL;
 	cg_watch_free(a->watch);
-	a->watch = NULL;
 	counters_free(a->ctr);
-	a->ctr = NULL;
-	for (size_t i = 0; i < a->ncg; i++)
+	for (size_t i = 0; i < a->ncg; i++) {
 		free(a->cg[i].path);
+		cg_rtinfo_release(&a->cg[i].rt);
+	}
+	run_identity_stop(a);
 	free(a->cg);
-	a->cg = NULL;
-	a->ncg = a->capcg = 0;
 	for (size_t i = 0; i < a->nev; i++)
 		ev_spec_release(&a->evs[i]);
 	free(a->evs);
-	a->evs = NULL;
-	a->nev = 0;
 	if (a->have_sev)
 		ev_spec_release(&a->sev);
-	a->have_sev = false;
 	fold_free(a->cells);
-	a->cells = NULL;
 	latency_free(a->lat);
-	a->lat = NULL;
 	fold_free(a->ids);
-	a->ids = NULL;
 	free(a->pc);
-	a->pc = NULL;
-	a->npc = a->cappc = 0;
 	push_free(a->push);
-	a->push = NULL;
 	selfmetrics_stop(a->metrics);
-	a->metrics = NULL;
 	fold_free(a->probe_totals);
-	a->probe_totals = NULL;
+	/* back to the state before the first start */
+	memset(&a->built, 0, sizeof(a->built));
 }
 
 /*
@@ -154,6 +139,7 @@ static int start_cgroups(struct agent *a)
 		return 1;
 	a->root_id = 0;
 	cg_path_id(a->mount, "", &a->root_id); /* 0 (unknown) if it fails */
+	run_identity_start(a);
 	a->watch = cg_watch_new(a->mount);
 	if (!a->watch)
 		log_kv(LOG_WARN, "cannot watch cgroups; new ones will not be followed", "error",
@@ -223,8 +209,10 @@ static int start_sampling(struct agent *a, enum stacks_mode mode)
 	return 0;
 }
 
-/* The config's probes, resolved; the probes' stacks engine if one wants it. */
-static int resolve_probes(struct agent *a, enum stacks_mode mode)
+/* The config's probes, resolved (binaries looked for among the processes of
+ * the followed cgroups first, @pids); the probes' stacks engine if one wants it. */
+static int resolve_probes_among(struct agent *a, enum stacks_mode mode, const int *pids,
+				size_t npids)
 {
 	const struct config *cfg = a->cfg;
 
@@ -235,7 +223,7 @@ static int resolve_probes(struct agent *a, enum stacks_mode mode)
 		struct rprobe *rp = &a->pr[a->npr];
 		char err[2048];
 
-		if (probe_resolve(cfg->probes[i].spec, NULL, 0, &rp->p, err, sizeof(err))) {
+		if (probe_resolve(cfg->probes[i].spec, pids, npids, &rp->p, err, sizeof(err))) {
 			log_at_line(cfg, cfg->probes[i].line, "bad probe", err);
 			return 2;
 		}
@@ -264,7 +252,7 @@ static int resolve_probes(struct agent *a, enum stacks_mode mode)
 }
 
 /* Latency ends: a probe already listed, or one added only for that. */
-static int resolve_latency_ends(struct agent *a)
+static int resolve_latency_ends(struct agent *a, const int *pids, size_t npids)
 {
 	const struct config *cfg = a->cfg;
 
@@ -284,7 +272,7 @@ static int resolve_latency_ends(struct agent *a)
 				log_kv(LOG_ERROR, "too many probes with their latency ends", NULL);
 				return 2;
 			}
-			if (probe_resolve(end, NULL, 0, &rp->p, err, sizeof(err)) < 0) {
+			if (probe_resolve(end, pids, npids, &rp->p, err, sizeof(err)) < 0) {
 				log_at_line(cfg, cfg->probes[i].line, "bad latency_end", err);
 				return 2;
 			}
@@ -298,6 +286,19 @@ static int resolve_latency_ends(struct agent *a)
 	}
 	a->lat = latency_new(4000000);
 	return a->lat ? 0 : 1;
+}
+
+static int resolve_probes(struct agent *a, enum stacks_mode mode)
+{
+	int *pids = NULL, ret;
+	size_t npids = 0;
+
+	run_identity_pids(a, &pids, &npids);
+	ret = resolve_probes_among(a, mode, pids, npids);
+	if (!ret)
+		ret = resolve_latency_ends(a, pids, npids);
+	free(pids);
+	return ret;
 }
 
 /* Every site of a USDT probe (each with its own argument specs); 0 sites
@@ -454,6 +455,12 @@ static int start_push(struct agent *a)
 	return 0;
 }
 
+int run_log_setup(const struct config *cfg)
+{
+	return log_setup(cfg->log.format == CONFIG_LOG_JSON ? "json" : "logfmt",
+			 (const char *[]){"debug", "info", "warn", "error"}[cfg->log.level]);
+}
+
 /* Build everything from a->cfg: log, counters, cgroups, sampling, probes,
  * /metrics, push. 0, 1 or 2; what is half built, run_agent_stop() frees. */
 int run_agent_start(struct agent *a)
@@ -464,12 +471,10 @@ int run_agent_start(struct agent *a)
 										    : STACKS_FP;
 	int ret;
 
-	if (log_setup(cfg->log.format == CONFIG_LOG_JSON ? "json" : "logfmt",
-		      (const char *[]){"debug", "info", "warn", "error"}[cfg->log.level]) < 0)
+	if (run_log_setup(cfg) < 0)
 		return 1;
 	if ((ret = start_counters(a)) || (ret = start_cgroups(a)) ||
-	    (ret = start_sampling(a, mode)) || (ret = resolve_probes(a, mode)) ||
-	    (ret = resolve_latency_ends(a)))
+	    (ret = start_sampling(a, mode)) || (ret = resolve_probes(a, mode)))
 		return ret;
 	for (size_t i = 0; i < a->npr; i++)
 		if ((ret = place_probe(a, &a->pr[i], mode)))

@@ -15,6 +15,7 @@
 #include "agent/perf/counters.h"
 #include "agent/perf/events.h"
 #include "cgroup/identity.h"
+#include "cgroup/runtime.h"
 
 enum select_mode { SEL_NONE, SEL_ALL, SEL_NAMED, SEL_REGEX };
 
@@ -45,6 +46,7 @@ struct stat_ctx {
 	uint64_t read_ns_total, read_ns_max, nreads;
 	int fatal;       /* exit status decided inside a callback */
 	bool header_done;
+	struct cg_rtcache *rt; /* runtime identity, looked up off the counting loop */
 };
 
 /* One -I row per cgroup and event: the deltas since the last read. */

@@ -150,9 +150,19 @@ static bool derived(const struct stat_ctx *c, const struct target *t, size_t e, 
 	return true;
 }
 
-static void label_of(const struct target *t, char *buf, size_t len)
+/* The path's label, then what the runtime calls it: "docker:0123456789ab web". */
+static void label_of(struct stat_ctx *c, const struct target *t, char *buf, size_t len,
+		     struct cg_rtinfo *ri)
 {
-	cg_identity_label(&t->ident, buf, len);
+	int n = cg_identity_label(&t->ident, buf, len);
+
+	memset(ri, 0, sizeof(*ri));
+	if (!c->rt || n < 0 || (size_t)n + 1 >= len)
+		return;
+	cg_rtcache_want(c->rt, t->path);
+	if (cg_rtcache_get(c->rt, t->path, ri) == 1 && n > 0 &&
+	    cg_rtinfo_display(ri, buf + n + 1, len - (size_t)n - 1) > 0)
+		buf[n] = ' ';
 }
 
 /* ,"KEY":"VALUE" when @value is not empty. */
@@ -173,6 +183,7 @@ static void print_json(struct stat_ctx *c, const struct target *t, size_t e, boo
 	double mv;
 	const char *mu;
 	char label[512];
+	struct cg_rtinfo ri;
 
 	counters_get(c->ctr, t->slot, e, delta, &v);
 	fputc('{', f);
@@ -184,12 +195,16 @@ static void print_json(struct stat_ctx *c, const struct target *t, size_t e, boo
 	fputs("\"cgroup\":", f);
 	json_write_string(f, t->path);
 	fprintf(f, ",\"cgroup_id\":%" PRIu64, t->id);
-	label_of(t, label, sizeof(label));
+	label_of(c, t, label, sizeof(label), &ri);
 	json_field(f, "identity", label);
 	if (t->ident.runtime != CG_RT_NONE)
 		json_field(f, "runtime", cg_runtime_name(t->ident.runtime));
 	json_field(f, "container_id", t->ident.container_id);
-	json_field(f, "container_name", t->ident.container_name);
+	json_field(f, "container_name", ri.name ? ri.name : t->ident.container_name);
+	json_field(f, "image", ri.image ? ri.image : "");
+	json_field(f, "pod_name", ri.pod_name ? ri.pod_name : "");
+	json_field(f, "namespace", ri.pod_namespace ? ri.pod_namespace : "");
+	cg_rtinfo_release(&ri);
 	if (t->ident.pod_uid[0]) {
 		json_field(f, "pod_uid", t->ident.pod_uid);
 		json_field(f, "qos", cg_qos_name(t->ident.qos));
@@ -256,8 +271,10 @@ static void print_text_line(struct stat_ctx *c, const struct target *t, size_t e
 	}
 	if (c->interval_ms) {
 		char label[512];
+		struct cg_rtinfo ri;
 
-		label_of(t, label, sizeof(label));
+		label_of(c, t, label, sizeof(label), &ri);
+		cg_rtinfo_release(&ri);
 		fprintf(f, " %s%s%s%s", t->path, label[0] ? " [" : "", label, label[0] ? "]" : "");
 	}
 	if (!v.err && v.running && derived(c, t, e, delta, elapsed_ns, &mv, &mu)) {
@@ -301,13 +318,15 @@ void stat_print_totals(struct stat_ctx *c, double elapsed_ns, const char *what)
 	for (size_t i = 0; i < c->ntg; i++) {
 		const struct target *t = &c->tg[i];
 		char label[512];
+		struct cg_rtinfo ri;
 
 		if (c->json) {
 			for (size_t e = 0; e < c->nev; e++)
 				print_json(c, t, e, false, elapsed_ns, 0);
 			continue;
 		}
-		label_of(t, label, sizeof(label));
+		label_of(c, t, label, sizeof(label), &ri);
+		cg_rtinfo_release(&ri);
 		fprintf(c->out, "\n Performance counter stats for cgroup '%s'%s%s%s%s%s:\n\n",
 			t->path, label[0] ? " [" : "", label, label[0] ? "]" : "",
 			what ? " running " : "", what ? what : "");

@@ -42,13 +42,20 @@
 #include "cgroup/proc.h"
 #include "cgroup/tree.h"
 
+#include "agent/cmd/cmd_rt.h"
 #include "agent/cmd/trace.h"
 
 /* ---- output ------------------------------------------------------------- */
 
 struct cglabels {
 	struct cg_tree *tree;
+	struct cg_rtinfo *rt; /* per tree node: the runtime's names (after tracing) */
 };
+
+static bool is_container(const void *ctx, const struct cg_node *n)
+{
+	return n->ident.container_id[0] || n->ident.pod_uid[0];
+}
 
 static const char *cg_name(const struct trace *t, const struct cglabels *cl, uint64_t id,
 			   char *buf, size_t len)
@@ -62,8 +69,15 @@ static const char *cg_name(const struct trace *t, const struct cglabels *cl, uin
 		if (n->id != id)
 			continue;
 		cg_identity_label(&n->ident, label, sizeof(label));
-		if (label[0] && (n->ident.container_id[0] || n->ident.pod_uid[0]))
+		if (label[0] && (n->ident.container_id[0] || n->ident.pod_uid[0])) {
+			size_t l = strlen(label);
+
+			/* the runtime's name after the label, when it fits */
+			if (cl->rt && l + 1 < sizeof(label) &&
+			    cg_rtinfo_display(&cl->rt[i], label + l + 1, sizeof(label) - l - 1) > 0)
+				label[l] = ' ';
 			snprintf(buf, len, "%s [%s]", n->path, label);
+		}
 		else
 			snprintf(buf, len, "%s", n->path);
 		return buf;
@@ -305,12 +319,15 @@ void trace_print_results(struct trace *t, bool json, double secs)
 	t->cells = NULL;
 	if (t->mount)
 		cl.tree = cg_tree_scan(t->mount);
+	if (cl.tree && cmd_rt_lookup_tree(cl.tree, is_container, NULL, &cl.rt) < 0)
+		cl.rt = NULL;
 	if (json)
 		print_json(t, &cl, secs);
 	else
 		print_text(t, &cl, secs);
 	if (t->stacks)
 		print_stacks(t, json);
+	cmd_rt_free(cl.rt, cl.tree ? cg_tree_count(cl.tree) : 0);
 	cg_tree_free(cl.tree);
 }
 

@@ -15,7 +15,7 @@ int workload_start(struct workload *w, const char *prog, char **argv, const char
 	int err;
 
 	w->prog = prog;
-	w->sfd = cmd_signalfd(&w->oldmask);
+	w->sfd = cmd_signalfd(&w->oldmask, true);
 	if (w->sfd < 0) {
 		fprintf(stderr, "%s: signalfd: %s\n", prog, strerror(-w->sfd));
 		return 1;

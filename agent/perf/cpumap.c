@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "agent/perf/cpumap.h"
+#include "lib/grow.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -28,7 +29,8 @@ static int parse_num(const char **p, long *out)
 int cpumap_parse(const char *text, int **out)
 {
 	const char *p = text;
-	int *v = NULL, n = 0, cap = 0;
+	int *v = NULL, n = 0;
+	size_t cap = 0;
 
 	while (*p && *p != '\n') {
 		long lo, hi;
@@ -42,16 +44,9 @@ int cpumap_parse(const char *text, int **out)
 				goto bad;
 		}
 		for (long c = lo; c <= hi; c++) {
-			if (n == cap) {
-				int ncap = cap ? cap * 2 : 16;
-				int *nv = realloc(v, (size_t)ncap * sizeof(*nv));
-
-				if (!nv) {
-					free(v);
-					return -ENOMEM;
-				}
-				v = nv;
-				cap = ncap;
+			if (GROW_ARRAY(v, n, cap, 16) < 0) {
+				free(v);
+				return -ENOMEM;
 			}
 			if (n >= CPUMAP_MAX)
 				goto bad;

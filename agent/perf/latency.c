@@ -5,6 +5,7 @@
 
 #include "agent/perf/latency.h"
 #include "agent/stacks/fold.h"
+#include "lib/grow.h"
 
 struct endpoint {
 	uint64_t time, cgroup;
@@ -47,15 +48,8 @@ int latency_add(struct latency *l, uint32_t pair, bool end, uint64_t time, uint6
 {
 	if (l->n >= l->max)
 		return -ENOSPC;
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 4096;
-		struct endpoint *v = realloc(l->v, nc * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = nc;
-	}
+	if (GROW_ARRAY(l->v, l->n, l->cap, 4096) < 0)
+		return -ENOMEM;
 	l->v[l->n++] = (struct endpoint){time, cgroup, pid, tid, pair, end};
 	return 0;
 }

@@ -54,6 +54,7 @@
 
 #include "agent/perf/events.h"
 #include "agent/perf/probe_spec.h"
+#include "lib/strv.h"
 #include "lib/suggest.h"
 #include "agent/symbols/symtab.h"
 
@@ -182,7 +183,7 @@ static int resolve_uprobe(struct probe *p, const struct probe_spec *ps, const in
 	err = probe_bin_resolve(body, pids, npids, &b, m);
 	if (err < 0)
 		goto out;
-	s = symtab_open(b.path, b.debug_root);
+	s = probe_bin_symtab(&b);
 	if (!s) {
 		err = errno ? -errno : -EIO;
 		probe_msg_add(m, "cannot read symbols of %s: %s", b.path,
@@ -326,9 +327,7 @@ static int collect_exec(void *ctx, const char *path, bool exec)
 
 static void exec_files_release(struct exec_files *ef)
 {
-	for (size_t i = 0; i < ef->n; i++)
-		free(ef->v[i]);
-	free(ef->v);
+	strv_free(ef->v, ef->n);
 	ef->v = NULL;
 	ef->n = 0;
 }
@@ -360,7 +359,7 @@ static int sdt_search_pids(const char *provider, const char *name, const int *pi
 				exec_files_release(&ef);
 				return err;
 			}
-			f.list = usdt_read(f.bin.path);
+			f.list = probe_bin_usdt(&f.bin);
 			if (f.list && usdt_find(f.list, provider, name)) {
 				*out = f;
 				exec_files_release(&ef);
@@ -418,7 +417,7 @@ static int resolve_usdt(struct probe *p, const struct probe_spec *ps, const int 
 			goto out;
 	}
 	if (!f.list) {
-		f.list = usdt_read(f.bin.path);
+		f.list = probe_bin_usdt(&f.bin);
 		if (!f.list) {
 			err = errno ? -errno : -EIO;
 			probe_msg_add(m, "cannot read SDT notes of %s: %s", f.bin.path,

@@ -20,6 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/perf/usdt.h"
+#include "agent/symbols/dso.h"
+#include "agent/symbols/symtab.h"
 #include "lib/rootfs.h"
 
 #define PROBE_MAPS_LINES (1u << 20) /* lines of one /proc/PID/maps read */
@@ -115,7 +118,26 @@ void probe_bin_release(struct probe_bin *b)
 {
 	free(b->path);
 	free(b->debug_root);
+	dso_put(b->dso);
 	b->path = b->debug_root = NULL;
+	b->dso = NULL;
+}
+
+static struct dso *bin_dso(struct probe_bin *b)
+{
+	if (!b->dso)
+		b->dso = dso_open(b->path, 0, 0);
+	return b->dso;
+}
+
+struct symtab *probe_bin_symtab(struct probe_bin *b)
+{
+	return bin_dso(b) ? symtab_new(b->dso, b->debug_root) : NULL;
+}
+
+struct usdt_list *probe_bin_usdt(struct probe_bin *b)
+{
+	return bin_dso(b) ? usdt_read_dso(b->dso) : NULL;
 }
 
 /*

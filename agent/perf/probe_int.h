@@ -31,9 +31,16 @@ const char *probe_base_name(const char *path);
 struct probe_bin {
 	char *path;	   /* to open here: plain, or /proc/PID/root/... */
 	char *debug_root;  /* "" or "/proc/PID/root" */
+	struct dso *dso;   /* the file, opened once for symbols and notes (a reference) */
 };
 
 void probe_bin_release(struct probe_bin *b);
+
+/* The symbols (the caller's to free) and the SDT notes (usdt_free) of @b's
+ * file, through one dso (agent/symbols/dso.h) opened on the first call.
+ * NULL + errno as symtab_open() and usdt_read(). */
+struct symtab *probe_bin_symtab(struct probe_bin *b);
+struct usdt_list *probe_bin_usdt(struct probe_bin *b);
 
 /* @path as mapped by @pid: a plain path when it is the same inode here, else
  * /proc/PID/root/@path. 0 or -errno. */

@@ -46,6 +46,7 @@
  * not per sample.
  */
 #include "agent/perf/sampler.h"
+#include "lib/grow.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -477,15 +478,8 @@ static void targets_release(struct targets *t)
 
 static int targets_push(struct targets *t, size_t *cap, int id)
 {
-	if (t->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		int *n = reallocarray(t->ids, ncap, sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		t->ids = n;
-		*cap = ncap;
-	}
+	if (GROW_ARRAY(t->ids, t->n, *cap, 16) < 0)
+		return -ENOMEM;
 	t->ids[t->n++] = id;
 	return 0;
 }
@@ -796,26 +790,23 @@ int sampler_drain(struct sampler *s, const struct sampler_cb *cb)
 	return total;
 }
 
+/* @n bytes of @src (NULL: zeros) into @out (NULL: nothing). */
+static void copy_out(void *out, const void *src, size_t n)
+{
+	if (out && src)
+		memcpy(out, src, n);
+	else if (out)
+		memset(out, 0, n);
+}
+
 void sampler_stats(const struct sampler *s, struct sampler_stats *out)
 {
-	if (!out)
-		return;
-	if (!s) {
-		memset(out, 0, sizeof(*out));
-		return;
-	}
-	*out = s->st;
+	copy_out(out, s ? &s->st : NULL, sizeof(*out));
 }
 
 void sampler_layout(const struct sampler *s, struct sampler_layout *out)
 {
-	if (!out)
-		return;
-	if (!s) {
-		memset(out, 0, sizeof(*out));
-		return;
-	}
-	*out = s->layout;
+	copy_out(out, s ? &s->layout : NULL, sizeof(*out));
 }
 
 int sampler_max_stack_default(void)

@@ -62,7 +62,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/symbols/elfobj.h"
+#include "agent/symbols/dso.h"
+#include "lib/grow.h"
 
 #define USDT_NOTE_OWNER "stapsdt"
 #define USDT_NOTE_TYPE 3
@@ -85,8 +86,8 @@ struct usdt_range {
 };
 
 struct usdt_elf {
-	struct elfobj obj; /* owns the fd and the Elf */
-	Elf *elf;          /* obj.elf */
+	struct dso *dso;   /* the binary (not a reference: the caller's) */
+	Elf *elf;          /* on the dso's fd, ours */
 	uint64_t file_size;
 	unsigned addr_bytes; /* 8 for ELFCLASS64, 4 for ELFCLASS32 */
 	bool msb;
@@ -339,24 +340,25 @@ int usdt_arg_value(const struct usdt_arg *a, const uint64_t *regs, uint64_t regs
 
 static void usdt_elf_close(struct usdt_elf *f)
 {
-	elfobj_close(&f->obj);
+	if (f->elf)
+		elf_end(f->elf);
 	f->elf = NULL;
 	free(f->loads);
 	free(f->secs);
 }
 
-static int usdt_elf_open(struct usdt_elf *f, const char *path)
+static int usdt_elf_open(struct usdt_elf *f, struct dso *d)
 {
-	const GElf_Ehdr *eh = &f->obj.eh;
-	int err;
+	const GElf_Ehdr *eh = dso_ehdr(d);
 
-	/* Inside a /proc/PID/root path's root, regular files only: a FIFO or a
-	 * link to a host file planted in a container is refused (elfobj.h). */
-	err = elfobj_open(&f->obj, path, ELF_C_READ_MMAP);
-	if (err < 0)
-		return err;
-	f->elf = f->obj.elf;
-	f->file_size = (uint64_t)f->obj.st.st_size;
+	/* The dso was opened inside a /proc/PID/root path's root, regular
+	 * files only: a FIFO or a link to a host file planted in a container
+	 * is refused (dso.h, elfobj.h). */
+	f->dso = d;
+	f->elf = dso_elf_begin(d);
+	if (!f->elf)
+		return -ENOEXEC;
+	f->file_size = (uint64_t)dso_stat(d)->st_size;
 	switch (eh->e_ident[EI_CLASS]) {
 	case ELFCLASS64:
 		f->addr_bytes = 8;
@@ -374,15 +376,15 @@ static int usdt_elf_open(struct usdt_elf *f, const char *path)
 
 static int usdt_elf_loads(struct usdt_elf *f)
 {
-	const struct elfobj *o = &f->obj;
+	size_t n;
+	const struct elfobj_load *l = dso_loads(f->dso, &n, NULL);
 
 	/* no program headers: nothing can be placed */
-	f->loads = calloc(o->nloads ? o->nloads : 1, sizeof(*f->loads));
+	f->loads = calloc(n ? n : 1, sizeof(*f->loads));
 	if (!f->loads)
 		return -ENOMEM;
-	for (size_t i = 0; i < o->nloads; i++)
-		f->loads[f->nloads++] = (struct usdt_range){ o->loads[i].vaddr, o->loads[i].filesz,
-							     o->loads[i].offset };
+	for (size_t i = 0; i < n; i++)
+		f->loads[f->nloads++] = (struct usdt_range){ l[i].vaddr, l[i].filesz, l[i].offset };
 	return 0;
 }
 
@@ -579,16 +581,8 @@ static int usdt_parse_note(struct usdt_elf *f, const uint8_t *desc, size_t len,
 
 static int usdt_list_push(struct usdt_list *l, struct usdt_probe *p)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 16;
-		struct usdt_probe *np;
-
-		np = realloc(l->probes, cap * sizeof(*np));
-		if (!np)
-			return -ENOMEM;
-		l->probes = np;
-		l->cap = cap;
-	}
+	if (GROW_ARRAY(l->probes, l->n, l->cap, 16) < 0)
+		return -ENOMEM;
 	l->probes[l->n++] = *p;
 	return 0;
 }
@@ -644,17 +638,32 @@ static int usdt_read_section(struct usdt_list *l, struct usdt_elf *f, Elf_Scn *s
 
 struct usdt_list *usdt_read(const char *path)
 {
-	struct usdt_elf f = { .obj = ELFOBJ_INIT };
+	struct dso *d = dso_open(path, 0, 0);
+	struct usdt_list *l;
+	int err;
+
+	if (!d)
+		return NULL;
+	l = usdt_read_dso(d);
+	err = errno;
+	dso_put(d);
+	errno = err;
+	return l;
+}
+
+struct usdt_list *usdt_read_dso(struct dso *d)
+{
+	struct usdt_elf f = { 0 };
 	struct usdt_list *l = NULL;
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
 	int err;
 
-	if (!path) {
+	if (!d) {
 		errno = EINVAL;
 		return NULL;
 	}
-	err = usdt_elf_open(&f, path);
+	err = usdt_elf_open(&f, d);
 	if (err)
 		goto err_close;
 	l = calloc(1, sizeof(*l));

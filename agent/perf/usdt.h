@@ -61,8 +61,13 @@ struct usdt_list;
  * error), so callers can say "no SDT notes in FILE". Notes that are
  * malformed, or whose pc or semaphore has no file offset (an attach would
  * never fire), are left out and counted by usdt_skipped(). The file is
- * closed when this returns; the list owns all its strings. */
+ * opened through its dso (shared when one is open already) and released
+ * when this returns; the list owns all its strings. */
 struct usdt_list *usdt_read(const char *path);
+/* The same from an open binary (agent/symbols/dso.h): nothing is opened
+ * again; @d stays the caller's. */
+struct dso;
+struct usdt_list *usdt_read_dso(struct dso *d);
 void usdt_free(struct usdt_list *l);
 size_t usdt_count(const struct usdt_list *l);
 /* stapsdt notes (or note sections) of the file that were left out */

@@ -68,7 +68,9 @@ struct selfmetrics *selfmetrics_start(const char *listen, char *err, size_t errl
 	if (!m)
 		return NULL;
 	pthread_mutex_init(&m->lock, NULL);
-	m->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+	/* poll(), not select(): an agent counting many cgroups holds thousands
+	 * of perf fds, and select() cannot see a socket numbered past 1023 */
+	m->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
 					(ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				port, NULL, NULL, handle, m, MHD_OPTION_SOCK_ADDR,
 				(struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT, 10u,

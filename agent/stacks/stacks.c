@@ -395,7 +395,7 @@ void stacks_free(struct stacks *r)
 	if (!r)
 		return;
 	for (size_t i = 0; i < r->nobjs; i++) {
-		symtab_free(r->objs[i].st);
+		dso_put(r->objs[i].dso);
 		jitload_job_free(r->objs[i].jitjob);
 		perfmap_free(r->objs[i].jit);
 		free(r->objs[i].anon);

@@ -2,7 +2,9 @@
 /*
  * The object registry of the stacks engine (see the essay at the head of
  * stacks.c): a binary, the vDSO or a process's JIT code interned once per
- * (dev, ino) or path, its id cached in the procmaps tag with a generation;
+ * (dev, ino) or path (a binary as its dso, agent/symbols/dso.h, whose
+ * symbols it names frames with and which the unwinder shares by the same
+ * key), its id cached in the procmaps tag with a generation;
  * the objects each process interned, aged with procmaps' processes; the
  * side-band records (mmap, comm, fork, exit) and the gc that drops objects
  * no process and no pending stack holds.
@@ -49,14 +51,15 @@ static bool anon_path(const char *path)
 
 /*
  * The vDSO has no file; every process of this kernel maps the same image,
- * so a copy of our own, in a memfd, gives its symbols.
+ * so a copy of our own, in a memfd, gives its symbols (its dso keeps the
+ * memfd open).
  */
-static struct symtab *open_vdso(void)
+static struct dso *open_vdso(void)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
 	char line[512], path[64];
 	unsigned long long lo = 0, hi = 0;
-	struct symtab *st = NULL;
+	struct dso *d = NULL;
 	int fd;
 
 	if (!f)
@@ -72,10 +75,10 @@ static struct symtab *open_vdso(void)
 		return NULL;
 	if (write(fd, (const void *)(uintptr_t)lo, hi - lo) == (ssize_t)(hi - lo)) {
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		st = symtab_open(path, "");
+		d = dso_open(path, 0, 0);
 	}
 	close(fd);
-	return st;
+	return d;
 }
 
 static bool pseudo_path(const char *path)
@@ -250,7 +253,7 @@ static void object_release(struct stacks *r, uint32_t id)
 	}
 	if (r->uc && o->open_path && (o->dev || o->ino))
 		unwind_cache_forget(r->uc, o->dev, o->ino);
-	symtab_free(o->st);
+	dso_put(o->dso); /* and with it o->st, its member */
 	jitload_job_free(o->jitjob);
 	perfmap_free(o->jit);
 	free(o->anon);
@@ -267,23 +270,42 @@ static void object_release(struct stacks *r, uint32_t id)
 	r->free_ids[r->nfree++] = id;
 }
 
-/*
- * The host's file at @m's path is the very inode the process mapped. A
- * container's path names another file on the host, or one the container
- * chose: read the host's only when (dev, inode) prove it is the same.
- */
-static bool host_same_file(const struct pmap_entry *m)
+/* @o's binary opened from @path (shared with the unwinder and whoever else
+ * opened it: agent/symbols/dso.h) and its symbols. @exact: only when the
+ * file there is the inode @m maps. */
+static bool object_open(struct object *o, const char *path, const char *root,
+			const struct pmap_entry *m, bool exact)
 {
-	struct stat st;
-	int fd;
+	o->dso = exact ? dso_open_exact(path, m->dev, m->ino) : dso_open(path, m->dev, m->ino);
+	o->st = dso_symtab(o->dso, root);
+	if (!o->st) {
+		dso_put(o->dso);
+		o->dso = NULL;
+	}
+	return o->st != NULL;
+}
 
-	if (!m->dev && !m->ino)
-		return false;
-	fd = rootfs_open("", m->path, ROOTFS_ELF_MAX, &st);
-	if (fd < 0)
-		return false;
-	close(fd);
-	return (uint64_t)st.st_dev == m->dev && (uint64_t)st.st_ino == m->ino;
+/* Open the file of non-pseudo mapping @m of @pid for @o. */
+static void object_open_file(struct stacks *r, struct object *o, uint32_t pid,
+			     const struct pmap_entry *m)
+{
+	const char *root = procmaps_root(r->pm, pid);
+	size_t n = strlen(root) + strlen(m->path) + 1;
+
+	o->open_path = malloc(n);
+	if (!o->open_path)
+		return;
+	snprintf(o->open_path, n, "%s%s", root, m->path);
+	if (root[0] && object_open(o, o->open_path, root, m, false))
+		return;
+	/* The process may be gone; the host view may still do, if the host's
+	 * file at that path is the one mapped. Never another file by that name. */
+	if ((m->dev || m->ino) && object_open(o, m->path, "", m, true)) {
+		snprintf(o->open_path, n, "%s", m->path);
+	} else if (!root[0]) {
+		free(o->open_path);
+		o->open_path = NULL;
+	}
 }
 
 /* Object index for @m of @pid, opening its symbols on first sight. */
@@ -357,27 +379,10 @@ uint32_t stacks_intern_object(struct stacks *r, uint32_t pid, struct pmap_entry 
 		/* queue full or no thread: no names for this one, no wait */
 		o->jitjob = r->jl ? jitload_submit(r->jl, jitpath) : NULL;
 	} else if (!strcmp(m->path, "[vdso]")) {
-		o->st = open_vdso();
+		o->dso = open_vdso();
+		o->st = dso_symtab(o->dso, "");
 	} else if (!pseudo_path(m->path)) {
-		const char *root = procmaps_root(r->pm, pid);
-		size_t n = strlen(root) + strlen(m->path) + 1;
-
-		o->open_path = malloc(n);
-		if (o->open_path) {
-			snprintf(o->open_path, n, "%s%s", root, m->path);
-			o->st = root[0] ? symtab_open(o->open_path, root) : NULL;
-			if (!o->st && host_same_file(m)) {
-				/* The process may be gone; the host view may still do,
-				 * if the host's file at that path is the one mapped. */
-				o->st = symtab_open(m->path, "");
-				if (o->st || !root[0])
-					snprintf(o->open_path, n, "%s", m->path);
-			} else if (!o->st && !root[0]) {
-				/* never read another file by the same name */
-				free(o->open_path);
-				o->open_path = NULL;
-			}
-		}
+		object_open_file(r, o, pid, m);
 	}
 	/* Inlined frames are named at the end, maybe after the process (and
 	 * its root) is gone: keep the debuginfo file open from now on. */

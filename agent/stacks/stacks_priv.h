@@ -35,6 +35,7 @@
 #include "agent/symbols/perfmap.h"
 #include "agent/stacks/procmaps.h"
 #include "lib/rootfs.h"
+#include "agent/symbols/dso.h"
 #include "agent/symbols/ksyms.h"
 #include "agent/symbols/symtab.h"
 #include "agent/stacks/unwind.h"
@@ -55,7 +56,8 @@ struct object {
 	char *path;      /* as the process saw it */
 	char *open_path; /* where it could be opened when first seen */
 	const char *base;
-	struct symtab *st;
+	struct dso *dso;   /* the binary (a reference), NULL when not opened */
+	struct symtab *st; /* its symbols, owned by dso */
 	/* JIT code (anonymous executable memory of a process that may have a
 	 * perf map): frames keep absolute addresses; the map is loaded by the
 	 * loader thread (agent/symbols/jitload.h) and taken when names are made. */

@@ -164,10 +164,10 @@ static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_
 	di.end_ip = b->end;
 	di.gp = 0;
 	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
-	di.u.rti.segbase = b->bias + b->e->hdr_vaddr;
-	di.u.rti.table_data = b->bias + b->e->table_vaddr;
+	di.u.rti.segbase = b->bias + b->e->t->hdr_vaddr;
+	di.u.rti.table_data = b->bias + b->e->t->table_vaddr;
 	/* In words: two int32 per entry. */
-	di.u.rti.table_len = b->e->fde_count * 8 / sizeof(unw_word_t);
+	di.u.rti.table_len = b->e->t->fde_count * 8 / sizeof(unw_word_t);
 	return UNW_OBJ(dwarf_search_unwind_table)(as, ip, &di, pi, need_unwind_info, arg);
 }
 
@@ -190,8 +190,8 @@ static bool read_cached(struct unwind_state *st, uint64_t addr, uint64_t *val)
 		const struct unwind_bin *b = &sp->bins[i];
 		uint64_t vaddr = addr - b->bias;
 
-		for (size_t k = 0; k < b->e->nreg; k++) {
-			const struct unwind_region *r = &b->e->reg[k];
+		for (size_t k = 0; k < b->e->t->nreg; k++) {
+			const struct unwind_region *r = &b->e->t->reg[k];
 
 			if (vaddr >= r->vaddr && vaddr - r->vaddr < r->size &&
 			    r->size - (vaddr - r->vaddr) >= 8) {
@@ -201,9 +201,9 @@ static bool read_cached(struct unwind_state *st, uint64_t addr, uint64_t *val)
 				return true;
 			}
 		}
-		for (size_t k = 0; k < b->e->nslots; k++) {
-			if (b->e->slot_vaddr[k] == vaddr) {
-				*val = b->e->slot_val[k];
+		for (size_t k = 0; k < b->e->t->nslots; k++) {
+			if (b->e->t->slot_vaddr[k] == vaddr) {
+				*val = b->e->t->slot_val[k];
 				unwind_cache_touch(st->c, b->e);
 				return true;
 			}

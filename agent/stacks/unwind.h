@@ -53,9 +53,11 @@ struct unwind_sample {
 
 /*
  * Per-binary unwind tables, cached by (dev, ino) across samples/processes
- * (by path when both are 0). Each entry holds the binary's .eh_frame_hdr and
- * .eh_frame bytes, read once from unwind_map.path; a binary without usable
- * tables is remembered too, so it is not reopened per sample. Under an entry,
+ * (by path when both are 0). Each entry holds the binary's dso
+ * (agent/symbols/dso.h: opened from unwind_map.path once, or shared with
+ * whoever opened it, e.g. the stacks engine) and the dso's .eh_frame_hdr and
+ * .eh_frame bytes, read once; a binary without usable tables is remembered
+ * too, so it is not reopened per sample. Under an entry,
  * per load address, the CFI rows of each function a frame has fallen in,
  * decoded once (at most 16 MiB of them in all, then decoded again on
  * demand). At most @max_entries (1..2^20) binaries stay cached between

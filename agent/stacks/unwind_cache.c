@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/symbols/dso.h"
 #include "lib/search.h"
 
 /* ---- cache ---- */
@@ -41,8 +42,7 @@ static void entry_free(struct unwind_entry *e)
 {
 	if (!e)
 		return;
-	for (size_t i = 0; i < e->nreg; i++)
-		free(e->reg[i].data);
+	dso_put(e->dso);
 	free(e->path);
 	free(e);
 }
@@ -208,13 +208,8 @@ static struct unwind_entry *cache_get(struct unwind_cache *c, const struct unwin
 		}
 	}
 	c->loads++;
-	e->err = unwind_entry_load(e, m->path);
-	if (e->err) {
-		/* Keep the negative answer, not the half-read bytes. */
-		for (size_t i = 0; i < e->nreg; i++)
-			free(e->reg[i].data);
-		e->nreg = 0;
-	}
+	/* A negative answer is kept too: not reopened per sample. */
+	e->err = unwind_entry_load(e, m);
 	e->pin = c->gen;
 	e->hnext = c->buckets[b];
 	c->buckets[b] = e;
@@ -227,10 +222,10 @@ static struct unwind_entry *cache_get(struct unwind_cache *c, const struct unwin
 /* Runtime address minus link-time address of @e's binary as mapped by @m. */
 static uint64_t entry_bias(const struct unwind_entry *e, const struct unwind_map *m)
 {
-	const struct unwind_seg *best = NULL;
+	const struct elfobj_load *best = NULL;
 
-	for (size_t i = 0; i < e->nsegs; i++) {
-		const struct unwind_seg *s = &e->segs[i];
+	for (size_t i = 0; i < e->t->nsegs; i++) {
+		const struct elfobj_load *s = &e->t->segs[i];
 
 		if ((s->offset & ~(UNWIND_PAGE - 1)) <= m->pgoff &&
 		    m->pgoff < s->offset + s->filesz && (!best || (s->exec && !best->exec)))

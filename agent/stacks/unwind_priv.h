@@ -3,7 +3,7 @@
  * Inside the DWARF unwinder: the binary cache and its entries, a process's
  * bins, the cached CFI rows and the per-call state, shared by unwind.c (the
  * walk and its libunwind callbacks), unwind_cache.c (entries, bins, rows)
- * and unwind_tables.c (reading a binary's .eh_frame_hdr and .eh_frame).
+ * and unwind_tables.c (a binary's .eh_frame regions, a member of its dso).
  * The design is the essay at the head of unwind.c. Not for use outside
  * agent/stacks/unwind*.c.
  */
@@ -16,12 +16,11 @@
 #include <stdint.h>
 
 #include "agent/stacks/unwind.h"
+#include "agent/symbols/elfobj.h"
 
-#define UNWIND_HDR_MAX (64u << 20)     /* .eh_frame_hdr bytes we accept */
 #define UNWIND_REGION_MAX (256u << 20) /* cached bytes per region */
 #define UNWIND_MERGE_GAP (64u << 10)   /* hdr and eh_frame closer than this: one region */
 #define UNWIND_MAX_LOADS 64            /* PT_LOAD headers kept per binary */
-#define UNWIND_MAX_SECTIONS 65536      /* sections scanned for names */
 #define UNWIND_MAX_ENTRIES (1u << 20)  /* bound on max_entries */
 #define UNWIND_SPACES 64               /* processes with bins (bits of a uint64_t) */
 #define UNWIND_BINS 32                 /* mappings one process's bins remember */
@@ -34,11 +33,6 @@
 #define UNWIND_PAGE 4096ull
 #define UNWIND_SLOTS 16                /* indirect CFI pointers kept per binary */
 #define UNWIND_CIES 64                 /* CIEs remembered while scanning .eh_frame */
-
-struct unwind_seg {
-	uint64_t offset, vaddr, filesz;
-	bool exec;
-};
 
 /* File bytes kept in memory, 8-byte aligned at both ends (libunwind reads aligned words). */
 struct unwind_region {
@@ -65,17 +59,14 @@ struct unwind_rules {
 	size_t n, cap;
 };
 
-struct unwind_entry {
-	struct unwind_entry *prev, *next; /* LRU list, head is the most recent */
-	struct unwind_entry *hnext;       /* hash chain */
-	uint64_t dev, ino;
-	char *path; /* kept only when dev and ino are both 0 (then it is the key) */
-	int err;    /* 0, or why this binary has no usable table */
-	uint64_t pin;
-	uint64_t spaces;             /* bit i: in the bins of spaces[i] */
-	struct unwind_rules *rules; /* per bias */
+/*
+ * What the unwinder reads of one binary, once: a member of its dso
+ * (agent/symbols/dso.h), shared by every cache and kept with the dso.
+ * Read-only once built.
+ */
+struct unwind_tables {
 	uint64_t hdr_vaddr, table_vaddr, fde_count;
-	struct unwind_seg segs[UNWIND_MAX_LOADS];
+	const struct elfobj_load *segs; /* the dso's PT_LOAD segments */
 	size_t nsegs;
 	struct unwind_region reg[2];
 	size_t nreg;
@@ -83,6 +74,20 @@ struct unwind_entry {
 	 * address and the file's bytes there (see cfi_scan_indirect()). */
 	uint64_t slot_vaddr[UNWIND_SLOTS], slot_val[UNWIND_SLOTS];
 	size_t nslots;
+};
+
+/* A binary in one cache: its dso (a reference) and the dso's tables. */
+struct unwind_entry {
+	struct unwind_entry *prev, *next; /* LRU list, head is the most recent */
+	struct unwind_entry *hnext;       /* hash chain */
+	uint64_t dev, ino;
+	char *path; /* kept only when dev and ino are both 0 (then it is the key) */
+	int err;    /* 0, or why this binary has no usable table */
+	struct dso *dso;                /* NULL when it could not be opened */
+	const struct unwind_tables *t;  /* never NULL: empty when err */
+	uint64_t pin;
+	uint64_t spaces;             /* bit i: in the bins of spaces[i] */
+	struct unwind_rules *rules; /* per bias */
 };
 
 /* One executable mapping a process has met: a binary at a bias. */
@@ -149,11 +154,14 @@ struct unwind_state {
 /* ---- unwind_tables.c ---- */
 
 /*
- * Read the unwind tables of the binary at @path (inside a process's root,
- * lib/rootfs.h) into @e: segments, .eh_frame_hdr and .eh_frame regions,
- * indirect CFI words. 0 or -errno (-ENOEXEC: not ELF, -ENOENT: no table).
+ * Give @e the binary of @m: its dso (opened through agent/symbols/dso.h,
+ * so inside the process's root, or shared with whoever opened it already)
+ * and the dso's unwind tables, read on first use: segments, .eh_frame_hdr
+ * as the dso parsed it, .eh_frame regions, indirect CFI words. 0 or -errno
+ * (-ENOEXEC: not ELF or not x86_64, -ENOENT: no table); on error e->t is
+ * the empty table.
  */
-int unwind_entry_load(struct unwind_entry *e, const char *path);
+int unwind_entry_load(struct unwind_entry *e, const struct unwind_map *m);
 
 /* ---- unwind_cache.c ---- */
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Reading one binary's unwind tables (see the essay at the head of
- * unwind.c): its PT_LOAD segments, .eh_frame_hdr checked and its
- * binary-search table located, the .eh_frame bytes kept in one or two
- * 8-byte-aligned regions, and the few words the CFI points at indirectly
+ * unwind.c), a member of its dso (agent/symbols/dso.h, which opened the
+ * file and parsed .eh_frame_hdr): its PT_LOAD segments, the .eh_frame
+ * bytes kept in one or two 8-byte-aligned regions, and the few words the CFI points at indirectly
  * (personality routines), read once so libunwind never needs the process.
  * Every byte comes from the file and is checked before use.
  */
@@ -19,66 +19,19 @@
 #include <gelf.h>
 #include <libelf.h>
 
-#include "agent/symbols/elfobj.h"
-
-/* DWARF pointer encodings used by .eh_frame_hdr. */
-#define EH_PE_absptr 0x00
-#define EH_PE_udata2 0x02
-#define EH_PE_udata4 0x03
-#define EH_PE_udata8 0x04
-#define EH_PE_sdata2 0x0a
-#define EH_PE_sdata4 0x0b
-#define EH_PE_sdata8 0x0c
-#define EH_PE_uleb128 0x01
-#define EH_PE_sleb128 0x09
-#define EH_PE_pcrel 0x10
-#define EH_PE_datarel 0x30
-#define EH_PE_aligned 0x50
-#define EH_PE_indirect 0x80
-#define EH_PE_omit 0xff
+#include "agent/symbols/dso.h"
 
 /* ---- reading one binary's tables ---- */
-
-static int pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -ENODATA; /* file shorter than its headers say */
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static const struct unwind_seg *seg_of_vaddr(const struct unwind_entry *e, uint64_t vaddr)
-{
-	for (size_t i = 0; i < e->nsegs; i++) {
-		const struct unwind_seg *s = &e->segs[i];
-
-		if (vaddr >= s->vaddr && vaddr - s->vaddr < s->filesz)
-			return s;
-	}
-	return NULL;
-}
 
 /*
  * Read [vaddr, vaddr + size) into a new region, widened to 8-byte alignment.
  * The widening may step outside the segment's file bytes: those read as 0.
  */
-static int region_load(struct unwind_entry *e, int fd, uint64_t vaddr, uint64_t size)
+static int region_load(struct unwind_tables *t, const struct dso *d, uint64_t vaddr,
+		       uint64_t size)
 {
-	const struct unwind_seg *s = seg_of_vaddr(e, vaddr);
-	struct unwind_region *r = &e->reg[e->nreg];
+	const struct elfobj_load *s = dso_load_at(d, vaddr);
+	struct unwind_region *r = &t->reg[t->nreg];
 	uint64_t lo, hi, rlo, rhi, seg_end;
 	int ret;
 
@@ -96,7 +49,7 @@ static int region_load(struct unwind_entry *e, int fd, uint64_t vaddr, uint64_t 
 		return -ENOMEM;
 	rlo = lo < s->vaddr ? s->vaddr : lo;
 	rhi = hi > seg_end ? seg_end : hi;
-	ret = pread_full(fd, r->data + (rlo - lo), rhi - rlo, s->offset + (rlo - s->vaddr));
+	ret = dso_pread(d, r->data + (rlo - lo), rhi - rlo, s->offset + (rlo - s->vaddr));
 	if (ret < 0) {
 		free(r->data);
 		r->data = NULL;
@@ -104,169 +57,33 @@ static int region_load(struct unwind_entry *e, int fd, uint64_t vaddr, uint64_t 
 	}
 	r->vaddr = lo;
 	r->size = hi - lo;
-	e->nreg++;
+	t->nreg++;
 	return 0;
 }
 
-/* Decode one encoded pointer of .eh_frame_hdr at *pos. */
-static int hdr_read_ptr(const uint8_t *buf, size_t len, size_t *pos, uint8_t enc,
-			uint64_t hdr_vaddr, uint64_t *out)
+/* The segments of @d, checked for what the unwinder handles. */
+static int tables_segs(struct unwind_tables *t, const struct dso *d)
 {
-	size_t p = *pos, n;
-	uint64_t base, v = 0;
+	const GElf_Ehdr *eh = dso_ehdr(d);
+	const struct elfobj_load *l;
+	size_t n;
+	bool cut;
 
-	switch (enc & 0x70) {
-	case 0:
-		base = 0;
-		break;
-	case EH_PE_pcrel:
-		base = hdr_vaddr + p;
-		break;
-	case EH_PE_datarel:
-		base = hdr_vaddr;
-		break;
-	default:
-		return -ENOTSUP;
-	}
-	switch (enc & 0x8f) {
-	case EH_PE_absptr:
-	case EH_PE_udata8:
-	case EH_PE_sdata8:
-		n = 8;
-		break;
-	case EH_PE_udata4:
-	case EH_PE_sdata4:
-		n = 4;
-		break;
-	case EH_PE_udata2:
-	case EH_PE_sdata2:
-		n = 2;
-		break;
-	default:
-		return -ENOTSUP; /* also DW_EH_PE_indirect */
-	}
-	if (p > len || len - p < n)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++)
-		v |= (uint64_t)buf[p + i] << (8 * i);
-	if ((enc & 0x0f) == EH_PE_sdata4)
-		v = (uint64_t)(int64_t)(int32_t)(uint32_t)v;
-	else if ((enc & 0x0f) == EH_PE_sdata2)
-		v = (uint64_t)(int64_t)(int16_t)(uint16_t)v;
-	*out = base + v;
-	*pos = p + n;
-	return 0;
-}
-
-struct unwind_elf_info {
-	uint64_t hdr_vaddr, hdr_size;
-	uint64_t eh_vaddr, eh_size; /* eh_size 0: unknown */
-};
-
-static int elf_scan(const struct elfobj *o, struct unwind_entry *e, struct unwind_elf_info *info)
-{
-	Elf *elf = o->elf;
-	size_t shnum, shstrndx;
-	bool have_hdr = false;
-
-	if (o->eh.e_ident[EI_CLASS] != ELFCLASS64 || o->eh.e_machine != EM_X86_64 || o->phdrs_bad)
+	if (eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_machine != EM_X86_64)
 		return -ENOEXEC;
-	if (o->nloads > UNWIND_MAX_LOADS || o->loads_cut)
+	l = dso_loads(d, &n, &cut);
+	if (cut)
+		return n > UNWIND_MAX_LOADS ? -E2BIG : -ENOEXEC;
+	if (n > UNWIND_MAX_LOADS)
 		return -E2BIG;
-	for (size_t i = 0; i < o->nloads; i++) {
-		const struct elfobj_load *l = &o->loads[i];
-
-		/* Headroom for 8-byte rounding past the end. */
-		if (l->vaddr > UINT64_MAX - 16 - l->filesz || l->offset > UINT64_MAX - 16 - l->filesz)
+	/* Headroom for 8-byte rounding past the end. */
+	for (size_t i = 0; i < n; i++)
+		if (l[i].vaddr > UINT64_MAX - 16 - l[i].filesz ||
+		    l[i].offset > UINT64_MAX - 16 - l[i].filesz)
 			return -ENOEXEC;
-		e->segs[e->nsegs++] = (struct unwind_seg){
-			.offset = l->offset,
-			.vaddr = l->vaddr,
-			.filesz = l->filesz,
-			.exec = l->exec,
-		};
-	}
-	if (o->eh_frame_hdr_size) {
-		info->hdr_vaddr = o->eh_frame_hdr_vaddr;
-		info->hdr_size = o->eh_frame_hdr_size;
-		have_hdr = true;
-	}
-	/* Section headers, when present, also give .eh_frame's size. */
-	if (elf_getshdrnum(elf, &shnum) == 0 && elf_getshdrstrndx(elf, &shstrndx) == 0) {
-		Elf_Scn *scn = NULL;
-		size_t seen = 0;
-
-		while ((scn = elf_nextscn(elf, scn)) && seen++ < UNWIND_MAX_SECTIONS) {
-			GElf_Shdr sh;
-			const char *name;
-
-			if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
-				continue;
-			name = elf_strptr(elf, shstrndx, sh.sh_name);
-			if (!name)
-				continue;
-			if (!strcmp(name, ".eh_frame_hdr")) {
-				info->hdr_vaddr = sh.sh_addr;
-				info->hdr_size = sh.sh_size;
-				have_hdr = true;
-			} else if (!strcmp(name, ".eh_frame")) {
-				info->eh_vaddr = sh.sh_addr;
-				info->eh_size = sh.sh_size;
-			}
-		}
-	}
-	return have_hdr ? 0 : -ENOENT;
-}
-
-/* Parse .eh_frame_hdr: where .eh_frame is, where the sorted table is. */
-static int hdr_parse(struct unwind_entry *e, int fd, struct unwind_elf_info *info)
-{
-	const struct unwind_seg *s = seg_of_vaddr(e, info->hdr_vaddr);
-	uint64_t eh_frame, count, size = info->hdr_size;
-	size_t pos = 4;
-	uint8_t *buf;
-	int ret;
-
-	if (!s)
-		return -ENOENT;
-	if (size > s->vaddr + s->filesz - info->hdr_vaddr)
-		size = s->vaddr + s->filesz - info->hdr_vaddr;
-	if (size < 12 || size > UNWIND_HDR_MAX)
-		return -EINVAL;
-	buf = malloc(size);
-	if (!buf)
-		return -ENOMEM;
-	ret = pread_full(fd, buf, size, s->offset + (info->hdr_vaddr - s->vaddr));
-	if (ret < 0)
-		goto out;
-	ret = -ENOTSUP;
-	/*
-	 * Version 1; a plain count; the table must be datarel sdata4, the only
-	 * form libunwind's remote lookup reads.
-	 */
-	if (buf[0] != 1 || (buf[2] & 0x70) || buf[3] != (EH_PE_datarel | EH_PE_sdata4))
-		goto out;
-	ret = hdr_read_ptr(buf, size, &pos, buf[1], info->hdr_vaddr, &eh_frame);
-	if (ret < 0)
-		goto out;
-	ret = hdr_read_ptr(buf, size, &pos, buf[2], 0, &count);
-	if (ret < 0)
-		goto out;
-	ret = -EINVAL;
-	if (!count || count > (size - pos) / 8)
-		goto out;
-	/* The header's pointer wins over a section of that name elsewhere. */
-	if (info->eh_vaddr != eh_frame)
-		info->eh_size = 0;
-	info->eh_vaddr = eh_frame;
-	info->hdr_size = size;
-	e->hdr_vaddr = info->hdr_vaddr;
-	e->table_vaddr = info->hdr_vaddr + pos;
-	e->fde_count = count;
-	ret = 0;
-out:
-	free(buf);
-	return ret;
+	t->segs = l;
+	t->nsegs = n;
+	return 0;
 }
 
 /*
@@ -557,75 +374,113 @@ size_t unwind_cfi_indirect(const uint8_t *eh, size_t len, uint64_t eh_vaddr, uin
 	return nslots;
 }
 
-/* Collect the indirect words of @e's .eh_frame and read them from @fd. */
-static void entry_slots(struct unwind_entry *e, int fd, uint64_t eh_vaddr, uint64_t eh_end)
+/* Collect the indirect words of @t's .eh_frame and read them from @d. */
+static void tables_slots(struct unwind_tables *t, const struct dso *d, uint64_t eh_vaddr,
+			 uint64_t eh_end)
 {
-	for (size_t k = 0; k < e->nreg; k++) {
-		const struct unwind_region *r = &e->reg[k];
+	for (size_t k = 0; k < t->nreg; k++) {
+		const struct unwind_region *r = &t->reg[k];
 
 		if (eh_vaddr < r->vaddr || eh_vaddr - r->vaddr >= r->size)
 			continue;
 		if (eh_end > r->vaddr + r->size)
 			eh_end = r->vaddr + r->size;
-		e->nslots = unwind_cfi_indirect(r->data + (eh_vaddr - r->vaddr), eh_end - eh_vaddr,
-						eh_vaddr, e->slot_vaddr, UNWIND_SLOTS);
+		t->nslots = unwind_cfi_indirect(r->data + (eh_vaddr - r->vaddr), eh_end - eh_vaddr,
+						eh_vaddr, t->slot_vaddr, UNWIND_SLOTS);
 		break;
 	}
-	for (size_t i = 0; i < e->nslots; i++) {
-		uint64_t v = e->slot_vaddr[i];
-		const struct unwind_seg *s = seg_of_vaddr(e, v);
+	for (size_t i = 0; i < t->nslots; i++) {
+		uint64_t v = t->slot_vaddr[i];
+		const struct elfobj_load *s = dso_load_at(d, v);
 		uint8_t w[8] = { 0 };
 
 		/* Past the file's bytes (.bss) the word is 0, as the loader leaves it. */
 		if (s && s->filesz - (v - s->vaddr) >= 8)
-			(void)pread_full(fd, w, 8, s->offset + (v - s->vaddr));
-		memcpy(&e->slot_val[i], w, 8);
+			(void)dso_pread(d, w, 8, s->offset + (v - s->vaddr));
+		memcpy(&t->slot_val[i], w, 8);
 	}
 }
 
-int unwind_entry_load(struct unwind_entry *e, const char *path)
+static void tables_free(void *p)
 {
-	struct unwind_elf_info info = { 0 };
-	const struct unwind_seg *hs, *es;
+	struct unwind_tables *t = p;
+
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nreg; i++)
+		free(t->reg[i].data);
+	free(t);
+}
+
+/* The dso member: @d's segments, its parsed .eh_frame_hdr, the .eh_frame
+ * bytes in one or two regions, the indirect words. */
+static int tables_build(struct dso *d, void *arg, void **out)
+{
+	struct unwind_tables *t = calloc(1, sizeof(*t));
+	const struct elfobj_load *hs, *es;
+	const struct dso_eh *eh;
 	uint64_t lo, hi, eh_end;
-	struct elfobj o;
-	int fd, ret;
+	int ret;
 
-	/* inside the process's root, regular files only; read on demand */
-	ret = elfobj_open(&o, path, ELF_C_READ);
+	(void)arg;
+	if (!t)
+		return -ENOMEM;
+	ret = tables_segs(t, d);
+	if (ret == 0)
+		ret = dso_eh_frame(d, &eh);
 	if (ret < 0)
-		return ret;
-	fd = o.fd;
-	ret = elf_scan(&o, e, &info);
-	if (ret < 0)
-		goto out_close;
-	ret = hdr_parse(e, fd, &info);
-	if (ret < 0)
-		goto out_close;
-
-	hs = seg_of_vaddr(e, info.hdr_vaddr);
-	es = seg_of_vaddr(e, info.eh_vaddr);
-	if (!es) {
-		ret = -ENOENT;
-		goto out_close;
-	}
+		goto out;
+	t->hdr_vaddr = eh->hdr_vaddr;
+	t->table_vaddr = eh->table_vaddr;
+	t->fde_count = eh->fde_count;
+	hs = dso_load_at(d, eh->hdr_vaddr);
+	es = dso_load_at(d, eh->eh_vaddr);
+	ret = -ENOENT;
+	if (!es || !hs)
+		goto out;
 	/* Unknown .eh_frame size (no section headers): up to the end of its segment. */
 	eh_end = es->vaddr + es->filesz;
-	if (info.eh_size && info.eh_size < eh_end - info.eh_vaddr)
-		eh_end = info.eh_vaddr + info.eh_size;
+	if (eh->eh_size && eh->eh_size < eh_end - eh->eh_vaddr)
+		eh_end = eh->eh_vaddr + eh->eh_size;
 
-	lo = info.hdr_vaddr < info.eh_vaddr ? info.hdr_vaddr : info.eh_vaddr;
-	hi = info.hdr_vaddr + info.hdr_size > eh_end ? info.hdr_vaddr + info.hdr_size : eh_end;
-	if (hs == es && hi - lo <= info.hdr_size + (eh_end - info.eh_vaddr) + UNWIND_MERGE_GAP) {
-		ret = region_load(e, fd, lo, hi - lo);
+	lo = eh->hdr_vaddr < eh->eh_vaddr ? eh->hdr_vaddr : eh->eh_vaddr;
+	hi = eh->hdr_vaddr + eh->hdr_size > eh_end ? eh->hdr_vaddr + eh->hdr_size : eh_end;
+	if (hs == es && hi - lo <= eh->hdr_size + (eh_end - eh->eh_vaddr) + UNWIND_MERGE_GAP) {
+		ret = region_load(t, d, lo, hi - lo);
 	} else {
-		ret = region_load(e, fd, info.hdr_vaddr, info.hdr_size);
+		ret = region_load(t, d, eh->hdr_vaddr, eh->hdr_size);
 		if (ret == 0)
-			ret = region_load(e, fd, info.eh_vaddr, eh_end - info.eh_vaddr);
+			ret = region_load(t, d, eh->eh_vaddr, eh_end - eh->eh_vaddr);
 	}
 	if (ret == 0)
-		entry_slots(e, fd, info.eh_vaddr, eh_end);
-out_close:
-	elfobj_close(&o);
+		tables_slots(t, d, eh->eh_vaddr, eh_end);
+out:
+	if (ret < 0) {
+		tables_free(t);
+		return ret;
+	}
+	*out = t;
+	return 0;
+}
+
+static const struct dso_member_ops tables_member = {
+	.build = tables_build,
+	.free = tables_free,
+};
+
+int unwind_entry_load(struct unwind_entry *e, const struct unwind_map *m)
+{
+	static const struct unwind_tables none;
+	void *p;
+	int ret;
+
+	e->t = &none;
+	/* inside the process's root, regular files only; shared with other readers */
+	e->dso = dso_open(m->path, m->dev, m->ino);
+	if (!e->dso)
+		return -errno;
+	ret = dso_member(e->dso, &tables_member, NULL, &p);
+	if (ret == 0)
+		e->t = p;
 	return ret;
 }

@@ -13,9 +13,9 @@
  *
  * A value type, not a handle: the caller owns the struct (ELFOBJ_INIT),
  * the fields are read directly, elfobj_close() releases what the open
- * took and may be called twice. This is the first step toward one object
- * per binary (docs/architecture.md): today each reader opens the file for
- * itself through it.
+ * took and may be called twice. Binaries are opened through it once, by
+ * agent/symbols/dso.h (one object per binary, shared by every reader);
+ * separate debuginfo files are opened with it directly.
  */
 
 #include <gelf.h>

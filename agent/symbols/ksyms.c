@@ -21,6 +21,8 @@
 #include "lib/search.h"
 
 #include "agent/symbols/symcache.h"
+#include "lib/grow.h"
+#include "lib/slurp.h"
 
 /*
  * /proc/kallsyms is about 120k lines that the kernel formats anew on every
@@ -195,72 +197,36 @@ static int ksym_cmp(const void *pa, const void *pb, void *arena)
 	return strcmp(na, nb);
 }
 
-/* Whole file into a NUL-terminated buffer (procfs sizes are unknown). */
+/*
+ * Whole file into a NUL-terminated buffer, through lib/slurp (procfs sizes
+ * are unknown). O_NONBLOCK: a path naming a FIFO must not hang the agent.
+ * Against the earlier hand-written reader that started at 1 MiB, slurp's
+ * doubling from 4 KiB costs nothing measurable: read and parse of this VM's
+ * 6 MB /proc/kallsyms took 41.6-43.9 ms (best of 15) before and 43.3-43.8 ms
+ * after, within the noise of a shared 2-core VM; the kernel's formatting is
+ * most of it.
+ */
 static int read_whole(const char *path, char **out, size_t *out_len)
 {
-	size_t cap = 1u << 20, len = 0;
-	char *buf = NULL;
-	int fd, err = 0;
+	bool more = false;
+	int fd, err;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	buf = malloc(cap + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		ssize_t r;
-
-		if (len == cap) {
-			char *nb;
-
-			if (cap >= KSYMS_MAX_FILE) {
-				err = -EFBIG;
-				break;
-			}
-			nb = realloc(buf, cap * 2 + 1);
-			if (!nb) {
-				err = -ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		r = read(fd, buf + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			err = errno == EAGAIN ? -EIO : -errno;
-			break;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
+	err = slurp_fd(fd, KSYMS_MAX_FILE, out, out_len, &more);
 	close(fd);
-	if (err < 0) {
-		free(buf);
-		return err;
+	if (!err && more) {
+		free(*out);
+		err = -EFBIG;
 	}
-	buf[len] = '\0';
-	*out = buf;
-	*out_len = len;
-	return 0;
+	return err == -EAGAIN ? -EIO : err;
 }
 
 static int ksyms_push(struct ksyms *k, size_t *cap, const struct ksym *sym)
 {
-	if (k->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 4096;
-		struct ksym *nv = realloc(k->syms, ncap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		k->syms = nv;
-		*cap = ncap;
-	}
+	if (GROW_ARRAY(k->syms, k->n, *cap, 4096) < 0)
+		return -ENOMEM;
 	k->syms[k->n++] = *sym;
 	return 0;
 }

@@ -40,15 +40,9 @@ static int add(struct perfmap *m, uint64_t start, uint64_t size, const char *nam
 		return -E2BIG;
 	if (GROW_ARRAY(m->v, m->n, m->cap, 256) < 0)
 		return -ENOMEM;
-	if (m->nlen + len > m->ncap) {
-		size_t nc = (m->nlen + len) * 2;
-		char *s = realloc(m->names, nc);
-
-		if (!s)
+	while (m->nlen + len > m->ncap)
+		if (GROW_ARRAY(m->names, m->ncap, m->ncap, 4096) < 0)
 			return -ENOMEM;
-		m->names = s;
-		m->ncap = nc;
-	}
 	memcpy(m->names + m->nlen, name, len);
 	m->v[m->n].start = start;
 	m->v[m->n].end = start + size;

@@ -56,6 +56,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
 #include "lib/search.h"
 
 /* ---- collecting symbols ---- */
@@ -78,20 +79,10 @@ struct builder {
 
 static int builder_push(struct builder *b, const struct cand *c)
 {
-	if (b->n == b->cap) {
-		size_t ncap = b->cap ? b->cap * 2 : 1024;
-		struct cand *nv;
-
-		if (b->cap >= SYMTAB_MAX_SYMS)
-			return -E2BIG;
-		if (ncap > SYMTAB_MAX_SYMS)
-			ncap = SYMTAB_MAX_SYMS;
-		nv = realloc(b->v, ncap * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		b->v = nv;
-		b->cap = ncap;
-	}
+	if (b->n >= SYMTAB_MAX_SYMS)
+		return -E2BIG;
+	if (GROW_ARRAY(b->v, b->n, b->cap, 1024) < 0)
+		return -ENOMEM;
 	b->v[b->n++] = *c;
 	return 0;
 }
@@ -267,15 +258,9 @@ static int add_plt(struct builder *b, Elf *elf)
 			len = (size_t)((const char *)memchr(name, '@', len) - name);
 		if (!len)
 			continue;
-		if (b->olen + len + 5 > b->ocap) {
-			size_t nc = (b->olen + len + 5) * 2;
-			char *nb = realloc(b->owned, nc);
-
-			if (!nb)
+		while (b->olen + len + 5 > b->ocap)
+			if (GROW_ARRAY(b->owned, b->ocap, b->ocap, 4096) < 0)
 				return -ENOMEM;
-			b->owned = nb;
-			b->ocap = nc;
-		}
 		memcpy(b->owned + b->olen, name, len);
 		memcpy(b->owned + b->olen + len, "@plt", 4);
 		c.addr = addr;
@@ -380,12 +365,12 @@ static int cand_sort(struct cand *v, size_t n)
 
 static uint64_t load_end(const struct symtab *s, uint64_t vaddr)
 {
-	for (size_t i = 0; i < s->nloads; i++) {
-		const struct symtab_load *l = &s->loads[i];
+	size_t n;
+	const struct elfobj_load *l = dso_loads(s->dso, &n, NULL);
 
-		if (vaddr >= l->vaddr && vaddr - l->vaddr < l->filesz)
-			return l->vaddr + l->filesz;
-	}
+	for (size_t i = 0; i < n; i++)
+		if (vaddr >= l[i].vaddr && vaddr - l[i].vaddr < l[i].filesz)
+			return l[i].vaddr + l[i].filesz;
 	return vaddr;
 }
 
@@ -460,49 +445,53 @@ static bool get_le32(const Elf_Data *d, uint64_t at, uint32_t *v)
  * symbol (static functions of a stripped binary): an unnamed frame is then
  * reported at its function's start, so all samples of one function fold
  * into one frame instead of one per instruction. Reads the sorted search
- * table of .eh_frame_hdr and each FDE's pc_begin/pc_range; only the
- * encodings x86_64 toolchains emit (table datarel|sdata4, FDE pointers
- * pcrel|sdata4) are understood, anything else is skipped.
+ * table that the dso found in .eh_frame_hdr (agent/symbols/dso.h: the one
+ * parser of it) and each FDE's pc_begin/pc_range; FDE pointers are
+ * understood in the form x86_64 toolchains emit (pcrel|sdata4), any other
+ * FDE is skipped.
  */
-static int read_fdes(struct symtab *s, Elf *elf)
+static int read_fdes(struct symtab *s, Elf *elf, const struct dso *d)
 {
-	GElf_Shdr hsh, fsh;
-	Elf_Scn *hdr = section_named(elf, ".eh_frame_hdr", &hsh);
-	Elf_Scn *frame = section_named(elf, ".eh_frame", &fsh);
+	const struct dso_eh *e;
+	uint64_t toff, eoff, esize;
 	Elf_Data *hd, *fd;
-	const unsigned char *h;
-	uint32_t count;
 	size_t n = 0;
 
-	if (!hdr || !frame || hsh.sh_type == SHT_NOBITS || fsh.sh_type == SHT_NOBITS)
+	if (dso_eh_frame(d, &e) < 0 || e->fde_count > SYMTAB_MAX_SYMS ||
+	    dso_vaddr_to_off(d, e->table_vaddr, &toff) < 0 ||
+	    dso_vaddr_to_off(d, e->eh_vaddr, &eoff) < 0)
 		return 0;
-	hd = elf_getdata(hdr, NULL);
-	fd = elf_getdata(frame, NULL);
-	if (!hd || !fd || !hd->d_buf || hd->d_size < 12)
+	/* .eh_frame runs to the end of its segment when its size is unknown */
+	esize = e->eh_size;
+	if (!esize) {
+		size_t nl;
+		const struct elfobj_load *l = dso_loads(d, &nl, NULL);
+
+		for (size_t k = 0; k < nl; k++)
+			if (eoff >= l[k].offset && eoff - l[k].offset < l[k].filesz)
+				esize = l[k].filesz - (eoff - l[k].offset);
+	}
+	hd = elf_getdata_rawchunk(elf, (int64_t)toff, e->fde_count * 8, ELF_T_BYTE);
+	fd = elf_getdata_rawchunk(elf, (int64_t)eoff, esize, ELF_T_BYTE);
+	if (!hd || !fd)
 		return 0;
-	h = hd->d_buf;
-	/* version 1; eh_frame_ptr pcrel|sdata4; count udata4; table datarel|sdata4 */
-	if (h[0] != 1 || h[1] != 0x1b || h[2] != 0x03 || h[3] != 0x3b || !get_le32(hd, 8, &count))
-		return 0;
-	if (count == 0 || count > SYMTAB_MAX_SYMS || (uint64_t)count * 8 > hd->d_size - 12)
-		return 0;
-	s->fde_start = malloc(count * sizeof(*s->fde_start));
-	s->fde_end = malloc(count * sizeof(*s->fde_end));
+	s->fde_start = malloc(e->fde_count * sizeof(*s->fde_start));
+	s->fde_end = malloc(e->fde_count * sizeof(*s->fde_end));
 	if (!s->fde_start || !s->fde_end)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < count; i++) {
+	for (uint64_t i = 0; i < e->fde_count; i++) {
 		uint32_t loc, fde, len, range;
 		int32_t pcrel;
 		uint64_t start, fde_vaddr, at;
 
-		if (!get_le32(hd, 12 + (uint64_t)i * 8, &loc) ||
-		    !get_le32(hd, 16 + (uint64_t)i * 8, &fde))
+		if (!get_le32(hd, i * 8, &loc) || !get_le32(hd, i * 8 + 4, &fde))
 			break;
-		start = hsh.sh_addr + (uint64_t)(int64_t)(int32_t)loc;
-		fde_vaddr = hsh.sh_addr + (uint64_t)(int64_t)(int32_t)fde;
-		if (fde_vaddr < fsh.sh_addr)
+		/* datarel: relative to .eh_frame_hdr's start */
+		start = e->hdr_vaddr + (uint64_t)(int64_t)(int32_t)loc;
+		fde_vaddr = e->hdr_vaddr + (uint64_t)(int64_t)(int32_t)fde;
+		if (fde_vaddr < e->eh_vaddr)
 			continue;
-		at = fde_vaddr - fsh.sh_addr;
+		at = fde_vaddr - e->eh_vaddr;
 		/* length, CIE pointer, pc_begin (pcrel sdata4), pc_range (udata4) */
 		if (!get_le32(fd, at, &len) || len == 0xffffffffu || len < 12 ||
 		    !get_le32(fd, at + 8, (uint32_t *)&pcrel) || !get_le32(fd, at + 12, &range))
@@ -533,128 +522,189 @@ int symtab_func_start(const struct symtab *s, uint64_t off, uint64_t *start_off)
 	return symtab_vaddr_to_off(s, s->fde_start[lo - 1], start_off);
 }
 
-static int read_loads(struct symtab *s, const struct elfobj *o)
+/* The symbols of separate debuginfo when the file has none of its own, and
+ * the file holding DWARF when the file has none. @df is left open: the
+ * names point into it until symtab_finish(). */
+static int add_debuginfo(struct symtab *s, struct builder *b, const struct dso *d,
+			 const struct elf_info *minfo, const char *debug_root, long *added,
+			 struct elfobj *df)
 {
-	if (o->nloads == 0)
-		return 0; /* no segments: nothing maps, lookups fail */
-	s->loads = calloc(o->nloads, sizeof(*s->loads));
-	if (!s->loads)
-		return -ENOMEM;
-	for (size_t i = 0; i < o->nloads; i++)
-		s->loads[i] = (struct symtab_load){
-			.off = o->loads[i].offset,
-			.filesz = o->loads[i].filesz,
-			.vaddr = o->loads[i].vaddr,
-		};
-	s->nloads = o->nloads;
-	return 0;
+	const uint8_t *bid;
+	size_t blen = dso_build_id(d, &bid);
+	const struct debug_want w = {
+		.main_st = dso_stat(d),
+		.main_eh = dso_ehdr(d),
+		.build_id = bid,
+		.build_id_len = blen,
+		.info = minfo,
+	};
+	struct elf_info dinfo;
+	char dpath[PATH_MAX];
+	int err = 0;
+
+	if (symtab_debug_find(df, &dinfo, dpath, sizeof(dpath), dso_path(d), debug_root, &w) < 0)
+		return 0;
+	if (*added == 0) {
+		*added = add_symbols(b, df->elf, dinfo.symtab, 0);
+		if (*added < 0)
+			err = (int)*added;
+		else if (*added > 0)
+			s->source = "debuginfo";
+	}
+	if (!err && !minfo->has_dwarf && dinfo.has_dwarf && !(s->dwarf_path = strdup(dpath)))
+		err = -ENOMEM;
+	return err;
 }
 
 /* ---- public ---- */
 
-struct symtab *symtab_open(const char *path, const char *debug_root)
+/* Build the symbols of @d; the symtab holds a reference to @d if @owns
+ * (else it is @d's member, freed with it). */
+static struct symtab *symtab_build(struct dso *d, const char *debug_root, bool owns)
 {
-	struct elfobj mf = ELFOBJ_INIT, df = ELFOBJ_INIT;
-	struct elf_info minfo, dinfo;
+	struct elfobj df = ELFOBJ_INIT;
+	struct elf_info minfo;
 	struct builder b = { 0 };
-	uint8_t bid[SYMTAB_MAX_BUILD_ID];
 	struct symtab *s;
-	size_t blen;
 	long added = 0;
+	Elf *elf = NULL;
 	int err;
 
-	if (!path) {
+	if (!d) {
 		errno = EINVAL;
 		return NULL;
 	}
 	if (!debug_root)
 		debug_root = "";
-	(void)elf_version(EV_CURRENT);
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	s->dso = owns ? dso_get(d) : d;
+	s->owns_dso = owns;
 	s->dwarf_fd = -1;
 	s->dwarf_cache_fd = -1;
 	s->source = "none";
+	snprintf(s->build_id, sizeof(s->build_id), "%s", dso_build_id_hex(d));
+	err = -ENOEXEC;
+	elf = dso_elf_begin(d);
+	if (!elf)
+		goto err_out;
+	symtab_elf_scan(elf, &minfo);
 
-	err = elfobj_open(&mf, path, ELF_C_READ_MMAP);
-	if (err < 0)
-		goto err_free;
-	err = read_loads(s, &mf);
-	if (err < 0)
-		goto err_close;
-	blen = elfobj_build_id(mf.elf, bid);
-	elfobj_hex(bid, blen, s->build_id);
-	symtab_elf_scan(mf.elf, &minfo);
-
-	added = add_symbols(&b, mf.elf, minfo.symtab, 0);
-	if (added < 0) {
-		err = (int)added;
-		goto err_close;
-	}
+	added = add_symbols(&b, elf, minfo.symtab, 0);
+	err = added < 0 ? (int)added : 0;
 	if (added > 0)
 		s->source = "symtab";
-	if (added == 0 || !minfo.has_dwarf) {
-		const struct debug_want w = {
-			.main = &mf, .build_id = bid, .build_id_len = blen, .info = &minfo
-		};
-		char dpath[PATH_MAX];
-
-		if (symtab_debug_find(&df, &dinfo, dpath, sizeof(dpath), path, debug_root, &w) == 0) {
-			if (added == 0) {
-				added = add_symbols(&b, df.elf, dinfo.symtab, 0);
-				if (added < 0) {
-					err = (int)added;
-					goto err_close;
-				}
-				if (added > 0)
-					s->source = "debuginfo";
-			}
-			if (!minfo.has_dwarf && dinfo.has_dwarf && !(s->dwarf_path = strdup(dpath))) {
-				err = -ENOMEM;
-				goto err_close;
-			}
+	if (!err && (added == 0 || !minfo.has_dwarf))
+		err = add_debuginfo(s, &b, d, &minfo, debug_root, &added, &df);
+	if (err < 0)
+		goto err_out;
+	if (minfo.has_dwarf) {
+		/* DWARF in the file itself: read later from the dso's fd, not by path */
+		s->dwarf_in_dso = true;
+		s->dwarf_path = strdup(dso_path(d));
+		if (!s->dwarf_path) {
+			err = -ENOMEM;
+			goto err_out;
 		}
 	}
-	if (minfo.has_dwarf && !(s->dwarf_path = strdup(path))) {
-		err = -ENOMEM;
-		goto err_close;
-	}
 	/* exported functions fill what the better source lacks */
-	added = add_symbols(&b, mf.elf, minfo.dynsym, 1);
+	added = add_symbols(&b, elf, minfo.dynsym, 1);
 	if (added < 0) {
 		err = (int)added;
-		goto err_close;
+		goto err_out;
 	}
 	if (added > 0 && strcmp(s->source, "none") == 0)
 		s->source = "dynsym";
-	err = add_plt(&b, mf.elf);
+	err = add_plt(&b, elf);
+	if (!err)
+		err = read_fdes(s, elf, d);
 	if (err < 0)
-		goto err_close;
-	err = read_fdes(s, mf.elf);
-	if (err < 0)
-		goto err_close;
+		goto err_out;
 	builder_fix_owned(&b);
 	err = symtab_finish(s, &b);
 	if (err < 0)
-		goto err_close;
+		goto err_out;
 	free(b.v);
 	free(b.owned);
 	elfobj_close(&df);
-	elfobj_close(&mf);
+	elf_end(elf);
 	return s;
 
-err_close:
+err_out:
 	free(b.v);
 	free(b.owned);
 	elfobj_close(&df);
-	elfobj_close(&mf);
-err_free:
+	if (elf)
+		elf_end(elf);
 	symtab_free(s);
 	errno = -err;
 	return NULL;
+}
+
+struct symtab *symtab_new(struct dso *d, const char *debug_root)
+{
+	return symtab_build(d, debug_root, true);
+}
+
+struct symtab *symtab_open(const char *path, const char *debug_root)
+{
+	struct dso *d = dso_open(path, 0, 0);
+	struct symtab *s;
+	int err;
+
+	if (!d)
+		return NULL;
+	s = symtab_new(d, debug_root); /* holds its own reference */
+	err = errno;
+	dso_put(d);
+	errno = err;
+	return s;
+}
+
+struct dso_symtab_arg {
+	const char *debug_root;
+};
+
+static int symtab_member_build(struct dso *d, void *arg, void **out)
+{
+	const struct dso_symtab_arg *a = arg;
+	struct symtab *s = symtab_build(d, a->debug_root, false);
+
+	if (!s)
+		return -errno;
+	*out = s;
+	return 0;
+}
+
+static void symtab_member_free(void *p)
+{
+	symtab_free(p);
+}
+
+static const struct dso_member_ops symtab_member = {
+	.build = symtab_member_build,
+	.free = symtab_member_free,
+};
+
+struct symtab *dso_symtab(struct dso *d, const char *debug_root)
+{
+	struct dso_symtab_arg a = { debug_root };
+	void *p = NULL;
+	int err;
+
+	if (!d) {
+		errno = EINVAL;
+		return NULL;
+	}
+	err = dso_member(d, &symtab_member, &a, &p);
+	if (err < 0) {
+		errno = -err;
+		return NULL;
+	}
+	return p;
 }
 
 void symtab_free(struct symtab *s)
@@ -662,9 +712,10 @@ void symtab_free(struct symtab *s)
 	if (!s)
 		return;
 	symtab_dwarf_release(s);
+	if (s->owns_dso)
+		dso_put(s->dso);
 	free(s->syms);
 	free(s->names);
-	free(s->loads);
 	free(s->fde_start);
 	free(s->fde_end);
 	free(s);
@@ -672,29 +723,12 @@ void symtab_free(struct symtab *s)
 
 int symtab_off_to_vaddr(const struct symtab *s, uint64_t off, uint64_t *vaddr)
 {
-	for (size_t i = 0; s && i < s->nloads; i++) {
-		const struct symtab_load *l = &s->loads[i];
-
-		if (off >= l->off && off - l->off < l->filesz) {
-			*vaddr = off - l->off + l->vaddr;
-			return 0;
-		}
-	}
-	return -ENOENT;
+	return s ? dso_off_to_vaddr(s->dso, off, vaddr) : -ENOENT;
 }
 
 int symtab_vaddr_to_off(const struct symtab *s, uint64_t vaddr, uint64_t *off)
 {
-	for (size_t i = 0; s && i < s->nloads; i++) {
-		const struct symtab_load *l = &s->loads[i];
-
-		/* past p_filesz is .bss: memory with no file bytes behind it */
-		if (vaddr >= l->vaddr && vaddr - l->vaddr < l->filesz) {
-			*off = vaddr - l->vaddr + l->off;
-			return 0;
-		}
-	}
-	return -ENOENT;
+	return s ? dso_vaddr_to_off(s->dso, vaddr, off) : -ENOENT;
 }
 
 int symtab_lookup(const struct symtab *s, uint64_t off, const char **name, uint64_t *sym_off)

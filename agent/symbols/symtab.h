@@ -13,8 +13,8 @@
  * .gnu_debuglink (next to the file, its .debug/ dir, /usr/lib/debug/PATH);
  * .dynsym. Debuginfo with DWARF also yields inlined frames.
  *
- * A symtab costs 16 bytes per symbol plus the names; the file is closed
- * when symtab_open() returns. Lookups are read-only and may run
+ * A symtab costs 16 bytes per symbol plus the names; libelf's handle is
+ * dropped when it is built (the binary stays open in its dso). Lookups are read-only and may run
  * concurrently; symtab_inlines() is not (it opens DWARF on first use).
  */
 
@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 struct symtab;
+struct dso;
 
 /*
  * Open @path (may be a /proc/PID/root/... path into another mount
@@ -34,6 +35,16 @@ struct symtab;
  */
 struct symtab *symtab_open(const char *path, const char *debug_root);
 void symtab_free(struct symtab *s);
+
+/*
+ * The same from an open binary (agent/symbols/dso.h), read through its fd:
+ * nothing of the binary is opened again. symtab_new(): the caller owns the
+ * result (symtab_free). dso_symtab(): the dso's member, built on the first
+ * call (with that call's @debug_root) and owned by @d, freed with it; NULL
+ * + errno as symtab_open().
+ */
+struct symtab *symtab_new(struct dso *d, const char *debug_root);
+struct symtab *dso_symtab(struct dso *d, const char *debug_root);
 
 /*
  * Name of the function containing file offset @off. Returns 0 and sets

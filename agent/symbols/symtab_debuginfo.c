@@ -6,6 +6,17 @@
  * .gnu_debuglink name next to the file, in its .debug/ directory or under
  * DEBUG_ROOT/usr/lib/debug/DIR. A candidate found by name must match by
  * build-id, or failing that by the CRC-32 the debuglink records.
+ *
+ * Why not libdwfl's find_debuginfo: dwfl_standard_find_debuginfo() and
+ * dwfl_build_id_find_debuginfo() open their candidates with open(2) as host
+ * paths. Under a container's /proc/PID/root prefix that follows the
+ * container's absolute symbolic links into the host and opens FIFOs and
+ * devices for reading; elfutils 0.188 has no sysroot setting for this
+ * search. A custom Dwfl_Callbacks.find_debuginfo that opens through
+ * lib/rootfs would have to carry this whole search anyway (build-id path,
+ * the three debuglink places, build-id or CRC check), so libdwfl would add
+ * only a Dwfl session per binary: the lookup stays here, with in-root
+ * resolution for every candidate (docs/architecture.md).
  */
 #include "agent/symbols/symtab_priv.h"
 
@@ -121,7 +132,7 @@ static int file_crc32(int fd, uint32_t *out)
 }
 
 /*
- * Open @path as the debuginfo of @w->main if it is one. @by_link: found by
+ * Open @path as the debuginfo of @w's file if it is one. @by_link: found by
  * the debuglink name, which anyone can reuse, so it must match by build-id
  * or by CRC.
  */
@@ -130,7 +141,7 @@ static int debug_try(struct elfobj *out, const char *path, const struct debug_wa
 {
 	struct elfobj f = ELFOBJ_INIT;
 	uint8_t bid[SYMTAB_MAX_BUILD_ID];
-	GElf_Ehdr meh, deh;
+	GElf_Ehdr deh;
 	size_t blen;
 	int err;
 
@@ -138,10 +149,10 @@ static int debug_try(struct elfobj *out, const char *path, const struct debug_wa
 	if (err < 0)
 		return err;
 	err = -ENOENT;
-	if (f.st.st_dev == w->main->st.st_dev && f.st.st_ino == w->main->st.st_ino)
+	if (f.st.st_dev == w->main_st->st_dev && f.st.st_ino == w->main_st->st_ino)
 		goto out_close; /* a debuglink naming the file itself */
-	if (!gelf_getehdr(w->main->elf, &meh) || !gelf_getehdr(f.elf, &deh) ||
-	    meh.e_ident[EI_CLASS] != deh.e_ident[EI_CLASS] || meh.e_machine != deh.e_machine)
+	if (!gelf_getehdr(f.elf, &deh) || w->main_eh->e_ident[EI_CLASS] != deh.e_ident[EI_CLASS] ||
+	    w->main_eh->e_machine != deh.e_machine)
 		goto out_close;
 	blen = elfobj_build_id(f.elf, bid);
 	if (w->build_id_len > 0 && blen > 0) {

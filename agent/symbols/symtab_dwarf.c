@@ -259,11 +259,17 @@ static int dwarf_from_cache(struct symtab *s)
 	return dwarf_cache_open(s, dir, name);
 }
 
-/* The file of dwarf_path again (maybe inside a container's root), by the
- * same rules as elfobj_open(). An fd or -errno. */
-static int dwarf_file_open(const char *path)
+/* The file holding DWARF: the dso's fd when it is the binary itself, else
+ * dwarf_path (maybe inside a container's root) by the same rules as
+ * elfobj_open(). An fd or -errno. */
+static int dwarf_file_open(const struct symtab *s)
 {
-	return rootfs_open_path(path, ROOTFS_ELF_MAX, NULL);
+	int fd;
+
+	if (!s->dwarf_in_dso)
+		return rootfs_open_path(s->dwarf_path, ROOTFS_ELF_MAX, NULL);
+	fd = fcntl(dso_fd(s->dso), F_DUPFD_CLOEXEC, 0);
+	return fd < 0 ? -errno : fd;
 }
 
 static Dwarf *symtab_dwarf(struct symtab *s)
@@ -271,7 +277,7 @@ static Dwarf *symtab_dwarf(struct symtab *s)
 	if (s->dwarf || s->dwarf_failed || !s->dwarf_path)
 		return s->dwarf;
 	if (s->dwarf_fd < 0)
-		s->dwarf_fd = dwarf_file_open(s->dwarf_path);
+		s->dwarf_fd = dwarf_file_open(s);
 	if (s->dwarf_fd >= 0 && dwarf_from_cache(s) < 0)
 		s->dwarf = dwarf_begin(s->dwarf_fd, DWARF_C_READ);
 	if (!s->dwarf) {
@@ -293,7 +299,7 @@ int symtab_hold_dwarf(struct symtab *s)
 {
 	if (!s || !s->dwarf_path || s->dwarf || s->dwarf_failed || s->dwarf_fd >= 0)
 		return 0;
-	s->dwarf_fd = dwarf_file_open(s->dwarf_path);
+	s->dwarf_fd = dwarf_file_open(s);
 	return s->dwarf_fd < 0 ? s->dwarf_fd : 0;
 }
 

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "agent/symbols/dso.h"
 #include "agent/symbols/elfobj.h"
 #include "agent/symbols/symtab.h"
 
@@ -28,10 +29,6 @@ struct symtab_sym {
 	uint64_t addr;
 	uint32_t size;
 	uint32_t name; /* offset into names */
-};
-
-struct symtab_load {
-	uint64_t off, filesz, vaddr;
 };
 
 /* One compile unit's outermost scopes (see cu_index_get()). */
@@ -53,11 +50,15 @@ struct symtab {
 	struct symtab_sym *syms;
 	size_t nsyms;
 	char *names;
-	struct symtab_load *loads;
-	size_t nloads;
+	/* the binary: segments (offset <-> address), its fd for DWARF in the
+	 * file itself; a reference when owns_dso, else the symtab is its member */
+	struct dso *dso;
+	bool owns_dso;
 	const char *source;
 	char build_id[2 * SYMTAB_MAX_BUILD_ID + 1];
-	/* the file holding DWARF, opened on first symtab_inlines() */
+	/* the file holding DWARF, opened on first symtab_inlines(): the dso's
+	 * own fd (duplicated) when the file has DWARF itself, else by path */
+	bool dwarf_in_dso;
 	char *dwarf_path;
 	int dwarf_fd;
 	Dwarf *dwarf;
@@ -85,7 +86,8 @@ struct elf_info {
 
 /* What a separate debuginfo file must match. */
 struct debug_want {
-	const struct elfobj *main;
+	const struct stat *main_st; /* the file itself: a debuglink naming it is no debuginfo */
+	const GElf_Ehdr *main_eh;
 	const uint8_t *build_id;
 	size_t build_id_len;
 	const struct elf_info *info;

@@ -336,15 +336,29 @@ struct order_ctx {
 
 /* The two stacks a comparator is given (indexes into c->fs->st), their
  * frame ids, and the depth they share. */
-static uint32_t pair(const struct order_ctx *c, const void *a, const void *b,
-		     const struct fold_stack **x, const struct fold_stack **y, const uint32_t **xi,
-		     const uint32_t **yi)
+struct stack_pair {
+	const struct fold_stack *x, *y;
+	const uint32_t *xi, *yi;
+	uint32_t n;
+};
+
+static struct stack_pair pair(const struct order_ctx *c, const void *a, const void *b)
 {
-	*x = &c->fs->st[*(const uint32_t *)a];
-	*y = &c->fs->st[*(const uint32_t *)b];
-	*xi = fold_stack_ids(c->fs, *x);
-	*yi = fold_stack_ids(c->fs, *y);
-	return (*x)->depth < (*y)->depth ? (*x)->depth : (*y)->depth;
+	struct stack_pair p = {
+		.x = &c->fs->st[*(const uint32_t *)a],
+		.y = &c->fs->st[*(const uint32_t *)b],
+	};
+
+	p.xi = fold_stack_ids(c->fs, p.x);
+	p.yi = fold_stack_ids(c->fs, p.y);
+	p.n = p.x->depth < p.y->depth ? p.x->depth : p.y->depth;
+	return p;
+}
+
+/* When the shared frames are equal: the shorter stack first. */
+static int by_depth(const struct stack_pair *p)
+{
+	return p->x->depth < p->y->depth ? -1 : p->x->depth > p->y->depth;
 }
 
 /* As the folded lines' texts compare bytewise (memcmp), without building
@@ -354,11 +368,10 @@ static uint32_t pair(const struct order_ctx *c, const void *a, const void *b,
 static int cmp_text(const void *a, const void *b, void *arg)
 {
 	const struct order_ctx *c = arg;
-	const struct fold_stack *x, *y;
-	const uint32_t *xi, *yi;
-	uint32_t n = pair(c, a, b, &x, &y, &xi, &yi);
+	struct stack_pair p = pair(c, a, b);
+	const uint32_t *xi = p.xi, *yi = p.yi;
 
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < p.n; i++) {
 		const struct rtab *t = &c->fs->frames;
 		uint32_t lx, ly;
 		int r;
@@ -371,29 +384,27 @@ static int cmp_text(const void *a, const void *b, void *arg)
 		if (r)
 			return r;
 		if (lx < ly) {
-			unsigned char nx = i + 1 < x->depth ? ';' : 0;
+			unsigned char nx = i + 1 < p.x->depth ? ';' : 0;
 
 			return (int)nx - (int)(unsigned char)rtab_str(t, yi[i])[lx];
 		}
-		unsigned char ny = i + 1 < y->depth ? ';' : 0;
+		unsigned char ny = i + 1 < p.y->depth ? ';' : 0;
 
 		return (int)(unsigned char)rtab_str(t, xi[i])[ly] - (int)ny;
 	}
-	return x->depth < y->depth ? -1 : x->depth > y->depth;
+	return by_depth(&p);
 }
 
 static int cmp_frames(const void *a, const void *b, void *arg)
 {
 	const struct order_ctx *c = arg;
-	const struct fold_stack *x, *y;
-	const uint32_t *xi, *yi;
-	uint32_t n = pair(c, a, b, &x, &y, &xi, &yi);
+	struct stack_pair p = pair(c, a, b);
 
-	for (uint32_t i = 0; i < n; i++) {
-		if (xi[i] != yi[i])
-			return c->rank[xi[i]] < c->rank[yi[i]] ? -1 : 1;
+	for (uint32_t i = 0; i < p.n; i++) {
+		if (p.xi[i] != p.yi[i])
+			return c->rank[p.xi[i]] < c->rank[p.yi[i]] ? -1 : 1;
 	}
-	return x->depth < y->depth ? -1 : x->depth > y->depth;
+	return by_depth(&p);
 }
 
 static int cmp_names(const void *a, const void *b, void *arg)

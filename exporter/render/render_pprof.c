@@ -202,6 +202,22 @@ static int string_id(struct pprof *p, const char *s, size_t len, uint32_t *id)
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * Intern @key in @t: its index in *@idx, and when new (return 1) room for
+ * it in the two parallel arrays @a and @b of *@cap entries. 0 when known,
+ * 1 when new, -errno.
+ */
+static int intern_pair(struct rtab *t, const void *key, size_t len, uint32_t **a, uint32_t **b,
+		       size_t *cap, uint32_t *idx)
+{
+	int ret = rtab_intern(t, key, len, idx);
+	size_t c2 = *cap;
+
+	if (ret == 1 && (grow_u32(a, cap, *idx + 1) < 0 || grow_u32(b, &c2, *idx + 1) < 0))
+		return -ENOMEM;
+	return ret;
+}
+
 /* The mapping id (from 1) of @m. 0 or -errno. */
 static int mapping_id(struct pprof *p, const struct render_module *m, uint32_t *id)
 {
@@ -216,16 +232,12 @@ static int mapping_id(struct pprof *p, const struct render_module *m, uint32_t *
 	memcpy(key, m->path, lp);
 	key[lp] = '\0';
 	memcpy(key + lp + 1, bid, lb);
-	ret = rtab_intern(&p->mappings, key, lp + 1 + lb, &idx);
+	ret = intern_pair(&p->mappings, key, lp + 1 + lb, &p->map_file, &p->map_build, &p->capmap,
+			  &idx);
 	free(key);
 	if (ret < 0)
 		return ret;
 	if (ret == 1) {
-		size_t c2 = p->capmap;
-
-		if (grow_u32(&p->map_file, &p->capmap, idx + 1) < 0 ||
-		    grow_u32(&p->map_build, &c2, idx + 1) < 0)
-			return -ENOMEM;
 		if (string_id(p, m->path, lp, &p->map_file[idx]) < 0 ||
 		    string_id(p, bid, lb, &p->map_build[idx]) < 0)
 			return -ENOMEM;
@@ -265,15 +277,11 @@ static int frame_location(struct pprof *p, const char *name, size_t len, uint32_
 	fnidx = p->fn_of_string[sid] - 1;
 	key[0] = fnidx;
 	key[1] = mid;
-	ret = rtab_intern(&p->locations, key, sizeof(key), &idx);
+	ret = intern_pair(&p->locations, key, sizeof(key), &p->loc_fn, &p->loc_map, &p->caploc,
+			  &idx);
 	if (ret < 0)
 		return ret;
 	if (ret == 1) {
-		size_t c2 = p->caploc;
-
-		if (grow_u32(&p->loc_fn, &p->caploc, idx + 1) < 0 ||
-		    grow_u32(&p->loc_map, &c2, idx + 1) < 0)
-			return -ENOMEM;
 		p->loc_fn[idx] = fnidx;
 		p->loc_map[idx] = mid;
 	}

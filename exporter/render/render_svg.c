@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exporter/page.h"
 #include "lib/utf8.h"
 #include "exporter/render/render_internal.h"
 
@@ -160,6 +161,7 @@ static void xml_put(FILE *out, const char *s, size_t len, size_t max)
 	while (i < len && chars < max) {
 		uint32_t cp;
 		size_t n = utf8_next(u + i, len - i, &cp);
+		const char *esc;
 
 		if (cp == 0xfffd && n == 1) {
 			/* not UTF-8: the replacement character's encoding */
@@ -168,28 +170,12 @@ static void xml_put(FILE *out, const char *s, size_t len, size_t max)
 			chars++;
 			continue;
 		}
-		switch (cp) {
-		case '&':
-			fputs("&amp;", out);
-			break;
-		case '<':
-			fputs("&lt;", out);
-			break;
-		case '>':
-			fputs("&gt;", out);
-			break;
-		case '"':
-			fputs("&quot;", out);
-			break;
-		case '\'':
-			fputs("&apos;", out);
-			break;
-		default:
-			if (cp < 0x20 || cp == 0x7f)
-				putc('?', out);
-			else
-				fwrite(u + i, 1, n, out);
-		}
+		if ((esc = page_entity(cp, true)))
+			fputs(esc, out);
+		else if (cp < 0x20 || cp == 0x7f)
+			putc('?', out);
+		else
+			fwrite(u + i, 1, n, out);
 		i += n;
 		chars++;
 	}

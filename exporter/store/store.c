@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const struct store_ops *const backends[] = { &store_sqlite_ops };
+static const struct store_ops *const backends[] = { &store_sqlite_ops, &store_clickhouse_ops };
 
 const struct store_ops *store_backend(const char *name)
 {
@@ -19,13 +19,24 @@ const struct store_ops *store_backend(const char *name)
 	return NULL;
 }
 
-struct store *store_open(const struct store_ops *ops, const char *dir, char *err, size_t errlen)
+struct store *store_open_config(const struct store_ops *ops, const struct store_config *cfg,
+				char *err, size_t errlen)
 {
-	struct store *s = ops->open(dir, err, errlen);
+	struct store *s = ops->open(cfg, err, errlen);
 
 	if (s)
 		s->ops = ops;
 	return s;
+}
+
+struct store *store_open(const struct store_ops *ops, const char *dir, char *err, size_t errlen)
+{
+	return store_open_config(ops, &(struct store_config){ .dir = dir }, err, errlen);
+}
+
+bool store_shared(const struct store *s)
+{
+	return s->ops->shared;
 }
 
 void store_close(struct store *s)
@@ -89,4 +100,24 @@ double store_scaled(uint64_t value, uint64_t enabled, uint64_t running)
 	if (!running)
 		return 0;
 	return (double)value * ((double)enabled / (double)running);
+}
+
+void store_hist_words(const struct hist *h, uint64_t w[STORE_HIST_WORDS])
+{
+	w[0] = h->count;
+	w[1] = h->negative;
+	w[2] = h->sum;
+	w[3] = h->min;
+	w[4] = h->max;
+	memcpy(w + 5, h->b, sizeof(h->b));
+}
+
+void store_hist_from_words(const uint64_t w[STORE_HIST_WORDS], struct hist *h)
+{
+	h->count = w[0];
+	h->negative = w[1];
+	h->sum = w[2];
+	h->min = w[3];
+	h->max = w[4];
+	memcpy(h->b, w + 5, sizeof(h->b));
 }

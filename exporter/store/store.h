@@ -5,14 +5,22 @@
 /*
  * The exporter's durable store, behind one interface so that backends can
  * be swapped (perf's unwind ops): struct store_ops holds the calls, a
- * backend fills one (store_sqlite_ops: SQLite in the data directory) and
+ * backend fills one (store_sqlite_ops: SQLite in the data directory;
+ * store_clickhouse_ops: a ClickHouse server or cluster over HTTP) and
  * callers use only the store_*() wrappers below, never a backend's name.
  *
  * What every backend must guarantee:
- *  - put() is atomic and durable: when it returns 0 the batch is stored
- *    and survives a crash (kill -9, power loss as far as fsync goes); on
- *    error nothing of it is. A batch is known by (agent_id, seq); a second
- *    put() of it returns 1 and changes nothing.
+ *  - put() is durable: when it returns 0 the batch is stored and survives
+ *    a crash (kill -9, power loss as far as fsync goes). A batch is known
+ *    by (agent_id, seq); a second put() of it returns 1, or 0 on a shared
+ *    store that cannot tell, and changes no answer. On error nothing of it
+ *    is visible (SQLite), or what was written is counted once the batch
+ *    is put again (ClickHouse: answers dedupe by the batch key). -EAGAIN
+ *    says the backend is unreachable for now: the agent should retry.
+ *  - A shared store (ops->shared) may be written by other exporters too:
+ *    load() then gives what every exporter stored, and the exporter
+ *    reloads its totals from it before answering instead of trusting what
+ *    it added itself.
  *  - Running totals (counters per cgroup and event, probe hits and
  *    histograms, agents' figures) are kept in the same transaction as the
  *    batch, so that load() gives back exactly what was summed, whatever
@@ -42,6 +50,7 @@ struct store_cgroup {
 	uint64_t cgroup_id;
 	const char *container_id, *runtime, *pod_uid, *qos, *k8s_namespace, *pod_name,
 		*container_name, *unit, *slice;
+	const char *image; /* NULL from a store that does not keep it */
 	uint64_t last_seen_ns;
 };
 
@@ -109,10 +118,21 @@ struct store_stats {
 	uint64_t deleted_rows; /* deleted by retention since open */
 };
 
+/* Where a store is: the backend reads what it needs. */
+struct store_config {
+	const char *dir;      /* sqlite: the data directory */
+	const char *url;      /* clickhouse: http://HOST:PORT of its HTTP interface */
+	const char *database; /* clickhouse: NULL or "" = "cgperf" */
+	const char *cluster;  /* clickhouse: remote_servers cluster; NULL or "": one server */
+	const char *user, *password; /* clickhouse: NULL = the server's default user */
+};
+
 struct store_ops {
 	const char *name;
-	/* Open or create the store under @dir. NULL + errno, reason in @err. */
-	struct store *(*open)(const char *dir, char *err, size_t errlen);
+	/* Answers come from the store (see above), not from the process. */
+	bool shared;
+	/* Open or create the store of @cfg. NULL + errno, reason in @err. */
+	struct store *(*open)(const struct store_config *cfg, char *err, size_t errlen);
 	void (*close)(struct store *s);
 	/* See store_put(). */
 	int (*put)(struct store *s, const Cgperf__V1__Batch *m, uint64_t received_ns, char *err,
@@ -135,8 +155,9 @@ struct store {
 };
 
 extern const struct store_ops store_sqlite_ops;
+extern const struct store_ops store_clickhouse_ops;
 
-/* The backend called @name ("sqlite"), or NULL. */
+/* The backend called @name ("sqlite", "clickhouse"), or NULL. */
 const struct store_ops *store_backend(const char *name);
 
 /*
@@ -144,8 +165,14 @@ const struct store_ops *store_backend(const char *name);
  * on failure, with a one-line reason in @err.
  */
 struct store *store_open(const struct store_ops *ops, const char *dir, char *err, size_t errlen);
+/* The same with every setting a backend may need. */
+struct store *store_open_config(const struct store_ops *ops, const struct store_config *cfg,
+				char *err, size_t errlen);
 /* NULL is fine. */
 void store_close(struct store *s);
+
+/* True when other exporters may write to @s (ops->shared). */
+bool store_shared(const struct store *s);
 
 /*
  * Store the decoded, validated batch @m received at @received_ns, with the
@@ -197,6 +224,12 @@ int store_stacks(struct store *s, const struct store_selection *sel,
 int store_module(struct store *s, int64_t id, struct store_module *out);
 
 void store_stats(struct store *s, struct store_stats *out);
+
+/* A histogram as words, the way stores keep it: count, negative, sum, min,
+ * max, then the HIST_BUCKETS buckets. */
+#define STORE_HIST_WORDS (5 + HIST_BUCKETS)
+void store_hist_words(const struct hist *h, uint64_t w[STORE_HIST_WORDS]);
+void store_hist_from_words(const uint64_t w[STORE_HIST_WORDS], struct hist *h);
 
 /* The scaled value of a counter delta, exactly as every store and the
  * /metrics totals sum it: value x enabled / running (0 when not running). */

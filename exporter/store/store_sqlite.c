@@ -270,10 +270,17 @@ out:
 	return ret;
 }
 
-static struct store *sq_open(const char *dir, char *err, size_t errlen)
+static struct store *sq_open(const struct store_config *cfg, char *err, size_t errlen)
 {
+	const char *dir = cfg->dir;
 	struct sqlite_store *s;
 	int ret;
+
+	if (!dir || !*dir) {
+		snprintf(err, errlen, "the sqlite store needs a data directory");
+		errno = EINVAL;
+		return NULL;
+	}
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -339,9 +346,9 @@ err_free:
 
 static void hist_pack(const struct hist *h, uint8_t out[HIST_WORDS * 8])
 {
-	uint64_t w[HIST_WORDS] = { h->count, h->negative, h->sum, h->min, h->max };
+	uint64_t w[HIST_WORDS];
 
-	memcpy(w + 5, h->b, sizeof(h->b));
+	store_hist_words(h, w);
 	for (size_t i = 0; i < HIST_WORDS; i++)
 		for (int k = 0; k < 8; k++)
 			out[i * 8 + (size_t)k] = (uint8_t)(w[i] >> (8 * k));
@@ -360,12 +367,7 @@ int sq_hist_unpack(const void *blob, int len, struct hist *h)
 		for (int k = 0; k < 8; k++)
 			w[i] |= (uint64_t)b[i * 8 + (size_t)k] << (8 * k);
 	}
-	h->count = w[0];
-	h->negative = w[1];
-	h->sum = w[2];
-	h->min = w[3];
-	h->max = w[4];
-	memcpy(h->b, w + 5, sizeof(h->b));
+	store_hist_from_words(w, h);
 	return 0;
 }
 

@@ -153,7 +153,7 @@ static inline int one_row(sqlite3_stmt *q, int64_t *v)
 
 /* ---- histograms as blobs (store_sqlite.c) ---- */
 
-#define HIST_WORDS (5 + HIST_BUCKETS)
+#define HIST_WORDS STORE_HIST_WORDS
 
 /* 0, or -EINVAL for a blob of the wrong size (left as an empty histogram). */
 int sq_hist_unpack(const void *blob, int len, struct hist *h);

@@ -207,18 +207,14 @@ int main(int argc, char **argv)
 
 		if (!b)
 			return 1;
-		if (wire_encode(b, &buf, &len) < 0)
-			return 1;
-		snprintf(name, sizeof(name), "seed-raw-%d", scales[i]);
-		if (write_file(argv[1], name, buf, len) < 0)
-			return 1;
-		free(buf);
-		if (wire_encode_gzip(b, &buf, &len) < 0)
-			return 1;
-		snprintf(name, sizeof(name), "seed-gzip-%d", scales[i]);
-		if (write_file(argv[1], name, buf, len) < 0)
-			return 1;
-		free(buf);
+		for (int gz = 0; gz < 2; gz++) {
+			if ((gz ? wire_encode_gzip : wire_encode)(b, &buf, &len) < 0)
+				return 1;
+			snprintf(name, sizeof(name), "seed-%s-%d", gz ? "gzip" : "raw", scales[i]);
+			if (write_file(argv[1], name, buf, len) < 0)
+				return 1;
+			free(buf);
+		}
 		wire_batch_free(b);
 	}
 	return 0;

@@ -15,26 +15,22 @@
 #     500 with the store's reason, nothing of it stored, the two others are acked 200 and stored.
 #  3. --ingest-queue and ingest_queue: out-of-range values refused.
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/exporter.sh"
 W=$BUILD_DIR/workloads
 GEN=$BUILD_DIR/tools/gen_batch
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
 [[ -n ${KEEP_TMP:-} ]] && echo "TMP=$TMP"
-[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 [[ -x $GEN ]] || fail "$GEN not built (make O=${BUILD:-build} build-tests)"
 command -v curl >/dev/null || fail "curl missing"
 python3 -c 'import sqlite3' || fail "python3's sqlite3 module missing"
 cg=$(cg_make bp)
 rel=${cg#"$(cg2_mount)"}
-port=$(free_port)
-url=http://127.0.0.1:$port
-db=$TMP/data/cgperf.db
+ex_port=$(free_port)
+url=http://127.0.0.1:$ex_port
+db=$TMP/exporter/cgperf.db
 
 exporter() { # QUEUE: start the exporter with --ingest-queue QUEUE
-	"$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/data" --ingest-queue "$1" \
-		--log-level debug 2>>"$TMP/exporter.log" &
-	EXP=$!
-	bg_track $EXP
-	wait_http "$url/healthz" 10 "$TMP/exporter.log"
+	exporter_up --ingest-queue "$1" --log-level debug
+	EXP=$EX_PID
 	grep -q "ingest_queue=$1\$" "$TMP/exporter.log" ||
 		fail "--ingest-queue not taken: $(tail -3 "$TMP/exporter.log")"
 }
@@ -96,12 +92,7 @@ host: {name: bp-host, agent_id_file: $TMP/agent-id}
 cgroups: {include: ["$rel"]}
 counters: {events: [task-clock]}
 sampling: {frequency: 99, call_graph: fp}
-push:
-  interval: 1s
-  collectors: ["$url/api/v1/push"]
-  timeout: 8s
-  retry: {initial: 100ms, max: 500ms}
-  spool: {dir: $TMP/spool}
+push: {interval: 1s, collectors: ["$url/api/v1/push"], timeout: 8s, retry: {initial: 100ms, max: 500ms}, spool: {dir: $TMP/spool}}
 log: {level: debug}
 YAML
 exporter 1 # one push in the store thread's hands, one queued: then full

@@ -18,11 +18,10 @@
 # issue's, with room (p99 measured ~5 ms, /healthz max ~10 ms when idle);
 # see part 1 for how a noisy neighbour is told from a slow exporter.
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/exporter.sh"
 SWARM=$BUILD_DIR/tools/agent_swarm
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
 SECS=${FLEET_SECONDS:-60}
 AGENTS=1000 RATE=100 IDLE=10000
-[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 [[ -x $SWARM ]] || fail "$SWARM not built (make O=${BUILD:-build} build-tests)"
 command -v curl >/dev/null || fail "curl missing"
 
@@ -32,12 +31,8 @@ nofile=$(ulimit -n)
 [[ $nofile == unlimited ]] || ((nofile >= IDLE + 200)) ||
 	skip "open files hard limit $nofile is below the $IDLE connections this test holds"
 
-port=$(free_port)
-url=http://127.0.0.1:$port
-"$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/data" 2>"$TMP/exporter.log" &
-EXP=$!
-bg_track $EXP
-wait_http "$url/healthz" 10 "$TMP/exporter.log"
+exporter_up
+EXP=$EX_PID url=$ex
 grep -q 'max_connections=16384' "$TMP/exporter.log" ||
 	fail "the default connection limit is not 16384: $(head -3 "$TMP/exporter.log")"
 

@@ -19,18 +19,11 @@ port=$(free_port) ref_port=$port
 while [[ $ref_port == "$port" ]]; do ref_port=$(free_port); done
 url=http://127.0.0.1:$port
 
-wait_port() { # PORT LOGFILE
-	for _ in $(seq 50); do
-		curl -sf "http://127.0.0.1:$1/healthz" >/dev/null 2>&1 && return
-		sleep 0.1
-	done
-	fail "exporter on port $1 did not start: $(cat "$2")"
-}
 exporter() { # start the exporter on the main data dir
 	"$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/data" --token-file "$TMP/token" \
 		--max-body 1048576 --log-level debug 2>>"$TMP/exporter.log" &
 	EX=$!; bg_track $EX
-	wait_port $port "$TMP/exporter.log"
+	wait_http "http://127.0.0.1:$port/healthz" 10 "$TMP/exporter.log"
 }
 agent_yaml() { # HOSTNAME ID_FILE COLLECTOR_URL
 	cat <<YAML
@@ -236,7 +229,7 @@ curl -sf "$url/metrics" >"$TMP/m6.txt"
 # A fresh exporter fed the same two captured batches: same capture-host totals.
 "$EXPORTER" --listen "127.0.0.1:$ref_port" --data-dir "$TMP/ref" 2>"$TMP/ref.log" &
 REF=$!; bg_track $REF
-wait_port $ref_port "$TMP/ref.log"
+wait_http "http://127.0.0.1:$ref_port/healthz" 10 "$TMP/ref.log"
 url=http://127.0.0.1:$ref_port
 check 200 "reference: first batch" "$(post "${bodies[0]}")"
 check 200 "reference: second batch" "$(post "${bodies[1]}")"
@@ -251,7 +244,7 @@ lim_port=$((20000 + ($$ + 17) % 20000))
 "$EXPORTER" --listen "127.0.0.1:$lim_port" --data-dir "$TMP/lim" --max-series 60 \
 	--series-expiry 42s 2>"$TMP/lim.log" &
 LIM=$!; bg_track $LIM
-wait_port $lim_port "$TMP/lim.log"
+wait_http "http://127.0.0.1:$lim_port/healthz" 10 "$TMP/lim.log"
 url=http://127.0.0.1:$lim_port
 "$BUILD_DIR/tools/gen_batch" --cgroups 100 --counters 2 --stacks 1 --host big --agent big --seq 1 write "$TMP/wide.pb" ||
 	fail "gen_batch failed"

@@ -11,10 +11,11 @@
 #           "f"), same counts, same order (ties in any order), same total; its mapping of chain-fp carries the
 #           binary's build id (readelf -n), once the agent sends modules;
 #   svg     well-formed XML (xmllint), naming the chain's functions.
+# STORE=clickhouse runs it on a ClickHouse server it starts.
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/exporter.sh"
+source "$(dirname "$0")/../lib/clickhouse.sh"
 W=$BUILD_DIR/workloads
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
-[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 [[ -x $W/chain-fp ]] || fail "$W/chain-fp not built (make O=${BUILD:-build} build-tests)"
 for c in curl go xmllint perl readelf python3; do
 	command -v $c >/dev/null || fail "$c missing (packaging/install-deps.sh installs it)"
@@ -24,24 +25,17 @@ export HOME=$TMP/home GOCACHE=$TMP/gocache GOPATH=$TMP/gopath GOFLAGS=-mod=mod G
 	GOTOOLCHAIN=local GOTELEMETRY=off PPROF_TMPDIR=$TMP/pprof
 mkdir -p "$HOME" "$PPROF_TMPDIR"
 
-cg=$(cg_make pprof)
-rel=${cg#"$(cg2_mount)"}
-port=$(free_port)
-ex=http://127.0.0.1:$port
-"$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/data" 2>>"$TMP/exporter.log" &
-bg_track $!
-wait_http "$ex/healthz" 10 "$TMP/exporter.log"
+store_setup
+cg_new pprof
+# shellcheck disable=SC2046 # store_args: one flag or value a line
+exporter_up $(store_args exporter)
 
 cat >"$TMP/agent.yaml" <<YAML
 host: {name: "pprof-host", agent_id_file: $TMP/agent-id}
 cgroups: {include: ["$rel"]}
 counters: {events: [task-clock]}
 sampling: {frequency: 199, call_graph: fp, event: cpu-clock}
-push:
-  interval: 1s
-  collectors: ["$ex/api/v1/push"]
-  timeout: 2s
-  spool: {dir: $TMP/spool}
+push: {interval: 1s, collectors: ["$ex/api/v1/push"], timeout: 2s, spool: {dir: $TMP/spool}}
 YAML
 "$AGENT" run --config "$TMP/agent.yaml" --duration 6 2>"$TMP/agent.log" &
 ag=$!

@@ -12,11 +12,10 @@
 #     batch carries it) come back with exactly those label values;
 # and `promtool check metrics` is clean on the page, hostile names included.
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/exporter.sh"
 source "$ROOT/tests/lib/pg.sh"
 W=$BUILD_DIR/workloads
 GEN=$BUILD_DIR/tools/gen_batch
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
-[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 [[ -x $GEN ]] || fail "$GEN not built (make O=${BUILD:-build} build-tests)"
 for c in prometheus promtool curl python3; do
 	command -v $c >/dev/null || fail "$c missing (packaging/install-deps.sh installs it)"
@@ -40,22 +39,14 @@ pg_start "$pgcg"
 pg_bench_init 2
 
 # --- exporter, agent, Prometheus
-ex_port=$(free_port)
-ex=http://127.0.0.1:$ex_port
-"$EXPORTER" --listen "127.0.0.1:$ex_port" --data-dir "$TMP/data" 2>>"$TMP/exporter.log" &
-bg_track $!
-wait_http "$ex/healthz" 10 "$TMP/exporter.log"
+exporter_up
 
 cat >"$TMP/agent.yaml" <<YAML
 host: {name: "prom-host", agent_id_file: $TMP/agent-id}
 cgroups: {include: ["$pgrel", "$pgrel/**", "$nrel", "$nrel/**"]}
 counters: {events: [task-clock, context-switches]}
 sampling: {enabled: false}
-push:
-  interval: 1s
-  collectors: ["$ex/api/v1/push"]
-  timeout: 2s
-  spool: {dir: $TMP/spool}
+push: {interval: 1s, collectors: ["$ex/api/v1/push"], timeout: 2s, spool: {dir: $TMP/spool}}
 YAML
 "$AGENT" run --config "$TMP/agent.yaml" 2>"$TMP/agent.log" &
 AG=$!

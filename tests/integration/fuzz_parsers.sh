@@ -2,11 +2,16 @@
 # libFuzzer, briefly, over the parsers of bytes the agent does not control
 # (tests/fuzz/): ELF symbols with symtab's .eh_frame_hdr (fuzz_symtab), USDT
 # notes and argument specs (fuzz_usdt), the DWARF unwinder's load of
-# .eh_frame_hdr and libunwind's lookup in it (fuzz_ehhdr), and the YAML
-# configuration (fuzz_config). FUZZ_PARSERS_TIME seconds each (default 5),
-# seeded with real files: the USDT workload, the C++ workload, a C chain
-# with and without frame pointers, a stripped copy (.dynsym only); for the
-# config, the shipped and the documented example files. Fails on any
+# .eh_frame_hdr and libunwind's lookup in it (fuzz_ehhdr), the YAML
+# configuration (fuzz_config), JIT perf maps, /tmp/perf-PID.map
+# (fuzz_perfmap), and what container runtimes leave on disk: config.json
+# annotations, podman's containers.json, unit files (fuzz_runtime).
+# FUZZ_PARSERS_TIME seconds each (default 5), seeded with
+# real files: the USDT workload, the C++ workload, a C chain with and
+# without frame pointers, a stripped copy (.dynsym only); for the config,
+# the shipped and the documented example files; for the perf map, the
+# lines V8 and the JVM write and some that perfmap.c must skip; for the
+# runtimes, tests/data/runtime/. Fails on any
 # crash, sanitizer report or property a target checks. A longer run:
 # make fuzz-parsers FUZZ_TIME=300.
 source "$(dirname "$0")/../lib/common.sh"
@@ -17,7 +22,7 @@ case $BUILD_DIR in
 "$ROOT"/*) O=${BUILD_DIR#"$ROOT"/} ;;
 *) O=$BUILD_DIR ;;
 esac
-targets="fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config"
+targets="fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config fuzz_perfmap fuzz_runtime"
 make --no-print-directory -C "$ROOT" O="$O" $(printf "$O/fuzz/%s " $targets) \
 	"$O/workloads/sdtprobe" "$O/workloads/cxx" "$O/workloads/chain-fp" "$O/workloads/chain-nofp" \
 	>"$TMP/make.log" 2>&1 || fail "cannot build the fuzz targets: $(tail -20 "$TMP/make.log")"
@@ -43,6 +48,18 @@ done
 cfg=$TMP/seeds-config
 mkdir -p "$cfg"
 cp "$ROOT/packaging/run-default.yaml" "$ROOT/tests/data/agent-example.yaml" "$cfg/"
+pm=$TMP/seeds-perfmap
+mkdir -p "$pm"
+printf '%s\n' "7f3a1c001000 1c0 LazyCompile:*handler /srv/app/index.js:12:30" \
+	"7f3a1c0011c0 40 Builtin:ArgumentsAdaptorTrampoline" \
+	"7f3a1c002000 a0 Interpreter:foo" >"$pm/v8.map"
+printf '%s\n' "00007f5b2d1e4a20 000000000000009c Ljava/lang/String;::hashCode" \
+	"7f5b2d1e4b00 80 Interpreter" >"$pm/jvm.map"
+# skipped or odd lines: no size, size 0, a range past 2^64, no name, CR, garbage
+printf '1000 10 a\r\n2000 0 zero\nffffffffffffff00 200 wraps\n3000 10 \nzz 10 bad\n4000 8' >"$pm/odd.map"
+rt=$TMP/seeds-runtime
+mkdir -p "$rt"
+cp "$ROOT"/tests/data/runtime/*.json "$ROOT"/tests/data/runtime/systemd/* "$rt/"
 
 run() { # target corpus...
 	local t=$1
@@ -66,4 +83,6 @@ run fuzz_symtab "$elf"
 run fuzz_usdt "$elf"
 run fuzz_ehhdr "$eh"
 run fuzz_config "$cfg"
+run fuzz_perfmap "$pm"
+TMPDIR=$TMP run fuzz_runtime "$rt" # its fake host root goes under $TMP
 exit 0

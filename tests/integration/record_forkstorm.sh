@@ -7,36 +7,13 @@
 # children's samples must have a named leaf (not "[unmapped]+0x...").
 # perf record -G over the same window, for comparison (printed).
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/forkstorm.sh"
 W=$BUILD_DIR/workloads
 DUR=${FORKSTORM_DUR:-5}
 export LC_ALL=C
 
-cg=$(cg_make storm)
-rel=${cg#"$(cg2_mount)"}
+cg_new storm
 
-# share FOLDED: "named total" over the children's samples. A child is
-# comm storm-child, or a sample taken before its prctl() was read (comm still
-# forkstorm) that is in storm_* code or whose leaf is unmapped (counted as
-# the child's, against the share).
-share() {
-	python3 - "$1" <<'PY'
-import re, sys
-named = total = 0
-for line in open(sys.argv[1]):
-    stack, _, count = line.rstrip("\n").rpartition(" ")
-    f = stack.split(";")
-    leaf = f[-1]
-    unnamed = leaf.startswith("[unmapped]") or re.search(r"\+0x[0-9a-f]+$", leaf) is not None
-    child = f[0] == "storm-child" or (f[0] == "forkstorm" and
-                                      (unnamed or any(x.startswith("storm_") for x in f)))
-    if not child:
-        continue
-    total += int(count)
-    if not unnamed:
-        named += int(count)
-print(named, total)
-PY
-}
 # perf_share PERF.DATA: the same over perf's leaves ([unknown] = unnamed).
 perf_share() {
 	timeout 60 perf script -i "$1" -F comm,sym -G 2>/dev/null |
@@ -58,7 +35,7 @@ run_mode() {
 		2>"$TMP/$mode.err" || fail "record $mode failed: $(cat "$TMP/$mode.err")"
 	wait %% 2>/dev/null
 	cat "$TMP/$mode.err"
-	read -r g t < <(share "$TMP/$mode.folded")
+	read -r g t < <(storm_share "$TMP/$mode.folded")
 	pg=- pt=-
 	if [[ -s $TMP/perf-$mode.data ]]; then
 		read -r pg pt < <(perf_share "$TMP/perf-$mode.data")

@@ -20,6 +20,34 @@
 # sees the FIFO and the host link (it must stop on SIGTERM, and no secret in
 # its log, spool or pushed batches).
 source "$(dirname "$0")/../lib/common.sh"
+
+# stallfs_up OUT ARGS...: tests/tools/stallfs ARGS in the mount namespace of
+# $jp (copied to its /tmp), output in OUT; its PID in SF_PID once it mounted.
+stallfs_up() {
+	local out=$1 i
+	shift
+	nsenter -t "$jp" -m -- /tmp/stallfs "$@" >"$out" 2>&1 &
+	SF_PID=$!
+	bg_track $SF_PID
+	for i in $(seq 50); do
+		grep -qs ready "$out" && return 0
+		kill -0 $SF_PID 2>/dev/null || break
+		sleep 0.1
+	done
+	fail "stallfs $1 did not mount: $(cat "$out")"
+}
+
+# helper_gone CASE: the read helper $helper (if any) exits within 5 s of its
+# daemon.
+helper_gone() {
+	local i
+	for i in $(seq 50); do
+		[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "$1: helper $helper still there after its daemon ended"
+}
+
 W=$BUILD_DIR/workloads
 [[ -x $W/jit ]] || fail "workload $W/jit not built"
 command -v unshare >/dev/null || skip "unshare (util-linux) missing"
@@ -153,15 +181,8 @@ else
 	nsenter -t "$jp" -m -- mkdir -p /tmp/stall || fail "cannot make /tmp/stall in the namespace"
 	# The daemon runs from the container's /tmp: the tree may be under a /tmp it hides.
 	cp "$BUILD_DIR/tools/stallfs" "/proc/$jp/root/tmp/stallfs" || fail "cannot copy stallfs into the namespace"
-	nsenter -t "$jp" -m -- /tmp/stallfs /tmp/stall read $STALL "$(cat "$TMP/valid.map")" \
-		>"$TMP/stallfs.out" 2>&1 &
-	SF=$!; bg_track $SF
-	for i in $(seq 50); do
-		grep -qs ready "$TMP/stallfs.out" && break
-		kill -0 $SF 2>/dev/null || break
-		sleep 0.1
-	done
-	grep -q ready "$TMP/stallfs.out" || fail "stallfs did not mount: $(cat "$TMP/stallfs.out")"
+	stallfs_up "$TMP/stallfs.out" /tmp/stall read $STALL "$(cat "$TMP/valid.map")"
+	SF=$SF_PID
 	rm -f "$map"
 	ln -s /tmp/stall/map "$map"
 	t0=$(date +%s.%N)
@@ -186,11 +207,7 @@ else
 	helper=$(pgrep -f -- "__read-perf-map /proc/$jp/root" || true)
 	[[ -n $helper ]] || info "note: no helper left waiting (the read ended early?)"
 	kill $SF
-	for i in $(seq 50); do
-		[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null && break
-		sleep 0.1
-	done
-	[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null || fail "fuse: helper $helper still there after its daemon ended"
+	helper_gone fuse
 	total=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/fuse.folded")
 	info "fuse: output after $out_s s, exit after $exit_s s (duration $DUR s, daemon stalls $STALL s), $total samples, $(grep -c 'perf-1.map+' "$TMP/fuse.folded") unnamed JIT stacks"
 	((total >= MIN_SAMPLES)) || fail "fuse: only $total samples: sampling waited for the map"
@@ -209,15 +226,8 @@ else
 	# the frames stay unnamed and the file is refused as "stalled".
 	nsenter -t "$jp" -m -- mkdir -p /tmp/binfs || fail "cannot make /tmp/binfs in the namespace"
 	cp "$W/spin" "/proc/$jp/root/tmp/spin" || fail "cannot copy the spin workload into the namespace"
-	nsenter -t "$jp" -m -- /tmp/stallfs /tmp/binfs +all $STALL @/tmp/spin \
-		>"$TMP/binfs.out" 2>&1 &
-	BF=$!; bg_track $BF
-	for i in $(seq 50); do
-		grep -qs ready "$TMP/binfs.out" && break
-		kill -0 $BF 2>/dev/null || break
-		sleep 0.1
-	done
-	grep -q ready "$TMP/binfs.out" || fail "stallfs (binary) did not mount: $(cat "$TMP/binfs.out")"
+	stallfs_up "$TMP/binfs.out" /tmp/binfs +all $STALL @/tmp/spin
+	BF=$SF_PID
 	sh -c "echo \$\$ > '$cg/cgroup.procs'; exec nsenter -t $jp -m -- /tmp/binfs/map 120" \
 		>"$TMP/binfs-spin.out" 2>&1 &
 	BW=$!; bg_track $BW
@@ -249,11 +259,7 @@ else
 	[[ -n $helper ]] || info "note: no helper left waiting (the daemon answered early?)"
 	kill $BW
 	kill $BF
-	for i in $(seq 50); do
-		[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null && break
-		sleep 0.1
-	done
-	[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null || fail "binfs: helper $helper still there after its daemon ended"
+	helper_gone binfs
 fi
 
 # ---- run: continuous mode sees the FIFO, then the host link -----------------
@@ -274,11 +280,7 @@ host: {name: test-host, agent_id_file: $TMP/agent-id}
 cgroups: {include: ["$rel"]}
 counters: {events: [task-clock]}
 sampling: {frequency: 199, call_graph: fp}
-push:
-  interval: 1s
-  collectors: ["http://127.0.0.1:$(cat "$TMP/port")/api/v1/push"]
-  timeout: 5s
-  spool: {dir: $TMP/spool-$kind}
+push: {interval: 1s, collectors: ["http://127.0.0.1:$(cat "$TMP/port")/api/v1/push"], timeout: 5s, spool: {dir: $TMP/spool-$kind}}
 log: {level: debug}
 metrics: {listen: "127.0.0.1:$mport"}
 YAML

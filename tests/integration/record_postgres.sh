@@ -3,8 +3,8 @@
 # rate-limited select-only pgbench (pgbench itself outside the cgroup). Over
 # the same 6 s, `cgperf-agent record -G CG --call-graph dwarf -F 199` and
 # `perf record -a -e cpu-clock -G CG --call-graph dwarf -F 199` sample it;
-# perf's samples go through `perf script` and a minimal stackcollapse written
-# here. Asserts, on the two folded profiles:
+# perf's samples go through `perf script` and a minimal stackcollapse
+# (tests/lib/collapse.py). Asserts, on the two folded profiles:
 #   (a) the ten hottest named leaf functions overlap in at least 7 of 10;
 #   (b) the share of samples whose stack reaches PostgresMain (or main) is,
 #       for the agent, at least perf's share minus 1 point;
@@ -25,12 +25,9 @@ DUR=6
 FREQ=199
 RATE=${RECORD_PG_RATE:-12000}
 MIN_SAMPLES=300 # per tool, over DUR seconds
-command -v perf >/dev/null || skip "perf not installed"
-command -v python3 >/dev/null || skip "python3 not installed"
-
-cg=$(cg_make pg)
-_CG_MADE+=("$cg") # cg_make ran in a $(...) subshell: register it here too
-rel=${cg#"$(cg2_mount)"/}
+need perf python3
+cg_new pg
+rel=${rel#/}
 
 pg_start "$cg"
 pg_bench_init 5
@@ -75,70 +72,7 @@ info "cgroup /$rel: $nprocs processes, pgbench -S -c 4 -j 2 -R $RATE: tps $(awk 
 perf script -i "$TMP/perf.data" >"$TMP/perf.script" 2>"$TMP/perf-script.err" ||
 	{ sed 's/^/    perf script: /' "$TMP/perf-script.err" | tail -n 20 >&2; fail "perf script failed"; }
 
-# A minimal stackcollapse of `perf script` output: a header line per sample
-# ("comm pid [cpu] time: period event:"), then one frame per line,
-# "addr sym+off (dso)", leaf first, then a blank line. Output is
-# "comm;root;...;leaf COUNT", the symbol's "+0x.." stripped, kernel frames
-# (dso [kernel.kallsyms]) suffixed _[k] as the agent does, and any unknown
-# symbol "[unknown]". perf ends a DWARF-unwound chain that it cut short
-# (the 8 KiB stack copy ran out) with a pseudo-frame at ffffffffffffffff: it is
-# a marker, not a frame (the agent simply stops there), so it is dropped and
-# only counted; keeping it would hand the agent a free win in (c).
-# Side outputs: ARGV[1] the user-space DSOs seen (for the alias table below),
-# ARGV[2] "basename addr name-or-[unknown]" for every distinct user frame
-# (for (c)), ARGV[3] the number of end-of-chain markers dropped.
-cat >"$TMP/collapse.py" <<'EOF'
-import os, re, sys
-from collections import Counter
-head = re.compile(r"^(\S.*?)\s+\d+(?:/\d+)?\s+(?:\[\d+\]\s+)?\d+\.\d+:")
-frame = re.compile(r"^\s+([0-9a-fA-F]+)\s+(.*?)\s+\((.*)\)\s*$")
-out, dsos, addrs = Counter(), set(), {}
-comm, frames, markers = None, [], 0
-
-def flush():
-    global comm, frames
-    if comm is not None:
-        out[";".join([comm] + frames[::-1])] += 1
-    comm, frames = None, []
-
-for line in sys.stdin:
-    line = line.rstrip("\n")
-    if not line.strip():
-        flush()
-        continue
-    if not line[0].isspace():
-        flush()
-        m = head.match(line)
-        comm = (m.group(1) if m else line.split()[0]).replace(" ", "_").replace(";", ":")
-        continue
-    m = frame.match(line)
-    if not m or comm is None:
-        continue
-    addr, sym, dso = m.groups()
-    if int(addr, 16) == 0xffffffffffffffff:
-        markers += 1
-        continue
-    if not sym or sym.startswith("[unknown]"):
-        sym = "[unknown]"
-    else:
-        sym = re.sub(r"\+0x[0-9a-fA-F]+$", "", sym)
-    if dso.startswith("[kernel"):
-        sym += "_[k]"
-    elif dso.startswith("/"):
-        dsos.add(dso)
-        addrs[(os.path.basename(dso), int(addr, 16))] = sym
-    frames.append(sym.replace(";", ":").replace(" ", "_"))
-flush()
-for k, v in sorted(out.items()):
-    print(k, v)
-with open(sys.argv[1], "w") as f:
-    f.write("".join(d + "\n" for d in sorted(dsos)))
-with open(sys.argv[2], "w") as f:
-    f.write("".join(f"{b} {a:x} {s}\n" for (b, a), s in sorted(addrs.items())))
-with open(sys.argv[3], "w") as f:
-    f.write(f"{markers}\n")
-EOF
-python3 "$TMP/collapse.py" "$TMP/perf.dsos" "$TMP/perf.addrs" "$TMP/perf.markers" \
+python3 "$ROOT/tests/lib/collapse.py" "$TMP/perf.dsos" "$TMP/perf.addrs" "$TMP/perf.markers" \
 	<"$TMP/perf.script" >"$TMP/perf.folded" || fail "collapsing perf script output failed"
 
 # Alias table: several symbols often share one address (__libc_recv, __recv,

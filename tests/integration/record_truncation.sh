@@ -128,14 +128,9 @@ fi
 
 # 4. run: counted per cgroup on its own /metrics, on the wire, and on the
 # exporter's /metrics.
-EXPORTER=$(dirname "$AGENT")/cgperf-exporter
-cg=$(cg_make trunc)
-rel=${cg#"$(cg2_mount)"}
-port=$(free_port)
-ex=http://127.0.0.1:$port
-"$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/data" 2>>"$TMP/exporter.log" &
-bg_track $!
-wait_http "$ex/healthz" 10 "$TMP/exporter.log"
+source "$(dirname "$0")/../lib/exporter.sh"
+cg_new trunc
+exporter_up
 mport=$(free_port)
 cat >"$TMP/agent.yaml" <<YAML
 host: {name: "trunc-host", agent_id_file: $TMP/agent-id}

@@ -30,11 +30,7 @@ host: {name: test-host, agent_id_file: $TMP/agent-id}
 cgroups: {include: ["$rel", "$rel/**"]}
 counters: {events: [task-clock]}
 sampling: {frequency: 499, call_graph: dwarf}
-push:
-  interval: 1s
-  collectors: ["http://127.0.0.1:$port/api/v1/push"]
-  timeout: 2s
-  spool: {dir: $TMP/spool}
+push: {interval: 1s, collectors: ["http://127.0.0.1:$port/api/v1/push"], timeout: 2s, spool: {dir: $TMP/spool}}
 metrics: {listen: "127.0.0.1:$mport"}
 log: {level: debug}
 YAML

@@ -24,6 +24,7 @@
 #   perf runs concurrently with a nominal window of the same length (`sleep
 #   DUR`), so agent and perf totals are compared directly.
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/perfstat.sh"
 export LC_ALL=C  # '.' in $EPOCHREALTIME and awk output
 
 DUR=3
@@ -61,94 +62,7 @@ bg_track "$busy"
 sleep 0.5
 grep -qx "$busy" "$cg/cgroup.procs" || fail "busy loop $busy is not in $cg"
 
-# usage_usec of $cg into variable $1 (no fork: keeps the bracket tight).
-read_usage() {
-	local k v
-	while read -r k v; do
-		[[ $k == usage_usec ]] && { printf -v "$1" %s "$v"; return 0; }
-	done <"$cg/cpu.stat"
-	fail "no usage_usec in $cg/cpu.stat"
-}
-
-# agent_field FILE CGROUP EVENT UNIT: check the agent's JSON Lines and print
-# "value raw time_enabled time_running pcnt_running cgroup_id" for that object.
-agent_field() {
-	python3 - "$@" <<'EOF'
-import json, sys
-path, cg, ev, unit = sys.argv[1:5]
-found = []
-for n, line in enumerate(open(path), 1):
-    if not line.strip():
-        continue
-    try:
-        o = json.loads(line)
-    except ValueError as e:
-        sys.exit(f"agent stdout line {n} is not JSON ({e}): {line.strip()!r}")
-    if not isinstance(o, dict):
-        sys.exit(f"agent stdout line {n} is not an object: {line.strip()!r}")
-    if str(o.get("cgroup", "")).lstrip("/") == cg.lstrip("/") and o.get("event") == ev:
-        found.append(o)
-if len(found) != 1:
-    sys.exit(f"expected 1 JSON object for cgroup {cg} event {ev}, got {len(found)}")
-o = found[0]
-if o.get("supported") is not True or not isinstance(o.get("value"), (int, float)):
-    sys.exit(f"event {ev} not counted: {o}")
-if o.get("cgroup") != "/" + cg.lstrip("/"):
-    sys.exit(f"cgroup field {o.get('cgroup')!r}, want {'/' + cg.lstrip('/')!r}")
-if o.get("unit") != unit:
-    sys.exit(f"unit {o.get('unit')!r} for {ev}, want {unit!r}")
-for k in ("raw", "time_enabled", "time_running", "pcnt_running", "cgroup_id"):
-    if not isinstance(o.get(k), (int, float)):
-        sys.exit(f"field {k} missing or not a number: {o}")
-print(o["value"], o["raw"], o["time_enabled"], o["time_running"], o["pcnt_running"], o["cgroup_id"])
-EOF
-}
-
-# perf_value FILE CGROUP EVENT: value of EVENT for CGROUP from perf's -x, output
-# (value,unit,event,cgroup,...); "<not counted>"/"<not supported>" fail.
-perf_value() {
-	python3 - "$@" <<'EOF'
-import sys
-path, cg, ev = sys.argv[1:4]
-vals = []
-for line in open(path):
-    line = line.strip()
-    if not line or line.startswith("#"):
-        continue
-    f = line.split(",")
-    if len(f) < 4 or f[2].split(":")[0] != ev:
-        continue
-    if f[3].lstrip("/") != cg.lstrip("/"):
-        continue
-    if f[0].startswith("<"):
-        sys.exit(f"perf: {ev} in {cg} is {f[0]}: {line}")
-    vals.append(float(f[0]))
-if len(vals) != 1:
-    sys.exit(f"perf: expected 1 line for {ev} in {cg}, got {len(vals)}")
-print(vals[0])
-EOF
-}
-
-# perf first (its start-up is the slower one), then the agent in the foreground,
-# bracketed by cpu.stat reads and wall-clock stamps.
-perf stat -a -e task-clock -G "$rel" -x, -o "$TMP/perf.csv" -- sleep "$DUR" 2>"$TMP/perf.err" &
-perf_pid=$!
-bg_track "$perf_pid"
-t0=$EPOCHREALTIME
-read_usage u0
-timeout $((DUR + 30)) "$AGENT" stat -G "$rel" -e task-clock --duration "$DUR" --json \
-	>"$TMP/agent.json" 2>"$TMP/agent.err"
-arc=$?
-read_usage u1
-t1=$EPOCHREALTIME
-wait "$perf_pid"
-prc=$?
-
-if ((arc != 0)); then
-	sed 's/^/    agent: /' "$TMP/agent.err" "$TMP/agent.json" | tail -n 20 >&2
-	fail "agent exited with $arc"
-fi
-((prc == 0)) || { sed 's/^/    perf: /' "$TMP/perf.err" >&2; fail "perf stat exited with $prc"; }
+stat_both task-clock
 
 out=$(agent_field "$TMP/agent.json" "$rel" task-clock msec) || {
 	sed 's/^/    agent: /' "$TMP/agent.json" >&2

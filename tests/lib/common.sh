@@ -2,6 +2,8 @@
 #   fail MSG      print and exit 1        skip MSG   print and exit 77
 #   cg2_mount     the cgroup2 mount point (from /proc/self/mountinfo)
 #   cg_make NAME  create $(cg2_mount)/cgperf-test-$$-NAME, removed at exit
+#   cg_new NAME   the same in $cg, its path below the mount in $rel
+#   need CMD...   skip unless every CMD is installed
 #   cg_enter DIR PID   move PID into DIR
 #   bg_track PID  kill PID (and its process group) at exit
 #   near A B PCT  true when A and B differ by at most PCT percent of B
@@ -36,6 +38,23 @@ cg_make() {
 	mkdir -p "$d" || fail "cannot create cgroup $d"
 	_CG_MADE+=("$d")
 	echo "$d"
+}
+
+# cg_new NAME: a test cgroup (cg_make) in $cg, and its path below the
+# cgroup2 mount in $rel ("/cgperf-test-PID-NAME"). Made in this shell, so
+# the exit trap removes it by path as well as by prefix.
+cg_new() {
+	cg=$(cg_make "$1")
+	_CG_MADE+=("$cg")
+	rel=${cg#"$(cg2_mount)"}
+}
+
+# need CMD...: skip the test (with the reason) unless every CMD is installed.
+need() {
+	local c
+	for c; do
+		command -v "$c" >/dev/null || skip "$c not installed"
+	done
 }
 
 cg_enter() { echo "$2" >"$1/cgroup.procs"; }

@@ -6,6 +6,9 @@
 #   exp_metric PORT NAME [LABEL_RE]  the sum of NAME's samples on /metrics
 #                 whose labels match LABEL_RE (0 when none)
 #   free_ports N  N different free ports (free_port), on one line
+#   exporter_up ARGS...  a test's one exporter: exp_start exporter on
+#                 $ex_port (a free port unless set, so a restart keeps it);
+#                 $ex is its URL, $EX_PID its PID
 EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
 [[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 declare -A EXP_PID
@@ -33,4 +36,10 @@ free_ports() {
 		[[ " ${ports[*]} " == *" $p "* ]] || ports+=("$p")
 	done
 	echo "${ports[*]}"
+}
+exporter_up() {
+	ex_port=${ex_port:-$(free_port)}
+	ex=http://127.0.0.1:$ex_port
+	exp_start exporter "$ex_port" "$@"
+	EX_PID=${EXP_PID[exporter]}
 }

@@ -61,6 +61,7 @@
 
 #include "wire/wire.h"
 #include "lib/clock.h"
+#include "lib/hashmap.h"
 
 #define POOL 512
 #define NAME_MAX_LEN 128
@@ -428,11 +429,7 @@ static int num(const char *s, unsigned long max, unsigned long *out)
 /* The value of every counter of batch (@agent, @seq): 1..1000000. */
 static uint64_t stream_value(const char *agent, uint64_t seq)
 {
-	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-
-	for (const char *p = agent; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-	return 1 + mix(h ^ seq) % 1000000;
+	return 1 + mix(hash_fnv1a_str(HASH_FNV_OFFSET, agent) ^ seq) % 1000000;
 }
 
 /* The first word of an answer body. */

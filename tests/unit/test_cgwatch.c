@@ -310,64 +310,55 @@ static void count_event(void *ctx, enum cg_watch_kind kind, const char *path)
 	(*(int *)ctx)++;
 }
 
+/* One run of the torture loop over @root: a watch, a new directory with a
+ * child, the events read (a callback that allocates nothing of its own). */
+static void watch_run(void *ctx)
+{
+	static long n;
+	const char *root = ctx;
+	struct cg_watch *w = cg_watch_new(root);
+	int ret = 0, calls = 0;
+	char sub[PATH_MAX];
+
+	n++;
+	if (w) {
+		tl_pathf(sub, sizeof(sub), "%s/n%ld", root, n);
+		if (mkdir(sub, 0755) == 0) {
+			tl_pathf(sub, sizeof(sub), "%s/n%ld/m", root, n);
+			mkdir(sub, 0755);
+		}
+		ret = cg_watch_read(w, count_event, &calls);
+		if (ret >= 0)
+			assert_int_equal(ret, calls);
+		else
+			assert_int_equal(ret, -ENOMEM);
+	} else {
+		assert_int_equal(errno, ENOMEM);
+	}
+	if (!tl_alloc_failed()) {
+		assert_non_null(w);
+		assert_true(ret >= 2);
+	}
+	cg_watch_free(w);
+	tl_pathf(sub, sizeof(sub), "%s/n%ld/m", root, n);
+	rmdir(sub);
+	tl_pathf(sub, sizeof(sub), "%s/n%ld", root, n);
+	rmdir(sub);
+}
+
 static void test_alloc_failures(void **state)
 {
 	char *root;
 	long i;
 
-	if (!tl_alloc_available())
-		skip(); /* ASan owns malloc; the plain build runs this */
+	tl_alloc_require();
 	root = tl_tmpdir("test_cgwatch");
 	tl_mkdirs(root, "x/y");
-	for (i = 0; i < 1000; i++) {
-		struct cg_watch *w;
-		int ret = 0, calls = 0;
-		char sub[PATH_MAX];
-
-		tl_alloc_fail_at(i);
-		w = cg_watch_new(root);
-		if (w) {
-			snprintf(sub, sizeof(sub), "%s/n%ld", root, i);
-			if (mkdir(sub, 0755) == 0) {
-				snprintf(sub, sizeof(sub), "%s/n%ld/m", root, i);
-				mkdir(sub, 0755);
-			}
-			/* a callback that allocates nothing of its own */
-			ret = cg_watch_read(w, count_event, &calls);
-			if (ret >= 0)
-				assert_int_equal(ret, calls);
-			else
-				assert_int_equal(ret, -ENOMEM);
-		} else {
-			assert_int_equal(errno, ENOMEM);
-		}
-		cg_watch_free(w);
-		tl_alloc_reset();
-		snprintf(sub, sizeof(sub), "%s/n%ld/m", root, i);
-		rmdir(sub);
-		snprintf(sub, sizeof(sub), "%s/n%ld", root, i);
-		rmdir(sub);
-		if (tl_alloc_live() > 0)
-			fail_msg("allocation %ld failed: %ld blocks leaked", i, tl_alloc_live());
-		if (!tl_alloc_failed()) {
-			assert_non_null(w);
-			assert_true(ret >= 2);
-			break;
-		}
-	}
+	i = tl_alloc_torture(watch_run, root, 1000);
 	print_message("     %ld allocations failed in turn\n", i);
 	assert_true(i >= 5);
 	assert_int_equal(tl_rmtree(root), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_add_remove_rename), cmocka_unit_test(test_hostile_names),
-		cmocka_unit_test(test_deep),              cmocka_unit_test(test_overflow),
-		cmocka_unit_test(test_bad_root),          cmocka_unit_test(test_cgroupfs),
-		cmocka_unit_test(test_alloc_failures),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_add_remove_rename, test_hostile_names, test_deep, test_overflow, test_bad_root,
+	test_cgroupfs, test_alloc_failures)

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "lib/clock.h"
+#include "tests/unit/testlib.h"
 
 static void test_mono(void **state)
 {
@@ -34,12 +35,4 @@ static void test_real(void **state)
 	assert_true((uint64_t)time(NULL) - now / 1000000000ull <= 1);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mono),
-		cmocka_unit_test(test_real),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_mono, test_real)

@@ -3,8 +3,9 @@
  * agent/config: the defaults, the example of docs/config.md (kept as
  * tests/data/agent-example.yaml, and checked to be the same text as the
  * doc's, so neither rots), its probes resolved against the host's
- * PostgreSQL, every error message with its line and column, durations,
- * sizes, cgroup globs, and config_dump() read back to the same values.
+ * PostgreSQL, accepted values (durations, sizes), loading files, cgroup
+ * globs, and config_dump() read back to the same values. The error
+ * messages are in test_config_errors.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,59 +24,12 @@
 
 #include "agent/cmd/config.h"
 #include "agent/perf/probe.h"
-#include "tests/unit/testalloc.h"
+#include "tests/unit/testlib.h"
 
 #define NCASES(a) (sizeof(a) / sizeof((a)[0]))
 #define EXAMPLE "tests/data/agent-example.yaml"
 #define DOC "docs/config.md"
 #define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
-
-/* ---- helpers ---- */
-
-/* A file of the source tree: from $CGPERF_ROOT (tests/run.sh sets it), the
- * current directory, or two levels above this binary (build/tests/). */
-static char *tree_file(const char *rel)
-{
-	const char *env = getenv("CGPERF_ROOT");
-	char exe[PATH_MAX], *p, *out = NULL;
-	ssize_t n;
-
-	if (env) {
-		if (asprintf(&out, "%s/%s", env, rel) < 0)
-			out = NULL;
-		if (out && access(out, R_OK) == 0)
-			return out;
-		free(out);
-	}
-	if (access(rel, R_OK) == 0)
-		return strdup(rel);
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		for (int i = 0; i < 3 && (p = strrchr(exe, '/')); i++)
-			*p = '\0';
-		if (asprintf(&out, "%s/%s", exe, rel) < 0)
-			out = NULL;
-		if (out && access(out, R_OK) == 0)
-			return out;
-		free(out);
-	}
-	fail_msg("cannot find %s (set CGPERF_ROOT to the source tree)", rel);
-	return NULL;
-}
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t len = 0;
-
-	assert_non_null(f);
-	assert_int_equal(getdelim(&buf, &len, '\0', f) > 0, 1);
-	fclose(f);
-	return buf;
-}
-
 static struct config *parse_ok(const char *yaml)
 {
 	struct config *c = NULL;
@@ -93,14 +47,6 @@ static void assert_lists_equal(char **a, size_t na, char **b, size_t nb)
 	assert_int_equal(na, nb);
 	for (size_t i = 0; i < na; i++)
 		assert_string_equal(a[i], b[i]);
-}
-
-static void assert_opt_equal(const char *a, const char *b)
-{
-	if (!a || !b)
-		assert_ptr_equal(a, b);
-	else
-		assert_string_equal(a, b);
 }
 
 /* Every value (not the path or the probes' positions). */
@@ -126,18 +72,18 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 	assert_int_equal(a->nprobes, b->nprobes);
 	for (size_t i = 0; i < a->nprobes; i++) {
 		assert_string_equal(a->probes[i].spec, b->probes[i].spec);
-		assert_opt_equal(a->probes[i].hist, b->probes[i].hist);
-		assert_opt_equal(a->probes[i].latency_end, b->probes[i].latency_end);
+		tl_assert_str_or_null(a->probes[i].hist, b->probes[i].hist);
+		tl_assert_str_or_null(a->probes[i].latency_end, b->probes[i].latency_end);
 		assert_int_equal(a->probes[i].stacks, b->probes[i].stacks);
 	}
 	assert_int_equal(a->push.interval_ms, b->push.interval_ms);
 	assert_lists_equal(a->push.collectors, a->push.ncollectors, b->push.collectors,
 			   b->push.ncollectors);
-	assert_opt_equal(a->push.token_file, b->push.token_file);
+	tl_assert_str_or_null(a->push.token_file, b->push.token_file);
 	assert_int_equal(a->push.timeout_ms, b->push.timeout_ms);
-	assert_opt_equal(a->push.tls.ca_file, b->push.tls.ca_file);
-	assert_opt_equal(a->push.tls.cert_file, b->push.tls.cert_file);
-	assert_opt_equal(a->push.tls.key_file, b->push.tls.key_file);
+	tl_assert_str_or_null(a->push.tls.ca_file, b->push.tls.ca_file);
+	tl_assert_str_or_null(a->push.tls.cert_file, b->push.tls.cert_file);
+	tl_assert_str_or_null(a->push.tls.key_file, b->push.tls.key_file);
 	assert_int_equal(a->push.tls.verify, b->push.tls.verify);
 	assert_string_equal(a->push.spool.dir, b->push.spool.dir);
 	assert_int_equal(a->push.spool.max_bytes, b->push.spool.max_bytes);
@@ -145,7 +91,7 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 	assert_int_equal(a->push.retry.max_ms, b->push.retry.max_ms);
 	assert_int_equal(a->log.format, b->log.format);
 	assert_int_equal(a->log.level, b->log.level);
-	assert_opt_equal(a->metrics.listen, b->metrics.listen);
+	tl_assert_str_or_null(a->metrics.listen, b->metrics.listen);
 }
 
 /* ---- defaults ---- */
@@ -219,7 +165,7 @@ static void test_defaults(void **state)
 
 static void test_example(void **state)
 {
-	char *path = tree_file(EXAMPLE), err[512];
+	char *path = tl_tree_file(EXAMPLE), err[512];
 	struct config *c = NULL;
 	int rc = config_load(path, &c, err, sizeof(err));
 
@@ -268,8 +214,8 @@ static void test_example(void **state)
 /* The doc shows the example file, byte for byte, in a ```yaml block. */
 static void test_example_in_doc(void **state)
 {
-	char *epath = tree_file(EXAMPLE), *dpath = tree_file(DOC);
-	char *ex = slurp(epath), *doc = slurp(dpath), *block;
+	char *epath = tl_tree_file(EXAMPLE), *dpath = tl_tree_file(DOC);
+	char *ex = tl_read_text(epath), *doc = tl_read_text(dpath), *block;
 
 	if (asprintf(&block, "```yaml\n%s```\n", ex) < 0)
 		fail();
@@ -285,7 +231,7 @@ static void test_example_in_doc(void **state)
 /* Its probes exist in Debian's PostgreSQL 15, with the arguments named. */
 static void test_example_probes_resolve(void **state)
 {
-	char *path = tree_file(EXAMPLE), err[2048];
+	char *path = tl_tree_file(EXAMPLE), err[2048];
 	struct config *c = NULL;
 
 	if (access(POSTGRES, R_OK) != 0) {
@@ -434,380 +380,6 @@ static void test_accepted(void **state)
 	config_free(c);
 }
 
-/* ---- errors ---- */
-
-struct err_case {
-	const char *yaml;
-	const char *msg; /* the whole message */
-};
-
-static const struct err_case err_cases[] = {
-	/* keys */
-	{"sampling:\n  frequncy: 99\n",
-	 "t.yaml:2:3: unknown key 'frequncy' in sampling (did you mean 'frequency'?)"},
-	{"frequency: 99\n",
-	 "t.yaml:1:1: unknown key 'frequency' at the top level (it belongs in sampling)"},
-	{"sampling:\n  enabled: true\ncounters:\n  verbose: 1\n",
-	 "t.yaml:4:3: unknown key 'verbose' in counters"},
-	{"host:\n  enabled: true\n",
-	 "t.yaml:2:3: unknown key 'enabled' in host (it belongs in counters or sampling)"},
-	{"push:\n  tls:\n    verfy: false\n",
-	 "t.yaml:3:5: unknown key 'verfy' in push.tls (did you mean 'verify'?)"},
-	{"push:\n  spool: {dir: /x, max: 1GiB}\n",
-	 "t.yaml:2:20: unknown key 'max' in push.spool (it belongs in push.retry)"},
-	{"probes:\n  - spec: sched:sched_switch\n    stack: true\n",
-	 "t.yaml:3:5: unknown key 'stack' in probes[0] (did you mean 'stacks'?)"},
-	{"sampling:\n  frequency: 49\n  frequency: 99\n",
-	 "t.yaml:3:3: duplicate key 'frequency' in sampling (first at line 2)"},
-	{"log: {level: info}\nhost: {}\nlog: {format: json}\n",
-	 "t.yaml:3:1: duplicate key 'log' at the top level (first at line 1)"},
-	{"? [a]\n: b\n", "t.yaml:1:3: keys at the top level must be names, got a list"},
-	{"<<: {host: {}}\n", "t.yaml:1:1: unknown key '<<' at the top level"},
-
-	/* shapes */
-	{"- host\n", "t.yaml:1:1: expected a mapping of sections (host:, push:, ...), got a list"},
-	{"just text\n",
-	 "t.yaml:1:1: expected a mapping of sections (host:, push:, ...), got 'just text'"},
-	{"sampling: 49\n",
-	 "t.yaml:1:11: sampling: expected a mapping of keys (enabled: ...), got '49'"},
-	{"push:\n  tls: [a]\n",
-	 "t.yaml:2:8: push.tls: expected a mapping of keys (ca_file: ...), got a list"},
-	{"host: {}\n---\nlog: {}\n",
-	 "t.yaml:3:1: a second YAML document; the configuration is one document"},
-
-	/* booleans, integers, enums */
-	{"sampling:\n  enabled: yes\n",
-	 "t.yaml:2:12: sampling.enabled: expected true or false, got 'yes'"},
-	{"sampling:\n  enabled: [true]\n",
-	 "t.yaml:2:12: sampling.enabled: expected true or false, got a list"},
-	{"counters:\n  enabled:\n",
-	 "t.yaml:2:11: counters.enabled: expected true or false, got nothing (null)"},
-	{"sampling:\n  frequency: 0\n",
-	 "t.yaml:2:14: sampling.frequency: '0' is out of range (1..10000)"},
-	{"sampling:\n  frequency: 10001\n",
-	 "t.yaml:2:14: sampling.frequency: '10001' is out of range (1..10000)"},
-	{"sampling:\n  frequency: 99999999999999999999999\n",
-	 "t.yaml:2:14: sampling.frequency: '99999999999999999999999' is out of range (1..10000)"},
-	{"sampling:\n  frequency: fast\n",
-	 "t.yaml:2:14: sampling.frequency: expected an integer, got 'fast'"},
-	{"sampling:\n  frequency: -5\n", "t.yaml:2:14: sampling.frequency: expected an integer, got '-5'"},
-	{"sampling:\n  frequency: 49.5\n",
-	 "t.yaml:2:14: sampling.frequency: expected an integer, got '49.5'"},
-	{"sampling:\n  frequency:\n",
-	 "t.yaml:2:13: sampling.frequency: expected an integer, got nothing (null)"},
-	{"sampling:\n  stack_bytes: 100\n",
-	 "t.yaml:2:16: sampling.stack_bytes: 100 is not a multiple of 8"},
-	{"sampling:\n  stack_bytes: 64KiB\n",
-	 "t.yaml:2:16: sampling.stack_bytes: '64KiB' is out of range (8..65528)"},
-	{"sampling:\n  stack_bytes: 4\n",
-	 "t.yaml:2:16: sampling.stack_bytes: '4' is out of range (8..65528)"},
-	{"sampling:\n  call_graph: dwraf\n",
-	 "t.yaml:2:15: sampling.call_graph: expected fp or dwarf, got 'dwraf' (did you mean 'dwarf'?)"},
-	{"symbols:\n  demangle: ful\n",
-	 "t.yaml:2:13: symbols.demangle: expected none, short, full, false or true, got 'ful' (did you "
-	 "mean 'full'?)"},
-	{"symbols:\n  demangel: full\n",
-	 "t.yaml:2:3: unknown key 'demangel' in symbols (did you mean 'demangle'?)"},
-	{"demangle: full\n",
-	 "t.yaml:1:1: unknown key 'demangle' at the top level (it belongs in symbols)"},
-	{"sampling:\n  call_graph: lbr\n",
-	 "t.yaml:2:15: sampling.call_graph: expected fp or dwarf, got 'lbr'"},
-	{"log:\n  level: verbose\n",
-	 "t.yaml:2:10: log.level: expected debug, info, warn or error, got 'verbose'"},
-	{"log:\n  level: eror\n",
-	 "t.yaml:2:10: log.level: expected debug, info, warn or error, got 'eror' (did you mean "
-	 "'error'?)"},
-	{"log:\n  format: text\n", "t.yaml:2:11: log.format: expected logfmt or json, got 'text'"},
-
-	/* events */
-	{"counters:\n  events: [task-clock, cyles]\n",
-	 "t.yaml:2:24: counters.events[1]: unknown event 'cyles' (did you mean 'cycles'?)"},
-	{"counters:\n  events: [cycles:x]\n",
-	 "t.yaml:2:12: counters.events[0]: malformed event 'cycles:x' (EVENT, EVENT:u, EVENT:k, rHEX or "
-	 "SUBSYS:EVENT)"},
-	{"counters:\n  events: [\"sched:sched switch\"]\n",
-	 "t.yaml:2:12: counters.events[0]: malformed tracepoint 'sched:sched switch' (SUBSYS:EVENT, as in "
-	 "tracefs)"},
-	{"counters:\n  events: [cs, cs]\n",
-	 "t.yaml:2:16: counters.events[1]: 'cs' is already listed as counters.events[0]"},
-	{"counters:\n  events: []\n",
-	 "t.yaml:2:11: counters.events: empty (set counters.enabled: false to count nothing)"},
-	{"counters:\n  events: cycles\n",
-	 "t.yaml:2:11: counters.events: expected a list, got 'cycles' (write ['cycles'])"},
-	{"counters:\n  events: {a: b}\n",
-	 "t.yaml:2:11: counters.events: expected a list (like [task-clock, cycles]), got a mapping"},
-	{"sampling:\n  event: cpu-clok\n",
-	 "t.yaml:2:10: sampling.event: unknown event 'cpu-clok' (did you mean 'cpu-clock'?)"},
-
-	/* cgroups */
-	{"cgroups:\n  include: [system.slice]\n",
-	 "t.yaml:2:13: cgroups.include[0]: 'system.slice' must start with '/' (cgroup paths are from the "
-	 "hierarchy's root: \"/system.slice/*.service\")"},
-	{"cgroups:\n  include: [\"/a//b\"]\n",
-	 "t.yaml:2:13: cgroups.include[0]: '/a//b' has an empty path component"},
-	{"cgroups:\n  exclude: [\"/a/\"]\n",
-	 "t.yaml:2:13: cgroups.exclude[0]: '/a/' has an empty path component"},
-	{"cgroups:\n  exclude: [\"/docker-[0-9\"]\n",
-	 "t.yaml:2:13: cgroups.exclude[0]: '/docker-[0-9' has '[' without ']'"},
-	{"cgroups:\n  exclude: [\"/a/[]\"]\n",
-	 "t.yaml:2:13: cgroups.exclude[0]: '/a/[]' has '[' without ']'"},
-	{"cgroups:\n  include: []\n",
-	 "t.yaml:2:12: cgroups.include: empty, so no cgroup would be profiled (\"/**\" is every cgroup)"},
-	{"cgroups:\n  containers_only: 1\n",
-	 "t.yaml:2:20: cgroups.containers_only: expected true or false, got '1'"},
-
-	/* durations and sizes */
-	{"push:\n  interval: 15\n",
-	 "t.yaml:2:13: push.interval: '15' has no unit (ms, s, m or h, like '15s')"},
-	{"push:\n  interval: 1.5s\n",
-	 "t.yaml:2:13: push.interval: bad duration '1.5s' (a whole number and ms, s, m or h, like 500ms, "
-	 "15s, 1m30s)"},
-	{"push:\n  interval: 15sec\n",
-	 "t.yaml:2:13: push.interval: bad duration '15sec' (a whole number and ms, s, m or h, like 500ms, "
-	 "15s, 1m30s)"},
-	{"push:\n  interval: 500ms\n", "t.yaml:2:13: push.interval: '500ms' is out of range (1s..1h)"},
-	{"push:\n  interval: 2h\n", "t.yaml:2:13: push.interval: '2h' is out of range (1s..1h)"},
-	{"push:\n  timeout: 0s\n", "t.yaml:2:12: push.timeout: '0s' is out of range (100ms..10m)"},
-	{"push:\n  idle_close: 500ms\n", "t.yaml:2:15: push.idle_close: '500ms' is out of range (1s..1h)"},
-	{"push:\n  timeout: 99999999999999999999h\n",
-	 "t.yaml:2:12: push.timeout: '99999999999999999999h' is out of range (100ms..10m)"},
-	{"push:\n  retry:\n    initial: 5s\n    max: 2s\n",
-	 "t.yaml:4:10: push.retry.max (2s) is less than push.retry.initial (5s)"},
-	{"push:\n  retry:\n    initial: 2m\n",
-	 "t.yaml:3:14: push.retry.max (1m) is less than push.retry.initial (2m)"},
-	{"push:\n  spool:\n    max_bytes: lots\n",
-	 "t.yaml:3:16: push.spool.max_bytes: bad size 'lots' (bytes, or a whole number and B, KiB, MiB, "
-	 "GiB, TiB, kB, MB, GB or TB)"},
-	{"push:\n  spool:\n    max_bytes: 10M\n",
-	 "t.yaml:3:16: push.spool.max_bytes: bad size '10M' (bytes, or a whole number and B, KiB, MiB, "
-	 "GiB, TiB, kB, MB, GB or TB)"},
-	{"push:\n  spool:\n    max_bytes: 512KiB\n",
-	 "t.yaml:3:16: push.spool.max_bytes: '512KiB' is out of range (1MiB..1TiB)"},
-	{"push:\n  spool:\n    max_bytes: 2TiB\n",
-	 "t.yaml:3:16: push.spool.max_bytes: '2TiB' is out of range (1MiB..1TiB)"},
-	{"push:\n  spool:\n    dir: \"\"\n", "t.yaml:3:10: push.spool.dir: must not be empty"},
-	{"push:\n  spool:\n    dir: null\n",
-	 "t.yaml:3:10: push.spool.dir: expected a directory, got nothing (null)"},
-
-	/* collectors, TLS, listen */
-	{"push:\n  collectors: [\"http://a:9090/\", \"ftp://b/\"]\n",
-	 "t.yaml:2:34: push.collectors[1]: 'ftp://b/' is not an http:// or https:// URL"},
-	{"push:\n  collectors: [\"collector:9090\"]\n",
-	 "t.yaml:2:16: push.collectors[0]: 'collector:9090' is not an http:// or https:// URL"},
-	{"push:\n  collectors: [\"http://a/\", \"http://a/\"]\n",
-	 "t.yaml:2:29: push.collectors[1]: 'http://a/' is already listed as push.collectors[0]"},
-	{"push:\n  collectors: \"http://a/\"\n",
-	 "t.yaml:2:15: push.collectors: expected a list, got 'http://a/' (write ['http://a/'])"},
-	{"push:\n  collectors: [\"http://user:pw@a/\"]\n",
-	 "t.yaml:2:16: push.collectors[0]: 'http://user:pw@a/' has credentials in it, which are not "
-	 "supported (use push.token_file)"},
-	{"push:\n  collectors: [\"http://a:0/\"]\n",
-	 "t.yaml:2:16: push.collectors[0]: 'http://a:0/' has a bad port (1..65535)"},
-	{"push:\n  collectors: [\"http://a:65536/\"]\n",
-	 "t.yaml:2:16: push.collectors[0]: 'http://a:65536/' has a bad port (1..65535)"},
-	{"push:\n  collectors: [\"https:///push\"]\n",
-	 "t.yaml:2:16: push.collectors[0]: 'https:///push' has no host name"},
-	{"push:\n  collectors: [\"http://a b/\"]\n",
-	 "t.yaml:2:16: push.collectors[0]: 'http://a b/' contains a space"},
-	{"push:\n  collectors: [\"http://a!b/\"]\n",
-	 "t.yaml:2:16: push.collectors[0]: 'http://a!b/' has a bad host name"},
-	{"push:\n  collectors: [\"http://[zz]/\"]\n",
-	 "t.yaml:2:16: push.collectors[0]: 'http://[zz]/' has a bad IPv6 address"},
-	{"push:\n  collectors: []\n",
-	 "t.yaml:2:15: push.collectors: empty and no metrics.listen: the agent's data would go nowhere"},
-	{"push:\n  tls:\n    cert_file: /etc/c.pem\n",
-	 "t.yaml:3:5: push.tls: cert_file and key_file go together (key_file is not set)"},
-	{"push:\n  token_file: \"\"\n",
-	 "t.yaml:2:15: push.token_file: must not be empty (write null for none)"},
-	{"metrics:\n  listen: 9465\n",
-	 "t.yaml:2:11: metrics.listen: expected HOST:PORT (like 127.0.0.1:9465), got '9465'"},
-	{"metrics:\n  listen: \"localhost:http\"\n",
-	 "t.yaml:2:11: metrics.listen: 'localhost:http' has a bad port (1..65535)"},
-	{"metrics:\n  listen: \"::1:9465\"\n",
-	 "t.yaml:2:11: metrics.listen: '::1:9465': an IPv6 address goes in brackets ([::1]:9465)"},
-
-	/* probes */
-	{"probes:\n  spec: x\n",
-	 "t.yaml:2:3: probes: expected a list of probes (- spec: ...), got a mapping"},
-	{"probes:\n  - hist: x\n",
-	 "t.yaml:2:5: probes[0]: no spec (spec: \"sdt:PROVIDER:NAME@BINARY\", say)"},
-	{"probes:\n  - [a]\n",
-	 "t.yaml:2:5: probes[0]: expected a probe (a spec, or a mapping with spec:), got a list"},
-	{"probes:\n  - spec: malloc\n",
-	 "t.yaml:2:11: probes[0].spec: malloc: not a probe; want u:BINARY:SYMBOL, "
-	 "sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT"},
-	{"probes:\n  - \"u:malloc\"\n",
-	 "t.yaml:2:5: probes[0]: u:malloc: want u:BINARY:SYMBOL[+OFF][%return]"},
-	{"probes:\n  - spec: \"sdt:postgresql@/usr/bin/postgres\"\n",
-	 "t.yaml:2:11: probes[0].spec: sdt:postgresql@/usr/bin/postgres: want "
-	 "sdt:PROVIDER:NAME[@BINARY]"},
-	{"probes:\n  - spec: \"u:libc:malloc 1x=%di\"\n",
-	 "t.yaml:2:11: probes[0].spec: u:libc:malloc: bad argument name \"1x\" (letters, digits, _; "
-	 "at most 63)"},
-	{"probes:\n  - spec: \"u:libc:malloc size=%di\"\n    hist: bytes\n",
-	 "t.yaml:3:11: probes[0].hist: 'bytes' is not an argument of the probe; it has size (name one "
-	 "in the spec: \"... bytes=arg0\")"},
-	{"probes:\n  - spec: \"sdt:postgresql:query__start\"\n    hist: query\n",
-	 "t.yaml:3:11: probes[0].hist: 'query' is not an argument of the probe; it has none (name one "
-	 "in the spec: \"... query=arg0\")"},
-	{"probes:\n  - spec: u:libc:free\n    latency_end: u:libc:free\n",
-	 "t.yaml:3:18: probes[0].latency_end: the same probe as spec; the latency needs another probe "
-	 "(for a function: u:BINARY:SYMBOL%return)"},
-	{"probes:\n  - spec: u:libc:free\n    latency_end: free\n",
-	 "t.yaml:3:18: probes[0].latency_end: free: not a probe; want u:BINARY:SYMBOL, "
-	 "sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT"},
-	{"probes:\n  - u:libc:free\n  - sched:sched_switch\n  - spec: u:libc:free\n",
-	 "t.yaml:4:5: probes[2]: the same probe as probes[0] (line 2)"},
-	{"probes:\n  - spec: u:libc:free\n    stacks: maybe\n",
-	 "t.yaml:3:13: probes[0].stacks: expected true or false, got 'maybe'"},
-
-	/* strings */
-	{"host:\n  name: \"a\\x01b\"\n",
-	 "t.yaml:2:9: host.name: contains a control character (at byte 1)"},
-	{"host:\n  name: \"a\\0b\"\n", "t.yaml:2:9: host.name: contains a NUL character"},
-	{"host:\n  name: \"a\\u0085b\"\n",
-	 "t.yaml:2:9: host.name: contains a control character (at byte 1)"},
-	{"host:\n  agent_id_file: [a]\n",
-	 "t.yaml:2:18: host.agent_id_file: expected a file path, got a list"},
-
-	/* YAML itself */
-	{"sampling:\n\tfrequency: 49\n",
-	 "t.yaml:2:1: YAML syntax error: found character that cannot start any token (while scanning for "
-	 "the next token at line 2)"},
-	{"host: {name: x\n",
-	 "t.yaml:2:1: YAML syntax error: did not find expected ',' or '}' (while parsing a flow mapping "
-	 "at line 1)"},
-	{"a: *nowhere\n", "t.yaml:1:4: YAML syntax error: found undefined alias"},
-	{"host: {name: \"\xff\"}\n",
-	 "t.yaml: not YAML text: invalid leading UTF-8 octet (byte 0xff at offset 14)"},
-	{"host: [[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]\n",
-	 "t.yaml:1:22: nested more than 16 levels deep"},
-	{"a: &a1 x\nb: &a2 x\nc: &a3 x\nd: &a4 x\ne: &a5 x\nf: &a6 x\ng: &a7 x\nh: &a8 x\n"
-	 "i: &a9 x\nj: &a10 x\nk: &a11 x\nl: &a12 x\nm: &a13 x\nn: &a14 x\no: &a15 x\np: &a16 x\n"
-	 "q: [&b1 x, &b2 x, &b3 x, &b4 x, &b5 x, &b6 x, &b7 x, &b8 x, &b9 x, &b10 x, &b11 x, &b12 x,"
-	 " &b13 x, &b14 x, &b15 x, &b16 x, &b17 x, &b18 x, &b19 x, &b20 x, &b21 x, &b22 x, &b23 x,"
-	 " &b24 x, &b25 x, &b26 x, &b27 x, &b28 x, &b29 x, &b30 x, &b31 x, &b32 x, &b33 x, &b34 x,"
-	 " &b35 x, &b36 x, &b37 x, &b38 x, &b39 x, &b40 x, &b41 x, &b42 x, &b43 x, &b44 x, &b45 x,"
-	 " &b46 x, &b47 x, &b48 x, &b49 x]\n",
-	 "t.yaml:17:380: more than 64 anchors (&)"},
-};
-
-static void test_errors(void **state)
-{
-	size_t bad = 0;
-
-	for (size_t i = 0; i < NCASES(err_cases); i++) {
-		const struct err_case *e = &err_cases[i];
-		struct config *c = (struct config *)0x1;
-		char err[512];
-		int rc = config_parse("t.yaml", e->yaml, strlen(e->yaml), &c, err, sizeof(err));
-
-		if (rc != -EINVAL || strcmp(err, e->msg)) {
-			print_error("case %zu (rc %d):\n%s got: %s\nwant: %s\n", i, rc, e->yaml, err,
-				    e->msg);
-			bad++;
-			continue;
-		}
-		assert_ptr_equal(c, (struct config *)0x1); /* untouched */
-		/* Without a buffer: the same result, nothing written. */
-		rc = config_parse("t.yaml", e->yaml, strlen(e->yaml), &c, NULL, 0);
-		assert_int_equal(rc, -EINVAL);
-	}
-	if (bad)
-		fail_msg("%zu of %zu cases failed", bad, NCASES(err_cases));
-}
-
-/* Hostile shapes that make libyaml slow are refused before they cost:
- * 500,000 nested brackets, 100,000 aliases of one anchor. */
-static void test_hostile(void **state)
-{
-	size_t n = 500000;
-	char *b = malloc(2 * n + 16), err[256];
-	struct config *c = NULL;
-
-	assert_non_null(b);
-	memcpy(b, "a: ", 3);
-	memset(b + 3, '[', n);
-	memset(b + 3 + n, ']', n);
-	b[3 + 2 * n] = '\0';
-	assert_int_equal(config_parse("t.yaml", b, strlen(b), &c, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "t.yaml:1:19: nested more than 16 levels deep");
-
-	{
-		size_t o = (size_t)snprintf(b, 2 * n + 16, "a: &x [1]\nb: [");
-
-		for (size_t i = 0; i < 100000; i++, o += 4)
-			memcpy(b + o, i ? ",*x " : "*x  ", 4);
-		memcpy(b + o, "]\n", 3);
-	}
-	assert_int_equal(config_parse("t.yaml", b, strlen(b), &c, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "t.yaml:2:262: more than 64 aliases (*)");
-	assert_null(c);
-	free(b);
-}
-
-/* The caps on lists and strings. */
-static void test_caps(void **state)
-{
-	char *b = malloc(16384), err[256];
-	struct config *c = NULL;
-	size_t o;
-
-	assert_non_null(b);
-	o = (size_t)snprintf(b, 16384, "push:\n  collectors:\n");
-	for (int i = 0; i < 17; i++)
-		o += (size_t)snprintf(b + o, 16384 - o, "    - http://c%d/\n", i);
-	assert_int_equal(config_parse("t.yaml", b, o, &c, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "t.yaml:3:5: push.collectors: 17 items, at most 16 are allowed");
-
-	o = (size_t)snprintf(b, 16384, "probes:\n");
-	for (int i = 0; i < 33; i++)
-		o += (size_t)snprintf(b + o, 16384 - o, "  - u:libc:f%d\n", i);
-	assert_int_equal(config_parse("t.yaml", b, o, &c, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "t.yaml:2:3: probes: 33 probes, at most 32 are allowed");
-	/* 32 is fine */
-	o -= strlen("  - u:libc:f32\n");
-	assert_int_equal(config_parse("t.yaml", b, o, &c, err, sizeof(err)), 0);
-	assert_int_equal(c->nprobes, 32);
-	config_free(c);
-	c = NULL;
-
-	o = (size_t)snprintf(b, 16384, "push:\n  spool:\n    dir: /");
-	memset(b + o, 'd', 4096);
-	o += 4096;
-	b[o] = '\0';
-	assert_int_equal(config_parse("t.yaml", b, o, &c, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "t.yaml:3:10: push.spool.dir: longer than 4096 bytes");
-	assert_int_equal(config_parse("t.yaml", b, o - 1, &c, err, sizeof(err)), 0);
-	assert_int_equal(strlen(c->push.spool.dir), 4096);
-	config_free(c);
-
-	/* A long value is cut in a message, at a character boundary. */
-	o = (size_t)snprintf(b, 16384, "log: {level: \"");
-	for (int i = 0; i < 40; i++)
-		o += (size_t)snprintf(b + o, 16384 - o, "é");
-	o += (size_t)snprintf(b + o, 16384 - o, "\"}\n");
-	c = NULL;
-	assert_int_equal(config_parse("t.yaml", b, o, &c, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "got 'éééééééééééééééééééééééééééééé...'"));
-	assert_null(c);
-	free(b);
-}
-
-/* A message is cut to the buffer, never overrun. */
-static void test_error_truncated(void **state)
-{
-	static const char yaml[] = "sampling:\n  frequncy: 99\n";
-	char err[16];
-	struct config *c = NULL;
-
-	memset(err, 'X', sizeof(err));
-	assert_int_equal(config_parse("t.yaml", yaml, strlen(yaml), &c, err, 10), -EINVAL);
-	assert_string_equal(err, "t.yaml:2:");
-	assert_int_equal(err[10], 'X');
-	assert_null(c);
-}
-
 static void test_load_errors(void **state)
 {
 	char dir[] = "/tmp/cgperf-config-XXXXXX", path[PATH_MAX], err[512], *big;
@@ -856,51 +428,6 @@ static void test_load_errors(void **state)
 	unlink(path);
 	rmdir(dir);
 	free(big);
-}
-
-/* Every allocation of loading the example fails in turn: -ENOMEM, nothing
- * left allocated, *out untouched; then it loads. */
-static void test_out_of_memory(void **state)
-{
-	char *path, *text, err[512];
-	size_t len;
-	long n;
-
-	if (!tl_alloc_available()) {
-		print_message("skip: ASan's allocator is in place; the build without SAN=1 runs this\n");
-		skip();
-	}
-	path = tree_file(EXAMPLE);
-	text = slurp(path);
-	len = strlen(text);
-	for (n = 0;; n++) {
-		struct config *c = (struct config *)0x1;
-		long live;
-		bool failed;
-		int rc;
-
-		tl_alloc_fail_at(n);
-		rc = config_parse("t.yaml", text, len, &c, err, sizeof(err));
-		if (rc == 0)
-			config_free(c);
-		live = tl_alloc_live();
-		failed = tl_alloc_failed();
-		tl_alloc_reset();
-		if (live)
-			fail_msg("allocation %ld failing: %ld blocks left allocated", n, live);
-		if (rc == 0) {
-			/* only once no allocation failed */
-			assert_false(failed);
-			break;
-		}
-		if (rc != -ENOMEM)
-			fail_msg("allocation %ld failing: rc %d (%s)", n, rc, err);
-		assert_string_equal(err, "t.yaml: out of memory");
-		assert_ptr_equal(c, (struct config *)0x1);
-	}
-	assert_true(n > 50);
-	free(text);
-	free(path);
 }
 
 /* ---- cgroup globs ---- */
@@ -1019,7 +546,7 @@ static void round_trip(const struct config *c)
 
 static void test_dump_round_trip(void **state)
 {
-	char *path = tree_file(EXAMPLE), err[512];
+	char *path = tl_tree_file(EXAMPLE), err[512];
 	struct config *c = config_defaults();
 
 	round_trip(c);
@@ -1086,7 +613,7 @@ static void test_dump_text(void **state)
 
 	/* docs/config.md shows all of it. */
 	{
-		char *dpath = tree_file(DOC), *doc = slurp(dpath), *block;
+		char *dpath = tl_tree_file(DOC), *doc = tl_read_text(dpath), *block;
 
 		if (asprintf(&block, "```yaml\n%s```\n", text) < 0)
 			fail();
@@ -1159,26 +686,6 @@ static void test_probe_grammar_shared(void **state)
 	assert_int_equal(refused, NCASES(same_specs) - 7);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_example),
-		cmocka_unit_test(test_example_in_doc),
-		cmocka_unit_test(test_example_probes_resolve),
-		cmocka_unit_test(test_accepted),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_probe_grammar_shared),
-		cmocka_unit_test(test_hostile),
-		cmocka_unit_test(test_caps),
-		cmocka_unit_test(test_error_truncated),
-		cmocka_unit_test(test_load_errors),
-		cmocka_unit_test(test_out_of_memory),
-		cmocka_unit_test(test_globs),
-		cmocka_unit_test(test_cgroup_wanted),
-		cmocka_unit_test(test_dump_round_trip),
-		cmocka_unit_test(test_dump_text),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_defaults, test_example, test_example_in_doc, test_example_probes_resolve,
+	test_accepted, test_probe_grammar_shared, test_load_errors, test_globs,
+	test_cgroup_wanted, test_dump_round_trip, test_dump_text)

@@ -248,59 +248,53 @@ static void test_slots(void **state)
 	run_burner(f->cg);
 	assert_int_equal(counters_read(c), 0);
 	counters_get(c, slot, 0, false, &v);
-	assert_true(v.val >= BURN_NS);
+	print_message("     added after the start: task-clock %.1f ms, asked %.1f ms\n", v.val / 1e6,
+		      BURN_NS / 1e6);
+	/* counting from the first slice: most of the burn, not none of it (a
+	 * loaded host once gave a reading just under the child's own clock) */
+	assert_true(v.val >= BURN_NS * 9 / 10);
 	counters_free(c);
 	counters_free(NULL);
 }
 
 /* Every allocation of counters_new and counters_add failed in turn:
  * -ENOMEM or NULL, no block and no fd left behind. */
+/* One run of the torture loop: counters of three events on the cgroup,
+ * added twice. */
+static void counters_run(void *ctx)
+{
+	struct fixture *f = ctx;
+	struct counters *c = counters_new(f->evs, 3, f->cpus, f->ncpu);
+	int ret = 0;
+
+	if (c) {
+		ret = counters_add(c, f->cg);
+		if (ret >= 0)
+			ret = counters_add(c, f->cg);
+		if (ret < 0) {
+			assert_int_equal(ret, -ENOMEM);
+			/* what failed is closed; the slot that worked stays */
+			assert_true(counters_nfds(c) <= 2 * f->ncpu);
+		}
+	}
+	if (!tl_alloc_failed()) {
+		assert_non_null(c);
+		assert_true(ret >= 0);
+	}
+	counters_free(c);
+}
+
 static void test_alloc_failures(void **state)
 {
 	struct fixture *f = *state;
 	long i;
 	int slot;
 
-	if (!tl_alloc_available())
-		skip(); /* ASan owns malloc; the plain build runs this */
+	tl_alloc_require();
 	counters_free(open_or_skip(f, 3, &slot)); /* permitted here */
-	for (i = 0; i < 1000; i++) {
-		struct counters *c;
-		int ret = 0;
-
-		tl_alloc_fail_at(i);
-		c = counters_new(f->evs, 3, f->cpus, f->ncpu);
-		if (c) {
-			ret = counters_add(c, f->cg);
-			if (ret >= 0)
-				ret = counters_add(c, f->cg);
-			if (ret < 0) {
-				assert_int_equal(ret, -ENOMEM);
-				/* what failed is closed; the slot that worked stays */
-				assert_true(counters_nfds(c) <= 2 * f->ncpu);
-			}
-		}
-		counters_free(c);
-		tl_alloc_reset();
-		if (tl_alloc_live())
-			fail_msg("allocation %ld failed: %ld blocks leaked", i, tl_alloc_live());
-		if (!tl_alloc_failed()) {
-			assert_non_null(c);
-			assert_true(ret >= 0);
-			break;
-		}
-	}
+	i = tl_alloc_torture(counters_run, f, 1000);
 	print_message("     %ld allocations failed in turn\n", i);
 	assert_true(i >= 5);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_task_clock, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN_FIXTURE(setup, teardown, test_task_clock, test_slots, test_alloc_failures)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/perf/cpumap.h"
+#include "tests/unit/testlib.h"
 
 #define MAX_CPUS 16
 
@@ -122,14 +123,4 @@ static void test_online(void **state)
 	free(cpus);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_good),
-		cmocka_unit_test(test_parse_bad),
-		cmocka_unit_test(test_parse_full_range),
-		cmocka_unit_test(test_online),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_parse_good, test_parse_bad, test_parse_full_range, test_online)

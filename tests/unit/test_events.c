@@ -212,80 +212,37 @@ static void test_raw(void **state)
 /* ---- a fake tracefs ---- */
 
 struct fake {
-	char root[64];    /* holds the tracefs and what lies around it */
-	char tracefs[96]; /* root/tracing */
+	struct tl_fake t; /* t.root holds the tracefs and what lies around it */
+	char tracefs[PATH_MAX]; /* root/tracing */
 };
-
-static void fake_mkdirs(const struct fake *f, const char *rel)
-{
-	char path[PATH_MAX];
-	int n = snprintf(path, sizeof(path), "%s/%s", f->root, rel);
-
-	assert_true(n > 0 && (size_t)n < sizeof(path));
-	for (char *p = path + strlen(f->root) + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
-		*p = '/';
-	}
-	assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
-}
-
-/* Write @s to root/@dir/@file, creating @dir. */
-static void fake_puts(const struct fake *f, const char *dir, const char *file, const char *s)
-{
-	char path[PATH_MAX];
-	int fd, n;
-
-	fake_mkdirs(f, dir);
-	n = snprintf(path, sizeof(path), "%s/%s/%s", f->root, dir, file);
-	assert_true(n > 0 && (size_t)n < sizeof(path));
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, s, strlen(s)), (ssize_t)strlen(s));
-	assert_int_equal(close(fd), 0);
-}
 
 static int fake_setup(void **state)
 {
-	struct fake *f = calloc(1, sizeof(*f));
+	struct fake *f = tl_fake_new("test_events", sizeof(*f));
 
-	assert_non_null(f);
-	snprintf(f->root, sizeof(f->root), "/tmp/test_events.XXXXXX");
-	assert_non_null(mkdtemp(f->root));
-	snprintf(f->tracefs, sizeof(f->tracefs), "%s/tracing", f->root);
+	tl_pathf(f->tracefs, sizeof(f->tracefs), "%s/tracing", f->t.root);
 
-	fake_puts(f, "tracing/events", "enable", "0\n");
-	fake_puts(f, "tracing/events", "header_page", "\tfield: u64 timestamp;\n");
-	fake_puts(f, "tracing/events/sched", "enable", "0\n");
-	fake_puts(f, "tracing/events/sched/sched_switch", "id", "316\n");
-	fake_puts(f, "tracing/events/sched/sched_wakeup", "id", "318\n");
-	fake_puts(f, "tracing/events/sched/sched_process_exec", "id", "312\n");
+	tl_write_file(f->t.root, "tracing/events/enable", "0\n");
+	tl_write_file(f->t.root, "tracing/events/header_page", "\tfield: u64 timestamp;\n");
+	tl_write_file(f->t.root, "tracing/events/sched/enable", "0\n");
+	tl_write_file(f->t.root, "tracing/events/sched/sched_switch/id", "316\n");
+	tl_write_file(f->t.root, "tracing/events/sched/sched_wakeup/id", "318\n");
+	tl_write_file(f->t.root, "tracing/events/sched/sched_process_exec/id", "312\n");
 	/* Every subsystem of a real tracefs has an enable file: libtracefs lists
 	 * a directory of events/ as a subsystem by it. */
-	fake_puts(f, "tracing/events/syscalls", "enable", "0\n");
-	fake_puts(f, "tracing/events/syscalls/sys_enter_read", "id", "655\n");
-	fake_puts(f, "tracing/events/block", "enable", "0\n");
-	fake_puts(f, "tracing/events/block/block_rq_issue", "id", "1210");
+	tl_write_file(f->t.root, "tracing/events/syscalls/enable", "0\n");
+	tl_write_file(f->t.root, "tracing/events/syscalls/sys_enter_read/id", "655\n");
+	tl_write_file(f->t.root, "tracing/events/block/enable", "0\n");
+	tl_write_file(f->t.root, "tracing/events/block/block_rq_issue/id", "1210");
 	/* broken entries: no id, an id that is not a number, an empty id */
-	fake_mkdirs(f, "tracing/events/broken/no_id");
-	fake_puts(f, "tracing/events/broken/bad_id", "id", "bogus\n");
-	fake_puts(f, "tracing/events/broken/empty_id", "id", "");
+	tl_mkdirs(f->t.root, "tracing/events/broken/no_id");
+	tl_write_file(f->t.root, "tracing/events/broken/bad_id/id", "bogus\n");
+	tl_write_file(f->t.root, "tracing/events/broken/empty_id/id", "");
 	/* What a name walking out of events/ would reach, were it allowed. */
-	fake_puts(f, "tracing/x/y", "id", "999\n");
-	fake_puts(f, "outside/y", "id", "998\n");
-	fake_puts(f, "tracing/events/sched/sched_switch/../../x/y", "id", "997\n");
+	tl_write_file(f->t.root, "tracing/x/y/id", "999\n");
+	tl_write_file(f->t.root, "outside/y/id", "998\n");
+	tl_write_file(f->t.root, "tracing/events/sched/sched_switch/../../x/y/id", "997\n");
 	*state = f;
-	return 0;
-}
-
-static int fake_teardown(void **state)
-{
-	struct fake *f = *state;
-
-	assert_int_equal(tl_rmtree(strdup(f->root)), 0);
-	free(f);
 	return 0;
 }
 
@@ -349,7 +306,7 @@ static void test_tracepoint_without_tracefs(void **state)
 	struct ev_spec ev = { 0 };
 
 	assert_int_equal(ev_parse("sched:sched_switch", NULL, &ev), -ENOENT);
-	snprintf(missing, sizeof(missing), "%s/no-tracefs", f->root);
+	snprintf(missing, sizeof(missing), "%s/no-tracefs", f->t.root);
 	assert_int_equal(ev_parse("sched:sched_switch", missing, &ev), -ENOENT);
 	assert_null(ev.name);
 	/* Built-ins need no tracefs. */
@@ -448,17 +405,12 @@ static void test_suggest_bounds(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_builtins),
-		cmocka_unit_test(test_builtin_listing),
-		cmocka_unit_test(test_modifiers),
-		cmocka_unit_test(test_raw),
-		cmocka_unit_test_setup_teardown(test_tracepoints, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_tracepoint_without_tracefs, fake_setup,
-						fake_teardown),
-		cmocka_unit_test_setup_teardown(test_suggest, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_suggest_bounds, fake_setup, fake_teardown),
-	};
+	int failed = 0;
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	failed += tl_run(TL_TESTS(test_builtins, test_builtin_listing, test_modifiers, test_raw),
+		NULL, NULL, NULL, NULL);
+	failed += tl_run(TL_TESTS(test_tracepoints, test_tracepoint_without_tracefs, test_suggest,
+		test_suggest_bounds),
+		NULL, NULL, fake_setup, tl_fake_teardown);
+	return failed;
 }

@@ -193,63 +193,49 @@ static void test_sanitize(void **state)
 	}
 }
 
+/* One run of the torture loop: 2000 keys (the table grows twice), then the
+ * folded text. */
+static void fold_run(void *ctx)
+{
+	FILE *out = ctx;
+	struct fold *f = fold_new();
+	char key[32];
+	bool ok = true;
+
+	for (int k = 0; f && k < 2000; k++) {
+		snprintf(key, sizeof(key), "stack %d", k);
+		if (!slot_str(f, key))
+			ok = false;
+	}
+	if (f) {
+		/* -ENOMEM, or 0 when only qsort's scratch failed (it falls back) */
+		if (fold_write(f, out) != 0)
+			ok = false;
+		/* a failed insert leaves the table usable */
+		if (!ok && fold_count(f) < 2000) {
+			uint64_t *v = slot_str(f, "after the failure");
+
+			assert_non_null(v);
+			(*v)++;
+		}
+	}
+	if (!tl_alloc_failed())
+		assert_true(ok && f);
+	fold_free(f);
+}
+
 static void test_alloc_failures(void **state)
 {
-	char key[32];
 	FILE *out;
 	long i;
 
-	if (!tl_alloc_available())
-		skip(); /* ASan owns malloc; the plain build runs this */
-	out = fopen("/dev/null", "w");
-	assert_non_null(out);
-	fputs("stdio allocates its buffer now, before the injector is armed\n", out);
-	for (i = 0; i < 10000; i++) {
-		struct fold *f;
-		bool ok = true;
-
-		tl_alloc_fail_at(i);
-		f = fold_new();
-		/* enough keys to grow the table twice */
-		for (int k = 0; f && k < 2000; k++) {
-			snprintf(key, sizeof(key), "stack %d", k);
-			if (!slot_str(f, key))
-				ok = false;
-		}
-		if (f) {
-			/* -ENOMEM, or 0 when only qsort's scratch failed (it falls back) */
-			if (fold_write(f, out) != 0)
-				ok = false;
-			/* a failed insert leaves the table usable */
-			if (!ok && fold_count(f) < 2000) {
-				uint64_t *v = slot_str(f, "after the failure");
-
-				assert_non_null(v);
-				(*v)++;
-			}
-		}
-		fold_free(f);
-		tl_alloc_reset();
-		if (tl_alloc_live())
-			fail_msg("allocation %ld failed: %ld blocks leaked", i, tl_alloc_live());
-		if (!tl_alloc_failed()) {
-			assert_true(ok && f);
-			break;
-		}
-	}
+	tl_alloc_require();
+	out = tl_devnull(); /* before the injector is armed */
+	i = tl_alloc_torture(fold_run, out, 10000);
 	fclose(out);
 	print_message("     %ld allocations failed in turn\n", i);
 	assert_true(i > 2000);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_counting),    cmocka_unit_test(test_binary_keys),
-		cmocka_unit_test(test_growth),      cmocka_unit_test(test_limit),
-		cmocka_unit_test(test_write_sorted), cmocka_unit_test(test_sanitize),
-		cmocka_unit_test(test_alloc_failures),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_counting, test_binary_keys, test_growth, test_limit, test_write_sorted,
+	test_sanitize, test_alloc_failures)

@@ -20,6 +20,7 @@
 
 #include "lib/fusemnt.h"
 #include "lib/rootfs.h"
+#include "tests/unit/testlib.h"
 
 static const char MOUNTINFO[] =
 	"22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n"
@@ -186,14 +187,4 @@ static void test_open_cost(void **state)
 	       plain / 1e3, routed / 1e3, plain2 / 1e3);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_covers),
-		cmocka_unit_test(test_read),
-		cmocka_unit_test(test_cache),
-		cmocka_unit_test(test_open_cost),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_covers, test_read, test_cache, test_open_cost)

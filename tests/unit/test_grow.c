@@ -71,8 +71,7 @@ static void test_alloc_failure(void **state)
 	size_t n = 0, cap = 0;
 
 	(void)state;
-	if (!tl_alloc_available())
-		skip();
+	tl_alloc_require();
 	assert_int_equal(GROW_ARRAY(v, n, cap, 4), 0);
 	v[n++] = 7;
 	n = cap;
@@ -85,13 +84,4 @@ static void test_alloc_failure(void **state)
 	free(v);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_doubling),
-		cmocka_unit_test(test_overflow),
-		cmocka_unit_test(test_alloc_failure),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_doubling, test_overflow, test_alloc_failure)

@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "lib/gzip.h"
+#include "tests/unit/testlib.h"
 
 /* Inflate @z (gzip wrapper required) and compare with @want. */
 static void check_roundtrip(const uint8_t *z, size_t zlen, const uint8_t *want, size_t len)
@@ -93,13 +94,4 @@ static void test_bad_level(void **state)
 	assert_string_equal((const char *)z, "untouched");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_small_and_empty),
-		cmocka_unit_test(test_large_and_random),
-		cmocka_unit_test(test_bad_level),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_small_and_empty, test_large_and_random, test_bad_level)

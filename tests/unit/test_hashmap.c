@@ -121,38 +121,26 @@ static void test_map_limit_foreach(void **state)
 	hashmap_free(m);
 }
 
+/* One run of the torture loop: a map growing to 800 keys. */
+static void map_run(void *ctx)
+{
+	struct hashmap *m = hashmap_new();
+
+	(void)ctx;
+	if (!m)
+		return;
+	for (int i = 0; i < 800; i++) {
+		if (!hashmap_slot(m, &i, sizeof(i)))
+			break;
+	}
+	hashmap_free(m);
+}
+
 static void test_map_alloc_failures(void **state)
 {
 	(void)state;
-	if (!tl_alloc_available())
-		skip();
-	for (long n = 0;; n++) {
-		struct hashmap *m;
-		bool failed;
-
-		tl_alloc_fail_at(n);
-		m = hashmap_new();
-		if (m) {
-			for (int i = 0; i < 800; i++) {
-				if (!hashmap_slot(m, &i, sizeof(i)))
-					break;
-			}
-			hashmap_free(m);
-		}
-		failed = tl_alloc_failed();
-		assert_int_equal(tl_alloc_live(), 0);
-		tl_alloc_reset();
-		if (!failed)
-			break;
-	}
+	tl_alloc_require();
+	tl_alloc_torture(map_run, NULL, 100000);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fnv_vectors),       cmocka_unit_test(test_map_basic),
-		cmocka_unit_test(test_map_limit_foreach), cmocka_unit_test(test_map_alloc_failures),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_fnv_vectors, test_map_basic, test_map_limit_foreach, test_map_alloc_failures)

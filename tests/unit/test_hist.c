@@ -246,14 +246,4 @@ static void test_print(void **state)
 	free(out);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_buckets), cmocka_unit_test(test_bounds_tile),
-		cmocka_unit_test(test_add),     cmocka_unit_test(test_merge),
-		cmocka_unit_test(test_json),    cmocka_unit_test(test_print),
-		cmocka_unit_test(test_span),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_buckets, test_bounds_tile, test_add, test_merge, test_json, test_print, test_span)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cgroup/identity.h"
+#include "tests/unit/testlib.h"
 
 #define ID1 "ab5996f44dc5a01bd743ec62ec54bda1419d305b5d0c4ddc1c42c24186c1f35d"
 #define ID2 "91347366a5d82f6e5d69e4397e72641b2195cd0f3da19385cfafb726bf99fbf8"
@@ -509,18 +510,5 @@ static void test_hostile(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_table),
-		cmocka_unit_test(test_null_args),
-		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_label_truncation),
-		cmocka_unit_test(test_overlong),
-		cmocka_unit_test(test_many_components),
-		cmocka_unit_test(test_name_limits),
-		cmocka_unit_test(test_hostile),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_table, test_null_args, test_names, test_label_truncation, test_overlong,
+	test_many_components, test_name_limits, test_hostile)

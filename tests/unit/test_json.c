@@ -172,15 +172,5 @@ static void test_write_double(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_write_string),
-		cmocka_unit_test(test_write_null_string),
-		cmocka_unit_test(test_every_byte),
-		cmocka_unit_test(test_write_double),
-		cmocka_unit_test(test_string_to_sink),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_write_string, test_write_null_string, test_every_byte, test_write_double,
+	test_string_to_sink)

@@ -280,16 +280,5 @@ static void test_threads(void **state)
 	free(out);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_logfmt),
-		cmocka_unit_test(test_json),
-		cmocka_unit_test(test_setup_and_levels),
-		cmocka_unit_test(test_flood_guard),
-		cmocka_unit_test(test_flood_guard_spares_debug),
-		cmocka_unit_test(test_threads),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_logfmt, test_json, test_setup_and_levels, test_flood_guard,
+	test_flood_guard_spares_debug, test_threads)

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cgroup/mount.h"
+#include "tests/unit/testlib.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -336,15 +337,5 @@ static void test_read_self(void **state)
 	cg_mounts_free(m);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_table),
-		cmocka_unit_test(test_v1_controller_lookup),
-		cmocka_unit_test(test_null_handles),
-		cmocka_unit_test(test_read_file),
-		cmocka_unit_test(test_read_self),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_parse_table, test_v1_controller_lookup, test_null_handles, test_read_file,
+	test_read_self)

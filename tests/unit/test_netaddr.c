@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lib/netaddr.h"
+#include "tests/unit/testlib.h"
 
 static const struct {
 	const char *in;
@@ -76,11 +77,4 @@ static void test_table(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_table),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_table)

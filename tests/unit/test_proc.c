@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <regex.h>
 #include <stdio.h>
@@ -25,72 +24,28 @@
 #include <unistd.h>
 
 #include "cgroup/proc.h"
-
-struct fake {
-	char root[64];
-};
-
-static void fake_path(const struct fake *f, const char *rel, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s/%s", f->root, rel);
-
-	assert_true(n > 0 && (size_t)n < len);
-}
-
-static void fake_mkdir(const struct fake *f, const char *rel)
-{
-	char path[PATH_MAX];
-
-	fake_path(f, rel, path, sizeof(path));
-	assert_int_equal(mkdir(path, 0755), 0);
-}
-
-static void fake_write(const struct fake *f, const char *rel, const void *data, size_t len)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	fake_path(f, rel, path, sizeof(path));
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, data, len), (ssize_t)len);
-	assert_int_equal(close(fd), 0);
-}
-
-/* For text without embedded NULs. */
-static void fake_puts(const struct fake *f, const char *rel, const char *s)
-{
-	fake_write(f, rel, s, strlen(s));
-}
-
-static void fake_symlink(const struct fake *f, const char *rel, const char *target)
-{
-	char path[PATH_MAX];
-
-	fake_path(f, rel, path, sizeof(path));
-	assert_int_equal(symlink(target, path), 0);
-}
+#include "tests/unit/testlib.h"
 
 /* A process directory; @exe NULL leaves out the exe link, as for kernel threads. */
-static void fake_proc(const struct fake *f, int pid, const char *comm, const char *stat,
+static void fake_proc(const struct tl_fake *f, int pid, const char *comm, const char *stat,
 		      const char *exe, const void *cmdline, size_t cmdline_len, const char *cgroup)
 {
 	char rel[64];
 
 	snprintf(rel, sizeof(rel), "%d", pid);
-	fake_mkdir(f, rel);
+	tl_mkdirs(f->root, rel);
 	snprintf(rel, sizeof(rel), "%d/comm", pid);
-	fake_puts(f, rel, comm);
+	tl_write_file(f->root, rel, comm);
 	snprintf(rel, sizeof(rel), "%d/stat", pid);
-	fake_puts(f, rel, stat);
+	tl_write_file(f->root, rel, stat);
 	if (exe) {
 		snprintf(rel, sizeof(rel), "%d/exe", pid);
-		fake_symlink(f, rel, exe);
+		tl_symlink(f->root, rel, exe);
 	}
 	snprintf(rel, sizeof(rel), "%d/cmdline", pid);
-	fake_write(f, rel, cmdline, cmdline_len);
+	tl_write_data(f->root, rel, cmdline, cmdline_len);
 	snprintf(rel, sizeof(rel), "%d/cgroup", pid);
-	fake_puts(f, rel, cgroup);
+	tl_write_file(f->root, rel, cgroup);
 }
 
 #define LONG_EXE_LEN 3000 /* well past readlink's first buffer */
@@ -103,12 +58,8 @@ static const char odd_cmdline[] = "evil\0a,b\0\0x\0";
 
 static int fake_setup(void **state)
 {
-	struct fake *f = calloc(1, sizeof(*f));
+	struct tl_fake *f = tl_fake_new("test_proc", sizeof(*f));
 	char *long_exe, *big;
-
-	assert_non_null(f);
-	snprintf(f->root, sizeof(f->root), "/tmp/test_proc.XXXXXX");
-	assert_non_null(mkdtemp(f->root));
 
 	fake_proc(f, 1, "systemd\n", "1 (systemd) S 0 1 1 0 -1 4194560 1 2 3\n",
 		  "/usr/lib/systemd/systemd", "/sbin/init\0splash", 17, "0::/init.scope\n");
@@ -142,97 +93,65 @@ static int fake_setup(void **state)
 	free(big);
 
 	/* Gone between readdir() and the read: the directory has no files left. */
-	fake_mkdir(f, "9999");
+	tl_mkdirs(f->root, "9999");
 	/* Entries that are not processes. */
-	fake_symlink(f, "self", "100");
-	fake_mkdir(f, "sys");
-	fake_mkdir(f, "12ab");
-	fake_mkdir(f, "0");
-	fake_puts(f, "77", "not a directory\n");
+	tl_symlink(f->root, "self", "100");
+	tl_mkdirs(f->root, "sys");
+	tl_mkdirs(f->root, "12ab");
+	tl_mkdirs(f->root, "0");
+	tl_write_file(f->root, "77", "not a directory\n");
 
 	*state = f;
 	return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	return remove(path);
-}
+/* What cg_proc_read() gives for the fake processes (exe NULL: none). */
+static const struct {
+	int pid, ppid;
+	const char *comm, *exe, *cmdline, *cgroup;
+} procs[] = {
+	{ 100, 1, "postgres", "/usr/lib/postgresql/15/bin/postgres",
+	  "/usr/lib/postgresql/15/bin/postgres -D /var/lib/pg/15/main",
+	  "/system.slice/postgresql@15-main.service" },
+	/* no trailing NUL at all; NUL padding */
+	{ 1, 0, "systemd", "/usr/lib/systemd/systemd", "/sbin/init splash", "/init.scope" },
+	{ 101, 100, "postgres", "/usr/lib/postgresql/15/bin/postgres",
+	  "postgres: 15/main: checkpointer", "/system.slice/postgresql@15-main.service" },
+	/* A comm that imitates the fields after it: the ppid is not the 9
+	 * inside it; an empty argument between two NULs stays visible as a
+	 * double blank; the cgroup's last line has no newline. */
+	{ 4242, 100, "x) S 9 (y z)", "/tmp/evil (deleted)", "evil a,b  x",
+	  "/user.slice/user-1000.slice/session-3.scope" },
+	/* a kernel thread: no exe, an empty command line */
+	{ 2, 0, "kthreadd", NULL, "", "/" },
+};
 
-static int fake_teardown(void **state)
+static void test_read_table(void **state)
 {
-	struct fake *f = *state;
-
-	assert_int_equal(nftw(f->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
-	free(f);
-	return 0;
-}
-
-static void test_read_plain(void **state)
-{
-	struct fake *f = *state;
+	struct tl_fake *f = *state;
 	struct cg_proc p;
 
-	assert_int_equal(cg_proc_read(f->root, 100, &p), 0);
-	assert_int_equal(p.pid, 100);
-	assert_int_equal(p.ppid, 1);
-	assert_string_equal(p.comm, "postgres");
-	assert_string_equal(p.exe, "/usr/lib/postgresql/15/bin/postgres");
-	assert_string_equal(p.cmdline, "/usr/lib/postgresql/15/bin/postgres -D /var/lib/pg/15/main");
-	assert_string_equal(p.cgroup, "/system.slice/postgresql@15-main.service");
-	cg_proc_release(&p);
+	for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
+		assert_int_equal(cg_proc_read(f->root, procs[i].pid, &p), 0);
+		assert_int_equal(p.pid, procs[i].pid);
+		assert_int_equal(p.ppid, procs[i].ppid);
+		assert_string_equal(p.comm, procs[i].comm);
+		tl_assert_str_or_null(p.exe, procs[i].exe);
+		assert_string_equal(p.cmdline, procs[i].cmdline);
+		assert_string_equal(p.cgroup, procs[i].cgroup);
+		cg_proc_release(&p);
+	}
+	/* released: nothing left, and releasing again is harmless */
 	assert_null(p.exe);
 	assert_null(p.cmdline);
 	assert_null(p.cgroup);
-	cg_proc_release(&p); /* twice is harmless */
+	cg_proc_release(&p);
 	cg_proc_release(NULL);
-
-	/* No trailing NUL at all, and NUL padding. */
-	assert_int_equal(cg_proc_read(f->root, 1, &p), 0);
-	assert_int_equal(p.ppid, 0);
-	assert_string_equal(p.cmdline, "/sbin/init splash");
-	assert_string_equal(p.cgroup, "/init.scope");
-	cg_proc_release(&p);
-	assert_int_equal(cg_proc_read(f->root, 101, &p), 0);
-	assert_int_equal(p.ppid, 100);
-	assert_string_equal(p.cmdline, "postgres: 15/main: checkpointer");
-	cg_proc_release(&p);
-}
-
-static void test_read_odd_comm(void **state)
-{
-	struct fake *f = *state;
-	struct cg_proc p;
-
-	assert_int_equal(cg_proc_read(f->root, 4242, &p), 0);
-	assert_string_equal(p.comm, "x) S 9 (y z)");
-	assert_int_equal(p.ppid, 100); /* not the 9 inside the comm */
-	assert_string_equal(p.exe, "/tmp/evil (deleted)");
-	/* An empty argument between two NULs stays visible as a double blank. */
-	assert_string_equal(p.cmdline, "evil a,b  x");
-	/* Last line without a newline. */
-	assert_string_equal(p.cgroup, "/user.slice/user-1000.slice/session-3.scope");
-	cg_proc_release(&p);
-}
-
-static void test_read_kernel_thread(void **state)
-{
-	struct fake *f = *state;
-	struct cg_proc p;
-
-	assert_int_equal(cg_proc_read(f->root, 2, &p), 0);
-	assert_int_equal(p.ppid, 0);
-	assert_string_equal(p.comm, "kthreadd");
-	assert_null(p.exe);
-	assert_non_null(p.cmdline);
-	assert_string_equal(p.cmdline, "");
-	assert_string_equal(p.cgroup, "/");
-	cg_proc_release(&p);
 }
 
 static void test_read_caps_and_no_v2(void **state)
 {
-	struct fake *f = *state;
+	struct tl_fake *f = *state;
 	struct cg_proc p;
 	size_t i;
 
@@ -251,7 +170,7 @@ static void test_read_caps_and_no_v2(void **state)
 static void test_read_errors(void **state)
 {
 	static char sentinel[] = "untouched";
-	struct fake *f = *state;
+	struct tl_fake *f = *state;
 	struct cg_proc p = { .pid = -7, .exe = sentinel, .cmdline = sentinel, .cgroup = sentinel };
 	char path[PATH_MAX];
 
@@ -265,7 +184,7 @@ static void test_read_errors(void **state)
 	assert_int_equal(cg_proc_read(f->root, 1, NULL), -EINVAL);
 
 	/* A process that dies after its stat was read: cmdline is gone. */
-	fake_path(f, "101/cmdline", path, sizeof(path));
+	tl_pathf(path, sizeof(path), "%s/%s", f->root, "101/cmdline");
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(cg_proc_read(f->root, 101, &p), -ENOENT);
 
@@ -292,7 +211,7 @@ static void test_read_bad_stat(void **state)
 		"500 (x) S 99999999999 0\n",
 		"500 (x) S 1 (y) 0\n", /* the last ')' wins, and no state follows it */
 	};
-	struct fake *f = *state;
+	struct tl_fake *f = *state;
 	struct cg_proc p;
 	size_t i;
 
@@ -302,7 +221,7 @@ static void test_read_bad_stat(void **state)
 	cg_proc_release(&p);
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		fake_puts(f, "500/stat", bad[i]);
+		tl_write_file(f->root, "500/stat", bad[i]);
 		if (cg_proc_read(f->root, 500, &p) != -EBADMSG)
 			fail_msg("stat \"%s\" was not rejected", bad[i]);
 	}
@@ -316,7 +235,7 @@ static void test_read_bad_stat(void **state)
 static void test_list_fake(void **state)
 {
 	static const pid_t want[] = { 1, 2, 100, 101, 4242, 31337 };
-	struct fake *f = *state;
+	struct tl_fake *f = *state;
 	struct cg_proc_list *l;
 	const struct cg_proc *p;
 	size_t i;
@@ -347,7 +266,7 @@ static void test_list_fake(void **state)
 /* Many entries, created in an order that readdir() will not sort. */
 static void test_list_grows_and_sorts(void **state)
 {
-	struct fake *f = *state;
+	struct tl_fake *f = *state;
 	struct cg_proc_list *l;
 	char stat[64];
 	int i, pid, n = 0;
@@ -671,22 +590,13 @@ static void test_selector_bad(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_read_plain, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_read_odd_comm, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_read_kernel_thread, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_read_caps_and_no_v2, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_read_errors, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_read_bad_stat, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_list_fake, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_list_grows_and_sorts, fake_setup,
-						fake_teardown),
-		cmocka_unit_test(test_read_self),
-		cmocka_unit_test(test_list_self),
-		cmocka_unit_test(test_read_zombie_and_reaped),
-		cmocka_unit_test(test_selector_match),
-		cmocka_unit_test(test_selector_bad),
-	};
+	int failed = 0;
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	failed += tl_run(TL_TESTS(test_read_table, test_read_caps_and_no_v2, test_read_errors,
+		test_read_bad_stat, test_list_fake, test_list_grows_and_sorts),
+		NULL, NULL, fake_setup, tl_fake_teardown);
+	failed += tl_run(TL_TESTS(test_read_self, test_list_self, test_read_zombie_and_reaped,
+		test_selector_match, test_selector_bad),
+		NULL, NULL, NULL, NULL);
+	return failed;
 }

@@ -74,16 +74,23 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* The executable mapping of PID at @addr is @path at file offset @pgoff. */
+static void expect_map(struct procmaps *pm, uint64_t addr, const char *path, uint64_t pgoff)
+{
+	const struct pmap_entry *m = procmaps_find(pm, PID, addr);
+
+	assert_non_null(m);
+	assert_string_equal(m->path, path);
+	assert_int_equal(m->pgoff, pgoff);
+}
+
 static void test_seed_and_exec_record(void **state)
 {
 	struct procmaps *pm = procmaps_new(root);
 	const struct pmap_entry *m;
 
 	assert_non_null(pm);
-	m = procmaps_find(pm, PID, 0x55d000012345);
-	assert_non_null(m);
-	assert_string_equal(m->path, "/usr/bin/dash");
-	assert_int_equal(m->pgoff, 0x10000);
+	expect_map(pm, 0x55d000012345, "/usr/bin/dash", 0x10000);
 	/* Not executable: not kept. */
 	assert_null(procmaps_find(pm, PID, 0x55d000000100));
 	assert_string_equal(procmaps_comm_of(pm, PID, PID), "sh");
@@ -98,10 +105,7 @@ static void test_seed_and_exec_record(void **state)
 	assert_non_null(m);
 	assert_string_equal(m->path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
 	procmaps_mmap(pm, PID, 0x560000001000, 0x4000, 0x1000, 0x801, 300, true, "/opt/prog");
-	m = procmaps_find(pm, PID, 0x560000002000);
-	assert_non_null(m);
-	assert_string_equal(m->path, "/opt/prog");
-	assert_int_equal(m->pgoff, 0x1000);
+	expect_map(pm, 0x560000002000, "/opt/prog", 0x1000);
 	assert_string_equal(procmaps_comm_of(pm, PID, PID), "prog");
 	procmaps_free(pm);
 }
@@ -109,7 +113,6 @@ static void test_seed_and_exec_record(void **state)
 static void test_refresh_after_unseen_exec(void **state)
 {
 	struct procmaps *pm = procmaps_new(root);
-	const struct pmap_entry *m;
 
 	assert_non_null(pm);
 	assert_non_null(procmaps_find(pm, PID, 0x55d000012345));
@@ -120,10 +123,7 @@ static void test_refresh_after_unseen_exec(void **state)
 	put("4242/task/4242/comm", "prog\n");
 	assert_null(procmaps_find(pm, PID, 0x560000002000));
 	assert_true(procmaps_refresh(pm, PID, PID));
-	m = procmaps_find(pm, PID, 0x560000002000);
-	assert_non_null(m);
-	assert_string_equal(m->path, "/opt/prog");
-	assert_int_equal(m->pgoff, 0x1000);
+	expect_map(pm, 0x560000002000, "/opt/prog", 0x1000);
 	assert_null(procmaps_find(pm, PID, 0x55d000012345));
 	assert_string_equal(procmaps_comm_of(pm, PID, PID), "prog");
 

@@ -87,13 +87,4 @@ static void test_family(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_label),
-		cmocka_unit_test(test_label_null),
-		cmocka_unit_test(test_family),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_label, test_label_null, test_family)

@@ -2,14 +2,12 @@
 /*
  * exporter/render: fold_set summing and refusals; folded text summed and in
  * byte order (checked against strcmp on random stacks whose names prefix
- * each other); pprof decoded back by a small protobuf reader (string table,
- * sample and period types, functions, locations per (function, mapping),
- * mappings with build-ids, samples leaf first); the SVG checked by xmllint
- * with hostile frame names and title, its frames' totals checked against a
- * brute-force count of every stack prefix, its geometry (children inside
- * their parent), narrow frames left out; every allocation failed in turn
- * (no crash, nothing left allocated; not under ASan, which owns malloc);
- * and 100k stacks of depth 30 timed (printed, not asserted).
+ * each other); the SVG checked by xmllint with hostile frame names and
+ * title, its frames' totals checked against a brute-force count of every
+ * stack prefix, its geometry (children inside their parent), narrow frames
+ * left out; every allocation failed in turn (no crash, nothing left
+ * allocated; not under ASan, which owns malloc); and 100k stacks of depth
+ * 30 timed (printed, not asserted). pprof is in test_render_pprof.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +27,7 @@
 
 #include "exporter/render/render.h"
 #include "tests/unit/testalloc.h"
+#include "tests/unit/testlib.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -42,13 +41,6 @@ static char *render_to_string(int (*fn)(const struct fold_set *, FILE *), const 
 	assert_int_equal(fn(fs, f), 0);
 	assert_int_equal(fclose(f), 0);
 	return buf;
-}
-
-static int svg_default(const struct fold_set *fs, FILE *f)
-{
-	struct flame_opts o = { .title = "test" };
-
-	return render_svg(fs, &o, f);
 }
 
 /* ---- fold_set and folded text ------------------------------------------- */
@@ -134,10 +126,7 @@ static uint64_t rng = 88172645463325252ull;
 
 static uint32_t rnd(uint32_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng % n);
+	return (uint32_t)(tl_rand(&rng) % n);
 }
 
 /* Names that prefix each other and hold bytes on both sides of ';'. */
@@ -182,523 +171,6 @@ static void test_folded_order_random(void **state)
 	fold_set_free(fs);
 }
 
-/* ---- pprof, decoded back ------------------------------------------------ */
-
-#define DMAX 64
-
-struct dsample {
-	uint64_t loc[DMAX];
-	size_t nloc;
-	uint64_t v[4];
-	size_t nv;
-};
-
-struct dprof {
-	char *str[DMAX * 4];
-	size_t nstr;
-	uint64_t st_type[4], st_unit[4];
-	size_t nst;
-	uint64_t pt_type, pt_unit, period, time, duration, default_st;
-	struct {
-		uint64_t id, name, sysname;
-	} fn[DMAX];
-	size_t nfn;
-	struct {
-		uint64_t id, mapping, fnid;
-		size_t nlines;
-	} loc[DMAX];
-	size_t nloc;
-	struct {
-		uint64_t id, file, build, hasfn;
-	} map[DMAX];
-	size_t nmap;
-	struct dsample sample[DMAX];
-	size_t nsample;
-};
-
-struct rd {
-	const uint8_t *p, *end;
-};
-
-static uint64_t rd_varint(struct rd *r)
-{
-	uint64_t v = 0;
-
-	for (int shift = 0; shift < 64; shift += 7) {
-		assert_true(r->p < r->end);
-		uint8_t b = *r->p++;
-
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return v;
-	}
-	fail_msg("varint too long");
-	return 0;
-}
-
-/* The next field: its number, and its varint value or its bytes in *sub. */
-static bool rd_field(struct rd *r, unsigned *field, uint64_t *v, struct rd *sub, unsigned *wt)
-{
-	uint64_t key, len;
-
-	if (r->p == r->end)
-		return false;
-	key = rd_varint(r);
-	*field = (unsigned)(key >> 3);
-	*wt = key & 7;
-	if (*wt == 0) {
-		*v = rd_varint(r);
-	} else if (*wt == 2) {
-		len = rd_varint(r);
-		assert_true(len <= (uint64_t)(r->end - r->p));
-		sub->p = r->p;
-		sub->end = r->p + len;
-		r->p += len;
-	} else {
-		fail_msg("unexpected wire type %u", *wt);
-	}
-	return true;
-}
-
-/* A repeated varint field, packed or not. */
-static void rd_repeated(unsigned wt, uint64_t v, struct rd *sub, uint64_t *out, size_t *n, size_t max)
-{
-	if (wt == 0) {
-		assert_true(*n < max);
-		out[(*n)++] = v;
-		return;
-	}
-	while (sub->p < sub->end) {
-		assert_true(*n < max);
-		out[(*n)++] = rd_varint(sub);
-	}
-}
-
-static void decode_profile(const uint8_t *gz, size_t gzlen, struct dprof *d)
-{
-	z_stream z = { 0 };
-	size_t cap = 1 << 20;
-	uint8_t *raw = malloc(cap);
-	struct rd r, sub, s2, s3;
-	unsigned f, wt, f2, wt2, f3, wt3;
-	uint64_t v, v2, v3;
-
-	memset(d, 0, sizeof(*d));
-	assert_non_null(raw);
-	assert_true(gzlen > 2 && gz[0] == 0x1f && gz[1] == 0x8b); /* gzip magic */
-	assert_int_equal(inflateInit2(&z, 31), Z_OK);
-	z.next_in = (Bytef *)gz;
-	z.avail_in = (uInt)gzlen;
-	z.next_out = raw;
-	z.avail_out = (uInt)cap;
-	assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
-	r.p = raw;
-	r.end = raw + z.total_out;
-	inflateEnd(&z);
-
-	while (rd_field(&r, &f, &v, &sub, &wt)) {
-		switch (f) {
-		case 1: /* sample_type */
-		case 11: /* period_type */
-			assert_int_equal(wt, 2);
-			{
-				uint64_t t = 0, u = 0;
-
-				while (rd_field(&sub, &f2, &v2, &s2, &wt2)) {
-					if (f2 == 1)
-						t = v2;
-					else if (f2 == 2)
-						u = v2;
-				}
-				if (f == 1) {
-					assert_true(d->nst < 4);
-					d->st_type[d->nst] = t;
-					d->st_unit[d->nst++] = u;
-				} else {
-					d->pt_type = t;
-					d->pt_unit = u;
-				}
-			}
-			break;
-		case 2: { /* sample */
-			struct dsample *s = &d->sample[d->nsample++];
-
-			assert_true(d->nsample <= DMAX);
-			while (rd_field(&sub, &f2, &v2, &s2, &wt2)) {
-				if (f2 == 1)
-					rd_repeated(wt2, v2, &s2, s->loc, &s->nloc, DMAX);
-				else if (f2 == 2)
-					rd_repeated(wt2, v2, &s2, s->v, &s->nv, 4);
-			}
-			break;
-		}
-		case 3: /* mapping */
-			assert_true(d->nmap < DMAX);
-			while (rd_field(&sub, &f2, &v2, &s2, &wt2)) {
-				if (f2 == 1)
-					d->map[d->nmap].id = v2;
-				else if (f2 == 5)
-					d->map[d->nmap].file = v2;
-				else if (f2 == 6)
-					d->map[d->nmap].build = v2;
-				else if (f2 == 7)
-					d->map[d->nmap].hasfn = v2;
-			}
-			d->nmap++;
-			break;
-		case 4: /* location */
-			assert_true(d->nloc < DMAX);
-			while (rd_field(&sub, &f2, &v2, &s2, &wt2)) {
-				if (f2 == 1) {
-					d->loc[d->nloc].id = v2;
-				} else if (f2 == 2) {
-					d->loc[d->nloc].mapping = v2;
-				} else if (f2 == 4) {
-					d->loc[d->nloc].nlines++;
-					while (rd_field(&s2, &f3, &v3, &s3, &wt3))
-						if (f3 == 1)
-							d->loc[d->nloc].fnid = v3;
-				}
-			}
-			d->nloc++;
-			break;
-		case 5: /* function */
-			assert_true(d->nfn < DMAX);
-			while (rd_field(&sub, &f2, &v2, &s2, &wt2)) {
-				if (f2 == 1)
-					d->fn[d->nfn].id = v2;
-				else if (f2 == 2)
-					d->fn[d->nfn].name = v2;
-				else if (f2 == 3)
-					d->fn[d->nfn].sysname = v2;
-			}
-			d->nfn++;
-			break;
-		case 6: /* string_table */
-			assert_int_equal(wt, 2);
-			assert_true(d->nstr < DMAX * 4);
-			d->str[d->nstr] = strndup((const char *)sub.p, (size_t)(sub.end - sub.p));
-			d->nstr++;
-			break;
-		case 9:
-			d->time = v;
-			break;
-		case 10:
-			d->duration = v;
-			break;
-		case 12:
-			d->period = v;
-			break;
-		case 14:
-			d->default_st = v;
-			break;
-		default:
-			fail_msg("unexpected Profile field %u", f);
-		}
-	}
-	free(raw);
-}
-
-static void dprof_free(struct dprof *d)
-{
-	for (size_t i = 0; i < d->nstr; i++)
-		free(d->str[i]);
-}
-
-static const char *dstr(const struct dprof *d, uint64_t i)
-{
-	assert_true(i < d->nstr);
-	return d->str[i];
-}
-
-static size_t find_loc(const struct dprof *d, uint64_t id)
-{
-	for (size_t i = 0; i < d->nloc; i++)
-		if (d->loc[i].id == id)
-			return i;
-	fail_msg("no location %" PRIu64, id);
-	return 0;
-}
-
-static size_t find_fn(const struct dprof *d, uint64_t id)
-{
-	for (size_t i = 0; i < d->nfn; i++)
-		if (d->fn[i].id == id)
-			return i;
-	fail_msg("no function %" PRIu64, id);
-	return 0;
-}
-
-/* Modules as a server might know them. */
-static int test_lookup(void *arg, const char *frame, uint32_t module, struct render_module *out)
-{
-	size_t len = strlen(frame);
-	int *calls = arg;
-
-	(*calls)++;
-	if (len > 4 && !strcmp(frame + len - 4, "_[k]")) {
-		*out = (struct render_module){ "[kernel.kallsyms]", "" };
-		return 0;
-	}
-	if (!strcmp(frame, "main") || !strcmp(frame, "exec_simple_query")) {
-		*out = (struct render_module){ "/usr/lib/postgresql/15/bin/postgres", "0badc0de" };
-		return 0;
-	}
-	if (!strncmp(frame, "/usr/lib/libc.so.6+0x", 21)) {
-		*out = (struct render_module){ "/usr/lib/libc.so.6", "c0ffee" };
-		return 0;
-	}
-	return -1;
-}
-
-static const struct {
-	const char *stack;
-	uint64_t count, ns;
-} pprof_in[] = {
-	{ "postgres;main;exec_simple_query;schedule_[k]", 3, 30 },
-	{ "postgres;main;exec_simple_query;schedule_[k]", 2, 20 },
-	{ "postgres;main;schedule", 1, 10 },
-	{ "/system.slice/\"pg\".service;postgres;/usr/lib/libc.so.6+0x1f2e;memcpy", 4, 40 },
-	{ "x", 7, 70 },
-};
-
-/* The same stacks as pprof should tell them: "_[k]" off, summed. */
-static const char *const pprof_want[] = {
-	"/system.slice/\"pg\".service;postgres;/usr/lib/libc.so.6+0x1f2e;memcpy 4 40",
-	"postgres;main;exec_simple_query;schedule 5 50",
-	"postgres;main;schedule 1 10",
-	"x 7 70",
-};
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void test_pprof_decoded(void **state)
-{
-	struct fold_set *fs = fold_set_new();
-	struct pprof_opts o = { .time_ns = 1700000000000000000ull, .duration_ns = 60000000000ull,
-				.period_ns = 10101010 };
-	struct dprof *d = calloc(1, sizeof(*d));
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	char *got[DMAX];
-	int calls = 0;
-
-	for (size_t i = 0; i < sizeof(pprof_in) / sizeof(pprof_in[0]); i++)
-		assert_int_equal(fold_set_add(fs, pprof_in[i].stack, pprof_in[i].count, pprof_in[i].ns), 0);
-	assert_int_equal(render_pprof(fs, &o, test_lookup, &calls, &buf, &len), 0);
-	/* once per distinct frame */
-	assert_int_equal(calls, 9);
-	decode_profile(buf, len, d);
-
-	assert_true(d->nstr > 0);
-	assert_string_equal(d->str[0], "");
-	assert_int_equal(d->nst, 2);
-	assert_string_equal(dstr(d, d->st_type[0]), "samples");
-	assert_string_equal(dstr(d, d->st_unit[0]), "count");
-	assert_string_equal(dstr(d, d->st_type[1]), "cpu");
-	assert_string_equal(dstr(d, d->st_unit[1]), "nanoseconds");
-	assert_string_equal(dstr(d, d->pt_type), "cpu");
-	assert_string_equal(dstr(d, d->pt_unit), "nanoseconds");
-	assert_int_equal(d->period, 10101010);
-	assert_int_equal(d->time, 1700000000000000000ull);
-	assert_int_equal(d->duration, 60000000000ull);
-	assert_int_equal(d->default_st, 0); /* CPU time known: pprof's default */
-
-	/* functions: one per plain name; schedule_[k] and schedule are one */
-	assert_int_equal(d->nfn, 8);
-	for (size_t i = 0; i < d->nfn; i++) {
-		assert_int_equal(d->fn[i].id, i + 1);
-		assert_int_equal(d->fn[i].name, d->fn[i].sysname);
-		for (size_t j = 0; j < i; j++)
-			assert_string_not_equal(dstr(d, d->fn[i].name), dstr(d, d->fn[j].name));
-		assert_null(strstr(dstr(d, d->fn[i].name), "_[k]"));
-	}
-
-	/* mappings: one per module, ids from 1, build-ids kept */
-	assert_int_equal(d->nmap, 3);
-	for (size_t i = 0; i < d->nmap; i++) {
-		const char *file = dstr(d, d->map[i].file), *bid = dstr(d, d->map[i].build);
-
-		assert_int_equal(d->map[i].id, i + 1);
-		assert_int_equal(d->map[i].hasfn, 1);
-		if (!strcmp(file, "[kernel.kallsyms]"))
-			assert_string_equal(bid, "");
-		else if (!strcmp(file, "/usr/lib/postgresql/15/bin/postgres"))
-			assert_string_equal(bid, "0badc0de");
-		else if (!strcmp(file, "/usr/lib/libc.so.6"))
-			assert_string_equal(bid, "c0ffee");
-		else
-			fail_msg("unexpected mapping %s", file);
-	}
-
-	/* locations: one per (function, mapping); schedule twice (kernel, none) */
-	assert_int_equal(d->nloc, 9);
-	for (size_t i = 0; i < d->nloc; i++) {
-		const char *name = dstr(d, d->fn[find_fn(d, d->loc[i].fnid)].name);
-		uint64_t m = d->loc[i].mapping;
-		const char *file = m ? dstr(d, d->map[m - 1].file) : NULL;
-
-		assert_int_equal(d->loc[i].id, i + 1);
-		assert_int_equal(d->loc[i].nlines, 1);
-		if (!strcmp(name, "main") || !strcmp(name, "exec_simple_query"))
-			assert_string_equal(file, "/usr/lib/postgresql/15/bin/postgres");
-		else if (!strcmp(name, "/usr/lib/libc.so.6+0x1f2e"))
-			assert_string_equal(file, "/usr/lib/libc.so.6");
-		else if (strcmp(name, "schedule"))
-			assert_int_equal(m, 0);
-	}
-
-	/* samples, leaf first, back to folded text */
-	assert_int_equal(d->nsample, 4);
-	for (size_t i = 0; i < d->nsample; i++) {
-		const struct dsample *s = &d->sample[i];
-		char line[1024];
-		size_t off = 0;
-
-		assert_int_equal(s->nv, 2);
-		for (size_t k = s->nloc; k-- > 0;) {
-			const char *name = dstr(d, d->fn[find_fn(d, d->loc[find_loc(d, s->loc[k])].fnid)].name);
-
-			off += (size_t)snprintf(line + off, sizeof(line) - off, "%s%s", k + 1 < s->nloc ? ";" : "",
-						name);
-		}
-		snprintf(line + off, sizeof(line) - off, " %" PRIu64 " %" PRIu64, s->v[0], s->v[1]);
-		got[i] = strdup(line);
-	}
-	qsort(got, d->nsample, sizeof(got[0]), cmp_str);
-	for (size_t i = 0; i < d->nsample; i++) {
-		assert_string_equal(got[i], pprof_want[i]);
-		free(got[i]);
-	}
-	/* the kernel's schedule is a location of the kernel mapping */
-	for (size_t i = 0; i < d->nsample; i++) {
-		const struct dsample *s = &d->sample[i];
-		const char *leaf = dstr(d, d->fn[find_fn(d, d->loc[find_loc(d, s->loc[0])].fnid)].name);
-
-		if (!strcmp(leaf, "schedule") && s->nloc == 4) {
-			uint64_t m = d->loc[find_loc(d, s->loc[0])].mapping;
-
-			assert_true(m > 0);
-			assert_string_equal(dstr(d, d->map[m - 1].file), "[kernel.kallsyms]");
-		} else if (!strcmp(leaf, "schedule")) {
-			assert_int_equal(d->loc[find_loc(d, s->loc[0])].mapping, 0);
-		}
-	}
-	dprof_free(d);
-	free(d);
-	free(buf);
-	fold_set_free(fs);
-}
-
-/* Module keys: a key per frame; the lookup answers by key. */
-static int key_lookup(void *arg, const char *frame, uint32_t module, struct render_module *out)
-{
-	if (module == 1)
-		*out = (struct render_module){ "/bin/alpha", "aa" };
-	else if (module == 2)
-		*out = (struct render_module){ "/bin/beta", "bb" };
-	else
-		return -1;
-	return 0;
-}
-
-/* "main" of two programs is one function in two mappings, and each
- * sample's leaf is in its own program's mapping. */
-static void test_pprof_module_keys(void **state)
-{
-	struct fold_set *fs = fold_set_new();
-	struct dprof *d = calloc(1, sizeof(*d));
-	const uint32_t ma[] = { 0, 1 }, mb[] = { 0, 2 }, bad[] = { 0 };
-	uint8_t *buf = NULL;
-	size_t len = 0;
-
-	assert_non_null(d);
-	assert_int_equal(fold_set_add_mod(fs, "alpha;main", ma, 2, 3, 0), 0);
-	assert_int_equal(fold_set_add_mod(fs, "beta;main", mb, 2, 5, 0), 0);
-	/* Added again without keys, or with the wrong count: keeps its keys. */
-	assert_int_equal(fold_set_add(fs, "alpha;main", 1, 0), 0);
-	assert_int_equal(fold_set_add_mod(fs, "beta;main", bad, 1, 1, 0), 0);
-	assert_int_equal(render_pprof(fs, NULL, key_lookup, NULL, &buf, &len), 0);
-	decode_profile(buf, len, d);
-
-	assert_int_equal(d->nmap, 2);
-	/* The heavier program's mapping first: pprof shows it as the file. */
-	assert_string_equal(dstr(d, d->map[0].file), "/bin/beta");
-	assert_string_equal(dstr(d, d->map[1].file), "/bin/alpha");
-	assert_int_equal(d->nsample, 2);
-	for (size_t i = 0; i < d->nsample; i++) {
-		uint64_t leaf = d->sample[i].loc[0], root = d->sample[i].loc[1];
-		const char *file = NULL, *comm = NULL;
-
-		for (size_t k = 0; k < d->nloc; k++) {
-			if (d->loc[k].id == leaf) {
-				assert_true(d->loc[k].mapping >= 1 && d->loc[k].mapping <= 2);
-				file = dstr(d, d->map[d->loc[k].mapping - 1].file);
-				assert_string_equal(dstr(d, d->fn[d->loc[k].fnid - 1].name), "main");
-			}
-			if (d->loc[k].id == root) {
-				assert_int_equal(d->loc[k].mapping, 0);
-				comm = dstr(d, d->fn[d->loc[k].fnid - 1].name);
-			}
-		}
-		assert_non_null(file);
-		assert_non_null(comm);
-		if (d->sample[i].v[0] == 4)
-			assert_true(!strcmp(comm, "alpha") && !strcmp(file, "/bin/alpha"));
-		else if (d->sample[i].v[0] == 6)
-			assert_true(!strcmp(comm, "beta") && !strcmp(file, "/bin/beta"));
-		else
-			fail_msg("unexpected sample count %llu", (unsigned long long)d->sample[i].v[0]);
-	}
-	/* main: one function, two locations */
-	assert_int_equal(d->nfn, 3);
-	assert_int_equal(d->nloc, 4);
-	free(buf);
-	dprof_free(d);
-	free(d);
-	fold_set_free(fs);
-}
-
-static void test_pprof_no_lookup_no_time(void **state)
-{
-	struct fold_set *fs = fold_set_new();
-	struct dprof *d = calloc(1, sizeof(*d));
-	uint8_t *buf = NULL;
-	size_t len = 0;
-
-	/* no module lookup, no options, an event without CPU time */
-	assert_int_equal(fold_set_add(fs, "a;b_[k]", 2, 0), 0);
-	assert_int_equal(render_pprof(fs, NULL, NULL, NULL, &buf, &len), 0);
-	decode_profile(buf, len, d);
-	assert_int_equal(d->nmap, 0);
-	assert_int_equal(d->nloc, 2);
-	for (size_t i = 0; i < d->nloc; i++)
-		assert_int_equal(d->loc[i].mapping, 0);
-	assert_string_equal(dstr(d, d->default_st), "samples");
-	assert_int_equal(d->period, 0);
-	assert_int_equal(d->nsample, 1);
-	assert_int_equal(d->sample[0].v[0], 2);
-	assert_int_equal(d->sample[0].v[1], 0);
-	dprof_free(d);
-	free(buf);
-
-	/* nothing at all: still a profile */
-	fold_set_free(fs);
-	fs = fold_set_new();
-	assert_int_equal(render_pprof(fs, NULL, NULL, NULL, &buf, &len), 0);
-	decode_profile(buf, len, d);
-	assert_int_equal(d->nsample, 0);
-	assert_int_equal(d->nst, 2);
-	assert_string_equal(d->str[0], "");
-	dprof_free(d);
-	free(d);
-	free(buf);
-	fold_set_free(fs);
-}
-
 /* ---- SVG ---------------------------------------------------------------- */
 
 static void xmllint_ok(const char *svg)
@@ -716,13 +188,25 @@ static void xmllint_ok(const char *svg)
 	unlink(path);
 }
 
+/* render_svg() of @fs with @o, checked well-formed by xmllint; malloc'd. */
+static char *svg_of(const struct fold_set *fs, const struct flame_opts *o)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(render_svg(fs, o, f), 0);
+	assert_int_equal(fclose(f), 0);
+	xmllint_ok(buf);
+	return buf;
+}
+
 static void test_svg_hostile(void **state)
 {
 	struct fold_set *fs = fold_set_new();
 	struct flame_opts o = { .title = "cg <\"/a&b'\x01\xff\">", .subtitle = "sub \xe2\x82\xac ]]>" };
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
+	char *buf;
 
 	assert_int_equal(fold_set_add(fs, "/system.slice/we\"ird \\name\n.service;<script>alert(1)</script>;"
 					  "a&b;caf\xc3\xa9;\xff\xfe\xc3;\x01\x02\x1f\x7f;]]>;\xef\xbf\xbe;"
@@ -730,10 +214,7 @@ static void test_svg_hostile(void **state)
 				  5, 0),
 			 0);
 	assert_int_equal(fold_set_add(fs, "k_[k];lib.so+0x1f;\xe2\x82\xac\xf0\x9f\x94\xa5", 3, 0), 0);
-	f = open_memstream(&buf, &len);
-	assert_int_equal(render_svg(fs, &o, f), 0);
-	fclose(f);
-	xmllint_ok(buf);
+	buf = svg_of(fs, &o);
 
 	/* self-contained: no external reference besides the namespace */
 	assert_null(strstr(buf, "<!DOCTYPE"));
@@ -837,8 +318,7 @@ static void test_svg_trie_random(void **state)
 		counts[i] = 1 + rnd(9);
 		assert_int_equal(fold_set_add(fs, stacks[i], counts[i], 0), 0);
 	}
-	svg = render_to_string(svg_default, fs);
-	xmllint_ok(svg);
+	svg = svg_of(fs, &(struct flame_opts){ .title = "test" });
 	ngot = parse_svg(svg, got, MAXF);
 
 	/* Every distinct prefix of every stack once, with its samples. */
@@ -910,8 +390,7 @@ static void test_svg_layout(void **state)
 	/* 1 of 1e6 samples on a 1180 px axis: 0.00118 px, left out with its child */
 	assert_int_equal(fold_set_add(fs, "tiny;tinier", 1, 0), 0);
 	assert_int_equal(fold_set_add(fs, "big", 599999, 0), 0);
-	svg = render_to_string(svg_default, fs);
-	xmllint_ok(svg);
+	svg = svg_of(fs, &(struct flame_opts){ .title = "test" });
 	n = parse_svg(svg, fr, 16);
 	assert_int_equal(n, 6); /* all, m, a, x, b, big */
 	assert_null(strstr(svg, "tiny"));
@@ -933,13 +412,8 @@ static void test_svg_layout(void **state)
 	fs = fold_set_new();
 	{
 		struct flame_opts o = { .title = "empty", .width = 500 };
-		char *buf = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&buf, &len);
+		char *buf = svg_of(fs, &o);
 
-		assert_int_equal(render_svg(fs, &o, f), 0);
-		fclose(f);
-		xmllint_ok(buf);
 		assert_non_null(strstr(buf, "width=\"500\""));
 		assert_non_null(strstr(buf, "No samples"));
 		assert_null(strstr(buf, "<g class=\"f\">"));
@@ -979,32 +453,27 @@ out:
 	return ret;
 }
 
+/* One run of the torture loop: every output of one fold set. */
+static void render_run(void *ctx)
+{
+	int ret = run_all(ctx);
+
+	if (!tl_alloc_failed())
+		assert_int_equal(ret, 0);
+	/* 0: an allocation with a fallback (qsort's scratch) */
+	else if (ret != -ENOMEM && ret != 0)
+		fail_msg("an allocation failed: %d, want -ENOMEM", ret);
+}
+
 static void test_alloc_failures(void **state)
 {
 	FILE *sink;
 	long i;
 
-	if (!tl_alloc_available())
-		skip(); /* ASan owns malloc; the plain build runs this */
-	sink = fopen("/dev/null", "w");
-	assert_non_null(sink);
+	tl_alloc_require();
+	sink = tl_devnull();
 	assert_int_equal(run_all(sink), 0); /* sink's buffer allocated once */
-	for (i = 0; i < 100000; i++) {
-		int ret;
-
-		tl_alloc_fail_at(i);
-		ret = run_all(sink);
-		tl_alloc_reset();
-		if (tl_alloc_live())
-			fail_msg("allocation %ld failed: %ld allocations leaked", i, tl_alloc_live());
-		if (!tl_alloc_failed()) {
-			assert_int_equal(ret, 0);
-			break;
-		}
-		/* 0: an allocation with a fallback (qsort's scratch) */
-		if (ret != -ENOMEM && ret != 0)
-			fail_msg("allocation %ld failed: %d, want -ENOMEM", i, ret);
-	}
+	i = tl_alloc_torture(render_run, sink, 100000);
 	print_message("     %ld allocations failed in turn\n", i);
 	assert_true(i > 20);
 	fclose(sink);
@@ -1061,22 +530,6 @@ static void test_100k_stacks(void **state)
 	fold_set_free(fs);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_folded_sum_sort),
-		cmocka_unit_test(test_add_refused),
-		cmocka_unit_test(test_folded_control_bytes),
-		cmocka_unit_test(test_folded_order_random),
-		cmocka_unit_test(test_pprof_decoded),
-		cmocka_unit_test(test_pprof_module_keys),
-		cmocka_unit_test(test_pprof_no_lookup_no_time),
-		cmocka_unit_test(test_svg_hostile),
-		cmocka_unit_test(test_svg_trie_random),
-		cmocka_unit_test(test_svg_layout),
-		cmocka_unit_test(test_alloc_failures),
-		cmocka_unit_test(test_100k_stacks),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_folded_sum_sort, test_add_refused, test_folded_control_bytes,
+	test_folded_order_random, test_svg_hostile, test_svg_trie_random, test_svg_layout,
+	test_alloc_failures, test_100k_stacks)

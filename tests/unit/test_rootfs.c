@@ -30,6 +30,7 @@
 #include "agent/symbols/refusals.h"
 #include "lib/rootfs.h"
 #include "lib/slurp.h"
+#include "tests/unit/testlib.h"
 
 #define SECRET "SECRETSTRING-rootfs-test"
 #define VALID "7f0000000000 100 jit_function\n"
@@ -513,16 +514,12 @@ static void test_lines(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_resolve_openat2, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_resolve_walk, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_host_refusals, setup, teardown),
-		cmocka_unit_test(test_split),
-		cmocka_unit_test_setup_teardown(test_open_path, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_capped, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lines, setup, teardown),
-	};
+	int failed = 0;
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	failed += tl_run(TL_TESTS(test_resolve_openat2, test_resolve_walk, test_host_refusals, test_open_path,
+		test_refusals, test_read_capped, test_lines),
+		NULL, NULL, setup, teardown);
+	failed += tl_run(TL_TESTS(test_split),
+		NULL, NULL, NULL, NULL);
+	return failed;
 }

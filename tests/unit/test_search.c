@@ -52,9 +52,4 @@ static void test_struct(void **state)
 	assert_int_equal(search_upper_u64(v, n, sizeof(v[0]), offsetof(struct span, start), 0x9000), 3);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = { cmocka_unit_test(test_plain), cmocka_unit_test(test_struct) };
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_plain, test_struct)

@@ -134,14 +134,4 @@ static void test_sparse(void **state)
 	unlink(path);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_caps),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_nuls_offset_pipe),
-		cmocka_unit_test(test_sparse),
-	};
-
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+TL_MAIN_GROUP(setup, teardown, test_caps, test_errors, test_nuls_offset_pipe, test_sparse)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "agent/ship/spool.h"
+#include "tests/unit/testlib.h"
 
 struct fixture {
 	char dir[64];
@@ -70,6 +71,17 @@ static void put(struct spool *s, uint64_t seq, size_t len)
 	assert_int_equal(spool_put(s, seq, buf, len), 0);
 }
 
+/* The spool in @dir under @cap, with batches 1..@n put of @sizes[i] bytes. */
+static struct spool *open_put(const char *dir, uint64_t cap, const size_t *sizes, size_t n)
+{
+	struct spool *s = spool_open(dir, cap);
+
+	assert_non_null(s);
+	for (size_t i = 0; i < n; i++)
+		put(s, i + 1, sizes[i]);
+	return s;
+}
+
 /* Peek the oldest and check it is @want_seq with the payload put() made. */
 static void expect_oldest(struct spool *s, uint64_t want_seq, size_t want_len)
 {
@@ -84,26 +96,6 @@ static void expect_oldest(struct spool *s, uint64_t want_seq, size_t want_len)
 	fill(want, want_len, want_seq);
 	assert_memory_equal(buf, want, want_len);
 	free(buf);
-}
-
-static void file_path(char *out, size_t size, const char *dir, const char *name)
-{
-	assert_true((size_t)snprintf(out, size, "%s/%s", dir, name) < size);
-}
-
-static int count_batch_files(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	assert_non_null(d);
-	while ((de = readdir(d))) {
-		if (strlen(de->d_name) == 20 && strspn(de->d_name, "0123456789") == 20)
-			n++;
-	}
-	closedir(d);
-	return n;
 }
 
 static void test_order(void **state)
@@ -124,7 +116,7 @@ static void test_order(void **state)
 	put(s, 10, 100);
 	assert_int_equal(spool_count(s), 4);
 	assert_int_equal(spool_bytes(s), 160);
-	assert_int_equal(count_batch_files(f->dir), 4);
+	assert_int_equal(tl_count_batch_files(f->dir), 4);
 	assert_int_equal(spool_last(s, &seq), 0);
 	assert_int_equal(seq, 10);
 
@@ -160,7 +152,7 @@ static void test_order(void **state)
 	assert_int_equal(spool_remove_upto(s, 11), 2);
 	expect_oldest(s, 12, 5);
 	assert_int_equal(spool_count(s), 1);
-	assert_int_equal(count_batch_files(f->dir), 1);
+	assert_int_equal(tl_count_batch_files(f->dir), 1);
 	assert_int_equal(spool_dropped(s), 0);
 	spool_close(s);
 }
@@ -168,13 +160,9 @@ static void test_order(void **state)
 static void test_cap_drops_oldest(void **state)
 {
 	struct fixture *f = *state;
-	struct spool *s = spool_open(f->dir, 100);
+	struct spool *s = open_put(f->dir, 100, (const size_t[]){ 30, 30, 30 }, 3);
 	char big[101];
 
-	assert_non_null(s);
-	put(s, 1, 30);
-	put(s, 2, 30);
-	put(s, 3, 30);
 	assert_int_equal(spool_dropped(s), 0);
 	put(s, 4, 30); /* 120 > 100: batch 1 goes */
 	assert_int_equal(spool_dropped(s), 1);
@@ -185,7 +173,7 @@ static void test_cap_drops_oldest(void **state)
 	assert_int_equal(spool_dropped(s), 4);
 	assert_int_equal(spool_count(s), 1);
 	expect_oldest(s, 5, 80);
-	assert_int_equal(count_batch_files(f->dir), 1);
+	assert_int_equal(tl_count_batch_files(f->dir), 1);
 
 	/* Bigger than the whole cap: refused and counted, nothing evicted. */
 	fill(big, sizeof(big), 6);
@@ -208,23 +196,11 @@ static void test_cap_drops_oldest(void **state)
 	spool_close(s);
 }
 
-static void write_file(const char *dir, const char *name, const char *text)
-{
-	char path[256];
-	FILE *fp;
-
-	file_path(path, sizeof(path), dir, name);
-	fp = fopen(path, "w");
-	assert_non_null(fp);
-	fputs(text, fp);
-	assert_int_equal(fclose(fp), 0);
-}
-
 static bool exists(const char *dir, const char *name)
 {
 	char path[256];
 
-	file_path(path, sizeof(path), dir, name);
+	tl_pathf(path, sizeof(path), "%s/%s", dir, name);
 	return access(path, F_OK) == 0;
 }
 
@@ -248,12 +224,12 @@ static void test_restart(void **state)
 	spool_close(s);
 
 	/* What a crash mid-put leaves, and files that are not ours. */
-	write_file(sub, ".tmp-00000000000000000008", "half a batch");
-	write_file(sub, ".tmp-seq", "9");
-	write_file(sub, "notes.txt", "not a batch");
-	write_file(sub, "123", "short name");
-	write_file(sub, "9999999999999999999999", "too long");
-	write_file(sub, "99999999999999999999", "20 digits but > UINT64_MAX");
+	tl_write_file(sub, ".tmp-00000000000000000008", "half a batch");
+	tl_write_file(sub, ".tmp-seq", "9");
+	tl_write_file(sub, "notes.txt", "not a batch");
+	tl_write_file(sub, "123", "short name");
+	tl_write_file(sub, "9999999999999999999999", "too long");
+	tl_write_file(sub, "99999999999999999999", "20 digits but > UINT64_MAX");
 
 	s = spool_open(sub, 1000);
 	assert_non_null(s);
@@ -279,22 +255,18 @@ static void test_restart(void **state)
 static void test_vanished_batch(void **state)
 {
 	struct fixture *f = *state;
-	struct spool *s = spool_open(f->dir, 1000);
+	struct spool *s = open_put(f->dir, 1000, (const size_t[]){ 10, 20, 30 }, 3);
 	char path[256];
 
-	assert_non_null(s);
-	put(s, 1, 10);
-	put(s, 2, 20);
-	put(s, 3, 30);
 	/* Someone deletes a batch behind our back: skipped, counted. */
-	file_path(path, sizeof(path), f->dir, "00000000000000000001");
+	tl_pathf(path, sizeof(path), "%s/%s", f->dir, "00000000000000000001");
 	assert_int_equal(unlink(path), 0);
 	expect_oldest(s, 2, 20);
 	assert_int_equal(spool_dropped(s), 1);
 	assert_int_equal(spool_count(s), 2);
 	assert_int_equal(spool_bytes(s), 50);
 	/* A batch that grew on disk: the index follows the file. */
-	file_path(path, sizeof(path), f->dir, "00000000000000000002");
+	tl_pathf(path, sizeof(path), "%s/%s", f->dir, "00000000000000000002");
 	assert_int_equal(truncate(path, 25), 0);
 	{
 		uint64_t seq;
@@ -326,11 +298,11 @@ static void test_cursor(void **state)
 	assert_int_equal(spool_cursor_store(s, "../x", 1, NULL), -EINVAL);
 	assert_int_equal(spool_cursor_store(s, "", 1, NULL), -EINVAL);
 	assert_int_equal(spool_cursor_load(s, "a/b", &v), -EINVAL);
-	write_file(f->dir, "cursor-bad", "12x\n");
+	tl_write_file(f->dir, "cursor-bad", "12x\n");
 	assert_int_equal(spool_cursor_load(s, "bad", &v), -EBADMSG);
-	write_file(f->dir, "cursor-empty", "");
+	tl_write_file(f->dir, "cursor-empty", "");
 	assert_int_equal(spool_cursor_load(s, "empty", &v), -EBADMSG);
-	write_file(f->dir, "cursor-huge", "99999999999999999999999\n");
+	tl_write_file(f->dir, "cursor-huge", "99999999999999999999999\n");
 	assert_int_equal(spool_cursor_load(s, "huge", &v), -EBADMSG);
 	spool_close(s);
 }
@@ -363,14 +335,14 @@ static void test_seq_persistence(void **state)
 	assert_non_null(s);
 	put(s, 10, 5);
 	assert_int_equal(spool_cursor_store(s, "c1", 20, "http://c1/"), 0);
-	file_path(path, sizeof(path), sub, "seq");
+	tl_pathf(path, sizeof(path), "%s/%s", sub, "seq");
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(next_seq(sub), 21); /* works with the spool open */
-	write_file(sub, "seq", "garbage");
+	tl_write_file(sub, "seq", "garbage");
 	assert_int_equal(next_seq(sub), 21);
-	write_file(sub, "seq", "7\n");
+	tl_write_file(sub, "seq", "7\n");
 	assert_int_equal(next_seq(sub), 21);
-	write_file(sub, "seq", "100\n");
+	tl_write_file(sub, "seq", "100\n");
 	assert_int_equal(next_seq(sub), 101);
 	assert_int_equal(next_seq(sub), 102);
 	spool_close(s);
@@ -385,25 +357,13 @@ static void test_bad_args(void **state)
 	assert_null(spool_open(f->dir, 0));
 	assert_int_equal(errno, EINVAL);
 	/* A file where the directory should be. */
-	write_file(f->dir, "plain", "x");
-	file_path(path, sizeof(path), f->dir, "plain");
+	tl_write_file(f->dir, "plain", "x");
+	tl_pathf(path, sizeof(path), "%s/%s", f->dir, "plain");
 	errno = 0;
 	assert_null(spool_open(path, 100));
 	assert_int_equal(errno, ENOTDIR);
 	spool_close(NULL);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_order, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cap_drops_oldest, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_vanished_batch, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cursor, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_seq_persistence, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bad_args, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN_FIXTURE(setup, teardown, test_order, test_cap_drops_oldest, test_restart,
+	test_vanished_batch, test_cursor, test_seq_persistence, test_bad_args)

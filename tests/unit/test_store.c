@@ -700,17 +700,13 @@ static void test_parse_time_range(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_put_and_select, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_totals_survive, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_wal_bounded, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_count_overflow, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_future_start_retained, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_put_many, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_put_many_one_fails, setup, teardown),
-		cmocka_unit_test(test_parse_time_range),
-	};
+	int failed = 0;
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	failed += tl_run(TL_TESTS(test_put_and_select, test_totals_survive, test_migrate_v1, test_wal_bounded,
+		test_count_overflow, test_future_start_retained, test_put_many,
+		test_put_many_one_fails),
+		NULL, NULL, setup, teardown);
+	failed += tl_run(TL_TESTS(test_parse_time_range),
+		NULL, NULL, NULL, NULL);
+	return failed;
 }

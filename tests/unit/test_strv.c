@@ -15,6 +15,7 @@
 
 #include "lib/strv.h"
 #include "tests/unit/testalloc.h"
+#include "tests/unit/testlib.h"
 
 static void test_set(void **state)
 {
@@ -61,12 +62,4 @@ static void test_dup(void **state)
 	strv_free(NULL, 3);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_set),
-		cmocka_unit_test(test_dup),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_set, test_dup)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "lib/suggest.h"
+#include "tests/unit/testlib.h"
 
 #define NCASES(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -125,14 +126,4 @@ static void test_rank(void **state)
 	suggest_release(&s);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_distance),
-		cmocka_unit_test(test_best),
-		cmocka_unit_test(test_score),
-		cmocka_unit_test(test_rank),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_distance, test_best, test_score, test_rank)

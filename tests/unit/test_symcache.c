@@ -285,6 +285,14 @@ static bool exists(const char *dir, const char *name)
  * what symlinks point to survive; temporaries of live writers stay, those
  * of writers that died an hour ago go.
  */
+static const struct {
+	const char *name;
+	int seconds; /* how old */
+} aged[] = {
+	{ "dwarf-old", 300 }, { "dwarf-mid", 200 }, { "dwarf-new", 100 },
+	{ "dwarf-keep", 400 }, { "kallsyms-x", 500 },
+};
+
 static void test_trim(void **state)
 {
 	char dir[PATH_MAX], path[PATH_MAX], target[PATH_MAX];
@@ -292,21 +300,11 @@ static void test_trim(void **state)
 	(void)state;
 	tl_pathf(dir, sizeof(dir), "%s/cache", root);
 	assert_non_null(dir_for(dir));
-	tl_pathf(path, sizeof(path), "%s/dwarf-old", dir);
-	put(path, "0123456789", 0600);
-	age(path, 300);
-	tl_pathf(path, sizeof(path), "%s/dwarf-mid", dir);
-	put(path, "0123456789", 0600);
-	age(path, 200);
-	tl_pathf(path, sizeof(path), "%s/dwarf-new", dir);
-	put(path, "0123456789", 0600);
-	age(path, 100);
-	tl_pathf(path, sizeof(path), "%s/dwarf-keep", dir);
-	put(path, "0123456789", 0600);
-	age(path, 400);
-	tl_pathf(path, sizeof(path), "%s/kallsyms-x", dir);
-	put(path, "0123456789", 0600);
-	age(path, 500);
+	for (size_t i = 0; i < sizeof(aged) / sizeof(aged[0]); i++) {
+		tl_pathf(path, sizeof(path), "%s/%s", dir, aged[i].name);
+		put(path, "0123456789", 0600);
+		age(path, aged[i].seconds);
+	}
 	tl_pathf(target, sizeof(target), "%s/victim", root);
 	put(target, "0123456789", 0600);
 	tl_pathf(path, sizeof(path), "%s/dwarf-link", dir);

@@ -516,17 +516,5 @@ static void test_batch_growth(void **state)
 	totals_free(t);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lines),
-		cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_rebuild_from_store),
-		cmocka_unit_test(test_100k_series),
-		cmocka_unit_test(test_saturation_matches_store),
-		cmocka_unit_test(test_many_series_one_cgroup),
-		cmocka_unit_test(test_batch_growth),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_lines, test_truncated, test_rebuild_from_store, test_100k_series,
+	test_saturation_matches_store, test_many_series_one_cgroup, test_batch_growth)

@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 
 #include "cgroup/mount.h"
 #include "cgroup/tree.h"
+#include "tests/unit/testlib.h"
 
 #define MNT "/sys/fs/cgroup/unified"
 
@@ -77,43 +77,12 @@ static void test_normalize(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
-struct fake {
-	char root[64];
-};
-
-static void fake_path(const struct fake *f, const char *rel, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s/%s", f->root, rel);
-
-	assert_true(n > 0 && (size_t)n < len);
-}
-
-static void fake_mkdir(const struct fake *f, const char *rel)
-{
-	char path[PATH_MAX];
-
-	fake_path(f, rel, path, sizeof(path));
-	assert_int_equal(mkdir(path, 0755), 0);
-}
-
-static void fake_puts(const struct fake *f, const char *rel, const char *s)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	fake_path(f, rel, path, sizeof(path));
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, s, strlen(s)), (ssize_t)strlen(s));
-	assert_int_equal(close(fd), 0);
-}
-
-static uint64_t fake_ino(const struct fake *f, const char *rel)
+static uint64_t fake_ino(const struct tl_fake *f, const char *rel)
 {
 	char path[PATH_MAX];
 	struct stat st;
 
-	fake_path(f, rel, path, sizeof(path));
+	tl_pathf(path, sizeof(path), "%s/%s", f->root, rel);
 	assert_int_equal(stat(path, &st), 0);
 	return (uint64_t)st.st_ino;
 }
@@ -124,45 +93,25 @@ static uint64_t fake_ino(const struct fake *f, const char *rel)
  */
 static int fake_setup(void **state)
 {
-	struct fake *f = calloc(1, sizeof(*f));
-	char path[PATH_MAX];
+	struct tl_fake *f = tl_fake_new("test_tree", sizeof(*f));
 
-	assert_non_null(f);
-	snprintf(f->root, sizeof(f->root), "/tmp/test_tree.XXXXXX");
-	assert_non_null(mkdtemp(f->root));
-
-	fake_mkdir(f, "c");
-	fake_mkdir(f, "a-b");
-	fake_mkdir(f, "a");
-	fake_mkdir(f, "a/b");
-	fake_mkdir(f, "system.slice");
-	fake_mkdir(f, "system.slice/nginx.service");
-	fake_puts(f, "cgroup.procs", "1\n2\n3\n");
-	fake_puts(f, "cgroup.controllers", "cpu memory pids\n");
-	fake_puts(f, "a/cgroup.procs", "");
-	fake_puts(f, "a/b/cgroup.procs", "100\n101\n");
+	tl_mkdirs(f->root, "c");
+	tl_mkdirs(f->root, "a-b");
+	tl_mkdirs(f->root, "a");
+	tl_mkdirs(f->root, "a/b");
+	tl_mkdirs(f->root, "system.slice");
+	tl_mkdirs(f->root, "system.slice/nginx.service");
+	tl_write_file(f->root, "cgroup.procs", "1\n2\n3\n");
+	tl_write_file(f->root, "cgroup.controllers", "cpu memory pids\n");
+	tl_write_file(f->root, "a/cgroup.procs", "");
+	tl_write_file(f->root, "a/b/cgroup.procs", "100\n101\n");
 	/* "c" has no cgroup.procs at all */
-	fake_puts(f, "a-b/cgroup.procs", "7\n");
-	fake_puts(f, "system.slice/nginx.service/cgroup.procs", "4242\n4243\n4244\n4245\n");
+	tl_write_file(f->root, "a-b/cgroup.procs", "7\n");
+	tl_write_file(f->root, "system.slice/nginx.service/cgroup.procs", "4242\n4243\n4244\n4245\n");
 	/* Not cgroups: a hidden directory and a symlink to a directory. */
-	fake_mkdir(f, ".hidden");
-	fake_path(f, "link", path, sizeof(path));
-	assert_int_equal(symlink("a", path), 0);
+	tl_mkdirs(f->root, ".hidden");
+	tl_symlink(f->root, "link", "a");
 	*state = f;
-	return 0;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-static int fake_teardown(void **state)
-{
-	struct fake *f = *state;
-
-	assert_int_equal(nftw(f->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
-	free(f);
 	return 0;
 }
 
@@ -181,7 +130,7 @@ static void test_scan_fake(void **state)
 		{ "/system.slice", "system.slice", 1, -1 },
 		{ "/system.slice/nginx.service", "system.slice/nginx.service", 2, 4 },
 	};
-	struct fake *f = *state;
+	struct tl_fake *f = *state;
 	struct cg_tree *t = cg_tree_scan(f->root);
 	const struct cg_node *n;
 
@@ -221,7 +170,7 @@ static void test_scan_fake(void **state)
 	{
 		char sub[PATH_MAX];
 
-		fake_path(f, "a", sub, sizeof(sub));
+		tl_pathf(sub, sizeof(sub), "%s/%s", f->root, "a");
 		t = cg_tree_scan(sub);
 		assert_non_null(t);
 		assert_int_equal(cg_tree_count(t), 2);
@@ -236,18 +185,18 @@ static void test_scan_fake(void **state)
 /* A hierarchy deeper than CG_TREE_MAX_DEPTH is cut there, not failed. */
 static void test_scan_depth_cap(void **state)
 {
-	struct fake *f = *state;
+	struct tl_fake *f = *state;
 	char rel[PATH_MAX] = "deep";
 	struct cg_tree *t;
 	size_t len = strlen(rel);
 	int deepest = -1;
 
-	fake_mkdir(f, rel);
+	tl_mkdirs(f->root, rel);
 	for (int d = 2; d <= CG_TREE_MAX_DEPTH + 6; d++) {
 		assert_true(len + 3 < sizeof(rel));
 		memcpy(rel + len, "/d", 3);
 		len += 2;
-		fake_mkdir(f, rel);
+		tl_mkdirs(f->root, rel);
 	}
 	t = cg_tree_scan(f->root);
 	assert_non_null(t);
@@ -265,15 +214,15 @@ static void test_scan_depth_cap(void **state)
 
 static void test_scan_errors(void **state)
 {
-	struct fake *f = *state;
+	struct tl_fake *f = *state;
 	char path[PATH_MAX];
 
-	fake_path(f, "no-such-dir", path, sizeof(path));
+	tl_pathf(path, sizeof(path), "%s/%s", f->root, "no-such-dir");
 	errno = 0;
 	assert_null(cg_tree_scan(path));
 	assert_int_equal(errno, ENOENT);
 
-	fake_path(f, "cgroup.procs", path, sizeof(path));
+	tl_pathf(path, sizeof(path), "%s/%s", f->root, "cgroup.procs");
 	errno = 0;
 	assert_null(cg_tree_scan(path));
 	assert_int_equal(errno, ENOTDIR);
@@ -286,7 +235,7 @@ static void test_scan_errors(void **state)
 
 static void test_path_id(void **state)
 {
-	struct fake *f = *state;
+	struct tl_fake *f = *state;
 	uint64_t id = 0;
 
 	assert_int_equal(cg_path_id(f->root, "/a/b", &id), 0);
@@ -351,14 +300,11 @@ static void test_scan_real(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_normalize),
-		cmocka_unit_test_setup_teardown(test_scan_fake, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_scan_depth_cap, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_scan_errors, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_path_id, fake_setup, fake_teardown),
-		cmocka_unit_test(test_scan_real),
-	};
+	int failed = 0;
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	failed += tl_run(TL_TESTS(test_normalize, test_scan_real),
+		NULL, NULL, NULL, NULL);
+	failed += tl_run(TL_TESTS(test_scan_fake, test_scan_depth_cap, test_scan_errors, test_path_id),
+		NULL, NULL, fake_setup, tl_fake_teardown);
+	return failed;
 }

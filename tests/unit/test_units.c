@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "lib/units.h"
+#include "tests/unit/testlib.h"
 
 #define NCASES(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -170,15 +171,4 @@ static void test_format(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_durations),
-		cmocka_unit_test(test_durations_ns),
-		cmocka_unit_test(test_sizes),
-		cmocka_unit_test(test_digits),
-		cmocka_unit_test(test_format),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_durations, test_durations_ns, test_sizes, test_digits, test_format)

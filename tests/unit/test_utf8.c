@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lib/utf8.h"
+#include "tests/unit/testlib.h"
 
 static const struct {
 	const char *in;
@@ -108,13 +109,4 @@ static void test_two_byte_table(void **state)
 		}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_decode),
-		cmocka_unit_test(test_valid),
-		cmocka_unit_test(test_two_byte_table),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_decode, test_valid, test_two_byte_table)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "lib/ydoc.h"
+#include "tests/unit/testlib.h"
 
 #define NCASES(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -199,6 +200,59 @@ static void test_reads(void **state)
 	}
 }
 
+/* A table of plain keys: every kind into its field, absent keys left as
+ * they were, the first bad value's error named "where.key". */
+static void test_fields(void **state)
+{
+	static const char *const levels[] = { "debug", "info", "error", NULL };
+	struct settings {
+		bool on;
+		unsigned n;
+		uint64_t ms, bytes;
+		char *name;
+		int level;
+		unsigned untouched;
+	} st = { .untouched = 7 };
+	static const struct ydoc_field f[] = {
+		{ .key = "on", .kind = YDOC_F_BOOL, .off = offsetof(struct settings, on) },
+		{ .key = "n", .kind = YDOC_F_UINT, .off = offsetof(struct settings, n), .min = 1,
+		  .max = 9 },
+		{ .key = "ms", .kind = YDOC_F_DURATION_MS, .off = offsetof(struct settings, ms),
+		  .min = 10, .max = 60000 },
+		{ .key = "bytes", .kind = YDOC_F_SIZE, .off = offsetof(struct settings, bytes),
+		  .min = 1, .max = 1 << 20 },
+		{ .key = "name", .kind = YDOC_F_STRING, .off = offsetof(struct settings, name),
+		  .expected = "a name" },
+		{ .key = "level", .kind = YDOC_F_ENUM, .off = offsetof(struct settings, level),
+		  .names = levels },
+		{ .key = "untouched", .kind = YDOC_F_UINT,
+		  .off = offsetof(struct settings, untouched), .max = 100 },
+	};
+	char err[256] = "";
+	struct ydoc *d;
+
+	(void)state;
+	d = load_ok("on: true\nn: 3\nms: 2s\nbytes: 4KiB\nname: abc\nlevel: error\n", err,
+		    sizeof(err));
+	assert_int_equal(ydoc_fields(d, ydoc_root(d), "s", f, NCASES(f), &st), 0);
+	assert_true(st.on);
+	assert_int_equal(st.n, 3);
+	assert_int_equal(st.ms, 2000);
+	assert_int_equal(st.bytes, 4096);
+	assert_string_equal(st.name, "abc");
+	assert_int_equal(st.level, 2);
+	assert_int_equal(st.untouched, 7);
+	assert_int_equal(ydoc_fields(d, NULL, "s", f, NCASES(f), &st), 0); /* no section */
+	ydoc_free(d);
+	d = load_ok("n: 2\nms: 1h30m\nname: x\n", err, sizeof(err));
+	assert_int_equal(ydoc_fields(d, ydoc_root(d), "s", f, NCASES(f), &st), -EINVAL);
+	assert_int_equal(st.n, 2);
+	assert_string_equal(err, "t.yaml:2:5: s.ms: '1h30m' is out of range (10ms..1m)");
+	assert_string_equal(st.name, "abc"); /* after the failure: not read */
+	ydoc_free(d);
+	free(st.name);
+}
+
 static void test_show(void **state)
 {
 	char long_v[100];
@@ -212,15 +266,4 @@ static void test_show(void **state)
 	assert_string_equal(ydoc_item_in("probes", 3).s, "probes[3]");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_load_errors),
-		cmocka_unit_test(test_empty),
-		cmocka_unit_test(test_keys),
-		cmocka_unit_test(test_reads),
-		cmocka_unit_test(test_show),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_load_errors, test_empty, test_keys, test_reads, test_fields, test_show)

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "tests/unit/testalloc.h"
 
-#include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TESTALLOC_ASAN 1
@@ -121,3 +126,27 @@ void free(void *p)
 	__libc_free(p);
 }
 #endif
+
+void tl_alloc_require(void)
+{
+	if (!tl_alloc_available())
+		skip();
+}
+
+long tl_alloc_torture(void (*step)(void *ctx), void *ctx, long max)
+{
+	for (long i = 0; i < max; i++) {
+		bool hit;
+
+		tl_alloc_fail_at(i);
+		step(ctx);
+		hit = tl_alloc_failed();
+		tl_alloc_reset();
+		if (tl_alloc_live() > 0)
+			fail_msg("allocation %ld failed: %ld blocks leaked", i, tl_alloc_live());
+		if (!hit)
+			return i;
+	}
+	fail_msg("allocations still failing after %ld runs", max);
+	return max;
+}

@@ -19,6 +19,10 @@
 /* False when the injector is compiled out (ASan). */
 bool tl_alloc_available(void);
 
+/* Skip the running cmocka test when the injector is compiled out (ASan
+ * owns malloc; the plain build runs the test). */
+void tl_alloc_require(void);
+
 /* Fail the allocation @n calls from now (0: the next one), once; -1 disarms.
  * Also starts counting live blocks from zero. */
 void tl_alloc_fail_at(long n);
@@ -32,5 +36,15 @@ long tl_alloc_live(void);
 
 /* Disarm and stop counting. */
 void tl_alloc_reset(void);
+
+/*
+ * Curl's torture loop: @step(@ctx) runs with allocation 0, 1, 2, ... of it
+ * failing, until a run in which no allocation failed; each run must leave
+ * nothing allocated (the test fails, naming the allocation, otherwise), and
+ * the step asserts what a failed and what the whole run gives
+ * (tl_alloc_failed() tells which it is in). Stops the test after @max runs.
+ * Returns the number of runs that had a failure.
+ */
+long tl_alloc_torture(void (*step)(void *ctx), void *ctx, long max);
 
 #endif

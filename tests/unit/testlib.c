@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -17,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/gzip.h"
 #include "lib/slurp.h"
 #include "wire/wire.h"
 
@@ -84,10 +86,9 @@ void tl_mkdirs(const char *dir, const char *rel)
 	mkdir_or_exists(path);
 }
 
-void tl_write_file(const char *dir, const char *rel, const char *text)
+void tl_write_data(const char *dir, const char *rel, const void *data, size_t len)
 {
 	char path[PATH_MAX];
-	size_t len = strlen(text);
 	int fd;
 
 	join(path, sizeof(path), dir, rel);
@@ -102,10 +103,43 @@ void tl_write_file(const char *dir, const char *rel, const char *text)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		fail_msg("open %s: %s", path, strerror(errno));
-	if (write(fd, text, len) != (ssize_t)len)
+	if (write(fd, data, len) != (ssize_t)len)
 		fail_msg("write %s: %s", path, strerror(errno));
 	if (close(fd))
 		fail_msg("close %s: %s", path, strerror(errno));
+}
+
+void tl_write_file(const char *dir, const char *rel, const char *text)
+{
+	tl_write_data(dir, rel, text, strlen(text));
+}
+
+void tl_symlink(const char *dir, const char *rel, const char *target)
+{
+	char path[PATH_MAX];
+
+	join(path, sizeof(path), dir, rel);
+	if (symlink(target, path))
+		fail_msg("symlink %s: %s", path, strerror(errno));
+}
+
+void *tl_fake_new(const char *name, size_t size)
+{
+	struct tl_fake *f = calloc(1, size);
+
+	if (!f)
+		fail_msg("out of memory");
+	f->root = tl_tmpdir(name);
+	return f;
+}
+
+int tl_fake_teardown(void **state)
+{
+	struct tl_fake *f = *state;
+	int ret = tl_rmtree(f->root);
+
+	free(f);
+	return ret ? -1 : 0;
 }
 
 char *tl_read_file(const char *path, size_t cap, size_t *len)
@@ -204,4 +238,151 @@ void tl_pathf(char *buf, size_t size, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0 || (size_t)n >= size)
 		fail_msg("tl_pathf: \"%s\" does not fit %zu bytes", fmt, size);
+}
+
+uint64_t tl_rand(uint64_t *state)
+{
+	uint64_t x = *state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *state = x;
+}
+
+bool tl_ends_with(const char *s, const char *suffix)
+{
+	size_t ls = strlen(s), lx = strlen(suffix);
+
+	return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
+}
+
+bool tl_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+/* @dir/@rel when readable, else NULL. */
+static char *readable(const char *dir, const char *rel)
+{
+	char *out;
+
+	if (asprintf(&out, "%s/%s", dir, rel) < 0)
+		return NULL;
+	if (access(out, R_OK) == 0)
+		return out;
+	free(out);
+	return NULL;
+}
+
+char *tl_tree_path(const char *rel)
+{
+	const char *env = getenv("CGPERF_ROOT");
+	char exe[PATH_MAX], *p, *out = NULL;
+	ssize_t n;
+
+	if (env && (out = readable(env, rel)))
+		return out;
+	if (access(rel, R_OK) == 0)
+		return realpath(rel, NULL);
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	for (int i = 0; i < 3 && (p = strrchr(exe, '/')); i++)
+		*p = '\0';
+	return readable(exe, rel);
+}
+
+char *tl_tree_file(const char *rel)
+{
+	char *path = tl_tree_path(rel);
+
+	if (!path)
+		fail_msg("cannot find %s (set CGPERF_ROOT to the source tree)", rel);
+	return path;
+}
+
+char *tl_read_text(const char *path)
+{
+	char *text = tl_read_file(path, 64u << 20, NULL);
+
+	if (!text)
+		fail_msg("cannot read %s: %s", path, strerror(errno));
+	return text;
+}
+
+uint8_t *tl_gzip(const void *in, size_t len, size_t *outlen)
+{
+	uint8_t *out = NULL;
+	int ret = gzip_compress(in, len, 9, &out, outlen);
+
+	if (ret)
+		fail_msg("gzip_compress of %zu bytes: %d", len, ret);
+	return out;
+}
+
+FILE *tl_devnull(void)
+{
+	FILE *f = fopen("/dev/null", "we");
+
+	assert_non_null(f);
+	fputs("stdio allocates its buffer now\n", f);
+	return f;
+}
+
+int tl_run(const tl_test_fn *fns, const char *names, tl_fixture_fn group_setup,
+	   tl_fixture_fn group_teardown, tl_fixture_fn setup, tl_fixture_fn teardown)
+{
+	char *list = strdup(names), *save = NULL;
+	struct CMUnitTest *tests;
+	size_t n = 1, i = 0;
+	int ret;
+
+	for (const char *p = names; *p; p++)
+		n += *p == ',';
+	tests = calloc(n, sizeof(*tests));
+	if (!list || !tests) {
+		fprintf(stderr, "tl_run: out of memory\n");
+		return 1;
+	}
+	for (char *name = strtok_r(list, ", \t\n", &save); name && i < n;
+	     name = strtok_r(NULL, ", \t\n", &save), i++)
+		tests[i] = (struct CMUnitTest){ .name = name,
+						.test_func = fns[i],
+						.setup_func = setup,
+						.teardown_func = teardown };
+	ret = _cmocka_run_group_tests("tests", tests, i, group_setup, group_teardown);
+	free(tests);
+	free(list);
+	return ret;
+}
+
+int tl_count_batch_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (strlen(de->d_name) == 20 && strspn(de->d_name, "0123456789") == 20)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+void tl_assert_str_or_null(const char *got, const char *want)
+{
+	if (!want) {
+		assert_null(got);
+		return;
+	}
+	assert_non_null(got);
+	assert_string_equal(got, want);
 }

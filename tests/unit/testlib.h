@@ -3,10 +3,12 @@
 #define CGPERF_TESTS_TESTLIB_H
 
 /*
- * Helpers shared by the cmocka unit tests (linked into every one): temp
- * directories and the files in them, whole-file reads, and text captured
- * from a FILE *. They fail the running test (cmocka's fail_msg) instead of
- * returning errors, so a test reads as its steps.
+ * Helpers shared by the cmocka unit tests (linked into every one): the
+ * list of a file's cases (TL_MAIN), temp directories, fake trees and the
+ * files in them, files of the source tree, whole-file reads, gzip, text
+ * captured from a FILE *, a repeatable random sequence. They fail the
+ * running test (cmocka's fail_msg) instead of returning errors, so a test
+ * reads as its steps.
  *
  * The failing-allocation injector is apart, in testalloc.h: it replaces
  * malloc, so only the tests that ask for it link it (see the Makefile).
@@ -14,7 +16,32 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+/*
+ * Running the cases of a test file: tl_run() makes a cmocka group of the
+ * functions in @fns, named by the comma-separated @names (TL_TESTS() gives
+ * both from one list), each case between @setup and @teardown, the group
+ * between @group_setup and @group_teardown (each may be NULL). Returns
+ * cmocka's count of failed cases.
+ */
+typedef void (*tl_test_fn)(void **state);
+typedef int (*tl_fixture_fn)(void **state);
+int tl_run(const tl_test_fn *fns, const char *names, tl_fixture_fn group_setup,
+	   tl_fixture_fn group_teardown, tl_fixture_fn setup, tl_fixture_fn teardown);
+#define TL_TESTS(...) (const tl_test_fn[]){ __VA_ARGS__ }, #__VA_ARGS__
+
+/* main() of a test file whose cases share one set-up: none (TL_MAIN), one
+ * per case (TL_MAIN_FIXTURE) or one for the group (TL_MAIN_GROUP). */
+#define TL_MAIN(...) TL_MAIN_ALL(NULL, NULL, NULL, NULL, __VA_ARGS__)
+#define TL_MAIN_FIXTURE(setup, teardown, ...) TL_MAIN_ALL(NULL, NULL, setup, teardown, __VA_ARGS__)
+#define TL_MAIN_GROUP(setup, teardown, ...) TL_MAIN_ALL(setup, teardown, NULL, NULL, __VA_ARGS__)
+#define TL_MAIN_ALL(gsetup, gteardown, setup, teardown, ...)                                   \
+	int main(void)                                                                         \
+	{                                                                                      \
+		return tl_run(TL_TESTS(__VA_ARGS__), gsetup, gteardown, setup, teardown);      \
+	}
 
 /* A new directory /tmp/@name.XXXXXX; the malloc'd path, freed by tl_rmtree. */
 char *tl_tmpdir(const char *name);
@@ -29,6 +56,22 @@ void tl_mkdirs(const char *dir, const char *rel);
 /* Write @text to @dir/@rel (truncating), creating the directories on the
  * way. @rel may be NULL: write @dir itself. */
 void tl_write_file(const char *dir, const char *rel, const char *text);
+
+/* The same for @len bytes of @data (NULs allowed). */
+void tl_write_data(const char *dir, const char *rel, const void *data, size_t len);
+
+/* A symbolic link @dir/@rel to @target. */
+void tl_symlink(const char *dir, const char *rel, const char *target);
+
+/* A fake file tree (a fake /proc, cgroupfs or tracefs) as a cmocka fixture:
+ * tl_fake_new() allocates @size zeroed bytes (a struct whose first member
+ * is a struct tl_fake) with root a new tl_tmpdir(@name); tl_fake_teardown()
+ * removes the tree and frees the struct in *@state. */
+struct tl_fake {
+	char *root;
+};
+void *tl_fake_new(const char *name, size_t size);
+int tl_fake_teardown(void **state);
 
 /* Read at most @cap bytes of @path: a malloc'd NUL-terminated buffer (the
  * caller frees), its length in *@len if not NULL; NULL + errno on failure. */
@@ -59,6 +102,42 @@ struct Cgperf__V1__Batch *tl_wire_roundtrip(struct wire_batch *b);
 /* snprintf() into @buf that fails the test instead of cutting the text. */
 __attribute__((format(printf, 3, 4))) void tl_pathf(char *buf, size_t size, const char *fmt,
 						    ...);
+
+/* The next number of a xorshift64 sequence kept in *@state (not 0): cheap,
+ * repeatable pseudo-random input for table and noise tests. */
+uint64_t tl_rand(uint64_t *state);
+
+/* A file of the source tree, @rel below its top: from $CGPERF_ROOT
+ * (tests/run.sh sets it), the current directory, or two levels above this
+ * binary (BUILD/tests/). The malloc'd path, or NULL when none is readable. */
+char *tl_tree_path(const char *rel);
+/* The same, failing the test when the file is not found. */
+char *tl_tree_file(const char *rel);
+
+/* The whole text of @path (at most 64 MiB), malloc'd and NUL-terminated;
+ * fails the test when it cannot be read. */
+char *tl_read_text(const char *path);
+
+/* @len bytes at @in as one gzip member (lib/gzip, level 9): malloc'd, its
+ * size in *@outlen. Fails the test when it cannot. */
+uint8_t *tl_gzip(const void *in, size_t len, size_t *outlen);
+
+/* /dev/null opened for writing, its stdio buffer already allocated (so a
+ * test counting allocations sees none of stdio's). fclose() it. */
+FILE *tl_devnull(void);
+
+/* Batch files (20-digit names) in the spool directory @dir; 0 when it
+ * cannot be read. */
+int tl_count_batch_files(const char *dir);
+
+/* @got is the string @want, or NULL when @want is. */
+void tl_assert_str_or_null(const char *got, const char *want);
+
+/* Whether @s ends with @suffix. */
+bool tl_ends_with(const char *s, const char *suffix);
+
+/* Whether @a and @b name the same file (device and inode, through links). */
+bool tl_same_file(const char *a, const char *b);
 
 /* Lines of @text (a final line without '\n' counts too). */
 size_t tl_count_lines(const char *text);

@@ -8,17 +8,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define NOINLINE __attribute__((noinline))
+#include "workload.h"
 
 static volatile unsigned long sink;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Called once per chain_leaf so that chain_leaf is not a leaf function:
  * GCC omits the frame pointer of leaves even with -fno-omit-frame-pointer,

@@ -19,18 +19,10 @@
 #include <string.h>
 #include <time.h>
 
-#define NOINLINE __attribute__((noinline))
+#include "workload.h"
 
 static volatile unsigned long sink;
 static double deadline;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 NOINLINE void deep_touch(void)
 {

@@ -14,24 +14,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NOINLINE __attribute__((noinline))
+#include "workload.h"
 
 static volatile unsigned long sink;
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static double cpu_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return wl_seconds(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* Called by storm_leaf so that it is no leaf: GCC omits the frame pointer

@@ -11,16 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "workload.h"
+
 /* mov ecx, 10000000; l: dec ecx; jnz l; ret */
 static const unsigned char code[] = {0xb9, 0x80, 0x96, 0x98, 0x00, 0xff, 0xc9, 0x75, 0xfc, 0xc3};
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int main(int argc, char **argv)
 {

@@ -3,13 +3,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "workload.h"
 
 int main(int argc, char **argv)
 {

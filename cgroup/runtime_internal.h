@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef CGPERF_CGROUP_RUNTIME_INTERNAL_H
+#define CGPERF_CGROUP_RUNTIME_INTERNAL_H
+
+/*
+ * Shared by the runtime-identity sources (runtime_*.c): the capped JSON
+ * reader, the capped setters, and the Kubernetes key mapping that both
+ * docker labels and CRI annotations use. Not for other modules.
+ */
+
+#include <json-c/json.h>
+
+#include "cgroup/runtime.h"
+
+/* Parse @len bytes at @buf as one JSON value, at most CG_RT_JSON_DEPTH deep.
+ * 0 with *@out owned by the caller (json_object_put()), -EBADMSG. */
+int rt_json_parse(const char *buf, size_t len, struct json_object **out);
+/* Read and parse @path under @src's root, at most @cap bytes (larger files:
+ * -EFBIG), refusing what lib/rootfs refuses. 0 or -errno. */
+int rt_json_file(const struct cg_rt_sources *src, const char *path, size_t cap,
+		 struct json_object **out);
+/* "@src->root@path" into @buf; -ENAMETOOLONG. */
+int rt_path(const struct cg_rt_sources *src, const char *path, char *buf, size_t len);
+
+/* Member @key of object @o as a string, NULL when absent or not a string. */
+const char *rt_json_str(struct json_object *o, const char *key);
+
+/* *@dst = copy of @s when *@dst is NULL and @s is non-empty, valid UTF-8 and
+ * at most CG_RT_VALUE_MAX bytes; otherwise nothing. 0 or -ENOMEM. */
+int rt_set(char **dst, const char *s);
+/* Add label @key=@value (dropped when over the caps or the count, or a
+ * duplicate key). 0 or -ENOMEM. */
+int rt_add_label(struct cg_rtinfo *ri, const char *key, const char *value);
+/* Every string member of object @o as a label. 0 or -ENOMEM. */
+int rt_add_labels(struct cg_rtinfo *ri, struct json_object *o);
+/* Sort labels by key (after adding). */
+void rt_sort_labels(struct cg_rtinfo *ri);
+/* Pod name, namespace and container name from the io.kubernetes.* keys of
+ * object @o (CRI annotations or dockershim labels). 0 or -ENOMEM. */
+int rt_kube_keys(struct cg_rtinfo *ri, struct json_object *o);
+
+int rt_engine_lookup(const struct cg_rt_sources *src, const struct cg_identity *id,
+		     struct cg_rtinfo *out);
+int rt_podman_store_lookup(const struct cg_rt_sources *src, const struct cg_identity *id,
+			   struct cg_rtinfo *out);
+int rt_oci_lookup(const struct cg_rt_sources *src, const struct cg_identity *id,
+		  struct cg_rtinfo *out);
+int rt_systemd_lookup(const struct cg_rt_sources *src, const struct cg_identity *id,
+		      struct cg_rtinfo *out);
+
+#endif

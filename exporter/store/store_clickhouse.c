@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The ClickHouse store: a server, or a cluster of shards, that several
+ * exporters write to and read from, over ClickHouse's HTTP interface
+ * (libcurl; no client library). Made to work with Debian's
+ * clickhouse-server 18.16 and later: no TTL clause, no lightweight
+ * deletes, no ON CLUSTER without ZooKeeper.
+ *
+ * Exactly once. An agent may send one batch to several exporters (its
+ * fan-out), again after a timeout, or to another exporter after a
+ * failover; any of these may reach the cluster twice, even at the same
+ * moment through two exporters, and no exporter can know of the other's
+ * write in time. So nothing is decided at write time: every raw row
+ * carries its batch key (agent_id, seq) and a row key, a 64-bit hash of
+ * (agent_id, seq, its index in the batch); a duplicate writes identical
+ * rows, and every read first collapses rows by the row key with any()
+ * before it sums (one UInt64 to group by: several times faster than the
+ * strings of the batch key). The tables are ReplacingMergeTree ordered by
+ * a key that ends with the row key, so background merges drop duplicates
+ * from disk too, but no answer waits for them. A put() asks first which of its batches the cluster has and
+ * skips them (answered "duplicate"); that saves space, and the read-side
+ * dedupe covers the races it cannot see. A put() that fails half-way
+ * leaves rows that the agent's retry completes and the dedupe counts once.
+ *
+ * Tables (database --clickhouse-database, "cgperf" by default):
+ *   batches   one row per batch: its header and the agent's own figures;
+ *             the agents of /metrics and targets are summed from it
+ *   cgroups   one row per cgroup per batch: identity and when seen;
+ *             the last non-empty value of each field wins
+ *   counters  raw counter values with their scaled value; the running
+ *             totals of /metrics are their deduped sums
+ *   probes    raw probe hits and histograms (Array(UInt64) words of
+ *             lib/hist), merged in C after the dedupe
+ *   samples   per (minute bucket, host, cgroup, event, rate, stack) a
+ *             count, partitioned by day of bucket, ordered by bucket,
+ *             host, cgroup: time-range and per-cgroup reads skip the rest
+ *   stacks    folded text and frame modules, interned by a 64-bit FNV-1a
+ *             hash of the text (ReplacingMergeTree by hash)
+ *   modules   (path, build-id) by a 64-bit hash id
+ * With --clickhouse-cluster each is NAME_local on every shard plus a
+ * Distributed table NAME over them (sharded by the batch key, or by the
+ * intern key), written with insert_distributed_sync so that a 200 means
+ * every shard has its rows. The tables are created on the server the
+ * exporter talks to: every shard needs an exporter started once on it
+ * (or the same CREATE statements run by hand).
+ *
+ * Retention drops whole day partitions of samples (and of cgroups) older
+ * than --retention on the server the exporter talks to; counters, probes
+ * and batches are the running totals and stay (they are small: a row per
+ * cgroup and event per batch). Series expiry only hides series from the
+ * answers (their totals continue when seen again, as a counter should).
+ */
+#include "exporter/store/store_clickhouse_internal.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/hashmap.h"
+#include "lib/httpc.h"
+#include "lib/strv.h"
+
+const char *const ch_table_name[CT_N] = {
+	[CT_BATCHES] = "batches", [CT_CGROUPS] = "cgroups", [CT_COUNTERS] = "counters",
+	[CT_SAMPLES] = "samples", [CT_STACKS] = "stacks",   [CT_MODULES] = "modules",
+	[CT_PROBES] = "probes",
+};
+
+#define DAY_OF(col) "toDate(toDateTime(intDiv(" col ", 1000000000)))"
+#define MONTH_OF(col) "toYYYYMM(toDateTime(intDiv(" col ", 1000000000)))"
+
+/* Columns, engine and keys of each table; the sharding key of its
+ * Distributed table. */
+static const struct {
+	const char *columns, *engine, *shard;
+} table_def[CT_N] = {
+	[CT_BATCHES] = {
+		"agent_id String, seq UInt64, host String, version String, start_ns UInt64,"
+		" end_ns UInt64, received_ns UInt64, stack_samples UInt64, samples UInt64,"
+		" lost_samples UInt64, unwind_failures UInt64, push_failures UInt64,"
+		" push_rejected UInt64, spool_dropped_batches UInt64, stacks_refused UInt64,"
+		" spool_bytes UInt64, spool_batches UInt64",
+		"ReplacingMergeTree PARTITION BY " MONTH_OF("received_ns") " ORDER BY (agent_id, seq)",
+		"cityHash64(agent_id, seq)",
+	},
+	[CT_CGROUPS] = {
+		"host String, path String, cgroup_id UInt64, container_id String, runtime String,"
+		" pod_uid String, qos String, k8s_namespace String, pod_name String,"
+		" container_name String, unit String, slice String, last_seen_ns UInt64",
+		"MergeTree PARTITION BY " DAY_OF("last_seen_ns") " ORDER BY (host, path)",
+		"cityHash64(host, path)",
+	},
+	[CT_COUNTERS] = {
+		"agent_id String, seq UInt64, row UInt64, host String, path String, event String,"
+		" value UInt64, time_enabled UInt64, time_running UInt64, supported UInt8,"
+		" scaled Float64, received_ns UInt64",
+		"ReplacingMergeTree PARTITION BY " MONTH_OF("received_ns")
+		" ORDER BY (host, path, event, row)",
+		"cityHash64(agent_id, seq)",
+	},
+	[CT_SAMPLES] = {
+		"bucket UInt64, host String, path String, event String, frequency UInt64,"
+		" period UInt64, stack UInt64, count UInt64, agent_id String, seq UInt64,"
+		" row UInt64",
+		"ReplacingMergeTree PARTITION BY " DAY_OF("bucket")
+		" ORDER BY (bucket, host, path, event, stack, row)",
+		"cityHash64(agent_id, seq)",
+	},
+	[CT_STACKS] = {
+		"hash UInt64, folded String, modules String",
+		"ReplacingMergeTree ORDER BY hash",
+		"hash",
+	},
+	[CT_MODULES] = {
+		"id UInt64, path String, build_id String",
+		"ReplacingMergeTree ORDER BY id",
+		"id",
+	},
+	[CT_PROBES] = {
+		"agent_id String, seq UInt64, row UInt64, host String, path String, label String,"
+		" hits UInt64, vals Array(UInt64), latency Array(UInt64), received_ns UInt64",
+		"ReplacingMergeTree PARTITION BY " MONTH_OF("received_ns")
+		" ORDER BY (host, path, label, row)",
+		"cityHash64(agent_id, seq)",
+	},
+};
+
+static void ch_close(struct store *base)
+{
+	struct ch_store *s = chs(base);
+
+	if (!s)
+		return;
+	ch_conn_release(&s->w);
+	ch_conn_release(&s->r);
+	hashmap_free(s->known);
+	free(s->url);
+	free(s->db);
+	free(s->cluster);
+	free(s->user);
+	free(s->password);
+	free(s);
+	curl_global_cleanup();
+}
+
+static bool ident_ok(const char *v)
+{
+	if (!*v || strlen(v) > 64)
+		return false;
+	for (; *v; v++)
+		if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') ||
+		      (*v >= '0' && *v <= '9') || *v == '_'))
+			return false;
+	return true;
+}
+
+/* Run one statement built in @q on the writer. */
+static int run_page(struct ch_store *s, struct page *q, char *err, size_t errlen)
+{
+	const char *sql = ch_text(q);
+
+	if (!sql) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return ch_run(s, &s->w, sql, NULL, 0, NULL, err, errlen);
+}
+
+/* CREATE the database and every table if they are not there. */
+static int setup_schema(struct ch_store *s, char *err, size_t errlen)
+{
+	struct page q;
+	int ret;
+
+	page_init(&q, 0);
+	page_printf(&q, "CREATE DATABASE IF NOT EXISTS %s", s->db);
+	ret = run_page(s, &q, err, errlen);
+	for (int t = 0; !ret && t < CT_N; t++) {
+		const char *name = ch_table_name[t];
+
+		q.len = 0;
+		page_printf(&q, "CREATE TABLE IF NOT EXISTS %s.%s%s (%s) ENGINE = %s", s->db, name,
+			    s->cluster ? "_local" : "", table_def[t].columns, table_def[t].engine);
+		ret = run_page(s, &q, err, errlen);
+		if (ret || !s->cluster)
+			continue;
+		q.len = 0;
+		page_printf(&q,
+			    "CREATE TABLE IF NOT EXISTS %s.%s AS %s.%s_local"
+			    " ENGINE = Distributed(%s, %s, %s_local, %s)",
+			    s->db, name, s->db, name, s->cluster, s->db, name, table_def[t].shard);
+		ret = run_page(s, &q, err, errlen);
+	}
+	page_release(&q);
+	return ret;
+}
+
+static int set_settings(struct ch_store *s, const struct store_config *cfg, char *err,
+			size_t errlen)
+{
+	const char *db = cfg->database && *cfg->database ? cfg->database : "cgperf";
+	size_t n;
+
+	if (!cfg->url || !httpc_is_http_url(cfg->url)) {
+		snprintf(err, errlen, "the clickhouse store needs --clickhouse-url http://HOST:PORT");
+		return -EINVAL;
+	}
+	if (!ident_ok(db) || (cfg->cluster && *cfg->cluster && !ident_ok(cfg->cluster))) {
+		snprintf(err, errlen,
+			 "clickhouse database and cluster names: letters, digits and '_' only");
+		return -EINVAL;
+	}
+	if (strv_set(&s->url, cfg->url) || strv_set(&s->db, db) ||
+	    (cfg->cluster && *cfg->cluster && strv_set(&s->cluster, cfg->cluster)) ||
+	    (cfg->user && strv_set(&s->user, cfg->user)) ||
+	    (cfg->password && strv_set(&s->password, cfg->password)))
+		return -ENOMEM;
+	n = strlen(s->url);
+	while (n && s->url[n - 1] == '/')
+		s->url[--n] = '\0';
+	return 0;
+}
+
+static struct store *ch_open(const struct store_config *cfg, char *err, size_t errlen)
+{
+	struct ch_store *s;
+	int ret;
+
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		snprintf(err, errlen, "cannot initialize libcurl");
+		errno = ENOMEM;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		curl_global_cleanup();
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = set_settings(s, cfg, err, errlen);
+	if (!ret && (ch_conn_init(s, &s->w) || ch_conn_init(s, &s->r)))
+		ret = -ENOMEM;
+	if (!ret) {
+		s->known = hashmap_new();
+		if (!s->known)
+			ret = -ENOMEM;
+		else
+			hashmap_set_limit(s->known, CH_KNOWN_MAX);
+	}
+	if (!ret)
+		ret = setup_schema(s, err, errlen);
+	if (ret) {
+		if (ret == -ENOMEM && !*err)
+			snprintf(err, errlen, "out of memory");
+		ch_close(&s->base);
+		errno = -ret;
+		return NULL;
+	}
+	return &s->base;
+}
+
+/* Series expiry: answers skip what was last seen before the cutoff, and a
+ * series seen again goes on from its total; nothing to delete. */
+static int ch_expire(struct store *base, uint64_t before_ns)
+{
+	(void)base;
+	(void)before_ns;
+	return 0;
+}
+
+/*
+ * Drop the oldest day partition of samples or cgroups that ends before
+ * @before_ns, on the server this exporter talks to (its shard). One per
+ * call, so that the caller's loop bounds the work; 1 when there may be
+ * more. @max_rows does not apply: a partition drop is one metadata step.
+ */
+static int ch_retention(struct store *base, uint64_t before_ns, size_t max_rows, size_t *deleted)
+{
+	struct ch_store *s = chs(base);
+	static const enum ch_table tables[] = { CT_SAMPLES, CT_CGROUPS };
+	char err[256], *cur, *f[2];
+	struct page q, ans;
+	int ret = 0;
+
+	(void)max_rows;
+	*deleted = 0;
+	page_init(&q, 0);
+	page_init(&ans, 1 << 20);
+	pthread_mutex_lock(&s->w.lock);
+	for (size_t t = 0; !ret && t < sizeof(tables) / sizeof(tables[0]); t++) {
+		q.len = ans.len = 0;
+		page_printf(&q,
+			    "SELECT partition, sum(rows) FROM system.parts WHERE active AND"
+			    " database = '%s' AND table = '%s%s' AND toDate(partition) <"
+			    " toDate(toDateTime(intDiv(%llu, 1000000000)))"
+			    " GROUP BY partition ORDER BY partition LIMIT 1 FORMAT TabSeparated",
+			    s->db, ch_table_name[tables[t]], s->cluster ? "_local" : "",
+			    (unsigned long long)(before_ns / 1000000000u * 1000000000u));
+		ret = !ch_text(&q) ? -ENOMEM
+				   : ch_run(s, &s->w, q.buf, NULL, 0, &ans, err, sizeof(err));
+		cur = ch_text(&ans);
+		if (ret || !ch_row(&cur, f, 2) || !*f[0])
+			continue;
+		q.len = 0;
+		page_printf(&q, "ALTER TABLE %s.%s%s DROP PARTITION ", s->db,
+			    ch_table_name[tables[t]], s->cluster ? "_local" : "");
+		ch_quote(&q, f[0]);
+		ret = run_page(s, &q, err, sizeof(err));
+		if (!ret) {
+			*deleted = (size_t)ch_u64(f[1]);
+			s->deleted_rows += *deleted;
+			ret = 1;
+		}
+	}
+	pthread_mutex_unlock(&s->w.lock);
+	page_release(&q);
+	page_release(&ans);
+	return ret;
+}
+
+static void ch_stats(struct store *base, struct store_stats *out)
+{
+	struct ch_store *s = chs(base);
+
+	pthread_mutex_lock(&s->w.lock);
+	out->stack_rows = s->stack_rows;
+	out->deleted_rows = s->deleted_rows;
+	pthread_mutex_unlock(&s->w.lock);
+	/* bytes: on the cluster's disks, not this exporter's: 0. */
+}
+
+const struct store_ops store_clickhouse_ops = {
+	.name = "clickhouse",
+	.shared = true,
+	.open = ch_open,
+	.close = ch_close,
+	.put = ch_put,
+	.put_many = ch_put_many,
+	.load = ch_load,
+	.expire = ch_expire,
+	.retention = ch_retention,
+	.stacks = ch_stacks,
+	.module = ch_module,
+	.stats = ch_stats,
+};

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The ClickHouse store's client: statements over the server's HTTP
+ * interface with libcurl (POST, the statement in the body, or in ?query=
+ * when the body carries the rows of an INSERT), and the TabSeparated text
+ * both ways. An answer is read into a capped page; a server that cannot
+ * be reached, times out, or says a shard is unreachable or it is too busy
+ * gives -EAGAIN, which the exporter turns into 503 + Retry-After.
+ * (lib/httpc is the senders' client: it keeps 200 bytes of an answer,
+ * where a query needs all of it, and sorts answers for retry loops that
+ * this store leaves to the agent.)
+ */
+#include "exporter/store/store_clickhouse_internal.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONNECT_TIMEOUT_MS 3000L
+#define REQUEST_TIMEOUT_MS 60000L
+
+int ch_conn_init(struct ch_store *s, struct ch_conn *c)
+{
+	CURL *h = curl_easy_init();
+
+	if (!h)
+		return -ENOMEM;
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, REQUEST_TIMEOUT_MS);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	if (s->user) {
+		curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(h, CURLOPT_USERNAME, s->user);
+		curl_easy_setopt(h, CURLOPT_PASSWORD, s->password ? s->password : "");
+	}
+	c->curl = h;
+	pthread_mutex_init(&c->lock, NULL);
+	return 0;
+}
+
+void ch_conn_release(struct ch_conn *c)
+{
+	if (!c->curl)
+		return;
+	curl_easy_cleanup(c->curl);
+	pthread_mutex_destroy(&c->lock);
+	c->curl = NULL;
+}
+
+static size_t on_data(char *data, size_t size, size_t n, void *arg)
+{
+	struct page *p = arg;
+
+	page_putn(p, data, size * n);
+	return page_failed(p) ? 0 : size * n;
+}
+
+/* Exception codes that say "not now" rather than "wrong": timeouts,
+ * network errors to a shard, too many queries or parts. */
+static bool transient(const char *answer)
+{
+	static const int codes[] = { 159, 164, 202, 209, 210, 252, 279, 285, 319, 394 };
+	const char *c = strstr(answer, "Code: ");
+	long code;
+
+	if (!c)
+		return false;
+	code = strtol(c + 6, NULL, 10);
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+		if (code == codes[i])
+			return true;
+	return false;
+}
+
+/* The first line of @text, at most 200 bytes of it, into @err. */
+static void first_line(const char *what, const char *text, size_t len, char *err, size_t errlen)
+{
+	size_t n = 0;
+
+	while (n < len && n < 200 && text[n] != '\n')
+		n++;
+	snprintf(err, errlen, "clickhouse: %s%.*s", what, (int)n, text);
+}
+
+int ch_run(struct ch_store *s, struct ch_conn *c, const char *sql, const char *body, size_t len,
+	   struct page *out, char *err, size_t errlen)
+{
+	CURL *h = c->curl;
+	struct page ans, url;
+	char *q = NULL;
+	long status = 0;
+	CURLcode rc;
+	int ret = 0;
+
+	page_init(&ans, CH_ANSWER_MAX);
+	page_init(&url, 0);
+	page_put(&url, s->url);
+	page_put(&url, "/?");
+	if (s->cluster)
+		page_put(&url, "insert_distributed_sync=1&");
+	if (body) {
+		q = curl_easy_escape(h, sql, 0);
+		if (!q) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		page_put(&url, "query=");
+		page_put(&url, q);
+	}
+	if (!ch_text(&url)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	curl_easy_setopt(h, CURLOPT_URL, url.buf);
+	curl_easy_setopt(h, CURLOPT_POST, 1L);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : sql);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : strlen(sql)));
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, out ? out : &ans);
+	rc = curl_easy_perform(h);
+	if (rc != CURLE_OK) {
+		if (out && page_failed(out)) {
+			snprintf(err, errlen, "clickhouse: answer over %zu bytes", CH_ANSWER_MAX);
+			ret = -EFBIG;
+		} else {
+			snprintf(err, errlen, "clickhouse: %s: %s", s->url, curl_easy_strerror(rc));
+			ret = -EAGAIN;
+		}
+		goto out;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	if (status != 200) {
+		struct page *a = out ? out : &ans;
+		char st[32];
+
+		snprintf(st, sizeof(st), "HTTP %ld: ", status);
+		page_putc(a, '\0'); /* NUL-terminated for transient() */
+		first_line(st, a->buf ? a->buf : "", a->len, err, errlen);
+		ret = status == 503 || (a->buf && transient(a->buf)) ? -EAGAIN : -EIO;
+	}
+out:
+	curl_free(q);
+	page_release(&url);
+	page_release(&ans);
+	return ret;
+}
+
+char *ch_text(struct page *p)
+{
+	static char empty[1];
+
+	if (page_failed(p))
+		return NULL;
+	if (!p->buf)
+		return empty;
+	p->buf[p->len] = '\0'; /* page keeps a byte of room past len */
+	return p->buf;
+}
+
+void ch_tsv(struct page *p, const char *v)
+{
+	const char *run = v;
+
+	for (; *v; v++) {
+		const char *e = *v == '\\' ? "\\\\" : *v == '\t' ? "\\t" : *v == '\n' ? "\\n"
+			      : *v == '\r' ? "\\r" : NULL;
+
+		if (!e)
+			continue;
+		page_putn(p, run, (size_t)(v - run));
+		page_put(p, e);
+		run = v + 1;
+	}
+	page_putn(p, run, (size_t)(v - run));
+}
+
+void ch_quote(struct page *p, const char *v)
+{
+	page_putc(p, '\'');
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '\'')
+			page_putc(p, '\\');
+		page_putc(p, *v);
+	}
+	page_putc(p, '\'');
+}
+
+/* Unescape the field [@s, @e) in place; NUL-terminated. */
+static void unescape(char *s, char *e)
+{
+	char *o = s;
+
+	for (; s < e; s++) {
+		if (*s != '\\' || s + 1 == e) {
+			*o++ = *s;
+			continue;
+		}
+		s++;
+		*o++ = *s == 't' ? '\t' : *s == 'n' ? '\n' : *s == 'r' ? '\r' : *s == '0' ? '\0'
+		     : *s == 'b' ? '\b' : *s == 'f' ? '\f' : *s;
+	}
+	*o = '\0';
+}
+
+size_t ch_row(char **cur, char **f, size_t nf)
+{
+	static char none[1];
+	char *s = *cur, *nl, *end;
+	size_t n = 0;
+
+	if (!s || !*s)
+		return 0;
+	nl = strchr(s, '\n');
+	end = nl ? nl : s + strlen(s);
+	*cur = nl ? nl + 1 : end;
+	while (n < nf) {
+		char *tab = memchr(s, '\t', (size_t)(end - s));
+		char *fe = tab ? tab : end;
+
+		f[n++] = s;
+		unescape(s, fe);
+		if (!tab)
+			break;
+		s = tab + 1;
+	}
+	for (size_t i = n; i < nf; i++)
+		f[i] = none;
+	return n;
+}
+
+uint64_t ch_u64(const char *s)
+{
+	return strtoull(s, NULL, 10);
+}
+
+size_t ch_words(const char *s, uint64_t *w, size_t n)
+{
+	size_t k = 0;
+	char *e;
+
+	if (*s == '[')
+		s++;
+	while (k < n && *s && *s != ']') {
+		uint64_t v = strtoull(s, &e, 10);
+
+		if (e == s)
+			break;
+		w[k++] = v;
+		s = *e == ',' ? e + 1 : e;
+	}
+	return k;
+}

@@ -1,0 +1,128 @@
+#!/bin/bash
+# Container identity from a real podman (issue 13): an image made here from
+# Debian's busybox-static (podman import, no registry), containers started
+# with labels.
+#   - cgroups --json: name, image and a label through podman's API service
+#     (started here on a socket of this test); name and image from podman's
+#     store when no API service runs
+#   - record --target container=NAME samples that container's busy loop only
+#   - run, selecting cgroups by image and excluding one container by name: a
+#     container started after the agent shows up with its name, image and an
+#     allow-listed label on the agent's /metrics and the exporter's /metrics,
+#     /api/v1/targets and page, within one push interval; the excluded one
+#     does not
+source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/containers.sh"
+EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
+command -v podman >/dev/null || skip "podman not installed (packaging/install-deps.sh installs it)"
+command -v runc >/dev/null || skip "runc not installed"
+[[ -x /bin/busybox ]] || skip "busybox-static not installed"
+IMG=localhost/cgperf-busybox:test
+A=cgperf-id-$$-a
+B=cgperf-id-$$-b
+SOCK=$TMP/podman.sock
+PODRUN=(podman run -d --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
+
+_podman_cleanup() {
+	# one at a time: podman stops at a name it does not know
+	podman rm -f -t 0 "$A" >/dev/null 2>&1
+	podman rm -f -t 0 "$B" >/dev/null 2>&1
+}
+trap '_podman_cleanup; _cleanup' EXIT
+
+if ! podman image exists "$IMG"; then
+	busybox_tar "$TMP/img.tar"
+	podman import --change 'CMD ["/bin/sh"]' "$TMP/img.tar" "$IMG" >/dev/null ||
+		fail "podman import failed"
+fi
+"${PODRUN[@]}" --name "$A" --label team=db --label tier=gold "$IMG" \
+	sh -c 'while :; do :; done' >/dev/null || fail "podman run $A failed"
+
+# 1. cgroups, without and with the API service
+CGPERF_PODMAN_SOCKET=$TMP/none.sock "$AGENT" cgroups --json --containers >"$TMP/c0.json" ||
+	fail "cgroups --json failed"
+podman system service --time=0 "unix://$SOCK" 2>"$TMP/podsvc.log" &
+bg_track $!
+for i in $(seq 50); do [[ -S $SOCK ]] && break; sleep 0.1; done
+[[ -S $SOCK ]] || fail "podman system service did not create $SOCK: $(cat "$TMP/podsvc.log")"
+export CGPERF_PODMAN_SOCKET=$SOCK
+"$AGENT" cgroups --json --containers >"$TMP/c1.json" || fail "cgroups --json failed"
+"$AGENT" cgroups --containers --labels >"$TMP/c1.txt" || fail "cgroups failed"
+python3 - "$TMP/c0.json" "$TMP/c1.json" "$A" "$IMG" <<'PY' || fail "cgroups JSON: $(cat "$TMP/c0.json" "$TMP/c1.json")"
+import json, sys
+store, api, name, img = sys.argv[1:]
+def find(path):
+    for c in json.load(open(path))["cgroups"]:
+        if c.get("container_name") == name:
+            return c
+    raise SystemExit(f"{name} not in {path}")
+s, a = find(store), find(api)
+assert s["runtime"] == "podman" and s["image"] == img, s
+assert s["identity_source"] == "podman-store" and "labels" not in s, s
+assert a["image"] == img and a["labels"] == {"team": "db", "tier": "gold"}, a
+assert a["identity_source"] == "podman-api", a
+PY
+grep -q "$A .*$IMG" "$TMP/c1.txt" || fail "text listing lacks name and image: $(cat "$TMP/c1.txt")"
+grep -q "label team=db" "$TMP/c1.txt" || fail "--labels lacks team=db: $(cat "$TMP/c1.txt")"
+info "cgroups: $A, $IMG, labels team/tier (API); name and image from the store without it"
+
+# 2. record --target container=NAME
+record_target_only "container=$A" "$(podman inspect -f '{{.State.Pid}}' "$A")"
+"$AGENT" record --target "container=nosuch-$$" --duration 1 -o "$TMP/none.folded" 2>/dev/null ||
+	fail "record with an unmatched target failed"
+[[ ! -s $TMP/none.folded ]] || fail "container=nosuch-$$ kept samples"
+
+# 3. run: a container started after the agent, named within one interval
+[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
+eport=$(free_port)
+"$EXPORTER" --listen "127.0.0.1:$eport" --data-dir "$TMP/exp" >"$TMP/exp.log" 2>&1 &
+bg_track $!
+wait_http "http://127.0.0.1:$eport/healthz" "$(scaled 10)" "$TMP/exp.log"
+port=$(free_port)
+interval=2
+cat >"$TMP/agent.yaml" <<YAML
+host: {name: idtest, agent_id_file: $TMP/agent-id}
+cgroups: {include: ["image=*/cgperf-busybox:*"], exclude: ["container=$A"], containers_only: true}
+counters: {events: [task-clock]}
+sampling: {enabled: false}
+push: {interval: ${interval}s, collectors: ["http://127.0.0.1:$eport/api/v1/push"], spool: {dir: $TMP/spool}}
+metrics: {listen: "127.0.0.1:$port"}
+identity: {podman_socket: "$SOCK", labels: [team]}
+YAML
+run_agent "$TMP/agent.yaml" "$port"
+sleep 1
+"${PODRUN[@]}" --name "$B" --label team=web --label secret=x "$IMG" \
+	sh -c 'while :; do :; done' >/dev/null || fail "podman run $B failed"
+wait_named "$B" "$port" $(( (interval + 1) * 1000 * TIME_SCALE ))
+line=$NAMED_LINE
+[[ $line == *"image=\"$IMG\""* ]] || fail "no image label: $line"
+[[ $line == *'container_label_team="web"'* ]] || fail "no allow-listed label: $line"
+[[ $line != *secret* ]] || fail "a label outside the allow-list: $line"
+grep -q "container_name=\"$A\"" "$TMP/m.txt" && fail "$A is excluded by container=$A but on /metrics"
+info "agent /metrics named $B after $NAMED_MS ms (interval ${interval}s): $line"
+
+# the exporter, after the next push
+for i in $(seq $(( 20 * TIME_SCALE ))); do
+	curl -sf "http://127.0.0.1:$eport/metrics" >"$TMP/em.txt" || true
+	grep -q "container_name=\"$B\".*image=\"$IMG\"" "$TMP/em.txt" && break
+	sleep 0.5
+done
+grep -q "container_name=\"$B\"" "$TMP/em.txt" || fail "exporter /metrics lacks $B: $(grep cpu "$TMP/em.txt" | head -3)"
+grep -q "container_name=\"$B\".*image=\"$IMG\"" "$TMP/em.txt" || fail "exporter /metrics lacks the image of $B: $(grep "$B" "$TMP/em.txt" | head -2)"
+curl -sf "http://127.0.0.1:$eport/api/v1/targets" >"$TMP/t.json" || fail "no /api/v1/targets"
+python3 - "$TMP/t.json" "$B" "$IMG" <<'PY' || fail "targets: $(head -c 2000 "$TMP/t.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+text = json.dumps(d)
+assert sys.argv[2] in text and sys.argv[3] in text
+PY
+curl -sf "http://127.0.0.1:$eport/" >"$TMP/page.html" || fail "no page"
+grep -q "$B" "$TMP/page.html" && grep -q "$IMG" "$TMP/page.html" ||
+	fail "page's Containers table lacks $B or its image"
+info "exporter: /metrics, /api/v1/targets and the page show $B and $IMG"
+
+# SIGTERM: the agent stops (its lookup thread joined) and exits 0
+kill -TERM $AG
+for i in $(seq $(( 50 * TIME_SCALE ))); do kill -0 $AG 2>/dev/null || break; sleep 0.1; done
+kill -0 $AG 2>/dev/null && fail "agent still running 5 s after SIGTERM: $(tail -5 "$TMP/run.log")"
+wait $AG || fail "agent exited with $?: $(tail -5 "$TMP/run.log")"

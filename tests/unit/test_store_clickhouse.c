@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The ClickHouse store's pieces that need no server (the server-side
+ * behaviour is tests/integration/exporter_clickhouse*.sh): TabSeparated
+ * escaping and its parse back, hostile strings included; SQL string
+ * literals; Array(UInt64) words; the exporter settings of the store; and
+ * open() refusing bad settings or an unreachable server with a reason.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "exporter/config.h"
+#include "exporter/store/store.h"
+#include "exporter/store/store_clickhouse_internal.h"
+
+static void test_tsv_round_trip(void **state)
+{
+	static const char *const cases[] = {
+		"", "plain", "tab\there", "new\nline", "back\\slash", "cr\rlf\n",
+		"quote'\"", "\\t literally", "caf\xc3\xa9 \xe2\x9c\x93", "\\", "end\\",
+	};
+	struct page p;
+	char *cur, *f[3];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		page_init(&p, 0);
+		ch_tsv(&p, cases[i]);
+		page_putc(&p, '\t');
+		ch_tsv(&p, "x");
+		page_putc(&p, '\n');
+		cur = ch_text(&p);
+		assert_non_null(cur);
+		assert_null(memchr(cur, '\t', strlen(cur) - 3)); /* only the separator */
+		assert_int_equal(ch_row(&cur, f, 3), 2);
+		assert_string_equal(f[0], cases[i]);
+		assert_string_equal(f[1], "x");
+		assert_string_equal(f[2], ""); /* a missing field */
+		assert_int_equal(ch_row(&cur, f, 3), 0);
+		page_release(&p);
+	}
+}
+
+static void test_rows(void **state)
+{
+	char text[] = "a\tb\\tc\t1\nd\t\t2\n\nlast\twithout\tnewline";
+	char *cur = text, *f[3];
+
+	(void)state;
+	assert_int_equal(ch_row(&cur, f, 3), 3);
+	assert_string_equal(f[1], "b\tc");
+	assert_int_equal(ch_u64(f[2]), 1);
+	assert_int_equal(ch_row(&cur, f, 3), 3);
+	assert_string_equal(f[0], "d");
+	assert_string_equal(f[1], "");
+	assert_int_equal(ch_row(&cur, f, 3), 1); /* an empty line: one empty field */
+	assert_string_equal(f[0], "");
+	assert_int_equal(ch_row(&cur, f, 3), 3);
+	assert_string_equal(f[2], "newline");
+	assert_int_equal(ch_row(&cur, f, 3), 0);
+}
+
+static void test_quote(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "", "''" },
+		{ "x", "'x'" },
+		{ "it's", "'it\\'s'" },
+		{ "a\\b", "'a\\\\b'" },
+		{ "' OR 1 = 1 --", "'\\' OR 1 = 1 --'" },
+	};
+	struct page p;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		page_init(&p, 0);
+		ch_quote(&p, cases[i].in);
+		assert_string_equal(ch_text(&p), cases[i].out);
+		page_release(&p);
+	}
+}
+
+static void test_words(void **state)
+{
+	uint64_t w[4] = { 9, 9, 9, 9 };
+
+	(void)state;
+	assert_int_equal(ch_words("[]", w, 4), 0);
+	assert_int_equal(ch_words("[1,2,18446744073709551615]", w, 4), 3);
+	assert_int_equal(w[2], UINT64_MAX);
+	assert_int_equal(ch_words("[1,2,3,4,5,6]", w, 4), 4); /* capped */
+	assert_int_equal(w[3], 4);
+	assert_int_equal(ch_words("[x]", w, 4), 0);
+}
+
+static void test_settings(void **state)
+{
+	static const struct {
+		const char *key, *value;
+		int ret;
+	} cases[] = {
+		{ "store", "clickhouse", 0 },
+		{ "store", "sqlite", 0 },
+		{ "store", "mysql", -EINVAL },
+		{ "clickhouse_url", "http://127.0.0.1:8123", 0 },
+		{ "clickhouse_url", "https://ch.example:8443/", 0 },
+		{ "clickhouse_url", "127.0.0.1:8123", -EINVAL },
+		{ "clickhouse_database", "cgperf_prod", 0 },
+		{ "clickhouse_database", "", -EINVAL },
+		{ "clickhouse_cluster", "fleet", 0 },
+		{ "clickhouse_user", "cgperf", 0 },
+		{ "clickhouse_password_file", "/etc/cgperf/ch.pw", 0 },
+		{ "clickhouse_port", "8123", -ENOENT },
+	};
+	struct exporter_config c;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(exporter_config_defaults(&c), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(exporter_config_set(&c, cases[i].key, cases[i].value, err,
+						     sizeof(err)),
+				 cases[i].ret);
+		if (cases[i].ret)
+			assert_non_null(strstr(err, cases[i].key));
+	}
+	assert_string_equal(c.clickhouse_url, "https://ch.example:8443/");
+	assert_string_equal(c.clickhouse_cluster, "fleet");
+	exporter_config_release(&c);
+}
+
+static void test_settings_file(void **state)
+{
+	static const char yaml[] = "listen: \":9464\"\n"
+				   "store: clickhouse\n"
+				   "clickhouse_url: http://127.0.0.1:8123\n"
+				   "clickhouse_database: db1\n"
+				   "clickhouse_custer: two\n";
+	struct exporter_config c;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(exporter_config_defaults(&c), 0);
+	assert_int_equal(exporter_config_parse(&c, "x.yaml", yaml, strlen(yaml), err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "x.yaml:5:1: unknown key 'clickhouse_custer' (did you mean "
+				    "'clickhouse_cluster'?)"));
+	assert_int_equal(exporter_config_parse(&c, "x.yaml", yaml, strlen(yaml) - 24, err,
+					       sizeof(err)),
+			 0);
+	assert_string_equal(c.store, "clickhouse");
+	assert_string_equal(c.clickhouse_database, "db1");
+	exporter_config_release(&c);
+}
+
+static void test_open_refused(void **state)
+{
+	static const struct {
+		struct store_config cfg;
+		const char *why;
+	} cases[] = {
+		{ { .url = NULL }, "--clickhouse-url" },
+		{ { .url = "ftp://x" }, "--clickhouse-url" },
+		{ { .url = "http://127.0.0.1:1", .database = "x; DROP" }, "letters, digits" },
+		{ { .url = "http://127.0.0.1:1", .cluster = "a-b" }, "letters, digits" },
+		/* Nothing listens on port 1: the reason says where it tried. */
+		{ { .url = "http://127.0.0.1:1" }, "127.0.0.1:1" },
+	};
+	const struct store_ops *ops = store_backend("clickhouse");
+	char err[256];
+
+	(void)state;
+	assert_non_null(ops);
+	assert_true(ops->shared);
+	assert_false(store_backend("sqlite")->shared);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		err[0] = '\0';
+		assert_null(store_open_config(ops, &cases[i].cfg, err, sizeof(err)));
+		assert_non_null(strstr(err, cases[i].why));
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tsv_round_trip), cmocka_unit_test(test_rows),
+		cmocka_unit_test(test_quote),	       cmocka_unit_test(test_words),
+		cmocka_unit_test(test_settings),       cmocka_unit_test(test_settings_file),
+		cmocka_unit_test(test_open_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
