@@ -6,32 +6,18 @@
 # The build copy (BUILD/deb) is kept between runs: a second run rebuilds only
 # what changed.
 source "$(dirname "$0")/../lib/common.sh"
-for t in dpkg-buildpackage dh lintian dch pandoc systemd-sysusers; do
-	command -v $t >/dev/null || skip "$t missing (packaging/install-deps.sh --deb installs it)"
-done
-for p in cgperf-agent cgperf-exporter; do
-	dpkg-query -W -f='${Status}' $p 2>/dev/null | grep -q installed &&
-		skip "$p is installed on this host: not touching it"
-done
-had_user=0
-getent passwd cgperf >/dev/null && had_user=1
-
-out=${CGPERF_DEB_DIR:-$BUILD_DIR/deb}
+source "$(dirname "$0")/../lib/pkg.sh"
+pkg_setup dpkg-buildpackage dh lintian dch pandoc systemd-sysusers
+out=$PKG_OUT
 snap() {
 	find /etc /usr /var/lib /lib/systemd /opt -xdev \( -path /var/lib/dpkg -o -path /var/lib/apt \
 		-o -path /var/lib/man-db -o -path /var/lib/systemd/deb-systemd-helper-masked \) -prune \
 		-o -print 2>/dev/null | grep -Ev '^/etc/(passwd|group|shadow|gshadow)-$' | sort
 }
-pkg_cleanup() {
-	dpkg --purge cgperf-agent cgperf-exporter >/dev/null 2>&1
-	((had_user)) || { userdel cgperf 2>/dev/null; groupdel cgperf 2>/dev/null; }
-	_cleanup
-}
-trap pkg_cleanup EXIT
 
 info "building (copy of the tree in $out/src)"
-mapfile -t debs < <("$ROOT/packaging/build-deb.sh" "$out") || fail "build-deb.sh failed"
-((${#debs[@]} == 2)) || fail "expected 2 packages, got: ${debs[*]}"
+pkg_build
+debs=("${PKG_DEBS[@]}")
 v1=$(dpkg-deb -f "${debs[0]}" Version)
 
 # lintian: no error; warnings are printed (groff's "cannot adjust line" for
@@ -82,7 +68,8 @@ kill -TERM $ep; wait $ep 2>/dev/null
 echo "# local change" >>/etc/cgperf/agent.yaml
 v2=$v1+test1
 info "upgrade to $v2"
-mapfile -t debs2 < <(VERSION=$v2 "$ROOT/packaging/build-deb.sh" "$out") || fail "build of $v2 failed"
+pkg_build "$v2"
+debs2=("${PKG_DEBS[@]}")
 dpkg --force-confold -i "${debs2[@]}" >"$TMP/dpkg2" 2>&1 || { cat "$TMP/dpkg2"; fail "upgrade failed"; }
 [[ $(dpkg-query -W -f='${Version}' cgperf-agent) == "$v2" ]] || fail "cgperf-agent not at $v2"
 [[ $(dpkg-query -W -f='${Version}' cgperf-exporter) == "$v2" ]] || fail "cgperf-exporter not at $v2"
@@ -92,7 +79,7 @@ rm -f "$out"/*_"$v2"_*.deb
 
 info "purge"
 dpkg --purge cgperf-agent cgperf-exporter >"$TMP/dpkg3" 2>&1 || { cat "$TMP/dpkg3"; fail "purge failed"; }
-((had_user)) || { userdel cgperf && groupdel cgperf 2>/dev/null; }
+pkg_drop_user
 snap >"$TMP/after"
 if ! diff "$TMP/before" "$TMP/after" >"$TMP/diff"; then
 	cat "$TMP/diff"

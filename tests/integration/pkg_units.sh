@@ -6,22 +6,10 @@
 # setpriv with the unit's user and capabilities): the agent pushes to the
 # exporter, reloads on SIGHUP (ExecReload), and both stop on SIGTERM.
 source "$(dirname "$0")/../lib/common.sh"
-for t in dpkg-buildpackage systemd-analyze setpriv; do
-	command -v $t >/dev/null || skip "$t missing (packaging/install-deps.sh --deb installs it)"
-done
-for p in cgperf-agent cgperf-exporter; do
-	dpkg-query -W -f='${Status}' $p 2>/dev/null | grep -q installed &&
-		skip "$p is installed on this host: not touching it"
-done
-had_user=0
-getent passwd cgperf >/dev/null && had_user=1
-pkg_cleanup() {
-	_cleanup
-	dpkg --purge cgperf-agent cgperf-exporter >/dev/null 2>&1
-	((had_user)) || { userdel cgperf 2>/dev/null; groupdel cgperf 2>/dev/null; }
-}
-trap pkg_cleanup EXIT
-mapfile -t debs < <("$ROOT/packaging/build-deb.sh" "${CGPERF_DEB_DIR:-$BUILD_DIR/deb}") || fail "build-deb.sh failed"
+source "$(dirname "$0")/../lib/pkg.sh"
+pkg_setup dpkg-buildpackage systemd-analyze setpriv
+pkg_build
+debs=("${PKG_DEBS[@]}")
 dpkg -i "${debs[@]}" >"$TMP/dpkg" 2>&1 || { cat "$TMP/dpkg"; fail "dpkg -i failed"; }
 
 U=/lib/systemd/system
