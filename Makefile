@@ -10,6 +10,7 @@
 #   make bench      benchmarks under bench/, printed figures
 #   make fuzz       libFuzzer targets (clang), FUZZ_TIME seconds each
 #   make deb        Debian packages cgperf-agent, cgperf-exporter (into build/deb/)
+#   make image      OCI images of both (podman) from those packages
 #
 # Variables: O=DIR (object dir), SAN=1 (sanitizers), V=1 (verbose).
 
@@ -100,7 +101,7 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: deb all deps run run-stat test check check-asan bench clean distclean build-tests fuzz fuzz-parsers
+.PHONY: deb image all deps run run-stat test check check-asan bench clean distclean build-tests fuzz fuzz-parsers
 all: $(O)/cgperf-agent $(O)/cgperf-exporter
 
 deps:
@@ -340,6 +341,11 @@ fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest $(O)/f
 deb:
 	$(Q)packaging/install-deps.sh --deb
 	$(Q)packaging/build-deb.sh $(O)/deb
+
+# OCI images of the agent and the exporter (podman, FROM scratch) from the
+# packages of `make deb`, and the agent's seccomp profile, into $(O)/deb/image/.
+image: deb
+	$(Q)packaging/image/build-image.sh $(O)/deb
 
 clean:
 	rm -rf build build-asan

@@ -26,7 +26,7 @@ clickhouse-server clickhouse-client podman runc busybox-static docker.io"
 
 # make deb and the packaging tests: Debian's package tooling, pandoc for the
 # man pages, systemd for systemd-analyze (units checked offline).
-DEB="debhelper devscripts lintian dpkg-dev fakeroot pandoc systemd"
+DEB="debhelper devscripts lintian dpkg-dev fakeroot pandoc systemd podman runc"
 
 case "${1:-}" in
 --build) want="$BUILD" ;;
