@@ -25,8 +25,9 @@ golang-go prometheus-pushgateway libxml2-utils perl binutils chromium victoria-m
 clickhouse-server clickhouse-client podman runc busybox-static docker.io"
 
 # make deb and the packaging tests: Debian's package tooling, pandoc for the
-# man pages, systemd for systemd-analyze (units checked offline).
-DEB="debhelper devscripts lintian dpkg-dev fakeroot pandoc systemd podman runc"
+# man pages, systemd for systemd-analyze (units checked offline), podman and
+# runc for make image, python3-kubernetes to check packaging/kubernetes/.
+DEB="debhelper devscripts lintian dpkg-dev fakeroot pandoc systemd podman runc catatonit python3-kubernetes"
 
 case "${1:-}" in
 --build) want="$BUILD" ;;
