@@ -55,9 +55,12 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
+#include <sys/random.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/clock.h"
 #include "lib/hashmap.h"
 #include "lib/httpc.h"
 #include "lib/strv.h"
@@ -81,7 +84,7 @@ static const struct {
 		" end_ns UInt64, received_ns UInt64, stack_samples UInt64, samples UInt64,"
 		" lost_samples UInt64, unwind_failures UInt64, push_failures UInt64,"
 		" push_rejected UInt64, spool_dropped_batches UInt64, stacks_refused UInt64,"
-		" spool_bytes UInt64, spool_batches UInt64",
+		" spool_bytes UInt64, spool_batches UInt64, ins UInt64",
 		"ReplacingMergeTree PARTITION BY " MONTH_OF("received_ns") " ORDER BY (agent_id, seq)",
 		"cityHash64(agent_id, seq)",
 	},
@@ -103,9 +106,9 @@ static const struct {
 	[CT_SAMPLES] = {
 		"bucket UInt64, host String, path String, event String, frequency UInt64,"
 		" period UInt64, stack UInt64, count UInt64, agent_id String, seq UInt64,"
-		" row UInt64",
-		"ReplacingMergeTree PARTITION BY " DAY_OF("bucket")
-		" ORDER BY (bucket, host, path, event, stack, row)",
+		" ins UInt64",
+		"MergeTree PARTITION BY " DAY_OF("bucket")
+		" ORDER BY (bucket, host, path, event, stack)",
 		"cityHash64(agent_id, seq)",
 	},
 	[CT_STACKS] = {
@@ -249,6 +252,8 @@ static struct store *ch_open(const struct store_config *cfg, char *err, size_t e
 		else
 			hashmap_set_limit(s->known, CH_KNOWN_MAX);
 	}
+	if (!ret && getrandom(&s->ins_seed, sizeof(s->ins_seed), 0) != sizeof(s->ins_seed))
+		s->ins_seed = (uint64_t)clock_real_ns() ^ ((uint64_t)getpid() << 32);
 	if (!ret)
 		ret = setup_schema(s, err, errlen);
 	if (ret) {
