@@ -155,7 +155,7 @@ if [[ $STORES == *clickhouse* ]] && why=$(ch_available); then
 	wait $EXP 2>/dev/null
 	T0=$(date +%s.%N)
 	sqlite3 "$TMP/flame-sq/cgperf.db" <<-SQL || fail "could not fill SQLite"
-		PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;
+		PRAGMA synchronous=OFF;
 		BEGIN;
 		WITH RECURSIVE n(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM n WHERE x < 1999),
 		f(x, i, t) AS (SELECT x, 1, 'fn_' || ((x * 31) % 5000) FROM n
