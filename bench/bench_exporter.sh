@@ -122,12 +122,14 @@ done
 # have written them in the last hour: a batch per agent every 10 s (360,000
 # batches, ~28 stack rows each, 10 cgroups per host, 2000 distinct stacks of
 # depth 20), made in the stores by SQL (pushing them would take longer than
-# the query), then GET /api/v1/stacks?from=-1h 3 times: the median. SQLite
-# keeps one row per (minute, host, cgroup, event, stack): fewer rows.
+# the query), then GET /api/v1/stacks?from=-1h 5 times: the median
+# (ClickHouse on both cores, after its merges; the SQLite exporter on core
+# 1). SQLite keeps one row per (minute, host, cgroup, event, stack): fewer
+# rows. The window moves between the two runs: the oldest minute may fall
+# out of the second one (a few bytes less).
 FROWS=${BENCH_FLAME_ROWS:-10000000}
 if [[ $STORES == *clickhouse* ]] && why=$(ch_available); then
 	ch_start flame || fail "clickhouse-server did not start"
-	taskset -pc 0 "${CH_PID[flame]}" >/dev/null
 	start_exporter flame-ch --store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[flame]}" \
 		--clickhouse-database fleet
 	kill -TERM $EXP
@@ -143,13 +145,17 @@ if [[ $STORES == *clickhouse* ]] && why=$(ch_available); then
 		fail "could not fill ClickHouse"
 	T1=$(date +%s.%N)
 	crows=$(ch_query flame "SELECT count() FROM fleet.samples")
+	for ((i = 0; i < 60; i++)); do # let the merges of the fresh parts end
+		[[ $(ch_query flame "SELECT count() FROM system.merges") == 0 ]] && break
+		sleep 1
+	done
 	start_exporter flame-ch --store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[flame]}" \
 		--clickhouse-database fleet
-	read -r fc_ms fc_bytes fc_bad < <(scrapes "$EXURL/api/v1/stacks?from=-1h" 3)
+	read -r fc_ms fc_bytes fc_bad < <(scrapes "$EXURL/api/v1/stacks?from=-1h" 5)
 	kill -TERM $EXP
 	wait $EXP 2>/dev/null
 	ch_stop flame
-	echo "flame graph, 1000 agents x 1 h (clickhouse): $crows sample rows (made in $(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.0f", b - a }') s), $fc_bytes bytes folded: median of 3 $fc_ms ms$( ((fc_bad)) && echo ", $fc_bad FAILED")"
+	echo "flame graph, 1000 agents x 1 h (clickhouse): $crows sample rows (made in $(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.0f", b - a }') s), $fc_bytes bytes folded: median of 5 $fc_ms ms$( ((fc_bad)) && echo ", $fc_bad FAILED")"
 	start_exporter flame-sq
 	kill -TERM $EXP
 	wait $EXP 2>/dev/null
@@ -171,10 +177,10 @@ if [[ $STORES == *clickhouse* ]] && why=$(ch_available); then
 	T1=$(date +%s.%N)
 	srows=$(sqlite3 "$TMP/flame-sq/cgperf.db" "SELECT count(*) FROM stack_samples")
 	start_exporter flame-sq
-	read -r fs_ms fs_bytes fs_bad < <(scrapes "$EXURL/api/v1/stacks?from=-1h" 3)
+	read -r fs_ms fs_bytes fs_bad < <(scrapes "$EXURL/api/v1/stacks?from=-1h" 5)
 	kill -TERM $EXP
 	wait $EXP 2>/dev/null
-	echo "flame graph, 1000 agents x 1 h (sqlite): $srows sample rows (made in $(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.0f", b - a }') s), $fs_bytes bytes folded: median of 3 $fs_ms ms$( ((fs_bad)) && echo ", $fs_bad FAILED")"
+	echo "flame graph, 1000 agents x 1 h (sqlite): $srows sample rows (made in $(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.0f", b - a }') s), $fs_bytes bytes folded: median of 5 $fs_ms ms$( ((fs_bad)) && echo ", $fs_bad FAILED")"
 	awk -v c="$fc_ms" -v q="$fs_ms" 'BEGIN { if (c > 0) printf "flame graph ratio: sqlite %.0f ms / clickhouse %.0f ms = %.2f\n", q, c, q / c }'
 elif [[ $STORES == *clickhouse* ]]; then
 	echo "flame graph 1000 agents: SKIPPED ($why)"

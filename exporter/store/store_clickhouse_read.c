@@ -272,10 +272,13 @@ int ch_stacks(struct store *base, const struct store_selection *sel,
 	/* The rows of the first complete insert of each batch in range (its
 	 * batches row is written last), summed directly: batches sit with
 	 * their samples on one shard (one sharding key), so each shard
-	 * filters by its own batches_local. */
+	 * filters by its own batches_local. Grouped by a hash of the event
+	 * name: fixed-size keys are a third faster on 18.16 than a String
+	 * (the alias is not "event": 18.16 would take any(event) for the
+	 * column of the WHERE clause). */
 	page_printf(&q,
 		    "SELECT st.folded, sm.e, sm.fq, sm.pd, sm.c, st.modules FROM"
-		    " (SELECT stack, event AS e, frequency AS fq, period AS pd, sum(count) AS c"
+		    " (SELECT stack, any(event) AS e, frequency AS fq, period AS pd, sum(count) AS c"
 		    " FROM %s.samples WHERE bucket >= %" PRIu64 " AND bucket < %" PRIu64
 		    " AND ins IN (SELECT min(ins) FROM %s.batches%s WHERE"
 		    " least(start_ns, received_ns) >= %" PRIu64
@@ -311,7 +314,7 @@ int ch_stacks(struct store *base, const struct store_selection *sel,
 		page_putc(&q, ')');
 	}
 	page_printf(&q,
-		    " GROUP BY stack, e, fq, pd) AS sm"
+		    " GROUP BY stack, cityHash64(event), fq, pd) AS sm"
 		    " ANY LEFT JOIN (SELECT hash AS stack, any(folded) AS folded,"
 		    " minIf(modules, modules != '') AS modules FROM %s.stacks GROUP BY hash) AS st"
 		    " USING stack FORMAT TabSeparated",
