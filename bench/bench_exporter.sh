@@ -14,7 +14,8 @@
 #     connection per push (the two agent designs), then 10,000 agents at 667
 #     batches/s (a 10,000-host fleet pushing every 15 s): ack latency
 #     percentiles, timeouts, resends, /healthz latency, exporter CPU; then
-#     10,000 idle connections: the exporter's RSS and /healthz meanwhile.
+#     10,000 idle connections: the exporter's RSS and /healthz meanwhile;
+#     with --store clickhouse the first run again on the ClickHouse store.
 # With --store clickhouse, part 1 runs on SQLite and then on the ClickHouse
 # store (a clickhouse-server started here on core 0, next to the load
 # generator) and prints the ratio of their batches/s; after the raw-body
@@ -191,10 +192,11 @@ FLEET_S=${BENCH_FLEET_SECONDS:-20}
 SWARM=$BUILD_DIR/tools/agent_swarm
 if ((FLEET_S > 0)) && [[ -x $SWARM ]]; then
 	ulimit -n "$(ulimit -Hn)" 2>/dev/null
+	FLEET_STORE=() # the exporter's store arguments
 	fleet() { # NAME SWARM-ARGS...: one exporter, one swarm run, one line
 		local name=$1 c0 c1 rss sw
 		shift
-		start_exporter "fleet-$name"
+		start_exporter "fleet-$name" "${FLEET_STORE[@]}"
 		c0=$(cpu_s $EXP)
 		taskset -c 0 "$SWARM" "$@" "$EXURL" >"$TMP/swarm-$name" 2>&1 &
 		sw=$!
@@ -209,6 +211,14 @@ if ((FLEET_S > 0)) && [[ -x $SWARM ]]; then
 		wait $EXP 2>/dev/null
 	}
 	fleet keepalive-1000 --agents 1000 --rate 100 --duration "$FLEET_S" push
+	if [[ $STORES == *clickhouse* ]] && ch_available >/dev/null; then
+		ch_start fleet || fail "clickhouse-server did not start"
+		taskset -pc 0 "${CH_PID[fleet]}" >/dev/null
+		FLEET_STORE=(--store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[fleet]}")
+		fleet keepalive-1000-clickhouse --agents 1000 --rate 100 --duration "$FLEET_S" push
+		FLEET_STORE=()
+		ch_stop fleet
+	fi
 	fleet close-1000 --agents 1000 --rate 100 --duration "$FLEET_S" --close push
 	fleet keepalive-10000 --agents 10000 --rate 667 --duration "$FLEET_S" push
 	fleet idle-10000 --idle 10000 --duration "$FLEET_S" idle
