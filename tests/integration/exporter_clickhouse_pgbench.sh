@@ -54,13 +54,13 @@ host: {name: pg-ch-host, agent_id_file: $TMP/agent-id}
 cgroups: {include: ["$rel", "$rel/**"]}
 counters: {events: [task-clock, context-switches]}
 sampling: {frequency: 99, call_graph: fp}
+log: {level: debug}
 push:
-  interval: 1s
   collectors: ["$(url E /api/v1/push)", "$(url R /api/v1/push)"]
-  timeout: 5s
+  interval: 1s
   retry: {initial: 100ms, max: 500ms}
   spool: {dir: $TMP/spool}
-log: {level: debug}
+  timeout: 5s
 YAML
 pg_bench_start "$TMP/pgbench.log" -n -S -c 2 -j 2 -T 10
 "$AGENT" run --config "$TMP/agent.yaml" --duration 9 2>"$TMP/agent.log" &
