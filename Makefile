@@ -72,7 +72,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
 TESTLIB_OBJ := $(O)/tests/unit/testlib.o
 TESTALLOC_OBJ := $(O)/tests/unit/testalloc.o
 TESTALLOC_BIN := $(addprefix $(O)/tests/,test_render test_fold test_counters test_cgwatch test_strv test_config_errors \
-	test_hashmap test_grow)
+	test_hashmap test_grow test_wire)
 $(TESTALLOC_BIN): $(TESTALLOC_OBJ)
 $(TESTALLOC_BIN): TEST_EXTRA_OBJ += $(TESTALLOC_OBJ)
 # A test split by subject (test_NAME.c, test_NAME_SUBJECT.c) shares its
@@ -169,29 +169,23 @@ $(O)/workloads/%: tests/workloads/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -o $@ $< -lm
 
-# The known call chain, with and without frame pointers; no sibling calls so
-# every level keeps its frame.
-$(O)/workloads/chain-fp: tests/workloads/chain.c
+# Frame pointers or none, and no sibling calls so every level keeps its
+# frame: NAME-fp and NAME-nofp from NAME.c (the known call chain; stacks too
+# deep to unwind completely), and the fork-storm workload, which its test
+# unwinds both ways, with frame pointers.
+WL_FP := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls
+WL_NOFP := -fomit-frame-pointer -fno-optimize-sibling-calls
+$(O)/workloads/%-fp: tests/workloads/%.c
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls -o $@ $<
+	$(Q)$(CC) -O1 -g $(WL_FP) -o $@ $<
 
-$(O)/workloads/chain-nofp: tests/workloads/chain.c
+$(O)/workloads/%-nofp: tests/workloads/%.c
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) -O1 -g -fomit-frame-pointer -fno-optimize-sibling-calls -o $@ $<
+	$(Q)$(CC) -O1 -g $(WL_NOFP) -o $@ $<
 
-# Frame pointers too: the fork-storm test unwinds it both ways.
 $(O)/workloads/forkstorm: tests/workloads/forkstorm.c
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls -o $@ $<
-
-# Stacks too deep to unwind completely, with and without frame pointers.
-$(O)/workloads/deepstack-fp: tests/workloads/deepstack.c
-	@mkdir -p $(dir $@)
-	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls -o $@ $<
-
-$(O)/workloads/deepstack-nofp: tests/workloads/deepstack.c
-	@mkdir -p $(dir $@)
-	$(Q)$(CC) -O1 -g -fomit-frame-pointer -fno-optimize-sibling-calls -o $@ $<
+	$(Q)$(CC) -O1 -g $(WL_FP) -o $@ $<
 
 # The C++ workload: -fwhole-program makes every function local, so GCC
 # clones some (.constprop); frame pointers for -g, CFI with personality and

@@ -12,7 +12,7 @@ cg=$(cg_make pg)
 rel=${cg#"$(cg2_mount)"}
 pg_start "$cg"
 pg_bench_init 2
-port=$((20000 + $$ % 20000))
+port=$(free_port)
 mkdir -p "$TMP/fc"
 python3 "$ROOT/tests/lib/fake_collector.py" --dir "$TMP/fc" --port $port >"$TMP/fc.log" 2>&1 &
 bg_track $!

@@ -141,6 +141,33 @@ uint64_t *hashmap_slot(struct hashmap *m, const void *key, size_t len)
 	return &e->value;
 }
 
+int hashmap_remove(struct hashmap *m, const void *key, size_t len, uint64_t *value)
+{
+	size_t mask = m->cap - 1, i = probe(m, key, len, key_hash(key, len)), j;
+
+	if (!m->v[i].key)
+		return -ENOENT;
+	if (value)
+		*value = m->v[i].value;
+	free(m->v[i].key);
+	/*
+	 * Close the hole at i: an entry further along the run may move into it
+	 * unless its home slot lies cyclically in (i, j], where it would then
+	 * be unreachable from.
+	 */
+	for (j = (i + 1) & mask; m->v[j].key; j = (j + 1) & mask) {
+		size_t home = m->v[j].hash & mask;
+
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			m->v[i] = m->v[j];
+			i = j;
+		}
+	}
+	m->v[i].key = NULL;
+	m->n--;
+	return 0;
+}
+
 void hashmap_foreach(const struct hashmap *m,
 		     void (*cb)(void *ctx, const void *key, size_t len, uint64_t value), void *ctx)
 {

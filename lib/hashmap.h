@@ -18,9 +18,11 @@
  * it finds or inserts, and hands back the value to read or update in
  * place, so counting is `(*hashmap_slot(m, k, n))++`. A cap on the number
  * of keys refuses (and counts) new keys past it: a table fed from outside
- * stays bounded. Nothing is ever removed; free the map instead.
+ * stays bounded. hashmap_remove() deletes by backward shift (the entries
+ * after the hole that probed past it move back), so there are no
+ * tombstones and lookups never slow down after many removals.
  * Not thread-safe; pointers returned by hashmap_slot() are valid until the
- * next insert.
+ * next insert or removal.
  */
 
 #include <stddef.h>
@@ -71,13 +73,19 @@ void hashmap_free(struct hashmap *m);
 uint64_t *hashmap_slot(struct hashmap *m, const void *key, size_t len);
 /* The value for @key if present, else NULL; never inserts. */
 uint64_t *hashmap_find(const struct hashmap *m, const void *key, size_t len);
+/*
+ * Remove @key; 0, or -ENOENT when absent. Its value is stored in *@value
+ * when @value is not NULL. Entries may move: pointers from hashmap_slot()
+ * are stale afterwards.
+ */
+int hashmap_remove(struct hashmap *m, const void *key, size_t len, uint64_t *value);
 /* Cap the number of distinct keys (0 = no cap). */
 void hashmap_set_limit(struct hashmap *m, size_t max_keys);
 /* New keys refused by the cap so far. */
 uint64_t hashmap_refused(const struct hashmap *m);
 /* Number of keys. */
 size_t hashmap_count(const struct hashmap *m);
-/* Visit every entry, in no particular order; @cb must not insert. */
+/* Visit every entry, in no particular order; @cb must not insert or remove. */
 void hashmap_foreach(const struct hashmap *m,
 		     void (*cb)(void *ctx, const void *key, size_t len, uint64_t value), void *ctx);
 

@@ -7,10 +7,11 @@
  * stacks, whose frame ids live in one shared pool of uint32. Nothing points
  * into those arrays while a batch grows, so they may move freely; only
  * wire_encode() lays out the pointer arrays protobuf-c wants, packs, and
- * throws them away. The string table is interned through an open-addressing
- * hash of ids; each string remembers the cgroup whose path it is, which is
- * how a path added twice finds its first index. Modules are interned the
- * same way by (path id, build-id); a stack's module indexes live in a second
+ * throws them away. The string table is interned through a lib/hashmap
+ * from the bytes to 1 + id; each string remembers the cgroup whose path it
+ * is, which is how a path added twice finds its first index. Modules are
+ * interned the same way, keyed by (path id, build-id); a stack's module
+ * indexes live in a second
  * pool parallel to the frame pool (same offsets), filled only for stacks
  * that carry modules.
  *
@@ -39,12 +40,6 @@
 
 #include "lib/hashmap.h"
 
-struct str_meta {
-	uint32_t hash;
-	uint32_t len;
-	int32_t cg; /* cgroup whose path this is, or -1 */
-};
-
 struct cg_rec {
 	Cgperf__V1__Cgroup m; /* m.labels points into labp, labp[i] at lab + i */
 	Cgperf__V1__Label *lab;
@@ -69,7 +64,6 @@ struct stack_rec {
 
 struct mod_rec {
 	uint32_t path; /* string id */
-	uint32_t hash;
 	char build_id[WIRE_BUILD_ID_MAX + 1];
 };
 
@@ -84,10 +78,9 @@ struct wire_batch {
 	Cgperf__V1__AgentStats self;
 
 	char **str;
-	struct str_meta *meta;
-	size_t nstr, cap_str, cap_meta;
-	uint32_t *slot; /* id + 1, 0 = free; power-of-two size, at most half full */
-	size_t nslot;
+	int32_t *str_cg; /* per string: the cgroup whose path it is, or -1 */
+	size_t nstr, cap_str, cap_str_cg;
+	struct hashmap *str_ids; /* string bytes -> 1 + id */
 
 	struct cg_rec *cg;
 	size_t ncg, cap_cg;
@@ -103,8 +96,7 @@ struct wire_batch {
 	size_t nfmods, cap_fmods;
 	struct mod_rec *mod;
 	size_t nmod, cap_mod;
-	uint32_t *mslot; /* module index + 1, 0 = free; power of two, at most half full */
-	size_t nmslot;
+	struct hashmap *mod_ids; /* (path id, build-id) -> 1 + module index; made on first use */
 	struct probe_rec *probe;
 	size_t nprobe, cap_probe;
 };
@@ -139,6 +131,18 @@ static void *grow(void *v, size_t n, size_t *cap, size_t elem)
 	*cap = ncap;
 	return nv;
 }
+
+/*
+ * Room for element @n of the array field @v (capacity field @cap) when @n is
+ * below @max: 0, -E2BIG at @max, -ENOMEM (then @v is untouched).
+ */
+#define ROOM(v, n, cap, max)                                                                 \
+	__extension__({                                                                      \
+		void *room_ = (n) < (max) ? grow((v), (n), &(cap), sizeof(*(v))) : NULL;     \
+		if (room_)                                                                   \
+			(v) = room_;                                                         \
+		room_ ? 0 : (n) < (max) ? -ENOMEM : -E2BIG;                                  \
+	})
 
 /* ---- text ---- */
 
@@ -178,85 +182,43 @@ static char *text_clean(const char *s, size_t max, size_t *outlen)
 
 /* ---- building ---- */
 
-static uint32_t hash_str(const char *s, size_t len)
-{
-	uint64_t h = hash_fnv1a(HASH_FNV_OFFSET, s, len);
-
-	return (uint32_t)(h ^ (h >> 32));
-}
-
-static int slots_grow(struct wire_batch *b)
-{
-	size_t n = b->nslot ? b->nslot * 2 : 256, mask = n - 1;
-	uint32_t *slot = calloc(n, sizeof(*slot));
-
-	if (!slot)
-		return -ENOMEM;
-	for (size_t id = 0; id < b->nstr; id++) {
-		size_t i = b->meta[id].hash & mask;
-
-		while (slot[i])
-			i = (i + 1) & mask;
-		slot[i] = (uint32_t)id + 1;
-	}
-	free(b->slot);
-	b->slot = slot;
-	b->nslot = n;
-	return 0;
-}
-
 /* The id of @s (@len bytes, clean UTF-8, within limits). @owned, when not
  * NULL, is @s itself in malloc'd memory: kept as the entry or freed. */
 static int intern(struct wire_batch *b, const char *s, size_t len, char *owned)
 {
-	uint32_t h = hash_str(s, len);
-	size_t mask = b->nslot - 1, i, id = b->nstr;
-	void *p;
+	uint64_t *v = hashmap_slot(b->str_ids, s, len);
+	size_t id = b->nstr;
+	int err = -ENOMEM;
 
-	for (i = h & mask; b->slot[i]; i = (i + 1) & mask) {
-		const struct str_meta *e = &b->meta[b->slot[i] - 1];
-
-		if (e->hash == h && e->len == len && !memcmp(b->str[b->slot[i] - 1], s, len)) {
-			free(owned);
-			return (int)(b->slot[i] - 1);
-		}
+	if (!v)
+		goto out_free;
+	if (*v) {
+		free(owned);
+		return (int)(*v - 1);
 	}
-	if (id >= WIRE_ITEMS_MAX)
-		goto err_big;
-	p = grow(b->str, id, &b->cap_str, sizeof(*b->str));
-	if (!p)
-		goto err_nomem;
-	b->str = p;
-	p = grow(b->meta, id, &b->cap_meta, sizeof(*b->meta));
-	if (!p)
-		goto err_nomem;
-	b->meta = p;
-	if ((id + 1) * 2 > b->nslot) {
-		if (slots_grow(b) < 0)
-			goto err_nomem;
-		mask = b->nslot - 1;
-		for (i = h & mask; b->slot[i]; i = (i + 1) & mask)
-			;
-	}
+	/* New: the map holds it as 0 until it has its place in the arrays. */
+	if ((err = ROOM(b->str, id, b->cap_str, WIRE_ITEMS_MAX)) < 0 ||
+	    (err = ROOM(b->str_cg, id, b->cap_str_cg, WIRE_ITEMS_MAX)) < 0)
+		goto out_unmap;
+	err = -ENOMEM;
 	if (!owned) {
 		owned = malloc(len + 1);
 		if (!owned)
-			goto err_nomem;
+			goto out_unmap;
 		memcpy(owned, s, len);
 		owned[len] = '\0';
 	}
+	*v = id + 1;
 	b->str[id] = owned;
-	b->meta[id] = (struct str_meta){ .hash = h, .len = (uint32_t)len, .cg = -1 };
-	b->slot[i] = (uint32_t)id + 1;
+	b->str_cg[id] = -1;
 	b->nstr++;
 	return (int)id;
 
-err_big:
+out_unmap:
+	hashmap_remove(b->str_ids, s, len, NULL);
+out_free:
 	free(owned);
-	return -E2BIG;
-err_nomem:
-	free(owned);
-	return -ENOMEM;
+	return err;
 }
 
 int wire_intern(struct wire_batch *b, const char *s)
@@ -315,7 +277,8 @@ struct wire_batch *wire_batch_new(const char *host, const char *machine_id,
 	b->hdr.start_ns = start_ns;
 	b->hdr.end_ns = end_ns;
 	/* id 0 is "" */
-	if (slots_grow(b) < 0 || intern(b, "", 0, NULL) != 0)
+	b->str_ids = hashmap_new();
+	if (!b->str_ids || intern(b, "", 0, NULL) != 0)
 		goto err_free;
 	return b;
 
@@ -338,8 +301,8 @@ void wire_batch_free(struct wire_batch *b)
 	for (size_t i = 0; i < b->nstr; i++)
 		free(b->str[i]);
 	free(b->str);
-	free(b->meta);
-	free(b->slot);
+	free(b->str_cg);
+	hashmap_free(b->str_ids);
 	for (size_t i = 0; i < b->ncg; i++) {
 		free(b->cg[i].lab);
 		free(b->cg[i].labp);
@@ -351,7 +314,7 @@ void wire_batch_free(struct wire_batch *b)
 	free(b->frames);
 	free(b->fmods);
 	free(b->mod);
-	free(b->mslot);
+	hashmap_free(b->mod_ids);
 	free(b->probe);
 	free(b);
 }
@@ -419,27 +382,22 @@ int wire_add_cgroup(struct wire_batch *b, const char *path, uint64_t id,
 	Cgperf__V1__Cgroup init = CGPERF__V1__CGROUP__INIT;
 	Cgperf__V1__Cgroup *c;
 	int p, idx, ret = 0;
-	void *nv;
 
 	if (!b || !path || !*path)
 		return -EINVAL;
 	p = wire_intern(b, path);
 	if (p < 0)
 		return p;
-	idx = b->meta[p].cg;
+	idx = b->str_cg[p];
 	if (idx < 0) {
-		if (b->ncg >= WIRE_ITEMS_MAX)
-			return -E2BIG;
-		nv = grow(b->cg, b->ncg, &b->cap_cg, sizeof(*b->cg));
-		if (!nv)
-			return -ENOMEM;
-		b->cg = nv;
+		if ((ret = ROOM(b->cg, b->ncg, b->cap_cg, WIRE_ITEMS_MAX)) < 0)
+			return ret;
 		idx = (int)b->ncg++;
 		memset(&b->cg[idx], 0, sizeof(b->cg[idx]));
 		b->cg[idx].m = init;
 		b->cg[idx].m.path = (uint32_t)p;
 		b->cg[idx].prof_head = -1;
-		b->meta[p].cg = idx;
+		b->str_cg[p] = idx;
 	}
 	c = &b->cg[idx].m;
 	if (!c->id)
@@ -475,19 +433,12 @@ int wire_add_counter(struct wire_batch *b, int cg, const char *event, uint64_t v
 	Cgperf__V1__Counter init = CGPERF__V1__COUNTER__INIT;
 	Cgperf__V1__Counter *c;
 	int ev;
-	void *nv;
 
 	if (!b || !cg_ok(b, cg) || !event || !*event || running > enabled)
 		return -EINVAL;
-	if (b->nctr >= WIRE_ITEMS_MAX)
-		return -E2BIG;
-	ev = wire_intern(b, event);
-	if (ev < 0)
+	if ((ev = ROOM(b->ctr, b->nctr, b->cap_ctr, WIRE_ITEMS_MAX)) < 0 ||
+	    (ev = wire_intern(b, event)) < 0)
 		return ev;
-	nv = grow(b->ctr, b->nctr, &b->cap_ctr, sizeof(*b->ctr));
-	if (!nv)
-		return -ENOMEM;
-	b->ctr = nv;
 	c = &b->ctr[b->nctr++];
 	*c = init;
 	c->cgroup = (uint32_t)cg;
@@ -505,7 +456,6 @@ int wire_add_profile(struct wire_batch *b, int cg, const char *event, uint64_t p
 	Cgperf__V1__Profile init = CGPERF__V1__PROFILE__INIT;
 	struct prof_rec *r;
 	int ev, i;
-	void *nv;
 
 	if (!b || !cg_ok(b, cg) || !event || !*event)
 		return -EINVAL;
@@ -520,12 +470,8 @@ int wire_add_profile(struct wire_batch *b, int cg, const char *event, uint64_t p
 		if (m->event == (uint32_t)ev && m->period == period && m->frequency == freq_hz)
 			return i;
 	}
-	if (b->nprof >= WIRE_ITEMS_MAX)
-		return -E2BIG;
-	nv = grow(b->prof, b->nprof, &b->cap_prof, sizeof(*b->prof));
-	if (!nv)
-		return -ENOMEM;
-	b->prof = nv;
+	if ((i = ROOM(b->prof, b->nprof, b->cap_prof, WIRE_ITEMS_MAX)) < 0)
+		return i;
 	i = (int)b->nprof++;
 	r = &b->prof[i];
 	memset(r, 0, sizeof(*r));
@@ -576,39 +522,15 @@ static void build_id_clean(const char *s, char out[WIRE_BUILD_ID_MAX + 1])
 	out[n] = '\0';
 }
 
-static uint32_t mod_hash(uint32_t path, const char *build_id)
-{
-	return hash_str(build_id, strlen(build_id)) ^ (path * 0x9e3779b1u);
-}
-
-static int mslots_grow(struct wire_batch *b)
-{
-	size_t n = b->nmslot ? b->nmslot * 2 : 64, mask = n - 1;
-	uint32_t *slot = calloc(n, sizeof(*slot));
-
-	if (!slot)
-		return -ENOMEM;
-	for (size_t k = 0; k < b->nmod; k++) {
-		size_t i = b->mod[k].hash & mask;
-
-		while (slot[i])
-			i = (i + 1) & mask;
-		slot[i] = (uint32_t)k + 1;
-	}
-	free(b->mslot);
-	b->mslot = slot;
-	b->nmslot = n;
-	return 0;
-}
-
 int wire_add_module(struct wire_batch *b, const char *path, const char *build_id)
 {
 	char bid[WIRE_BUILD_ID_MAX + 1];
+	unsigned char key[sizeof(uint32_t) + WIRE_BUILD_ID_MAX];
+	uint32_t upid;
 	struct mod_rec *r;
-	uint32_t h;
-	size_t mask, i;
+	size_t klen;
+	uint64_t *v;
 	int pid;
-	void *nv;
 
 	if (!b || !path || !*path)
 		return -EINVAL;
@@ -616,33 +538,27 @@ int wire_add_module(struct wire_batch *b, const char *path, const char *build_id
 	pid = wire_intern(b, path);
 	if (pid < 0)
 		return pid;
-	h = mod_hash((uint32_t)pid, bid);
-	if (!b->nmslot && mslots_grow(b) < 0)
+	if (!b->mod_ids && !(b->mod_ids = hashmap_new()))
 		return -ENOMEM;
-	mask = b->nmslot - 1;
-	for (i = h & mask; b->mslot[i]; i = (i + 1) & mask) {
-		r = &b->mod[b->mslot[i] - 1];
-		if (r->hash == h && r->path == (uint32_t)pid && !strcmp(r->build_id, bid))
-			return (int)(b->mslot[i] - 1);
-	}
-	if (b->nmod >= WIRE_MODULES_MAX)
-		return -E2BIG;
-	nv = grow(b->mod, b->nmod, &b->cap_mod, sizeof(*b->mod));
-	if (!nv)
+	upid = (uint32_t)pid;
+	memcpy(key, &upid, sizeof(upid));
+	klen = strlen(bid);
+	memcpy(key + sizeof(upid), bid, klen);
+	klen += sizeof(upid);
+	v = hashmap_slot(b->mod_ids, key, klen);
+	if (!v)
 		return -ENOMEM;
-	b->mod = nv;
-	if ((b->nmod + 1) * 2 > b->nmslot) {
-		if (mslots_grow(b) < 0)
-			return -ENOMEM;
-		mask = b->nmslot - 1;
-		for (i = h & mask; b->mslot[i]; i = (i + 1) & mask)
-			;
+	if (*v)
+		return (int)(*v - 1);
+	/* New: the map holds it as 0 until it has its place in mod[]. */
+	if ((pid = ROOM(b->mod, b->nmod, b->cap_mod, WIRE_MODULES_MAX)) < 0) {
+		hashmap_remove(b->mod_ids, key, klen, NULL);
+		return pid;
 	}
 	r = &b->mod[b->nmod];
-	r->path = (uint32_t)pid;
-	r->hash = h;
+	r->path = upid;
 	memcpy(r->build_id, bid, sizeof(bid));
-	b->mslot[i] = (uint32_t)b->nmod + 1;
+	*v = b->nmod + 1;
 	return (int)b->nmod++;
 }
 
@@ -658,7 +574,6 @@ int wire_add_stack_mod(struct wire_batch *b, int profile, const char *const *fra
 	size_t skip = 0, keep = n, off;
 	struct prof_rec *pr;
 	struct stack_rec *s;
-	void *nv;
 	int id;
 
 	if (!b || profile < 0 || (size_t)profile >= b->nprof || !frames || !n)
@@ -670,28 +585,17 @@ int wire_add_stack_mod(struct wire_batch *b, int profile, const char *const *fra
 		if (modules && (modules[i] < -1 || (modules[i] >= 0 && (size_t)modules[i] >= b->nmod)))
 			return -EINVAL;
 	}
-	if (b->nstk >= WIRE_ITEMS_MAX)
-		return -E2BIG;
+	if ((id = ROOM(b->stk, b->nstk, b->cap_stk, WIRE_ITEMS_MAX)) < 0)
+		return id;
 	if (n > WIRE_STACK_MAX) {
 		skip = n - (WIRE_STACK_MAX - 1);
 		keep = WIRE_STACK_MAX;
 	}
 	if (b->nframes > SIZE_MAX - keep)
 		return -ENOMEM;
-	nv = grow(b->frames, b->nframes + keep - 1, &b->cap_frames, sizeof(*b->frames));
-	if (!nv)
+	if (ROOM(b->frames, b->nframes + keep - 1, b->cap_frames, SIZE_MAX) < 0 ||
+	    (modules && ROOM(b->fmods, b->nframes + keep - 1, b->cap_fmods, SIZE_MAX) < 0))
 		return -ENOMEM;
-	b->frames = nv;
-	if (modules) {
-		nv = grow(b->fmods, b->nframes + keep - 1, &b->cap_fmods, sizeof(*b->fmods));
-		if (!nv)
-			return -ENOMEM;
-		b->fmods = nv;
-	}
-	nv = grow(b->stk, b->nstk, &b->cap_stk, sizeof(*b->stk));
-	if (!nv)
-		return -ENOMEM;
-	b->stk = nv;
 
 	/* Ids go straight to the pool; committed only once all are known. */
 	off = b->nframes;
@@ -747,21 +651,14 @@ int wire_add_probe(struct wire_batch *b, int cg, const char *label, uint64_t hit
 	Cgperf__V1__Probe init = CGPERF__V1__PROBE__INIT;
 	struct probe_rec *r;
 	int id;
-	void *nv;
 
 	if (!b || !cg_ok(b, cg) || !label || !*label)
 		return -EINVAL;
 	if ((values && !hist_consistent(values)) || (latency_ns && !hist_consistent(latency_ns)))
 		return -EINVAL;
-	if (b->nprobe >= WIRE_ITEMS_MAX)
-		return -E2BIG;
-	id = wire_intern(b, label);
-	if (id < 0)
+	if ((id = ROOM(b->probe, b->nprobe, b->cap_probe, WIRE_ITEMS_MAX)) < 0 ||
+	    (id = wire_intern(b, label)) < 0)
 		return id;
-	nv = grow(b->probe, b->nprobe, &b->cap_probe, sizeof(*b->probe));
-	if (!nv)
-		return -ENOMEM;
-	b->probe = nv;
 	r = &b->probe[b->nprobe++];
 	memset(r, 0, sizeof(*r));
 	r->m = init;

@@ -230,23 +230,24 @@ static int check_strings(const struct vctx *v)
 	return 0;
 }
 
+/* A field of a message struct, named as in the .proto, for tables of fields
+ * that are checked alike. */
+struct msg_field {
+	const char *name;
+	size_t off;
+};
+#define MSG_FIELD(type, f) { #f, offsetof(type, f) }
+#define CG_FIELD(f) MSG_FIELD(Cgperf__V1__Cgroup, f)
+#define SELF_FIELD(f) MSG_FIELD(Cgperf__V1__AgentStats, f)
+
 static int check_cgroups(const struct vctx *v)
 {
-	static const struct {
-		const char *name;
-		size_t off;
-	} fields[] = {
-		{ "container_id", offsetof(Cgperf__V1__Cgroup, container_id) },
-		{ "runtime", offsetof(Cgperf__V1__Cgroup, runtime) },
-		{ "pod_uid", offsetof(Cgperf__V1__Cgroup, pod_uid) },
-		{ "qos", offsetof(Cgperf__V1__Cgroup, qos) },
-		{ "k8s_namespace", offsetof(Cgperf__V1__Cgroup, k8s_namespace) },
-		{ "pod_name", offsetof(Cgperf__V1__Cgroup, pod_name) },
-		{ "container_name", offsetof(Cgperf__V1__Cgroup, container_name) },
-		{ "unit", offsetof(Cgperf__V1__Cgroup, unit) },
-		{ "slice", offsetof(Cgperf__V1__Cgroup, slice) },
-		{ "image", offsetof(Cgperf__V1__Cgroup, image) },
-		{ "description", offsetof(Cgperf__V1__Cgroup, description) },
+	/* the optional string fields */
+	static const struct msg_field fields[] = {
+		CG_FIELD(container_id), CG_FIELD(runtime), CG_FIELD(pod_uid),
+		CG_FIELD(qos), CG_FIELD(k8s_namespace), CG_FIELD(pod_name),
+		CG_FIELD(container_name), CG_FIELD(unit), CG_FIELD(slice),
+		CG_FIELD(image), CG_FIELD(description)
 	};
 	int ret;
 
@@ -447,19 +448,10 @@ static int check_probes(const struct vctx *v)
 
 static int check_self(const struct vctx *v)
 {
-	static const struct {
-		const char *name;
-		size_t off;
-	} fields[] = {
-		{ "samples", offsetof(Cgperf__V1__AgentStats, samples) },
-		{ "lost_samples", offsetof(Cgperf__V1__AgentStats, lost_samples) },
-		{ "unwind_failures", offsetof(Cgperf__V1__AgentStats, unwind_failures) },
-		{ "push_failures", offsetof(Cgperf__V1__AgentStats, push_failures) },
-		{ "spool_bytes", offsetof(Cgperf__V1__AgentStats, spool_bytes) },
-		{ "spool_dropped_batches", offsetof(Cgperf__V1__AgentStats, spool_dropped_batches) },
-		{ "spool_batches", offsetof(Cgperf__V1__AgentStats, spool_batches) },
-		{ "push_rejected", offsetof(Cgperf__V1__AgentStats, push_rejected) },
-		{ "stacks_refused", offsetof(Cgperf__V1__AgentStats, stacks_refused) },
+	static const struct msg_field fields[] = {
+		SELF_FIELD(samples), SELF_FIELD(lost_samples), SELF_FIELD(unwind_failures),
+		SELF_FIELD(push_failures), SELF_FIELD(spool_bytes), SELF_FIELD(spool_dropped_batches),
+		SELF_FIELD(spool_batches), SELF_FIELD(push_rejected), SELF_FIELD(stacks_refused)
 	};
 	const Cgperf__V1__AgentStats *s = v->m->self;
 

@@ -28,8 +28,7 @@ for c in curl promtool xmllint python3 gzip; do
 	command -v $c >/dev/null || fail "$c missing (packaging/install-deps.sh installs it)"
 done
 store_setup
-cg=$(cg_make api)
-rel=${cg#"$(cg2_mount)"}
+cg_new api
 evil=$'<b>"x\'&amp;'
 mkdir "$cg/$evil" || fail "cannot create cgroup with a hostile name"
 # Ports free now (a fixed scheme can fall on a port some other connection
@@ -79,16 +78,15 @@ push:
   spool: {dir: $TMP/spool}
 log: {level: debug}
 YAML
-"$AGENT" run --config "$TMP/agent.yaml" --duration 5 2>"$TMP/agent.log" &
-ag=$!; bg_track $ag
+agent_run "$TMP/agent.log" --config "$TMP/agent.yaml" --duration 5
 sleep 1
 # Moved in once it runs chain-fp: the cgroup never holds its pid as a shell.
 "$W/chain-fp" 3.2 &
 wl=$!; bg_track $wl
 sleep 0.2
 cg_enter "$cg" $wl
-sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" 0.5' sh "$cg/$evil" "$W/spin" &
-ev=$!; bg_track $ev
+cg_spawn "$cg/$evil" "$W/spin" 0.5
+ev=$SPAWNED
 wait $wl $ev
 wait $ag || fail "agent failed: $(tail "$TMP/agent.log")"
 sleep 0.5

@@ -22,8 +22,7 @@ GEN=$BUILD_DIR/tools/gen_batch
 [[ -x $GEN ]] || fail "$GEN not built (make O=${BUILD:-build} build-tests)"
 command -v curl >/dev/null || fail "curl missing"
 python3 -c 'import sqlite3' || fail "python3's sqlite3 module missing"
-cg=$(cg_make bp)
-rel=${cg#"$(cg2_mount)"}
+cg_new bp
 ex_port=$(free_port)
 url=http://127.0.0.1:$ex_port
 db=$TMP/exporter/cgperf.db

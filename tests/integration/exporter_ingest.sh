@@ -12,8 +12,7 @@ EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
 [[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 command -v promtool >/dev/null || fail "promtool missing (packaging/install-deps.sh installs prometheus)"
 command -v curl >/dev/null || fail "curl missing"
-cg=$(cg_make exporter)
-rel=${cg#"$(cg2_mount)"}
+cg_new exporter
 echo s3cret >"$TMP/token"
 port=$(free_port) ref_port=$port
 while [[ $ref_port == "$port" ]]; do ref_port=$(free_port); done
@@ -59,8 +58,7 @@ for _ in $(seq 50); do [[ -s $TMP/fc.port ]] && break; sleep 0.1; done
 [[ -s $TMP/fc.port ]] || fail "test collector did not start: $(cat "$TMP/fc.log")"
 agent_yaml capture-host "$TMP/agent-id-capture" "http://127.0.0.1:$(cat "$TMP/fc.port")/api/v1/push" \
 	>"$TMP/capture.yaml"
-"$AGENT" run --config "$TMP/capture.yaml" --duration 3.2 2>"$TMP/capture.log" &
-ag=$!; bg_track $ag
+agent_run "$TMP/capture.log" --config "$TMP/capture.yaml" --duration 3.2
 sleep 0.5 # some load, so the captured batches carry non-zero counts
 sh -c "echo \$\$ > '$cg/cgroup.procs'; exec '$W/spin' 1.5" &
 sp=$!; bg_track $sp
@@ -74,8 +72,7 @@ mapfile -t bodies < <(ls "$TMP"/fc/body-* | sort -t- -k2 -n)
 exporter
 u0=$(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat")
 agent_yaml test-host "$TMP/agent-id" "$url/api/v1/push" >"$TMP/agent.yaml"
-"$AGENT" run --config "$TMP/agent.yaml" --duration 4.5 2>"$TMP/run.log" &
-ag=$!; bg_track $ag
+agent_run "$TMP/run.log" --config "$TMP/agent.yaml" --duration 4.5
 sleep 1 # counters open on the cgroup before the load starts
 sh -c "echo \$\$ > '$cg/cgroup.procs'; exec '$W/spin' 2.5" &
 sp=$!; bg_track $sp
@@ -240,7 +237,7 @@ diff <(grep '^cgperf_cgroup.*host="capture-host"' "$TMP/ref.txt" | sort) \
 # 6. The series cap: a batch that would take /metrics past --max-series is
 # refused with 429 and Retry-After before anything is stored; smaller ones
 # still go in, and the refusal is counted.
-lim_port=$((20000 + ($$ + 17) % 20000))
+lim_port=$(free_port)
 "$EXPORTER" --listen "127.0.0.1:$lim_port" --data-dir "$TMP/lim" --max-series 60 \
 	--series-expiry 42s 2>"$TMP/lim.log" &
 LIM=$!; bg_track $LIM

@@ -37,13 +37,10 @@ counters: {events: [task-clock]}
 sampling: {frequency: 199, call_graph: fp, event: cpu-clock}
 push: {interval: 1s, collectors: ["$ex/api/v1/push"], timeout: 2s, spool: {dir: $TMP/spool}}
 YAML
-"$AGENT" run --config "$TMP/agent.yaml" --duration 6 2>"$TMP/agent.log" &
-ag=$!
-bg_track $ag
+agent_run "$TMP/agent.log" --config "$TMP/agent.yaml" --duration 6
 sleep 1 # sampling set up on the cgroup before the workload starts
-sh -c 'echo $$ >"$1/cgroup.procs" || exit 1; exec "$2" 3' sh "$cg" "$W/chain-fp" &
-wl=$!
-bg_track $wl
+cg_spawn "$cg" "$W/chain-fp" 3
+wl=$SPAWNED
 wait $wl || fail "chain-fp failed"
 wait $ag || fail "agent run failed: $(tail -5 "$TMP/agent.log")"
 

@@ -15,8 +15,7 @@ source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/exporter.sh"
 source "$(dirname "$0")/../lib/tsdb.sh"
 W=$BUILD_DIR/workloads
-cg=$(cg_make rw)
-rel=${cg#"$(cg2_mount)"}
+cg_new rw
 read -r pp pv pe < <(free_ports 3)
 
 rwm() { exp_metric "$pe" "cgperf_exporter_remote_write_$1" "${2:-}"; }

@@ -13,8 +13,7 @@ for lib in $(ldd "$W/chain-nofp" | grep -oE '/[^ ]+'); do
 	cp -L "$lib" "$root$lib"
 done
 [[ ! -e /opt/app/secretchain-$$ ]] || fail "test binary visible on the host"
-cg=$(cg_make ctr)
-rel=${cg#"$(cg2_mount)"}
+cg_new ctr
 # The "container": its own mount namespace, its own root, in its own cgroup.
 sh -c "echo \$\$ > '$cg/cgroup.procs'; exec unshare -m --propagation private chroot '$root' /opt/app/secretchain-$$ 4" &
 ctr=$!; bg_track $ctr

@@ -61,8 +61,7 @@ MIN_SAMPLES=40
 SECRET=HOSTSECRET$$x$RANDOM
 ENVSECRET=ENVSECRET$$x$RANDOM
 
-cg=$(cg_make jit)
-rel=${cg#"$(cg2_mount)"}
+cg_new jit
 # The "container": its own mount and pid namespaces, private propagation,
 # its own /tmp. $TMP (on the host's /tmp) is hidden from it, and so is the
 # tree when it was cloned under /tmp: the JIT is held open on fd 9 across

@@ -140,13 +140,10 @@ sampling: {frequency: 199, call_graph: dwarf, event: cpu-clock}
 push: {interval: 1s, collectors: ["$ex/api/v1/push"], timeout: 2s, spool: {dir: $TMP/spool}}
 metrics: {listen: "127.0.0.1:$mport"}
 YAML
-"$AGENT" run --config "$TMP/agent.yaml" --duration 5 2>"$TMP/agent.log" &
-ag=$!
-bg_track $ag
+agent_run "$TMP/agent.log" --config "$TMP/agent.yaml" --duration 5
 sleep 1
-sh -c 'echo $$ >"$1/cgroup.procs" || exit 1; exec "$2" rec 100 2' sh "$cg" "$W/deepstack-fp" &
-wl=$!
-bg_track $wl
+cg_spawn "$cg" "$W/deepstack-fp" rec 100 2
+wl=$SPAWNED
 wait $wl || fail "deepstack failed"
 sleep 1.5
 curl -sf "http://127.0.0.1:$mport/metrics" >"$TMP/agent.metrics" || fail "no agent /metrics: $(tail -3 "$TMP/agent.log")"

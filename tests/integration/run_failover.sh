@@ -16,8 +16,7 @@ source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/exporter.sh"
 source "$(dirname "$0")/../lib/tsdb.sh"
 W=$BUILD_DIR/workloads
-cg=$(cg_make failover)
-rel=${cg#"$(cg2_mount)"}
+cg_new failover
 read -r pa pb pm pp < <(free_ports 4)
 prom_start "$pp"
 rw=(--remote-write-url "http://127.0.0.1:$pp/api/v1/write" --remote-write-interval 1s)
@@ -49,8 +48,7 @@ config fanout "$TMP/spool" >"$TMP/agent.yaml"
 
 exp_start A "$pa" "${rw[@]}" --remote-write-instance A
 exp_start B "$pb" "${rw[@]}" --remote-write-instance B
-"$AGENT" run --config "$TMP/agent.yaml" --push-mode failover 2>"$TMP/agent.log" &
-ag=$!; bg_track $ag
+agent_run "$TMP/agent.log" --config "$TMP/agent.yaml" --push-mode failover
 sleep "$(scaled 4)"
 a_before=$(exp_metric "$pa" cgperf_agent_batches_total)
 b_before=$(exp_metric "$pb" cgperf_agent_batches_total)

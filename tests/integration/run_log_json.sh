@@ -48,9 +48,7 @@ for fmt in json logfmt; do
 
 	# running, a reload that fails (the config turns bad), one that succeeds, stop
 	config $fmt >"$TMP/agent.yaml"
-	"$AGENT" run --config "$TMP/agent.yaml" --duration 5 2>"$TMP/run-$fmt.log" &
-	ag=$!
-	bg_track $ag
+	agent_run "$TMP/run-$fmt.log" --config "$TMP/agent.yaml" --duration 5
 	sleep 1.5
 	echo "counters: [" >"$TMP/agent.yaml"
 	kill -HUP $ag

@@ -20,8 +20,7 @@ metrics: {listen: "127.0.0.1:$port"}
 YAML
 sh -c "echo \$\$ > '$base/busy/cgroup.procs'; exec '$W/spin' 3" &
 sp=$!; bg_track $sp
-"$AGENT" run --config "$TMP/agent.yaml" --duration 6 2>"$TMP/run.log" &
-ag=$!; bg_track $ag
+agent_run "$TMP/run.log" --config "$TMP/agent.yaml" --duration 6
 sleep 2.4
 curl -sf "http://127.0.0.1:$port/metrics" >"$TMP/m.txt" || fail "no /metrics: $(cat "$TMP/run.log")"
 curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/other" | grep -q 404 || fail "unknown path not 404"

@@ -11,8 +11,7 @@ W=$BUILD_DIR/workloads
 N=30
 [[ -x $W/spin ]] || fail "workload $W/spin not built"
 command -v readelf >/dev/null || fail "readelf (binutils) missing"
-cg=$(cg_make mod)
-rel=${cg#"$(cg2_mount)"}
+cg_new mod
 pg_start "$cg"
 pg_bench_init 1
 port=$(free_port)
@@ -46,8 +45,7 @@ objects() {
 for i in $(seq $N); do cp "$W/spin" "$TMP/bin/spin-$i"; done
 
 pg_bench_start "$TMP/pgbench.log" -n -S -c 2 -j 1 -T 60 -R 1500
-"$AGENT" run --config "$TMP/agent.yaml" 2>"$TMP/run.log" &
-ag=$!; bg_track $ag
+agent_run "$TMP/run.log" --config "$TMP/agent.yaml"
 for i in $(seq 100); do
 	base=$(objects) && [[ -n $base ]] && break
 	sleep 0.2

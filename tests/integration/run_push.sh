@@ -7,8 +7,7 @@
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pg.sh"
 W=$BUILD_DIR/workloads
-cg=$(cg_make run)
-rel=${cg#"$(cg2_mount)"}
+cg_new run
 pg_start "$cg"
 pg_bench_init 1
 port=$(free_port)
@@ -50,8 +49,7 @@ usage() { awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat"; }
 
 collector
 u0=$(usage)
-"$AGENT" run --config "$TMP/agent.yaml" --duration 4 2>"$TMP/run1.log" &
-ag=$!; bg_track $ag
+agent_run "$TMP/run1.log" --config "$TMP/agent.yaml" --duration 4
 sleep 1.6
 kill $FC; wait $FC 2>/dev/null # outage: about two intervals
 sleep 1
@@ -63,8 +61,7 @@ u1=$(usage)
 sleep 2 # the spooled batches arrive
 # Second life of the agent: same spool, collector down at first.
 kill $FC; wait $FC 2>/dev/null
-"$AGENT" run --config "$TMP/agent.yaml" --duration 2.2 2>"$TMP/run2.log" &
-ag=$!; bg_track $ag
+agent_run "$TMP/run2.log" --config "$TMP/agent.yaml" --duration 2.2
 sleep 1.5
 collector
 wait $ag || fail "second run failed: $(cat "$TMP/run2.log")"

@@ -21,8 +21,7 @@ assert r["cgroup"].startswith("/cgperf-trace-"), r["cgroup"]
 PY
 
 # A tracepoint counted per cgroup: exactly the writes of the program.
-cg=$(cg_make tp)
-rel=${cg#"$(cg2_mount)"}
+cg_new tp
 "$AGENT" trace -e syscalls:sys_enter_write -G "$rel" --duration 3 --json >"$TMP/w.json" 2>"$TMP/err" &
 tr=$!; bg_track $tr
 sleep 1

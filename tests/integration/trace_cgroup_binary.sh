@@ -8,8 +8,7 @@
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pg.sh"
 command -v perf >/dev/null && perf --version >/dev/null 2>&1 || fail "perf missing (linux-perf)"
-cg=$(cg_make pgbin)
-rel=${cg#"$(cg2_mount)"}
+cg_new pgbin
 PERF_EV=sdt_postgresql:query__start
 MADE_EV=0
 _ev_cleanup() { ((MADE_EV)) && perf probe -q -d "$PERF_EV" >/dev/null 2>&1; MADE_EV=0; }

@@ -10,8 +10,7 @@
 #    without it the probe must fail with a clear message, which is checked.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pg.sh"
-cg=$(cg_make pg)
-rel=${cg#"$(cg2_mount)"}
+cg_new pg
 pg_start "$cg"
 pg_bench_init 2
 PGBIN=$PG_BIN/postgres

@@ -6,6 +6,10 @@
 #   need CMD...   skip unless every CMD is installed
 #   cg_enter DIR PID   move PID into DIR
 #   bg_track PID  kill PID (and its process group) at exit
+#   cg_spawn DIR CMD ARGS...  run CMD in the background inside cgroup DIR
+#                 (it moves itself there before exec), tracked; PID in $SPAWNED
+#   agent_run LOG ARGS...  cgperf-agent run ARGS in the background, stderr to
+#                 LOG, tracked; PID in $ag
 #   near A B PCT  true when A and B differ by at most PCT percent of B
 #   free_port     a TCP port on 127.0.0.1 that nothing listens on now
 #   wait_http URL SECONDS [LOG]   wait until URL answers 2xx, else fail
@@ -60,6 +64,19 @@ need() {
 cg_enter() { echo "$2" >"$1/cgroup.procs"; }
 
 bg_track() { _PIDS+=("$1"); }
+cg_spawn() {
+	# shellcheck disable=SC2016 # $$ and $@ belong to the inner shell
+	sh -c 'echo $$ >"$1/cgroup.procs" || exit 1; shift; exec "$@"' sh "$@" &
+	SPAWNED=$!
+	bg_track $SPAWNED
+}
+agent_run() {
+	local log=$1
+	shift
+	"$AGENT" run "$@" 2>"$log" &
+	ag=$!
+	bg_track $ag
+}
 
 # Remove a cgroup tree bottom-up after moving any process left in it to the root.
 _cg_remove() {

@@ -2,7 +2,9 @@
 /*
  * lib/hashmap: FNV-1a against published vectors and in pieces, and the map:
  * insert and find, growth past the first table, binary keys, the key cap,
- * foreach, and every allocation of an insert failed in turn.
+ * foreach, removal (against a plain array, through long probe runs and
+ * their wrap at the table's end), and every allocation of an insert failed
+ * in turn.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +12,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +125,67 @@ static void test_map_limit_foreach(void **state)
 	hashmap_free(m);
 }
 
+/*
+ * Random inserts and removals over 1000 small keys, holding about 700 of
+ * them in the first 1024 slots (below the 3/4 growth point, so probe runs
+ * grow long and wrap at the end), checked against a plain array of what
+ * should be there.
+ */
+static void test_map_remove(void **state)
+{
+	enum { NKEYS = 1000, HOLD = 700, STEPS = 20000 };
+	struct hashmap *m = hashmap_new();
+	static uint64_t want[NKEYS]; /* 0 = absent, else value */
+	uint64_t seed = 12345, got, acc[3] = { 0 }, sum = 0;
+	size_t count = 0;
+
+	(void)state;
+	assert_non_null(m);
+	assert_int_equal(hashmap_remove(m, "nope", 4, NULL), -ENOENT);
+	memset(want, 0, sizeof(want));
+	for (int step = 0; step < STEPS; step++) {
+		bool add = count < HOLD;
+		uint32_t k;
+
+		/* a random key in the state the step needs */
+		do {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			k = (uint32_t)(seed >> 33) % NKEYS;
+		} while (!want[k] != add);
+		if (add) {
+			uint64_t *v = hashmap_slot(m, &k, sizeof(k));
+
+			assert_non_null(v);
+			assert_true(*v == 0);
+			*v = want[k] = (uint64_t)step + 1;
+			count++;
+		} else {
+			assert_int_equal(hashmap_remove(m, &k, sizeof(k), &got), 0);
+			assert_true(got == want[k]);
+			assert_int_equal(hashmap_remove(m, &k, sizeof(k), NULL), -ENOENT);
+			want[k] = 0;
+			count--;
+		}
+		assert_int_equal(hashmap_count(m), count);
+		/* every key still reachable: a bad shift strands one behind a hole */
+		if (step % 97 == 0 || step >= STEPS - 5) {
+			for (uint32_t j = 0; j < NKEYS; j++) {
+				uint64_t *v = hashmap_find(m, &j, sizeof(j));
+
+				if (want[j])
+					assert_true(v && *v == want[j]);
+				else
+					assert_null(v);
+			}
+		}
+	}
+	for (uint32_t j = 0; j < NKEYS; j++)
+		sum += want[j];
+	hashmap_foreach(m, add_up, acc);
+	assert_true(acc[0] == sum && acc[1] == count && acc[2] == count);
+	hashmap_free(m);
+}
+
 /* One run of the torture loop: a map growing to 800 keys. */
 static void map_run(void *ctx)
 {
@@ -143,4 +208,5 @@ static void test_map_alloc_failures(void **state)
 	tl_alloc_torture(map_run, NULL, 100000);
 }
 
-TL_MAIN(test_fnv_vectors, test_map_basic, test_map_limit_foreach, test_map_alloc_failures)
+TL_MAIN(test_fnv_vectors, test_map_basic, test_map_limit_foreach, test_map_remove,
+	test_map_alloc_failures)

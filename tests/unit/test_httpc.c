@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lib/httpc.h"
+#include "tests/unit/testlib.h"
 
 static void test_backoff(void **state)
 {
@@ -110,13 +111,4 @@ static void test_new_and_refused(void **state)
 	httpc_free(NULL);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_backoff),
-		cmocka_unit_test(test_text),
-		cmocka_unit_test(test_new_and_refused),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_backoff, test_text, test_new_and_refused)

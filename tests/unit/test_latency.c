@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "agent/perf/latency.h"
@@ -76,65 +77,91 @@ static void test_out_of_order(void **state)
 	assert_int_equal(latency_held(l), 0);
 }
 
+/* An endpoint of pair @pair on thread @tid of process 5 in cgroup 1. */
+struct ev {
+	uint32_t pair;
+	bool end;
+	uint64_t t;
+	uint32_t tid;
+};
+
+struct want {
+	uint32_t pair;
+	uint64_t ns;
+};
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Add @n endpoints, in this order, as the rings gave them. */
+static void feed(struct latency *l, const struct ev *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(latency_add(l, e[i].pair, e[i].end, e[i].t, 1, 5, e[i].tid), 0);
+}
+
+/* Pair up to @upto: @unpaired ends without a start, then these latencies. */
+static void expect(struct pairing *x, uint64_t upto, int unpaired, const struct want *w, size_t n)
+{
+	x->g.n = 0;
+	assert_int_equal(latency_pair(x->l, upto, collect, &x->g), unpaired);
+	assert_int_equal(x->g.n, n);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(x->g.pair[i], w[i].pair);
+		assert_int_equal(x->g.ns[i], w[i].ns);
+	}
+}
+
 static void test_threads_and_pairs_apart(void **state)
 {
-	struct pairing *x = *state;
-	struct latency *l = x->l;
-	struct got *g = &x->g;
+	static const struct ev ev[] = {
+		{ 0, false, 100, 5 },
+		{ 0, false, 200, 6 }, /* another thread */
+		{ 1, false, 300, 5 }, /* another pair, same thread */
+		{ 0, true, 1000, 6 },
+		{ 1, true, 1100, 5 },
+		{ 0, true, 1200, 5 },
+	};
+	/* tid 6; pair 1, tid 5; pair 0, tid 5 */
+	static const struct want w[] = { { 0, 800 }, { 1, 800 }, { 0, 1100 } };
 
-	latency_add(l, 0, false, 100, 1, 5, 5);
-	latency_add(l, 0, false, 200, 1, 5, 6);  /* another thread */
-	latency_add(l, 1, false, 300, 1, 5, 5);  /* another pair, same thread */
-	latency_add(l, 0, true, 1000, 1, 5, 6);
-	latency_add(l, 1, true, 1100, 1, 5, 5);
-	latency_add(l, 0, true, 1200, 1, 5, 5);
-	assert_int_equal(latency_pair(l, UINT64_MAX, collect, g), 0);
-	assert_int_equal(g->n, 3);
-	assert_int_equal(g->pair[0], 0);
-	assert_int_equal(g->ns[0], 800);  /* tid 6 */
-	assert_int_equal(g->pair[1], 1);
-	assert_int_equal(g->ns[1], 800);  /* pair 1, tid 5 */
-	assert_int_equal(g->pair[2], 0);
-	assert_int_equal(g->ns[2], 1100); /* pair 0, tid 5 */
+	feed(((struct pairing *)*state)->l, ev, N(ev));
+	expect(*state, UINT64_MAX, 0, w, N(w));
 }
 
 static void test_unpaired_and_upto(void **state)
 {
+	static const struct ev ev[] = {
+		{ 0, true, 50, 5 }, /* an end before any start */
+		{ 0, false, 100, 5 },
+		{ 0, true, 900, 5 }, /* not yet: after @upto */
+	};
+	static const struct ev again = { 0, true, 1000, 5 };
 	struct pairing *x = *state;
-	struct latency *l = x->l;
-	struct got *g = &x->g;
 
-	latency_add(l, 0, true, 50, 1, 5, 5);    /* an end before any start */
-	latency_add(l, 0, false, 100, 1, 5, 5);
-	latency_add(l, 0, true, 900, 1, 5, 5);   /* not yet: after @upto */
-	assert_int_equal(latency_pair(l, 500, collect, g), 1);
-	assert_int_equal(g->n, 0);
-	assert_int_equal(latency_held(l), 1);
-	assert_int_equal(latency_pair(l, UINT64_MAX, collect, g), 0);
-	assert_int_equal(g->n, 1);
-	assert_int_equal(g->ns[0], 800);
+	feed(x->l, ev, N(ev));
+	expect(x, 500, 1, NULL, 0);
+	assert_int_equal(latency_held(x->l), 1);
+	expect(x, UINT64_MAX, 0, (const struct want[]){ { 0, 800 } }, 1);
 	/* the interval is closed: a second end has no start */
-	latency_add(l, 0, true, 1000, 1, 5, 5);
-	assert_int_equal(latency_pair(l, UINT64_MAX, collect, g), 1);
+	feed(x->l, &again, 1);
+	expect(x, UINT64_MAX, 1, NULL, 0);
 }
 
 static void test_same_instant_and_restart(void **state)
 {
-	struct pairing *x = *state;
-	struct latency *l = x->l;
-	struct got *g = &x->g;
+	static const struct ev ev[] = {
+		/* an end and a start at one instant: the start goes first (0 ns) */
+		{ 0, true, 100, 5 },
+		{ 0, false, 100, 5 },
+		/* a second start replaces the open one, as a recursive entry would */
+		{ 0, false, 200, 5 },
+		{ 0, false, 300, 5 },
+		{ 0, true, 350, 5 },
+	};
+	static const struct want w[] = { { 0, 0 }, { 0, 50 } };
 
-	/* an end and a start at one instant: the start goes first (0 ns) */
-	latency_add(l, 0, true, 100, 1, 5, 5);
-	latency_add(l, 0, false, 100, 1, 5, 5);
-	/* a second start replaces the open one, as a recursive entry would */
-	latency_add(l, 0, false, 200, 1, 5, 5);
-	latency_add(l, 0, false, 300, 1, 5, 5);
-	latency_add(l, 0, true, 350, 1, 5, 5);
-	assert_int_equal(latency_pair(l, UINT64_MAX, collect, g), 0);
-	assert_int_equal(g->n, 2);
-	assert_int_equal(g->ns[0], 0);
-	assert_int_equal(g->ns[1], 50);
+	feed(((struct pairing *)*state)->l, ev, N(ev));
+	expect(*state, UINT64_MAX, 0, w, N(w));
 }
 
 static void test_cap(void **state)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "lib/mountinfo.h"
+#include "tests/unit/testlib.h"
 
 static const struct {
 	const char *line;
@@ -116,12 +117,4 @@ static void test_foreach(void **state)
 	assert_int_equal(s.n, 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lines),
-		cmocka_unit_test(test_foreach),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_lines, test_foreach)

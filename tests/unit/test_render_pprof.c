@@ -115,14 +115,27 @@ static void rd_repeated(unsigned wt, uint64_t v, struct rd *sub, uint64_t *out, 
 	}
 }
 
+/* A message of varint fields: field @fields[k] into *@dst[k], others skipped. */
+static void rd_scalars(struct rd *r, size_t n, const unsigned fields[], uint64_t *const dst[])
+{
+	struct rd sub;
+	unsigned f, wt;
+	uint64_t v;
+
+	while (rd_field(r, &f, &v, &sub, &wt))
+		for (size_t k = 0; k < n; k++)
+			if (f == fields[k])
+				*dst[k] = v;
+}
+
 static void decode_profile(const uint8_t *gz, size_t gzlen, struct dprof *d)
 {
 	z_stream z = { 0 };
 	size_t cap = 1 << 20;
 	uint8_t *raw = malloc(cap);
-	struct rd r, sub, s2, s3;
-	unsigned f, wt, f2, wt2, f3, wt3;
-	uint64_t v, v2, v3;
+	struct rd r, sub, s2;
+	unsigned f, wt, f2, wt2;
+	uint64_t v, v2;
 
 	memset(d, 0, sizeof(*d));
 	assert_non_null(raw);
@@ -145,12 +158,7 @@ static void decode_profile(const uint8_t *gz, size_t gzlen, struct dprof *d)
 			{
 				uint64_t t = 0, u = 0;
 
-				while (rd_field(&sub, &f2, &v2, &s2, &wt2)) {
-					if (f2 == 1)
-						t = v2;
-					else if (f2 == 2)
-						u = v2;
-				}
+				rd_scalars(&sub, 2, (const unsigned[]){ 1, 2 }, (uint64_t *const[]){ &t, &u });
 				if (f == 1) {
 					assert_true(d->nst < 4);
 					d->st_type[d->nst] = t;
@@ -175,16 +183,9 @@ static void decode_profile(const uint8_t *gz, size_t gzlen, struct dprof *d)
 		}
 		case 3: /* mapping */
 			assert_true(d->nmap < DMAX);
-			while (rd_field(&sub, &f2, &v2, &s2, &wt2)) {
-				if (f2 == 1)
-					d->map[d->nmap].id = v2;
-				else if (f2 == 5)
-					d->map[d->nmap].file = v2;
-				else if (f2 == 6)
-					d->map[d->nmap].build = v2;
-				else if (f2 == 7)
-					d->map[d->nmap].hasfn = v2;
-			}
+			rd_scalars(&sub, 4, (const unsigned[]){ 1, 5, 6, 7 },
+				   (uint64_t *const[]){ &d->map[d->nmap].id, &d->map[d->nmap].file,
+							&d->map[d->nmap].build, &d->map[d->nmap].hasfn });
 			d->nmap++;
 			break;
 		case 4: /* location */
@@ -196,23 +197,17 @@ static void decode_profile(const uint8_t *gz, size_t gzlen, struct dprof *d)
 					d->loc[d->nloc].mapping = v2;
 				} else if (f2 == 4) {
 					d->loc[d->nloc].nlines++;
-					while (rd_field(&s2, &f3, &v3, &s3, &wt3))
-						if (f3 == 1)
-							d->loc[d->nloc].fnid = v3;
+					rd_scalars(&s2, 1, (const unsigned[]){ 1 },
+						   (uint64_t *const[]){ &d->loc[d->nloc].fnid });
 				}
 			}
 			d->nloc++;
 			break;
 		case 5: /* function */
 			assert_true(d->nfn < DMAX);
-			while (rd_field(&sub, &f2, &v2, &s2, &wt2)) {
-				if (f2 == 1)
-					d->fn[d->nfn].id = v2;
-				else if (f2 == 2)
-					d->fn[d->nfn].name = v2;
-				else if (f2 == 3)
-					d->fn[d->nfn].sysname = v2;
-			}
+			rd_scalars(&sub, 3, (const unsigned[]){ 1, 2, 3 },
+				   (uint64_t *const[]){ &d->fn[d->nfn].id, &d->fn[d->nfn].name,
+							&d->fn[d->nfn].sysname });
 			d->nfn++;
 			break;
 		case 6: /* string_table */
@@ -221,20 +216,17 @@ static void decode_profile(const uint8_t *gz, size_t gzlen, struct dprof *d)
 			d->str[d->nstr] = strndup((const char *)sub.p, (size_t)(sub.end - sub.p));
 			d->nstr++;
 			break;
-		case 9:
-			d->time = v;
-			break;
-		case 10:
-			d->duration = v;
-			break;
-		case 12:
-			d->period = v;
-			break;
-		case 14:
-			d->default_st = v;
-			break;
-		default:
-			fail_msg("unexpected Profile field %u", f);
+		default: { /* the Profile's own varint fields */
+			static const unsigned top[] = { 9, 10, 12, 14 };
+			uint64_t *const dst[] = { &d->time, &d->duration, &d->period, &d->default_st };
+			size_t k = 0;
+
+			while (k < 4 && top[k] != f)
+				k++;
+			if (k == 4)
+				fail_msg("unexpected Profile field %u", f);
+			*dst[k] = v;
+		}
 		}
 	}
 	free(raw);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "exporter/config.h"
+#include "tests/unit/testlib.h"
 
 static int parse(struct exporter_config *c, const char *text, char *err, size_t len)
 {
@@ -87,12 +88,4 @@ static void test_refusals(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults_and_list),
-		cmocka_unit_test(test_refusals),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_defaults_and_list, test_refusals)

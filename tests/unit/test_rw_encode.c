@@ -20,6 +20,7 @@
 
 #include "exporter/rw_encode.h"
 #include "proto/remote_write.pb-c.h"
+#include "tests/unit/testlib.h"
 
 static const struct rw_label extra[] = { { "instance", "exp-1:9464" }, { "job", "cgperf-exporter" } };
 
@@ -139,13 +140,4 @@ static void test_broken(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_series),
-		cmocka_unit_test(test_empty),
-		cmocka_unit_test(test_broken),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_series, test_empty, test_broken)

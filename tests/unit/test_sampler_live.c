@@ -353,6 +353,13 @@ struct session {
 	struct sampler *s;
 };
 
+/* Stop sampling, drain what is left and read the sampler's counts. */
+static void session_finish(struct session *x)
+{
+	finish(x->s, &x->cb);
+	sampler_stats(x->s, &x->st);
+}
+
 /* Skip without root; the default options, nothing seen yet. */
 static void session_begin(struct session *x)
 {
@@ -392,8 +399,7 @@ static void test_system_wide(void **state)
 	assert_int_equal(poll(pfd, n, 0), 0);
 
 	run_for(x.s, &x.cb, 1000, 100, true);
-	finish(x.s, &x.cb);
-	sampler_stats(x.s, &x.st);
+	session_finish(&x);
 	print_message("system-wide: %llu samples (%llu ours), %llu records, %llu lost\n",
 		      (unsigned long long)x.c.samples, (unsigned long long)x.c.self,
 		      (unsigned long long)x.st.records, (unsigned long long)x.st.lost);
@@ -426,8 +432,7 @@ static void test_fork_exec(void **state)
 	assert_int_equal(waitpid(child, &status, 0), child);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	run_for(x.s, &x.cb, 100, 50, false);
-	finish(x.s, &x.cb);
-	sampler_stats(x.s, &x.st);
+	session_finish(&x);
 	assert_int_equal(x.st.malformed, 0);
 
 	assert_non_null(find_sb(&x.c, 'f', (uint32_t)child, (uint32_t)getpid(), NULL));
@@ -459,8 +464,7 @@ static void test_user_stack(void **state)
 	x.s = open_or_fail(&x.o);
 	assert_int_equal(sampler_enable(x.s), 0);
 	run_for(x.s, &x.cb, 500, 25, true);
-	finish(x.s, &x.cb);
-	sampler_stats(x.s, &x.st);
+	session_finish(&x);
 	print_message("user stack: %llu of our %llu user samples (%llu in all) ok, %llu bad\n",
 		      (unsigned long long)x.c.stack_ok, (unsigned long long)x.c.self_user,
 		      (unsigned long long)x.c.self, (unsigned long long)x.c.stack_bad);
@@ -708,8 +712,7 @@ static void test_pid(void **state)
 	assert_int_equal(sampler_enable(x.s), 0);
 	assert_int_equal(write(f->go[1], "g", 1), 1);
 	run_for(x.s, &x.cb, 600, 100, false);
-	finish(x.s, &x.cb);
-	sampler_stats(x.s, &x.st);
+	session_finish(&x);
 
 	for (size_t i = 0; i < x.c.ntids; i++) {
 		const struct pidcount *p = &x.c.tids[i];
@@ -763,8 +766,7 @@ static void test_small_ring(void **state)
 		dt += clock_mono_ns() - t0;
 		assert_true(n >= 0);
 	}
-	finish(x.s, &x.cb);
-	sampler_stats(x.s, &x.st);
+	session_finish(&x);
 	print_message("small ring: %llu samples, %llu wrapped, %llu lost, %llu records in "
 		      "%.2f ms of drains\n",
 		      (unsigned long long)x.st.samples, (unsigned long long)x.st.wrapped,

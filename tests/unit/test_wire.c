@@ -16,6 +16,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "tests/unit/testalloc.h"
 #include "tests/unit/testlib.h"
 #include "wire/wire.h"
 
@@ -754,5 +755,50 @@ static void test_probes_args(void **state)
 	wire_batch_free(b);
 }
 
+/*
+ * One torture run: strings and modules interned, each retried once when an
+ * allocation failed. A refused insert must leave the maps as they were: the
+ * retry gets the next id, and every key keeps the id it first got.
+ */
+static void intern_run(void *ctx)
+{
+	struct wire_batch *b = wire_batch_new("h", "", "a", "v", 1, 0, 1);
+	char s[32];
+	int next = 1, mods = 0, id;
+
+	(void)ctx;
+	if (!b)
+		return;
+	for (int i = 0; i < 300; i++) {
+		snprintf(s, sizeof(s), "fn%d", i % 200);
+		id = wire_intern(b, s);
+		if (id < 0)
+			id = wire_intern(b, s);
+		assert_true(id > 0);
+		if (id == next)
+			next++;
+		assert_int_equal(id, i < 200 ? i + 1 : i - 200 + 1);
+	}
+	for (int i = 0; i < 40; i++) {
+		snprintf(s, sizeof(s), "%08x", i % 20);
+		id = wire_add_module(b, "/bin/x", s);
+		if (id < 0)
+			id = wire_add_module(b, "/bin/x", s);
+		if (id == mods)
+			mods++;
+		assert_int_equal(id, i % 20);
+	}
+	assert_int_equal(next, 201);
+	assert_int_equal(mods, 20);
+	wire_batch_free(b);
+}
+
+static void test_intern_alloc_failures(void **state)
+{
+	(void)state;
+	tl_alloc_require();
+	tl_alloc_torture(intern_run, NULL, 100000);
+}
+
 TL_MAIN(test_round_trip, test_new_args, test_intern, test_header_cleaned, test_cgroups,
-	test_counters_args, test_stacks, test_probes_args, test_modules)
+	test_counters_args, test_stacks, test_probes_args, test_modules, test_intern_alloc_failures)
