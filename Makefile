@@ -229,7 +229,7 @@ FUZZ_CC ?= clang
 FUZZ_TIME ?= 20
 FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
-FUZZ_WIRE_SRC := tests/fuzz/fuzz_wire.c $(wildcard wire/*.c) lib/hist.c lib/utf8.c lib/gzip.c \
+FUZZ_WIRE_SRC := tests/fuzz/fuzz_wire.c $(wildcard wire/*.c) lib/hist.c lib/utf8.c lib/gzip.c lib/hashmap.c \
 	$(PROTO_C)
 
 $(O)/fuzz/fuzz_wire: $(FUZZ_WIRE_SRC) wire/wire.h lib/hist.h $(PROTO_H)

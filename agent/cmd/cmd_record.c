@@ -56,6 +56,7 @@ struct record {
 	struct stacks *st;
 	struct fold *pidsel; /* pid -> 1 match, 2 no match, 3 the command's tree (--target) */
 	struct cg_target *sel;
+	struct cg_rtcache *rt; /* container names for the per-cgroup labels */
 	char *mount;
 	uint64_t samples, lost, filtered;
 };
@@ -580,6 +581,9 @@ static int record_run(struct record *r, struct record_args *a, struct ev_spec *e
 		ret = 1;
 		goto out;
 	}
+	/* without a cache the labels are the paths' alone */
+	if ((r->rt = cmd_rt_cache_new()))
+		stacks_set_runtime(r->st, r->rt);
 	sampler_setup(r, &a->so, ev, cpus, ncpu, cgdirs, ncgdirs);
 	cmd_raise_nofile();
 	if (!(smp = open_sampler(r, &a->so, &ret)) || (ret = open_output(r, a->outpath, &out)))
@@ -651,6 +655,7 @@ out:
 	if (have_ev)
 		ev_spec_release(&ev);
 	stacks_free(r.st);
+	cg_rtcache_free(r.rt);
 	refusals_stop();
 	fold_free(r.pidsel);
 	cg_target_free(r.sel);

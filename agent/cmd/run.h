@@ -51,6 +51,8 @@ struct rprobe {
 	bool is_end;  /* ends some probe's latency */
 	bool hidden;  /* only there as a latency end: not reported */
 	bool stacks;  /* fold the stack of every hit into a->pst */
+	bool waiting; /* binary not found yet: looked for again every batch */
+	size_t cfg_index; /* its entry in cfg->probes */
 	char stack_prefix[16]; /* "probe#INDEX", the prefix frame of those stacks */
 };
 
@@ -158,8 +160,15 @@ void run_identity_metric_labels(FILE *f, const struct agent *a, const struct rcg
 int run_identity_wanted(struct agent *a, const char *path, const struct cg_identity *id);
 /* The pids in the followed cgroups (each cgroup's own cgroup.procs), at
  * most a few thousand, for finding probe binaries; a malloc'd array, or
- * nothing when memory runs out. */
+ * nothing when memory runs out. Cgroups pending on their runtime's answer
+ * are first given up to 2 timeouts + 1 s (at most 5 s) to be decided. */
 void run_identity_pids(struct agent *a, int **pids, size_t *n);
+/* Whether cgroups.include selects by identity (container=, image=...). */
+bool run_identity_selective(const struct agent *a);
+/* Probes whose binary was not found at the start (cgroups chosen by
+ * identity, their processes not there yet): looked for again among the
+ * followed processes, and placed once found (run_setup.c). */
+void run_probes_retry(struct agent *a);
 /* @path went away: not pending any more. */
 void run_identity_gone(struct agent *a, const char *path);
 

@@ -69,6 +69,7 @@ void run_identity_refresh(struct agent *a)
 		cg_rtinfo_release(&c->rt);
 		c->rt = ri;
 	}
+	run_probes_retry(a); /* cgroups may have come: their binaries too */
 }
 
 void run_identity_fill(const struct agent *a, const struct rcg *c, struct wire_cgroup_info *info,
@@ -271,12 +272,34 @@ static void run_identity_pending(struct agent *a)
 
 /* ---- probe binaries among the followed processes ---- */
 
+bool run_identity_selective(const struct agent *a)
+{
+	return a->idsel && a->idsel->ninc;
+}
+
 #define PROBE_PIDS_MAX 4096
+
+/*
+ * Cgroups selected by what their runtime says (container=, image=...) wait
+ * for its answer: before probes look for their binaries, give the runtimes
+ * a bounded time to answer, so those cgroups' processes are searched too.
+ */
+static void run_identity_settle(struct agent *a)
+{
+	uint64_t t = a->cfg->identity.timeout_ms;
+	uint64_t bound = t && t < 2000 ? 2 * t + 1000 : 5000;
+
+	if (!a->rt || !a->idsel || !a->idsel->npending)
+		return;
+	cg_rtcache_settle(a->rt, (unsigned)bound);
+	run_identity_pending(a);
+}
 
 void run_identity_pids(struct agent *a, int **pids, size_t *n)
 {
 	*pids = NULL;
 	*n = 0;
+	run_identity_settle(a);
 	for (size_t i = 0; i < a->ncg && *n < PROBE_PIDS_MAX; i++) {
 		char dir[4096];
 		const char *p = strcmp(a->cg[i].path, "/") ? a->cg[i].path : "";

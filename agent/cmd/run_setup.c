@@ -209,6 +209,14 @@ static int start_sampling(struct agent *a, enum stacks_mode mode)
 	return 0;
 }
 
+static void set_hist_arg(struct rprobe *rp, const char *hist)
+{
+	rp->hist_arg = -1;
+	for (int k = 0; hist && k < rp->p.nargs; k++)
+		if (!strcmp(rp->p.args[k].name, hist))
+			rp->hist_arg = k;
+}
+
 /* The config's probes, resolved (binaries looked for among the processes of
  * the followed cgroups first, @pids); the probes' stacks engine if one wants it. */
 static int resolve_probes_among(struct agent *a, enum stacks_mode mode, const int *pids,
@@ -222,18 +230,22 @@ static int resolve_probes_among(struct agent *a, enum stacks_mode mode, const in
 	for (size_t i = 0; i < cfg->nprobes; i++) {
 		struct rprobe *rp = &a->pr[a->npr];
 		char err[2048];
+		int rc = probe_resolve(cfg->probes[i].spec, pids, npids, &rp->p, err, sizeof(err));
 
-		if (probe_resolve(cfg->probes[i].spec, pids, npids, &rp->p, err, sizeof(err))) {
+		/* With cgroups chosen by identity, the binary may come with a
+		 * container not started yet: a latency-free probe waits for it. */
+		if (rc == -ENOENT && run_identity_selective(a) && !cfg->probes[i].latency_end) {
+			log_at_line(cfg, cfg->probes[i].line, "probe waits for its binary", err);
+			rp->waiting = true;
+		} else if (rc) {
 			log_at_line(cfg, cfg->probes[i].line, "bad probe", err);
 			return 2;
 		}
-		rp->hist_arg = -1;
+		rp->cfg_index = i;
 		rp->lat_end = -1;
 		rp->stacks = cfg->probes[i].stacks;
 		snprintf(rp->stack_prefix, sizeof(rp->stack_prefix), "probe#%zu", a->npr);
-		for (int k = 0; cfg->probes[i].hist && k < rp->p.nargs; k++)
-			if (!strcmp(rp->p.args[k].name, cfg->probes[i].hist))
-				rp->hist_arg = k;
+		set_hist_arg(rp, cfg->probes[i].hist);
 		a->npr++;
 		if (!rp->stacks || a->pst)
 			continue;
@@ -262,7 +274,8 @@ static int resolve_latency_ends(struct agent *a, const int *pids, size_t npids)
 
 		if (!end)
 			continue;
-		while (j < a->npr && strcmp(a->pr[j].p.spec, end))
+		/* a probe still waiting for its binary has no spec to compare */
+		while (j < a->npr && (a->pr[j].waiting || strcmp(a->pr[j].p.spec, end)))
 			j++;
 		if (j == a->npr) {
 			struct rprobe *rp = &a->pr[a->npr];
@@ -477,10 +490,39 @@ int run_agent_start(struct agent *a)
 	    (ret = start_sampling(a, mode)) || (ret = resolve_probes(a, mode)))
 		return ret;
 	for (size_t i = 0; i < a->npr; i++)
-		if ((ret = place_probe(a, &a->pr[i], mode)))
+		if (!a->pr[i].waiting && (ret = place_probe(a, &a->pr[i], mode)))
 			return ret;
 	if ((ret = start_metrics(a)))
 		return ret;
 	return start_push(a);
 }
 
+
+void run_probes_retry(struct agent *a)
+{
+	const struct config *cfg = a->cfg;
+	enum stacks_mode mode = cfg->sampling.call_graph == CONFIG_CALL_GRAPH_DWARF ? STACKS_DWARF
+										    : STACKS_FP;
+	int *pids = NULL;
+	size_t npids = 0;
+	bool any = false;
+
+	for (size_t i = 0; i < a->npr; i++)
+		any |= a->pr[i].waiting;
+	if (!any)
+		return;
+	run_identity_pids(a, &pids, &npids);
+	for (size_t i = 0; i < a->npr; i++) {
+		struct rprobe *rp = &a->pr[i];
+		const struct config_probe *cp = &cfg->probes[rp->cfg_index];
+		char err[2048];
+
+		if (!rp->waiting || probe_resolve(cp->spec, pids, npids, &rp->p, err, sizeof(err)))
+			continue;
+		rp->waiting = false;
+		set_hist_arg(rp, cp->hist);
+		if (!place_probe(a, rp, mode))
+			log_kv(LOG_INFO, "probe placed", "probe", rp->p.label, "binary", rp->p.path, NULL);
+	}
+	free(pids);
+}

@@ -160,8 +160,11 @@ static void on_failure(struct collector *c, uint64_t seq, const struct httpc_res
 	uint64_t delay;
 
 	c->failures++;
-	if (r->maybe_delivered)
+	if (r->maybe_delivered) {
 		c->maybe_delivered++;
+		push_msg_add(m, PUSH_LOG_DEBUG, "push: batch %llu may have been delivered to %s (%s)",
+			     (unsigned long long)seq, c->name, r->text);
+	}
 	copy_str(c->last_error, sizeof(c->last_error), r->text);
 	if (c->state != C_FAILING) {
 		push_msg_add(m, PUSH_LOG_WARN, "push: collector %s failing: %s; %s", c->name, r->text,

@@ -52,6 +52,16 @@ void stacks_free(struct stacks *st);
  */
 int stacks_set_demangle(struct stacks *st, enum demangle_style style);
 
+/*
+ * Name containers in per_cgroup labels with what their runtime says
+ * (cgroup/runtime.h): "podman:4c98b64b071d web (localhost/img:1)", the
+ * label stat shows, then the image. @rt is borrowed and must outlive
+ * @st (or be unset with NULL first). A label is made when a cgroup is
+ * first named; the cache is then given up to 1 s to answer for it.
+ */
+struct cg_rtcache;
+void stacks_set_runtime(struct stacks *st, struct cg_rtcache *rt);
+
 /* sample_regs_user the mode needs (0 but for DWARF). */
 uint64_t stacks_regs_mask(enum stacks_mode mode);
 const char *stacks_mode_name(enum stacks_mode mode);

@@ -19,6 +19,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "cgroup/runtime.h"
 #include "lib/grow.h"
 
 /* ---- naming ------------------------------------------------------------- */
@@ -303,6 +304,45 @@ nomem:
 
 /* ---- cgroup labels ------------------------------------------------------ */
 
+static bool is_container(const struct cg_node *n)
+{
+	return n->ident.container_id[0] || n->ident.pod_uid[0];
+}
+
+/* Ask the runtime cache about the containers not labelled yet, and give it
+ * a second to answer (one-off commands name cgroups at their end). */
+static void want_names(struct stacks *r, const struct cg_tree *t)
+{
+	bool asked = false;
+
+	for (size_t i = 0; r->rt && t && i < cg_tree_count(t); i++) {
+		const struct cg_node *n = cg_tree_get(t, i);
+		uint64_t *slot = fold_slot(r->cglabels, &n->id, sizeof(n->id));
+
+		if (slot && !*slot && is_container(n) && !cg_rtcache_want(r->rt, n->path))
+			asked = true;
+	}
+	if (asked)
+		cg_rtcache_settle(r->rt, 1000);
+}
+
+/* After the path's label: " NAME (IMAGE)" as far as the runtime knows. */
+static void runtime_suffix(struct stacks *r, const struct cg_node *n, char *label, size_t len)
+{
+	struct cg_rtinfo ri;
+	size_t l = strlen(label);
+
+	if (!r->rt || !is_container(n) || cg_rtcache_get(r->rt, n->path, &ri) != 1)
+		return;
+	if (l + 1 < len && cg_rtinfo_display(&ri, label + l + 1, len - l - 1) > 0) {
+		label[l] = ' ';
+		l = strlen(label);
+	}
+	if (ri.image && l < len)
+		snprintf(label + l, len - l, " (%s)", ri.image);
+	cg_rtinfo_release(&ri);
+}
+
 static void rescan_cgroups(struct stacks *r)
 {
 	struct cg_tree *t;
@@ -312,18 +352,20 @@ static void rescan_cgroups(struct stacks *r)
 		return;
 	r->last_rescan = now;
 	t = cg_tree_scan(r->mount);
+	want_names(r, t);
 	for (size_t i = 0; t && i < cg_tree_count(t); i++) {
 		const struct cg_node *n = cg_tree_get(t, i);
 		uint64_t *slot = fold_slot(r->cglabels, &n->id, sizeof(n->id));
-		char label[600];
+		char label[1200];
 
 		if (!slot || *slot)
 			continue;
 		cg_identity_label(&n->ident, label, sizeof(label));
 		/* Containers by identity; anything else by its path. */
-		if (!n->ident.container_id[0] && !n->ident.pod_uid[0] &&
-		    !n->ident.container_name[0])
+		if (!is_container(n) && !n->ident.container_name[0])
 			snprintf(label, sizeof(label), "%s", n->path);
+		else
+			runtime_suffix(r, n, label, sizeof(label));
 		if (GROW_ARRAY(r->labels, r->nlabels, r->caplabels, 64) < 0)
 			break;
 		r->labels[r->nlabels] = strdup(label);
@@ -615,6 +657,11 @@ int stacks_foreach_frames(struct stacks *r,
 	free(e.frames);
 	namer_release(&nm);
 	return err;
+}
+
+void stacks_set_runtime(struct stacks *r, struct cg_rtcache *rt)
+{
+	r->rt = rt;
 }
 
 const char *stacks_cgroup_label(struct stacks *r, uint64_t cgroup_id)

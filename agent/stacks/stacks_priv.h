@@ -117,6 +117,7 @@ struct stacks {
 	size_t nlabels, caplabels;
 	char *mount;
 	time_t last_rescan;
+	struct cg_rtcache *rt; /* borrowed: container names for the labels */
 	/* unwind_map results handed to the unwinder: a small ring, since it
 	 * may hold on to one while asking for another */
 	struct unwind_map umaps[16];

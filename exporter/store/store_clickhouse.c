@@ -104,7 +104,8 @@ static const struct {
 	[CT_CGROUPS] = {
 		"host String, path String, cgroup_id UInt64, container_id String, runtime String,"
 		" pod_uid String, qos String, k8s_namespace String, pod_name String,"
-		" container_name String, unit String, slice String, last_seen_ns UInt64",
+		" container_name String, unit String, slice String, last_seen_ns UInt64,"
+		" image String",
 		"MergeTree PARTITION BY " DAY_OF("last_seen_ns") " ORDER BY (host, path)",
 		"cityHash64(host, path)",
 	},
@@ -184,6 +185,53 @@ static int run_page(struct ch_store *s, struct page *q, char *err, size_t errlen
 	return ch_run(s, &s->w, sql, NULL, 0, NULL, err, errlen);
 }
 
+/* Columns added after a table was first made: ADDed to an older table,
+ * last, so rows keep the order of table_def. (ClickHouse before 19 has no
+ * ADD COLUMN IF NOT EXISTS: system.columns is asked first.) */
+static const struct {
+	enum ch_table table;
+	const char *name, *type;
+} added_columns[] = {
+	{ CT_CGROUPS, "image", "String" },
+};
+
+static int add_column(struct ch_store *s, struct page *q, const char *table, size_t i, char *err,
+		      size_t errlen)
+{
+	struct page ans;
+	int ret;
+
+	page_init(&ans, 0);
+	q->len = 0;
+	page_printf(q, "SELECT count() FROM system.columns WHERE database = '%s' AND table = '%s'"
+		       " AND name = '%s'", s->db, table, added_columns[i].name);
+	ret = ch_text(q) ? ch_run(s, &s->w, q->buf, NULL, 0, &ans, err, errlen) : -ENOMEM;
+	if (!ret && ch_text(&ans) && ch_u64(ch_text(&ans)) == 0) {
+		q->len = 0;
+		page_printf(q, "ALTER TABLE %s.%s ADD COLUMN %s %s", s->db, table,
+			    added_columns[i].name, added_columns[i].type);
+		ret = run_page(s, q, err, errlen);
+	}
+	page_release(&ans);
+	return ret;
+}
+
+static int add_columns(struct ch_store *s, struct page *q, char *err, size_t errlen)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < sizeof(added_columns) / sizeof(added_columns[0]); i++) {
+		char local[128];
+		const char *name = ch_table_name[added_columns[i].table];
+
+		snprintf(local, sizeof(local), "%s_local", name);
+		ret = add_column(s, q, s->cluster ? local : name, i, err, errlen);
+		if (!ret && s->cluster)
+			ret = add_column(s, q, name, i, err, errlen);
+	}
+	return ret;
+}
+
 /* CREATE the database and every table if they are not there. */
 static int setup_schema(struct ch_store *s, char *err, size_t errlen)
 {
@@ -209,6 +257,8 @@ static int setup_schema(struct ch_store *s, char *err, size_t errlen)
 			    s->db, name, s->db, name, s->cluster, s->db, name, table_def[t].shard);
 		ret = run_page(s, &q, err, errlen);
 	}
+	if (!ret)
+		ret = add_columns(s, &q, err, errlen);
 	page_release(&q);
 	return ret;
 }

@@ -214,7 +214,8 @@ static void put_cgroups(struct put_group *g, const Cgperf__V1__Batch *m, uint64_
 		tsv_u64(p, c->id, '\t');
 		for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++)
 			tsv_str(p, wire_string(m, f[k]), '\t');
-		tsv_u64(p, now, '\n');
+		tsv_u64(p, now, '\t');
+		tsv_str(p, wire_string(m, c->image), '\n');
 	}
 }
 

@@ -89,7 +89,7 @@ static int row_cgroup(void *arg, char **f)
 		.host = f[0], .path = f[1], .cgroup_id = ch_u64(f[2]),
 		.container_id = f[3], .runtime = f[4], .pod_uid = f[5], .qos = f[6],
 		.k8s_namespace = f[7], .pod_name = f[8], .container_name = f[9],
-		.unit = f[10], .slice = f[11], .last_seen_ns = ch_u64(f[12]),
+		.unit = f[10], .slice = f[11], .last_seen_ns = ch_u64(f[12]), .image = f[13],
 	};
 
 	return v->cgroup(v->arg, &c);
@@ -198,9 +198,9 @@ int ch_load(struct store *base, const struct store_visitor *v)
 			     LAST_SET("pod_uid") ", " LAST_SET("qos") ", "
 			     LAST_SET("k8s_namespace") ", " LAST_SET("pod_name") ", "
 			     LAST_SET("container_name") ", " LAST_SET("unit") ", "
-			     LAST_SET("slice") ", max(last_seen_ns) FROM %s.cgroups"
-			     " GROUP BY host, path FORMAT TabSeparated",
-			     13, row_cgroup, NULL, (void *)v);
+			     LAST_SET("slice") ", max(last_seen_ns), " LAST_SET("image")
+			     " FROM %s.cgroups GROUP BY host, path FORMAT TabSeparated",
+			     14, row_cgroup, NULL, (void *)v);
 	if (!ret && v->counter)
 		ret = run_db(s,
 			     "SELECT h, p, e, sum(x), max(r) FROM (SELECT any(host) AS h,"

@@ -30,7 +30,8 @@
  * Schema versions (PRAGMA user_version): 0 and no tables = new; 0 with
  * tables = the first slice (stack_samples without rates, no totals),
  * migrated in place; 2 = frames' modules by frame name, stacks without
- * modules (the column is added); 3 = this file's.
+ * modules (the column is added); 3 = this file's. cgroups.image is added
+ * to a version 3 database that lacks it.
  */
 #include "exporter/store/store_sqlite_internal.h"
 
@@ -55,8 +56,8 @@ static const char *const stmt_sql[ST_N] = {
 	[ST_BATCH] = "INSERT OR IGNORE INTO batches(agent_id, seq, host, start_ns, end_ns, "
 		     "received_ns) VALUES (?, ?, ?, ?, ?, ?)",
 	[ST_CGROUP] = "INSERT INTO cgroups(host, path, cgroup_id, container_id, runtime, pod_uid, qos,"
-		      " k8s_namespace, pod_name, container_name, unit, slice, last_seen_ns)"
-		      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		      " k8s_namespace, pod_name, container_name, unit, slice, last_seen_ns, image)"
+		      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 		      " ON CONFLICT(host, path) DO UPDATE SET"
 		      " cgroup_id = coalesce(nullif(excluded.cgroup_id, 0), cgroup_id),"
 		      " container_id = coalesce(nullif(excluded.container_id, ''), container_id),"
@@ -67,6 +68,7 @@ static const char *const stmt_sql[ST_N] = {
 		      " pod_name = coalesce(nullif(excluded.pod_name, ''), pod_name),"
 		      " container_name = coalesce(nullif(excluded.container_name, ''), container_name),"
 		      " unit = coalesce(nullif(excluded.unit, ''), unit),"
+		      " image = coalesce(nullif(excluded.image, ''), image),"
 		      " slice = coalesce(nullif(excluded.slice, ''), slice),"
 		      " last_seen_ns = max(last_seen_ns, excluded.last_seen_ns)",
 	[ST_COUNTER] = "INSERT INTO counter_samples(host, agent_id, seq, cgroup_path, "
@@ -142,7 +144,8 @@ static const char schema[] =
 	" cgroup_id INTEGER NOT NULL, container_id TEXT NOT NULL, runtime TEXT NOT NULL,"
 	" pod_uid TEXT NOT NULL, qos TEXT NOT NULL, k8s_namespace TEXT NOT NULL,"
 	" pod_name TEXT NOT NULL, container_name TEXT NOT NULL, unit TEXT NOT NULL,"
-	" slice TEXT NOT NULL, last_seen_ns INTEGER NOT NULL, PRIMARY KEY(host, path));"
+	" slice TEXT NOT NULL, last_seen_ns INTEGER NOT NULL, image TEXT NOT NULL DEFAULT '',"
+	" PRIMARY KEY(host, path));"
 	"CREATE TABLE IF NOT EXISTS cgroup_totals(host TEXT NOT NULL, path TEXT NOT NULL,"
 	" event TEXT NOT NULL, total REAL NOT NULL, last_seen_ns INTEGER NOT NULL,"
 	" PRIMARY KEY(host, path, event));"
@@ -243,7 +246,7 @@ static int setup_schema(struct sqlite_store *s, char *err, size_t errlen)
 			   " FROM counter_samples c JOIN batches b USING(agent_id, seq)"
 			   " WHERE c.supported GROUP BY 1, 2, 3 ORDER BY min(c.rowid);"
 			   "INSERT OR IGNORE INTO cgroups SELECT c.host, c.cgroup_path, 0,"
-			   " c.container_id, '', c.pod_uid, '', '', '', '', c.unit, '', b.received_ns"
+			   " c.container_id, '', c.pod_uid, '', '', '', '', c.unit, '', b.received_ns, ''"
 			   " FROM counter_samples c JOIN batches b USING(agent_id, seq)"
 			   " ORDER BY c.rowid DESC;",
 			   err, errlen, s->path);
@@ -254,6 +257,12 @@ static int setup_schema(struct sqlite_store *s, char *err, size_t errlen)
 		ret = exec(s->db,
 			   "ALTER TABLE stacks ADD COLUMN modules TEXT NOT NULL DEFAULT '';"
 			   "DROP TABLE IF EXISTS frame_modules;",
+			   err, errlen, s->path);
+	/* The runtime's image came with the wire's field 12 (same version:
+	 * an older exporter ignores the column). */
+	if (!ret && one_int(s->db, "SELECT count(*) FROM pragma_table_info('cgroups')"
+				   " WHERE name = 'image'") == 0)
+		ret = exec(s->db, "ALTER TABLE cgroups ADD COLUMN image TEXT NOT NULL DEFAULT '';",
 			   err, errlen, s->path);
 	if (!ret) {
 		char v[64];

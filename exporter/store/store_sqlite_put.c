@@ -176,6 +176,7 @@ static int put_cgroups(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint6
 		for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++)
 			bind_text(q, 4 + (int)k, wire_string(m, f[k]));
 		bind_u64(q, 13, now);
+		bind_text(q, 14, wire_string(m, c->image));
 		if (run(q))
 			return -EIO;
 	}

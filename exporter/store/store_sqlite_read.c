@@ -48,6 +48,7 @@ static int row_cgroup(sqlite3_stmt *q, void *arg)
 		.unit = col(q, 10),
 		.slice = col(q, 11),
 		.last_seen_ns = col_u64(q, 12),
+		.image = col(q, 13),
 	};
 
 	return v->cgroup(v->arg, &c);
@@ -120,7 +121,7 @@ int sq_load(struct store *base, const struct store_visitor *v)
 	if (v->cgroup)
 		ret = walk(s->db,
 			   "SELECT host, path, cgroup_id, container_id, runtime, pod_uid, qos,"
-			   " k8s_namespace, pod_name, container_name, unit, slice, last_seen_ns"
+			   " k8s_namespace, pod_name, container_name, unit, slice, last_seen_ns, image"
 			   " FROM cgroups",
 			   row_cgroup, (void *)v);
 	if (!ret && v->counter)

@@ -225,7 +225,10 @@ diff <(grep '^cgperf_cgroup\|^cgperf_agent' "$TMP/b1.prom") <(grep '^cgperf_cgro
 stop B
 start B $pb --retention 2s
 get $pb /metrics "$TMP/b3.prom" >/dev/null
-diff <(grep '^cgperf_cgroup\|^cgperf_agent' "$TMP/b1.prom") <(grep '^cgperf_cgroup\|^cgperf_agent' "$TMP/b3.prom") ||
+# cgperf_cgroup_stacks_truncated_total is held in memory only and restarts at
+# 0 with the exporter (docs/metrics.md); every other series is kept
+persisted() { grep '^cgperf_cgroup\|^cgperf_agent' "$1" | grep -v '^cgperf_cgroup_stacks_truncated_total'; }
+diff <(persisted "$TMP/b1.prom") <(persisted "$TMP/b3.prom") ||
 	fail "counters changed across retention and a restart"
 info "B: stack rows deleted, $(grep -c '^cgperf_cgroup' "$TMP/b3.prom") cgroup series unchanged after restart"
 fi

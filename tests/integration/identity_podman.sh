@@ -6,11 +6,12 @@
 #     (started here on a socket of this test); name and image from podman's
 #     store when no API service runs
 #   - record --target container=NAME samples that container's busy loop only
+#   - record --per-cgroup names the container and its image in its cgroup frame
 #   - run, selecting cgroups by image and excluding one container by name: a
 #     container started after the agent shows up with its name, image and an
 #     allow-listed label on the agent's /metrics and the exporter's /metrics,
 #     /api/v1/targets and page, within one push interval; the excluded one
-#     does not
+#     does not; the exporter restarted keeps the image (its SQLite store)
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/containers.sh"
 EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
@@ -71,12 +72,19 @@ record_target_only "container=$A" "$(podman inspect -f '{{.State.Pid}}' "$A")"
 "$AGENT" record --target "container=nosuch-$$" --duration 1 -o "$TMP/none.folded" 2>/dev/null ||
 	fail "record with an unmatched target failed"
 [[ ! -s $TMP/none.folded ]] || fail "container=nosuch-$$ kept samples"
+# its per-cgroup frame names it as stat does, then the image
+"$AGENT" record --target "container=$A" --per-cgroup --duration 1 -o "$TMP/pc.folded" 2>"$TMP/pc.err" ||
+	fail "record --per-cgroup failed: $(cat "$TMP/pc.err")"
+grep -q "^podman:[0-9a-f]\{12\} $A ($IMG);" "$TMP/pc.folded" ||
+	fail "record's cgroup frame lacks name and image: $(cut -d';' -f1 "$TMP/pc.folded" | sort -u)"
+info "record --per-cgroup: $(cut -d';' -f1 "$TMP/pc.folded" | sort -u | head -1)"
 
 # 3. run: a container started after the agent, named within one interval
 [[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 eport=$(free_port)
 "$EXPORTER" --listen "127.0.0.1:$eport" --data-dir "$TMP/exp" >"$TMP/exp.log" 2>&1 &
-bg_track $!
+EXP=$!
+bg_track $EXP
 wait_http "http://127.0.0.1:$eport/healthz" "$(scaled 10)" "$TMP/exp.log"
 port=$(free_port)
 interval=2
@@ -126,3 +134,17 @@ kill -TERM $AG
 for i in $(seq $(( 50 * TIME_SCALE ))); do kill -0 $AG 2>/dev/null || break; sleep 0.1; done
 kill -0 $AG 2>/dev/null && fail "agent still running 5 s after SIGTERM: $(tail -5 "$TMP/run.log")"
 wait $AG || fail "agent exited with $?: $(tail -5 "$TMP/run.log")"
+
+# the exporter restarted on its data dir (no agent pushes any more): the
+# image comes back from the SQLite store
+kill -TERM $EXP
+wait $EXP 2>/dev/null || true
+"$EXPORTER" --listen "127.0.0.1:$eport" --data-dir "$TMP/exp" >"$TMP/exp2.log" 2>&1 &
+bg_track $!
+wait_http "http://127.0.0.1:$eport/healthz" "$(scaled 10)" "$TMP/exp2.log"
+curl -sf "http://127.0.0.1:$eport/metrics" >"$TMP/em2.txt" || fail "no /metrics after a restart"
+grep -q "container_name=\"$B\".*image=\"$IMG\"" "$TMP/em2.txt" ||
+	fail "/metrics lost the image of $B across a restart: $(grep "$B" "$TMP/em2.txt" | head -2)"
+curl -sf "http://127.0.0.1:$eport/api/v1/targets" >"$TMP/t2.json" || fail "no /api/v1/targets after a restart"
+grep -q "$IMG" "$TMP/t2.json" || fail "/api/v1/targets lost $IMG across a restart: $(head -c 1500 "$TMP/t2.json")"
+info "exporter restarted: /metrics and /api/v1/targets keep $IMG from the store"

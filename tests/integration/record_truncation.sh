@@ -152,7 +152,9 @@ curl -sf "$ex/metrics" >"$TMP/exporter.metrics" || fail "no exporter /metrics"
 a=$(awk -v r="id=\"$rel\"" 'index($0, "cgperf_cgroup_stacks_truncated_total{") == 1 && index($0, r) && /reason="stack_copy"/ { print $NF }' "$TMP/agent.metrics")
 e=$(awk -v r="id=\"$rel\"" 'index($0, "cgperf_cgroup_stacks_truncated_total{") == 1 && index($0, r) && /reason="stack_copy"/ { print $NF }' "$TMP/exporter.metrics")
 info "run: stack_copy truncations of $rel: agent /metrics ${a:-none}, exporter /metrics ${e:-none}"
-((${a:-0} >= 100)) || fail "agent /metrics: $(grep stacks_truncated "$TMP/agent.metrics" | head -5)"
+# every stack of the 2 s at 99 Hz is cut (about 200); a loaded host gives the
+# workload less CPU, so at least 30 of them, and the exporter agrees exactly
+((${a:-0} >= 30)) || fail "agent /metrics: $(grep stacks_truncated "$TMP/agent.metrics" | head -5)"
 [[ ${e:-0} == "$a" ]] || fail "exporter /metrics says ${e:-none}, the agent $a: $(grep stacks_truncated "$TMP/exporter.metrics" | head -5)"
 if command -v promtool >/dev/null; then
 	promtool check metrics <"$TMP/exporter.metrics" >/dev/null 2>&1 || fail "promtool rejects the exporter's /metrics"

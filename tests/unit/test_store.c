@@ -68,6 +68,7 @@ static Cgperf__V1__Batch *batch(const char *host, uint64_t seq, uint64_t start, 
 					.container_name = "nginx",
 					.pod_uid = "p-1",
 					.pod_name = "web-0",
+					.image = "nginx:1.25",
 					.runtime = "docker" };
 	struct wire_batch *b = wire_batch_new(host, NULL, "a1", "9.9", seq, start, start + NS);
 	const char *s1[] = { "nginx", "main", "serve", "read_[k]" };
@@ -220,7 +221,7 @@ struct loaded {
 	int counters, cgroups, probes, agents, unsupported;
 	uint64_t hits, lat_count, val_count, val_neg, agent_batches, agent_samples, agent_lost,
 		agent_stack;
-	char web_container[80], web_name[80];
+	char web_container[80], web_name[80], web_image[80];
 };
 
 static int l_cgroup(void *arg, const struct store_cgroup *c)
@@ -231,6 +232,7 @@ static int l_cgroup(void *arg, const struct store_cgroup *c)
 	if (!strcmp(c->path, "/web") && !strcmp(c->host, "h1")) {
 		snprintf(l->web_container, sizeof(l->web_container), "%s", c->container_id);
 		snprintf(l->web_name, sizeof(l->web_name), "%s", c->container_name);
+		snprintf(l->web_image, sizeof(l->web_image), "%s", c->image ? c->image : "(null)");
 	}
 	return 0;
 }
@@ -305,6 +307,7 @@ static void test_totals_survive(void **state)
 	assert_int_equal(l.unsupported, 0);
 	assert_string_equal(l.web_container, "c0ffee0123456789abcdef");
 	assert_string_equal(l.web_name, "nginx");
+	assert_string_equal(l.web_image, "nginx:1.25");
 	assert_int_equal(l.probes, 1);
 	assert_int_equal(l.hits, 70);
 	assert_int_equal(l.val_count, 12);
@@ -396,6 +399,34 @@ static void test_migrate_v1(void **state)
 	store_close(s);
 	s = open_store(); /* a second open does not migrate again */
 	assert_int_equal(load(s).counters, 3);
+	store_close(s);
+}
+
+/* A version 3 database from before cgroups.image: the column is added,
+ * rows kept, and images stored from then on survive a reopen. */
+static void test_image_column_added(void **state)
+{
+	char path[128], *msg = NULL;
+	sqlite3 *db;
+	struct store *s = open_store();
+	struct loaded l;
+
+	assert_int_equal(put(s, batch("h1", 1, T0, 1), T0), 0);
+	store_close(s);
+	snprintf(path, sizeof(path), "%s/cgperf.db", dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "ALTER TABLE cgroups DROP COLUMN image", NULL, NULL, &msg),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	s = open_store();
+	l = load(s);
+	assert_int_equal(l.cgroups, 2);
+	assert_string_equal(l.web_name, "nginx");
+	assert_string_equal(l.web_image, "");
+	assert_int_equal(put(s, batch("h1", 2, T0 + NS, 1), T0 + NS), 0);
+	store_close(s);
+	s = open_store();
+	assert_string_equal(load(s).web_image, "nginx:1.25");
 	store_close(s);
 }
 
@@ -702,7 +733,8 @@ int main(void)
 {
 	int failed = 0;
 
-	failed += tl_run(TL_TESTS(test_put_and_select, test_totals_survive, test_migrate_v1, test_wal_bounded,
+	failed += tl_run(TL_TESTS(test_put_and_select, test_totals_survive, test_migrate_v1,
+		test_image_column_added, test_wal_bounded,
 		test_count_overflow, test_future_start_retained, test_put_many,
 		test_put_many_one_fails),
 		NULL, NULL, setup, teardown);
