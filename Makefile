@@ -9,6 +9,8 @@
 #   make check-asan the same suite under ASan+UBSan (into build-asan/)
 #   make bench      benchmarks under bench/, printed figures
 #   make fuzz       libFuzzer targets (clang), FUZZ_TIME seconds each
+#   make deb        Debian packages cgperf-agent, cgperf-exporter (into build/deb/)
+#   make image      OCI images of both (podman) from those packages
 #
 # Variables: O=DIR (object dir), SAN=1 (sanitizers), V=1 (verbose).
 
@@ -103,7 +105,7 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all deps run run-stat test check check-asan bench clean distclean build-tests fuzz fuzz-parsers
+.PHONY: deb image all deps run run-stat test check check-asan bench clean distclean build-tests fuzz fuzz-parsers
 all: $(O)/cgperf-agent $(O)/cgperf-exporter
 
 deps:
@@ -237,7 +239,7 @@ FUZZ_CC ?= clang
 FUZZ_TIME ?= 20
 FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
-FUZZ_WIRE_SRC := tests/fuzz/fuzz_wire.c $(wildcard wire/*.c) lib/hist.c lib/utf8.c lib/gzip.c \
+FUZZ_WIRE_SRC := tests/fuzz/fuzz_wire.c $(wildcard wire/*.c) lib/hist.c lib/utf8.c lib/gzip.c lib/hashmap.c \
 	$(PROTO_C)
 
 $(O)/fuzz/fuzz_wire: $(FUZZ_WIRE_SRC) wire/wire.h lib/hist.h $(PROTO_H)
@@ -336,10 +338,22 @@ fuzz: $(O)/fuzz/fuzz_wire $(O)/fuzz/fuzz_wire-seeds $(O)/fuzz/fuzz_ingest $(O)/f
 		$(O)/fuzz/corpus/cfi
 
 
+# Debian packages cgperf-agent and cgperf-exporter (dpkg-buildpackage on a
+# copy of the tree with packaging/debian/ as debian/), into $(O)/deb/.
+deb:
+	$(Q)packaging/install-deps.sh --deb
+	$(Q)packaging/build-deb.sh $(O)/deb
+
+# OCI images of the agent and the exporter (podman, FROM scratch) from the
+# packages of `make deb`, and the agent's seccomp profile, into $(O)/deb/image/.
+image: deb
+	$(Q)packaging/image/build-image.sh $(O)/deb
+
 clean:
 	rm -rf build build-asan
 
 distclean: clean
 	rm -rf $(RUN_DIR)
 
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+# (not the Debian build's copy of the tree under $(O)/deb)
+-include $(shell find $(O) -path $(O)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -14,7 +14,8 @@
 #     connection per push (the two agent designs), then 10,000 agents at 667
 #     batches/s (a 10,000-host fleet pushing every 15 s): ack latency
 #     percentiles, timeouts, resends, /healthz latency, exporter CPU; then
-#     10,000 idle connections: the exporter's RSS and /healthz meanwhile.
+#     10,000 idle connections: the exporter's RSS and /healthz meanwhile;
+#     with --store clickhouse the first run again on the ClickHouse store.
 # With --store clickhouse, part 1 runs on SQLite and then on the ClickHouse
 # store (a clickhouse-server started here on core 0, next to the load
 # generator) and prints the ratio of their batches/s; after the raw-body
@@ -117,15 +118,85 @@ for mode in raw gzip; do
 		if (q > 0) printf "ingest ratio (%s): clickhouse %.1f / sqlite %.1f batches/s = %.2f (ClickHouse on core 0 with the load generator)\n", m, c, q, c / q }'
 done
 
+# --- 1b. the one-hour flame graph of a 1000-agent fleet (--store clickhouse)
+# BENCH_FLAME_ROWS sample rows (10,000,000 by default) as 1000 agents would
+# have written them in the last hour: a batch per agent every 10 s (360,000
+# batches, ~28 stack rows each, 10 cgroups per host, 2000 distinct stacks of
+# depth 20), made in the stores by SQL (pushing them would take longer than
+# the query), then GET /api/v1/stacks?from=-1h 5 times: the median
+# (ClickHouse on both cores, after its merges; the SQLite exporter on core
+# 1). SQLite keeps one row per (minute, host, cgroup, event, stack): fewer
+# rows. The window moves between the two runs: the oldest minute may fall
+# out of the second one (a few bytes less).
+FROWS=${BENCH_FLAME_ROWS:-10000000}
+if [[ $STORES == *clickhouse* ]] && why=$(ch_available); then
+	ch_start flame || fail "clickhouse-server did not start"
+	start_exporter flame-ch --store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[flame]}" \
+		--clickhouse-database fleet
+	kill -TERM $EXP
+	wait $EXP 2>/dev/null
+	now=$(date +%s)
+	t0=$(((now - 3590) * 1000000000))
+	# n: row; b = n / 28: batch; agent b % 1000, seq b / 1000 (every 10 s)
+	BT="($t0 + intDiv(intDiv(number, 28), 1000) * 10000000000)"
+	T0=$(date +%s.%N)
+	ch_query flame "INSERT INTO fleet.stacks SELECT number + 1, arrayStringConcat(arrayMap(i -> concat('fn_', toString((number * 31 + i * 7) % 5000)), range(20)), ';'), '' FROM numbers(2000)" &&
+	ch_query flame "INSERT INTO fleet.batches SELECT concat('agent-', toString(number % 1000)), intDiv(number, 1000), concat('host-', toString(number % 1000)), 'bench', $t0 + intDiv(number, 1000) * 10000000000 AS s, s + 10000000000, s + 10000000000, 28, 28, 0, 0, 0, 0, 0, 0, 0, 0, number + 1 FROM numbers($(((FROWS + 27) / 28)))" &&
+	ch_query flame "INSERT INTO fleet.samples SELECT $BT - $BT % 60000000000, concat('host-', toString(intDiv(number, 28) % 1000)), concat('/fleet/app-', toString(number % 10)), 'cpu-clock', 99, 0, (number * 7919) % 2000 + 1, 1 + number % 50, concat('agent-', toString(intDiv(number, 28) % 1000)), intDiv(intDiv(number, 28), 1000), intDiv(number, 28) + 1 FROM numbers($FROWS)" ||
+		fail "could not fill ClickHouse"
+	T1=$(date +%s.%N)
+	crows=$(ch_query flame "SELECT count() FROM fleet.samples")
+	for ((i = 0; i < 60; i++)); do # let the merges of the fresh parts end
+		[[ $(ch_query flame "SELECT count() FROM system.merges") == 0 ]] && break
+		sleep 1
+	done
+	start_exporter flame-ch --store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[flame]}" \
+		--clickhouse-database fleet
+	read -r fc_ms fc_bytes fc_bad < <(scrapes "$EXURL/api/v1/stacks?from=-1h" 5)
+	kill -TERM $EXP
+	wait $EXP 2>/dev/null
+	ch_stop flame
+	echo "flame graph, 1000 agents x 1 h (clickhouse): $crows sample rows (made in $(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.0f", b - a }') s), $fc_bytes bytes folded: median of 5 $fc_ms ms$( ((fc_bad)) && echo ", $fc_bad FAILED")"
+	start_exporter flame-sq
+	kill -TERM $EXP
+	wait $EXP 2>/dev/null
+	T0=$(date +%s.%N)
+	sqlite3 "$TMP/flame-sq/cgperf.db" <<-SQL || fail "could not fill SQLite"
+		PRAGMA synchronous=OFF;
+		BEGIN;
+		WITH RECURSIVE n(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM n WHERE x < 1999),
+		f(x, i, t) AS (SELECT x, 1, 'fn_' || ((x * 31) % 5000) FROM n
+			UNION ALL SELECT x, i + 1, t || ';fn_' || ((x * 31 + i * 7) % 5000) FROM f WHERE i < 20)
+		INSERT INTO stacks(id, folded) SELECT x + 1, t FROM f WHERE i = 20;
+		WITH RECURSIVE n(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM n WHERE x < $FROWS - 1)
+		INSERT INTO stack_samples SELECT ($t0 + (x / 28 / 1000) * 10000000000) / 60000000000 * 60000000000,
+			'host-' || ((x / 28) % 1000), '/fleet/app-' || (x % 10), 'cpu-clock', 99, 0,
+			(x * 7919) % 2000 + 1, 1 + x % 50 FROM n WHERE 1
+			ON CONFLICT DO UPDATE SET count = count + excluded.count;
+		COMMIT;
+	SQL
+	T1=$(date +%s.%N)
+	srows=$(sqlite3 "$TMP/flame-sq/cgperf.db" "SELECT count(*) FROM stack_samples")
+	start_exporter flame-sq
+	read -r fs_ms fs_bytes fs_bad < <(scrapes "$EXURL/api/v1/stacks?from=-1h" 5)
+	kill -TERM $EXP
+	wait $EXP 2>/dev/null
+	echo "flame graph, 1000 agents x 1 h (sqlite): $srows sample rows (made in $(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.0f", b - a }') s), $fs_bytes bytes folded: median of 5 $fs_ms ms$( ((fs_bad)) && echo ", $fs_bad FAILED")"
+	awk -v c="$fc_ms" -v q="$fs_ms" 'BEGIN { if (c > 0) printf "flame graph ratio: sqlite %.0f ms / clickhouse %.0f ms = %.2f\n", q, c, q / c }'
+elif [[ $STORES == *clickhouse* ]]; then
+	echo "flame graph 1000 agents: SKIPPED ($why)"
+fi
+
 # --- 3. a fleet (before /metrics: part 2 may exit early without Pushgateway)
 FLEET_S=${BENCH_FLEET_SECONDS:-20}
 SWARM=$BUILD_DIR/tools/agent_swarm
 if ((FLEET_S > 0)) && [[ -x $SWARM ]]; then
 	ulimit -n "$(ulimit -Hn)" 2>/dev/null
+	FLEET_STORE=() # the exporter's store arguments
 	fleet() { # NAME SWARM-ARGS...: one exporter, one swarm run, one line
 		local name=$1 c0 c1 rss sw
 		shift
-		start_exporter "fleet-$name"
+		start_exporter "fleet-$name" "${FLEET_STORE[@]}"
 		c0=$(cpu_s $EXP)
 		taskset -c 0 "$SWARM" "$@" "$EXURL" >"$TMP/swarm-$name" 2>&1 &
 		sw=$!
@@ -140,6 +211,14 @@ if ((FLEET_S > 0)) && [[ -x $SWARM ]]; then
 		wait $EXP 2>/dev/null
 	}
 	fleet keepalive-1000 --agents 1000 --rate 100 --duration "$FLEET_S" push
+	if [[ $STORES == *clickhouse* ]] && ch_available >/dev/null; then
+		ch_start fleet || fail "clickhouse-server did not start"
+		taskset -pc 0 "${CH_PID[fleet]}" >/dev/null
+		FLEET_STORE=(--store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[fleet]}")
+		fleet keepalive-1000-clickhouse --agents 1000 --rate 100 --duration "$FLEET_S" push
+		FLEET_STORE=()
+		ch_stop fleet
+	fi
 	fleet close-1000 --agents 1000 --rate 100 --duration "$FLEET_S" --close push
 	fleet keepalive-10000 --agents 10000 --rate 667 --duration "$FLEET_S" push
 	fleet idle-10000 --idle 10000 --duration "$FLEET_S" idle

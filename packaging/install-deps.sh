@@ -4,6 +4,7 @@
 #
 #   packaging/install-deps.sh            build + test + run dependencies
 #   packaging/install-deps.sh --build    only what `make` needs
+#   packaging/install-deps.sh --deb      what `make deb` needs (build + Debian tooling)
 set -eu
 
 BUILD="gcc g++ make pkg-config libc6-dev libelf-dev libdw-dev libunwind-dev libtraceevent-dev libtracefs-dev
@@ -23,9 +24,15 @@ clang libclang-rt-14-dev prometheus curl
 golang-go prometheus-pushgateway libxml2-utils perl binutils chromium victoria-metrics
 clickhouse-server clickhouse-client podman runc busybox-static docker.io"
 
+# make deb and the packaging tests: Debian's package tooling, pandoc for the
+# man pages, systemd for systemd-analyze (units checked offline), podman and
+# runc for make image, python3-kubernetes to check packaging/kubernetes/.
+DEB="debhelper devscripts lintian dpkg-dev fakeroot pandoc systemd podman runc catatonit python3-kubernetes"
+
 case "${1:-}" in
 --build) want="$BUILD" ;;
-*) want="$BUILD $TEST" ;;
+--deb) want="$BUILD $DEB" ;;
+*) want="$BUILD $TEST $DEB" ;;
 esac
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then

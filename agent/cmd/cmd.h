@@ -104,5 +104,10 @@ int cmd_parse_demangle(const char *prog, const char *arg, enum demangle_style *o
 
 /* Explain a perf_event_open permission failure on stderr. */
 void cmd_explain_perf_permission(const char *prog, int err);
+/* When files of processes' roots were refused for want of permission, say on
+ * stderr which capabilities naming their frames needs. */
+void cmd_refusals_hint(const char *prog);
+/* Whether this process has capability @cap (CAP_*) in its effective set. */
+bool cmd_have_cap(int cap);
 
 #endif

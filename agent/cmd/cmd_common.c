@@ -11,7 +11,10 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
+#include <linux/capability.h>
 
 #include "agent/cmd/cmd.h"
 #include "agent/symbols/refusals.h"
@@ -200,6 +203,31 @@ void cmd_explain_perf_permission(const char *prog, int err)
 		"  capability (setcap cap_perfmon+ep cgperf-agent), or as root:\n"
 		"    sysctl kernel.perf_event_paranoid=0\n",
 		prog, strerror(err), buf);
+}
+
+void cmd_refusals_hint(const char *prog)
+{
+	struct refusals_figures f;
+
+	refusals_figures(&f);
+	if (!f.denied)
+		return;
+	fprintf(stderr,
+		"%s: %llu files of other users' processes or containers not readable (permission\n"
+		"  denied): their frames stay unnamed. Naming them needs CAP_SYS_PTRACE (a process's\n"
+		"  /proc/PID/root and maps) and CAP_DAC_READ_SEARCH (files its user may not read)%s.\n",
+		prog, (unsigned long long)f.denied,
+		cmd_have_cap(CAP_SYS_PTRACE) ? "" : "; CAP_SYS_PTRACE is missing");
+}
+
+bool cmd_have_cap(int cap)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	if (cap < 0 || cap >= 64 || syscall(SYS_capget, &h, d) != 0)
+		return false;
+	return d[cap / 32].effective & (1u << (cap % 32));
 }
 
 int cmd_join_csv(char **acc, const char *arg)

@@ -525,6 +525,7 @@ static void report_summary(struct record *r, struct sampler *smp, const struct r
 	cmd_refusals_text(refused, sizeof(refused));
 	if (!a->verbose && refused[0] != '0')
 		fprintf(stderr, "%s: container files refused: %s; -v names them\n", r->prog, refused);
+	cmd_refusals_hint(r->prog);
 	if (!a->verbose)
 		return;
 	fprintf(stderr,

@@ -20,6 +20,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
+#include <linux/capability.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -629,7 +630,14 @@ static int open_probes(struct trace *t, const struct trace_args *a, int *cpus, i
 
 		if (!err)
 			continue;
-		if (err == -EACCES || err == -EPERM)
+		if ((err == -EACCES || err == -EPERM) && t->pr[i].p.kind != PROBE_TRACEPOINT &&
+		    cmd_have_cap(CAP_PERFMON) && !cmd_have_cap(CAP_SYS_ADMIN))
+			fprintf(stderr, "%s: cannot place %s: perf_event_open: %s.\n"
+				"  The kernel's uprobe PMU (uprobes and USDT probes) needs CAP_SYS_ADMIN;\n"
+				"  CAP_PERFMON is not enough. Run as root or grant CAP_SYS_ADMIN too\n"
+				"  (cgperf-agent.service: the probes drop-in of docs/deploy.md).\n",
+				t->prog, label, strerror(-err));
+		else if (err == -EACCES || err == -EPERM)
 			cmd_explain_perf_permission(t->prog, -err);
 		else if (err == -EINVAL && filter && t->pr[i].p.kind == PROBE_TRACEPOINT)
 			fprintf(stderr, "%s: the kernel rejected the filter '%s' for %s\n", t->prog,

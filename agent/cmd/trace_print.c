@@ -303,6 +303,7 @@ void trace_report_summary(struct trace *t, bool verbose, double secs, uint64_t l
 		fprintf(stderr, ", container files refused: %s%s", refused,
 			verbose ? "" : " (-v names them)");
 	fputc('\n', stderr);
+	cmd_refusals_hint(t->prog);
 	fflush(stdout);
 }
 

@@ -589,8 +589,9 @@ static int resolve_tracepoint(struct probe *p, const struct probe_spec *ps, stru
 		goto out;
 	}
 	if (err < 0) {
-		probe_msg_add(m, "%s: cannot read its id under %s/events: %s", head, tracefs,
-			strerror(-err));
+		probe_msg_add(m, "%s: cannot read its id under %s/events: %s%s", head, tracefs,
+			strerror(-err), err == -EACCES || err == -EPERM ?
+			" (tracefs is readable by root only: run as root or grant CAP_DAC_READ_SEARCH)" : "");
 		goto out;
 	}
 	p->kind = PROBE_TRACEPOINT;

@@ -30,7 +30,6 @@ static void on_refusal(void *ctx, pid_t pid, const char *path, enum rootfs_reaso
 	time_t now;
 
 	(void)ctx;
-	(void)err;
 	memcpy(key, &p, 4);
 	memcpy(key + 4, &w, 4);
 	memcpy(key + 8, path, plen);
@@ -52,6 +51,8 @@ static void on_refusal(void *ctx, pid_t pid, const char *path, enum rootfs_reaso
 		*slot = 1;
 	fig.by_reason[(unsigned)why < ROOTFS_R_N ? why : ROOTFS_R_OTHER]++;
 	fig.total++;
+	if (why == ROOTFS_R_OTHER && (err == EACCES || err == EPERM))
+		fig.denied++;
 	if (!notice_fn)
 		goto out;
 	now = time(NULL);

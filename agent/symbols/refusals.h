@@ -33,6 +33,8 @@ struct refusals_figures {
 	uint64_t by_reason[ROOTFS_R_N]; /* distinct refused files per reason */
 	uint64_t total;
 	uint64_t notices_dropped; /* over the rate limit */
+	uint64_t denied; /* of those, refused for want of permission (EACCES,
+			  * EPERM): a capability is missing */
 };
 
 /* @path: raw, as asked inside the process's root; @reason as

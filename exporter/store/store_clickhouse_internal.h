@@ -46,6 +46,9 @@ struct ch_store {
 	struct ch_conn w, r; /* writer (put, retention), reader (queries) */
 	struct hashmap *known; /* stack hashes and module ids inserted, under w.lock */
 	uint64_t stack_rows, deleted_rows; /* under w.lock */
+	/* Insert ids: hash_mix64(ins_seed + ++ins_count), one per batch
+	 * written, unique across exporters (a random seed); under w.lock. */
+	uint64_t ins_seed, ins_count;
 };
 
 static inline struct ch_store *chs(struct store *s)

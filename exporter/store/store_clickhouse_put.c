@@ -3,9 +3,10 @@
  * The ClickHouse store's writes: a group of batches becomes one INSERT per
  * table (TabSeparated rows built in memory, bounded by the batches
  * themselves, which the exporter caps), the interned stacks and modules
- * first and the batches rows last. Batches the cluster already has are
- * skipped; what makes a second copy harmless is the read side's dedupe
- * (store_clickhouse.c).
+ * first and the batches rows last: a batches row says that every row of
+ * its insert (its insert id, "ins") is stored. Batches the cluster already
+ * has are skipped; what makes a second copy harmless is the read side's
+ * dedupe (store_clickhouse.c).
  */
 #include "exporter/store/store_clickhouse_internal.h"
 
@@ -227,7 +228,7 @@ static void put_batch(struct ch_store *s, struct put_group *g, const Cgperf__V1_
 	/* A batch cannot have started after it arrived (see the SQLite store). */
 	uint64_t start = m->start_ns < now ? m->start_ns : now, samples = 0;
 	struct page *p = &g->body[CT_SAMPLES];
-	uint64_t idx = 0;
+	uint64_t ins = hash_mix64(s->ins_seed + ++s->ins_count);
 
 	put_cgroups(g, m, now);
 	put_counters_probes(g, m, now);
@@ -246,7 +247,7 @@ static void put_batch(struct ch_store *s, struct put_group *g, const Cgperf__V1_
 			tsv_u64s(p, v, sizeof(v) / sizeof(v[0]), '\t');
 			tsv_str(p, m->agent_id, '\t');
 			tsv_u64(p, m->seq, '\t');
-			tsv_u64(p, row_key(m, idx++), '\n');
+			tsv_u64(p, ins, '\n');
 			samples = samples + st->count < samples ? UINT64_MAX : samples + st->count;
 			g->stack_rows++;
 		}
@@ -259,8 +260,8 @@ static void put_batch(struct ch_store *s, struct put_group *g, const Cgperf__V1_
 	tsv_u64s(p, (const uint64_t[]){ m->start_ns, m->end_ns, now, samples, a->samples,
 					a->lost_samples, a->unwind_failures, a->push_failures,
 					a->push_rejected, a->spool_dropped_batches,
-					a->stacks_refused, a->spool_bytes, a->spool_batches },
-		 13, '\n');
+					a->stacks_refused, a->spool_bytes, a->spool_batches, ins },
+		 14, '\n');
 }
 
 /*

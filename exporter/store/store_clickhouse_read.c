@@ -2,10 +2,11 @@
 /*
  * The ClickHouse store's reads: the totals (what /metrics, targets and the
  * index show; loaded at start and, the store being shared, whenever the
- * exporter's copy is stale) and the stacks and module queries. Every read
- * collapses rows by their row key first (any() per row: a hash of
- * agent_id, seq and the index in the batch), then sums: a batch stored
- * twice counts once (store_clickhouse.c).
+ * exporter's copy is stale) and the stacks and module queries. The totals
+ * collapse rows by their row key first (any() per row: a hash of
+ * agent_id, seq and the index in the batch), then sum; the stacks sum the
+ * rows of one insert per batch: a batch stored twice counts once
+ * (store_clickhouse.c).
  * Answers are read whole into a page capped at CH_ANSWER_MAX and parsed in
  * place.
  */
@@ -268,15 +269,23 @@ int ch_stacks(struct store *base, const struct store_selection *sel,
 	int ret;
 
 	page_init(&q, 0);
+	/* The rows of the first complete insert of each batch in range (its
+	 * batches row is written last), summed directly: batches sit with
+	 * their samples on one shard (one sharding key), so each shard
+	 * filters by its own batches_local. Grouped by a hash of the event
+	 * name: fixed-size keys are a third faster on 18.16 than a String
+	 * (the alias is not "event": 18.16 would take any(event) for the
+	 * column of the WHERE clause). */
 	page_printf(&q,
-		    /* Aliases differ from the columns: 18.16 would take any(event)
-		     * for the event of the WHERE clause. */
 		    "SELECT st.folded, sm.e, sm.fq, sm.pd, sm.c, st.modules FROM"
-		    " (SELECT k AS stack, e, fq, pd, sum(n) AS c FROM (SELECT"
-		    " any(stack) AS k, any(event) AS e, any(frequency) AS fq,"
-		    " any(period) AS pd, any(count) AS n FROM %s.samples WHERE bucket >= %" PRIu64
-		    " AND bucket < %" PRIu64,
-		    s->db, from, sel->to_ns);
+		    " (SELECT stack, any(event) AS e, frequency AS fq, period AS pd, sum(count) AS c"
+		    " FROM %s.samples WHERE bucket >= %" PRIu64 " AND bucket < %" PRIu64
+		    " AND ins IN (SELECT min(ins) FROM %s.batches%s WHERE"
+		    " least(start_ns, received_ns) >= %" PRIu64
+		    " AND least(start_ns, received_ns) < %" PRIu64 " GROUP BY agent_id, seq)",
+		    s->db, from, sel->to_ns, s->db, s->cluster ? "_local" : "", from,
+		    (uint64_t)(sel->to_ns > UINT64_MAX - CH_BUCKET_NS ? UINT64_MAX
+									   : sel->to_ns + CH_BUCKET_NS));
 	where_eq(&q, "host", sel->host);
 	where_eq(&q, "path", sel->cgroup);
 	where_eq(&q, "event", sel->event);
@@ -305,7 +314,7 @@ int ch_stacks(struct store *base, const struct store_selection *sel,
 		page_putc(&q, ')');
 	}
 	page_printf(&q,
-		    " GROUP BY row) GROUP BY k, e, fq, pd) AS sm"
+		    " GROUP BY stack, cityHash64(event), fq, pd) AS sm"
 		    " ANY LEFT JOIN (SELECT hash AS stack, any(folded) AS folded,"
 		    " minIf(modules, modules != '') AS modules FROM %s.stacks GROUP BY hash) AS st"
 		    " USING stack FORMAT TabSeparated",

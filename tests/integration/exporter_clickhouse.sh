@@ -8,7 +8,9 @@
 #     answer for both cgroups exactly R's folded stacks, and R's cgroup
 #     series and agent batch counts on /metrics;
 #   - exactly once: one gen_batch batch posted to E1, E2 and E1 again
-#     counts once in folded, pprof, SVG, targets and /metrics;
+#     counts once in folded, pprof, SVG, targets and /metrics; its rows
+#     written again by hand (a racing second write, a half-failed one)
+#     still count once;
 #   - stateless: a new exporter E3 on shard 2, and E1 restarted, answer
 #     the same as before;
 #   - outage: shard 2's server stopped, a push to E1 gets 503; shard 1's
@@ -183,6 +185,28 @@ assert len(a) == 1 and a[0]["batches"] == 1, a
 EOF
 done
 info "a batch posted to E1, E2 and E1 again: counted once in folded, SVG, pprof, targets, /metrics"
+# What the check before a write cannot see, made by hand on the batch's
+# shard: a second complete write of it racing the first (its rows and its
+# batches row under another insert id, its counters again) and a write that
+# failed before its batches row (rows only).
+for sh in s1 s2; do
+	cols="bucket, host, path, event, frequency, period, stack, count, agent_id, seq"
+	ch_query $sh "INSERT INTO cgperf.samples_local SELECT $cols, bitXor(ins, 2) FROM cgperf.samples_local WHERE agent_id = 'dup-agent'" &&
+	ch_query $sh "INSERT INTO cgperf.samples_local SELECT $cols, bitXor(ins, 1) FROM cgperf.samples_local WHERE agent_id = 'dup-agent' AND ins IN (SELECT ins FROM cgperf.batches_local)" &&
+	ch_query $sh "INSERT INTO cgperf.counters_local SELECT * FROM cgperf.counters_local WHERE agent_id = 'dup-agent'" &&
+	ch_query $sh "INSERT INTO cgperf.batches_local SELECT agent_id, seq, host, version, start_ns, end_ns, received_ns, stack_samples, samples, lost_samples, unwind_failures, push_failures, push_rejected, spool_dropped_batches, stacks_refused, spool_bytes, spool_batches, bitXor(ins, 1) FROM cgperf.batches_local WHERE agent_id = 'dup-agent'" ||
+		fail "could not copy the rows of dup-agent on $sh"
+done
+[[ $(ch_query s1 "SELECT count() FROM cgperf.batches WHERE agent_id = 'dup-agent'") == 2 ]] ||
+	fail "the batch is not there twice: $(ch_query s1 "SELECT * FROM cgperf.batches WHERE agent_id = 'dup-agent'")"
+sleep 1.2
+for e in E1 E2; do
+	folded $e "host=dup-host" "$TMP/dup$e.folded"
+	same "$e's stacks of a batch written twice and half" "$TMP/dup$e.folded" "$TMP/dupR.folded"
+	series $e "$TMP/$e.2.series"
+	same "$e's /metrics of a batch written twice" "$TMP/$e.2.series" "$TMP/R2.series"
+done
+info "the same batch written twice (a race) and once half: counted once in folded and /metrics"
 
 # --- stateless: a new exporter, and a restarted one, answer the same
 start_ch E3 s2

@@ -1,0 +1,40 @@
+#!/bin/sh
+# build-deb.sh OUTDIR: build the cgperf-agent and cgperf-exporter .deb
+# packages with dpkg-buildpackage into OUTDIR (make deb: OUTDIR=build/deb).
+#
+# The tracked files of the tree (and uncommitted edits to them) are copied to
+# OUTDIR/src, packaging/debian/ becomes debian/ there, and the packages are
+# built from that copy: the source tree gets no debian/ and no build files.
+# A copy that is already there is refreshed (tar keeps the files' times), so a second `make deb`
+# rebuilds only what changed. VERSION=X.Y.Z builds that version instead of
+# the one of packaging/debian/changelog (the upgrade test builds a second one).
+set -eu
+out=${1:?usage: build-deb.sh OUTDIR}
+top=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+src=$out/src
+
+mkdir -p "$src"
+# The tracked files, as they are in the work tree.
+(cd "$top" && git ls-files -z --cached --others --exclude-standard |
+	tar --null --ignore-failed-read -T - -cf -) | tar -xf - -C "$src"
+rm -rf "$src/debian"
+cp -a "$src/packaging/debian" "$src/debian"
+if [ -n "${VERSION:-}" ]; then
+	(cd "$src" && DEBFULLNAME="cgperf maintainers" DEBEMAIL=cgperf@example.org \
+		dch --newversion "$VERSION" --distribution unstable --force-distribution \
+		"Build of version $VERSION." >/dev/null 2>&1)
+fi
+# -nc: no clean, so build/ of the copy is reused between runs.
+(cd "$src" && dpkg-buildpackage -b -us -uc -nc -j"$(nproc)") >"$out/build.log" 2>&1 || {
+	tail -30 "$out/build.log" >&2
+	echo "build-deb: dpkg-buildpackage failed; see $out/build.log" >&2
+	exit 1
+}
+ver=$(cd "$src" && dpkg-parsechangelog -S Version)
+arch=$(dpkg --print-architecture)
+for p in cgperf-agent cgperf-exporter; do
+	[ -f "$out/${p}_${ver}_${arch}.deb" ] || { echo "build-deb: no $p ${ver} package" >&2; exit 1; }
+	echo "$out/${p}_${ver}_${arch}.deb"
+done

@@ -1,0 +1,39 @@
+# Helpers of the packaging tests; source it after common.sh.
+#   pkg_setup TOOL...  skip unless every TOOL is there and neither package is
+#                installed on this host (the tests install and purge them);
+#                remember whether the cgperf user existed; at exit purge both
+#                packages and remove that user if the test made it
+#   pkg_build [VERSION]  build the packages (packaging/build-deb.sh into
+#                $CGPERF_DEB_DIR, default BUILD/deb, reused between runs);
+#                sets PKG_DEBS (agent, exporter)
+PKG_OUT=${CGPERF_DEB_DIR:-$BUILD_DIR/deb}
+_pkg_had_user=0
+
+pkg_setup() {
+	local t p
+	for t in "$@"; do
+		command -v "$t" >/dev/null || skip "$t missing (packaging/install-deps.sh --deb installs it)"
+	done
+	for p in cgperf-agent cgperf-exporter; do
+		dpkg-query -W -f='${Status}' $p 2>/dev/null | grep -q installed &&
+			skip "$p is installed on this host: not touching it"
+	done
+	getent passwd cgperf >/dev/null && _pkg_had_user=1
+	trap _pkg_cleanup EXIT
+}
+
+pkg_drop_user() {
+	((_pkg_had_user)) || { userdel cgperf 2>/dev/null; groupdel cgperf 2>/dev/null; }
+	return 0
+}
+
+_pkg_cleanup() {
+	_cleanup
+	dpkg --purge cgperf-agent cgperf-exporter >/dev/null 2>&1
+	pkg_drop_user
+}
+
+pkg_build() {
+	mapfile -t PKG_DEBS < <(VERSION=${1:-} "$ROOT/packaging/build-deb.sh" "$PKG_OUT")
+	((${#PKG_DEBS[@]} == 2)) || fail "build-deb.sh ${1:-} made no 2 packages: ${PKG_DEBS[*]}"
+}
