@@ -9,10 +9,9 @@
  * the writing takes 159 ms here against 299 ms (1.9x; 1.8-2.0x over
  * three runs of 10k, 100k and 1M stacks), 1.3x (1.27-1.39x) counting the
  * interning both need (271 ms), 1.1x (1.08-1.14x) with gzip (674 ms);
- * peak RSS grows 121 MiB against 346 MiB
- * (2.9x; ~80 MiB of it is the interning in both: protobuf-c wants a
- * uint64_t per location id and a struct per sample, the writing here only
- * the output buffer).
+ * peak RSS grows 121 MiB against 346 MiB (2.9x; ~80 MiB of it is the
+ * interning in both: protobuf-c wants a uint64_t per location id and a
+ * struct per sample, the writing here only the output buffer).
  *
  * The mapping from folded frames:
  *   frame name      -> Function{name, system_name}; "foo_[k]" loses its
