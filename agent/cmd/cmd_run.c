@@ -277,11 +277,13 @@ static struct pcell *pcell_get(struct agent *a, uint32_t probe, uint64_t cgroup)
 	return &a->pc[*slot - 1];
 }
 
-static void on_latency(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, uint64_t ns)
+static void on_latency(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, uint64_t end,
+		       uint64_t ns)
 {
 	struct pcell *c = pcell_get(ctx, pair, cgroup);
 
 	(void)pid;
+	(void)end;
 	if (c)
 		hist_add(&c->lat, (int64_t)ns);
 }

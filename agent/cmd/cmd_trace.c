@@ -67,6 +67,9 @@ enum {
 	OPT_CALLGRAPH,
 	OPT_DEMANGLE,
 	OPT_NO_DEMANGLE,
+	OPT_KEY,
+	OPT_LAT_TIMEOUT,
+	OPT_HEATMAP,
 };
 
 static const struct cmd_opt trace_opts[] = {
@@ -78,6 +81,12 @@ static const struct cmd_opt trace_opts[] = {
 	{"latency", OPT_LAT, false, "S[,E]",
 	 "time from probe S to probe E on the same thread; with one\n"
 	 "u: probe, from the function's entry to its return"},
+	{"key", OPT_KEY, false, "FIELD[,FIELD]",
+	 "pair --latency's tracepoints by these fields (dev,sector),\n"
+	 "not by thread; the start's cgroup owns the latency"},
+	{"latency-timeout", OPT_LAT_TIMEOUT, false, "SECONDS",
+	 "--key: drop starts still unpaired after this long (10)"},
+	{"heatmap", OPT_HEATMAP, false, "FILE.svg", "time x latency heat map of --latency's pairs"},
 	{"stacks", OPT_STACKS, false, NULL,
 	 "fold the user+kernel stacks at every hit (frame pointers)"},
 	{"call-graph", OPT_CALLGRAPH, false, "MODE", "fp or dwarf: how --stacks unwinds user stacks"},
@@ -101,6 +110,7 @@ static const struct cmd_opt trace_opts[] = {
 static void usage(FILE *f)
 {
 	fputs("usage: cgperf-agent trace -e PROBE [-e PROBE...] [--hist ARG] [--latency START[,END]]\n"
+	      "                          [--key FIELD[,FIELD]] [--latency-timeout S] [--heatmap FILE]\n"
 	      "                          [--stacks] [--filter EXPR] [-a | -G CG[,CG...] | -p PID]\n"
 	      "                          [--per-pid] [--json] [--demangle=STYLE | --no-demangle]\n"
 	      "                          [--duration SECONDS | -- COMMAND...]\n"
@@ -155,6 +165,13 @@ static void on_sample(void *ctx, const struct sample *s)
 	struct tprobe *tp = &t->pr[t->cur];
 	struct cell *c;
 
+	/* A keyed end runs in any context: it counts once paired (on_latency). */
+	if (t->nkey && (int)t->cur == t->lat_end) {
+		t->samples++;
+		if (trace_key_add(t, s, true) < 0)
+			t->value_errors++;
+		return;
+	}
 	if (t->filter_pids) {
 		uint64_t *slot = fold_slot(t->pids, &s->pid, sizeof(s->pid));
 
@@ -174,10 +191,14 @@ static void on_sample(void *ctx, const struct sample *s)
 		else
 			t->value_errors++;
 	}
-	if (((int)t->cur == t->lat_start || (int)t->cur == t->lat_end) &&
-	    latency_add(t->lat, 0, (int)t->cur == t->lat_end, s->time, s->cgroup_id, s->pid,
-			s->tid) < 0)
+	if (t->nkey && (int)t->cur == t->lat_start) {
+		if (trace_key_add(t, s, false) < 0)
+			t->value_errors++;
+	} else if (((int)t->cur == t->lat_start || (int)t->cur == t->lat_end) &&
+		   latency_add(t->lat, 0, (int)t->cur == t->lat_end, s->time, s->cgroup_id, s->pid,
+			       s->tid) < 0) {
 		t->value_errors++;
+	}
 	if (t->stacks) {
 		const char *label = tp->p.label;
 
@@ -185,7 +206,8 @@ static void on_sample(void *ctx, const struct sample *s)
 	}
 }
 
-static void on_latency(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, uint64_t ns)
+static void on_latency(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, uint64_t end,
+		       uint64_t ns)
 {
 	struct trace *t = ctx;
 	struct cell *sc = cell_get(t, (uint32_t)t->lat_start, cgroup, pid);
@@ -193,6 +215,9 @@ static void on_latency(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, 
 	(void)pair;
 	if (sc)
 		hist_add(&sc->lat, (int64_t)ns);
+	if (t->nkey && (sc = cell_get(t, (uint32_t)t->lat_end, cgroup, pid)))
+		sc->hits++;
+	trace_heat_add(t, end, ns);
 }
 
 /* Pair the held endpoints older than @upto (all with UINT64_MAX). */
@@ -415,6 +440,11 @@ static int parse_args(struct trace *t, struct trace_args *a, int argc, char **ar
 		case 'e': ret = add_spec(t->prog, a, optarg); break;
 		case OPT_HIST: t->hist_name = optarg; break;
 		case OPT_LAT: a->latency = optarg; break;
+		case OPT_KEY: ret = trace_key_parse(t, optarg); break;
+		case OPT_LAT_TIMEOUT:
+			ret = cmd_parse_seconds(t->prog, "--latency-timeout", optarg, &t->lat_timeout);
+			break;
+		case OPT_HEATMAP: t->heat_path = optarg; break;
 		case OPT_STACKS: a->want_stacks = true; break;
 		case OPT_CALLGRAPH: ret = parse_call_graph(t->prog, a, optarg); break;
 		case OPT_FILTER: a->filter = optarg; break;
@@ -439,12 +469,17 @@ static int parse_args(struct trace *t, struct trace_args *a, int argc, char **ar
 		return 2;
 	}
 	a->cmd = optind < argc ? argv + optind : NULL;
+	if ((t->nkey || t->heat_path) && !a->latency) {
+		fprintf(stderr, "%s: --key and --heatmap go with --latency START,END\n", t->prog);
+		return 2;
+	}
 	return 0;
 }
 
 /* --latency S,E (or one uprobe: its entry to its return) into lat_a, lat_b. */
-static int split_latency(const char *prog, struct trace_args *a)
+static int split_latency(const struct trace *t, struct trace_args *a)
 {
+	const char *prog = t->prog;
 	const char *latency = a->latency, *comma = NULL;
 
 	for (const char *q = strchr(latency, ','); q; q = strchr(q + 1, ','))
@@ -469,7 +504,11 @@ static int split_latency(const char *prog, struct trace_args *a)
 		fprintf(stderr, "%s: --latency takes START,END, or one u: probe\n", prog);
 		return 2;
 	}
-	return a->lat_a && a->lat_b ? 0 : 1;
+	if (!a->lat_a || !a->lat_b)
+		return 1;
+	if (t->nkey && (trace_key_spec(t, &a->lat_a) || trace_key_spec(t, &a->lat_b)))
+		return 1;
+	return 0;
 }
 
 static int resolve_each(struct trace *t, const struct trace_args *a, size_t nspecs,
@@ -624,8 +663,15 @@ static int open_probes(struct trace *t, const struct trace_args *a, int *cpus, i
 	};
 	const char *filter = a->filter;
 
+	struct sampler_opts everywhere = base;
+
+	/* A keyed end: every task of every CPU (the start picks the cgroup). */
+	everywhere.cgroup_dirs = NULL;
+	everywhere.ncgroups = 0;
+	everywhere.pid = 0;
 	for (size_t i = 0; i < t->npr; i++) {
-		int err = open_probe(t, &t->pr[i], &base, filter);
+		bool any = t->nkey && (int)i == t->lat_end;
+		int err = open_probe(t, &t->pr[i], any ? &everywhere : &base, filter);
 		const char *label = t->pr[i].p.label;
 
 		if (!err)
@@ -807,6 +853,8 @@ static int trace_run(struct trace *t, const struct trace_args *a, struct workloa
 		ret = 1;
 		goto out;
 	}
+	if (t->lat_timeout > 0)
+		latency_set_bounds(t->lat, (uint64_t)(t->lat_timeout * 1e9), 0);
 	fold_set_limit(t->cells, MAX_CELLS);
 	if (a->want_stacks) {
 		t->stacks = stacks_new(a->smode, t->per_cgroup, t->mount);
@@ -823,6 +871,10 @@ static int trace_run(struct trace *t, const struct trace_args *a, struct workloa
 
 	uint64_t t0 = clock_mono_ns();
 
+	if (trace_heat_start(t, t0) < 0) {
+		ret = 1;
+		goto out;
+	}
 	ret = trace_loop(t, w, a->pid, a->duration > 0 ? t0 + (uint64_t)(a->duration * 1e9) : 0,
 			 &lost);
 	if (ret)
@@ -832,6 +884,8 @@ static int trace_run(struct trace *t, const struct trace_args *a, struct workloa
 	trace_print_results(t, a->json, secs);
 	trace_report_summary(t, a->verbose, secs, lost);
 	ret = workload_finish(w);
+	if (trace_heat_write(t) && !ret)
+		ret = 1;
 out:
 	workload_release(w);
 	close_probes(t); /* their events hold the cgroup */
@@ -858,7 +912,7 @@ int cmd_trace(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (a.latency && (ret = split_latency(t.prog, &a)))
+	if (a.latency && (ret = split_latency(&t, &a)))
 		goto out;
 	if (!a.nspecs && !a.latency) {
 		fprintf(stderr, "%s: no probe given (-e PROBE or --latency START,END)\n", t.prog);
@@ -867,6 +921,8 @@ int cmd_trace(int argc, char **argv)
 		goto out;
 	}
 	ret = resolve_probes(&t, &a);
+	if (!ret && t.nkey)
+		ret = trace_key_resolve(&t);
 	if (!ret)
 		ret = find_hist_args(&t);
 	if (!ret)
@@ -884,6 +940,7 @@ out:
 	free(a.lat_b);
 	fold_free(t.cells);
 	latency_free(t.lat);
+	trace_key_release(&t);
 	fold_free(t.pids);
 	free(t.v);
 	stacks_free(t.stacks);
