@@ -449,8 +449,8 @@ static void drain_rings(struct agent *a)
 			a->cur_site = k;
 			sampler_drain(a->pr[i].smp[k], a->pr[i].stacks && a->pst ? &scb : &pcb);
 		}
-	if (a->lat)
-		latency_pair(a->lat, round, on_latency, a);
+	if (a->lat && round > LATENCY_SLACK_NS)
+		latency_pair(a->lat, round - LATENCY_SLACK_NS, on_latency, a);
 }
 
 /* SIGHUP: the config again, everything rebuilt from it. 0 (also when the

@@ -794,8 +794,8 @@ static int trace_loop(struct trace *t, struct workload *w, long pid, uint64_t en
 		uint64_t round = clock_mono_ns();
 
 		drain_all(t, false);
-		if (t->lat_start >= 0)
-			pair_latency(t, round);
+		if (t->lat_start >= 0 && round > LATENCY_SLACK_NS)
+			pair_latency(t, round - LATENCY_SLACK_NS);
 		if (t->stacks)
 			stacks_gc(t->stacks);
 		if (end && clock_mono_ns() >= end)

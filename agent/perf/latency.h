@@ -36,6 +36,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What a caller subtracts from its drain instant before pairing: a hit
+ * is stamped before it is written to its ring, so one stamped just before
+ * the instant may only show up in the next drain. */
+#define LATENCY_SLACK_NS 50000000ull
+
 /* At most this many 64-bit key values (fields) per keyed endpoint. */
 #define LATENCY_KEY_MAX 3
 #define LATENCY_DEFAULT_TIMEOUT_NS 10000000000ull
