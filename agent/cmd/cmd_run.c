@@ -288,14 +288,37 @@ static void on_latency(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, 
 		hist_add(&c->lat, (int64_t)ns);
 }
 
+/* Hold endpoint @end of pair @pair (its start probe): by thread, or by the
+ * values of its latency_key arguments read from @s (hit of probe @rp). */
+static void hold_endpoint(struct agent *a, size_t pair, const struct rprobe *rp, bool end,
+			  const struct sample *s)
+{
+	const struct rprobe *sp = &a->pr[pair];
+	uint64_t key[CONFIG_MAX_LATENCY_KEY];
+
+	if (!sp->nkey) {
+		latency_add(a->lat, (uint32_t)pair, end, s->time, s->cgroup_id, s->pid, s->tid);
+		return;
+	}
+	for (size_t k = 0; k < sp->nkey; k++) {
+		int64_t v;
+
+		if (sp->key_arg[end][k] < 0 ||
+		    probe_arg_value(&rp->p, sp->key_arg[end][k], NULL, s, rp->regs_mask, &v) < 0)
+			return;
+		key[k] = (uint64_t)v;
+	}
+	latency_add_key(a->lat, (uint32_t)pair, end, s->time, s->cgroup_id, s->pid, key, sp->nkey);
+}
+
 /* Hold a hit that starts or ends latencies: one endpoint per pair it is in. */
 static void hold_latency(struct agent *a, const struct rprobe *rp, const struct sample *s)
 {
 	if (rp->lat_end >= 0)
-		latency_add(a->lat, (uint32_t)a->cur, false, s->time, s->cgroup_id, s->pid, s->tid);
+		hold_endpoint(a, a->cur, rp, false, s);
 	for (size_t i = 0; rp->is_end && i < a->npr; i++)
 		if (a->pr[i].lat_end == (int)a->cur)
-			latency_add(a->lat, (uint32_t)i, true, s->time, s->cgroup_id, s->pid, s->tid);
+			hold_endpoint(a, i, rp, true, s);
 }
 
 static void on_probe(void *ctx, const struct sample *s)

@@ -354,8 +354,17 @@ static void test_accepted(void **state)
 	assert_null(c->probes[0].hist);
 	assert_true(c->probes[1].stacks);
 	assert_string_equal(c->probes[2].latency_end, "u:libc:free%return");
+	assert_int_equal(c->probes[2].nlatency_key, 0);
 	assert_int_equal(c->push.interval_ms, 30000);
 	assert_int_equal(c->push.timeout_ms, 30000);
+	config_free(c);
+
+	/* latency_key: fields both specs name. */
+	c = parse_ok("probes:\n  - spec: block:block_rq_issue dev sector\n"
+		     "    latency_end: block:block_rq_complete dev sector\n"
+		     "    latency_key: [dev, sector]\n");
+	assert_int_equal(c->probes[0].nlatency_key, 2);
+	assert_string_equal(c->probes[0].latency_key[1], "sector");
 	config_free(c);
 
 	/* hist names an argument as written or as named. */

@@ -252,6 +252,12 @@ static const struct err_case err_cases[] = {
 	 "sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT"},
 	{"probes:\n  - u:libc:free\n  - sched:sched_switch\n  - spec: u:libc:free\n",
 	 "t.yaml:4:5: probes[2]: the same probe as probes[0] (line 2)"},
+	{"probes:\n  - spec: block:block_rq_issue dev\n    latency_key: [dev]\n",
+	 "t.yaml:3:18: probes[0].latency_key: pairs a latency: give latency_end too"},
+	{"probes:\n  - spec: block:block_rq_issue dev sector\n"
+	 "    latency_end: block:block_rq_complete dev\n    latency_key: [dev, sector]\n",
+	 "t.yaml:4:18: probes[0].latency_key: 'sector' is not an argument of latency_end; it has dev "
+	 "(name the field in both specs: \"block:block_rq_issue dev sector\")"},
 	{"probes:\n  - spec: u:libc:free\n    stacks: maybe\n",
 	 "t.yaml:3:13: probes[0].stacks: expected true or false, got 'maybe'"},
 
