@@ -168,10 +168,10 @@ static int time_param(const char *name, const char *v, uint64_t now, uint64_t *o
 	return -EINVAL;
 }
 
-int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
-			      size_t whylen)
+int routes_parse_selection(struct MHD_Connection *c, struct stacks_query *q, char *why,
+			   size_t whylen)
 {
-	const char *from, *to, *format;
+	const char *from, *to;
 	uint64_t now = http_now_ns();
 
 	memset(q, 0, sizeof(*q));
@@ -180,7 +180,7 @@ int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, 
 	    param(c, "container", &q->sel.container, why, whylen) ||
 	    param(c, "pod", &q->sel.pod, why, whylen) ||
 	    param(c, "event", &q->sel.event, why, whylen) || param(c, "from", &from, why, whylen) ||
-	    param(c, "to", &to, why, whylen) || param(c, "format", &format, why, whylen))
+	    param(c, "to", &to, why, whylen) || param(c, "probe", &q->probe, why, whylen))
 		return -EINVAL;
 	q->sel.to_ns = now;
 	if (time_param("to", to, now, &q->sel.to_ns, why, whylen))
@@ -192,6 +192,16 @@ int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, 
 		snprintf(why, whylen, "from is not before to");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
+			      size_t whylen)
+{
+	const char *format;
+
+	if (routes_parse_selection(c, q, why, whylen) || param(c, "format", &format, why, whylen))
+		return -EINVAL;
 	if (!format || !strcmp(format, "folded")) {
 		q->format = FMT_FOLDED;
 	} else if (!strcmp(format, "pprof")) {
@@ -424,6 +434,7 @@ void routes_serve(struct http *h, struct req **rs, size_t n)
 	switch (r->route) {
 	case RT_METRICS: serve_metrics(h, NULL, r); break;
 	case RT_STACKS: serve_stacks(h, NULL, r); break;
+	case RT_HEATMAP: routes_serve_heatmap(h, NULL, r); break;
 	case RT_TARGETS: serve_targets(h, NULL, r, targets_json, "application/json"); break;
 	default: serve_targets(h, NULL, r, targets_index, "text/html; charset=utf-8"); break;
 	}

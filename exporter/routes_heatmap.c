@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+/*
+ * GET /api/v1/heatmap?probe=LABEL[&host=..&cgroup=..&from=..&to=..&format=svg|json]:
+ * a latency heat map of one probe from the latency histograms the agents
+ * pushed, one per probe, cgroup and push interval (the store's
+ * store_latency_rows()). Columns are time buckets as wide as the shortest
+ * interval seen (merged two by two past HEAT_MAX_COLS), rows the
+ * histograms' log2 buckets, so no bucket is split or guessed: a cell is
+ * the sum of the bucket's counts of the intervals that started in the
+ * column (over every cgroup of the selection). SVG by lib/heatmap, or the
+ * same grid as JSON.
+ */
+#include "exporter/http_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exporter/page.h"
+#include "exporter/targets.h"
+#include "lib/grow.h"
+#include "lib/heatmap.h"
+#include "lib/hist.h"
+#include "lib/log.h"
+
+#define HEAT_MAX_COLS 400
+#define HEAT_MAX_ROWS 200000 /* stored intervals read for one map */
+#define HEAT_MIN_COL_NS 1000000000ull
+
+int routes_parse_heatmap_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
+			       size_t whylen)
+{
+	const char *format = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+
+	if (routes_parse_selection(c, q, why, whylen))
+		return -EINVAL;
+	if (!q->probe) {
+		snprintf(why, whylen, "probe: the probe's label is needed (probe=block:block_rq_issue)");
+		return -EINVAL;
+	}
+	if (!format || !*format || !strcmp(format, "svg")) {
+		q->format = FMT_SVG;
+	} else if (!strcmp(format, "json")) {
+		q->format = FMT_JSON;
+	} else {
+		snprintf(why, whylen, "format: '%.60s': want svg or json", format);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The rows read, then placed: t0 and the column width come from them. */
+struct heat_rows {
+	struct {
+		uint64_t start, len;
+		struct hist h;
+	} *v;
+	size_t n, cap;
+	bool cut;
+};
+
+static int take_row(void *arg, const struct store_latency_row *r)
+{
+	struct heat_rows *x = arg;
+
+	if (x->n >= HEAT_MAX_ROWS) {
+		x->cut = true;
+		return 1;
+	}
+	if (GROW_ARRAY(x->v, x->n, x->cap, 64) < 0)
+		return -ENOMEM;
+	x->v[x->n].start = r->start_ns;
+	x->v[x->n].len = r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0;
+	x->v[x->n++].h = r->latency_ns;
+	return 0;
+}
+
+/* The grid of @x: NULL + errno. */
+static struct heatmap *place(const struct heat_rows *x)
+{
+	uint64_t t0 = UINT64_MAX, col = UINT64_MAX;
+	struct heatmap *m;
+
+	for (size_t i = 0; i < x->n; i++) {
+		t0 = x->v[i].start < t0 ? x->v[i].start : t0;
+		if (x->v[i].len && x->v[i].len < col)
+			col = x->v[i].len;
+	}
+	if (col < HEAT_MIN_COL_NS || col == UINT64_MAX)
+		col = col == UINT64_MAX ? 10 * HEAT_MIN_COL_NS : HEAT_MIN_COL_NS;
+	m = heatmap_new(t0, col, HEAT_MAX_COLS, 1);
+	for (size_t i = 0; m && i < x->n; i++)
+		for (int k = 0; k < HIST_BUCKETS; k++)
+			if (x->v[i].h.b[k] && heatmap_add_row(m, x->v[i].start, k, x->v[i].h.b[k]) < 0) {
+				heatmap_free(m);
+				errno = ENOMEM;
+				return NULL;
+			}
+	return m;
+}
+
+static void heat_json(const struct heatmap *m, const struct stacks_query *q, uint64_t t0,
+		      struct page *p)
+{
+	bool first = true;
+
+	page_put(p, "{\"probe\":");
+	page_json(p, q->probe);
+	page_printf(p, ",\"start_ns\":%" PRIu64 ",\"column_ns\":%" PRIu64 ",\"columns\":%zu"
+		       ",\"total\":%" PRIu64 ",\"cells\":[",
+		    t0, heatmap_col_ns(m), heatmap_cols(m), heatmap_total(m));
+	for (size_t c = 0; c < heatmap_cols(m); c++)
+		for (int r = 0; r < heatmap_rows(m); r++) {
+			uint64_t n = heatmap_cell(m, c, r), lo, hi;
+
+			if (!n)
+				continue;
+			heatmap_row_bounds(m, r, &lo, &hi);
+			page_printf(p, "%s{\"column\":%zu,\"ge\":%" PRIu64 ",\"le\":%" PRIu64
+				       ",\"count\":%" PRIu64 "}",
+				    first ? "" : ",", c, lo, hi, n);
+			first = false;
+		}
+	page_put(p, "]}\n");
+}
+
+static enum MHD_Result heat_svg(struct MHD_Connection *c, struct req *r,
+				const struct stacks_query *q, const struct heatmap *m)
+{
+	char from[40], to[40];
+	struct page t, sub;
+	char *title, *subtitle, *svg = NULL;
+	size_t len = 0;
+	FILE *f;
+	int ret = -ENOMEM;
+
+	targets_time(q->sel.from_ns, from, sizeof(from));
+	targets_time(q->sel.to_ns, to, sizeof(to));
+	page_init(&t, 0);
+	page_printf(&t, "cgperf: latency of %s", q->probe);
+	page_init(&sub, 0);
+	if (q->sel.host)
+		page_printf(&sub, "host=%s ", q->sel.host);
+	if (q->sel.cgroup)
+		page_printf(&sub, "cgroup=%s ", q->sel.cgroup);
+	page_printf(&sub, "%s to %s", from, to);
+	title = page_take(&t, NULL);
+	subtitle = page_take(&sub, NULL);
+	f = title && subtitle ? open_memstream(&svg, &len) : NULL;
+	if (f) {
+		struct heatmap_opts o = {.title = title, .subtitle = subtitle, .unit = "ns"};
+
+		ret = heatmap_svg(m, &o, f);
+		if (fclose(f))
+			ret = -ENOMEM;
+	}
+	free(title);
+	free(subtitle);
+	if (ret || !svg) {
+		free(svg);
+		return http_answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot draw the heat map\n");
+	}
+	return http_respond(c, r, MHD_HTTP_OK, "image/svg+xml", svg, len, true, NULL);
+}
+
+enum MHD_Result routes_serve_heatmap(struct http *h, struct MHD_Connection *c, struct req *r)
+{
+	const struct stacks_query q = r->q; /* parsed by first_call() */
+	struct heat_rows x = {0};
+	struct heatmap *m = NULL;
+	enum MHD_Result res;
+	int ret = store_latency_rows(h->cfg.store, &q.sel, q.probe, take_row, &x);
+
+	if (ret < 0) {
+		free(x.v);
+		log_kv(LOG_ERROR, "heat map query failed", "error", strerror(-ret), NULL);
+		return http_answer(c, r, ret == -EOPNOTSUPP ? MHD_HTTP_NOT_IMPLEMENTED
+				   : ret == -ENOMEM ? MHD_HTTP_SERVICE_UNAVAILABLE
+						    : MHD_HTTP_INTERNAL_SERVER_ERROR,
+				   "heat map query failed\n");
+	}
+	if (!x.n) {
+		free(x.v);
+		return http_answer(c, r, MHD_HTTP_NOT_FOUND,
+				   "no latency histograms of this probe in this selection (probe, host, "
+				   "cgroup) between from and to\n");
+	}
+	if (x.cut)
+		log_kv(LOG_WARN, "heat map cut to its first intervals", "probe", q.probe, NULL);
+	m = place(&x);
+	if (!m) {
+		res = http_answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+	} else if (q.format == FMT_JSON) {
+		struct page p;
+		char *text;
+		size_t len = 0;
+
+		page_init(&p, 0);
+		heat_json(m, &q, x.v[0].start, &p);
+		text = page_take(&p, &len);
+		res = text ? http_respond(c, r, MHD_HTTP_OK, "application/json", text, len, true, NULL)
+			   : http_answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+	} else {
+		res = heat_svg(c, r, &q, m);
+	}
+	heatmap_free(m);
+	free(x.v);
+	return res;
+}
