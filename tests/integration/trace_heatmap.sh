@@ -1,0 +1,95 @@
+#!/bin/bash
+# Keyed block latency and heat maps (issue 15): 2000 direct 4 KiB writes in
+# a cgroup, on the root disk (not tmpfs), paired from block_rq_issue to
+# block_rq_complete by (dev, sector), although completions run in interrupt
+# context: trace -G counts >= 2000 pairs and draws a well-formed heat map
+# with cells; run with latency_key pushes the per-interval histograms, its
+# /metrics shows the pairing figures, and the exporter's /api/v1/heatmap
+# answers the same probe with a well-formed SVG with cells (and JSON that
+# adds up to >= 2000).
+source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/exporter.sh"
+need xmllint curl python3 dd
+ls /sys/kernel/tracing/events/block/block_rq_issue >/dev/null 2>&1 ||
+	ls /sys/kernel/debug/tracing/events/block/block_rq_issue >/dev/null 2>&1 ||
+	skip "no block tracepoints in tracefs"
+DATA=$(mktemp /var/tmp/cgperf-heat.XXXXXX)
+trap 'rm -f "$DATA"; _cleanup' EXIT
+cg_new heat
+writes() { # 2000 direct 4 KiB writes from inside the cgroup
+	sh -c 'echo $$ >"$1/cgroup.procs" && exec dd if=/dev/zero of="$2" oflag=direct bs=4k count=2000 2>/dev/null' \
+		sh "$cg" "$DATA" || fail "dd failed"
+}
+LAT=block:block_rq_issue,block:block_rq_complete
+
+# ---- trace -G: pairs, the counts, the heat map ----
+"$AGENT" trace -G "$rel" --latency $LAT --key dev,sector --heatmap "$TMP/trace.svg" \
+	--json --duration "$(scaled 4)" >"$TMP/t.json" 2>"$TMP/t.err" &
+tr=$!; bg_track $tr
+sleep 1.5
+writes
+wait $tr || fail "trace failed: $(cat "$TMP/t.err")"
+cat "$TMP/t.err"
+python3 - "$TMP/t.json" "$rel" "$TMP/t.err" <<'PY' || fail "trace pairs wrong"
+import json, re, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+mine = {r["probe"]: r for r in rows if r.get("cgroup") == sys.argv[2]}
+issue, done = mine["block:block_rq_issue"], mine["block:block_rq_complete"]
+pairs = issue["latency_ns"]["count"]
+print("# issues in the cgroup", issue["hits"], "pairs", pairs, "completions", done["hits"])
+assert pairs >= 2000, pairs
+assert done["hits"] == pairs, (done["hits"], pairs)  # an end counts under its start's cgroup
+err = open(sys.argv[3]).read()
+m = re.search(r"latency by key: (\d+) pairs, (\d+) ends without a start, (\d+) starts pending", err)
+assert m and int(m.group(1)) >= 2000, err
+print("# unpaired ends (other cgroups' I/O)", m.group(2), "pending", m.group(3))
+PY
+xmllint --noout "$TMP/trace.svg" || fail "trace heat map is not well-formed"
+n=$(grep -c 'class="cell"' "$TMP/trace.svg")
+((n > 0)) || fail "trace heat map has no cells"
+info "trace heat map: $n cells"
+
+# ---- run + exporter: per-interval histograms become a heat map ----
+exporter_up
+mport=$(free_port)
+cat >"$TMP/agent.yaml" <<YAML
+host: {name: heat-host, agent_id_file: $TMP/agent-id}
+cgroups: {include: ["$rel"]}
+counters: {enabled: false}
+sampling: {enabled: false}
+probes:
+  - spec: block:block_rq_issue dev sector
+    latency_end: block:block_rq_complete dev sector
+    latency_key: [dev, sector]
+push: {interval: 1s, collectors: ["$ex/api/v1/push"]}
+metrics: {listen: "127.0.0.1:$mport"}
+YAML
+agent_run "$TMP/run.log" --config "$TMP/agent.yaml" --duration "$(scaled 6)"
+wait_http "http://127.0.0.1:$mport/metrics" "$(scaled 5)" "$TMP/run.log"
+writes
+sleep 1.5
+curl -sf "http://127.0.0.1:$mport/metrics" >"$TMP/agent.prom" || fail "agent /metrics"
+pairs=$(awk '/^cgperf_agent_latency_pairs_total/ { print $NF }' "$TMP/agent.prom")
+grep '^cgperf_agent_latency_' "$TMP/agent.prom"
+((${pairs:-0} >= 2000)) || fail "agent /metrics: $pairs latency pairs"
+grep -q '^cgperf_agent_latency_pending{' "$TMP/agent.prom" || fail "no pending gauge"
+wait $ag || fail "run failed: $(cat "$TMP/run.log")"
+q="probe=block:block_rq_issue&cgroup=$rel&from=-5m"
+curl -sf "$ex/api/v1/heatmap?$q" -o "$TMP/exp.svg" || fail "heat map endpoint: $(curl -s "$ex/api/v1/heatmap?$q")"
+xmllint --noout "$TMP/exp.svg" || fail "exporter heat map is not well-formed"
+n=$(grep -c 'class="cell"' "$TMP/exp.svg")
+((n > 0)) || fail "exporter heat map has no cells"
+curl -sf "$ex/api/v1/heatmap?$q&format=json" >"$TMP/exp.json" || fail "heat map JSON"
+python3 - "$TMP/exp.json" <<'PY' || fail "exporter heat map JSON does not add up"
+import json, sys
+m = json.load(open(sys.argv[1]))
+total = sum(c["count"] for c in m["cells"])
+print("# exporter heat map: columns", m["columns"], "of", m["column_ns"] / 1e9, "s, pairs", total)
+assert total == m["total"] and total >= 2000, m
+assert all(c["ge"] <= c["le"] for c in m["cells"])
+PY
+code=$(curl -s -o /dev/null -w '%{http_code}' "$ex/api/v1/heatmap?cgroup=$rel")
+[[ $code == 400 ]] || fail "heat map without probe: HTTP $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$ex/api/v1/heatmap?probe=no:such")
+[[ $code == 404 ]] || fail "heat map of an unknown probe: HTTP $code"
+info "exporter heat map: $n cells"
