@@ -39,7 +39,8 @@ void heatmap_row_bounds(const struct heatmap *h, int row, uint64_t *lo, uint64_t
 int heatmap_rows(const struct heatmap *h);
 
 /* Count @n values @v at time @t_ns (or @n in row @row). 0, -ERANGE
- * before t0 or for a bad row, -ENOMEM. */
+ * before t0 or for a bad row, -ENOMEM. @n 0 only extends the time axis
+ * to @t_ns (a trace that ends later than its last value). */
 int heatmap_add(struct heatmap *h, uint64_t t_ns, uint64_t v, uint64_t n);
 int heatmap_add_row(struct heatmap *h, uint64_t t_ns, int row, uint64_t n);
 

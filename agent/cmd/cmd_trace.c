@@ -879,12 +879,13 @@ static int trace_run(struct trace *t, const struct trace_args *a, struct workloa
 			 &lost);
 	if (ret)
 		goto out;
-	double secs = (double)(clock_mono_ns() - t0) / 1e9;
+	uint64_t t1 = clock_mono_ns();
+	double secs = (double)(t1 - t0) / 1e9;
 
 	trace_print_results(t, a->json, secs);
 	trace_report_summary(t, a->verbose, secs, lost);
 	ret = workload_finish(w);
-	if (trace_heat_write(t) && !ret)
+	if (trace_heat_write(t, t1) && !ret)
 		ret = 1;
 out:
 	workload_release(w);

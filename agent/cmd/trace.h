@@ -84,10 +84,10 @@ int trace_key_resolve(struct trace *t);
 /* Hold the keyed endpoint of hit @s of the start or end probe. 0 or -errno. */
 int trace_key_add(struct trace *t, const struct sample *s, bool end);
 /* --heatmap: start the map at @t0 (0 or -errno), add a pair, write the SVG
- * (0 or the exit status). */
+ * with the time axis up to @end (0 or the exit status). */
 int trace_heat_start(struct trace *t, uint64_t t0);
 void trace_heat_add(struct trace *t, uint64_t end_time, uint64_t ns);
-int trace_heat_write(struct trace *t);
+int trace_heat_write(struct trace *t, uint64_t end);
 /* Free the key names and the heat map. */
 void trace_key_release(struct trace *t);
 

@@ -158,7 +158,7 @@ void trace_heat_add(struct trace *t, uint64_t end_time, uint64_t ns)
 		t->heat_refused++;
 }
 
-int trace_heat_write(struct trace *t)
+int trace_heat_write(struct trace *t, uint64_t end)
 {
 	char title[512], sub[256];
 	struct heatmap_opts o = {.title = title, .subtitle = sub, .unit = "ns"};
@@ -167,6 +167,8 @@ int trace_heat_write(struct trace *t)
 
 	if (!t->heat)
 		return 0;
+	if (end)
+		heatmap_add_row(t->heat, end - 1, 0, 0); /* the axis to the end of the trace */
 	snprintf(title, sizeof(title), "Latency heat map: %s to %s", t->pr[t->lat_start].p.label,
 		 t->pr[t->lat_end].p.label);
 	if (t->nkey)

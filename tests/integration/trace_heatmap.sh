@@ -6,9 +6,11 @@
 # with cells; run with latency_key pushes the per-interval histograms, its
 # /metrics shows the pairing figures, and the exporter's /api/v1/heatmap
 # answers the same probe with a well-formed SVG with cells (and JSON that
-# adds up to >= 2000).
+# adds up to >= 2000). STORE=clickhouse: the exporter on a ClickHouse
+# server (trace_heatmap_clickhouse.sh), and the trace part is skipped.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/exporter.sh"
+source "$(dirname "$0")/../lib/clickhouse.sh"
 need xmllint curl python3 dd
 ls /sys/kernel/tracing/events/block/block_rq_issue >/dev/null 2>&1 ||
 	ls /sys/kernel/debug/tracing/events/block/block_rq_issue >/dev/null 2>&1 ||
@@ -23,6 +25,7 @@ writes() { # 2000 direct 4 KiB writes from inside the cgroup
 LAT=block:block_rq_issue,block:block_rq_complete
 
 # ---- trace -G: pairs, the counts, the heat map ----
+if ! on_clickhouse; then
 "$AGENT" trace -G "$rel" --latency $LAT --key dev,sector --heatmap "$TMP/trace.svg" \
 	--json --duration "$(scaled 4)" >"$TMP/t.json" 2>"$TMP/t.err" &
 tr=$!; bg_track $tr
@@ -48,9 +51,12 @@ xmllint --noout "$TMP/trace.svg" || fail "trace heat map is not well-formed"
 n=$(grep -c 'class="cell"' "$TMP/trace.svg")
 ((n > 0)) || fail "trace heat map has no cells"
 info "trace heat map: $n cells"
+fi
 
 # ---- run + exporter: per-interval histograms become a heat map ----
-exporter_up
+store_setup
+# shellcheck disable=SC2046 # one flag per line
+exporter_up $(store_args heat)
 mport=$(free_port)
 cat >"$TMP/agent.yaml" <<YAML
 host: {name: heat-host, agent_id_file: $TMP/agent-id}

@@ -98,6 +98,10 @@ static void test_columns_merge(void **state)
 	assert_int_equal(heatmap_cell(h, 2, hist_bucket(5)), 4);
 	assert_int_equal(heatmap_total(h), 10);
 	assert_int_equal(heatmap_cell(h, 9, 1), 0);
+	/* A count of 0 only stretches the time axis. */
+	assert_int_equal(heatmap_add_row(h, 1159, 0, 0), 0);
+	assert_int_equal(heatmap_cols(h), 4);
+	assert_int_equal(heatmap_total(h), 10);
 	heatmap_free(h);
 	heatmap_free(NULL);
 }
