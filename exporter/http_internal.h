@@ -177,6 +177,10 @@ int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, 
  * probe, from, to) into @q; 0 or -EINVAL with why. */
 int routes_parse_selection(struct MHD_Connection *c, struct stacks_query *q, char *why,
 			   size_t whylen);
+/* Format parameter @v (NULL: the first) as one of the @n @names into
+ * *@out (@fmts' value); 0, or -EINVAL with why ("want a, b or c"). */
+int routes_format(const char *v, const char *const *names, const enum format *fmts, size_t n,
+		  enum format *out, char *why, size_t whylen);
 /* GET /api/v1/heatmap (routes_heatmap.c): its query, and its answer. */
 int routes_parse_heatmap_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
 			       size_t whylen);

@@ -200,19 +200,29 @@ int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, 
 {
 	const char *format;
 
+	static const char *const names[] = { "folded", "pprof", "svg" };
+	static const enum format fmts[] = { FMT_FOLDED, FMT_PPROF, FMT_SVG };
+
 	if (routes_parse_selection(c, q, why, whylen) || param(c, "format", &format, why, whylen))
 		return -EINVAL;
-	if (!format || !strcmp(format, "folded")) {
-		q->format = FMT_FOLDED;
-	} else if (!strcmp(format, "pprof")) {
-		q->format = FMT_PPROF;
-	} else if (!strcmp(format, "svg")) {
-		q->format = FMT_SVG;
-	} else {
-		snprintf(why, whylen, "format: '%.60s': want folded, pprof or svg", format);
-		return -EINVAL;
-	}
-	return 0;
+	return routes_format(format, names, fmts, 3, &q->format, why, whylen);
+}
+
+int routes_format(const char *v, const char *const *names, const enum format *fmts, size_t n,
+		  enum format *out, char *why, size_t whylen)
+{
+	size_t at;
+
+	for (size_t i = 0; i < n; i++)
+		if (!v || !strcmp(v, names[i])) {
+			*out = fmts[i];
+			return 0;
+		}
+	at = (size_t)snprintf(why, whylen, "format: '%.60s': want ", v);
+	for (size_t i = 0; i < n && at < whylen; i++)
+		at += (size_t)snprintf(why + at, whylen - at, "%s%s", names[i],
+				       i + 2 < n ? ", " : i + 1 < n ? " or " : "");
+	return -EINVAL;
 }
 
 struct sum_ctx {

@@ -32,6 +32,8 @@
 int routes_parse_heatmap_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
 			       size_t whylen)
 {
+	static const char *const names[] = { "svg", "json" };
+	static const enum format fmts[] = { FMT_SVG, FMT_JSON };
 	const char *format = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
 
 	if (routes_parse_selection(c, q, why, whylen))
@@ -40,15 +42,8 @@ int routes_parse_heatmap_query(struct MHD_Connection *c, struct stacks_query *q,
 		snprintf(why, whylen, "probe: the probe's label is needed (probe=block:block_rq_issue)");
 		return -EINVAL;
 	}
-	if (!format || !*format || !strcmp(format, "svg")) {
-		q->format = FMT_SVG;
-	} else if (!strcmp(format, "json")) {
-		q->format = FMT_JSON;
-	} else {
-		snprintf(why, whylen, "format: '%.60s': want svg or json", format);
-		return -EINVAL;
-	}
-	return 0;
+	return routes_format(format && *format ? format : NULL, names, fmts, 2, &q->format, why,
+			     whylen);
 }
 
 /* The rows read, then placed: t0 and the column width come from them. */

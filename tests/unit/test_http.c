@@ -39,6 +39,9 @@ static void test_routes(void **state)
 	hf_expect(hf_get("/", NULL), 200, NULL);
 	hf_expect(hf_get("/api/v1/stacks?format=png", NULL), 400, "want folded, pprof or svg");
 	hf_expect(hf_get("/api/v1/stacks?from=yesterday-ish", NULL), 400, NULL);
+	hf_expect(hf_get("/api/v1/heatmap", NULL), 400, "probe");
+	hf_expect(hf_get("/api/v1/heatmap?probe=p&format=png", NULL), 400, "want svg or json");
+	hf_expect(hf_get("/api/v1/heatmap?probe=no:such", NULL), 404, "no latency histograms");
 }
 
 static void test_push_and_duplicate(void **state)
