@@ -786,6 +786,7 @@ static void test_latency_rows(void **state)
 	assert_int_equal(lrows(s, (struct store_selection){ .from_ns = T0 + 100 * NS },
 			       "sdt:pg:query", &x), 1);
 	assert_int_equal(lrows(s, (struct store_selection){ 0 }, "sdt:pg:other", &x), 0);
+	store_close(s);
 }
 
 int main(void)
