@@ -844,6 +844,8 @@ static int trace_run(struct trace *t, const struct trace_args *a, struct workloa
 	uint64_t lost = 0;
 
 	t->mount = cmd_perf_cgroup_mount(t->prog);
+	if ((ret = trace_heat_open(t)))
+		goto out;
 	if ((ret = cgroup_targets(t, a, &cgdirs, &ncgdirs, &trans_abs)))
 		goto out;
 	ncpu = cpumap_online(&cpus);

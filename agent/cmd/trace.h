@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "agent/perf/latency.h"
 #include "agent/perf/probe.h"
@@ -70,6 +71,7 @@ struct trace {
 	double lat_timeout;             /* --latency-timeout, seconds */
 	const char *heat_path;          /* --heatmap FILE.svg, or NULL */
 	struct heatmap *heat;
+	FILE *heat_file;                /* opened before tracing, written at the end */
 	uint64_t heat_refused;
 };
 
@@ -83,8 +85,10 @@ int trace_key_spec(const struct trace *t, char **spec);
 int trace_key_resolve(struct trace *t);
 /* Hold the keyed endpoint of hit @s of the start or end probe. 0 or -errno. */
 int trace_key_add(struct trace *t, const struct sample *s, bool end);
-/* --heatmap: start the map at @t0 (0 or -errno), add a pair, write the SVG
+/* --heatmap: open the file before tracing (0 or the exit status, said on
+ * stderr), start the map at @t0 (0 or -errno), add a pair, write the SVG
  * with the time axis up to @end (0 or the exit status). */
+int trace_heat_open(struct trace *t);
 int trace_heat_start(struct trace *t, uint64_t t0);
 void trace_heat_add(struct trace *t, uint64_t end_time, uint64_t ns);
 int trace_heat_write(struct trace *t, uint64_t end);

@@ -78,6 +78,9 @@ int trace_key_spec(const struct trace *t, char **spec)
 	size_t len = strlen(*spec) + 1;
 	char *s;
 
+	/* Not a tracepoint: left as it is, for trace_key_resolve() to refuse. */
+	if (!strncmp(*spec, "u:", 2) || !strncmp(*spec, "sdt:", 4))
+		return 0;
 	for (size_t i = 0; i < t->nkey; i++)
 		len += strlen(t->key_names[i]) + 1;
 	s = malloc(len);
@@ -144,9 +147,20 @@ int trace_key_add(struct trace *t, const struct sample *s, bool end)
 	return latency_add_key(t->lat, 0, end, s->time, s->cgroup_id, s->pid, key, t->nkey);
 }
 
-int trace_heat_start(struct trace *t, uint64_t t0)
+int trace_heat_open(struct trace *t)
 {
 	if (!t->heat_path)
+		return 0;
+	t->heat_file = fopen(t->heat_path, "w");
+	if (t->heat_file)
+		return 0;
+	fprintf(stderr, "%s: cannot write %s: %s\n", t->prog, t->heat_path, strerror(errno));
+	return 1;
+}
+
+int trace_heat_start(struct trace *t, uint64_t t0)
+{
+	if (!t->heat_file)
 		return 0;
 	t->heat = heatmap_new(t0, HEAT_COL_NS, HEAT_MAX_COLS, HEAT_PER_OCTAVE);
 	return t->heat ? 0 : -errno;
@@ -162,11 +176,12 @@ int trace_heat_write(struct trace *t, uint64_t end)
 {
 	char title[512], sub[256];
 	struct heatmap_opts o = {.title = title, .subtitle = sub, .unit = "ns"};
-	FILE *f;
+	FILE *f = t->heat_file;
 	int rc;
 
-	if (!t->heat)
+	if (!t->heat || !f)
 		return 0;
+	t->heat_file = NULL;
 	if (end)
 		heatmap_add_row(t->heat, end - 1, 0, 0); /* the axis to the end of the trace */
 	snprintf(title, sizeof(title), "Latency heat map: %s to %s", t->pr[t->lat_start].p.label,
@@ -177,12 +192,6 @@ int trace_heat_write(struct trace *t, uint64_t end)
 			 t->nkey > 2 ? "," : "", t->nkey > 2 ? t->key_names[2] : "");
 	else
 		snprintf(sub, sizeof(sub), "paired by thread");
-	f = fopen(t->heat_path, "w");
-	if (!f) {
-		rc = -errno;
-		fprintf(stderr, "%s: cannot write %s: %s\n", t->prog, t->heat_path, strerror(-rc));
-		return 1;
-	}
 	rc = heatmap_svg(t->heat, &o, f);
 	if (fclose(f) && !rc)
 		rc = -EIO;
@@ -203,4 +212,7 @@ void trace_key_release(struct trace *t)
 	t->nkey = 0;
 	heatmap_free(t->heat);
 	t->heat = NULL;
+	if (t->heat_file)
+		fclose(t->heat_file);
+	t->heat_file = NULL;
 }

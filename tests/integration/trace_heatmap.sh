@@ -26,6 +26,14 @@ LAT=block:block_rq_issue,block:block_rq_complete
 
 # ---- trace -G: pairs, the counts, the heat map ----
 if ! on_clickhouse; then
+# Bad input: exit 2 with the reason, before anything is traced.
+for bad in "--key dev -e block:block_rq_issue" "--latency $LAT --key dev,nosuch" \
+	"--latency u:libc:malloc --key size" "--latency $LAT --key a,b,c,d"; do
+	# shellcheck disable=SC2086 # the words of $bad are the options
+	"$AGENT" trace $bad --duration 1 >/dev/null 2>"$TMP/bad.err"
+	rc=$?
+	[[ $rc == 2 && -s $TMP/bad.err ]] || fail "trace $bad: exit $rc, $(cat "$TMP/bad.err")"
+done
 "$AGENT" trace -G "$rel" --latency $LAT --key dev,sector --heatmap "$TMP/trace.svg" \
 	--json --duration "$(scaled 4)" >"$TMP/t.json" 2>"$TMP/t.err" &
 tr=$!; bg_track $tr
