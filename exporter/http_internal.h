@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "wire/wire.h"
 #include "exporter/http.h"
@@ -177,6 +178,14 @@ int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, 
  * probe, from, to) into @q; 0 or -EINVAL with why. */
 int routes_parse_selection(struct MHD_Connection *c, struct stacks_query *q, char *why,
 			   size_t whylen);
+/* Draws an SVG titled @title and @subtitle into @f: 0 or -errno. */
+typedef int (*routes_draw_fn)(const void *arg, const char *title, const char *subtitle, FILE *f);
+/* Answer @status with the SVG @draw(@arg) writes, titled with the texts of
+ * pages @t and @sub (taken); 500 when it cannot be drawn. */
+enum MHD_Result routes_svg(struct MHD_Connection *c, struct req *r, unsigned status,
+			   struct page *t, struct page *sub, routes_draw_fn draw, const void *arg);
+/* "host=H cgroup=C ..." of a selection's set fields ("all hosts" when none). */
+void routes_selection_text(const struct store_selection *s, struct page *p);
 /* Format parameter @v (NULL: the first) as one of the @n @names into
  * *@out (@fmts' value); 0, or -EINVAL with why ("want a, b or c"). */
 int routes_format(const char *v, const char *const *names, const enum format *fmts, size_t n,

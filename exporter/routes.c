@@ -309,7 +309,7 @@ static int module_of(void *arg, const char *frame, uint32_t module, struct rende
 }
 
 /* "host=a cgroup=/x" naming the selection, for titles and file names. */
-static void selection_text(const struct store_selection *s, struct page *p)
+void routes_selection_text(const struct store_selection *s, struct page *p)
 {
 	const struct {
 		const char *k, *v;
@@ -328,32 +328,16 @@ static void selection_text(const struct store_selection *s, struct page *p)
 		page_put(p, "all hosts");
 }
 
-static enum MHD_Result serve_svg(struct MHD_Connection *c, struct req *r,
-				 const struct stacks_query *q, const struct fold_set *fs,
-				 unsigned status)
+enum MHD_Result routes_svg(struct MHD_Connection *c, struct req *r, unsigned status,
+			   struct page *t, struct page *sub, routes_draw_fn draw, const void *arg)
 {
-	char from[40], to[40];
-	struct page t, sub;
-	char *title, *subtitle, *svg = NULL;
+	char *title = page_take(t, NULL), *subtitle = page_take(sub, NULL), *svg = NULL;
 	size_t len = 0;
-	FILE *f;
+	FILE *f = title && subtitle ? open_memstream(&svg, &len) : NULL;
 	int ret = -ENOMEM;
 
-	targets_time(q->sel.from_ns, from, sizeof(from));
-	targets_time(q->sel.to_ns, to, sizeof(to));
-	page_init(&t, 0);
-	page_put(&t, "cgperf: ");
-	selection_text(&q->sel, &t);
-	page_init(&sub, 0);
-	page_printf(&sub, "%s to %s, %" PRIu64 " samples%s", from, to, fold_set_samples(fs),
-		    fold_set_samples(fs) ? "" : ": no samples in this selection");
-	title = page_take(&t, NULL);
-	subtitle = page_take(&sub, NULL);
-	f = title && subtitle ? open_memstream(&svg, &len) : NULL;
 	if (f) {
-		struct flame_opts o = { .title = title, .subtitle = subtitle };
-
-		ret = render_svg(fs, &o, f);
+		ret = draw(arg, title, subtitle, f);
 		if (fclose(f))
 			ret = -ENOMEM;
 	}
@@ -361,9 +345,34 @@ static enum MHD_Result serve_svg(struct MHD_Connection *c, struct req *r,
 	free(subtitle);
 	if (ret || !svg) {
 		free(svg);
-		return http_answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot draw the flame graph\n");
+		return http_answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot draw the picture\n");
 	}
 	return http_respond(c, r, status, "image/svg+xml", svg, len, true, NULL);
+}
+
+static int draw_flame(const void *arg, const char *title, const char *subtitle, FILE *f)
+{
+	struct flame_opts o = { .title = title, .subtitle = subtitle };
+
+	return render_svg(arg, &o, f);
+}
+
+static enum MHD_Result serve_svg(struct MHD_Connection *c, struct req *r,
+				 const struct stacks_query *q, const struct fold_set *fs,
+				 unsigned status)
+{
+	char from[40], to[40];
+	struct page t, sub;
+
+	targets_time(q->sel.from_ns, from, sizeof(from));
+	targets_time(q->sel.to_ns, to, sizeof(to));
+	page_init(&t, 0);
+	page_put(&t, "cgperf: ");
+	routes_selection_text(&q->sel, &t);
+	page_init(&sub, 0);
+	page_printf(&sub, "%s to %s, %" PRIu64 " samples%s", from, to, fold_set_samples(fs),
+		    fold_set_samples(fs) ? "" : ": no samples in this selection");
+	return routes_svg(c, r, status, &t, &sub, draw_flame, fs);
 }
 
 static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, struct req *r)

@@ -121,43 +121,27 @@ static void heat_json(const struct heatmap *m, const struct stacks_query *q, uin
 	page_put(p, "]}\n");
 }
 
+static int draw_heat(const void *arg, const char *title, const char *subtitle, FILE *f)
+{
+	struct heatmap_opts o = {.title = title, .subtitle = subtitle, .unit = "ns"};
+
+	return heatmap_svg(arg, &o, f);
+}
+
 static enum MHD_Result heat_svg(struct MHD_Connection *c, struct req *r,
 				const struct stacks_query *q, const struct heatmap *m)
 {
 	char from[40], to[40];
 	struct page t, sub;
-	char *title, *subtitle, *svg = NULL;
-	size_t len = 0;
-	FILE *f;
-	int ret = -ENOMEM;
 
 	targets_time(q->sel.from_ns, from, sizeof(from));
 	targets_time(q->sel.to_ns, to, sizeof(to));
 	page_init(&t, 0);
 	page_printf(&t, "cgperf: latency of %s", q->probe);
 	page_init(&sub, 0);
-	if (q->sel.host)
-		page_printf(&sub, "host=%s ", q->sel.host);
-	if (q->sel.cgroup)
-		page_printf(&sub, "cgroup=%s ", q->sel.cgroup);
-	page_printf(&sub, "%s to %s", from, to);
-	title = page_take(&t, NULL);
-	subtitle = page_take(&sub, NULL);
-	f = title && subtitle ? open_memstream(&svg, &len) : NULL;
-	if (f) {
-		struct heatmap_opts o = {.title = title, .subtitle = subtitle, .unit = "ns"};
-
-		ret = heatmap_svg(m, &o, f);
-		if (fclose(f))
-			ret = -ENOMEM;
-	}
-	free(title);
-	free(subtitle);
-	if (ret || !svg) {
-		free(svg);
-		return http_answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot draw the heat map\n");
-	}
-	return http_respond(c, r, MHD_HTTP_OK, "image/svg+xml", svg, len, true, NULL);
+	routes_selection_text(&q->sel, &sub);
+	page_printf(&sub, ", %s to %s", from, to);
+	return routes_svg(c, r, MHD_HTTP_OK, &t, &sub, draw_heat, m);
 }
 
 enum MHD_Result routes_serve_heatmap(struct http *h, struct MHD_Connection *c, struct req *r)
