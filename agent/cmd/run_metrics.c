@@ -128,6 +128,8 @@ static const struct self_figure latency_figures[] = {
 	 "Keyed latency starts replaced by a newer start of their key.", SV(ls.replaced)},
 	{"cgperf_agent_latency_pending", "gauge", "Keyed latency starts waiting for their end.",
 	 SV(ls.pending)},
+	{"cgperf_agent_latency_late_total", "counter",
+	 "Latency hits that reached their ring after their instant had been paired.", SV(ls.late)},
 };
 #undef SV
 

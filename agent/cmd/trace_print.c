@@ -304,6 +304,8 @@ void trace_report_summary(struct trace *t, bool verbose, double secs, uint64_t l
 			PRIu64 " starts pending at the end, %" PRIu64 " timed out, %" PRIu64
 			" dropped (table full), %" PRIu64 " replaced", ls.paired, ls.unpaired_end,
 			ls.pending, ls.timed_out, ls.dropped, ls.replaced);
+		if (ls.late)
+			fprintf(stderr, ", %" PRIu64 " hits late (paired out of order)", ls.late);
 	}
 	if (t->value_errors)
 		fprintf(stderr, ", %" PRIu64 " argument values unreadable", t->value_errors);

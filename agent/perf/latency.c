@@ -37,6 +37,7 @@ struct latency {
 	struct pend *pend;
 	size_t npend, cappend, max_pending;
 	uint64_t timeout_ns;
+	uint64_t done_upto; /* every endpoint before this instant has been paired */
 	struct latency_stats st;
 };
 
@@ -79,6 +80,8 @@ static int hold(struct latency *l, const struct endpoint *e)
 {
 	if (l->n >= l->max)
 		return -ENOSPC;
+	if (e->time < l->done_upto)
+		l->st.late++;
 	if (GROW_ARRAY(l->v, l->n, l->cap, 4096) < 0)
 		return -ENOMEM;
 	l->v[l->n++] = *e;
@@ -245,8 +248,10 @@ uint64_t latency_pair(struct latency *l, uint64_t upto, latency_fn fn, void *ctx
 	}
 	memmove(l->v, l->v + done, (l->n - done) * sizeof(*l->v));
 	l->n -= done;
-	if (upto != UINT64_MAX)
+	if (upto != UINT64_MAX) {
 		pend_expire(l, upto > last ? upto : last);
+		l->done_upto = upto > l->done_upto ? upto : l->done_upto;
+	}
 	l->st.unpaired_end += unpaired;
 	return unpaired;
 }

@@ -39,7 +39,7 @@
 /* What a caller subtracts from its drain instant before pairing: a hit
  * is stamped before it is written to its ring, so one stamped just before
  * the instant may only show up in the next drain. */
-#define LATENCY_SLACK_NS 50000000ull
+#define LATENCY_SLACK_NS 200000000ull
 
 /* At most this many 64-bit key values (fields) per keyed endpoint. */
 #define LATENCY_KEY_MAX 3
@@ -92,6 +92,8 @@ struct latency_stats {
 	uint64_t dropped;      /* keyed starts refused: max_pending were waiting */
 	uint64_t replaced;     /* keyed starts replaced by a newer start of their key */
 	uint64_t pending;      /* keyed starts waiting now */
+	uint64_t late;         /* endpoints older than an instant already paired up to
+				* (reached their ring later than LATENCY_SLACK_NS) */
 };
 void latency_stats(const struct latency *l, struct latency_stats *out);
 

@@ -254,6 +254,11 @@ static void test_keyed_timeout(void **state)
 	latency_stats(x->l, &st);
 	assert_int_equal(st.pending, 0);
 	assert_int_equal(st.unpaired_end, 1);
+	assert_int_equal(st.late, 0);
+	/* A hit older than 3000, where pairing went already: late. */
+	keyed(x->l, false, 2500, 9, 7);
+	latency_stats(x->l, &st);
+	assert_int_equal(st.late, 1);
 }
 
 static void test_keyed_bound(void **state)
