@@ -545,6 +545,9 @@ static int run_loop(struct agent *a, int sfd, double duration)
 		now = clock_mono_ns();
 		if (end && now >= end)
 			stop = true;
+		/* The last batch before a stop or a reload: every pair held. */
+		if ((stop || again) && a->lat)
+			latency_pair(a->lat, UINT64_MAX, on_latency, a);
 		if (now >= next || stop || again) {
 			uint64_t seq = 0, end_rt = clock_real_ns();
 

@@ -78,16 +78,17 @@ probes:
 push: {interval: 1s, collectors: ["$ex/api/v1/push"]}
 metrics: {listen: "127.0.0.1:$mport"}
 YAML
-agent_run "$TMP/run.log" --config "$TMP/agent.yaml" --duration "$(scaled 6)"
-wait_http "http://127.0.0.1:$mport/metrics" "$(scaled 5)" "$TMP/run.log"
+agent_run "$TMP/run.log" --config "$TMP/agent.yaml"
+wait_http "http://127.0.0.1:$mport/metrics" "$(scaled 10)" "$TMP/run.log"
 writes
-sleep 1.5
+sleep 1.5 # a batch (1 s) and the pairing delay (200 ms) later
 curl -sf "http://127.0.0.1:$mport/metrics" >"$TMP/agent.prom" || fail "agent /metrics"
 pairs=$(awk '/^cgperf_agent_latency_pairs_total/ { print $NF }' "$TMP/agent.prom")
 grep '^cgperf_agent_latency_' "$TMP/agent.prom"
 ((${pairs:-0} >= 2000)) || fail "agent /metrics: $pairs latency pairs"
 grep -q '^cgperf_agent_latency_pending{' "$TMP/agent.prom" || fail "no pending gauge"
-wait $ag || fail "run failed: $(cat "$TMP/run.log")"
+kill -TERM "$ag" # a last batch, with every pair held, then exit
+wait "$ag" || fail "run failed: $(cat "$TMP/run.log")"
 q="probe=block:block_rq_issue&cgroup=$rel&from=-5m"
 curl -sf "$ex/api/v1/heatmap?$q" -o "$TMP/exp.svg" || fail "heat map endpoint: $(curl -s "$ex/api/v1/heatmap?$q")"
 xmllint --noout "$TMP/exp.svg" || fail "exporter heat map is not well-formed"
