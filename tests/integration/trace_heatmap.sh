@@ -90,6 +90,16 @@ grep -q '^cgperf_agent_latency_pending{' "$TMP/agent.prom" || fail "no pending g
 kill -TERM "$ag" # a last batch, with every pair held, then exit
 wait "$ag" || fail "run failed: $(cat "$TMP/run.log")"
 q="probe=block:block_rq_issue&cgroup=$rel&from=-5m"
+heat_total() {
+	curl -sf "$ex/api/v1/heatmap?$q&format=json" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["total"])' 2>/dev/null || echo 0
+}
+# The last batches may still be on their way (the agent's sender, the
+# exporter's ingest queue).
+for _ in $(seq $((20 * TIME_SCALE))); do
+	(($(heat_total) >= 2000)) && break
+	sleep 0.5
+done
 curl -sf "$ex/api/v1/heatmap?$q" -o "$TMP/exp.svg" || fail "heat map endpoint: $(curl -s "$ex/api/v1/heatmap?$q")"
 xmllint --noout "$TMP/exp.svg" || fail "exporter heat map is not well-formed"
 n=$(grep -c 'class="cell"' "$TMP/exp.svg")
