@@ -3,11 +3,11 @@
  * GET /api/v1/heatmap?probe=LABEL[&host=..&cgroup=..&from=..&to=..&format=svg|json]:
  * a latency heat map of one probe from the latency histograms the agents
  * pushed, one per probe, cgroup and push interval (the store's
- * store_latency_rows()). Columns are time buckets as wide as the shortest
- * interval seen (merged two by two past HEAT_MAX_COLS), rows the
- * histograms' log2 buckets, so no bucket is split or guessed: a cell is
- * the sum of the bucket's counts of the intervals that started in the
- * column (over every cgroup of the selection). SVG by lib/heatmap, or the
+ * store_latency_rows()). Columns are time buckets as wide as the median
+ * interval (merged two by two past HEAT_MAX_COLS), rows the histograms'
+ * log2 buckets, so no bucket is split or guessed: a cell is the sum of the
+ * bucket's counts of the intervals whose middle falls in the column (over
+ * every cgroup of the selection). SVG by lib/heatmap, or the
  * same grid as JSON.
  */
 #include "exporter/http_internal.h"
@@ -27,7 +27,7 @@
 
 #define HEAT_MAX_COLS 400
 #define HEAT_MAX_ROWS 200000 /* stored intervals read for one map */
-#define HEAT_MIN_COL_NS 1000000000ull
+#define HEAT_MIN_COL_NS 100000000ull /* 100 ms */
 
 int routes_parse_heatmap_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
 			       size_t whylen)
@@ -72,27 +72,57 @@ static int take_row(void *arg, const struct store_latency_row *r)
 	return 0;
 }
 
-/* The grid of @x: NULL + errno. */
-static struct heatmap *place(const struct heat_rows *x)
+static int cmp_u64(const void *a, const void *b)
 {
-	uint64_t t0 = UINT64_MAX, col = UINT64_MAX;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median interval of @x (partial ones, at a start or a reload, do not
+ * count much), at least HEAT_MIN_COL_NS; 0 on ENOMEM. */
+static uint64_t column_width(const struct heat_rows *x)
+{
+	uint64_t *len = malloc(x->n * sizeof(*len)), col;
+
+	if (!len)
+		return 0;
+	for (size_t i = 0; i < x->n; i++)
+		len[i] = x->v[i].len;
+	qsort(len, x->n, sizeof(*len), cmp_u64);
+	col = len[x->n / 2];
+	free(len);
+	return col < HEAT_MIN_COL_NS ? HEAT_MIN_COL_NS : col;
+}
+
+/*
+ * The grid of @x: NULL + errno. An interval goes to the column of its
+ * middle: push intervals start a few ms early or late, and by its start
+ * one would share a column with its neighbour now and then.
+ */
+static struct heatmap *place(const struct heat_rows *x, uint64_t *t0_out)
+{
+	uint64_t t0 = UINT64_MAX, col = column_width(x);
 	struct heatmap *m;
 
-	for (size_t i = 0; i < x->n; i++) {
-		t0 = x->v[i].start < t0 ? x->v[i].start : t0;
-		if (x->v[i].len && x->v[i].len < col)
-			col = x->v[i].len;
+	if (!col) {
+		errno = ENOMEM;
+		return NULL;
 	}
-	if (col < HEAT_MIN_COL_NS || col == UINT64_MAX)
-		col = col == UINT64_MAX ? 10 * HEAT_MIN_COL_NS : HEAT_MIN_COL_NS;
+	for (size_t i = 0; i < x->n; i++)
+		t0 = x->v[i].start < t0 ? x->v[i].start : t0;
 	m = heatmap_new(t0, col, HEAT_MAX_COLS, 1);
-	for (size_t i = 0; m && i < x->n; i++)
+	for (size_t i = 0; m && i < x->n; i++) {
+		uint64_t mid = x->v[i].start + x->v[i].len / 2;
+
 		for (int k = 0; k < HIST_BUCKETS; k++)
-			if (x->v[i].h.b[k] && heatmap_add_row(m, x->v[i].start, k, x->v[i].h.b[k]) < 0) {
+			if (x->v[i].h.b[k] && heatmap_add_row(m, mid, k, x->v[i].h.b[k]) < 0) {
 				heatmap_free(m);
 				errno = ENOMEM;
 				return NULL;
 			}
+	}
+	*t0_out = t0;
 	return m;
 }
 
@@ -149,6 +179,7 @@ enum MHD_Result routes_serve_heatmap(struct http *h, struct MHD_Connection *c, s
 	const struct stacks_query q = r->q; /* parsed by first_call() */
 	struct heat_rows x = {0};
 	struct heatmap *m = NULL;
+	uint64_t t0 = 0;
 	enum MHD_Result res;
 	int ret = store_latency_rows(h->cfg.store, &q.sel, q.probe, take_row, &x);
 
@@ -168,7 +199,7 @@ enum MHD_Result routes_serve_heatmap(struct http *h, struct MHD_Connection *c, s
 	}
 	if (x.cut)
 		log_kv(LOG_WARN, "heat map cut to its first intervals", "probe", q.probe, NULL);
-	m = place(&x);
+	m = place(&x, &t0);
 	if (!m) {
 		res = http_answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
 	} else if (q.format == FMT_JSON) {
@@ -177,7 +208,7 @@ enum MHD_Result routes_serve_heatmap(struct http *h, struct MHD_Connection *c, s
 		size_t len = 0;
 
 		page_init(&p, 0);
-		heat_json(m, &q, x.v[0].start, &p);
+		heat_json(m, &q, t0, &p);
 		text = page_take(&p, &len);
 		res = text ? http_respond(c, r, MHD_HTTP_OK, "application/json", text, len, true, NULL)
 			   : http_answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");

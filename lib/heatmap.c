@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,13 +281,17 @@ static void draw_axes(const struct heatmap *h, const struct frame *fr, const cha
 		xml_text(f, lab);
 		fprintf(f, "</text>\n");
 	}
-	for (int i = 0; i <= ticks; i++) {
-		double x = LEFT + (double)PLOT_W * i / ticks;
+	/* Ticks at a round step (1, 2 or 5 x 10^k s), at most @ticks of them. */
+	double step = secs > 0 ? pow(10, floor(log10(secs / ticks))) : 1;
+
+	step *= secs / step > 5 * ticks ? 10 : secs / step > 2 * ticks ? 5 : secs / step > ticks ? 2 : 1;
+	for (int i = 0; secs > 0 && i * step <= secs * (1 + 1e-9); i++) {
+		double x = LEFT + (double)PLOT_W * (i * step) / secs;
 
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#666\"/>\n", x,
 			TOP + fr->plot_h, x, TOP + fr->plot_h + 5);
-		fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.3gs</text>\n", x,
-			TOP + fr->plot_h + 18, secs * i / ticks);
+		fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.4gs</text>\n", x,
+			TOP + fr->plot_h + 18, i * step);
 	}
 	fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
 		   "stroke=\"#666\"/>\n", LEFT, TOP, PLOT_W, fr->plot_h);
