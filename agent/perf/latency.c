@@ -246,8 +246,10 @@ uint64_t latency_pair(struct latency *l, uint64_t upto, latency_fn fn, void *ctx
 			ok = keyed_end(l, e, fn, ctx);
 		unpaired += !ok;
 	}
-	memmove(l->v, l->v + done, (l->n - done) * sizeof(*l->v));
-	l->n -= done;
+	if (done) {
+		memmove(l->v, l->v + done, (l->n - done) * sizeof(*l->v));
+		l->n -= done;
+	}
 	if (upto != UINT64_MAX) {
 		pend_expire(l, upto > last ? upto : last);
 		l->done_upto = upto > l->done_upto ? upto : l->done_upto;
