@@ -729,6 +729,7 @@ static uint64_t drain_all(struct trace *t, bool last)
 				continue;
 			sampler_stats(t->pr[i].smp[k], &st);
 			lost += st.lost;
+			t->throttled += st.throttled;
 		}
 	return lost;
 }

@@ -63,6 +63,7 @@ struct trace {
 	struct fold *pids;    /* -p with uprobes: the process tree, filtered here */
 	bool filter_pids;
 	uint64_t samples, value_errors;
+	uint64_t throttled;   /* the kernel's throttling of the probes' events (not counted as lost) */
 	char *mount;
 	/* --key: latency paired by these fields of both probes (trace_keyed.c) */
 	char *key_names[LATENCY_KEY_MAX];

@@ -309,6 +309,9 @@ void trace_report_summary(struct trace *t, bool verbose, double secs, uint64_t l
 	}
 	if (t->value_errors)
 		fprintf(stderr, ", %" PRIu64 " argument values unreadable", t->value_errors);
+	if (t->throttled)
+		fprintf(stderr, ", throttled %" PRIu64 " times by the kernel (perf_event_max_sample_rate:"
+			" hits were not recorded)", t->throttled);
 	cmd_refusals_text(refused, sizeof(refused));
 	if (refused[0] != '0')
 		fprintf(stderr, ", container files refused: %s%s", refused,

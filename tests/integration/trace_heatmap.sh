@@ -34,10 +34,15 @@ for bad in "--key dev -e block:block_rq_issue" "--latency $LAT --key dev,nosuch"
 	rc=$?
 	[[ $rc == 2 && -s $TMP/bad.err ]] || fail "trace $bad: exit $rc, $(cat "$TMP/bad.err")"
 done
-# A request is issued in the task that wrote it, or by the kblockd worker
-# when the queue was busy (seen on this loaded 2-vCPU host: 1 or 2 of the
-# 2000); the START decides the cgroup, so those are not the cgroup's. Such a
-# run (fewer than 2000 issues seen in the cgroup) is tried once more.
+# Two things of the kernel's, not the agent's, can leave a run short of
+# 2000 pairs on a loaded host; such a run is tried again (3 tries in all):
+# - a request is issued in the task that wrote it, or by the kblockd worker
+#   when the queue was busy (1 or 2 of the 2000 here); the START decides the
+#   cgroup, so those are not the cgroup's;
+# - under heavy load some requests complete without a block_rq_complete
+#   record (perf record -a sees the same gaps: 1381 of 2000 once, under the
+#   ASan build with the host at load 12); their STARTs time out or stay
+#   pending, and are counted so, never paired wrongly.
 trace_once() {
 	"$AGENT" trace -G "$rel" --latency $LAT --key dev,sector --heatmap "$TMP/trace.svg" \
 		--json --duration "$(scaled 4)" >"$TMP/t.json" 2>"$TMP/t.err" &
@@ -53,23 +58,27 @@ mine = {r["probe"]: r for r in rows if r.get("cgroup") == sys.argv[2]}
 issue, done = mine["block:block_rq_issue"], mine["block:block_rq_complete"]
 pairs = issue["latency_ns"]["count"]
 print("# issues in the cgroup", issue["hits"], "pairs", pairs, "completions", done["hits"])
+assert done["hits"] == pairs, (done["hits"], pairs)  # an end counts under its start's cgroup
+err = open(sys.argv[3]).read()
+m = re.search(r"latency by key: (\d+) pairs, (\d+) ends without a start, (\d+) starts pending"
+              r" at the end, (\d+) timed out", err)
+assert m, err
+print("# unpaired ends (other cgroups' I/O)", m.group(2), "pending", m.group(3),
+      "timed out", m.group(4))
 if issue["hits"] < 2000:
     print("# fewer issues than writes in the cgroup: kblockd issued some")
     sys.exit(3)
-assert pairs >= 2000, pairs
-assert done["hits"] == pairs, (done["hits"], pairs)  # an end counts under its start's cgroup
-err = open(sys.argv[3]).read()
-m = re.search(r"latency by key: (\d+) pairs, (\d+) ends without a start, (\d+) starts pending", err)
-assert m and int(m.group(1)) >= 2000, err
-print("# unpaired ends (other cgroups' I/O)", m.group(2), "pending", m.group(3))
+if pairs < 2000 and pairs + int(m.group(3)) + int(m.group(4)) >= issue["hits"]:
+    print("# starts without a block_rq_complete record")
+    sys.exit(3)
+assert pairs >= 2000 and int(m.group(1)) >= pairs, (pairs, m.group(1))
 PY
 }
-trace_once
-rc=$?
-if ((rc == 3)); then
+for _ in 1 2 3; do
 	trace_once
 	rc=$?
-fi
+	((rc == 3)) || break
+done
 ((rc == 0)) || fail "trace pairs wrong"
 xmllint --noout "$TMP/trace.svg" || fail "trace heat map is not well-formed"
 n=$(grep -c 'class="cell"' "$TMP/trace.svg")
