@@ -48,11 +48,8 @@ info "query__start in $rel: agent $ours, perf $perfs ($T transactions)"
 
 # run: a config probe without @BINARY resolves among the followed cgroups' processes.
 source "$(dirname "$0")/../lib/containers.sh"
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
-eport=$(free_port)
-"$EXPORTER" --listen "127.0.0.1:$eport" --data-dir "$TMP/exp" >"$TMP/exp.log" 2>&1 &
-bg_track $!
-wait_http "http://127.0.0.1:$eport/healthz" "$(scaled 10)" "$TMP/exp.log"
+source "$(dirname "$0")/../lib/exporter.sh"
+exporter_up
 port=$(free_port)
 cat >"$TMP/agent.yaml" <<YAML
 host: {name: pgbin, agent_id_file: $TMP/agent-id}
@@ -60,13 +57,13 @@ cgroups: {include: ["$rel"]}
 counters: {events: [task-clock]}
 sampling: {enabled: false}
 probes: [{spec: "sdt:postgresql:query__start"}]
-push: {interval: 1s, collectors: ["http://127.0.0.1:$eport/api/v1/push"], spool: {dir: $TMP/spool}}
+push: {interval: 1s, collectors: ["$ex/api/v1/push"], spool: {dir: $TMP/spool}}
 metrics: {listen: "127.0.0.1:$port"}
 YAML
 run_agent "$TMP/agent.yaml" "$port"
 pg_bench_run -n -S -M simple -c 1 -t 100 >"$TMP/pgbench2.log" 2>&1 || fail "pgbench: $(cat "$TMP/pgbench2.log")"
 for i in $(seq $(( 30 * TIME_SCALE ))); do
-	hits=$(curl -sf "http://127.0.0.1:$eport/metrics" |
+	hits=$(curl -sf "$ex/metrics" |
 		awk -v id="id=\"$rel\"" '/^cgperf_probe_hits_total\{/ && index($0, id) && /query__start/ { s += $NF } END { print s + 0 }')
 	(( hits >= 100 )) && break
 	sleep 0.2
