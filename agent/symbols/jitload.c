@@ -55,16 +55,6 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static void helper_refusal(void *ctx, pid_t pid, const char *path, enum rootfs_reason why, int err)
-{
-	struct helper_hdr *h = ctx;
-
-	(void)pid;
-	(void)path;
-	(void)err;
-	h->why = (int32_t)why;
-}
-
 int jitload_helper_main(int argc, char **argv)
 {
 	static char buf[64 << 10];
@@ -76,7 +66,7 @@ int jitload_helper_main(int argc, char **argv)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (argc != 2)
 		return 2;
-	rootfs_set_refusal_hook(helper_refusal, &h);
+	rootfs_set_refusal_hook(rootfs_refusal_keep, &h.why);
 	fd = rootfs_open_path(argv[1], ROOTFS_NO_CAP, NULL);
 	h.err = fd < 0 ? -fd : 0;
 	if (write_all(1, &h, sizeof(h)) < 0 || fd < 0)

@@ -50,16 +50,6 @@ static unsigned retry_next;
 
 /* ---- the helper ---- */
 
-static void helper_refusal(void *ctx, pid_t pid, const char *path, enum rootfs_reason why, int err)
-{
-	struct slowopen_msg *m = ctx;
-
-	(void)pid;
-	(void)path;
-	(void)err;
-	m->why = (int32_t)why;
-}
-
 static int send_msg(const struct slowopen_msg *m, int fd)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
@@ -144,7 +134,7 @@ int slowopen_helper_main(int argc, char **argv)
 	pid = strtol(argv[3], &end, 10);
 	if (*end || pid < 0 || pid > INT_MAX || argv[4][0] != '/')
 		return 2;
-	rootfs_set_refusal_hook(helper_refusal, &m);
+	rootfs_set_refusal_hook(rootfs_refusal_keep, &m.why);
 	if (pid > 0) {
 		if ((size_t)snprintf(root, sizeof(root), "/proc/%ld/root%s", pid, argv[4]) >= sizeof(root))
 			fd = -ENAMETOOLONG;
