@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/rootfs.h"
 
 extern char **environ;
@@ -243,15 +244,11 @@ static void *loader_main(void *arg)
 struct jitload *jitload_new(void)
 {
 	struct jitload *l = calloc(1, sizeof(*l));
-	pthread_condattr_t ca;
 
 	if (!l)
 		return NULL;
 	pthread_mutex_init(&l->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&l->done, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&l->done);
 	pthread_cond_init(&l->work, NULL);
 	l->refs = 1;
 	return l;
