@@ -34,15 +34,8 @@ for i in range(n):
 PY
 exporter_up --max-series 4000
 port=$(free_port)
-cat >"$TMP/agent.yaml" <<YAML
-host: {name: cardtest, agent_id_file: $TMP/agent-id}
-cgroups: {include: ["$rel/**"]}
-counters: {events: [task-clock]}
-sampling: {enabled: false}
-push: {interval: 2s, collectors: ["$ex/api/v1/push"], spool: {dir: $TMP/spool}}
-metrics: {listen: "127.0.0.1:$port"}
-identity: {root: "$TMP/root", labels: [app]}
-YAML
+agent_yaml cardtest "$rel/**" "push: {interval: 2s, collectors: [\"$ex/api/v1/push\"], spool: {dir: $TMP/spool}}" \
+	"metrics: {listen: \"127.0.0.1:$port\"}" "identity: {root: \"$TMP/root\", labels: [app]}"
 run_agent "$TMP/agent.yaml" "$port"
 check() { # FILE: how many of the N containers are named, and label trouble
 	python3 - "$1" $N <<'PY'

@@ -83,15 +83,10 @@ info "record --per-cgroup: $(cut -d';' -f1 "$TMP/pc.folded" | sort -u | head -1)
 exporter_up
 port=$(free_port)
 interval=2
-cat >"$TMP/agent.yaml" <<YAML
-host: {name: idtest, agent_id_file: $TMP/agent-id}
-cgroups: {include: ["image=*/cgperf-busybox:*"], exclude: ["container=$A"], containers_only: true}
-counters: {events: [task-clock]}
-sampling: {enabled: false}
-push: {interval: ${interval}s, collectors: ["$ex/api/v1/push"], spool: {dir: $TMP/spool}}
-metrics: {listen: "127.0.0.1:$port"}
-identity: {podman_socket: "$SOCK", labels: [team]}
-YAML
+agent_yaml idtest "" \
+	"cgroups: {include: [\"image=*/cgperf-busybox:*\"], exclude: [\"container=$A\"], containers_only: true}" \
+	"push: {interval: ${interval}s, collectors: [\"$ex/api/v1/push\"], spool: {dir: $TMP/spool}}" \
+	"metrics: {listen: \"127.0.0.1:$port\"}" "identity: {podman_socket: \"$SOCK\", labels: [team]}"
 run_agent "$TMP/agent.yaml" "$port"
 sleep 1
 "${PODRUN[@]}" --name "$B" --label team=web --label secret=x "$IMG" \

@@ -52,16 +52,9 @@ command -v cgticker >/dev/null && fail "a cgticker in PATH would hide what is te
 exporter_up
 # agent_config NAME PORT: the config of an agent following container NAME
 agent_config() {
-	cat >"$TMP/agent.yaml" <<YAML
-host: {name: rpctest, agent_id_file: $TMP/agent-id}
-cgroups: {include: ["container=$1"], containers_only: true}
-counters: {events: [task-clock]}
-sampling: {enabled: false}
-probes: [{spec: "u:cgticker:cgperf_tick"}]
-push: {interval: 1s, collectors: ["$ex/api/v1/push"], spool: {dir: $TMP/spool}}
-metrics: {listen: "127.0.0.1:$2"}
-identity: {podman_socket: ""}
-YAML
+	agent_yaml rpctest "" "cgroups: {include: [\"container=$1\"], containers_only: true}" \
+		'probes: [{spec: "u:cgticker:cgperf_tick"}]' "metrics: {listen: \"127.0.0.1:$2\"}" \
+		'identity: {podman_socket: ""}'
 }
 
 # wait_hits NAME: until the exporter counts 50 ticks of container NAME

@@ -51,15 +51,7 @@ source "$(dirname "$0")/../lib/containers.sh"
 source "$(dirname "$0")/../lib/exporter.sh"
 exporter_up
 port=$(free_port)
-cat >"$TMP/agent.yaml" <<YAML
-host: {name: pgbin, agent_id_file: $TMP/agent-id}
-cgroups: {include: ["$rel"]}
-counters: {events: [task-clock]}
-sampling: {enabled: false}
-probes: [{spec: "sdt:postgresql:query__start"}]
-push: {interval: 1s, collectors: ["$ex/api/v1/push"], spool: {dir: $TMP/spool}}
-metrics: {listen: "127.0.0.1:$port"}
-YAML
+agent_yaml pgbin "$rel" 'probes: [{spec: "sdt:postgresql:query__start"}]' "metrics: {listen: \"127.0.0.1:$port\"}"
 run_agent "$TMP/agent.yaml" "$port"
 pg_bench_run -n -S -M simple -c 1 -t 100 >"$TMP/pgbench2.log" 2>&1 || fail "pgbench: $(cat "$TMP/pgbench2.log")"
 for i in $(seq $(( 30 * TIME_SCALE ))); do
