@@ -21,9 +21,8 @@
 #   expiry-across-restart checks are SQLite's own: said and skipped).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/clickhouse.sh"
+source "$(dirname "$0")/../lib/exporter.sh"
 W=$BUILD_DIR/workloads
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
-[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 for c in curl promtool xmllint python3 gzip; do
 	command -v $c >/dev/null || fail "$c missing (packaging/install-deps.sh installs it)"
 done
@@ -41,11 +40,8 @@ start() { # NAME PORT ARGS...: start an exporter on data dir $TMP/NAME
 	local n=$1 p=$2
 	shift 2
 	# shellcheck disable=SC2046 # store_args: one flag or value a line
-	"$EXPORTER" --listen "127.0.0.1:$p" --data-dir "$TMP/$n" --log-level debug $(store_args "$n") "$@" \
-		2>>"$TMP/$n.log" &
-	eval "PID_$n=$!"
-	bg_track $!
-	wait_http "http://127.0.0.1:$p/healthz" 10 "$TMP/$n.log"
+	exp_start "$n" "$p" --log-level debug $(store_args "$n") "$@"
+	eval "PID_$n=${EXP_PID[$n]}"
 }
 stop() { # NAME
 	local v=PID_$1

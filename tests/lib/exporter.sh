@@ -1,7 +1,8 @@
 # Exporters for integration tests; source after common.sh.
 #   exp_start NAME PORT ARGS...  start cgperf-exporter on 127.0.0.1:PORT with
 #                 data dir $TMP/NAME (kept across restarts) and log
-#                 $TMP/NAME.log; waits for /healthz; its PID in EXP_PID[NAME]
+#                 $TMP/NAME.log; waits for /healthz (EXP_WAIT seconds,
+#                 10, scaled); its PID in EXP_PID[NAME]
 #   exp_stop NAME [SIGNAL]       signal it (TERM) and reap it
 #   exp_metric PORT NAME [LABEL_RE]  the sum of NAME's samples on /metrics
 #                 whose labels match LABEL_RE (0 when none)
@@ -21,7 +22,7 @@ exp_start() {
 	"$EXPORTER" --listen "127.0.0.1:$p" --data-dir "$TMP/$n" "$@" 2>>"$TMP/$n.log" &
 	EXP_PID[$n]=$!
 	bg_track $!
-	wait_http "http://127.0.0.1:$p/healthz" "$(scaled 10)" "$TMP/$n.log"
+	wait_http "http://127.0.0.1:$p/healthz" "$(scaled "${EXP_WAIT:-10}")" "$TMP/$n.log"
 }
 exp_stop() {
 	kill -"${2:-TERM}" "${EXP_PID[$1]}"
