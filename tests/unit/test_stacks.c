@@ -251,15 +251,4 @@ static void test_names(void **state)
 	stacks_free(NULL);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fold),
-		cmocka_unit_test(test_frames_and_dso),
-		cmocka_unit_test(test_bad_return_address),
-		cmocka_unit_test(test_gc_drops_objects),
-		cmocka_unit_test(test_names),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_fold, test_frames_and_dso, test_bad_return_address, test_gc_drops_objects, test_names)

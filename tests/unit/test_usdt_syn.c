@@ -588,14 +588,5 @@ static void test_syn_malformed(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_syn_placement, syn_setup, syn_teardown),
-		cmocka_unit_test_setup_teardown(test_syn_semaphores, syn_setup, syn_teardown),
-		cmocka_unit_test_setup_teardown(test_syn_notes, syn_setup, syn_teardown),
-		cmocka_unit_test_setup_teardown(test_syn_malformed, syn_setup, syn_teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN_FIXTURE(syn_setup, syn_teardown, test_syn_placement, test_syn_semaphores, test_syn_notes,
+	test_syn_malformed)
