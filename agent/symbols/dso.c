@@ -34,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/fdio.h"
 #include "lib/hashmap.h"
 
 /* .eh_frame_hdr read at the open: version, encodings, two 8-byte pointers */
@@ -81,23 +82,8 @@ static size_t bucket_of(uint64_t dev, uint64_t ino)
 
 int dso_pread(const struct dso *d, void *buf, size_t len, uint64_t off)
 {
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pread(d->fd, p, len, (off_t)off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -ENODATA; /* file shorter than its headers say */
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
+	/* -ENODATA: the file is shorter than its headers say */
+	return fdio_pread_all(d->fd, buf, len, off);
 }
 
 const struct elfobj_load *dso_load_at(const struct dso *d, uint64_t vaddr)

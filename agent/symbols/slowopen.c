@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/fdio.h"
 #include "lib/hashmap.h"
 #include "lib/rootfs.h"
 
@@ -81,30 +82,17 @@ static int copy_to_memfd(int fd, uint64_t max)
 		return -errno;
 	while (done < max) {
 		size_t want = max - done < sizeof(buf) ? (size_t)(max - done) : sizeof(buf);
-		ssize_t n = read(fd, buf, want), w = 0;
+		ssize_t n = fdio_read(fd, buf, want);
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = -errno;
+		if (n <= 0) {
+			err = (int)n;
 			break;
 		}
-		if (n == 0)
+		err = fdio_write_all(mfd, buf, (size_t)n);
+		if (err)
 			break;
-		while (w < n) {
-			ssize_t k = write(mfd, buf + w, (size_t)(n - w));
-
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0) {
-				err = k < 0 ? -errno : -EIO;
-				goto out;
-			}
-			w += k;
-		}
 		done += (uint64_t)n;
 	}
-out:
 	if (err) {
 		close(mfd);
 		return err;
