@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/fdio.h"
 #include "lib/hashmap.h"
 #include "lib/rootfs.h"
@@ -161,14 +162,6 @@ static time_t now_s(void)
 	return ts.tv_sec;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /*
  * Under lock: reap finished helpers; the number still outstanding, and in
  * *@stuck whether one that timed out on a file of @target is still there
@@ -240,7 +233,7 @@ static int receive(int sock, uint64_t deadline, pid_t pid, const char *path, str
 	ssize_t n;
 
 	for (;;) {
-		uint64_t now = now_ms();
+		uint64_t now = clock_mono_ms();
 		int r;
 
 		if (now >= deadline)
@@ -306,7 +299,7 @@ static int slow_open(pid_t pid, const char *path, uint64_t max_size, struct stat
 	 * (a caller reading the agent's output to its end would wait) */
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	deadline = now_ms() + SLOWOPEN_WAIT_MS;
+	deadline = clock_mono_ms() + SLOWOPEN_WAIT_MS;
 	err = posix_spawn(&child, helper_exe, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	close(sv[1]);
