@@ -230,10 +230,14 @@ static void not_found(const struct annotate *an)
 		for (size_t k = 0; (name = symtab_name_at(an->bins[i].st, k, NULL)); k++)
 			suggest_consider(&sg, an->symbol, name);
 	}
-	for (size_t i = 0; i < an->nbins; i++)
-		if (!symtab_count(an->bins[i].st))
-			fprintf(stderr, "%s: %s has no symbols: name its code as %s+0xOFFSET, as record's"
-				" folded stacks do\n", PROG, an->bins[i].path, an->bins[i].base);
+	for (size_t i = 0; i < an->nbins; i++) {
+		const char *src = symtab_source(an->bins[i].st);
+
+		if (strcmp(src, "symtab") && strcmp(src, "debuginfo"))
+			fprintf(stderr, "%s: %s is stripped (symbols: %s); name its code as %s+0xOFFSET,"
+				" as record's folded stacks do\n",
+				PROG, an->bins[i].path, src, an->bins[i].base);
+	}
 	n = suggest_take(&sg, names);
 	if (n)
 		fprintf(stderr, "%s: did you mean:\n", PROG);

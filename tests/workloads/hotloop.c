@@ -3,7 +3,8 @@
  * hotloop [SECONDS]: run hotloop_sum(), a noinline function whose time goes
  * to one tight arithmetic loop, for SECONDS (default 2), for annotate's
  * tests: nearly all samples land on the loop's few instructions, between
- * its backward branch's target and the branch.
+ * its backward branch's target and the branch. hotloop_idle() is never
+ * called: a function that exists and has no samples.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,11 @@ NOINLINE unsigned long hotloop_sum(unsigned long n, unsigned long k)
 	return acc;
 }
 
+NOINLINE unsigned long hotloop_idle(unsigned long x)
+{
+	return x * 31 + 7;
+}
+
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? strtod(argv[1], NULL) : 2, end = now() + secs;
@@ -30,5 +36,7 @@ int main(int argc, char **argv)
 	do
 		hotloop_sink += hotloop_sum(20000000, hotloop_sink | 3);
 	while (now() < end);
+	if (argc > 2)
+		hotloop_sink += hotloop_idle(hotloop_sink);
 	return 0;
 }

@@ -1,0 +1,98 @@
+#!/bin/bash
+# annotate: `cgperf-agent annotate` of a known loop (tests/workloads/hotloop:
+# hotloop_sum() spends its time in one tight loop).
+#   (1) -- COMMAND: the instruction percentages add up to 100 (+-0.1), the
+#       loop (from its backward branch's target to the branch) carries more
+#       than 80% of them, DWARF source lines are interleaved with their text,
+#       and the sorted summary names the loop's lines;
+#   (2) -p PID of a running process, the same checks;
+#   (3) a stripped copy: the MODULE+0xOFF that record's folded stacks give
+#       the loop's function is annotated, the same checks;
+#   (4) a misspelled name: exit 2 with the right name suggested; a function
+#       with no samples (hotloop_idle): exit 0 and a message, no listing.
+source "$(dirname "$0")/../lib/common.sh" || exit 1
+export LC_ALL=C
+
+WL=$BUILD_DIR/workloads/hotloop
+[[ -x $WL ]] || fail "$WL not built (make build-tests)"
+
+# check_listing FILE WHAT: the percentages of FILE's instruction lines add
+# up to 100 and the loop holds more than 80 of them.
+check_listing() {
+	local f=$1 what=$2 res
+	res=$(awk -F'\t' '
+		function hex(s,   i, v) {
+			v = 0; s = tolower(s); sub(/^0x/, "", s)
+			for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+			return v
+		}
+		/^ *[0-9]+\.[0-9][0-9] :\t *[0-9a-f]+:\t/ {
+			n++; pct[n] = $1 + 0; a = $2; gsub(/[ :]/, "", a); addr[n] = hex(a)
+			ins[n] = $3; sum += pct[n]
+			if (ins[n] ~ /^j/ && match(ins[n], /0x[0-9a-f]+$/)) {
+				t = hex(substr(ins[n], RSTART))
+				if (t < addr[n] && !lo) { lo = t; hi = addr[n] }
+			}
+		}
+		END {
+			for (i = 1; i <= n; i++) if (addr[i] >= lo && addr[i] <= hi) loop += pct[i]
+			printf "%d %.2f %.2f %x %x\n", n, sum, loop, lo, hi
+		}' "$f")
+	read -r n sum loop lo hi <<<"$res"
+	info "$what: $n instructions, percentages sum $sum, loop $lo..$hi holds $loop%"
+	((n >= 5)) || { cat "$f" >&2; fail "$what: only $n instruction lines"; }
+	[[ $lo != 0 ]] || { cat "$f" >&2; fail "$what: no backward branch found"; }
+	awk -v s="$sum" 'BEGIN { exit !(s >= 99.9 && s <= 100.1) }' ||
+		fail "$what: percentages sum to $sum, not 100"
+	awk -v l="$loop" 'BEGIN { exit !(l > 80) }' || { cat "$f" >&2; fail "$what: the loop holds $loop%, not > 80%"; }
+}
+
+# (1) -- COMMAND
+"$AGENT" annotate -F 999 hotloop_sum -- "$WL" 2 >"$TMP/cmd.out" 2>"$TMP/cmd.err" ||
+	{ cat "$TMP/cmd.err" >&2; fail "annotate -- hotloop exited with $?"; }
+sed 's/^/    /' "$TMP/cmd.err"
+grep -q '^ Percent |.*hotloop for cpu-clock' "$TMP/cmd.out" || fail "no header"
+grep -q '<hotloop_sum>:' "$TMP/cmd.out" || fail "no symbol line"
+check_listing "$TMP/cmd.out" "-- COMMAND"
+grep -qP '^ +:\thotloop\.c:\d+\tacc \^= acc >> 7;' "$TMP/cmd.out" ||
+	{ cat "$TMP/cmd.out" >&2; fail "the loop's source line is not interleaved"; }
+sed -n '/Sorted summary/,$p' "$TMP/cmd.out" | grep -q 'hotloop.c:2[12] ' ||
+	fail "the summary does not name the loop's lines"
+grep -q 'samples (.*%) in hotloop_sum' "$TMP/cmd.err" || fail "no share line on stderr"
+sed -n '/Sorted summary/,$p' "$TMP/cmd.out" | head -n 4 | sed 's/^/    /'
+
+# (2) -p PID
+"$WL" 30 &
+wl=$!
+bg_track $wl
+sleep 0.3
+"$AGENT" annotate -p $wl -F 999 hotloop_sum --duration 1 >"$TMP/pid.out" 2>"$TMP/pid.err" ||
+	{ cat "$TMP/pid.err" >&2; fail "annotate -p exited with $?"; }
+check_listing "$TMP/pid.out" "-p PID"
+kill $wl
+
+# (3) a stripped binary, by MODULE+0xOFF as record names its frame
+cp "$WL" "$TMP/hl-stripped"
+strip -s "$TMP/hl-stripped" || fail "strip failed"
+"$AGENT" record -F 499 -- "$TMP/hl-stripped" 1 >"$TMP/rec.folded" 2>"$TMP/rec.err" ||
+	{ cat "$TMP/rec.err" >&2; fail "record of the stripped copy failed"; }
+frame=$(sort -k2 -n "$TMP/rec.folded" | tail -n1 | awk '{ n = split($1, f, ";"); print f[n] }')
+[[ $frame =~ ^hl-stripped\+0x[0-9a-f]+$ ]] || { cat "$TMP/rec.folded" >&2; fail "hottest frame is '$frame'"; }
+"$AGENT" annotate -F 999 "$frame" -- "$TMP/hl-stripped" 1 >"$TMP/mod.out" 2>"$TMP/mod.err" ||
+	{ cat "$TMP/mod.err" >&2; fail "annotate $frame exited with $?"; }
+grep -q "<$frame>:" "$TMP/mod.out" || fail "no <$frame> line"
+check_listing "$TMP/mod.out" "$frame"
+
+# (4) errors
+"$AGENT" annotate -F 999 hotloop_summ -- "$WL" 0.5 >"$TMP/miss.out" 2>"$TMP/miss.err"
+rc=$?
+((rc == 2)) || { cat "$TMP/miss.err" >&2; fail "a missing function exits $rc, not 2"; }
+grep -q "no function 'hotloop_summ'" "$TMP/miss.err" && grep -qx '    hotloop_sum' "$TMP/miss.err" ||
+	{ cat "$TMP/miss.err" >&2; fail "no 'did you mean hotloop_sum'"; }
+[[ -s $TMP/miss.out ]] && fail "a missing function printed a listing"
+"$AGENT" annotate -F 999 hotloop_idle -- "$WL" 0.5 >"$TMP/idle.out" 2>"$TMP/idle.err"
+rc=$?
+((rc == 0)) || { cat "$TMP/idle.err" >&2; fail "a function without samples exits $rc, not 0"; }
+grep -q 'no samples in hotloop_idle' "$TMP/idle.err" || { cat "$TMP/idle.err" >&2; fail "no 'no samples' message"; }
+[[ -s $TMP/idle.out ]] && fail "a function without samples printed a listing"
+echo "PASS"
