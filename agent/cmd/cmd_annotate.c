@@ -338,6 +338,53 @@ static size_t insn_at(const struct disasm_insn *v, size_t n, uint64_t vaddr)
 	return lo;
 }
 
+/* The address a direct branch or call goes to, from its text ("jne
+ * 0x115d", "callq 0xcd7d0", aarch64 "b.ne #0x7f0", "bl #0x5c0"). */
+static bool branch_target(const char *text, uint64_t *to)
+{
+	const char *x = strrchr(text, ' ');
+	char *end;
+
+	if (!x || !(text[0] == 'j' || !strncmp(text, "call", 4) || text[0] == 'b' ||
+		    !strncmp(text, "cb", 2) || !strncmp(text, "tb", 2)))
+		return false;
+	x += x[1] == '#' ? 2 : 1;
+	if (strncmp(x, "0x", 2))
+		return false;
+	errno = 0;
+	*to = strtoull(x + 2, &end, 16);
+	return !errno && !*end && end != x + 2;
+}
+
+/* Name the targets of direct branches and calls as perf does: "jne 0x115d
+ * <hotloop_sum+0x14>", "callq 0xcd7d0 <elog_start@plt>"; an unnamed
+ * function as record does ("<postgres+0x1aec00>", a file offset). */
+static void name_targets(const struct ann_bin *b, struct disasm_insn *in, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(in[i].text);
+		uint64_t to, off, symoff;
+		const char *name;
+
+		if (!branch_target(in[i].text, &to) || dso_vaddr_to_off(b->dso, to, &off) < 0)
+			continue;
+		if (symtab_lookup(b->st, off, &name, &symoff) < 0) {
+			/* unnamed: as the folded stacks name it, when it starts a function */
+			uint64_t start;
+
+			if (symtab_func_start(b->st, off, &start) == 0 && start == off)
+				snprintf(in[i].text + len, sizeof(in[i].text) - len, " <%s+0x%" PRIx64 ">",
+					 b->base, off);
+			continue;
+		}
+		if (symoff)
+			snprintf(in[i].text + len, sizeof(in[i].text) - len, " <%s+0x%" PRIx64 ">",
+				 name, symoff);
+		else
+			snprintf(in[i].text + len, sizeof(in[i].text) - len, " <%s>", name);
+	}
+}
+
 static int listing(struct annotate *an, const struct ann_range *r, const struct disasm_insn *in,
 		   size_t n)
 {
@@ -418,6 +465,7 @@ static int annotate_emit(void *ctx, struct stacks *st, size_t *nlines)
 	if (r.window)
 		fprintf(stderr, "%s: no .eh_frame entry covers %s: %u bytes from there\n", PROG,
 			an->symbol, ANN_WINDOW);
+	name_targets(b, in, n);
 	err = listing(an, &r, in, n);
 	free(in);
 	if (err < 0) {

@@ -29,8 +29,8 @@ check_listing() {
 		/^ *[0-9]+\.[0-9][0-9] :\t *[0-9a-f]+:\t/ {
 			n++; pct[n] = $1 + 0; a = $2; gsub(/[ :]/, "", a); addr[n] = hex(a)
 			ins[n] = $3; sum += pct[n]
-			if (ins[n] ~ /^j/ && match(ins[n], /0x[0-9a-f]+$/)) {
-				t = hex(substr(ins[n], RSTART))
+			if (ins[n] ~ /^j/ && match(ins[n], / 0x[0-9a-f]+/)) {
+				t = hex(substr(ins[n], RSTART + 1, RLENGTH - 1))
 				if (t < addr[n] && !lo) { lo = t; hi = addr[n] }
 			}
 		}
