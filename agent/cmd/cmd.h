@@ -101,6 +101,15 @@ struct cmd_opt {
 
 #define CMD_MAX_OPTS 32
 
+/* The sampling targets of record and annotate, one table for both. */
+#define CMD_OPTS_SAMPLE_TARGETS                                                                   \
+	{"all-cpus", 'a', true, NULL, "sample the whole host (default)"},                         \
+	{"cgroup", 'G', true, "CG,...", "only these cgroups (paths relative to the cgroup mount)"}, \
+	{"pid", 'p', true, "PID", "only this process and the children it forks"},                 \
+	{"target", 't', true, "SELECTOR",                                                          \
+	 "processes matching comm=, exe=, cgroup=, pid=, cmdline~,\n"                             \
+	 "container=, image=, pod=, namespace=, unit="}
+
 /* getopt_long()'s long options and short option string of @n options. */
 struct cmd_getopt {
 	struct option lo[CMD_MAX_OPTS + 1];

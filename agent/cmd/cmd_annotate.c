@@ -482,12 +482,7 @@ static int annotate_emit(void *ctx, struct stacks *st, size_t *nlines)
 enum { OPT_TOP = 256 };
 
 static const struct cmd_opt annotate_opts[] = {
-	{"all-cpus", 'a', true, NULL, "sample the whole host (default)"},
-	{"cgroup", 'G', true, "CG,...", "only these cgroups (paths relative to the cgroup mount)"},
-	{"pid", 'p', true, "PID", "only this process and the children it forks"},
-	{"target", 't', true, "SELECTOR",
-	 "processes matching comm=, exe=, cgroup=, pid=, cmdline~,\n"
-	 "container=, image=, pod=, namespace=, unit="},
+	CMD_OPTS_SAMPLE_TARGETS,
 	{"freq", 'F', true, "HZ", "samples per second per CPU (default 99)"},
 	{"event", 'e', true, "EVENT", "sampling event (default cpu-clock)"},
 	{"duration", 'd', true, "SECONDS", "stop after this long (default: Ctrl-C or COMMAND's end)"},

@@ -168,12 +168,7 @@ static void on_lost(void *ctx, uint64_t lost)
 enum { OPT_CALLGRAPH = 256, OPT_PERCG, OPT_DEMANGLE, OPT_NO_DEMANGLE };
 
 static const struct cmd_opt record_opts[] = {
-	{"all-cpus", 'a', true, NULL, "sample the whole host (default)"},
-	{"cgroup", 'G', true, "CG,...", "only these cgroups (paths relative to the cgroup mount)"},
-	{"pid", 'p', true, "PID", "only this process and the children it forks"},
-	{"target", 't', true, "SELECTOR",
-	 "processes matching comm=, exe=, cgroup=, pid=, cmdline~,\n"
-	 "container=, image=, pod=, namespace=, unit="},
+	CMD_OPTS_SAMPLE_TARGETS,
 	{"freq", 'F', true, "HZ", "samples per second per CPU (default 99)"},
 	{"count", 'c', true, "PERIOD", "one sample every PERIOD events instead"},
 	{"event", 'e', true, "EVENT", "sampling event (default cpu-clock)"},
