@@ -61,6 +61,7 @@ struct ann_bin {
 	struct dso *dso; /* a reference */
 	struct symtab *st;
 	char *path, *base, *open_path;
+	char *root; /* stacks_leaf's root: NULL unknown */
 	uint64_t samples;
 };
 
@@ -109,7 +110,7 @@ static int bin_index(struct annotate *an, const struct stacks_leaf *l, size_t *o
 	*b = (struct ann_bin){.dso = dso_get(l->dso), .st = l->symtab};
 	an->nbins++;
 	if (strv_set(&b->path, l->path) || strv_set(&b->base, l->base) ||
-	    strv_set(&b->open_path, l->open_path))
+	    strv_set(&b->open_path, l->open_path) || strv_set(&b->root, l->root))
 		return -ENOMEM;
 	*out = an->nbins - 1;
 	return 0;
@@ -251,25 +252,18 @@ static void not_found(const struct annotate *an)
 /* ---- source text ---- */
 
 /*
- * The root a binary's source files are read in: its process's while it
- * lives; after, the host's only when the host path is that very file (a
- * host binary), else none (false: no source text, only file:line).
+ * The root a binary's source files are read in: the one its process saw,
+ * the host's only for a process in the host's root; none (false: no source
+ * text, only file:line) when that process is gone and had its own root,
+ * or was gone before its root could be seen.
  */
 static bool root_of(const struct ann_bin *b, char *root, size_t len)
 {
-	const struct stat *ds = dso_stat(b->dso);
-	const char *rest;
-	struct stat st;
-	pid_t pid;
-
 	root[0] = '\0';
-	if (!b->open_path || rootfs_split(b->open_path, &pid, &rest) != 1)
-		return true;
-	snprintf(root, len, "/proc/%d/root", (int)pid);
-	if (access(root, X_OK) == 0)
-		return true;
-	root[0] = '\0';
-	return stat(rest, &st) == 0 && st.st_dev == ds->st_dev && st.st_ino == ds->st_ino;
+	if (!b->root)
+		return false;
+	snprintf(root, len, "%s", b->root);
+	return !root[0] || access(root, X_OK) == 0;
 }
 
 static int src_load(struct ann_src *f, const char *root, const char *path)
@@ -608,6 +602,7 @@ int cmd_annotate(int argc, char **argv)
 		free(an.bins[i].path);
 		free(an.bins[i].base);
 		free(an.bins[i].open_path);
+		free(an.bins[i].root);
 	}
 	for (size_t i = 0; i < an.nsrc; i++) {
 		free(an.src[i].path);

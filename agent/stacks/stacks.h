@@ -133,6 +133,8 @@ struct stacks_leaf {
 	const char *path;	 /* the binary as the process saw it */
 	const char *base;	 /* its last path component: the folded text's module */
 	const char *open_path;	 /* where it was opened ("/proc/PID/root/...") */
+	const char *root;	 /* the root its (first) process saw: "" the host's,
+				  * "/proc/PID/root", NULL unknown (it was gone) */
 	uint64_t off;		 /* file offset of the sampled instruction */
 };
 int stacks_foreach_leaf(struct stacks *st,

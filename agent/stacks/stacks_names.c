@@ -697,6 +697,7 @@ static void each_leaf(void *ctx, const void *keyp, size_t len, uint64_t count)
 			l.path = o->path;
 			l.base = o->base;
 			l.open_path = o->open_path;
+			l.root = o->root_known ? o->root : NULL;
 			l.off = key[i] & 0xffffffffffffull;
 		}
 		break;

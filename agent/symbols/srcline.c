@@ -2,16 +2,24 @@
 /* Source lines of addresses from DWARF line tables (see srcline.h). */
 #include "agent/symbols/srcline.h"
 
+#include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "agent/symbols/symtab.h"
+#include "lib/grow.h"
+
+#define SRCLINE_MAX_PATHS 4096 /* distinct joined paths kept */
 
 struct srcline {
 	int fd;
 	Dwarf *dw;
+	char **paths; /* "COMP_DIR/FILE" made for relative names, interned */
+	size_t npaths, cappaths;
 };
 
 struct srcline *srcline_open(const struct symtab *s)
@@ -45,8 +53,41 @@ void srcline_free(struct srcline *sl)
 		return;
 	if (sl->dw)
 		dwarf_end(sl->dw);
+	for (size_t i = 0; i < sl->npaths; i++)
+		free(sl->paths[i]);
+	free(sl->paths);
 	close(sl->fd);
 	free(sl);
+}
+
+/*
+ * A relative file name is relative to its compile unit's DW_AT_comp_dir
+ * (DWARF 5 line tables give "tests/x.c" and leave the join to the reader),
+ * never to our own working directory. The joined path, interned in @sl,
+ * or @f itself when absolute or when the unit has no directory.
+ */
+static const char *join_comp_dir(struct srcline *sl, Dwarf_Die *cu, const char *f)
+{
+	Dwarf_Attribute a;
+	const char *dir;
+	char *p;
+
+	if (f[0] == '/' || !(dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a))) ||
+	    dir[0] != '/')
+		return f;
+	if (asprintf(&p, "%s/%s", dir, f) < 0)
+		return NULL;
+	for (size_t i = 0; i < sl->npaths; i++)
+		if (!strcmp(sl->paths[i], p)) {
+			free(p);
+			return sl->paths[i];
+		}
+	if (sl->npaths >= SRCLINE_MAX_PATHS || GROW_ARRAY(sl->paths, sl->npaths, sl->cappaths, 8) < 0) {
+		free(p);
+		return NULL;
+	}
+	sl->paths[sl->npaths++] = p;
+	return p;
 }
 
 int srcline_find(struct srcline *sl, uint64_t vaddr, const char **file, int *line)
@@ -60,6 +101,8 @@ int srcline_find(struct srcline *sl, uint64_t vaddr, const char **file, int *lin
 		return -ENOENT;
 	l = dwarf_getsrc_die(&cu, vaddr);
 	if (!l || !(f = dwarf_linesrc(l, NULL, NULL)) || dwarf_lineno(l, &n) != 0 || n <= 0)
+		return -ENOENT;
+	if (!(f = join_comp_dir(sl, &cu, f)))
 		return -ENOENT;
 	*file = f;
 	*line = n;

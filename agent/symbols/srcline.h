@@ -22,7 +22,8 @@ void srcline_free(struct srcline *sl);
 
 /*
  * The source position of link-time address @vaddr: 0 with *@file (owned by
- * @sl, valid until srcline_free) and *@line, or -ENOENT.
+ * @sl, valid until srcline_free; a relative name joined to its compile
+ * unit's directory) and *@line, or -ENOENT.
  */
 int srcline_find(struct srcline *sl, uint64_t vaddr, const char **file, int *line);
 

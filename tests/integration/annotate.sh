@@ -9,7 +9,12 @@
 #   (3) a stripped copy: the MODULE+0xOFF that record's folded stacks give
 #       the loop's function is annotated, the same checks;
 #   (4) a misspelled name: exit 2 with the right name suggested; a function
-#       with no samples (hotloop_idle): exit 0 and a message, no listing.
+#       with no samples (hotloop_idle): exit 0 and a message, no listing;
+#   (5) -G: a "container" (own mount namespace, chroot) whose binary exists
+#       only in its root, and whose root holds its own copy of the source at
+#       the path DWARF names, marked: the listing comes out, and its source
+#       text is the container's copy (read through /proc/PID/root), not the
+#       host's file.
 source "$(dirname "$0")/../lib/common.sh" || exit 1
 export LC_ALL=C
 
@@ -95,4 +100,31 @@ rc=$?
 ((rc == 0)) || { cat "$TMP/idle.err" >&2; fail "a function without samples exits $rc, not 0"; }
 grep -q 'no samples in hotloop_idle' "$TMP/idle.err" || { cat "$TMP/idle.err" >&2; fail "no 'no samples' message"; }
 [[ -s $TMP/idle.out ]] && fail "a function without samples printed a listing"
+# (5) a container's binary and source, through /proc/PID/root
+command -v unshare >/dev/null && command -v readelf >/dev/null || skip "unshare or readelf missing (1-4 passed)"
+root=$TMP/root
+mkdir -p "$root/opt/app"
+cp "$WL" "$root/opt/app/hotloop-$$"
+for lib in $(ldd "$WL" | grep -oE '/[^ ]+'); do
+	mkdir -p "$root$(dirname "$lib")"
+	cp -L "$lib" "$root$lib"
+done
+src=$(readelf --debug-dump=info "$WL" | awk -F': ' '
+	/DW_AT_name/ && !name { name = $NF } /DW_AT_comp_dir/ && !dir { dir = $NF }
+	END { print (name ~ /^\// ? name : dir "/" name) }')
+[[ -f $src ]] || fail "DWARF names $src, which is not there"
+mkdir -p "$root$(dirname "$src")"
+sed 's|acc ^= acc >> 7;|acc ^= acc >> 7; /* in-root copy */|' "$src" >"$root$src"
+cg_new ctr
+sh -c "echo \$\$ > '$cg/cgroup.procs'; exec unshare -m --propagation private chroot '$root' /opt/app/hotloop-$$ 4" &
+ctr=$!
+bg_track $ctr
+sleep 0.3
+[[ $(readlink /proc/$ctr/root) == "$root" ]] || fail "workload not chrooted"
+"$AGENT" annotate -G "$rel" -F 999 hotloop_sum --duration 1.5 >"$TMP/ctr.out" 2>"$TMP/ctr.err" ||
+	{ cat "$TMP/ctr.err" >&2; fail "annotate -G (container) exited with $?"; }
+grep -q "Disassembly of .*/opt/app/hotloop-$$ for" "$TMP/ctr.out" || { cat "$TMP/ctr.out" >&2; fail "not the container's binary"; }
+check_listing "$TMP/ctr.out" "-G container"
+grep -q 'acc >> 7; /\* in-root copy \*/' "$TMP/ctr.out" ||
+	{ cat "$TMP/ctr.out" >&2; fail "the source text is not the container's copy"; }
 echo "PASS"
