@@ -86,6 +86,7 @@ struct annotate {
 	struct ann_hit *hits;
 	size_t nhits, caphits;
 	uint64_t total, unnamed; /* all samples; those outside any binary */
+	bool own_command;	  /* "-- COMMAND": we started what is sampled */
 	struct ann_src src[ANN_SRC_FILES];
 	size_t nsrc;
 	int err;
@@ -255,13 +256,14 @@ static void not_found(const struct annotate *an)
  * The root a binary's source files are read in: the one its process saw,
  * the host's only for a process in the host's root; none (false: no source
  * text, only file:line) when that process is gone and had its own root,
- * or was gone before its root could be seen.
+ * or was gone before its root could be seen, unless we started it
+ * (@own: "-- COMMAND" runs in our root, whatever it does after).
  */
-static bool root_of(const struct ann_bin *b, char *root, size_t len)
+static bool root_of(const struct ann_bin *b, bool own, char *root, size_t len)
 {
 	root[0] = '\0';
 	if (!b->root)
-		return false;
+		return own;
 	snprintf(root, len, "%s", b->root);
 	return !root[0] || access(root, X_OK) == 0;
 }
@@ -392,7 +394,7 @@ static int listing(struct annotate *an, const struct ann_range *r, const struct 
 		srcline_free(sl);
 		return -ENOMEM;
 	}
-	bool readable = root_of(b, root, sizeof(root));
+	bool readable = root_of(b, an->own_command, root, sizeof(root));
 
 	for (size_t i = 0; i < n; i++) {
 		v[i].addr = in[i].addr;
@@ -574,6 +576,7 @@ static int parse_args(struct annotate *an, int argc, char **argv, struct argv_b 
 		return 2;
 	}
 	an->symbol = argv[optind++];
+	an->own_command = optind < argc;
 	if (optind < argc && argv_push(rv, "--"))
 		return 1;
 	for (int i = optind; i < argc; i++)

@@ -20,6 +20,10 @@ export LC_ALL=C
 
 WL=$BUILD_DIR/workloads/hotloop
 [[ -x $WL ]] || fail "$WL not built (make build-tests)"
+[[ $AGENT == /* ]] || AGENT=$PWD/$AGENT
+# DWARF names the source relative to its compile directory, the tree's root:
+# run from elsewhere so that a relative name cannot resolve by accident
+cd "$TMP" || fail "cannot enter $TMP"
 
 # check_listing FILE WHAT: the percentages of FILE's instruction lines add
 # up to 100 and the loop holds more than 80 of them.
