@@ -21,6 +21,7 @@
 #include "agent/cmd/annotate.h"
 #include "agent/symbols/disasm.h"
 #include "agent/symbols/dso.h"
+#include "agent/symbols/srcline.h"
 #include "agent/symbols/symtab.h"
 #include "tests/unit/testlib.h"
 
@@ -148,6 +149,36 @@ static void test_dso_range(void **state)
 	dso_put(d);
 }
 
+/* Source lines of this very file from the test binary's DWARF (built -g):
+ * absolute (joined to the compile directory), with plausible numbers. */
+static void test_srcline(void **state)
+{
+	struct dso *d = dso_open("/proc/self/exe", 0, 0);
+	struct symtab *st = d ? dso_symtab(d, "") : NULL;
+	struct srcline *sl;
+	uint64_t off, size, vaddr;
+	const char *file, *again;
+	int line, line2;
+
+	assert_non_null(st);
+	sl = srcline_open(st);
+	assert_non_null(sl);
+	assert_int_equal(symtab_find_sized(st, "test_srcline", &off, &size), 0);
+	assert_int_equal(dso_off_to_vaddr(d, off, &vaddr), 0);
+	assert_int_equal(srcline_find(sl, vaddr, &file, &line), 0);
+	assert_true(file[0] == '/');
+	assert_non_null(strstr(file, "tests/unit/test_annotate.c"));
+	assert_true(line > 100 && line < __LINE__);
+	/* the same file interned once */
+	assert_int_equal(srcline_find(sl, vaddr + size / 2, &again, &line2), 0);
+	assert_ptr_equal(file, again);
+	assert_true(line2 >= line);
+	assert_int_equal(srcline_find(sl, 0, &file, &line), -ENOENT);
+	srcline_free(sl);
+	srcline_free(NULL);
+	dso_put(d);
+}
+
 static uint32_t sum32(const uint32_t *v, size_t n)
 {
 	uint32_t s = 0;
@@ -247,4 +278,5 @@ static void test_print(void **state)
 	free(out);
 }
 
-TL_MAIN(test_x86, test_aarch64, test_refusals, test_dso_range, test_percents, test_print)
+TL_MAIN(test_x86, test_aarch64, test_refusals, test_dso_range, test_srcline, test_percents,
+	test_print)
