@@ -62,6 +62,17 @@ uint64_t annot_percents(const uint64_t *counts, size_t n, uint32_t *out)
 	return total;
 }
 
+/*
+ * Text from the binary or its container (module paths, symbol and file
+ * names, source lines) goes to a terminal: control characters, ESC above
+ * all, become '?' (a tab a space), so no escape sequence passes through.
+ */
+static void put_clean(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		fputc(*p == '\t' ? ' ' : *p < 0x20 || *p == 0x7f ? '?' : *p, f);
+}
+
 /* The last component of a source path, for the margin. */
 static const char *base_of(const char *path)
 {
@@ -114,16 +125,22 @@ static int print_summary(FILE *f, const struct annot_view *a, const uint32_t *pc
 		h[k].pct += pct[i];
 	}
 	qsort(h, nh, sizeof(*h), hot_cmp);
-	fprintf(f, "\n Sorted summary for %s (hottest %s first):\n", a->symbol,
-		by_src ? "source lines" : "instructions");
+	fputs("\n Sorted summary for ", f);
+	put_clean(f, a->symbol);
+	fprintf(f, " (hottest %s first):\n", by_src ? "source lines" : "instructions");
 	for (size_t k = 0; k < nh && k < a->top && h[k].pct; k++) {
 		const struct annot_line *l = &a->v[h[k].first];
 
-		if (by_src && l->file)
-			fprintf(f, " %7.2f  %s:%d%s%s\n", h[k].pct / 100.0, base_of(l->file), l->line,
-				l->src ? "  " : "", l->src ? l->src : "");
-		else
-			fprintf(f, " %7.2f  %" PRIx64 ": %s\n", h[k].pct / 100.0, l->addr, l->text);
+		fprintf(f, " %7.2f  ", h[k].pct / 100.0);
+		if (by_src && l->file) {
+			put_clean(f, base_of(l->file));
+			fprintf(f, ":%d%s", l->line, l->src ? "  " : "");
+			put_clean(f, l->src ? l->src : "");
+		} else {
+			fprintf(f, "%" PRIx64 ": ", l->addr);
+			put_clean(f, l->text);
+		}
+		fputc('\n', f);
 	}
 	free(h);
 	return 0;
@@ -146,17 +163,28 @@ int annot_print(FILE *f, const struct annot_view *a)
 		any_src |= a->v[i].file != NULL;
 	}
 	total = annot_percents(counts, a->n, pct);
-	fprintf(f, " Percent |\tSource code & Disassembly of %s for %s (%" PRIu64 " samples)\n",
-		a->module, a->event, total);
+	fputs(" Percent |\tSource code & Disassembly of ", f);
+	put_clean(f, a->module);
+	fputs(" for ", f);
+	put_clean(f, a->event);
+	fprintf(f, " (%" PRIu64 " samples)\n", total);
 	fputs("------------------------------------------------------------------------------\n", f);
-	fprintf(f, "         :\t%016" PRIx64 " <%s>:\n", a->n ? a->v[0].addr : 0, a->symbol);
+	fprintf(f, "         :\t%016" PRIx64 " <", a->n ? a->v[0].addr : 0);
+	put_clean(f, a->symbol);
+	fputs(">:\n", f);
 	for (size_t i = 0; i < a->n; i++) {
 		const struct annot_line *l = &a->v[i];
 
-		if (l->file && (i == 0 || !same_line(&a->v[i - 1], l)))
-			fprintf(f, "         :\t%s:%d%s%s\n", base_of(l->file), l->line,
-				l->src ? "\t" : "", l->src ? l->src : "");
-		fprintf(f, " %7.2f :\t%8" PRIx64 ":\t%s\n", pct[i] / 100.0, l->addr, l->text);
+		if (l->file && (i == 0 || !same_line(&a->v[i - 1], l))) {
+			fputs("         :\t", f);
+			put_clean(f, base_of(l->file));
+			fprintf(f, ":%d%s", l->line, l->src ? "\t" : "");
+			put_clean(f, l->src ? l->src : "");
+			fputc('\n', f);
+		}
+		fprintf(f, " %7.2f :\t%8" PRIx64 ":\t", pct[i] / 100.0, l->addr);
+		put_clean(f, l->text);
+		fputc('\n', f);
 	}
 	if (a->top && total)
 		err = print_summary(f, a, pct, any_src);

@@ -261,6 +261,26 @@ static void test_print(void **state)
 			fail_msg("missing:\n%s\nin:\n%s", want[i], out);
 	free(out);
 
+	/* hostile names and source text: no control character gets through */
+	static const struct annot_line hv[] = {
+		{0x10, "callq 0x20 <evil\x1b]0;pwned\x07>", 1, "/src/a\x1b[2Jb.c", 3, "x;\r\x1b[31m\ty"},
+	};
+	struct annot_view h = {
+		.symbol = "s\x1b[1m", .module = "/bin/\x7fm\nn", .event = "cpu-clock", .v = hv,
+		.n = 1, .top = 5,
+	};
+
+	f = tl_capture_begin();
+	assert_int_equal(annot_print(f, &h), 0);
+	out = tl_capture_end(f);
+	for (const char *p = out; *p; p++)
+		if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f)
+			fail_msg("control character %#x at %zu in:\n%s", *p, (size_t)(p - out), out);
+	if (!strstr(out, "Disassembly of /bin/?m?n for") || !strstr(out, "<evil?]0;pwned?>") ||
+	    !strstr(out, "a?[2Jb.c:3\tx;??[31m y"))
+		fail_msg("hostile listing:\n%s", out);
+	free(out);
+
 	/* no DWARF: the summary is by instruction, and --top 1 keeps one */
 	struct annot_line nv[NCASES(v)];
 
