@@ -39,6 +39,7 @@
 #include "agent/cmd/annotate.h"
 #include "agent/cmd/cmd.h"
 #include "agent/stacks/stacks.h"
+#include "agent/symbols/demangle.h"
 #include "agent/symbols/disasm.h"
 #include "agent/symbols/dso.h"
 #include "agent/symbols/srcline.h"
@@ -60,7 +61,7 @@
 struct ann_bin {
 	struct dso *dso; /* a reference */
 	struct symtab *st;
-	char *path, *base, *open_path;
+	char *path, *base;
 	char *root; /* stacks_leaf's root: NULL unknown */
 	uint64_t samples;
 };
@@ -111,7 +112,7 @@ static int bin_index(struct annotate *an, const struct stacks_leaf *l, size_t *o
 	*b = (struct ann_bin){.dso = dso_get(l->dso), .st = l->symtab};
 	an->nbins++;
 	if (strv_set(&b->path, l->path) || strv_set(&b->base, l->base) ||
-	    strv_set(&b->open_path, l->open_path) || strv_set(&b->root, l->root))
+	    strv_set(&b->root, l->root))
 		return -ENOMEM;
 	*out = an->nbins - 1;
 	return 0;
@@ -187,6 +188,42 @@ static void consider(const struct annotate *an, struct ann_range *best, bool *fo
 	*found = true;
 }
 
+/* Whether mangled @name reads @want demangled, in the full or short form
+ * (as record shows it). */
+static bool demangles_to(const char *name, const char *want)
+{
+	bool hit = false;
+
+	if (strncmp(name, "_Z", 2) && strncmp(name, "_R", 2))
+		return false;
+	for (int style = DEMANGLE_SHORT; style <= DEMANGLE_FULL && !hit; style++) {
+		char *d = demangle_name(name, (enum demangle_style)style);
+
+		hit = d && !strcmp(d, want);
+		free(d);
+	}
+	return hit;
+}
+
+/* SYMBOL by name in binary @i: its own name, else every C++/Rust function
+ * that demangles to it (a function and its .cold part both read "f" in the
+ * short form: the one with the most samples is kept). */
+static void find_named(const struct annotate *an, size_t i, struct ann_range *out, bool *found)
+{
+	const struct symtab *st = an->bins[i].st;
+	uint64_t start, size;
+	const char *name;
+
+	if (symtab_find_sized(st, an->symbol, &start, &size) == 0) {
+		consider(an, out, found, (struct ann_range){.bin = i, .off = start, .size = size});
+		return;
+	}
+	for (size_t k = 0; (name = symtab_name_at(st, k, NULL)); k++)
+		if (demangles_to(name, an->symbol) && symtab_find_sized(st, name, &start, &size) == 0)
+			consider(an, out, found,
+				 (struct ann_range){.bin = i, .off = start, .size = size});
+}
+
 /* SYMBOL in the sampled binaries: 0 and *@out, or -ENOENT. */
 static int find_range(const struct annotate *an, struct ann_range *out)
 {
@@ -200,9 +237,7 @@ static int find_range(const struct annotate *an, struct ann_range *out)
 		uint64_t start;
 
 		if (!modform) {
-			if (symtab_find_sized(b->st, an->symbol, &start, &size) == 0)
-				consider(an, out, &found, (struct ann_range){.bin = i, .off = start,
-									     .size = size});
+			find_named(an, i, out, &found);
 			continue;
 		}
 		if (strcmp(b->base, mod))
@@ -353,8 +388,9 @@ static bool branch_target(const char *text, uint64_t *to)
 }
 
 /* Name the targets of direct branches and calls as perf does: "jne 0x115d
- * <hotloop_sum+0x14>", "callq 0xcd7d0 <elog_start@plt>"; an unnamed
- * function as record does ("<postgres+0x1aec00>", a file offset). */
+ * <hotloop_sum+0x14>", "callq 0xcd7d0 <elog_start@plt>" (C++ names
+ * demangled, as record's default); an unnamed function as record does
+ * ("<postgres+0x1aec00>", a file offset). */
 static void name_targets(const struct ann_bin *b, struct disasm_insn *in, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -373,11 +409,14 @@ static void name_targets(const struct ann_bin *b, struct disasm_insn *in, size_t
 					 b->base, off);
 			continue;
 		}
+		char *dm = demangle_name(name, DEMANGLE_FULL);
+
 		if (symoff)
 			snprintf(in[i].text + len, sizeof(in[i].text) - len, " <%s+0x%" PRIx64 ">",
-				 name, symoff);
+				 dm ? dm : name, symoff);
 		else
-			snprintf(in[i].text + len, sizeof(in[i].text) - len, " <%s>", name);
+			snprintf(in[i].text + len, sizeof(in[i].text) - len, " <%s>", dm ? dm : name);
+		free(dm);
 	}
 }
 
@@ -468,8 +507,11 @@ static int annotate_emit(void *ctx, struct stacks *st, size_t *nlines)
 		fprintf(stderr, "%s: %s\n", PROG, strerror(-err));
 		return 1;
 	}
-	fprintf(stderr, "%s: %" PRIu64 " of %" PRIu64 " samples (%.1f%%) in %s\n", PROG, r.samples,
-		an->total, 100.0 * (double)r.samples / (double)an->total, an->symbol);
+	fprintf(stderr,
+		"%s: %" PRIu64 " of %" PRIu64 " samples (%.1f%%) in %s; %" PRIu64
+		" in the kernel, JIT code or no binary\n",
+		PROG, r.samples, an->total, 100.0 * (double)r.samples / (double)an->total, an->symbol,
+		an->unnamed);
 	return 0;
 }
 
@@ -604,7 +646,6 @@ int cmd_annotate(int argc, char **argv)
 		dso_put(an.bins[i].dso);
 		free(an.bins[i].path);
 		free(an.bins[i].base);
-		free(an.bins[i].open_path);
 		free(an.bins[i].root);
 	}
 	for (size_t i = 0; i < an.nsrc; i++) {
