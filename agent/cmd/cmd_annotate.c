@@ -18,7 +18,9 @@
  *      (agent/symbols/disasm.h);
  *   3. give each instruction the samples whose address falls in it;
  *   4. look up source lines in DWARF (agent/symbols/srcline.h) and read the
- *      lines' text through lib/rootfs inside the same root;
+ *      lines' text through lib/rootfs inside the root of the process the
+ *      binary was sampled in (the stacks engine notes it), never a path a
+ *      container's DWARF names resolved in the host's root;
  *   5. print (annotate_print.c).
  *
  * Only binaries with samples are searched: a symbol of a library that got
