@@ -9,7 +9,8 @@
 #   - record --per-cgroup names the container and its image in its cgroup frame
 #   - run, selecting cgroups by image and excluding one container by name: a
 #     container started after the agent shows up with its name, image and an
-#     allow-listed label on the agent's /metrics and the exporter's /metrics,
+#     allow-listed label (and not the other) on the agent's /metrics and the
+#     exporter's /metrics,
 #     /api/v1/targets and page, within one push interval; the excluded one
 #     does not; the exporter restarted keeps the image (its SQLite store)
 source "$(dirname "$0")/../lib/common.sh"
@@ -117,6 +118,11 @@ for i in $(seq $(( 20 * TIME_SCALE ))); do
 done
 grep -q "container_name=\"$B\"" "$TMP/em.txt" || fail "exporter /metrics lacks $B: $(grep cpu "$TMP/em.txt" | head -3)"
 grep -q "container_name=\"$B\".*image=\"$IMG\"" "$TMP/em.txt" || fail "exporter /metrics lacks the image of $B: $(grep "$B" "$TMP/em.txt" | head -2)"
+# the agent's allow-list decides which container labels travel: team does,
+# secret does not
+eline=$(grep -m1 "container_name=\"$B\"" "$TMP/em.txt")
+[[ $eline == *'container_label_team="web"'* ]] || fail "exporter /metrics lacks the allow-listed label: $eline"
+grep "container_name=\"$B\"" "$TMP/em.txt" | grep -q secret && fail "exporter /metrics has a label outside the allow-list: $eline"
 curl -sf "http://127.0.0.1:$eport/api/v1/targets" >"$TMP/t.json" || fail "no /api/v1/targets"
 python3 - "$TMP/t.json" "$B" "$IMG" <<'PY' || fail "targets: $(head -c 2000 "$TMP/t.json")"
 import json, sys
