@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "agent/cmd/cmd.h"
+#include "agent/cmd/cmd_rt.h"
 #include "agent/cmd/trace.h"
 #include "agent/perf/cpumap.h"
 #include "agent/symbols/demangle.h"
@@ -814,6 +815,8 @@ static int trace_run(struct trace *t, const struct trace_args *a, struct workloa
 			ret = 1;
 			goto out;
 		}
+		if ((t->rt = cmd_rt_cache_new())) /* without it, the paths alone */
+			stacks_set_runtime(t->stacks, t->rt);
 	}
 	cmd_raise_nofile();
 	if ((ret = seed_pid_tree(t, a->pid)) || (ret = open_probes(t, a, cpus, ncpu, cgdirs, ncgdirs)))
@@ -887,6 +890,7 @@ out:
 	fold_free(t.pids);
 	free(t.v);
 	stacks_free(t.stacks);
+	cg_rtcache_free(t.rt);
 	refusals_stop();
 	free(t.mount);
 	return ret;

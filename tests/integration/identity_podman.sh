@@ -6,7 +6,8 @@
 #     (started here on a socket of this test); name and image from podman's
 #     store when no API service runs
 #   - record --target container=NAME samples that container's busy loop only
-#   - record --per-cgroup names the container and its image in its cgroup frame
+#   - record --per-cgroup and trace --stacks name the container and its image
+#     in its cgroup frame
 #   - run, selecting cgroups by image and excluding one container by name: a
 #     container started after the agent shows up with its name, image and an
 #     allow-listed label (and not the other) on the agent's /metrics and the
@@ -79,6 +80,14 @@ record_target_only "container=$A" "$(podman inspect -f '{{.State.Pid}}' "$A")"
 grep -q "^podman:[0-9a-f]\{12\} $A ($IMG);" "$TMP/pc.folded" ||
 	fail "record's cgroup frame lacks name and image: $(cut -d';' -f1 "$TMP/pc.folded" | sort -u)"
 info "record --per-cgroup: $(cut -d';' -f1 "$TMP/pc.folded" | sort -u | head -1)"
+# trace --stacks names it the same way in its cgroup frame (the busy loop
+# is preempted: sched_switch fires in it)
+acg=$(sed -n 's/^0:://p' "/proc/$(podman inspect -f '{{.State.Pid}}' "$A")/cgroup")
+"$AGENT" trace -G "$acg" -e sched:sched_switch --stacks --duration 1 >"$TMP/tr.txt" 2>&1 ||
+	fail "trace --stacks failed: $(tail -3 "$TMP/tr.txt")"
+grep -q "^sched:sched_switch;podman:[0-9a-f]\{12\} $A ($IMG);" "$TMP/tr.txt" ||
+	fail "trace --stacks cgroup frame lacks name and image: $(grep '^sched' "$TMP/tr.txt" | cut -d';' -f1-2 | sort -u | head -3)"
+info "trace --stacks: $(grep -m1 '^sched:' "$TMP/tr.txt" | cut -d';' -f1-2)"
 
 # 3. run: a container started after the agent, named within one interval
 [[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
