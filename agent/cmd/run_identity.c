@@ -35,6 +35,9 @@ int run_identity_start(struct agent *a)
 		.docker_sock = cfg->identity.docker_socket,
 		.podman_sock = cfg->identity.podman_socket,
 		.timeout_ms = (unsigned)cfg->identity.timeout_ms,
+		.kubelet_url = cfg->identity.kubelet_url,
+		.kubelet_token_file = cfg->identity.kubelet_token_file,
+		.kubelet_ca_file = cfg->identity.kubelet_ca_file,
 	};
 
 	if (!a->idsel && run_idsel_new(a) < 0)
