@@ -47,11 +47,12 @@ bool trace_wait_may(int rc, const char *spec, bool groups, long pid, bool latenc
 int trace_wait_add(struct trace *t, size_t idx, const char *spec, const char *why)
 {
 	struct trace_wait *w = t->wait;
-	struct probe *p = &t->pr[idx].p;
 	size_t head = strcspn(spec, " \t");
+	struct probe *p;
 
 	if (idx >= MAX_PROBES)
 		return -EINVAL;
+	p = &t->pr[idx].p;
 	if (!w && !(w = t->wait = calloc(1, sizeof(*w))))
 		return -ENOMEM;
 	free(w->spec[idx]);
