@@ -7,7 +7,9 @@
 # from then on is counted (sdtprobe prints how many rounds its semaphore was
 # raised: exactly the hits). A second run of the binary, after the first has
 # exited, is counted too. With no such process the trace ends saying the
-# probe was never placed.
+# probe was never placed. The same inside a podman container started under
+# the traced cgroup (--cgroup-parent) from an image holding only sdtprobe and
+# its libraries: the binary is found through /proc/PID/root.
 source "$(dirname "$0")/../lib/common.sh"
 SDT=$BUILD_DIR/workloads/sdtprobe
 [[ -x $SDT ]] || fail "$SDT not built"
@@ -42,3 +44,32 @@ info "placed after the first process came: $a1 of 200 rounds armed, then $a2 of 
 (( a1 >= 100 )) || fail "the probe came late: $a1 of 200 rounds armed (5 ms apart)"
 (( a2 == 100 )) || fail "the second process was not probed from its start: $a2 of 100 armed"
 (( hits == a1 + a2 )) || fail "hits $hits != armed rounds $a1 + $a2"
+
+# in a container: its binary only in the container's image
+command -v podman >/dev/null || { info "podman not installed: the container case is not run"; exit 0; }
+IMG=localhost/cgperf-sdtwait:$$
+croot=$TMP/croot
+mkdir -p "$croot/opt/app"
+cp "$SDT" "$croot/opt/app/sdtwait-$$"
+for l in $(ldd "$SDT" | grep -oE '/[^ ]+'); do
+	mkdir -p "$croot$(dirname "$l")" && cp -L "$l" "$croot$l" || fail "copy $l"
+done
+tar -C "$croot" -cf "$TMP/croot.tar" . && podman import "$TMP/croot.tar" "$IMG" >/dev/null 2>&1 ||
+	fail "podman import"
+trap 'podman rmi -f "$IMG" >/dev/null 2>&1; _cleanup' EXIT
+ccg=$(cg_make wait2)
+crel=${ccg#"$(cg2_mount)"}
+"$AGENT" trace -G "$crel" -e sdt:cgperf_test:hit --duration "$(scaled 5)" --json \
+	>"$TMP/tc.json" 2>"$TMP/ec" &
+TR=$!
+bg_track $TR
+sleep 1
+podman run --rm --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
+	--cgroup-parent="$crel" "$IMG" "/opt/app/sdtwait-$$" 200 5000 >"$TMP/s3" || fail "podman run"
+wait $TR || fail "trace failed: $(cat "$TMP/ec")"
+grep -q "sdt:cgperf_test:hit placed in /proc/[0-9]*/root/opt/app/sdtwait-$$" "$TMP/ec" ||
+	fail "not placed through the container's root: $(cat "$TMP/ec")"
+a3=$(awk '/^armed/ { print $2 }' "$TMP/s3")
+h3=$(python3 -c 'import json, sys; print(sum(json.loads(l)["hits"] for l in open(sys.argv[1])))' "$TMP/tc.json")
+info "in a container: $(grep -o 'placed in .*' "$TMP/ec"); $a3 of 200 rounds armed, $h3 hits"
+(( a3 >= 100 && h3 == a3 )) || fail "container: hits $h3, armed $a3 of 200"
