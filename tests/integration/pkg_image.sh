@@ -16,6 +16,7 @@
 # seccomp profile, which the test reports (and the run above supplies).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pkg.sh"
+source "$(dirname "$0")/../lib/containers.sh"
 pkg_setup dpkg-buildpackage podman runc
 [[ -f /usr/share/containers/seccomp.json ]] || skip "no /usr/share/containers/seccomp.json to derive the profile from"
 pkg_build
@@ -58,13 +59,7 @@ info "agent image: $rel task-clock $tc msec, $(awk '{ s += $NF } END { print s }
 # image of their own, the binary at a path the host does not have
 CIMG=localhost/cgperf-chain:$$
 CTR=cgperf-chain-$$
-croot=$TMP/croot
-mkdir -p "$croot/opt/app"
-cp "$BUILD_DIR/workloads/chain-fp" "$croot/opt/app/ctrchain-$$"
-for l in $(ldd "$BUILD_DIR/workloads/chain-fp" | grep -oE '/[^ ]+'); do
-	mkdir -p "$croot$(dirname "$l")" && cp -L "$l" "$croot$l" || fail "copy $l"
-done
-tar -C "$croot" -cf "$TMP/croot.tar" . && podman import "$TMP/croot.tar" "$CIMG" >/dev/null 2>&1 || fail "podman import"
+podman_image_of "$CIMG" "$BUILD_DIR/workloads/chain-fp" "/opt/app/ctrchain-$$"
 ctr_cleanup() { podman rm -f -t 0 "$CTR" >/dev/null 2>&1; podman rmi -f "$CIMG" >/dev/null 2>&1; }
 trap 'ctr_cleanup; img_cleanup' EXIT
 "${P[@]:0:2}" "${P[@]:3}" -d --name "$CTR" "$CIMG" "/opt/app/ctrchain-$$" 30 >/dev/null || fail "podman run $CTR"

@@ -11,6 +11,7 @@
 # the traced cgroup (--cgroup-parent) from an image holding only sdtprobe and
 # its libraries: the binary is found through /proc/PID/root.
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/containers.sh"
 SDT=$BUILD_DIR/workloads/sdtprobe
 [[ -x $SDT ]] || fail "$SDT not built"
 cg_new wait
@@ -51,14 +52,7 @@ info "placed after the first process came: $a1 of 200 rounds armed, then $a2 of 
 # in a container: its binary only in the container's image
 command -v podman >/dev/null || { info "podman not installed: the container case is not run"; exit 0; }
 IMG=localhost/cgperf-sdtwait:$$
-croot=$TMP/croot
-mkdir -p "$croot/opt/app"
-cp "$SDT" "$croot/opt/app/sdtwait-$$"
-for l in $(ldd "$SDT" | grep -oE '/[^ ]+'); do
-	mkdir -p "$croot$(dirname "$l")" && cp -L "$l" "$croot$l" || fail "copy $l"
-done
-tar -C "$croot" -cf "$TMP/croot.tar" . && podman import "$TMP/croot.tar" "$IMG" >/dev/null 2>&1 ||
-	fail "podman import"
+podman_image_of "$IMG" "$SDT" "/opt/app/sdtwait-$$"
 trap 'podman rmi -f "$IMG" >/dev/null 2>&1; _cleanup' EXIT
 ccg=$(cg_make wait2)
 crel=${ccg#"$(cg2_mount)"}
