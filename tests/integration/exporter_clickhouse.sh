@@ -3,6 +3,9 @@
 # instances (own config, data under $TMP, own ports, a remote_servers
 # cluster "two" of one shard each), exporter E1 on shard 1 and E2 on shard
 # 2 (--clickhouse-cluster two), and a SQLite exporter R as the reference.
+#   - tables on every shard: with --clickhouse-shard-urls, E1 makes the
+#     tables (and records the schema version) on the empty shard 2 too; a
+#     list that misses a server of the cluster is refused;
 #   - fleet: agent 1 pushes each batch to E1, E2 and R (every batch reaches
 #     the cluster twice), agent 2 to E2 and R; after they stop, E1 and E2
 #     answer for both cgroups exactly R's folded stacks, and R's cgroup
@@ -46,9 +49,11 @@ start() { # NAME ARGS...: an exporter on a free port
 	bg_track $!
 	wait_http "http://127.0.0.1:${PORT[$n]}/healthz" $(scaled 10) "$TMP/$n.log"
 }
-start_ch() { # NAME SHARD
-	start "$1" --store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[$2]}" \
-		--clickhouse-cluster two
+start_ch() { # NAME SHARD [ARGS...]
+	local n=$1 sh=$2
+	shift 2
+	start "$n" --store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[$sh]}" \
+		--clickhouse-cluster two "$@"
 }
 stop() {
 	kill -TERM "${PID[$1]}"
@@ -73,7 +78,23 @@ series() { # NAME OUT: cgroup series and agent batch/stack counts of /metrics, s
 same() { # WHAT A B
 	cmp -s "$2" "$3" || fail "$1 differ: $(diff "$2" "$3" | head -8)"
 }
-start_ch E1 s1
+# --- tables on every shard: shard 2 is empty; E1 (on shard 1) makes them there
+shard_urls="http://127.0.0.1:${CH_HTTP[s1]},http://127.0.0.1:${CH_HTTP[s2]}"
+"$EXPORTER" --listen "127.0.0.1:$(free_port)" --store clickhouse --clickhouse-url \
+	"http://127.0.0.1:${CH_HTTP[s1]}" --clickhouse-cluster two \
+	--clickhouse-shard-urls "http://127.0.0.1:${CH_HTTP[s1]}" 2>"$TMP/one.err" &&
+	fail "a shard list without shard 2 was accepted"
+grep -q 'cluster two has 2 servers at .*, --clickhouse-shard-urls lists 1' "$TMP/one.err" ||
+	fail "short shard list: $(cat "$TMP/one.err")"
+[[ $(ch_query s2 "SELECT count() FROM system.tables WHERE database = 'cgperf'") == 0 ]] ||
+	fail "shard 2 is not empty"
+start_ch E1 s1 --clickhouse-shard-urls "$shard_urls"
+for t in samples_local samples batches_local expiry_local cgperf_schema; do
+	[[ $(ch_query s2 "EXISTS TABLE cgperf.$t") == 1 ]] || fail "E1 did not make cgperf.$t on shard 2"
+done
+[[ $(ch_query s2 "SELECT max(version) FROM cgperf.cgperf_schema") == 3 ]] ||
+	fail "no schema version on shard 2"
+info "E1 made the tables on both shards: $(ch_query s2 "SELECT count() FROM system.tables WHERE database = 'cgperf'") on shard 2"
 start_ch E2 s2
 start R --data-dir "$TMP/R"
 
