@@ -50,18 +50,23 @@
  *   stacks    folded text and frame modules, interned by a 64-bit FNV-1a
  *             hash of the text (ReplacingMergeTree by hash)
  *   modules   (path, build-id) by a 64-bit hash id
- * With --clickhouse-cluster each is NAME_local on every shard plus a
+ *   expiry    what expiry and retention forgot (store_clickhouse_expire.c)
+ *   cgperf_schema  the schema versions written, on each server
+ *             (store_clickhouse_schema.c)
+ * With --clickhouse-cluster each other is NAME_local on every shard plus a
  * Distributed table NAME over them (sharded by the batch key, or by the
  * intern key), written with insert_distributed_sync so that a 200 means
- * every shard has its rows. The tables are created on the server the
- * exporter talks to: every shard needs an exporter started once on it
- * (or the same CREATE statements run by hand).
+ * every shard has its rows. The tables are created on every server of
+ * --clickhouse-shard-urls, else on the server the exporter talks to
+ * (store_clickhouse_schema.c).
  *
- * Retention drops whole day partitions of samples (and of cgroups) older
- * than --retention on the server the exporter talks to; counters, probes
- * and batches are the running totals and stay (they are small: a row per
- * cgroup and event per batch). Series expiry only hides series from the
- * answers (their totals continue when seen again, as a counter should).
+ * Retention and series expiry are recorded in the expiry table and the
+ * reads leave out what they forgot, so that answers equal SQLite's at
+ * once and after restarts; retention also drops whole day partitions of
+ * samples and cgroups (store_clickhouse_expire.c).
+ *
+ * Writes: a put() sends its tables' INSERTs at once over a few kept-alive
+ * connections (one round trip instead of six), then the batches rows.
  */
 #include "exporter/store/store_clickhouse_internal.h"
 

@@ -4,11 +4,14 @@
 
 /*
  * Shared by the ClickHouse store's files (the design note is at the head
- * of store_clickhouse.c): store_clickhouse.c opens (schema), closes,
- * retains; store_clickhouse_http.c talks to the server (libcurl) and reads
- * and writes TabSeparated text; store_clickhouse_put.c writes batches;
- * store_clickhouse_read.c loads the totals and answers the queries. Not an
- * interface for anything else: store.h is.
+ * of store_clickhouse.c): store_clickhouse.c opens, closes and holds the
+ * tables' DDL; store_clickhouse_schema.c checks versions and makes the
+ * tables on every shard; store_clickhouse_http.c talks to the servers
+ * (libcurl) and reads and writes TabSeparated text;
+ * store_clickhouse_put.c writes batches; store_clickhouse_read.c loads the
+ * totals and answers the queries; store_clickhouse_expire.c records what
+ * expiry and retention forget. Not an interface for anything else:
+ * store.h is.
  */
 
 #include <pthread.h>
