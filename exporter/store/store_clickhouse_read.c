@@ -170,30 +170,6 @@ static int row_agent(void *arg, char **f)
 	return v->agent(v->arg, &a);
 }
 
-/*
- * Run @head (its %s the database), the expiry join of @kind on @cols of
- * its subquery with @recv its time of receipt (store_clickhouse_expire.c),
- * then @tail, as query() does.
- */
-static int run_totals(struct ch_store *s, const char *head, int kind, const char *cols,
-		      const char *recv, const char *tail, size_t nf, int (*row)(void *, char **),
-		      int (*end)(void *), void *arg)
-{
-	char *h = with_db(s, head);
-	struct page q;
-	int ret;
-
-	page_init(&q, 0);
-	if (h)
-		page_put(&q, h);
-	ch_expiry_join(s, &q, kind, cols, recv);
-	page_put(&q, tail);
-	ret = h && ch_text(&q) ? query(s, q.buf, nf, row, end, arg) : -ENOMEM;
-	free(h);
-	page_release(&q);
-	return ret;
-}
-
 #define LAST_SET(col) "argMaxIf(" col ", last_seen_ns, " col " != '')"
 
 /* Cgroups seen since the retention cutoff (SQLite deletes the others). */
@@ -223,6 +199,52 @@ static int load_cgroups(struct ch_store *s, const struct store_visitor *v)
 	return ret;
 }
 
+/* The totals' queries, by expiry kind (store_clickhouse_expire.c: 0
+ * counters, 1 probes, 2 agents): the rows collapsed by their row key (or
+ * batch key), the expiry join on @cols, then @tail. */
+static const struct {
+	const char *head, *cols, *tail;
+	size_t nf;
+} totals_sql[] = {
+	{ "SELECT h, p, e, sum(x), max(r) FROM (SELECT any(host) AS h, any(path) AS p,"
+	  " any(event) AS e, any(scaled) AS x, max(received_ns) AS r FROM %s.counters"
+	  " WHERE supported = 1 GROUP BY row)",
+	  "h, p, e", " GROUP BY h, p, e FORMAT TabSeparated", 5 },
+	{ "SELECT h, p, l, x, vs, la, r FROM (SELECT any(host) AS h, any(path) AS p,"
+	  " any(label) AS l, any(hits) AS x, any(vals) AS vs, any(latency) AS la,"
+	  " max(received_ns) AS r FROM %s.probes GROUP BY row)",
+	  "h, p, l", " ORDER BY h, p, l FORMAT TabSeparated", 7 },
+	{ "SELECT agent_id, argMax(h, r), argMax(ver, r), min(r), max(r), count(),"
+	  " sum(ss), sum(sa), sum(lo), sum(uf), sum(pf), sum(pr), sum(sd), sum(sr),"
+	  " argMax(sb, r), argMax(sn, r) FROM (SELECT agent_id, any(host) AS h,"
+	  " any(version) AS ver, min(received_ns) AS r, any(stack_samples) AS ss,"
+	  " any(samples) AS sa, any(lost_samples) AS lo, any(unwind_failures) AS uf,"
+	  " any(push_failures) AS pf, any(push_rejected) AS pr,"
+	  " any(spool_dropped_batches) AS sd, any(stacks_refused) AS sr,"
+	  " any(spool_bytes) AS sb, any(spool_batches) AS sn FROM %s.batches"
+	  " GROUP BY agent_id, seq)",
+	  "agent_id", " GROUP BY agent_id FORMAT TabSeparated", 16 },
+};
+
+/* Run the totals query of expiry kind @kind as query() does. */
+static int run_totals(struct ch_store *s, int kind, int (*row)(void *, char **),
+		      int (*end)(void *), void *arg)
+{
+	char *h = with_db(s, totals_sql[kind].head);
+	struct page q;
+	int ret;
+
+	page_init(&q, 0);
+	if (h)
+		page_put(&q, h);
+	ch_expiry_join(s, &q, kind, totals_sql[kind].cols, "r");
+	page_put(&q, totals_sql[kind].tail);
+	ret = h && ch_text(&q) ? query(s, q.buf, totals_sql[kind].nf, row, end, arg) : -ENOMEM;
+	free(h);
+	page_release(&q);
+	return ret;
+}
+
 int ch_load(struct store *base, const struct store_visitor *v)
 {
 	struct ch_store *s = chs(base);
@@ -232,34 +254,11 @@ int ch_load(struct store *base, const struct store_visitor *v)
 	if (v->cgroup)
 		ret = load_cgroups(s, v);
 	if (!ret && v->counter)
-		ret = run_totals(s,
-				 "SELECT h, p, e, sum(x), max(r) FROM (SELECT any(host) AS h,"
-				 " any(path) AS p, any(event) AS e, any(scaled) AS x,"
-				 " max(received_ns) AS r FROM %s.counters WHERE supported = 1"
-				 " GROUP BY row)",
-				 0, "h, p, e", "r", " GROUP BY h, p, e FORMAT TabSeparated", 5,
-				 row_counter, NULL, (void *)v);
+		ret = run_totals(s, 0, row_counter, NULL, (void *)v);
 	if (!ret && v->probe)
-		ret = run_totals(s,
-				 "SELECT h, p, l, x, vs, la, r FROM (SELECT any(host) AS h,"
-				 " any(path) AS p, any(label) AS l, any(hits) AS x, any(vals) AS vs,"
-				 " any(latency) AS la, max(received_ns) AS r FROM %s.probes"
-				 " GROUP BY row)",
-				 1, "h, p, l", "r", " ORDER BY h, p, l FORMAT TabSeparated", 7, row_probe,
-				 probe_flush, &pa);
+		ret = run_totals(s, 1, row_probe, probe_flush, &pa);
 	if (!ret && v->agent)
-		ret = run_totals(s,
-				 "SELECT agent_id, argMax(h, r), argMax(ver, r), min(r), max(r), count(),"
-				 " sum(ss), sum(sa), sum(lo), sum(uf), sum(pf), sum(pr), sum(sd), sum(sr),"
-				 " argMax(sb, r), argMax(sn, r) FROM (SELECT agent_id, any(host) AS h,"
-				 " any(version) AS ver, min(received_ns) AS r, any(stack_samples) AS ss,"
-				 " any(samples) AS sa, any(lost_samples) AS lo,"
-				 " any(unwind_failures) AS uf, any(push_failures) AS pf,"
-				 " any(push_rejected) AS pr, any(spool_dropped_batches) AS sd,"
-				 " any(stacks_refused) AS sr, any(spool_bytes) AS sb,"
-				 " any(spool_batches) AS sn FROM %s.batches GROUP BY agent_id, seq)",
-				 2, "agent_id", "r", " GROUP BY agent_id FORMAT TabSeparated", 16,
-				 row_agent, NULL, (void *)v);
+		ret = run_totals(s, 2, row_agent, NULL, (void *)v);
 	return ret;
 }
 

@@ -4,8 +4,11 @@
 #     no cgperf_schema, no expiry table, cgroups without image) holding a
 #     batch of rows: the exporter opens it, ADDs cgroups.image, creates
 #     expiry, records version 3, and answers the old rows (folded stacks,
-#     the counter on /metrics, the agent and cgroup on targets); a restart
-#     upgrades nothing twice;
+#     the counter on /metrics, the agent and cgroup on targets, its image
+#     empty); a restart upgrades nothing twice, and a cgroups row with an
+#     image (written by SQL as the exporter's INSERT does: image last)
+#     shows on targets after it (issue 13; a cgroup without counters has
+#     no /metrics series: identity_podman checks /metrics on SQLite);
 #   - a database of a newer version (4) is refused at start with an error
 #     that says so, and is left as it was.
 # Skips only when clickhouse-server cannot run here.
@@ -85,13 +88,19 @@ python3 - "$TMP/t" <<'PY' || fail "old rows on targets: $(head -c 1500 "$TMP/t")
 import json, sys
 t = json.load(open(sys.argv[1]))
 assert [a for a in t["agents"] if a["agent_id"] == "ag" and a["batches"] == 1], t["agents"]
-assert [c for c in t["cgroups"] if c["path"] == "/old" and c["container_name"] == "oldname"], t
+assert [c for c in t["cgroups"] if c["path"] == "/old" and c["container_name"] == "oldname"
+        and c.get("image", "") == ""], t
 PY
 info "version 1 database: image added, expiry made, version 3 recorded, the old rows answered"
+q "INSERT INTO $DB.cgroups VALUES ('h', '/old', 1, 'c0', 'docker', '', '', '', '', 'oldname',
+ '', '', $((now + 1)), 'localhost/img:7')"
 kill -TERM $EXP
 wait $EXP || fail "exporter did not stop cleanly: $(tail -3 "$TMP/exp.log")"
 start_exporter "$TMP/exp2.log"
 [[ $(ch_query one "SELECT count() FROM $DB.cgperf_schema") == 1 ]] || fail "upgraded twice"
+curl -sf "http://127.0.0.1:$port/api/v1/targets" >"$TMP/t2" || fail "no targets"
+grep -q 'localhost/img:7' "$TMP/t2" || fail "targets lack the image: $(head -c 1500 "$TMP/t2")"
+info "restart: nothing upgraded twice; the image on /api/v1/targets, loaded from the store"
 kill -TERM $EXP
 wait $EXP || fail "exporter did not stop cleanly"
 
