@@ -5,7 +5,8 @@
 # 2 (--clickhouse-cluster two), and a SQLite exporter R as the reference.
 #   - tables on every shard: with --clickhouse-shard-urls, E1 makes the
 #     tables (and records the schema version) on the empty shard 2 too; a
-#     list that misses a server of the cluster is refused;
+#     list that misses a server of the cluster is refused; at the end, an
+#     exporter on shard 1 with --retention drops an old day on shard 2;
 #   - fleet: agent 1 pushes each batch to E1, E2 and R (every batch reaches
 #     the cluster twice), agent 2 to E2 and R; after they stop, E1 and E2
 #     answer for both cgroups exactly R's folded stacks, and R's cgroup
@@ -322,7 +323,26 @@ series E1 "$TMP/E1.5.series"
 same "/metrics after an outage under an agent" "$TMP/E1.5.series" "$TMP/R5.series"
 info "the store down for 2 s under a pushing agent: $tot samples, none lost, none twice"
 
-for e in E1 E2 E3 R; do stop $e; done
+# --- retention on every shard: an old day on shard 2 dropped by an exporter on shard 1
+old=$(( ($(date +%s) - 10 * 86400) * 1000000000 ))
+ch_query s2 "INSERT INTO cgperf.samples_local (bucket, host, path, event, stack, count)
+ VALUES ($old, 'old-host', '/old', 'cpu-clock', 1, 1)" >/dev/null || fail "old row"
+parts() { ch_query s2 "SELECT count() FROM system.parts WHERE active AND database = 'cgperf'
+ AND table = 'samples_local' AND toDate(partition) < today() - 5"; }
+[[ $(parts) == 1 ]] || fail "no old partition on shard 2"
+start_ch E4 s1 --clickhouse-shard-urls "$shard_urls" --retention 2d
+for _ in $(seq 50); do
+	[[ $(parts) == 0 ]] && break
+	sleep 0.2
+done
+[[ $(parts) == 0 ]] || fail "E4 (on shard 1) did not drop shard 2's old day: $(tail -3 "$TMP/E4.log")"
+folded E4 "host=ch-host-1" "$TMP/E4-1.folded"
+folded R "host=ch-host-1" "$TMP/R-1.folded"
+[[ -s $TMP/R-1.folded ]] || fail "no reference stacks"
+same "stacks after retention" "$TMP/E4-1.folded" "$TMP/R-1.folded"
+info "retention: shard 2's old day dropped by the exporter on shard 1; today's stacks unchanged"
+
+for e in E1 E2 E3 E4 R; do stop $e; done
 ch_stop s1
 ch_stop s2
 grep -l 'Sanitizer\|runtime error' "$TMP"/*.log && fail "sanitizer reports"
