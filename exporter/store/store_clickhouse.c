@@ -164,6 +164,7 @@ static void ch_close(struct store *base)
 	ch_conn_release(&s->r);
 	for (size_t i = 0; i < s->npar; i++)
 		ch_conn_release(&s->par[i]);
+	curl_multi_cleanup(s->multi);
 	ch_shards_close(s);
 	hashmap_free(s->known);
 	free(s->url);
@@ -311,6 +312,9 @@ static int open_parallel(struct ch_store *s)
 
 	if (serial && !strcmp(serial, "1"))
 		return 0;
+	s->multi = curl_multi_init();
+	if (!s->multi)
+		return -ENOMEM;
 	for (; s->npar < CH_PARALLEL_MAX; s->npar++)
 		if (ch_conn_init(s, &s->par[s->npar], NULL))
 			return -ENOMEM;

@@ -187,13 +187,12 @@ int ch_run_parallel(struct ch_store *s, const char *const *sql, const char *cons
 	struct ch_req r[CH_PARALLEL_MAX];
 	CURLcode rc[CH_PARALLEL_MAX];
 	char why[256];
-	CURLM *m = curl_multi_init();
+	CURLM *m = s->multi;
 	size_t k = 0;
 	int ret = 0, running = 1;
 	CURLMsg *msg;
 
 	if (!m || n > s->npar) {
-		curl_multi_cleanup(m);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -222,7 +221,6 @@ int ch_run_parallel(struct ch_store *s, const char *const *sql, const char *cons
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 	}
-	curl_multi_cleanup(m);
 	return ret;
 }
 

@@ -57,6 +57,7 @@ struct ch_store {
 	 * npar 0: one after the other on w. Under w.lock. */
 	struct ch_conn par[CH_PARALLEL_MAX];
 	size_t npar;
+	void *multi; /* CURLM * driving them: its connection cache keeps them alive */
 	/* --clickhouse-shard-urls: every shard's own HTTP interface, where
 	 * the local tables are made and retention drops partitions
 	 * (store_clickhouse_schema.c); under w.lock. */
