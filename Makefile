@@ -31,7 +31,7 @@ WARNFLAGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wformat-security -Wvla \
 	-Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
 override CPPFLAGS += -I. -I$(O)/gen -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(TRACEFS_CFLAGS)
 override CFLAGS += -std=gnu11 $(WARNFLAGS) -fno-omit-frame-pointer
-LDLIBS_AGENT := -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -ljson-c -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
+LDLIBS_AGENT := -lcapstone -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -ljson-c -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
 # The exporter links no perf, ELF, DWARF or unwinding library.
 # remote_write: libcurl (lib/httpc) and libsnappy.
 LDLIBS_EXPORTER := -lsqlite3 -lmicrohttpd -lyaml -lprotobuf-c -lcurl -lsnappy -lz -lm -lpthread
@@ -290,7 +290,8 @@ FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/cmd/config.c agent/cmd/config_
 	agent/cmd/config_identity.c
 FUZZ_PERFMAP_SRC := tests/fuzz/fuzz_perfmap.c agent/symbols/perfmap.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/search.c lib/grow.c
 FUZZ_RUNTIME_SRC := tests/fuzz/fuzz_runtime.c cgroup/runtime.c cgroup/runtime_engine.c cgroup/runtime_oci.c \
-	cgroup/runtime_systemd.c cgroup/identity.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/slurp.c lib/utf8.c lib/grow.c
+	cgroup/runtime_systemd.c cgroup/runtime_kubelet.c cgroup/identity.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/slurp.c \
+	lib/utf8.c lib/grow.c lib/clock.c
 FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config fuzz_perfmap fuzz_runtime)
 
 $(O)/fuzz/fuzz_symtab: $(FUZZ_SYMTAB_SRC) agent/symbols/symtab.h agent/symbols/symcache.h tests/fuzz/fuzz_file.h

@@ -5,7 +5,8 @@
 # [app], the agent's /metrics names all 1000 (container_name, pod_name,
 # namespace) and carries container_label_app and no other label of theirs;
 # the exporter it pushes to, at --max-series 4000, takes every batch (no 429)
-# and holds the 1000 cgroups' series, none with a container label.
+# and holds the 1000 cgroups' series, each with container_label_app and no
+# other container label.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/containers.sh"
 EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
@@ -88,11 +89,14 @@ for i in $(seq $(( 20 * TIME_SCALE ))); do
 	sleep 1
 done
 (( n == N )) || fail "exporter holds $n of $N named cgroups: $(tail -3 "$TMP/exp.log")"
-! grep -q 'container_label_' "$TMP/em.txt" || fail "exporter series carry container labels"
+read -r en ebad < <(check "$TMP/em.txt")
+(( ebad == 0 && en == N )) || fail "exporter: $en of $N named as the agent names them, $ebad with labels outside the allow-list"
+napp=$(grep -c '^cgperf_cgroup_perf_events_total{.*container_label_app="app[0-9]"' "$TMP/em.txt")
+(( napp == N )) || fail "exporter: $napp of $N cgroups carry container_label_app"
 grep -q 'cgperf_agent_push_rejected_total{[^}]*} 0' <(curl -sf "http://127.0.0.1:$port/metrics") ||
 	fail "the exporter refused batches (429 at --max-series 4000?)"
 series=$(grep -c '^cgperf_' "$TMP/em.txt")
-info "exporter: $n named cgroups, $series series in all, under --max-series 4000"
+info "exporter: $n named cgroups with container_label_app only, $series series in all, under --max-series 4000"
 kill -TERM $AG
 for i in $(seq $(( 100 * TIME_SCALE ))); do kill -0 $AG 2>/dev/null || break; sleep 0.1; done
 kill -0 $AG 2>/dev/null && fail "agent still running 10 s after SIGTERM: $(tail -3 "$TMP/run.log")"

@@ -6,10 +6,12 @@
 #     (started here on a socket of this test); name and image from podman's
 #     store when no API service runs
 #   - record --target container=NAME samples that container's busy loop only
-#   - record --per-cgroup names the container and its image in its cgroup frame
+#   - record --per-cgroup and trace --stacks name the container and its image
+#     in its cgroup frame
 #   - run, selecting cgroups by image and excluding one container by name: a
 #     container started after the agent shows up with its name, image and an
-#     allow-listed label on the agent's /metrics and the exporter's /metrics,
+#     allow-listed label (and not the other) on the agent's /metrics and the
+#     exporter's /metrics,
 #     /api/v1/targets and page, within one push interval; the excluded one
 #     does not; the exporter restarted keeps the image (its SQLite store)
 source "$(dirname "$0")/../lib/common.sh"
@@ -78,6 +80,14 @@ record_target_only "container=$A" "$(podman inspect -f '{{.State.Pid}}' "$A")"
 grep -q "^podman:[0-9a-f]\{12\} $A ($IMG);" "$TMP/pc.folded" ||
 	fail "record's cgroup frame lacks name and image: $(cut -d';' -f1 "$TMP/pc.folded" | sort -u)"
 info "record --per-cgroup: $(cut -d';' -f1 "$TMP/pc.folded" | sort -u | head -1)"
+# trace --stacks names it the same way in its cgroup frame (the busy loop
+# is preempted: sched_switch fires in it)
+acg=$(sed -n 's/^0:://p' "/proc/$(podman inspect -f '{{.State.Pid}}' "$A")/cgroup")
+"$AGENT" trace -G "$acg" -e sched:sched_switch --stacks --duration 1 >"$TMP/tr.txt" 2>&1 ||
+	fail "trace --stacks failed: $(tail -3 "$TMP/tr.txt")"
+grep -q "^sched:sched_switch;podman:[0-9a-f]\{12\} $A ($IMG);" "$TMP/tr.txt" ||
+	fail "trace --stacks cgroup frame lacks name and image: $(grep '^sched' "$TMP/tr.txt" | cut -d';' -f1-2 | sort -u | head -3)"
+info "trace --stacks: $(grep -m1 '^sched:' "$TMP/tr.txt" | cut -d';' -f1-2)"
 
 # 3. run: a container started after the agent, named within one interval
 [[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
@@ -117,6 +127,11 @@ for i in $(seq $(( 20 * TIME_SCALE ))); do
 done
 grep -q "container_name=\"$B\"" "$TMP/em.txt" || fail "exporter /metrics lacks $B: $(grep cpu "$TMP/em.txt" | head -3)"
 grep -q "container_name=\"$B\".*image=\"$IMG\"" "$TMP/em.txt" || fail "exporter /metrics lacks the image of $B: $(grep "$B" "$TMP/em.txt" | head -2)"
+# the agent's allow-list decides which container labels travel: team does,
+# secret does not
+eline=$(grep -m1 "container_name=\"$B\"" "$TMP/em.txt")
+[[ $eline == *'container_label_team="web"'* ]] || fail "exporter /metrics lacks the allow-listed label: $eline"
+grep "container_name=\"$B\"" "$TMP/em.txt" | grep -q secret && fail "exporter /metrics has a label outside the allow-list: $eline"
 curl -sf "http://127.0.0.1:$eport/api/v1/targets" >"$TMP/t.json" || fail "no /api/v1/targets"
 python3 - "$TMP/t.json" "$B" "$IMG" <<'PY' || fail "targets: $(head -c 2000 "$TMP/t.json")"
 import json, sys
