@@ -1,0 +1,95 @@
+#!/bin/bash
+# Kernel probes (k:FUNC...). On a kernel without kprobes (this project's VM:
+# no kprobe PMU, no kprobe_events), trace and run refuse with the reason and
+# exit 2 before anything is opened or started. On a kernel with them, the
+# same commands count do_sys_openat2 hits while files are opened, fetch an
+# argument by register and by BTF name, and name near functions for a typo.
+source "$(dirname "$0")/../lib/common.sh"
+
+PMU=/sys/bus/event_source/devices/kprobe/type
+TRACEFS=$(awk '$3 == "tracefs" { print $2; exit }' /proc/mounts)
+have_pmu=0 have_kev=0
+[[ -e $PMU ]] && have_pmu=1
+[[ -n $TRACEFS && -e $TRACEFS/kprobe_events ]] && have_kev=1
+
+# Bad specs are refused by the grammar on any kernel.
+"$AGENT" trace -a -e 'k:vfs_read %edi' --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
+[[ $rc -eq 2 ]] && grep -q 'unknown register "%edi".*%di:u32' "$TMP/err" ||
+	fail "bad register: rc=$rc $(cat "$TMP/err")"
+"$AGENT" trace -a -e 'k:vfs_read $retval' --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
+[[ $rc -eq 2 ]] && grep -q '\$retval is for a %return probe' "$TMP/err" ||
+	fail "\$retval without %return: rc=$rc $(cat "$TMP/err")"
+
+cat >"$TMP/k.yaml" <<'EOF'
+counters:
+  enabled: false
+sampling:
+  enabled: false
+probes:
+  - spec: "k:do_sys_openat2 dfd"
+EOF
+
+if ((!have_pmu && !have_kev)); then
+	info "no kprobe PMU ($PMU) and no kprobe_events in tracefs (${TRACEFS:-not mounted}): the refusal"
+	# trace: exit 2, the reason, and the command never started
+	"$AGENT" trace -e 'k:do_sys_openat2' -- touch "$TMP/ran" >"$TMP/out" 2>"$TMP/err"; rc=$?
+	cat "$TMP/err"
+	[[ $rc -eq 2 ]] || fail "trace: exit $rc, want 2"
+	grep -q 'k:do_sys_openat2: kernel probes are not available: no kprobe PMU in /sys/bus/event_source/devices and no kprobe_events in tracefs' "$TMP/err" ||
+		fail "trace: no reason given: $(cat "$TMP/err")"
+	[[ ! -e $TMP/ran ]] || fail "trace started the command before refusing"
+	[[ ! -s $TMP/out ]] || fail "trace printed results: $(cat "$TMP/out")"
+	"$AGENT" trace -a -e 'k:do_sys_openat2' --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
+	[[ $rc -eq 2 ]] && grep -q 'kernel probes are not available' "$TMP/err" ||
+		fail "trace -a: rc=$rc $(cat "$TMP/err")"
+	# run: the same refusal for a configured probe
+	timeout 20 "$AGENT" run --config "$TMP/k.yaml" --duration 1 2>"$TMP/err"; rc=$?
+	[[ $rc -eq 2 ]] && grep -q 'bad probe.*kernel probes are not available' "$TMP/err" ||
+		fail "run: rc=$rc $(cat "$TMP/err")"
+	echo "OK: refused (this kernel has no kprobes)"
+	exit 0
+fi
+
+info "kprobes here: PMU=$have_pmu kprobe_events=$have_kev"
+opener() { for _ in $(seq 2000); do cat /etc/hostname >/dev/null; done; }
+
+# Counted while files are opened.
+"$AGENT" trace -a -e 'k:do_sys_openat2' --duration 2 --json >"$TMP/k.json" 2>"$TMP/err" &
+tr=$!
+bg_track $tr
+sleep 0.5
+opener
+wait $tr || fail "trace k:do_sys_openat2 failed: $(cat "$TMP/err")"
+python3 - "$TMP/k.json" <<'PY' || fail "no do_sys_openat2 hits"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+hits = sum(r["hits"] for r in rows)
+print("# do_sys_openat2 hits:", hits)
+assert hits >= 2000, hits
+PY
+
+# A typo: near names, exit 2.
+"$AGENT" trace -a -e 'k:do_sys_opnat2' --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
+[[ $rc -eq 2 ]] && grep -q 'did you mean.*do_sys_openat2' "$TMP/err" ||
+	fail "typo: rc=$rc $(cat "$TMP/err")"
+
+if ((have_kev)); then
+	# An argument by register, and by name where the kernel has BTF.
+	spec='k:do_sys_openat2 dfd=%di:s32'
+	[[ -e /sys/kernel/btf/vmlinux ]] && spec='k:do_sys_openat2 dfd'
+	"$AGENT" trace -a -e "$spec" --hist dfd --duration 2 --json >"$TMP/a.json" 2>"$TMP/err" &
+	tr=$!
+	bg_track $tr
+	sleep 0.5
+	opener
+	wait $tr || fail "trace $spec failed: $(cat "$TMP/err")"
+	python3 - "$TMP/a.json" <<'PY' || fail "no dfd histogram"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+hits = sum(r["hits"] for r in rows if "hist" in r)
+print("# do_sys_openat2 with dfd:", hits)
+assert hits >= 2000, rows
+PY
+	! grep -q 'cgperf/' "$TRACEFS/kprobe_events" || fail "dynamic event left behind: $(cat "$TRACEFS/kprobe_events")"
+fi
+echo "OK: kernel probes counted"
