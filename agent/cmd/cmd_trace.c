@@ -633,13 +633,14 @@ static int open_probes(struct trace *t, const struct trace_args *a, int *cpus, i
 		if (!err)
 			continue;
 		if ((err == -EACCES || err == -EPERM) && t->pr[i].p.kind != PROBE_TRACEPOINT &&
-		    t->pr[i].p.kind != PROBE_KPROBE && cmd_have_cap(CAP_PERFMON) &&
-		    !cmd_have_cap(CAP_SYS_ADMIN))
+		    cmd_have_cap(CAP_PERFMON) && !cmd_have_cap(CAP_SYS_ADMIN))
 			fprintf(stderr, "%s: cannot place %s: perf_event_open: %s.\n"
-				"  The kernel's uprobe PMU (uprobes and USDT probes) needs CAP_SYS_ADMIN;\n"
+				"  The kernel's %s needs CAP_SYS_ADMIN;\n"
 				"  CAP_PERFMON is not enough. Run as root or grant CAP_SYS_ADMIN too\n"
 				"  (cgperf-agent.service: the probes drop-in of docs/deploy.md).\n",
-				t->prog, label, strerror(-err));
+				t->prog, label, strerror(-err),
+				t->pr[i].p.kind == PROBE_KPROBE ? "kprobe PMU (kernel probes)"
+								: "uprobe PMU (uprobes and USDT probes)");
 		else if (err == -EACCES || err == -EPERM)
 			cmd_explain_perf_permission(t->prog, -err);
 		else if (err == -EINVAL && filter && t->pr[i].p.kind == PROBE_TRACEPOINT)
