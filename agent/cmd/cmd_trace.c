@@ -632,15 +632,17 @@ static int open_probes(struct trace *t, const struct trace_args *a, int *cpus, i
 
 		if (!err)
 			continue;
+		/* The kprobe PMU takes CAP_PERFMON (Linux 5.8+); the uprobe PMU
+		 * was put back under CAP_SYS_ADMIN (commit "perf: Require
+		 * CAP_SYS_ADMIN for uprobes", a fix of c9e0924e5c2b). */
 		if ((err == -EACCES || err == -EPERM) && t->pr[i].p.kind != PROBE_TRACEPOINT &&
-		    cmd_have_cap(CAP_PERFMON) && !cmd_have_cap(CAP_SYS_ADMIN))
+		    t->pr[i].p.kind != PROBE_KPROBE && cmd_have_cap(CAP_PERFMON) &&
+		    !cmd_have_cap(CAP_SYS_ADMIN))
 			fprintf(stderr, "%s: cannot place %s: perf_event_open: %s.\n"
-				"  The kernel's %s needs CAP_SYS_ADMIN;\n"
+				"  The kernel's uprobe PMU (uprobes and USDT probes) needs CAP_SYS_ADMIN;\n"
 				"  CAP_PERFMON is not enough. Run as root or grant CAP_SYS_ADMIN too\n"
 				"  (cgperf-agent.service: the probes drop-in of docs/deploy.md).\n",
-				t->prog, label, strerror(-err),
-				t->pr[i].p.kind == PROBE_KPROBE ? "kprobe PMU (kernel probes)"
-								: "uprobe PMU (uprobes and USDT probes)");
+				t->prog, label, strerror(-err));
 		else if (err == -EACCES || err == -EPERM)
 			cmd_explain_perf_permission(t->prog, -err);
 		else if (err == -EINVAL && filter && t->pr[i].p.kind == PROBE_TRACEPOINT)
