@@ -277,39 +277,59 @@ static char *probe_spec_kname(const char *tok)
 	return name;
 }
 
-/* "u:BINARY:SYMBOL[+OFF][%return]", @body after "u:" (cut in place) */
-static int parse_uprobe(struct probe_spec *s, char *body, char *err, size_t errlen)
+/* A "%return" suffix of @body, cut off. */
+static int cut_return(struct probe_spec *s, char *body, char *err, size_t errlen)
 {
-	char *sym, *plus, *pct = strchr(body, '%');
+	char *pct = strchr(body, '%');
 
-	if (pct) {
-		if (strcmp(pct, "%return") != 0) {
-			say(err, errlen, "%s: unknown suffix \"%s\" (only %%return)", s->head, pct);
-			return -EINVAL;
-		}
-		*pct = '\0';
-		s->retprobe = true;
-	}
-	sym = strrchr(body, ':');
-	if (!sym || sym == body || !sym[1]) {
-		say(err, errlen, "%s: want u:BINARY:SYMBOL[+OFF][%%return]", s->head);
+	if (!pct)
+		return 0;
+	if (strcmp(pct, "%return") != 0) {
+		say(err, errlen, "%s: unknown suffix \"%s\" (only %%return)", s->head, pct);
 		return -EINVAL;
 	}
-	*sym++ = '\0';
-	plus = strchr(sym, '+');
-	if (plus) {
-		*plus++ = '\0';
-		if (!sym[0] || probe_spec_u64(plus, &s->offset) < 0) {
-			say(err, errlen, "%s: bad offset \"+%s\" (decimal or 0x hex)", s->head,
-			    plus);
-			return -EINVAL;
-		}
+	*pct = '\0';
+	s->retprobe = true;
+	return 0;
+}
+
+/* A "+OFF" suffix of the function @sym, cut off; after cut_return(). */
+static int cut_offset(struct probe_spec *s, char *sym, char *err, size_t errlen)
+{
+	char *plus = strchr(sym, '+');
+
+	if (!plus)
+		return 0;
+	*plus++ = '\0';
+	if (!sym[0] || probe_spec_u64(plus, &s->offset) < 0) {
+		say(err, errlen, "%s: bad offset \"+%s\" (decimal or 0x hex)", s->head, plus);
+		return -EINVAL;
 	}
 	if (s->retprobe && s->offset) {
 		say(err, errlen, "%s: %%return probes a function's return; it takes no +OFF",
 		    s->head);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* "u:BINARY:SYMBOL[+OFF][%return]", @body after "u:" (cut in place) */
+static int parse_uprobe(struct probe_spec *s, char *body, char *err, size_t errlen)
+{
+	char *sym;
+	int rc = cut_return(s, body, err, errlen);
+
+	if (rc)
+		return rc;
+	sym = strrchr(body, ':');
+	if (!sym || sym == body || !sym[1]) {
+		say(err, errlen, "%s: want u:BINARY:SYMBOL[+OFF][%%return]", s->head);
+		return -EINVAL;
+	}
+	*sym++ = '\0';
+	rc = cut_offset(s, sym, err, errlen);
+	if (rc)
+		return rc;
 	s->kind = PROBE_UPROBE;
 	s->binary = strdup(body);
 	s->name = strdup(sym);
@@ -331,35 +351,17 @@ static bool valid_kfunc(const char *s)
 /* "k:FUNC[+OFF][%return]", @body after "k:" (cut in place) */
 static int parse_kprobe(struct probe_spec *s, char *body, char *err, size_t errlen)
 {
-	char *plus, *pct = strchr(body, '%');
+	int rc = cut_return(s, body, err, errlen);
 
-	if (pct) {
-		if (strcmp(pct, "%return") != 0) {
-			say(err, errlen, "%s: unknown suffix \"%s\" (only %%return)", s->head, pct);
-			return -EINVAL;
-		}
-		*pct = '\0';
-		s->retprobe = true;
-	}
-	plus = strchr(body, '+');
-	if (plus) {
-		*plus++ = '\0';
-		if (probe_spec_u64(plus, &s->offset) < 0) {
-			say(err, errlen, "%s: bad offset \"+%s\" (decimal or 0x hex)", s->head,
-			    plus);
-			return -EINVAL;
-		}
-	}
+	if (!rc)
+		rc = cut_offset(s, body, err, errlen);
+	if (rc)
+		return rc;
 	if (!valid_kfunc(body)) {
 		say(err, errlen,
 		    "%s: want k:FUNC[+OFF][%%return], FUNC a kernel function name "
 		    "(letters, digits, _ and .; at most %d)",
 		    s->head, PROBE_KFUNC_MAX);
-		return -EINVAL;
-	}
-	if (s->retprobe && s->offset) {
-		say(err, errlen, "%s: %%return probes a function's return; it takes no +OFF",
-		    s->head);
 		return -EINVAL;
 	}
 	s->kind = PROBE_KPROBE;

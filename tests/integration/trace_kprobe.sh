@@ -51,22 +51,28 @@ if ((!have_pmu && !have_kev)); then
 fi
 
 info "kprobes here: PMU=$have_pmu kprobe_events=$have_kev"
-opener() { for _ in $(seq 2000); do cat /etc/hostname >/dev/null; done; }
-
-# Counted while files are opened.
-"$AGENT" trace -a -e 'k:do_sys_openat2' --duration 2 --json >"$TMP/k.json" 2>"$TMP/err" &
-tr=$!
-bg_track $tr
-sleep 0.5
-opener
-wait $tr || fail "trace k:do_sys_openat2 failed: $(cat "$TMP/err")"
-python3 - "$TMP/k.json" <<'PY' || fail "no do_sys_openat2 hits"
+# count_hits OUT ARGS...: trace -a ARGS for 2 s while 2000 files are opened,
+# then check that at least 2000 hits were counted.
+count_hits() {
+	local out=$1 tr
+	shift
+	"$AGENT" trace -a "$@" --duration 2 --json >"$out" 2>"$TMP/err" &
+	tr=$!
+	bg_track $tr
+	sleep 0.5
+	for _ in $(seq 2000); do cat /etc/hostname >/dev/null; done
+	wait $tr || fail "trace $* failed: $(cat "$TMP/err")"
+	python3 - "$out" <<'PY' || fail "trace $*: too few hits"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 hits = sum(r["hits"] for r in rows)
-print("# do_sys_openat2 hits:", hits)
-assert hits >= 2000, hits
+print("# hits:", hits)
+assert hits >= 2000, rows
 PY
+}
+
+# Counted while files are opened.
+count_hits "$TMP/k.json" -e 'k:do_sys_openat2'
 
 # A typo: near names, exit 2.
 "$AGENT" trace -a -e 'k:do_sys_opnat2' --duration 1 >/dev/null 2>"$TMP/err"; rc=$?
@@ -77,19 +83,8 @@ if ((have_kev)); then
 	# An argument by register, and by name where the kernel has BTF.
 	spec='k:do_sys_openat2 dfd=%di:s32'
 	[[ -e /sys/kernel/btf/vmlinux ]] && spec='k:do_sys_openat2 dfd'
-	"$AGENT" trace -a -e "$spec" --hist dfd --duration 2 --json >"$TMP/a.json" 2>"$TMP/err" &
-	tr=$!
-	bg_track $tr
-	sleep 0.5
-	opener
-	wait $tr || fail "trace $spec failed: $(cat "$TMP/err")"
-	python3 - "$TMP/a.json" <<'PY' || fail "no dfd histogram"
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-hits = sum(r["hits"] for r in rows if "hist" in r)
-print("# do_sys_openat2 with dfd:", hits)
-assert hits >= 2000, rows
-PY
+	count_hits "$TMP/a.json" -e "$spec" --hist dfd
+	grep -q '"hist"' "$TMP/a.json" || fail "no dfd histogram: $(cat "$TMP/a.json")"
 	! grep -q 'cgperf/' "$TRACEFS/kprobe_events" || fail "dynamic event left behind: $(cat "$TRACEFS/kprobe_events")"
 fi
 echo "OK: kernel probes counted"
