@@ -337,9 +337,9 @@ void probe_kernel_remove(struct probe *p)
 {
 	char cmd[128];
 
-	if (!p || !p->kevent)
+	if (!p)
 		return;
-	if (p->kevent_tracefs &&
+	if (p->kevent && p->kevent_tracefs &&
 	    (size_t)snprintf(cmd, sizeof(cmd), "-:%s", p->kevent) < sizeof(cmd))
 		(void)kevents_write(p->kevent_tracefs, cmd);
 	free(p->kevent);
