@@ -653,11 +653,14 @@ static int open_probes(struct trace *t, const struct trace_args *a, int *cpus, i
 					"(CONFIG_%s_EVENTS)\n", t->prog, label,
 				t->pr[i].p.kind == PROBE_KPROBE ? "kprobe" : "uprobe",
 				t->pr[i].p.kind == PROBE_KPROBE ? "KPROBE" : "UPROBE");
+		else if (err == -EILSEQ && t->pr[i].p.kind == PROBE_KPROBE)
+			fprintf(stderr, "%s: cannot place %s: the kernel refused the offset: it is "
+					"not on an instruction boundary\n", t->prog, label);
 		else if (err == -ESRCH)
 			fprintf(stderr, "%s: no process %ld\n", t->prog, a->pid);
 		else
 			fprintf(stderr, "%s: cannot open %s: %s\n", t->prog, label, strerror(-err));
-		return err == -ESRCH || (err == -EINVAL && filter) ? 2 : 1;
+		return err == -ESRCH || err == -EILSEQ || (err == -EINVAL && filter) ? 2 : 1;
 	}
 	return 0;
 }
