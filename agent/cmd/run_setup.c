@@ -234,7 +234,8 @@ static int resolve_probes_among(struct agent *a, enum stacks_mode mode, const in
 
 		/* With cgroups chosen by identity, the binary may come with a
 		 * container not started yet: a latency-free probe waits for it. */
-		if (rc == -ENOENT && run_identity_selective(a) && !cfg->probes[i].latency_end) {
+		if (rc == -ENOENT && run_identity_selective(a) && !cfg->probes[i].latency_end &&
+		    strncmp(cfg->probes[i].spec, "k:", 2) != 0) { /* a kernel function comes with no container */
 			log_at_line(cfg, cfg->probes[i].line, "probe waits for its binary", err);
 			rp->waiting = true;
 		} else if (rc) {
