@@ -78,11 +78,12 @@ static const struct cmd_opt trace_opts[] = {
 	{"event", 'e', true, "PROBE",
 	 "u:BINARY:SYMBOL[+OFF][%return] [NAME=%REG...]\n"
 	 "sdt:PROVIDER:NAME[@BINARY] [NAME=argN...]\n"
+	 "k:FUNC[+OFF][%return] [NAME=%REG|PARAM|+OFF(%REG)[:TYPE]...]\n"
 	 "SUBSYS:EVENT [FIELD...]"},
 	{"hist", OPT_HIST, false, "ARG", "log2 histogram of argument ARG of the probes that have it"},
 	{"latency", OPT_LAT, false, "S[,E]",
 	 "time from probe S to probe E on the same thread; with one\n"
-	 "u: probe, from the function's entry to its return"},
+	 "u: or k: probe, from the function's entry to its return"},
 	{"key", OPT_KEY, false, "FIELD[,FIELD]",
 	 "pair --latency's tracepoints by these fields (dev,sector),\n"
 	 "not by thread; the start's cgroup owns the latency"},
@@ -478,7 +479,7 @@ static int parse_args(struct trace *t, struct trace_args *a, int argc, char **ar
 	return 0;
 }
 
-/* --latency S,E (or one uprobe: its entry to its return) into lat_a, lat_b. */
+/* --latency S,E (or one uprobe or kprobe: its entry to its return) into lat_a, lat_b. */
 static int split_latency(const struct trace *t, struct trace_args *a)
 {
 	const char *prog = t->prog;
@@ -492,7 +493,8 @@ static int split_latency(const struct trace *t, struct trace_args *a)
 	if (comma) {
 		a->lat_a = strndup(latency, (size_t)(comma - latency));
 		a->lat_b = strdup(comma + 1);
-	} else if (!strncmp(latency, "u:", 2) && !strstr(latency, "%return")) {
+	} else if ((!strncmp(latency, "u:", 2) || !strncmp(latency, "k:", 2)) &&
+		   !strstr(latency, "%return")) {
 		/* The return probe: "%return" after the symbol, before any
 		 * arguments (which a return probe cannot read anyway). */
 		size_t head = strcspn(latency, " \t");
@@ -503,7 +505,7 @@ static int split_latency(const struct trace *t, struct trace_args *a)
 		if (a->lat_b)
 			snprintf(a->lat_b, n, "%.*s%%return", (int)head, latency);
 	} else {
-		fprintf(stderr, "%s: --latency takes START,END, or one u: probe\n", prog);
+		fprintf(stderr, "%s: --latency takes START,END, or one u: or k: probe\n", prog);
 		return 2;
 	}
 	if (!a->lat_a || !a->lat_b)
@@ -683,8 +685,12 @@ static int open_probes(struct trace *t, const struct trace_args *a, int *cpus, i
 
 		if (!err)
 			continue;
+		/* The kprobe PMU takes CAP_PERFMON (Linux 5.8+); the uprobe PMU
+		 * was put back under CAP_SYS_ADMIN (commit "perf: Require
+		 * CAP_SYS_ADMIN for uprobes", a fix of c9e0924e5c2b). */
 		if ((err == -EACCES || err == -EPERM) && t->pr[i].p.kind != PROBE_TRACEPOINT &&
-		    cmd_have_cap(CAP_PERFMON) && !cmd_have_cap(CAP_SYS_ADMIN))
+		    t->pr[i].p.kind != PROBE_KPROBE && cmd_have_cap(CAP_PERFMON) &&
+		    !cmd_have_cap(CAP_SYS_ADMIN))
 			fprintf(stderr, "%s: cannot place %s: perf_event_open: %s.\n"
 				"  The kernel's uprobe PMU (uprobes and USDT probes) needs CAP_SYS_ADMIN;\n"
 				"  CAP_PERFMON is not enough. Run as root or grant CAP_SYS_ADMIN too\n"
@@ -696,13 +702,18 @@ static int open_probes(struct trace *t, const struct trace_args *a, int *cpus, i
 			fprintf(stderr, "%s: the kernel rejected the filter '%s' for %s\n", t->prog,
 				filter, label);
 		else if (err == -ENOENT && t->pr[i].p.kind != PROBE_TRACEPOINT)
-			fprintf(stderr, "%s: cannot place %s: no uprobe PMU on this kernel "
-					"(CONFIG_UPROBE_EVENTS)\n", t->prog, label);
+			fprintf(stderr, "%s: cannot place %s: no %s PMU on this kernel "
+					"(CONFIG_%s_EVENTS)\n", t->prog, label,
+				t->pr[i].p.kind == PROBE_KPROBE ? "kprobe" : "uprobe",
+				t->pr[i].p.kind == PROBE_KPROBE ? "KPROBE" : "UPROBE");
+		else if (err == -EILSEQ && t->pr[i].p.kind == PROBE_KPROBE)
+			fprintf(stderr, "%s: cannot place %s: the kernel refused the offset: it is "
+					"not on an instruction boundary\n", t->prog, label);
 		else if (err == -ESRCH)
 			fprintf(stderr, "%s: no process %ld\n", t->prog, a->pid);
 		else
 			fprintf(stderr, "%s: cannot open %s: %s\n", t->prog, label, strerror(-err));
-		return err == -ESRCH || (err == -EINVAL && filter) ? 2 : 1;
+		return err == -ESRCH || err == -EILSEQ || (err == -EINVAL && filter) ? 2 : 1;
 	}
 	return 0;
 }

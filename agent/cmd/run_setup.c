@@ -233,8 +233,10 @@ static int resolve_probes_among(struct agent *a, enum stacks_mode mode, const in
 		int rc = probe_resolve(cfg->probes[i].spec, pids, npids, &rp->p, err, sizeof(err));
 
 		/* With cgroups chosen by identity, the binary may come with a
-		 * container not started yet: a latency-free probe waits for it. */
-		if (rc == -ENOENT && run_identity_selective(a) && !cfg->probes[i].latency_end) {
+		 * container not started yet: a latency-free probe waits for it.
+		 * (A kernel function comes with no container: k: probes do not wait.) */
+		if (rc == -ENOENT && run_identity_selective(a) && !cfg->probes[i].latency_end &&
+		    strncmp(cfg->probes[i].spec, "k:", 2) != 0) {
 			log_at_line(cfg, cfg->probes[i].line, "probe waits for its binary", err);
 			rp->waiting = true;
 		} else if (rc) {
