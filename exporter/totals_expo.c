@@ -49,7 +49,7 @@ static void render_counters(const struct totals *t, struct page *p, bool om, uin
 				continue;
 			cg_open(p, "cgperf_cgroup_perf_events_total", c);
 			page_put(p, ",event=\"");
-			page_label(p, s->event);
+			page_put(p, s->elabel);
 			sample_double(p, "\"} ", s->total);
 		}
 	}
@@ -58,7 +58,7 @@ static void render_counters(const struct totals *t, struct page *p, bool om, uin
 
 	page_family(p, om, "cgperf_cgroup_stacks_truncated_total", "counter",
 		    "Sampled stacks of the cgroup the agent could not complete, by reason.");
-	EACH_CG(t, c)
+	EACH_CG_IF(t, c, t->ntrunc) /* none when no cgroup has any */
 	{
 		if (!c->truncated_seen || c->truncated_seen < cutoff)
 			continue;
@@ -73,14 +73,12 @@ static void render_counters(const struct totals *t, struct page *p, bool om, uin
 		    "CPU time of the cgroup's tasks (task-clock).");
 	EACH_CG(t, c)
 	{
-		for (size_t i = 0; i < c->ncounters; i++) {
-			const struct counter_series *s = &c->counters[i];
+		const struct counter_series *s = c->cpu ? &c->counters[c->cpu - 1] : NULL;
 
-			if (s->last_seen < cutoff || strcmp(s->event, "task-clock"))
-				continue;
-			cg_open(p, "cgperf_cgroup_cpu_seconds_total", c);
-			sample_double(p, "} ", s->total / 1e9);
-		}
+		if (!s || s->last_seen < cutoff)
+			continue;
+		cg_open(p, "cgperf_cgroup_cpu_seconds_total", c);
+		sample_double(p, "} ", s->total / 1e9);
 	}
 }
 
@@ -89,7 +87,7 @@ static void probe_labels(struct page *p, const char *name, const struct cg *c,
 {
 	cg_open(p, name, c);
 	page_put(p, ",probe=\"");
-	page_label(p, s->label);
+	page_put(p, s->elabel);
 	page_putc(p, '"');
 }
 

@@ -110,14 +110,15 @@ uint64_t *hashmap_find(const struct hashmap *m, const void *key, size_t len)
 	return m->v[i].key ? &m->v[i].value : NULL;
 }
 
-uint64_t *hashmap_slot(struct hashmap *m, const void *key, size_t len)
+/* The entry of @key, inserted (value 0) when new; NULL as hashmap_slot(). */
+static struct hashmap_entry *entry_get(struct hashmap *m, const void *key, size_t len)
 {
 	uint64_t h = key_hash(key, len);
 	size_t i = probe(m, key, len, h);
 	struct hashmap_entry *e;
 
 	if (m->v[i].key)
-		return &m->v[i].value;
+		return &m->v[i];
 	if (m->max && m->n >= m->max) {
 		m->refused++;
 		return NULL;
@@ -138,7 +139,25 @@ uint64_t *hashmap_slot(struct hashmap *m, const void *key, size_t len)
 	e->hash = h;
 	e->value = 0;
 	m->n++;
-	return &e->value;
+	return e;
+}
+
+uint64_t *hashmap_slot(struct hashmap *m, const void *key, size_t len)
+{
+	struct hashmap_entry *e = entry_get(m, key, len);
+
+	return e ? &e->value : NULL;
+}
+
+const void *hashmap_intern(struct hashmap *m, const void *key, size_t len, uint64_t **value)
+{
+	struct hashmap_entry *e = entry_get(m, key, len);
+
+	if (!e)
+		return NULL;
+	if (value)
+		*value = &e->value;
+	return e->key;
 }
 
 int hashmap_remove(struct hashmap *m, const void *key, size_t len, uint64_t *value)

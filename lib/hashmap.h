@@ -71,6 +71,16 @@ void hashmap_free(struct hashmap *m);
  * counted in hashmap_refused()).
  */
 uint64_t *hashmap_slot(struct hashmap *m, const void *key, size_t len);
+/*
+ * Interning: the map's own copy of @key (@len bytes and a NUL), inserted
+ * with value 0 when new, as hashmap_slot() does; *@value (when @value is
+ * not NULL) points at its value, valid as hashmap_slot()'s. The copy does
+ * not move when the table grows: it is a stable pointer (and, compared by
+ * address, a stable identity) for the key until hashmap_remove() of the key
+ * or hashmap_free(). The value is the caller's: a reference count, an id.
+ * NULL as hashmap_slot().
+ */
+const void *hashmap_intern(struct hashmap *m, const void *key, size_t len, uint64_t **value);
 /* The value for @key if present, else NULL; never inserts. */
 uint64_t *hashmap_find(const struct hashmap *m, const void *key, size_t len);
 /*

@@ -3,8 +3,9 @@
  * lib/hashmap: FNV-1a against published vectors and in pieces, and the map:
  * insert and find, growth past the first table, binary keys, the key cap,
  * foreach, removal (against a plain array, through long probe runs and
- * their wrap at the table's end), and every allocation of an insert failed
- * in turn.
+ * their wrap at the table's end), interning (the copy keeps its address
+ * while the table grows, its value serves as a reference count), and every
+ * allocation of an insert failed in turn.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -186,6 +187,50 @@ static void test_map_remove(void **state)
 	hashmap_free(m);
 }
 
+/* hashmap_intern(): one stable copy per key, through growth and removals. */
+static void test_map_intern(void **state)
+{
+	struct hashmap *m = hashmap_new();
+	const char *first[3000];
+	uint64_t *v;
+	char key[32];
+
+	(void)state;
+	assert_non_null(m);
+	for (int i = 0; i < 3000; i++) {
+		int n = snprintf(key, sizeof(key), "ev-%d", i);
+
+		first[i] = hashmap_intern(m, key, (size_t)n, &v);
+		assert_non_null(first[i]);
+		assert_true(first[i] != key);
+		assert_string_equal(first[i], key);
+		assert_true(*v == 0);
+		*v = (uint64_t)i + 1;
+	}
+	/* The table grew (3000 keys > 3/4 of 1024): the copies did not move. */
+	for (int i = 0; i < 3000; i += 7) {
+		int n = snprintf(key, sizeof(key), "ev-%d", i);
+
+		assert_ptr_equal(hashmap_intern(m, key, (size_t)n, &v), first[i]);
+		assert_true(*v == (uint64_t)i + 1);
+	}
+	/* As a reference count: the last release removes the key. */
+	assert_non_null(hashmap_intern(m, "ev-5", 4, &v));
+	(*v)++;
+	assert_true(*hashmap_find(m, "ev-5", 4) == 7);
+	assert_int_equal(hashmap_remove(m, "ev-5", 4, NULL), 0);
+	assert_null(hashmap_find(m, "ev-5", 4));
+	assert_ptr_equal(hashmap_intern(m, "ev-6", 4, NULL), first[6]);
+	assert_true(hashmap_count(m) == 2999);
+	/* The cap refuses new keys here too; binary keys with a NUL inside. */
+	hashmap_set_limit(m, 2999);
+	assert_null(hashmap_intern(m, "new", 3, NULL));
+	assert_true(hashmap_refused(m) == 1);
+	hashmap_set_limit(m, 0);
+	assert_memory_equal(hashmap_intern(m, "a\0b", 3, NULL), "a\0b", 4);
+	hashmap_free(m);
+}
+
 /* One run of the torture loop: a map growing to 800 keys. */
 static void map_run(void *ctx)
 {
@@ -195,7 +240,8 @@ static void map_run(void *ctx)
 	if (!m)
 		return;
 	for (int i = 0; i < 800; i++) {
-		if (!hashmap_slot(m, &i, sizeof(i)))
+		if (!(i % 2 ? hashmap_slot(m, &i, sizeof(i)) :
+			      (void *)hashmap_intern(m, &i, sizeof(i), NULL)))
 			break;
 	}
 	hashmap_free(m);
@@ -209,4 +255,4 @@ static void test_map_alloc_failures(void **state)
 }
 
 TL_MAIN(test_fnv_vectors, test_map_basic, test_map_limit_foreach, test_map_remove,
-	test_map_alloc_failures)
+	test_map_intern, test_map_alloc_failures)
