@@ -516,5 +516,51 @@ static void test_batch_growth(void **state)
 	totals_free(t);
 }
 
+/* One cgroup @cg with a counter and a probe both named EVIL. */
+static Cgperf__V1__Batch *evil_batch(uint64_t seq, const char *cg)
+{
+	struct wire_batch *b = wire_batch_new("h1", NULL, "a1", "1", seq, T0, T0 + NS);
+	int c;
+
+	assert_non_null(b);
+	c = wire_add_cgroup(b, cg, 1, NULL);
+	assert_int_equal(wire_add_counter(b, c, EVIL, 3, 1, 1, true), 0);
+	assert_int_equal(wire_add_probe(b, c, EVIL, 2, NULL, NULL), 0);
+	return tl_wire_roundtrip(b);
+}
+
+/* Series names are interned with their escaped text: shared by cgroups,
+ * escaped on the page, released with the last series that uses them. */
+static void test_names_escaped_and_shared(void **state)
+{
+	struct totals *t = totals_new();
+	Cgperf__V1__Batch *m;
+	char *page;
+
+	assert_non_null(t);
+	m = evil_batch(1, "/x");
+	assert_int_equal(totals_add_batch(t, m, T0), 0);
+	wire_batch_decoded_free(m);
+	m = evil_batch(2, "/y");
+	assert_int_equal(totals_add_batch(t, m, T0 + NS), 0);
+	wire_batch_decoded_free(m);
+	totals_expire(t, T0 + NS); /* /x goes, /y keeps the names */
+	m = evil_batch(3, "/y");
+	assert_int_equal(totals_batch_growth(t, m, NULL), 0);
+	assert_int_equal(totals_add_batch(t, m, T0 + NS), 0);
+	wire_batch_decoded_free(m);
+	page = render(t, false, 0);
+	has(page, "id=\"/y\",container=\"\",container_name=\"\",pod=\"\",pod_name=\"\","
+		  "namespace=\"\",unit=\"\",runtime=\"\",event=\"/a\\\"b\\\\c\\nd ✓\"} 6\n");
+	has(page, ",probe=\"/a\\\"b\\\\c\\nd ✓\"} 4\n");
+	assert_null(strstr(page, "id=\"/x\""));
+	free(page);
+	totals_expire(t, T0 + 2 * NS);
+	assert_int_equal(totals_entries(t), 0);
+	assert_int_equal(totals_bytes(t), 0);
+	totals_free(t);
+}
+
 TL_MAIN(test_lines, test_truncated, test_rebuild_from_store, test_100k_series,
-	test_saturation_matches_store, test_many_series_one_cgroup, test_batch_growth)
+	test_saturation_matches_store, test_many_series_one_cgroup, test_batch_growth,
+	test_names_escaped_and_shared)
