@@ -62,6 +62,13 @@ struct hashmap;
 
 /* An empty map; NULL + errno (ENOMEM) on failure. */
 struct hashmap *hashmap_new(void);
+/*
+ * The same, for a map that is filled and then freed whole (an interning
+ * table of a render): its keys (up to 1 KiB each) are cut from 64 KiB
+ * chunks, not malloc'd one by one, and the bytes of a removed one are only
+ * given back by hashmap_free().
+ */
+struct hashmap *hashmap_new_pooled(void);
 /* Frees the map and its keys; NULL is fine. */
 void hashmap_free(struct hashmap *m);
 
