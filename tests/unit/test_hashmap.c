@@ -5,7 +5,8 @@
  * foreach, removal (against a plain array, through long probe runs and
  * their wrap at the table's end), interning (the copy keeps its address
  * while the table grows, its value serves as a reference count), and every
- * allocation of an insert failed in turn.
+ * allocation of an insert failed in turn; the pooled map (keys from
+ * chunks, the long ones alone) the same way.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -231,12 +232,51 @@ static void test_map_intern(void **state)
 	hashmap_free(m);
 }
 
+/* A pooled map: short keys from chunks, long ones alone, both removable;
+ * foreach goes in insertion order while nothing is removed. */
+static void order_cb(void *ctx, const void *key, size_t len, uint64_t value)
+{
+	uint64_t *next = ctx;
+
+	(void)key;
+	(void)len;
+	assert_true(value == (*next)++);
+}
+
+static void test_map_pooled(void **state)
+{
+	struct hashmap *m = hashmap_new_pooled();
+	static char big[5000];
+	uint64_t next = 0, *v;
+	char key[32];
+
+	(void)state;
+	assert_non_null(m);
+	memset(big, 'b', sizeof(big));
+	for (uint64_t i = 0; i < 20000; i++) {
+		int n = snprintf(key, sizeof(key), "frame_%llu", (unsigned long long)i);
+		const char *k = i % 1000 ? hashmap_intern(m, key, (size_t)n, &v) :
+					   hashmap_intern(m, big, sizeof(big) - i / 1000, &v);
+
+		assert_non_null(k);
+		*v = i;
+	}
+	assert_true(hashmap_count(m) == 20000);
+	hashmap_foreach(m, order_cb, &next);
+	assert_true(next == 20000);
+	assert_int_equal(hashmap_remove(m, "frame_7", 7, NULL), 0);
+	assert_int_equal(hashmap_remove(m, big, sizeof(big) - 3, NULL), 0);
+	assert_null(hashmap_find(m, "frame_7", 7));
+	assert_true(*hashmap_find(m, "frame_19999", 11) == 19999);
+	assert_true(*hashmap_find(m, big, sizeof(big) - 4) == 4000);
+	hashmap_free(m);
+}
+
 /* One run of the torture loop: a map growing to 800 keys. */
 static void map_run(void *ctx)
 {
-	struct hashmap *m = hashmap_new();
+	struct hashmap *m = ctx ? hashmap_new_pooled() : hashmap_new();
 
-	(void)ctx;
 	if (!m)
 		return;
 	for (int i = 0; i < 800; i++) {
@@ -252,7 +292,8 @@ static void test_map_alloc_failures(void **state)
 	(void)state;
 	tl_alloc_require();
 	tl_alloc_torture(map_run, NULL, 100000);
+	tl_alloc_torture(map_run, "pooled", 100000);
 }
 
 TL_MAIN(test_fnv_vectors, test_map_basic, test_map_limit_foreach, test_map_remove,
-	test_map_intern, test_map_alloc_failures)
+	test_map_intern, test_map_pooled, test_map_alloc_failures)
