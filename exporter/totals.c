@@ -516,6 +516,19 @@ static int restore_probe(void *arg, const struct store_probe_total *st)
 	return 0;
 }
 
+static int restore_truncated(void *arg, const struct store_truncated *st)
+{
+	struct totals *t = arg;
+	struct cg *c = cg_for_series(t, st->host, st->path, st->last_seen_ns);
+
+	if (!c)
+		return -ENOMEM;
+	memcpy(c->truncated, st->count, sizeof(c->truncated));
+	t->ntrunc += !c->truncated_seen;
+	c->truncated_seen = max64(c->truncated_seen, st->last_seen_ns);
+	return 0;
+}
+
 static int restore_agent(void *arg, const struct store_agent *sa)
 {
 	struct agent *a = agent_get(arg, sa->agent_id);
@@ -538,6 +551,7 @@ void totals_visitor(struct totals *t, struct store_visitor *v)
 		.counter = restore_counter,
 		.probe = restore_probe,
 		.agent = restore_agent,
+		.truncated = restore_truncated,
 		.arg = t,
 	};
 }
@@ -744,17 +758,6 @@ void totals_replace(struct totals *t, struct totals *fresh)
 {
 	struct totals old = *t;
 
-	/* What only this process counts (stack truncations) goes over. */
-	EACH_CG(fresh, c) {
-		const struct cg *was = cg_find(&old, c->host, c->path);
-		struct cg *now = (struct cg *)c;
-
-		if (was && was->truncated_seen > now->truncated_seen) {
-			fresh->ntrunc += !now->truncated_seen;
-			memcpy(now->truncated, was->truncated, sizeof(was->truncated));
-			now->truncated_seen = was->truncated_seen;
-		}
-	}
 	*t = *fresh;
 	*fresh = old;
 }
