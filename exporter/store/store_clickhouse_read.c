@@ -185,6 +185,31 @@ static int row_agent(void *arg, char **f)
 
 #define LAST_SET(col) "argMaxIf(" col ", last_seen_ns, " col " != '')"
 
+static int row_truncated(void *arg, char **f)
+{
+	const struct store_visitor *v = arg;
+	struct store_truncated t = {
+		.host = f[0], .path = f[1],
+		.count = { ch_u64(f[2]), ch_u64(f[3]), ch_u64(f[4]) },
+		.last_seen_ns = ch_u64(f[5]),
+	};
+
+	return v->truncated(v->arg, &t);
+}
+
+/* The truncated stacks per cgroup and reason: the counters rows of
+ * put_truncated() (supported = 2), deduped by row key, then summed. */
+static int load_truncated(struct ch_store *s, const struct store_visitor *v)
+{
+	return run_db(s,
+		      "SELECT h, p, sumIf(x, e = 'stack_copy'), sumIf(x, e = 'max_stack'),"
+		      " sumIf(x, e = 'bad_return_address'), max(r) FROM (SELECT any(host) AS h,"
+		      " any(path) AS p, any(event) AS e, any(value) AS x, max(received_ns) AS r"
+		      " FROM %s.counters WHERE supported = 2 GROUP BY row) GROUP BY h, p"
+		      " FORMAT TabSeparated",
+		      6, row_truncated, NULL, (void *)v);
+}
+
 int ch_load(struct store *base, const struct store_visitor *v)
 {
 	struct ch_store *s = chs(base);
@@ -229,6 +254,8 @@ int ch_load(struct store *base, const struct store_visitor *v)
 			     " any(spool_batches) AS sn FROM %s.batches GROUP BY agent_id, seq)"
 			     " GROUP BY agent_id FORMAT TabSeparated",
 			     16, row_agent, NULL, (void *)v);
+	if (!ret && v->truncated)
+		ret = load_truncated(s, v);
 	return ret;
 }
 
