@@ -13,8 +13,9 @@
  * part of no format, but tests may pin them.
  *
  * Map: byte-string keys (copied, any length, a NUL kept after each so
- * string keys read as C strings) to one uint64_t value, open addressing
- * with linear probing, grown at 3/4 load. hashmap_slot() is the one way in:
+ * string keys read as C strings) to one uint64_t value: a dense array of
+ * entries behind a table of 8-byte slots (open addressing with linear
+ * probing, grown at 3/4 load; lib/hashmap.c says why). hashmap_slot() is the one way in:
  * it finds or inserts, and hands back the value to read or update in
  * place, so counting is `(*hashmap_slot(m, k, n))++`. A cap on the number
  * of keys refuses (and counts) new keys past it: a table fed from outside
@@ -102,7 +103,9 @@ void hashmap_set_limit(struct hashmap *m, size_t max_keys);
 uint64_t hashmap_refused(const struct hashmap *m);
 /* Number of keys. */
 size_t hashmap_count(const struct hashmap *m);
-/* Visit every entry, in no particular order; @cb must not insert or remove. */
+/* Visit every entry, in insertion order as long as nothing was removed (a
+ * removal moves the last entry into the hole); @cb must not insert or
+ * remove. */
 void hashmap_foreach(const struct hashmap *m,
 		     void (*cb)(void *ctx, const void *key, size_t len, uint64_t value), void *ctx);
 
