@@ -105,7 +105,9 @@ static unsigned char *key_alloc(struct hashmap *m, size_t len)
 		m->chunk_off = sizeof(m->chunk);
 	}
 	k = (unsigned char *)m->chunk + m->chunk_off;
-	m->chunk_off += len + 1;
+	/* The next key 8-byte aligned, as malloc's would be: keys may be
+	 * arrays of integers (a stack's frame ids). */
+	m->chunk_off += (len + 1 + 7) & ~(size_t)7;
 	return k;
 }
 

@@ -66,7 +66,7 @@ struct hashmap *hashmap_new(void);
 /*
  * The same, for a map that is filled and then freed whole (an interning
  * table of a render): its keys (up to 1 KiB each) are cut from 64 KiB
- * chunks, not malloc'd one by one, and the bytes of a removed one are only
+ * chunks, 8-byte aligned, not malloc'd one by one, and the bytes of a removed one are only
  * given back by hashmap_free().
  */
 struct hashmap *hashmap_new_pooled(void);
