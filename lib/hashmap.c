@@ -44,9 +44,26 @@ struct hashmap {
 	size_t chunk_off; /* bytes of it in use */
 };
 
+/*
+ * The map's own hash of a key: 8 bytes a step (a multiply and a shift),
+ * the last 0..7 bytes by FNV-1a, then hash_mix64(). Byte-wise FNV-1a is a
+ * chain of one multiply per byte: for a render's stack keys (30 frame ids,
+ * 120 bytes) this is several times faster. Private to the map (no value is
+ * kept anywhere), so it may change.
+ */
 static uint64_t key_hash(const void *key, size_t len)
 {
-	return hash_mix64(hash_fnv1a(HASH_FNV_OFFSET, key, len));
+	const unsigned char *p = key;
+	uint64_t h = HASH_FNV_OFFSET ^ (len * 0x9e3779b97f4a7c15ull);
+
+	for (; len >= 8; len -= 8, p += 8) {
+		uint64_t w;
+
+		memcpy(&w, p, sizeof(w));
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 29;
+	}
+	return hash_mix64(hash_fnv1a(h, p, len));
 }
 
 static uint64_t slot_of(uint64_t hash, size_t idx)
