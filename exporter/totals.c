@@ -213,48 +213,6 @@ err:
 	return NULL;
 }
 
-/* The escaped label text of @c: host, id, container, container_name,
- * pod, pod_name, namespace, unit, runtime, and image when known (an empty
- * label is no label to Prometheus; older series keep their text). 0 or
- * -ENOMEM. */
-static int cg_labels(struct cg *c)
-{
-	static const struct {
-		const char *name;
-		int field;
-	} ids[] = {
-		{ ",container=\"", ID_CONTAINER }, { ",container_name=\"", ID_CONTAINER_NAME },
-		{ ",pod=\"", ID_POD },		   { ",pod_name=\"", ID_POD_NAME },
-		{ ",namespace=\"", ID_NS },	   { ",unit=\"", ID_UNIT },
-		{ ",runtime=\"", ID_RUNTIME },
-	};
-	struct page p;
-	char *s;
-
-	page_init(&p, 0);
-	page_put(&p, "host=\"");
-	page_label(&p, c->host);
-	page_put(&p, "\",id=\"");
-	page_label(&p, c->path);
-	page_putc(&p, '"');
-	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
-		page_put(&p, ids[i].name);
-		page_label(&p, c->id[ids[i].field]);
-		page_putc(&p, '"');
-	}
-	if (*c->id[ID_IMAGE]) {
-		page_put(&p, ",image=\"");
-		page_label(&p, c->id[ID_IMAGE]);
-		page_putc(&p, '"');
-	}
-	s = page_take(&p, NULL);
-	if (!s)
-		return -ENOMEM;
-	free(c->labels);
-	c->labels = s;
-	return 0;
-}
-
 /* Take the non-empty fields of @v (ID_N strings) as @c's identity. */
 static int cg_identity(struct totals *t, struct cg *c, const char *const *v, uint64_t cgroup_id)
 {
@@ -268,7 +226,7 @@ static int cg_identity(struct totals *t, struct cg *c, const char *const *v, uin
 		c->cgroup_id = cgroup_id;
 	if (!changed)
 		return 0;
-	ret = cg_labels(c);
+	ret = totals_expo_labels(c);
 	t->bytes -= c->charged;
 	c->charged = cg_cost(c);
 	t->bytes += c->charged;
@@ -300,24 +258,23 @@ static void name_unref(struct totals *t, const char *in)
 /* *@name and *@elabel: @raw and its escaped label text, interned. */
 static int names_ref(struct totals *t, const char *raw, const char **name, const char **elabel)
 {
-	struct page p;
 	char *esc;
 	size_t n;
 
 	*name = name_ref(t, raw, strlen(raw));
 	if (!*name)
 		return -ENOMEM;
-	if (!strpbrk(raw, "\\\"\n")) {
+	if (totals_expo_value(raw, &esc, &n) < 0)
+		goto fail;
+	if (!esc) {
 		*elabel = *name;
 		return 0;
 	}
-	page_init(&p, 0);
-	page_label(&p, raw);
-	esc = page_take(&p, &n);
-	*elabel = esc ? name_ref(t, esc, n) : NULL;
+	*elabel = name_ref(t, esc, n);
 	free(esc);
 	if (*elabel)
 		return 0;
+fail:
 	name_unref(t, *name);
 	return -ENOMEM;
 }

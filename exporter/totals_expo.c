@@ -1,17 +1,70 @@
 // SPDX-License-Identifier: MIT
 /*
  * The totals as exposition text: per family its HELP and TYPE, then one
- * line per series, made of the cgroup's label text (escaped once in
- * totals.c when its identity changes), the series' own labels and its
- * number; probe histograms as _bucket/_sum/_count. Series last seen before
+ * line per series, made of the cgroup's label text and the series' name
+ * as a label value (both made here, once, when totals.c takes a new
+ * identity or name), the series' own labels and its number; probe histograms as _bucket/_sum/_count. Series last seen before
  * the cutoff are left out (they expire at the next expiry pass).
  */
 #include "exporter/totals_internal.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "exporter/page.h"
+
+int totals_expo_labels(struct cg *c)
+{
+	static const struct {
+		const char *name;
+		int field;
+	} ids[] = {
+		{ ",container=\"", ID_CONTAINER }, { ",container_name=\"", ID_CONTAINER_NAME },
+		{ ",pod=\"", ID_POD },		   { ",pod_name=\"", ID_POD_NAME },
+		{ ",namespace=\"", ID_NS },	   { ",unit=\"", ID_UNIT },
+		{ ",runtime=\"", ID_RUNTIME },
+	};
+	struct page p;
+	char *s;
+
+	page_init(&p, 0);
+	page_put(&p, "host=\"");
+	page_label(&p, c->host);
+	page_put(&p, "\",id=\"");
+	page_label(&p, c->path);
+	page_putc(&p, '"');
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		page_put(&p, ids[i].name);
+		page_label(&p, c->id[ids[i].field]);
+		page_putc(&p, '"');
+	}
+	if (*c->id[ID_IMAGE]) {
+		page_put(&p, ",image=\"");
+		page_label(&p, c->id[ID_IMAGE]);
+		page_putc(&p, '"');
+	}
+	s = page_take(&p, NULL);
+	if (!s)
+		return -ENOMEM;
+	free(c->labels);
+	c->labels = s;
+	return 0;
+}
+
+int totals_expo_value(const char *raw, char **out, size_t *len)
+{
+	struct page p;
+
+	*out = NULL;
+	if (!strpbrk(raw, "\\\"\n"))
+		return 0;
+	page_init(&p, 0);
+	page_label(&p, raw);
+	*out = page_take(&p, len);
+	return *out ? 0 : -ENOMEM;
+}
 
 /* The end of a sample line: @close (what closes its labels), the value, a newline. */
 static void sample_u64(struct page *p, const char *close, uint64_t v)

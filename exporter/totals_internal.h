@@ -93,4 +93,14 @@ struct totals {
 	for (size_t b_ = 0, n_ = (cond) ? (t)->ncg : 0; b_ < n_; b_++)            \
 		for (const struct cg *c = (t)->cgv[b_]; c; c = NULL)
 
+/* Exposition text made once and kept in the state (totals_expo.c). */
+/* The escaped label text of @c: host, id, container, container_name, pod,
+ * pod_name, namespace, unit, runtime, and image when known (an empty label
+ * is no label to Prometheus; older series keep their text), in c->labels.
+ * 0 or -ENOMEM. */
+int totals_expo_labels(struct cg *c);
+/* @raw as a label value: *@out NULL when it is its own (nothing to
+ * escape), else the escaped text, malloc'd, @len bytes. 0 or -ENOMEM. */
+int totals_expo_value(const char *raw, char **out, size_t *len);
+
 #endif
