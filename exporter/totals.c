@@ -541,8 +541,15 @@ int totals_add_batch(struct totals *t, const Cgperf__V1__Batch *m, uint64_t now)
 			wire_string(m, g->slice),	  wire_string(m, g->image),
 		};
 		struct cg *c = cg_get(t, m->host, wire_string(m, g->path));
+		char *cl = NULL;
+		int ret;
 
-		if (!c || cg_identity(t, c, v, g->id))
+		if (!c || totals_expo_clabels(m, g, &cl))
+			return -ENOMEM;
+		v[ID_CLABELS] = cl;
+		ret = cg_identity(t, c, v, g->id);
+		free(cl);
+		if (ret)
 			return -ENOMEM;
 		c->last_seen = max64(c->last_seen, now);
 	}
@@ -759,6 +766,9 @@ static size_t cg_growth(const struct totals *t, const Cgperf__V1__Batch *m,
 		if (!c || (*v && strcmp(v, c->id[i])))
 			n += strlen(v);
 	}
+	for (size_t i = 0; !c && i < g->n_labels; i++) /* ID_CLABELS: names, values */
+		n += 24 + strlen(wire_string(m, g->labels[i]->key)) +
+		     strlen(wire_string(m, g->labels[i]->value));
 	if (c)
 		return 3 * n;
 	return CG_OVERHEAD + LABEL_NAMES + 3 * (n + strlen(m->host) + strlen(path));

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "exporter/page.h"
+#include "lib/prom.h"
 
 int totals_expo_labels(struct cg *c)
 {
@@ -45,12 +46,31 @@ int totals_expo_labels(struct cg *c)
 		page_label(&p, c->id[ID_IMAGE]);
 		page_putc(&p, '"');
 	}
+	page_put(&p, c->id[ID_CLABELS]); /* written text already */
 	s = page_take(&p, NULL);
 	if (!s)
 		return -ENOMEM;
 	free(c->labels);
 	c->labels = s;
 	return 0;
+}
+
+/* The container labels of @g (only those the agent's allow-list names
+ * travel) as label text in *@out, "" for none. 0 or -ENOMEM. */
+int totals_expo_clabels(const Cgperf__V1__Batch *m, const Cgperf__V1__Cgroup *g, char **out)
+{
+	const char *k[WIRE_LABELS_MAX], *v[WIRE_LABELS_MAX];
+	size_t n = 0;
+	struct page p;
+
+	for (; n < g->n_labels && n < WIRE_LABELS_MAX; n++) {
+		k[n] = wire_string(m, g->labels[n]->key);
+		v[n] = wire_string(m, g->labels[n]->value);
+	}
+	page_init(&p, 0);
+	prom_pairs_to(page_sink, &p, "container_label_", k, v, n);
+	*out = page_take(&p, NULL);
+	return *out ? 0 : -ENOMEM;
 }
 
 int totals_expo_value(const char *raw, char **out, size_t *len)

@@ -17,9 +17,11 @@
 #include "exporter/totals.h"
 
 
-/* Identity fields in store_cgroup order. */
+/* Identity fields in store_cgroup order; then ID_CLABELS, the container
+ * labels the agent sent (its allow-list) as written label text
+ * (",container_label_KEY=\"VALUE\"..."), which the store does not keep. */
 enum { ID_CONTAINER, ID_RUNTIME, ID_POD, ID_QOS, ID_NS, ID_POD_NAME, ID_CONTAINER_NAME, ID_UNIT,
-       ID_SLICE, ID_IMAGE, ID_N };
+       ID_SLICE, ID_IMAGE, ID_CLABELS, ID_N };
 
 /*
  * Series names live in totals.names, interned: a name pushed by every
@@ -95,12 +97,15 @@ struct totals {
 
 /* Exposition text made once and kept in the state (totals_expo.c). */
 /* The escaped label text of @c: host, id, container, container_name, pod,
- * pod_name, namespace, unit, runtime, and image when known (an empty label
- * is no label to Prometheus; older series keep their text), in c->labels.
- * 0 or -ENOMEM. */
+ * pod_name, namespace, unit, runtime, and image and container labels when
+ * known (an empty label is no label to Prometheus; older series keep their
+ * text), in c->labels. 0 or -ENOMEM. */
 int totals_expo_labels(struct cg *c);
 /* @raw as a label value: *@out NULL when it is its own (nothing to
  * escape), else the escaped text, malloc'd, @len bytes. 0 or -ENOMEM. */
 int totals_expo_value(const char *raw, char **out, size_t *len);
+/* The container labels of @g (only those the agent's allow-list names
+ * travel) as label text in *@out, "" for none. 0 or -ENOMEM. */
+int totals_expo_clabels(const Cgperf__V1__Batch *m, const Cgperf__V1__Cgroup *g, char **out);
 
 #endif

@@ -21,6 +21,7 @@
 #include "lib/search.h"
 
 #include "agent/symbols/symcache.h"
+#include "lib/fdio.h"
 #include "lib/grow.h"
 #include "lib/slurp.h"
 
@@ -336,23 +337,6 @@ err_free:
 	return NULL;
 }
 
-static int write_all(int fd, const void *p, size_t len)
-{
-	const char *c = p;
-
-	while (len > 0) {
-		ssize_t w = write(fd, c, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		c += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 static void ksyms_cache_name(char *buf, size_t size, const char *boot_id)
 {
 	snprintf(buf, size, "kallsyms-%s", boot_id);
@@ -383,11 +367,11 @@ static void ksyms_cache_store(const struct ksyms *k, const char *dir, const char
 	h.nsyms = m;
 	h.names_len = k->names_len;
 	memcpy(h.boot_id, boot_id, KSYMS_BOOT_ID_LEN);
-	err = write_all(fd, &h, sizeof(h));
+	err = fdio_write_all(fd, &h, sizeof(h));
 	if (!err)
-		err = write_all(fd, core, m * sizeof(*core));
+		err = fdio_write_all(fd, core, m * sizeof(*core));
 	if (!err)
-		err = write_all(fd, k->names, k->names_len);
+		err = fdio_write_all(fd, k->names, k->names_len);
 	free(core);
 	if (err) {
 		symcache_abort(fd, tmp);
@@ -566,4 +550,33 @@ void ksyms_free(struct ksyms *k)
 	free(k->live_path);
 	ksyms_free(k->live);
 	free(k);
+}
+
+int ksyms_each(const char *path, ksyms_each_fn fn, void *ctx)
+{
+	char *buf = NULL, name[KSYMS_LINE_MAX], module[KSYMS_LINE_MAX];
+	size_t len = 0;
+	int err = read_whole(path, &buf, &len);
+
+	if (err < 0)
+		return err;
+	for (const char *p = buf, *end = buf + len; p < end && !err;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		struct ksyms_line l;
+		bool ok = (size_t)(le - p) < KSYMS_LINE_MAX - 1 && ksyms_parse(p, le, &l);
+
+		p = nl ? nl + 1 : end;
+		if (!ok || !memchr("TWtw", l.type, 4))
+			continue;
+		memcpy(name, l.name, l.name_len);
+		name[l.name_len] = '\0';
+		if (l.module) {
+			memcpy(module, l.module, l.module_len);
+			module[l.module_len] = '\0';
+		}
+		err = fn(ctx, l.addr, name, l.module ? module : NULL);
+	}
+	free(buf);
+	return err;
 }

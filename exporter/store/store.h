@@ -116,6 +116,14 @@ struct store_stack {
 			      * 0 = none; "" when not known */
 };
 
+/* One pushed interval's latency histogram of a probe in a cgroup (a row
+ * of a heat map). */
+struct store_latency_row {
+	const char *host, *path;
+	uint64_t start_ns, end_ns; /* the batch's interval, as the agent said */
+	struct hist latency_ns;
+};
+
 /* A binary frames were found in. */
 struct store_module {
 	char *path, *build_id; /* malloc'd, the caller frees both */
@@ -134,6 +142,9 @@ struct store_config {
 	const char *database; /* clickhouse: NULL or "" = "cgperf" */
 	const char *cluster;  /* clickhouse: remote_servers cluster; NULL or "": one server */
 	const char *user, *password; /* clickhouse: NULL = the server's default user */
+	/* clickhouse with a cluster: each shard's HTTP URL, comma-separated
+	 * (tables and retention on each); NULL or "": the server's only */
+	const char *shard_urls;
 };
 
 struct store_ops {
@@ -156,6 +167,9 @@ struct store_ops {
 		      int (*fn)(void *arg, const struct store_stack *st), void *arg);
 	int (*module)(struct store *s, int64_t id, struct store_module *out);
 	void (*stats)(struct store *s, struct store_stats *out);
+	/* See store_latency_rows(). */
+	int (*latency_rows)(struct store *s, const struct store_selection *sel, const char *probe,
+			    int (*fn)(void *arg, const struct store_latency_row *r), void *arg);
 };
 
 /* Every store starts with this; backends embed it first. */
@@ -233,6 +247,16 @@ int store_stacks(struct store *s, const struct store_selection *sel,
 int store_module(struct store *s, int64_t id, struct store_module *out);
 
 void store_stats(struct store *s, struct store_stats *out);
+
+/*
+ * Call @fn for each stored interval of probe @probe (its label) whose
+ * latency histogram is not empty, in the host, cgroup and time range of
+ * @sel (batches that started in [from, to); sel->event, container and
+ * pod are not used), in order of start. A non-zero return of @fn stops
+ * and is returned. -EOPNOTSUPP when the backend keeps no intervals.
+ */
+int store_latency_rows(struct store *s, const struct store_selection *sel, const char *probe,
+		       int (*fn)(void *arg, const struct store_latency_row *r), void *arg);
 
 /* A histogram as words, the way stores keep it: count, negative, sum, min,
  * max, then the HIST_BUCKETS buckets. */
