@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
- * Cgroups live in a hash table keyed by (host, path) that doubles when it
- * gets full; each holds small arrays of its counter and probe series, and
- * the escaped label text its series share ("host=\"..\",id=\"..\",..."),
- * rebuilt only when the identity changes. Rendering a family is then one
- * pass over the table writing that text, the series' own labels and a
- * number: 100,000 series take a few tens of milliseconds.
+ * Cgroups are found by (host, path) in a lib/hashmap and walked, for a
+ * scrape, in the array they were appended to; each holds small arrays of
+ * its counter and probe series, and the escaped label text its series share
+ * ("host=\"..\",id=\"..\",..."), rebuilt only when the identity changes.
+ * Series names are interned with their escaped label text, so rendering a
+ * family is one pass over the array writing the cgroup's text, the series'
+ * text and a number: 100,000 series take a few tens of milliseconds.
  *
- * A series is found by one more hash table, keyed by (cgroup, kind, name)
- * and holding the series' index in its cgroup's array, so that a batch of
- * a million distinct events in one cgroup costs a million lookups, not
- * half a million million string compares under the lock every scrape
- * waits for. Expiry compacts the arrays and rebuilds that table.
+ * A series is found by one more map, keyed by (cgroup, kind, name) and
+ * holding the series' index in its cgroup's array, so that a batch of a
+ * million distinct events in one cgroup costs a million lookups, not half
+ * a million million string compares under the lock every scrape waits
+ * for. Expiry compacts the arrays and moves or drops their index entries.
  */
 #include "exporter/totals_internal.h"
 #include "lib/hashmap.h"
 #include "lib/grow.h"
-#include "lib/prom.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -33,7 +33,7 @@
 #define CG_OVERHEAD (sizeof(struct cg) + 16 * (ID_N + 3))
 /* The label text without its values: host="",id="",container="",... */
 #define LABEL_NAMES 128
-#define SERIES_OVERHEAD (sizeof(struct probe_series) + 2 * sizeof(struct sref) + 32)
+#define SERIES_OVERHEAD (sizeof(struct probe_series) + 2 * 32 + 32)
 #define AGENT_OVERHEAD (sizeof(struct agent) + 64)
 
 static size_t cg_cost(const struct cg *c)
@@ -50,15 +50,46 @@ static size_t agent_cost(const struct agent *a)
 	return AGENT_OVERHEAD + strlen(a->agent_id) + strlen(a->host) + strlen(a->version);
 }
 
-static uint64_t hash_str(uint64_t h, const char *s)
+/* ---- keys of two parts ---- */
+
+/* A map key: in the small buffer, or on the heap when longer. */
+struct key {
+	char small[256];
+	char *buf;
+	size_t len;
+};
+
+static int key_set(struct key *k, const void *a, size_t na, const void *b, size_t nb)
 {
-	h = hash_fnv1a_str(h, s);
-	return (h ^ 0xff) * HASH_FNV_PRIME; /* a separator no string holds */
+	k->len = na + nb;
+	k->buf = k->len <= sizeof(k->small) ? k->small : malloc(k->len);
+	if (!k->buf)
+		return -ENOMEM;
+	memcpy(k->buf, a, na);
+	memcpy(k->buf + na, b, nb);
+	return 0;
 }
 
-static uint64_t cg_hash(const char *host, const char *path)
+static void key_release(struct key *k)
 {
-	return hash_str(hash_str(HASH_FNV_OFFSET, host), path);
+	if (k->buf != k->small)
+		free(k->buf);
+}
+
+/* "host\0path" */
+static int cg_key(struct key *k, const char *host, const char *path)
+{
+	return key_set(k, host, strlen(host) + 1, path, strlen(path));
+}
+
+/* The cgroup's address, the kind, the name. */
+static int series_key(struct key *k, const struct cg *c, unsigned kind, const char *name)
+{
+	unsigned char h[sizeof(c) + 1];
+
+	memcpy(h, &c, sizeof(c));
+	h[sizeof(c)] = (unsigned char)kind;
+	return key_set(k, h, sizeof(h), name, strlen(name));
 }
 
 struct totals *totals_new(void)
@@ -67,27 +98,23 @@ struct totals *totals_new(void)
 
 	if (!t)
 		return NULL;
-	t->cg_buckets = 1024;
-	t->cgs = calloc(t->cg_buckets, sizeof(*t->cgs));
-	if (!t->cgs) {
-		free(t);
+	t->cgmap = hashmap_new();
+	t->sidx = hashmap_new();
+	t->names = hashmap_new();
+	if (!t->cgmap || !t->sidx || !t->names) {
+		totals_free(t);
 		return NULL;
 	}
 	return t;
 }
 
+/* The cgroup's own strings and arrays; its series' names are totals.names'. */
 static void cg_free(struct cg *c)
 {
-	free(c->host);
-	free(c->path);
 	for (int i = 0; i < ID_N; i++)
 		free(c->id[i]);
 	free(c->labels);
-	for (size_t i = 0; i < c->ncounters; i++)
-		free(c->counters[i].event);
 	free(c->counters);
-	for (size_t i = 0; i < c->nprobes; i++)
-		free(c->probes[i].label);
 	free(c->probes);
 	free(c);
 }
@@ -104,18 +131,16 @@ void totals_free(struct totals *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->cg_buckets; i++) {
-		for (struct cg *c = t->cgs[i], *next; c; c = next) {
-			next = c->next;
-			cg_free(c);
-		}
-	}
+	for (size_t i = 0; i < t->ncg; i++)
+		cg_free(t->cgv[i]);
 	for (struct agent *a = t->agents, *next; a; a = next) {
 		next = a->next;
 		agent_free(a);
 	}
-	free(t->cgs);
-	free(t->sidx);
+	free(t->cgv);
+	hashmap_free(t->cgmap);
+	hashmap_free(t->sidx);
+	hashmap_free(t->names);
 	free(t);
 }
 
@@ -137,96 +162,55 @@ static int set_str(char **dst, const char *src, bool *changed)
 	return 0;
 }
 
-static void grow_table(struct totals *t)
+static struct cg *cg_find(const struct totals *t, const char *host, const char *path)
 {
-	size_t n = t->cg_buckets * 2;
-	struct cg **b = calloc(n, sizeof(*b));
+	struct key k;
+	uint64_t *v;
 
-	if (!b)
-		return; /* longer chains, still correct */
-	for (size_t i = 0; i < t->cg_buckets; i++) {
-		for (struct cg *c = t->cgs[i], *next; c; c = next) {
-			next = c->next;
-			c->next = b[cg_hash(c->host, c->path) % n];
-			b[cg_hash(c->host, c->path) % n] = c;
-		}
-	}
-	free(t->cgs);
-	t->cgs = b;
-	t->cg_buckets = n;
+	if (cg_key(&k, host, path))
+		return NULL;
+	v = hashmap_find(t->cgmap, k.buf, k.len);
+	key_release(&k);
+	return v ? (struct cg *)(uintptr_t)*v : NULL;
 }
 
 static struct cg *cg_get(struct totals *t, const char *host, const char *path)
 {
-	struct cg **head = &t->cgs[cg_hash(host, path) % t->cg_buckets], *c;
+	size_t nhost = strlen(host) + 1, len;
+	const char *stored;
+	struct cg *c = NULL;
+	struct key k;
+	uint64_t *v;
 
-	for (c = *head; c; c = c->next)
-		if (!strcmp(c->host, host) && !strcmp(c->path, path))
-			return c;
+	if (cg_key(&k, host, path))
+		return NULL;
+	len = k.len;
+	stored = hashmap_intern(t->cgmap, k.buf, k.len, &v);
+	key_release(&k);
+	if (!stored)
+		return NULL;
+	if (*v)
+		return (struct cg *)(uintptr_t)*v;
+	if (GROW_ARRAY(t->cgv, t->ncg, t->cgcap, 64) < 0)
+		goto err;
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return NULL;
-	c->host = strdup(host);
-	c->path = strdup(path);
+		goto err;
+	c->host = stored;
+	c->path = stored + nhost;
 	for (int i = 0; i < ID_N; i++)
 		c->id[i] = strdup("");
 	for (int i = 0; i < ID_N; i++)
 		if (!c->id[i])
 			goto err;
-	if (!c->host || !c->path)
-		goto err;
-	c->next = *head;
-	*head = c;
-	if (++t->ncg > t->cg_buckets)
-		grow_table(t);
+	t->cgv[t->ncg++] = c;
+	*v = (uintptr_t)c;
 	return c;
 err:
-	cg_free(c);
+	if (c)
+		cg_free(c);
+	hashmap_remove(t->cgmap, stored, len, NULL);
 	return NULL;
-}
-
-/* The escaped label text of @c: host, id, container, container_name,
- * pod, pod_name, namespace, unit, runtime, and image and container labels
- * when known (an empty label is no label to Prometheus; older series keep
- * their text). 0 or
- * -ENOMEM. */
-static int cg_labels(struct cg *c)
-{
-	static const struct {
-		const char *name;
-		int field;
-	} ids[] = {
-		{ ",container=\"", ID_CONTAINER }, { ",container_name=\"", ID_CONTAINER_NAME },
-		{ ",pod=\"", ID_POD },		   { ",pod_name=\"", ID_POD_NAME },
-		{ ",namespace=\"", ID_NS },	   { ",unit=\"", ID_UNIT },
-		{ ",runtime=\"", ID_RUNTIME },
-	};
-	struct page p;
-	char *s;
-
-	page_init(&p, 0);
-	page_put(&p, "host=\"");
-	page_label(&p, c->host);
-	page_put(&p, "\",id=\"");
-	page_label(&p, c->path);
-	page_putc(&p, '"');
-	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
-		page_put(&p, ids[i].name);
-		page_label(&p, c->id[ids[i].field]);
-		page_putc(&p, '"');
-	}
-	if (*c->id[ID_IMAGE]) {
-		page_put(&p, ",image=\"");
-		page_label(&p, c->id[ID_IMAGE]);
-		page_putc(&p, '"');
-	}
-	page_put(&p, c->id[ID_CLABELS]); /* written text already */
-	s = page_take(&p, NULL);
-	if (!s)
-		return -ENOMEM;
-	free(c->labels);
-	c->labels = s;
-	return 0;
 }
 
 /* Take the non-empty fields of @v (ID_N strings) as @c's identity. */
@@ -242,97 +226,98 @@ static int cg_identity(struct totals *t, struct cg *c, const char *const *v, uin
 		c->cgroup_id = cgroup_id;
 	if (!changed)
 		return 0;
-	ret = cg_labels(c);
+	ret = totals_expo_labels(c);
 	t->bytes -= c->charged;
 	c->charged = cg_cost(c);
 	t->bytes += c->charged;
 	return ret;
 }
 
-/* ---- the series index ---- */
+/* ---- interned names ---- */
 
-static uint64_t series_hash(const struct cg *c, unsigned kind, const char *name)
+/* @s interned in totals.names, one more reference; NULL: out of memory. */
+static const char *name_ref(struct totals *t, const char *s, size_t len)
 {
-	uint64_t h = ((uint64_t)(uintptr_t)c ^ kind) * 0x9e3779b97f4a7c15ull;
+	uint64_t *refs;
+	const char *in = hashmap_intern(t->names, s, len, &refs);
 
-	return hash_str(h, name);
+	if (in)
+		(*refs)++;
+	return in;
 }
 
-static const char *series_name(const struct sref *r)
+static void name_unref(struct totals *t, const char *in)
 {
-	return r->kind == SK_COUNTER ? r->cg->counters[r->idx].event : r->cg->probes[r->idx].label;
+	size_t len = strlen(in);
+	uint64_t *refs = hashmap_find(t->names, in, len);
+
+	if (refs && !--*refs)
+		hashmap_remove(t->names, in, len, NULL);
 }
+
+/* *@name and *@elabel: @raw and its escaped label text, interned. */
+static int names_ref(struct totals *t, const char *raw, const char **name, const char **elabel)
+{
+	char *esc;
+	size_t n;
+
+	*name = name_ref(t, raw, strlen(raw));
+	if (!*name)
+		return -ENOMEM;
+	if (totals_expo_value(raw, &esc, &n) < 0)
+		goto fail;
+	if (!esc) {
+		*elabel = *name;
+		return 0;
+	}
+	*elabel = name_ref(t, esc, n);
+	free(esc);
+	if (*elabel)
+		return 0;
+fail:
+	name_unref(t, *name);
+	return -ENOMEM;
+}
+
+static void names_unref(struct totals *t, const char *name, const char *elabel)
+{
+	if (elabel != name)
+		name_unref(t, elabel);
+	name_unref(t, name);
+}
+
+/* ---- the series index: values are the index + 1 ---- */
 
 /* The index of @c's series @name of @kind, or -1. */
 static long sidx_find(const struct totals *t, const struct cg *c, unsigned kind, const char *name)
 {
-	uint64_t h = series_hash(c, kind, name);
+	struct key k;
+	uint64_t *v;
 
-	if (!t->nslots)
+	if (series_key(&k, c, kind, name))
 		return -1;
-	for (size_t i = h & (t->nslots - 1);; i = (i + 1) & (t->nslots - 1)) {
-		const struct sref *r = &t->sidx[i];
-
-		if (!r->cg)
-			return -1;
-		if (r->hash == h && r->cg == c && r->kind == kind && !strcmp(series_name(r), name))
-			return r->idx;
-	}
+	v = hashmap_find(t->sidx, k.buf, k.len);
+	key_release(&k);
+	return v ? (long)*v - 1 : -1;
 }
 
-static void sidx_put(struct sref *slots, size_t nslots, const struct sref *r)
+/* Set (@idx) or drop (@idx < 0) the index entry of @c's series @name. */
+static void sidx_set(struct totals *t, const struct cg *c, unsigned kind, const char *name,
+		     long idx)
 {
-	size_t i = r->hash & (nslots - 1);
+	struct key k;
+	uint64_t *v;
 
-	while (slots[i].cg)
-		i = (i + 1) & (nslots - 1);
-	slots[i] = *r;
-}
-
-/* Room for one more series, so that adding it cannot fail. 0 or -ENOMEM. */
-static int sidx_reserve(struct totals *t)
-{
-	size_t n = t->nslots ? t->nslots : 1024;
-	struct sref *slots;
-
-	while ((t->nseries + 1) * 2 > n)
-		n *= 2;
-	if (n == t->nslots)
-		return 0;
-	slots = calloc(n, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->nslots; i++)
-		if (t->sidx[i].cg)
-			sidx_put(slots, n, &t->sidx[i]);
-	free(t->sidx);
-	t->sidx = slots;
-	t->nslots = n;
-	return 0;
-}
-
-static void sidx_add(struct totals *t, struct cg *c, unsigned kind, uint32_t idx)
-{
-	struct sref r = { .cg = c, .idx = idx, .kind = kind };
-
-	r.hash = series_hash(c, kind, series_name(&r));
-	sidx_put(t->sidx, t->nslots, &r);
-}
-
-/* After expiry moved and freed series: every series again. */
-static void sidx_rebuild(struct totals *t)
-{
-	if (!t->nslots)
+	if (series_key(&k, c, kind, name))
 		return;
-	memset(t->sidx, 0, t->nslots * sizeof(*t->sidx));
-	for (size_t b = 0; b < t->cg_buckets; b++) {
-		for (struct cg *c = t->cgs[b]; c; c = c->next) {
-			for (size_t i = 0; i < c->ncounters; i++)
-				sidx_add(t, c, SK_COUNTER, (uint32_t)i);
-			for (size_t i = 0; i < c->nprobes; i++)
-				sidx_add(t, c, SK_PROBE, (uint32_t)i);
-		}
+	if (idx < 0) {
+		hashmap_remove(t->sidx, k.buf, k.len, NULL);
+	} else {
+		v = hashmap_find(t->sidx, k.buf, k.len);
+		if (v)
+			*v = (uint64_t)idx + 1;
 	}
+	key_release(&k);
 }
 
 /* The series of @kind named @name in @c; a new one (zeroed, named) when
@@ -340,32 +325,46 @@ static void sidx_rebuild(struct totals *t)
 static void *series_get(struct totals *t, struct cg *c, unsigned kind, const char *name)
 {
 	size_t *n = kind == SK_COUNTER ? &c->ncounters : &c->nprobes;
-	long i = sidx_find(t, c, kind, name);
-	char **sname;
-	void *s;
+	const char **sname, **slabel;
+	uint64_t *idx;
+	struct key k;
+	void *s = NULL;
 
-	if (i >= 0)
-		return kind == SK_COUNTER ? (void *)&c->counters[i] : (void *)&c->probes[i];
-	if (*n >= UINT32_MAX || sidx_reserve(t))
+	if (*n >= UINT32_MAX || series_key(&k, c, kind, name))
 		return NULL;
+	idx = hashmap_slot(t->sidx, k.buf, k.len);
+	if (idx && *idx)
+		s = kind == SK_COUNTER ? (void *)&c->counters[*idx - 1] : (void *)&c->probes[*idx - 1];
+	if (!idx || *idx)
+		goto out;
 	if (kind == SK_COUNTER) {
 		if (GROW_ARRAY(c->counters, c->ncounters, c->ccap, 4) < 0)
-			return NULL;
+			goto undo;
 		s = memset(&c->counters[*n], 0, sizeof(c->counters[0]));
 		sname = &c->counters[*n].event;
+		slabel = &c->counters[*n].elabel;
 	} else {
 		if (GROW_ARRAY(c->probes, c->nprobes, c->pcap, 2) < 0)
-			return NULL;
+			goto undo;
 		s = memset(&c->probes[*n], 0, sizeof(c->probes[0]));
 		sname = &c->probes[*n].label;
+		slabel = &c->probes[*n].elabel;
 	}
-	*sname = strdup(name);
-	if (!*sname)
-		return NULL;
-	sidx_add(t, c, kind, (uint32_t)*n);
+	if (names_ref(t, name, sname, slabel) < 0) {
+		s = NULL;
+		goto undo;
+	}
+	if (kind == SK_COUNTER && !strcmp(name, "task-clock"))
+		c->cpu = (uint32_t)*n + 1;
 	(*n)++;
+	*idx = *n; /* the index + 1: 0 is a new entry */
 	t->nseries++;
 	t->bytes += SERIES_OVERHEAD + strlen(name);
+	goto out;
+undo:
+	hashmap_remove(t->sidx, k.buf, k.len, NULL);
+out:
+	key_release(&k);
 	return s;
 }
 
@@ -474,6 +473,19 @@ static int restore_probe(void *arg, const struct store_probe_total *st)
 	return 0;
 }
 
+static int restore_truncated(void *arg, const struct store_truncated *st)
+{
+	struct totals *t = arg;
+	struct cg *c = cg_for_series(t, st->host, st->path, st->last_seen_ns);
+
+	if (!c)
+		return -ENOMEM;
+	memcpy(c->truncated, st->count, sizeof(c->truncated));
+	t->ntrunc += !c->truncated_seen;
+	c->truncated_seen = max64(c->truncated_seen, st->last_seen_ns);
+	return 0;
+}
+
 static int restore_agent(void *arg, const struct store_agent *sa)
 {
 	struct agent *a = agent_get(arg, sa->agent_id);
@@ -496,29 +508,12 @@ void totals_visitor(struct totals *t, struct store_visitor *v)
 		.counter = restore_counter,
 		.probe = restore_probe,
 		.agent = restore_agent,
+		.truncated = restore_truncated,
 		.arg = t,
 	};
 }
 
 /* ---- adding a batch ---- */
-
-/* The container labels of @g (only those the agent's allow-list names
- * travel) as label text in *@out, "" for none. 0 or -ENOMEM. */
-static int batch_clabels(const Cgperf__V1__Batch *m, const Cgperf__V1__Cgroup *g, char **out)
-{
-	const char *k[WIRE_LABELS_MAX], *v[WIRE_LABELS_MAX];
-	size_t n = 0;
-	struct page p;
-
-	for (; n < g->n_labels && n < WIRE_LABELS_MAX; n++) {
-		k[n] = wire_string(m, g->labels[n]->key);
-		v[n] = wire_string(m, g->labels[n]->value);
-	}
-	page_init(&p, 0);
-	prom_pairs_to(page_sink, &p, "container_label_", k, v, n);
-	*out = page_take(&p, NULL);
-	return *out ? 0 : -ENOMEM;
-}
 
 static struct cg *batch_cg(struct totals *t, const Cgperf__V1__Batch *m, uint32_t i, uint64_t now)
 {
@@ -549,7 +544,7 @@ int totals_add_batch(struct totals *t, const Cgperf__V1__Batch *m, uint64_t now)
 		char *cl = NULL;
 		int ret;
 
-		if (!c || batch_clabels(m, g, &cl))
+		if (!c || totals_expo_clabels(m, g, &cl))
 			return -ENOMEM;
 		v[ID_CLABELS] = cl;
 		ret = cg_identity(t, c, v, g->id);
@@ -602,6 +597,7 @@ int totals_add_batch(struct totals *t, const Cgperf__V1__Batch *m, uint64_t now)
 				return -ENOMEM;
 			for (int k = 0; k < WIRE_TRUNC_REASONS; k++)
 				c->truncated[k] = sat_add(c->truncated[k], cut[k]);
+			t->ntrunc += !c->truncated_seen;
 			c->truncated_seen = max64(c->truncated_seen, now);
 		}
 	}
@@ -631,45 +627,75 @@ int totals_add_batch(struct totals *t, const Cgperf__V1__Batch *m, uint64_t now)
 
 /* ---- expiry ---- */
 
+static void series_drop(struct totals *t, struct cg *c, unsigned kind, const char *name,
+			const char *elabel)
+{
+	sidx_set(t, c, kind, name, -1);
+	t->bytes -= SERIES_OVERHEAD + strlen(name);
+	t->nseries--;
+	names_unref(t, name, elabel);
+}
+
+/* Drop @c's series last seen before @before; the others move down. */
+static void expire_series(struct totals *t, struct cg *c, uint64_t before)
+{
+	size_t k = 0;
+
+	c->cpu = 0;
+	for (size_t i = 0; i < c->ncounters; i++) {
+		const struct counter_series *s = &c->counters[i];
+
+		if (s->last_seen < before) {
+			series_drop(t, c, SK_COUNTER, s->event, s->elabel);
+			continue;
+		}
+		if (k != i) {
+			sidx_set(t, c, SK_COUNTER, s->event, (long)k);
+			c->counters[k] = *s;
+		}
+		if (!strcmp(c->counters[k].event, "task-clock"))
+			c->cpu = (uint32_t)k + 1;
+		k++;
+	}
+	c->ncounters = k;
+	k = 0;
+	for (size_t i = 0; i < c->nprobes; i++) {
+		const struct probe_series *s = &c->probes[i];
+
+		if (s->last_seen < before) {
+			series_drop(t, c, SK_PROBE, s->label, s->elabel);
+			continue;
+		}
+		if (k != i) {
+			sidx_set(t, c, SK_PROBE, s->label, (long)k);
+			c->probes[k] = *s;
+		}
+		k++;
+	}
+	c->nprobes = k;
+}
+
 void totals_expire(struct totals *t, uint64_t before)
 {
-	size_t nseries = t->nseries;
+	size_t k = 0;
 
-	for (size_t b = 0; b < t->cg_buckets; b++) {
-		for (struct cg **pc = &t->cgs[b], *c; (c = *pc);) {
-			size_t k = 0;
+	for (size_t i = 0; i < t->ncg; i++) {
+		struct cg *c = t->cgv[i];
 
-			for (size_t i = 0; i < c->ncounters; i++) {
-				if (c->counters[i].last_seen < before) {
-					t->bytes -= SERIES_OVERHEAD + strlen(c->counters[i].event);
-					free(c->counters[i].event);
-					t->nseries--;
-				} else {
-					c->counters[k++] = c->counters[i];
-				}
-			}
-			c->ncounters = k;
-			k = 0;
-			for (size_t i = 0; i < c->nprobes; i++) {
-				if (c->probes[i].last_seen < before) {
-					t->bytes -= SERIES_OVERHEAD + strlen(c->probes[i].label);
-					free(c->probes[i].label);
-					t->nseries--;
-				} else {
-					c->probes[k++] = c->probes[i];
-				}
-			}
-			c->nprobes = k;
-			if (c->last_seen < before && !c->ncounters && !c->nprobes) {
-				*pc = c->next;
-				t->bytes -= c->charged;
-				cg_free(c);
-				t->ncg--;
-			} else {
-				pc = &c->next;
-			}
+		expire_series(t, c, before);
+		if (c->last_seen < before && !c->ncounters && !c->nprobes) {
+			size_t nhost = strlen(c->host) + 1;
+
+			t->bytes -= c->charged;
+			t->ntrunc -= c->truncated_seen != 0;
+			/* c->host is the map's key: gone with the entry. */
+			hashmap_remove(t->cgmap, c->host, nhost + strlen(c->path), NULL);
+			cg_free(c);
+		} else {
+			t->cgv[k++] = c;
 		}
 	}
+	t->ncg = k;
 	for (struct agent **pa = &t->agents, *a; (a = *pa);) {
 		if (a->last_push < before) {
 			*pa = a->next;
@@ -680,8 +706,6 @@ void totals_expire(struct totals *t, uint64_t before)
 			pa = &a->next;
 		}
 	}
-	if (t->nseries != nseries)
-		sidx_rebuild(t);
 }
 
 size_t totals_series(const struct totals *t)
@@ -694,28 +718,10 @@ size_t totals_entries(const struct totals *t)
 	return t->ncg + t->nseries + t->nagents;
 }
 
-static const struct cg *cg_find(const struct totals *t, const char *host, const char *path)
-{
-	for (const struct cg *c = t->cgs[cg_hash(host, path) % t->cg_buckets]; c; c = c->next)
-		if (!strcmp(c->host, host) && !strcmp(c->path, path))
-			return c;
-	return NULL;
-}
-
 void totals_replace(struct totals *t, struct totals *fresh)
 {
 	struct totals old = *t;
 
-	/* What only this process counts (stack truncations) goes over. */
-	EACH_CG(fresh, c) {
-		const struct cg *was = cg_find(&old, c->host, c->path);
-		struct cg *now = (struct cg *)c;
-
-		if (was) {
-			memcpy(now->truncated, was->truncated, sizeof(was->truncated));
-			now->truncated_seen = was->truncated_seen;
-		}
-	}
 	*t = *fresh;
 	*fresh = old;
 }

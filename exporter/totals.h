@@ -32,9 +32,8 @@ void totals_visitor(struct totals *t, struct store_visitor *v);
 
 /*
  * Make @t what @fresh holds (built by a store_load() of a shared store,
- * where other exporters write too), keeping @t's figures that only live
- * in memory (stack truncations per cgroup); @fresh gets @t's old tables,
- * for totals_free().
+ * where other exporters write too: the store keeps every figure, stack
+ * truncations included); @fresh gets @t's old tables, for totals_free().
  */
 void totals_replace(struct totals *t, struct totals *fresh);
 

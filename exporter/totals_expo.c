@@ -1,17 +1,90 @@
 // SPDX-License-Identifier: MIT
 /*
  * The totals as exposition text: per family its HELP and TYPE, then one
- * line per series, made of the cgroup's label text (escaped once in
- * totals.c when its identity changes), the series' own labels and its
- * number; probe histograms as _bucket/_sum/_count. Series last seen before
+ * line per series, made of the cgroup's label text and the series' name
+ * as a label value (both made here, once, when totals.c takes a new
+ * identity or name), the series' own labels and its number; probe histograms as _bucket/_sum/_count. Series last seen before
  * the cutoff are left out (they expire at the next expiry pass).
  */
 #include "exporter/totals_internal.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "exporter/page.h"
+#include "lib/prom.h"
+
+int totals_expo_labels(struct cg *c)
+{
+	static const struct {
+		const char *name;
+		int field;
+	} ids[] = {
+		{ ",container=\"", ID_CONTAINER }, { ",container_name=\"", ID_CONTAINER_NAME },
+		{ ",pod=\"", ID_POD },		   { ",pod_name=\"", ID_POD_NAME },
+		{ ",namespace=\"", ID_NS },	   { ",unit=\"", ID_UNIT },
+		{ ",runtime=\"", ID_RUNTIME },
+	};
+	struct page p;
+	char *s;
+
+	page_init(&p, 0);
+	page_put(&p, "host=\"");
+	page_label(&p, c->host);
+	page_put(&p, "\",id=\"");
+	page_label(&p, c->path);
+	page_putc(&p, '"');
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		page_put(&p, ids[i].name);
+		page_label(&p, c->id[ids[i].field]);
+		page_putc(&p, '"');
+	}
+	if (*c->id[ID_IMAGE]) {
+		page_put(&p, ",image=\"");
+		page_label(&p, c->id[ID_IMAGE]);
+		page_putc(&p, '"');
+	}
+	page_put(&p, c->id[ID_CLABELS]); /* written text already */
+	s = page_take(&p, NULL);
+	if (!s)
+		return -ENOMEM;
+	free(c->labels);
+	c->labels = s;
+	return 0;
+}
+
+/* The container labels of @g (only those the agent's allow-list names
+ * travel) as label text in *@out, "" for none. 0 or -ENOMEM. */
+int totals_expo_clabels(const Cgperf__V1__Batch *m, const Cgperf__V1__Cgroup *g, char **out)
+{
+	const char *k[WIRE_LABELS_MAX], *v[WIRE_LABELS_MAX];
+	size_t n = 0;
+	struct page p;
+
+	for (; n < g->n_labels && n < WIRE_LABELS_MAX; n++) {
+		k[n] = wire_string(m, g->labels[n]->key);
+		v[n] = wire_string(m, g->labels[n]->value);
+	}
+	page_init(&p, 0);
+	prom_pairs_to(page_sink, &p, "container_label_", k, v, n);
+	*out = page_take(&p, NULL);
+	return *out ? 0 : -ENOMEM;
+}
+
+int totals_expo_value(const char *raw, char **out, size_t *len)
+{
+	struct page p;
+
+	*out = NULL;
+	if (!strpbrk(raw, "\\\"\n"))
+		return 0;
+	page_init(&p, 0);
+	page_label(&p, raw);
+	*out = page_take(&p, len);
+	return *out ? 0 : -ENOMEM;
+}
 
 /* The end of a sample line: @close (what closes its labels), the value, a newline. */
 static void sample_u64(struct page *p, const char *close, uint64_t v)
@@ -49,7 +122,7 @@ static void render_counters(const struct totals *t, struct page *p, bool om, uin
 				continue;
 			cg_open(p, "cgperf_cgroup_perf_events_total", c);
 			page_put(p, ",event=\"");
-			page_label(p, s->event);
+			page_put(p, s->elabel);
 			sample_double(p, "\"} ", s->total);
 		}
 	}
@@ -58,7 +131,7 @@ static void render_counters(const struct totals *t, struct page *p, bool om, uin
 
 	page_family(p, om, "cgperf_cgroup_stacks_truncated_total", "counter",
 		    "Sampled stacks of the cgroup the agent could not complete, by reason.");
-	EACH_CG(t, c)
+	EACH_CG_IF(t, c, t->ntrunc) /* none when no cgroup has any */
 	{
 		if (!c->truncated_seen || c->truncated_seen < cutoff)
 			continue;
@@ -73,14 +146,12 @@ static void render_counters(const struct totals *t, struct page *p, bool om, uin
 		    "CPU time of the cgroup's tasks (task-clock).");
 	EACH_CG(t, c)
 	{
-		for (size_t i = 0; i < c->ncounters; i++) {
-			const struct counter_series *s = &c->counters[i];
+		const struct counter_series *s = c->cpu ? &c->counters[c->cpu - 1] : NULL;
 
-			if (s->last_seen < cutoff || strcmp(s->event, "task-clock"))
-				continue;
-			cg_open(p, "cgperf_cgroup_cpu_seconds_total", c);
-			sample_double(p, "} ", s->total / 1e9);
-		}
+		if (!s || s->last_seen < cutoff)
+			continue;
+		cg_open(p, "cgperf_cgroup_cpu_seconds_total", c);
+		sample_double(p, "} ", s->total / 1e9);
 	}
 }
 
@@ -89,7 +160,7 @@ static void probe_labels(struct page *p, const char *name, const struct cg *c,
 {
 	cg_open(p, name, c);
 	page_put(p, ",probe=\"");
-	page_label(p, s->label);
+	page_put(p, s->elabel);
 	page_putc(p, '"');
 }
 

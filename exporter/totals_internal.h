@@ -23,35 +23,42 @@
 enum { ID_CONTAINER, ID_RUNTIME, ID_POD, ID_QOS, ID_NS, ID_POD_NAME, ID_CONTAINER_NAME, ID_UNIT,
        ID_SLICE, ID_IMAGE, ID_CLABELS, ID_N };
 
+/*
+ * Series names live in totals.names, interned: a name pushed by every
+ * agent for every cgroup ("cpu-clock") is held once, and its escaped label
+ * form (the same pointer when nothing needs escaping) is made once, so a
+ * scrape writes it with one copy instead of escaping it per series.
+ */
 struct counter_series {
-	char *event;
+	const char *event, *elabel; /* interned: the name; its escaped label text */
 	double total; /* scaled events; ns for task-clock */
 	uint64_t last_seen;
 };
 
 struct probe_series {
-	char *label;
+	const char *label, *elabel; /* interned, as counter_series */
 	uint64_t hits;
 	struct hist values, latency;
 	uint64_t last_seen;
 };
 
+/* The fields a scrape reads first: one cache line per cgroup and family. */
 struct cg {
-	char *host, *path;
-	uint64_t cgroup_id, last_seen;
-	char *id[ID_N];
 	char *labels; /* escaped, shared by every series of the cgroup */
-	size_t charged; /* bytes of the cgroup and its strings, in totals.bytes */
 	struct counter_series *counters;
 	size_t ncounters, ccap;
 	struct probe_series *probes;
 	size_t nprobes, pcap;
-	/* Stacks cut short (Profile.truncated_*), by reason: kept here only,
-	 * not in the store, so they start from 0 when the exporter restarts
-	 * (a counter reset to Prometheus). */
-	uint64_t truncated[WIRE_TRUNC_REASONS];
+	uint32_t cpu; /* 1 + the index of the task-clock counter; 0: none */
 	uint64_t truncated_seen;
-	struct cg *next;
+	uint64_t last_seen;
+	/* Stacks cut short (Profile.truncated_*), by reason; kept in the store
+	 * as the counters are. */
+	uint64_t truncated[WIRE_TRUNC_REASONS];
+	const char *host, *path; /* in totals.cgmap's key "host\0path" */
+	uint64_t cgroup_id;
+	char *id[ID_N];
+	size_t charged; /* bytes of the cgroup and its strings, in totals.bytes */
 };
 
 struct agent {
@@ -62,28 +69,43 @@ struct agent {
 	struct agent *next;
 };
 
-/* Where a series is: kind SK_COUNTER or SK_PROBE, index in its array. */
+/* Kinds of series, a byte of their key in totals.sidx. */
 enum { SK_COUNTER, SK_PROBE };
 
-struct sref {
-	struct cg *cg; /* NULL: an empty slot */
-	uint32_t idx, kind;
-	uint64_t hash;
-};
-
+/*
+ * Three lib/hashmap tables: cgmap ("host\0path" -> the struct cg), sidx
+ * ((cgroup address, kind, name) -> index in the cgroup's array) and names
+ * (interned series names and label texts -> reference count). cgv holds
+ * the cgroups in the order they came, for the scrape to walk.
+ */
 struct totals {
-	struct cg **cgs;
-	size_t ncg, cg_buckets;
+	struct hashmap *cgmap, *sidx, *names;
+	struct cg **cgv;
+	size_t ncg, cgcap;
+	size_t ntrunc; /* cgroups with truncated_seen set */
 	struct agent *agents;
 	size_t nagents, nseries;
-	struct sref *sidx; /* open addressing, at most half full */
-	size_t nslots;     /* a power of two, or 0 */
-	size_t bytes;      /* held for cgroups, series and agents (see charge) */
+	size_t bytes; /* held for cgroups, series and agents (see charge) */
 };
 
-/* Every cgroup @c of @t, in table order. */
-#define EACH_CG(t, c)                                           \
-	for (size_t b_ = 0; b_ < (t)->cg_buckets; b_++)         \
-		for (const struct cg *c = (t)->cgs[b_]; c; c = c->next)
+/* Every cgroup @c of @t, in the order they came. */
+#define EACH_CG(t, c) EACH_CG_IF(t, c, true)
+/* The same, or none when @cond (evaluated once) is false. */
+#define EACH_CG_IF(t, c, cond)                                                     \
+	for (size_t b_ = 0, n_ = (cond) ? (t)->ncg : 0; b_ < n_; b_++)            \
+		for (const struct cg *c = (t)->cgv[b_]; c; c = NULL)
+
+/* Exposition text made once and kept in the state (totals_expo.c). */
+/* The escaped label text of @c: host, id, container, container_name, pod,
+ * pod_name, namespace, unit, runtime, and image and container labels when
+ * known (an empty label is no label to Prometheus; older series keep their
+ * text), in c->labels. 0 or -ENOMEM. */
+int totals_expo_labels(struct cg *c);
+/* @raw as a label value: *@out NULL when it is its own (nothing to
+ * escape), else the escaped text, malloc'd, @len bytes. 0 or -ENOMEM. */
+int totals_expo_value(const char *raw, char **out, size_t *len);
+/* The container labels of @g (only those the agent's allow-list names
+ * travel) as label text in *@out, "" for none. 0 or -ENOMEM. */
+int totals_expo_clabels(const Cgperf__V1__Batch *m, const Cgperf__V1__Cgroup *g, char **out);
 
 #endif

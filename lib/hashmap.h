@@ -13,8 +13,9 @@
  * part of no format, but tests may pin them.
  *
  * Map: byte-string keys (copied, any length, a NUL kept after each so
- * string keys read as C strings) to one uint64_t value, open addressing
- * with linear probing, grown at 3/4 load. hashmap_slot() is the one way in:
+ * string keys read as C strings) to one uint64_t value: a dense array of
+ * entries behind a table of 8-byte slots (open addressing with linear
+ * probing, grown at 3/4 load; lib/hashmap.c says why). hashmap_slot() is the one way in:
  * it finds or inserts, and hands back the value to read or update in
  * place, so counting is `(*hashmap_slot(m, k, n))++`. A cap on the number
  * of keys refuses (and counts) new keys past it: a table fed from outside
@@ -62,6 +63,13 @@ struct hashmap;
 
 /* An empty map; NULL + errno (ENOMEM) on failure. */
 struct hashmap *hashmap_new(void);
+/*
+ * The same, for a map that is filled and then freed whole (an interning
+ * table of a render): its keys (up to 1 KiB each) are cut from 64 KiB
+ * chunks, 8-byte aligned, not malloc'd one by one, and the bytes of a removed one are only
+ * given back by hashmap_free().
+ */
+struct hashmap *hashmap_new_pooled(void);
 /* Frees the map and its keys; NULL is fine. */
 void hashmap_free(struct hashmap *m);
 
@@ -71,6 +79,16 @@ void hashmap_free(struct hashmap *m);
  * counted in hashmap_refused()).
  */
 uint64_t *hashmap_slot(struct hashmap *m, const void *key, size_t len);
+/*
+ * Interning: the map's own copy of @key (@len bytes and a NUL), inserted
+ * with value 0 when new, as hashmap_slot() does; *@value (when @value is
+ * not NULL) points at its value, valid as hashmap_slot()'s. The copy does
+ * not move when the table grows: it is a stable pointer (and, compared by
+ * address, a stable identity) for the key until hashmap_remove() of the key
+ * or hashmap_free(). The value is the caller's: a reference count, an id.
+ * NULL as hashmap_slot().
+ */
+const void *hashmap_intern(struct hashmap *m, const void *key, size_t len, uint64_t **value);
 /* The value for @key if present, else NULL; never inserts. */
 uint64_t *hashmap_find(const struct hashmap *m, const void *key, size_t len);
 /*
@@ -85,7 +103,9 @@ void hashmap_set_limit(struct hashmap *m, size_t max_keys);
 uint64_t hashmap_refused(const struct hashmap *m);
 /* Number of keys. */
 size_t hashmap_count(const struct hashmap *m);
-/* Visit every entry, in no particular order; @cb must not insert or remove. */
+/* Visit every entry, in insertion order as long as nothing was removed (a
+ * removal moves the last entry into the hole); @cb must not insert or
+ * remove. */
 void hashmap_foreach(const struct hashmap *m,
 		     void (*cb)(void *ctx, const void *key, size_t len, uint64_t value), void *ctx);
 

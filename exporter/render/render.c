@@ -5,7 +5,7 @@
  * Frame names repeat endlessly across stacks (every stack of a process
  * starts with the same comm, main, ...), so each distinct name is stored
  * once and a stack is a run of 32-bit frame ids. Stacks are keyed by those
- * runs in an open-addressing table. 100k stacks of depth 30 cost ~12 MB of
+ * runs in a lib/hashmap, which holds the one copy of each run. 100k stacks of depth 30 cost ~12 MB of
  * ids plus the distinct names, and every output works on ids: comparing
  * two frames is comparing two integers until names must be ordered.
  */
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "exporter/render/render_internal.h"
+#include "lib/grow.h"
 #include "lib/hashmap.h"
 
 /* ---- hashing and interning ---------------------------------------------- */
@@ -36,120 +37,33 @@ void rtab_release(struct rtab *t)
 {
 	if (!t)
 		return;
-	free(t->text);
-	free(t->off);
-	free(t->len);
-	free(t->hash);
-	free(t->slot);
+	hashmap_free(t->map);
+	free(t->keys);
 	rtab_init(t);
-}
-
-/*
- * Double an open-addressing table of ids (slot = id + 1, 0 empty; @nslot 0
- * starts at @first) and re-place the @n entries by their @hash. 0, -E2BIG
- * or -ENOMEM (the old table kept).
- */
-static int grow_slots(uint32_t **slots, uint32_t *nslot, uint32_t first, const uint32_t *hash,
-		      uint32_t n)
-{
-	uint32_t size = *nslot ? *nslot * 2 : first;
-	uint32_t *slot;
-
-	if (size < *nslot)
-		return -E2BIG;
-	slot = calloc(size, sizeof(*slot));
-	if (!slot)
-		return -ENOMEM;
-	for (uint32_t id = 0; id < n; id++) {
-		uint32_t i = hash[id] & (size - 1);
-
-		while (slot[i])
-			i = (i + 1) & (size - 1);
-		slot[i] = id + 1;
-	}
-	free(*slots);
-	*slots = slot;
-	*nslot = size;
-	return 0;
-}
-
-static int rtab_grow_slots(struct rtab *t)
-{
-	return grow_slots(&t->slot, &t->nslot, 256, t->hash, t->n);
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t n = *cap ? *cap : 64;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need) {
-		if (n > SIZE_MAX / 2 / size)
-			return -ENOMEM;
-		n *= 2;
-	}
-	q = realloc(*p, n * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
 }
 
 int rtab_intern(struct rtab *t, const void *key, size_t len, uint32_t *id)
 {
-	uint32_t h = render_hash(key, len), i;
-	int ret;
+	const char *k;
+	uint64_t *v;
 
 	if (len > UINT32_MAX - 1 || t->n >= (1u << 31))
 		return -E2BIG;
-	if ((uint64_t)(t->n + 1) * 4 > (uint64_t)t->nslot * 3) {
-		ret = rtab_grow_slots(t);
-		if (ret < 0)
-			return ret;
+	if (!t->map && !(t->map = hashmap_new_pooled()))
+		return -ENOMEM;
+	k = hashmap_intern(t->map, key, len, &v);
+	if (!k)
+		return -ENOMEM;
+	if (*v) {
+		*id = (uint32_t)(*v - 1);
+		return 0;
 	}
-	for (i = h & (t->nslot - 1); t->slot[i]; i = (i + 1) & (t->nslot - 1)) {
-		uint32_t e = t->slot[i] - 1;
-
-		if (t->hash[e] == h && t->len[e] == len && !memcmp(t->text + t->off[e], key, len)) {
-			*id = e;
-			return 0;
-		}
+	if (GROW_ARRAY(t->keys, t->n, t->cap, 64) < 0) {
+		hashmap_remove(t->map, key, len, NULL);
+		return -ENOMEM;
 	}
-	if (t->n == t->cap) {
-		size_t cap = t->cap, c2 = cap, c3 = cap;
-		void *off = t->off, *ln = t->len, *hs = t->hash;
-
-		/* Three parallel arrays grown to the same capacity. */
-		if (grow(&off, &cap, t->n + 1, sizeof(size_t)) < 0)
-			return -ENOMEM;
-		t->off = off;
-		if (grow(&ln, &c2, t->n + 1, sizeof(uint32_t)) < 0)
-			return -ENOMEM;
-		t->len = ln;
-		if (grow(&hs, &c3, t->n + 1, sizeof(uint32_t)) < 0)
-			return -ENOMEM;
-		t->hash = hs;
-		if (cap > UINT32_MAX)
-			cap = UINT32_MAX;
-		t->cap = (uint32_t)cap;
-	}
-	{
-		void *text = t->text;
-
-		if (grow(&text, &t->tcap, t->tlen + len + 1, 1) < 0)
-			return -ENOMEM;
-		t->text = text;
-	}
-	memcpy(t->text + t->tlen, key, len);
-	t->text[t->tlen + len] = '\0';
-	t->off[t->n] = t->tlen;
-	t->len[t->n] = (uint32_t)len;
-	t->hash[t->n] = h;
-	t->tlen += len + 1;
-	t->slot[i] = t->n + 1;
+	t->keys[t->n] = (struct rtab_key){ .s = k, .len = (uint32_t)len };
+	*v = (uint64_t)t->n + 1;
 	*id = t->n++;
 	return 1;
 }
@@ -163,9 +77,10 @@ struct fold_set *fold_set_new(void)
 	if (!fs)
 		return NULL;
 	rtab_init(&fs->frames);
+	fs->stacks = hashmap_new_pooled();
 	fs->scratch = malloc(FOLD_SET_DEPTH_MAX * sizeof(*fs->scratch));
-	if (!fs->scratch) {
-		free(fs);
+	if (!fs->scratch || !fs->stacks) {
+		fold_set_free(fs);
 		return NULL;
 	}
 	return fs;
@@ -176,11 +91,9 @@ void fold_set_free(struct fold_set *fs)
 	if (!fs)
 		return;
 	rtab_release(&fs->frames);
-	free(fs->ids);
+	hashmap_free(fs->stacks);
 	free(fs->mods);
 	free(fs->st);
-	free(fs->slot);
-	free(fs->sthash);
 	free(fs->scratch);
 	free(fs);
 }
@@ -200,23 +113,22 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 	return a + b < a ? UINT64_MAX : a + b;
 }
 
-static int stacks_grow_slots(struct fold_set *fs)
-{
-	return grow_slots(&fs->slot, &fs->nslot, 1024, fs->sthash, fs->nst);
-}
-
-/* Give the stack at @off its @n module keys (NULL: zeros); fs->mods is
- * made on first use and kept as long as fs->ids. 0 or -ENOMEM. */
+/* Give the @n frames at @off their module keys (NULL: zeros); fs->mods is
+ * made on first use and from then on covers every frame. 0 or -ENOMEM. */
 static int set_mods(struct fold_set *fs, size_t off, const uint32_t *mods, uint32_t n)
 {
-	if (fs->capmods < fs->capids) {
-		uint32_t *m = realloc(fs->mods, fs->capids * sizeof(*m));
+	if (off + n > fs->capmods) {
+		size_t cap = fs->capmods ? fs->capmods : 1024;
+		uint32_t *m;
 
+		while (cap < off + n)
+			cap *= 2;
+		m = cap <= SIZE_MAX / sizeof(*m) ? realloc(fs->mods, cap * sizeof(*m)) : NULL;
 		if (!m)
 			return -ENOMEM;
-		memset(m + fs->capmods, 0, (fs->capids - fs->capmods) * sizeof(*m));
+		memset(m + fs->capmods, 0, (cap - fs->capmods) * sizeof(*m));
 		fs->mods = m;
-		fs->capmods = fs->capids;
+		fs->capmods = cap;
 	}
 	if (mods)
 		memcpy(fs->mods + off, mods, n * sizeof(*mods));
@@ -240,13 +152,13 @@ int fold_set_add(struct fold_set *fs, const char *folded, uint64_t count, uint64
 	return fold_set_add_mod(fs, folded, NULL, 0, count, value_ns);
 }
 
-int fold_set_add_mod(struct fold_set *fs, const char *folded, const uint32_t *mods, size_t nmods,
-		     uint64_t count, uint64_t value_ns)
+/* Split @folded into fs->scratch; its depth in *@depth. 0, -EINVAL, -E2BIG, -ENOMEM. */
+static int scratch_frames(struct fold_set *fs, const char *folded, uint32_t *depth)
 {
-	uint32_t depth = 0, h, i;
 	const char *p = folded;
 	int ret;
 
+	*depth = 0;
 	if (!folded || !*folded)
 		return -EINVAL;
 	for (;;) {
@@ -255,67 +167,54 @@ int fold_set_add_mod(struct fold_set *fs, const char *folded, const uint32_t *mo
 
 		if (!len)
 			return -EINVAL; /* "a;;b", ";a", "a;" */
-		if (depth == FOLD_SET_DEPTH_MAX)
+		if (*depth == FOLD_SET_DEPTH_MAX)
 			return -E2BIG;
-		ret = rtab_intern(&fs->frames, p, len, &fs->scratch[depth]);
+		ret = rtab_intern(&fs->frames, p, len, &fs->scratch[*depth]);
 		if (ret < 0)
 			return ret;
-		depth++;
+		(*depth)++;
 		if (!end)
-			break;
+			return 0;
 		p = end + 1;
 	}
+}
 
+int fold_set_add_mod(struct fold_set *fs, const char *folded, const uint32_t *mods, size_t nmods,
+		     uint64_t count, uint64_t value_ns)
+{
+	size_t klen;
+	uint32_t depth;
+	const uint32_t *key;
+	uint64_t *v;
+	int ret = scratch_frames(fs, folded, &depth);
+
+	if (ret < 0)
+		return ret;
 	if (mods && nmods != depth)
 		mods = NULL;
-	h = render_hash(fs->scratch, depth * sizeof(uint32_t));
-	if ((uint64_t)(fs->nst + 1) * 4 > (uint64_t)fs->nslot * 3) {
-		ret = stacks_grow_slots(fs);
-		if (ret < 0)
+	klen = depth * sizeof(uint32_t);
+	key = hashmap_intern(fs->stacks, fs->scratch, klen, &v);
+	if (!key)
+		return -ENOMEM;
+	if (*v) {
+		struct fold_stack *s = &fs->st[*v - 1];
+
+		if (mods && no_mods(fs, s) && (ret = set_mods(fs, s->off, mods, depth)) < 0)
 			return ret;
+		s->count = sat_add(s->count, count);
+		s->value_ns = sat_add(s->value_ns, value_ns);
+		goto out;
 	}
-	for (i = h & (fs->nslot - 1); fs->slot[i]; i = (i + 1) & (fs->nslot - 1)) {
-		struct fold_stack *s = &fs->st[fs->slot[i] - 1];
-
-		if (fs->sthash[fs->slot[i] - 1] == h && s->depth == depth &&
-		    !memcmp(fold_stack_ids(fs, s), fs->scratch, depth * sizeof(uint32_t))) {
-			if (mods && no_mods(fs, s) && (ret = set_mods(fs, s->off, mods, depth)) < 0)
-				return ret;
-			s->count = sat_add(s->count, count);
-			s->value_ns = sat_add(s->value_ns, value_ns);
-			goto out;
-		}
+	if (fs->nst == UINT32_MAX - 1 || GROW_ARRAY(fs->st, fs->nst, fs->capst, 64) < 0 ||
+	    ((mods || fs->mods) && set_mods(fs, fs->nids, mods, depth) < 0)) {
+		hashmap_remove(fs->stacks, fs->scratch, klen, NULL);
+		return fs->nst == UINT32_MAX - 1 ? -E2BIG : -ENOMEM;
 	}
-	if (fs->nst == UINT32_MAX - 1)
-		return -E2BIG;
-	if (fs->nst == fs->capst) {
-		size_t cap = fs->capst, c2 = fs->capst;
-		void *st = fs->st, *hs = fs->sthash;
-
-		if (grow(&st, &cap, fs->nst + 1, sizeof(struct fold_stack)) < 0)
-			return -ENOMEM;
-		fs->st = st;
-		if (grow(&hs, &c2, fs->nst + 1, sizeof(uint32_t)) < 0)
-			return -ENOMEM;
-		fs->sthash = hs;
-		fs->capst = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
-	}
-	{
-		void *ids = fs->ids;
-
-		if (grow(&ids, &fs->capids, fs->nids + depth, sizeof(uint32_t)) < 0)
-			return -ENOMEM;
-		fs->ids = ids;
-	}
-	if ((mods || fs->mods) && (ret = set_mods(fs, fs->nids, mods, depth)) < 0)
-		return ret;
-	memcpy(fs->ids + fs->nids, fs->scratch, depth * sizeof(uint32_t));
 	fs->st[fs->nst] = (struct fold_stack){
-		.off = fs->nids, .depth = depth, .count = count, .value_ns = value_ns
+		.ids = key, .off = fs->nids, .depth = depth, .count = count, .value_ns = value_ns
 	};
-	fs->sthash[fs->nst] = h;
 	fs->nids += depth;
-	fs->slot[i] = ++fs->nst;
+	*v = ++fs->nst;
 out:
 	fs->samples = sat_add(fs->samples, count);
 	fs->value_ns = sat_add(fs->value_ns, value_ns);
@@ -472,15 +371,19 @@ int render_folded(const struct fold_set *fs, FILE *out)
 		const struct fold_stack *s = &fs->st[order[k]];
 		const uint32_t *ids = fold_stack_ids(fs, s);
 		size_t len = 0, need = 24;
-		void *p = line;
 
 		for (uint32_t i = 0; i < s->depth; i++)
 			need += rtab_len(&fs->frames, ids[i]) + 1;
-		if (grow(&p, &cap, need, 1) < 0) {
-			ret = -ENOMEM;
-			break;
+		if (need > cap) {
+			char *p = realloc(line, need * 2);
+
+			if (!p) {
+				ret = -ENOMEM;
+				break;
+			}
+			line = p;
+			cap = need * 2;
 		}
-		line = p;
 		for (uint32_t i = 0; i < s->depth; i++) {
 			uint32_t l = rtab_len(&fs->frames, ids[i]);
 

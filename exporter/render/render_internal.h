@@ -8,7 +8,7 @@
  *
  * A fold_set keeps every distinct frame name once (struct rtab: name ->
  * dense id) and every distinct stack once as a run of frame ids, root
- * first, in one pool. The outputs work on ids: pprof maps ids to functions
+ * first (the key of its entry in a lib/hashmap). The outputs work on ids: pprof maps ids to functions
  * and locations, the SVG builds its trie from the stacks sorted by frame
  * name, the folded text sorts them by their text.
  */
@@ -18,23 +18,26 @@
 #include <stdint.h>
 
 #include "exporter/render/render.h"
+#include "lib/hashmap.h"
 
 /* Frames per stack (a deeper stack is refused with -E2BIG). The wire caps a
  * stack at 1024 frames, but one wire frame may hold several ';'-joined
  * inlined calls. */
 #define FOLD_SET_DEPTH_MAX 8192
 
-/* Interning table: byte strings -> ids 0, 1, 2... in insertion order. Keys
- * are copied, NUL-terminated, into one text buffer. */
+/* Interning table: byte strings -> ids 0, 1, 2... in insertion order, on a
+ * lib/hashmap (key -> id + 1) that holds the one copy of each key,
+ * NUL-terminated; keys[] finds it by id. */
+struct rtab_key {
+	const char *s;
+	uint32_t len;
+};
+
 struct rtab {
-	char *text;
-	size_t tlen, tcap;
-	size_t *off;   /* per id: offset of the key in text */
-	uint32_t *len; /* per id: key length */
-	uint32_t *hash;
-	uint32_t n, cap;
-	uint32_t *slot; /* open addressing: id + 1, 0 = empty */
-	uint32_t nslot; /* power of two */
+	struct hashmap *map; /* NULL until the first key */
+	struct rtab_key *keys;
+	uint32_t n;
+	size_t cap;
 };
 
 void rtab_init(struct rtab *t);
@@ -42,42 +45,43 @@ void rtab_release(struct rtab *t);
 /* Intern @key: its id in *id. 1 when new, 0 when already there, -ENOMEM,
  * -E2BIG (key over 4 GiB or 2^31 keys). */
 int rtab_intern(struct rtab *t, const void *key, size_t len, uint32_t *id);
-/* Valid until the next rtab_intern() on @t. */
+/* Valid until rtab_release(). */
 static inline const char *rtab_str(const struct rtab *t, uint32_t id)
 {
-	return t->text + t->off[id];
+	return t->keys[id].s;
 }
 
 static inline uint32_t rtab_len(const struct rtab *t, uint32_t id)
 {
-	return t->len[id];
+	return t->keys[id].len;
 }
 
 uint32_t render_hash(const void *p, size_t len);
 
 struct fold_stack {
-	size_t off;     /* first frame id in fold_set.ids */
+	const uint32_t *ids; /* its frame ids, root first: fold_set.stacks' key */
+	size_t off;     /* its first frame's place in the run of every stack's
+			 * frames (fold_set.mods, render_pprof's arrays) */
 	uint32_t depth; /* frames */
 	uint64_t count, value_ns;
 };
 
 struct fold_set {
 	struct rtab frames;
-	uint32_t *ids; /* all stacks' frames, root first */
-	uint32_t *mods; /* parallel to ids: module keys; NULL until a stack has some */
-	size_t nids, capids, capmods;
+	struct hashmap *stacks; /* a stack's frame ids -> index in st + 1 */
+	uint32_t *mods; /* by off: module keys; NULL until a stack has some */
+	size_t nids, capmods; /* frames of every stack */
 	struct fold_stack *st;
-	uint32_t nst, capst;
-	uint32_t *slot; /* stack hash table: index + 1 */
-	uint32_t *sthash;
-	uint32_t nslot;
+	uint32_t nst;
+	size_t capst;
 	uint32_t *scratch; /* frame ids of the stack being added */
 	uint64_t samples, value_ns;
 };
 
 static inline const uint32_t *fold_stack_ids(const struct fold_set *fs, const struct fold_stack *s)
 {
-	return fs->ids + s->off;
+	(void)fs;
+	return s->ids;
 }
 
 /*

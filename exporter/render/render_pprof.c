@@ -467,12 +467,16 @@ static int pprof_intern(const struct fold_set *fs, render_module_fn fn, void *ar
 	p->loc_of_id = malloc((fs->nids ? fs->nids : 1) * sizeof(uint32_t));
 	if (!p->loc_of_id)
 		return -ENOMEM;
-	for (size_t i = 0; i < fs->nids; i++) {
-		int ret = pair_location(p, fs, fs->ids[i], fs->mods ? fs->mods[i] : 0, fn, arg,
-					&p->loc_of_id[i]);
+	for (uint32_t k = 0; k < fs->nst; k++) {
+		const struct fold_stack *s = &fs->st[k];
 
-		if (ret < 0)
-			return ret;
+		for (size_t i = s->off; i < s->off + s->depth; i++) {
+			int ret = pair_location(p, fs, s->ids[i - s->off], fs->mods ? fs->mods[i] : 0,
+						fn, arg, &p->loc_of_id[i]);
+
+			if (ret < 0)
+				return ret;
+		}
 	}
 	return 0;
 }

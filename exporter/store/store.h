@@ -70,6 +70,14 @@ struct store_probe_total {
 	uint64_t last_seen_ns;
 };
 
+/* Stacks of one cgroup the agents could not complete, summed by reason
+ * (WIRE_TRUNC_*: Profile.truncated_*), and when some were last counted. */
+struct store_truncated {
+	const char *host, *path;
+	uint64_t count[WIRE_TRUNC_REASONS];
+	uint64_t last_seen_ns;
+};
+
 /* An agent: its last header, its summed counts and last gauges. */
 struct store_agent {
 	const char *agent_id, *host, *version;
@@ -84,6 +92,7 @@ struct store_visitor {
 	int (*counter)(void *arg, const struct store_counter_total *t);
 	int (*probe)(void *arg, const struct store_probe_total *t);
 	int (*agent)(void *arg, const struct store_agent *a);
+	int (*truncated)(void *arg, const struct store_truncated *t);
 	void *arg;
 };
 

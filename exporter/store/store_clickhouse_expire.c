@@ -65,7 +65,8 @@ void ch_expiry_join(struct ch_store *s, struct page *q, int kind, const char *co
 static const struct {
 	const char *key, *table, *where, *group;
 } series[] = {
-	[EXP_COUNTER] = { "host AS h, path AS p, event AS e", "counters", " WHERE supported = 1",
+	/* supported = 2: truncation counts (store_clickhouse_put.c), expired alike */
+	[EXP_COUNTER] = { "host AS h, path AS p, event AS e", "counters", " WHERE supported >= 1",
 			  "host, path, event" },
 	[EXP_PROBE] = { "host AS h, path AS p, label AS e", "probes", "", "host, path, label" },
 	[EXP_AGENT] = { "agent_id AS h, '' AS p, '' AS e", "batches", "", "agent_id" },

@@ -199,6 +199,40 @@ static void put_counters_probes(struct put_group *g, const Cgperf__V1__Batch *m,
 	}
 }
 
+/*
+ * Each profile's truncated stacks (store_truncated), as counters rows
+ * marked supported = 2: one per reason with a count, the event column
+ * naming the reason, row keys after the batch's counters'. The counter
+ * totals read supported = 1 rows only; load_truncated() reads these.
+ */
+static void put_truncated(struct put_group *g, const Cgperf__V1__Batch *m, uint64_t now)
+{
+	static const char *const reason[WIRE_TRUNC_REASONS] = { "stack_copy", "max_stack",
+								"bad_return_address" };
+	struct page *p = &g->body[CT_COUNTERS];
+
+	for (size_t k = 0; k < m->n_profiles; k++) {
+		const Cgperf__V1__Profile *pr = m->profiles[k];
+		const uint64_t cut[WIRE_TRUNC_REASONS] = { pr->truncated_stack_copy,
+							   pr->truncated_max_stack,
+							   pr->truncated_bad_return_address };
+
+		for (int r = 0; r < WIRE_TRUNC_REASONS; r++) {
+			if (!cut[r])
+				continue;
+			tsv_str(p, m->agent_id, '\t');
+			tsv_u64(p, m->seq, '\t');
+			tsv_u64(p, row_key(m, m->n_counters + k * WIRE_TRUNC_REASONS + (size_t)r), '\t');
+			tsv_str(p, m->host, '\t');
+			tsv_str(p, cg_path(m, pr->cgroup), '\t');
+			tsv_str(p, reason[r], '\t');
+			tsv_u64s(p, (const uint64_t[]){ cut[r], 0, 0, 2 }, 4, '\t');
+			page_printf(p, "%.17g\t", (double)cut[r]);
+			tsv_u64(p, now, '\n');
+		}
+	}
+}
+
 static void put_cgroups(struct put_group *g, const Cgperf__V1__Batch *m, uint64_t now)
 {
 	struct page *p = &g->body[CT_CGROUPS];
@@ -232,6 +266,7 @@ static void put_batch(struct ch_store *s, struct put_group *g, const Cgperf__V1_
 
 	put_cgroups(g, m, now);
 	put_counters_probes(g, m, now);
+	put_truncated(g, m, now);
 	for (size_t k = 0; k < m->n_profiles; k++) {
 		const Cgperf__V1__Profile *pr = m->profiles[k];
 

@@ -202,10 +202,12 @@ static int load_cgroups(struct ch_store *s, const struct store_visitor *v)
 /* The totals' queries, by expiry kind (store_clickhouse_expire.c: 0
  * counters, 1 probes, 2 agents): the rows collapsed by their row key (or
  * batch key), the expiry join on @cols, then @tail. */
-static const struct {
+struct totals_q {
 	const char *head, *cols, *tail;
 	size_t nf;
-} totals_sql[] = {
+};
+
+static const struct totals_q totals_sql[] = {
 	{ "SELECT h, p, e, sum(x), max(r) FROM (SELECT any(host) AS h, any(path) AS p,"
 	  " any(event) AS e, any(scaled) AS x, max(received_ns) AS r FROM %s.counters"
 	  " WHERE supported = 1 GROUP BY row)",
@@ -226,23 +228,58 @@ static const struct {
 	  "agent_id", " GROUP BY agent_id FORMAT TabSeparated", 16 },
 };
 
-/* Run the totals query of expiry kind @kind as query() does. */
-static int run_totals(struct ch_store *s, int kind, int (*row)(void *, char **),
-		      int (*end)(void *), void *arg)
+/* Run totals query @t, joined with the expiry of kind @kind, as query() does. */
+static int run_totals_q(struct ch_store *s, const struct totals_q *t, int kind,
+			int (*row)(void *, char **), int (*end)(void *), void *arg)
 {
-	char *h = with_db(s, totals_sql[kind].head);
+	char *h = with_db(s, t->head);
 	struct page q;
 	int ret;
 
 	page_init(&q, 0);
 	if (h)
 		page_put(&q, h);
-	ch_expiry_join(s, &q, kind, totals_sql[kind].cols, "r");
-	page_put(&q, totals_sql[kind].tail);
-	ret = h && ch_text(&q) ? query(s, q.buf, totals_sql[kind].nf, row, end, arg) : -ENOMEM;
+	ch_expiry_join(s, &q, kind, t->cols, "r");
+	page_put(&q, t->tail);
+	ret = h && ch_text(&q) ? query(s, q.buf, t->nf, row, end, arg) : -ENOMEM;
 	free(h);
 	page_release(&q);
 	return ret;
+}
+
+/* Run the totals query of expiry kind @kind. */
+static int run_totals(struct ch_store *s, int kind, int (*row)(void *, char **),
+		      int (*end)(void *), void *arg)
+{
+	return run_totals_q(s, &totals_sql[kind], kind, row, end, arg);
+}
+
+static int row_truncated(void *arg, char **f)
+{
+	const struct store_visitor *v = arg;
+	struct store_truncated t = {
+		.host = f[0], .path = f[1],
+		.count = { ch_u64(f[2]), ch_u64(f[3]), ch_u64(f[4]) },
+		.last_seen_ns = ch_u64(f[5]),
+	};
+
+	return v->truncated(v->arg, &t);
+}
+
+/* The truncated stacks per cgroup and reason: the counters rows of
+ * put_truncated() (supported = 2), deduped by row key, past their
+ * series' expiry (kind 0, as counters: the reason in the event column),
+ * then summed per cgroup. */
+static int load_truncated(struct ch_store *s, const struct store_visitor *v)
+{
+	static const struct totals_q q = {
+		"SELECT h, p, sumIf(x, e = 'stack_copy'), sumIf(x, e = 'max_stack'),"
+		" sumIf(x, e = 'bad_return_address'), max(r) FROM (SELECT h, p, e, x, r FROM"
+		" (SELECT any(host) AS h, any(path) AS p, any(event) AS e, any(value) AS x,"
+		" max(received_ns) AS r FROM %s.counters WHERE supported = 2 GROUP BY row)",
+		"h, p, e", ") GROUP BY h, p FORMAT TabSeparated", 6 };
+
+	return run_totals_q(s, &q, 0, row_truncated, NULL, (void *)v);
 }
 
 int ch_load(struct store *base, const struct store_visitor *v)
@@ -259,6 +296,8 @@ int ch_load(struct store *base, const struct store_visitor *v)
 		ret = run_totals(s, 1, row_probe, probe_flush, &pa);
 	if (!ret && v->agent)
 		ret = run_totals(s, 2, row_agent, NULL, (void *)v);
+	if (!ret && v->truncated)
+		ret = load_truncated(s, v);
 	return ret;
 }
 

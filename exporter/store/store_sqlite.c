@@ -20,7 +20,8 @@
  * each stack's modules (the modules table id of each frame, 0 = none, as the
  * stack was first stored with some).
  * Running totals, written in the batch's transaction, deleted only when
- * their series expire: cgroup_totals, probe_totals, agents; cgroups keeps
+ * their series expire: cgroup_totals, probe_totals, truncation_totals
+ * (stacks cut short, per cgroup and reason), agents; cgroups keeps
  * identities (for selections by container and pod) until retention.
  *
  * Counter totals are REAL sums of store_scaled() values added in commit
@@ -44,6 +45,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+
+/* Summed as the agents' counts are: saturated at INT64_MAX. */
+#define SAT_ADD(col) " " col " = min(" col " + excluded." col ", " I64_MAX "),"
 
 static const char *const stmt_sql[ST_N] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -113,6 +117,11 @@ static const char *const stmt_sql[ST_N] = {
 		     " + excluded.spool_dropped_batches, " I64_MAX "),"
 		     " stacks_refused = min(stacks_refused + excluded.stacks_refused, " I64_MAX "),"
 		     " spool_bytes = excluded.spool_bytes, spool_batches = excluded.spool_batches",
+	[ST_TRUNCATED] = "INSERT INTO truncation_totals(host, path, stack_copy, max_stack,"
+			 " bad_return_address, last_seen_ns) VALUES (?, ?, ?, ?, ?, ?)"
+			 " ON CONFLICT(host, path) DO UPDATE SET"
+			 SAT_ADD("stack_copy") SAT_ADD("max_stack") SAT_ADD("bad_return_address")
+			 " last_seen_ns = max(last_seen_ns, excluded.last_seen_ns)",
 };
 
 static const char schema[] =
@@ -152,6 +161,10 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS probe_totals(host TEXT NOT NULL, path TEXT NOT NULL,"
 	" label TEXT NOT NULL, hits INTEGER NOT NULL, vals BLOB, latency BLOB,"
 	" last_seen_ns INTEGER NOT NULL, PRIMARY KEY(host, path, label));"
+	"CREATE TABLE IF NOT EXISTS truncation_totals(host TEXT NOT NULL, path TEXT NOT NULL,"
+	" stack_copy INTEGER NOT NULL, max_stack INTEGER NOT NULL,"
+	" bad_return_address INTEGER NOT NULL, last_seen_ns INTEGER NOT NULL,"
+	" PRIMARY KEY(host, path));"
 	"CREATE TABLE IF NOT EXISTS agents(agent_id TEXT PRIMARY KEY, host TEXT NOT NULL,"
 	" version TEXT NOT NULL, first_seen_ns INTEGER NOT NULL, last_push_ns INTEGER NOT NULL,"
 	" batches INTEGER NOT NULL, stack_samples INTEGER NOT NULL, samples INTEGER NOT NULL,"
@@ -413,6 +426,7 @@ static int sq_expire(struct store *base, uint64_t before_ns)
 	static const char *const sql[] = {
 		"DELETE FROM cgroup_totals WHERE last_seen_ns < ?1",
 		"DELETE FROM probe_totals WHERE last_seen_ns < ?1",
+		"DELETE FROM truncation_totals WHERE last_seen_ns < ?1",
 		"DELETE FROM agents WHERE last_push_ns < ?1",
 	};
 	struct sqlite_store *s = ss(base);

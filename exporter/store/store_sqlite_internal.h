@@ -57,6 +57,7 @@ enum stmt {
 	ST_PROBE_GET,
 	ST_PROBE_TOTAL,
 	ST_AGENT,
+	ST_TRUNCATED,
 	ST_N
 };
 

@@ -274,6 +274,25 @@ static int put_probes(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64
 	return 0;
 }
 
+/* Profile @pr's truncated stacks added to its cgroup's totals; 0 when none. */
+static int put_truncated(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64_t now,
+			 const Cgperf__V1__Profile *pr)
+{
+	sqlite3_stmt *q;
+
+	if (!pr->truncated_stack_copy && !pr->truncated_max_stack &&
+	    !pr->truncated_bad_return_address)
+		return 0;
+	q = stmt(s, ST_TRUNCATED);
+	bind_text(q, 1, m->host);
+	bind_text(q, 2, cg_path(m, pr->cgroup));
+	bind_u64(q, 3, pr->truncated_stack_copy);
+	bind_u64(q, 4, pr->truncated_max_stack);
+	bind_u64(q, 5, pr->truncated_bad_return_address);
+	bind_u64(q, 6, now);
+	return run(q) ? -EIO : 0;
+}
+
 static int put_agent(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64_t now,
 		     uint64_t stack_samples)
 {
@@ -319,6 +338,7 @@ static int put_rows(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64_t
 		const Cgperf__V1__Profile *pr = m->profiles[p];
 		const char *path = cg_path(m, pr->cgroup);
 
+		ret = put_truncated(s, m, now, pr);
 		for (size_t i = 0; !ret && i < pr->n_stacks; i++) {
 			ret = put_stack(s, &pc, m, now, pr, path, pr->stacks[i]);
 			samples = sat_add63(samples, pr->stacks[i]->count);

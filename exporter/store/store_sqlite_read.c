@@ -111,6 +111,19 @@ static int row_agent(sqlite3_stmt *q, void *arg)
 	return v->agent(v->arg, &a);
 }
 
+static int row_truncated(sqlite3_stmt *q, void *arg)
+{
+	const struct store_visitor *v = arg;
+	struct store_truncated t = {
+		.host = col(q, 0),
+		.path = col(q, 1),
+		.count = { col_u64(q, 2), col_u64(q, 3), col_u64(q, 4) },
+		.last_seen_ns = col_u64(q, 5),
+	};
+
+	return v->truncated(v->arg, &t);
+}
+
 int sq_load(struct store *base, const struct store_visitor *v)
 {
 	struct sqlite_store *s = ss(base);
@@ -140,6 +153,11 @@ int sq_load(struct store *base, const struct store_visitor *v)
 			   " push_rejected, spool_dropped_batches, stacks_refused, spool_bytes,"
 			   " spool_batches FROM agents",
 			   row_agent, (void *)v);
+	if (!ret && v->truncated)
+		ret = walk(s->db,
+			   "SELECT host, path, stack_copy, max_stack, bad_return_address,"
+			   " last_seen_ns FROM truncation_totals",
+			   row_truncated, (void *)v);
 	pthread_mutex_unlock(&s->wlock);
 	return ret;
 }

@@ -73,7 +73,7 @@ folded() { # NAME QUERY OUT: sorted folded stacks (empty on 404)
 }
 series() { # NAME OUT: cgroup series and agent batch/stack counts of /metrics, sorted
 	get "$1" /metrics "$2.raw" >/dev/null
-	grep -E '^cgperf_cgroup_(cpu_seconds|perf_events)_total|^cgperf_agent_(batches|stack_samples)_total' \
+	grep -E '^cgperf_cgroup_(cpu_seconds|perf_events|stacks_truncated)_total|^cgperf_agent_(batches|stack_samples)_total' \
 		"$2.raw" | sort >"$2"
 }
 same() { # WHAT A B
@@ -241,7 +241,7 @@ start_ch E1 s1
 series E1 "$TMP/E1.3.series"
 same "a restarted exporter's /metrics" "$TMP/E1.3.series" "$TMP/R2.series"
 # E2 learns of what E3 stores without a restart (within its cache's second)
-"$GEN" --cgroups 1 --counters 1 --stacks 2 --host late-host --agent late --seq 1 \
+"$GEN" --cgroups 1 --counters 1 --stacks 2 --truncated 3 --host late-host --agent late --seq 1 \
 	write "$TMP/late.pb" || fail "gen_batch failed"
 [[ $(post E3 "$TMP/late.pb") == 200 ]] || fail "push to E3 failed"
 [[ $(post R "$TMP/late.pb") == 200 ]] || fail "push to R failed"
@@ -249,6 +249,8 @@ sleep 1.2
 series R "$TMP/R3.series"
 series E2 "$TMP/E2.3.series"
 same "E2's /metrics after E3 stored a batch" "$TMP/E2.3.series" "$TMP/R3.series"
+grep -q '^cgperf_cgroup_stacks_truncated_total{host="late-host".*reason="bad_return_address"} 9$' "$TMP/E2.3.series" ||
+	fail "E2 lacks the truncation counts E3 stored: $(grep truncated "$TMP/E2.3.series.raw" | head -3)"
 info "a new exporter, a restarted one, and one that another exporter wrote past: the same answers"
 
 # --- outage: shard 1 down, 503 + Retry-After; up again, stored once

@@ -35,8 +35,10 @@
  * every answer was a 200.
  *
  * SHAPE: --cgroups N --stacks N (per cgroup) --depth N --counters N (per
- * cgroup, at most 10) --host NAME --agent ID --seq FIRST --gzip. For push
- * and stream: --batches N --threads N --token TOKEN (resend: --token).
+ * cgroup, at most 10) --host NAME --agent ID --seq FIRST --gzip --truncated N
+ * (each profile's truncated stacks: N stack copy, 2N max stack, 3N bad
+ * return address). For push and stream: --batches N --threads N --token
+ * TOKEN (resend: --token).
  *
  * The batches look like an agent's: cgroups under /bench.slice, counters with
  * perf's event names, one cpu-clock profile per cgroup whose stacks share
@@ -72,6 +74,7 @@ struct shape {
 	uint64_t seq;
 	int gzip;
 	uint64_t value; /* 0: counters get assorted values; else all this one */
+	uint64_t truncated; /* each profile's stacks cut short: N, 2N, 3N by reason */
 };
 
 static const char *const events[] = { "task-clock",       "context-switches", "cpu-migrations",
@@ -163,6 +166,13 @@ static struct wire_batch *build(const struct shape *sh, uint64_t seq)
 		p = wire_add_profile(b, cg, "cpu-clock", 0, 99);
 		if (p < 0)
 			goto fail;
+		if (sh->truncated) {
+			const uint64_t cut[WIRE_TRUNC_REASONS] = { sh->truncated, 2 * sh->truncated,
+								   3 * sh->truncated };
+
+			if (wire_add_truncated(b, p, cut) < 0)
+				goto fail;
+		}
 		for (unsigned s = 0; s < sh->stacks; s++) {
 			stack_frames(s, sh->depth, frames);
 			if (wire_add_stack(b, p, frames, sh->depth, 1 + mix(seq + s) % 50) < 0)
@@ -271,9 +281,9 @@ static int cmd_hostile(uint64_t seq, const char *file)
 static int cmd_seeds(const char *dir)
 {
 	const struct shape shapes[] = {
-		{ 1, 1, 1, 1, "h", "a", 1, 0, 0 },   { 2, 5, 4, 2, "h", "a", 2, 0, 0 },
-		{ 3, 20, 20, 10, "h", "a", 3, 1, 0 }, { 1, 0, 0, 10, "h", "a", 4, 0, 0 },
-		{ 4, 8, 64, 3, "h", "a", 5, 1, 0 },
+		{ 1, 1, 1, 1, "h", "a", 1, 0, 0, 0 },	{ 2, 5, 4, 2, "h", "a", 2, 0, 0, 3 },
+		{ 3, 20, 20, 10, "h", "a", 3, 1, 0, 0 }, { 1, 0, 0, 10, "h", "a", 4, 0, 0, 0 },
+		{ 4, 8, 64, 3, "h", "a", 5, 1, 0, 0 },
 	};
 	char path[4096];
 	int n = 0;
@@ -632,7 +642,7 @@ static int cmd_resend(const struct shape *sh, const char *url, const char *token
 static void usage(FILE *f)
 {
 	fputs("usage: gen_batch [--cgroups N] [--stacks N] [--depth N] [--counters N] [--host H]\n"
-	      "                 [--agent ID] [--seq N] [--gzip] write FILE\n"
+	      "                 [--agent ID] [--seq N] [--gzip] [--truncated N] write FILE\n"
 	      "       gen_batch seeds DIR\n"
 	      "       gen_batch [--seq N] hostile FILE\n"
 	      "       gen_batch [SHAPE] [--batches N] [--threads N] [--token T] push URL\n"
@@ -650,9 +660,10 @@ int main(int argc, char **argv)
 		{ "seq", required_argument, NULL, 'q' },     { "gzip", no_argument, NULL, 'z' },
 		{ "batches", required_argument, NULL, 'b' }, { "threads", required_argument, NULL, 't' },
 		{ "token", required_argument, NULL, 'T' },   { "help", no_argument, NULL, 'h' },
+		{ "truncated", required_argument, NULL, 'x' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct shape sh = { 50, 200, 20, 10, "bench-host", "bench-agent", 1, 0, 0 };
+	struct shape sh = { 50, 200, 20, 10, "bench-host", "bench-agent", 1, 0, 0, 0 };
 	unsigned long v, batches = 20, threads = 2;
 	const char *token = NULL;
 	int opt, ret;
@@ -666,6 +677,7 @@ int main(int argc, char **argv)
 		case 'd': bad = num(optarg, WIRE_STACK_MAX, &v) || !v; sh.depth = (unsigned)v; break;
 		case 'n': bad = num(optarg, N_EVENTS, &v); sh.counters = (unsigned)v; break;
 		case 'q': bad = num(optarg, ~0ul, &v); sh.seq = v; break;
+		case 'x': bad = num(optarg, 1000000, &v); sh.truncated = v; break;
 		case 'b': bad = num(optarg, 100000, &batches) || !batches; break;
 		case 't': bad = num(optarg, 64, &threads) || !threads; break;
 		case 'H': sh.host = optarg; break;

@@ -3,8 +3,10 @@
  * lib/hashmap: FNV-1a against published vectors and in pieces, and the map:
  * insert and find, growth past the first table, binary keys, the key cap,
  * foreach, removal (against a plain array, through long probe runs and
- * their wrap at the table's end), and every allocation of an insert failed
- * in turn.
+ * their wrap at the table's end), interning (the copy keeps its address
+ * while the table grows, its value serves as a reference count), and every
+ * allocation of an insert failed in turn; the pooled map (keys from
+ * chunks, the long ones alone) the same way.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -186,16 +188,101 @@ static void test_map_remove(void **state)
 	hashmap_free(m);
 }
 
+/* hashmap_intern(): one stable copy per key, through growth and removals. */
+static void test_map_intern(void **state)
+{
+	struct hashmap *m = hashmap_new();
+	const char *first[3000];
+	uint64_t *v;
+	char key[32];
+
+	(void)state;
+	assert_non_null(m);
+	for (int i = 0; i < 3000; i++) {
+		int n = snprintf(key, sizeof(key), "ev-%d", i);
+
+		first[i] = hashmap_intern(m, key, (size_t)n, &v);
+		assert_non_null(first[i]);
+		assert_true(first[i] != key);
+		assert_string_equal(first[i], key);
+		assert_true(*v == 0);
+		*v = (uint64_t)i + 1;
+	}
+	/* The table grew (3000 keys > 3/4 of 1024): the copies did not move. */
+	for (int i = 0; i < 3000; i += 7) {
+		int n = snprintf(key, sizeof(key), "ev-%d", i);
+
+		assert_ptr_equal(hashmap_intern(m, key, (size_t)n, &v), first[i]);
+		assert_true(*v == (uint64_t)i + 1);
+	}
+	/* As a reference count: the last release removes the key. */
+	assert_non_null(hashmap_intern(m, "ev-5", 4, &v));
+	(*v)++;
+	assert_true(*hashmap_find(m, "ev-5", 4) == 7);
+	assert_int_equal(hashmap_remove(m, "ev-5", 4, NULL), 0);
+	assert_null(hashmap_find(m, "ev-5", 4));
+	assert_ptr_equal(hashmap_intern(m, "ev-6", 4, NULL), first[6]);
+	assert_true(hashmap_count(m) == 2999);
+	/* The cap refuses new keys here too; binary keys with a NUL inside. */
+	hashmap_set_limit(m, 2999);
+	assert_null(hashmap_intern(m, "new", 3, NULL));
+	assert_true(hashmap_refused(m) == 1);
+	hashmap_set_limit(m, 0);
+	assert_memory_equal(hashmap_intern(m, "a\0b", 3, NULL), "a\0b", 4);
+	hashmap_free(m);
+}
+
+/* A pooled map: short keys from chunks, long ones alone, both removable;
+ * foreach goes in insertion order while nothing is removed. */
+static void order_cb(void *ctx, const void *key, size_t len, uint64_t value)
+{
+	uint64_t *next = ctx;
+
+	(void)key;
+	(void)len;
+	assert_true(value == (*next)++);
+}
+
+static void test_map_pooled(void **state)
+{
+	struct hashmap *m = hashmap_new_pooled();
+	static char big[5000];
+	uint64_t next = 0, *v;
+	char key[32];
+
+	(void)state;
+	assert_non_null(m);
+	memset(big, 'b', sizeof(big));
+	for (uint64_t i = 0; i < 20000; i++) {
+		int n = snprintf(key, sizeof(key), "frame_%llu", (unsigned long long)i);
+		const char *k = i % 1000 ? hashmap_intern(m, key, (size_t)n, &v) :
+					   hashmap_intern(m, big, sizeof(big) - i / 1000, &v);
+
+		assert_non_null(k);
+		assert_true(((uintptr_t)k & 7) == 0); /* keys may be arrays of integers */
+		*v = i;
+	}
+	assert_true(hashmap_count(m) == 20000);
+	hashmap_foreach(m, order_cb, &next);
+	assert_true(next == 20000);
+	assert_int_equal(hashmap_remove(m, "frame_7", 7, NULL), 0);
+	assert_int_equal(hashmap_remove(m, big, sizeof(big) - 3, NULL), 0);
+	assert_null(hashmap_find(m, "frame_7", 7));
+	assert_true(*hashmap_find(m, "frame_19999", 11) == 19999);
+	assert_true(*hashmap_find(m, big, sizeof(big) - 4) == 4000);
+	hashmap_free(m);
+}
+
 /* One run of the torture loop: a map growing to 800 keys. */
 static void map_run(void *ctx)
 {
-	struct hashmap *m = hashmap_new();
+	struct hashmap *m = ctx ? hashmap_new_pooled() : hashmap_new();
 
-	(void)ctx;
 	if (!m)
 		return;
 	for (int i = 0; i < 800; i++) {
-		if (!hashmap_slot(m, &i, sizeof(i)))
+		if (!(i % 2 ? hashmap_slot(m, &i, sizeof(i)) :
+			      (void *)hashmap_intern(m, &i, sizeof(i), NULL)))
 			break;
 	}
 	hashmap_free(m);
@@ -206,7 +293,8 @@ static void test_map_alloc_failures(void **state)
 	(void)state;
 	tl_alloc_require();
 	tl_alloc_torture(map_run, NULL, 100000);
+	tl_alloc_torture(map_run, "pooled", 100000);
 }
 
 TL_MAIN(test_fnv_vectors, test_map_basic, test_map_limit_foreach, test_map_remove,
-	test_map_alloc_failures)
+	test_map_intern, test_map_pooled, test_map_alloc_failures)

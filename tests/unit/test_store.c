@@ -279,7 +279,8 @@ static int l_agent(void *arg, const struct store_agent *a)
 static struct loaded load(struct store *s)
 {
 	struct loaded l = { 0 };
-	struct store_visitor v = { l_cgroup, l_counter, l_probe, l_agent, &l };
+	struct store_visitor v = { .cgroup = l_cgroup, .counter = l_counter, .probe = l_probe,
+				   .agent = l_agent, .arg = &l };
 
 	assert_int_equal(store_load(s, &v), 0);
 	return l;

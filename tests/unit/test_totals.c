@@ -157,6 +157,44 @@ static void test_lines(void **state)
 	totals_free(t);
 }
 
+/* Batch @i: /web's profile has 3i stack-copy and i bad-return-address
+ * truncations; /quiet's none. */
+static Cgperf__V1__Batch *trunc_batch(uint64_t i)
+{
+	struct wire_batch *b = wire_batch_new("h1", NULL, "a\"1", "1.0", i, T0, T0 + NS);
+	const char *st[] = {"comm", "[truncated: stack copy]", "f"};
+	const uint64_t cut[WIRE_TRUNC_REASONS] = {3 * i, 0, i};
+	struct wire_self self = {0};
+	Cgperf__V1__Batch *m;
+	int cw, ce, p;
+
+	assert_non_null(b);
+	cw = wire_add_cgroup(b, "/web", 1, NULL);
+	ce = wire_add_cgroup(b, "/quiet", 2, NULL);
+	p = wire_add_profile(b, cw, "cpu-clock", 0, 99);
+	assert_int_equal(wire_add_stack(b, p, st, 3, 4 * i), 0);
+	assert_int_equal(wire_add_truncated(b, p, cut), 0);
+	assert_int_equal(wire_add_truncated(b, -1, cut), -EINVAL);
+	p = wire_add_profile(b, ce, "cpu-clock", 0, 99);
+	assert_int_equal(wire_add_stack(b, p, st + 2, 1, 1), 0);
+	wire_set_self(b, &self);
+	m = tl_wire_roundtrip(b);
+	assert_int_equal(m->profiles[0]->truncated_stack_copy, 3 * i);
+	return m;
+}
+
+static void has_truncated(const char *page)
+{
+	has(page, "# TYPE cgperf_cgroup_stacks_truncated_total counter\n");
+	has(page, "\ncgperf_cgroup_stacks_truncated_total{host=\"h1\",id=\"/web\",container=\"\","
+		  "container_name=\"\",pod=\"\",pod_name=\"\",namespace=\"\",unit=\"\",runtime=\"\","
+		  "reason=\"stack_copy\"} 9\n");
+	has(page, ",reason=\"max_stack\"} 0\n");
+	has(page, "id=\"/web\",container=\"\",container_name=\"\",pod=\"\",pod_name=\"\","
+		  "namespace=\"\",unit=\"\",runtime=\"\",reason=\"bad_return_address\"} 3\n");
+	assert_null(strstr(page, "cgperf_cgroup_stacks_truncated_total{host=\"h1\",id=\"/quiet\""));
+}
+
 /* Profiles' truncated stack counts add up per cgroup and reason, and only
  * cgroups that had some get the series. */
 static void test_truncated(void **state)
@@ -166,37 +204,13 @@ static void test_truncated(void **state)
 
 	assert_non_null(t);
 	for (uint64_t i = 1; i <= 2; i++) {
-		struct wire_batch *b = wire_batch_new("h1", NULL, "a\"1", "1.0", i, T0, T0 + NS);
-		const char *st[] = {"comm", "[truncated: stack copy]", "f"};
-		const uint64_t cut[WIRE_TRUNC_REASONS] = {3 * i, 0, i};
-		struct wire_self self = {0};
-		Cgperf__V1__Batch *m;
-		int cw, ce, p;
+		Cgperf__V1__Batch *m = trunc_batch(i);
 
-		assert_non_null(b);
-		cw = wire_add_cgroup(b, "/web", 1, NULL);
-		ce = wire_add_cgroup(b, "/quiet", 2, NULL);
-		p = wire_add_profile(b, cw, "cpu-clock", 0, 99);
-		assert_int_equal(wire_add_stack(b, p, st, 3, 4 * i), 0);
-		assert_int_equal(wire_add_truncated(b, p, cut), 0);
-		assert_int_equal(wire_add_truncated(b, -1, cut), -EINVAL);
-		p = wire_add_profile(b, ce, "cpu-clock", 0, 99);
-		assert_int_equal(wire_add_stack(b, p, st + 2, 1, 1), 0);
-		wire_set_self(b, &self);
-		m = tl_wire_roundtrip(b);
-		assert_int_equal(m->profiles[0]->truncated_stack_copy, 3 * i);
 		assert_int_equal(totals_add_batch(t, m, T0 + i * NS), 0);
 		wire_batch_decoded_free(m);
 	}
 	page = render(t, false, 0);
-	has(page, "# TYPE cgperf_cgroup_stacks_truncated_total counter\n");
-	has(page, "\ncgperf_cgroup_stacks_truncated_total{host=\"h1\",id=\"/web\",container=\"\","
-		  "container_name=\"\",pod=\"\",pod_name=\"\",namespace=\"\",unit=\"\",runtime=\"\","
-		  "reason=\"stack_copy\"} 9\n");
-	has(page, ",reason=\"max_stack\"} 0\n");
-	has(page, "id=\"/web\",container=\"\",container_name=\"\",pod=\"\",pod_name=\"\","
-		  "namespace=\"\",unit=\"\",runtime=\"\",reason=\"bad_return_address\"} 3\n");
-	assert_null(strstr(page, "cgperf_cgroup_stacks_truncated_total{host=\"h1\",id=\"/quiet\""));
+	has_truncated(page);
 	free(page);
 	totals_free(t);
 }
@@ -248,6 +262,18 @@ static void test_rebuild_from_store(void **state)
 {
 	char *b, *a = live_and_reloaded(mixed_batch, 20, &b);
 
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+}
+
+/* The truncation counts are kept in the store too: a reloaded exporter
+ * shows the same. */
+static void test_truncated_from_store(void **state)
+{
+	char *b, *a = live_and_reloaded(trunc_batch, 2, &b);
+
+	has_truncated(a);
 	assert_string_equal(a, b);
 	free(a);
 	free(b);
@@ -516,5 +542,51 @@ static void test_batch_growth(void **state)
 	totals_free(t);
 }
 
-TL_MAIN(test_lines, test_truncated, test_rebuild_from_store, test_100k_series,
-	test_saturation_matches_store, test_many_series_one_cgroup, test_batch_growth)
+/* One cgroup @cg with a counter and a probe both named EVIL. */
+static Cgperf__V1__Batch *evil_batch(uint64_t seq, const char *cg)
+{
+	struct wire_batch *b = wire_batch_new("h1", NULL, "a1", "1", seq, T0, T0 + NS);
+	int c;
+
+	assert_non_null(b);
+	c = wire_add_cgroup(b, cg, 1, NULL);
+	assert_int_equal(wire_add_counter(b, c, EVIL, 3, 1, 1, true), 0);
+	assert_int_equal(wire_add_probe(b, c, EVIL, 2, NULL, NULL), 0);
+	return tl_wire_roundtrip(b);
+}
+
+/* Series names are interned with their escaped text: shared by cgroups,
+ * escaped on the page, released with the last series that uses them. */
+static void test_names_escaped_and_shared(void **state)
+{
+	struct totals *t = totals_new();
+	Cgperf__V1__Batch *m;
+	char *page;
+
+	assert_non_null(t);
+	m = evil_batch(1, "/x");
+	assert_int_equal(totals_add_batch(t, m, T0), 0);
+	wire_batch_decoded_free(m);
+	m = evil_batch(2, "/y");
+	assert_int_equal(totals_add_batch(t, m, T0 + NS), 0);
+	wire_batch_decoded_free(m);
+	totals_expire(t, T0 + NS); /* /x goes, /y keeps the names */
+	m = evil_batch(3, "/y");
+	assert_int_equal(totals_batch_growth(t, m, NULL), 0);
+	assert_int_equal(totals_add_batch(t, m, T0 + NS), 0);
+	wire_batch_decoded_free(m);
+	page = render(t, false, 0);
+	has(page, "id=\"/y\",container=\"\",container_name=\"\",pod=\"\",pod_name=\"\","
+		  "namespace=\"\",unit=\"\",runtime=\"\",event=\"/a\\\"b\\\\c\\nd ✓\"} 6\n");
+	has(page, ",probe=\"/a\\\"b\\\\c\\nd ✓\"} 4\n");
+	assert_null(strstr(page, "id=\"/x\""));
+	free(page);
+	totals_expire(t, T0 + 2 * NS);
+	assert_int_equal(totals_entries(t), 0);
+	assert_int_equal(totals_bytes(t), 0);
+	totals_free(t);
+}
+
+TL_MAIN(test_lines, test_truncated, test_rebuild_from_store, test_truncated_from_store, test_100k_series,
+	test_saturation_matches_store, test_many_series_one_cgroup, test_batch_growth,
+	test_names_escaped_and_shared)
