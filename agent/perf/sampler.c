@@ -277,6 +277,45 @@ static bool parse_mmap(const struct perf_event_header *h, struct rd *r, bool v2,
 	return true;
 }
 
+/* The sample_id fields that end @r (TID, TIME, ID, STREAM_ID, CPU,
+ * IDENTIFIER as the layout has them) into @sw. */
+static bool parse_switch_id(const struct sampler_layout *l, struct rd *r, struct sample_switch *sw)
+{
+	uint64_t t = l->sample_type;
+
+	if ((t & PERF_SAMPLE_TID) && !(rd_u32(r, &sw->pid) && rd_u32(r, &sw->tid)))
+		return false;
+	if ((t & PERF_SAMPLE_TIME) && !rd_u64(r, &sw->time))
+		return false;
+	if ((t & PERF_SAMPLE_ID) && !rd_skip(r, 8))
+		return false;
+	if ((t & PERF_SAMPLE_STREAM_ID) && !rd_skip(r, 8))
+		return false;
+	if ((t & PERF_SAMPLE_CPU) && !(rd_u32(r, &sw->cpu) && rd_skip(r, 4)))
+		return false;
+	return true;
+}
+
+/* PERF_RECORD_SWITCH (no body) or _CPU_WIDE (next/prev pid and tid), then
+ * the sample_id fields: whose switch it is and when. */
+static bool parse_switch(const struct sampler_layout *l, const struct perf_event_header *h,
+			 struct rd *r, const struct sampler_cb *cb)
+{
+	struct sample_switch sw = { 0 };
+
+	if (!l->sample_id_all)
+		return true; /* nothing says whose switch it is */
+	if (h->type == PERF_RECORD_SWITCH_CPU_WIDE && !rd_skip(r, 8))
+		return false;
+	if (!parse_switch_id(l, r, &sw))
+		return false;
+	sw.out = h->misc & PERF_RECORD_MISC_SWITCH_OUT;
+	sw.preempt = h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
+	if (cb && cb->cswitch)
+		cb->cswitch(cb->ctx, &sw);
+	return true;
+}
+
 static bool parse_other(const struct sampler_layout *l, const struct perf_event_header *h,
 			struct rd *r, const struct sampler_cb *cb, struct sampler_stats *st)
 {
@@ -285,6 +324,8 @@ static bool parse_other(const struct sampler_layout *l, const struct perf_event_
 	uint64_t v;
 	const char *comm;
 
+	if (h->type == PERF_RECORD_SWITCH || h->type == PERF_RECORD_SWITCH_CPU_WIDE)
+		return parse_switch(l, h, r, cb);
 	switch (h->type) {
 	case PERF_RECORD_MMAP:
 	case PERF_RECORD_MMAP2:
@@ -605,6 +646,7 @@ static void attr_init(struct perf_event_attr *a, const struct sampler_opts *o, s
 		a->use_clockid = 1;
 		a->clockid = CLOCK_MONOTONIC;
 	}
+	a->context_switch = o->context_switch;
 	a->mmap = 1;
 	a->mmap2 = 1;
 	a->comm = 1;

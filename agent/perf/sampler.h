@@ -52,6 +52,7 @@ struct sampler_opts {
 	const struct perf_event_attr *base_attr;
 	bool raw;                    /* PERF_SAMPLE_RAW: tracepoint fields */
 	bool clock_monotonic;        /* sample times from CLOCK_MONOTONIC (use_clockid) */
+	bool context_switch;         /* PERF_RECORD_SWITCH records (attr.context_switch) */
 	/* Without @user_stack, a nonzero @regs_mask still asks for
 	 * PERF_SAMPLE_REGS_USER alone (probe arguments in registers). */
 };
@@ -83,6 +84,15 @@ struct sample_mmap {
 	const char *filename;
 };
 
+/* A context switch (PERF_RECORD_SWITCH[_CPU_WIDE]): @tid of @pid went off
+ * (@out) or on the CPU at @time. @preempt: switched out while runnable. */
+struct sample_switch {
+	uint32_t pid, tid;
+	uint64_t time;
+	uint32_t cpu;
+	bool out, preempt;
+};
+
 struct sampler_cb {
 	void *ctx;
 	void (*sample)(void *ctx, const struct sample *s);
@@ -91,6 +101,7 @@ struct sampler_cb {
 	void (*fork)(void *ctx, uint32_t pid, uint32_t ppid, uint32_t tid);
 	void (*exit)(void *ctx, uint32_t pid, uint32_t tid);
 	void (*lost)(void *ctx, uint64_t lost); /* PERF_RECORD_LOST / LOST_SAMPLES */
+	void (*cswitch)(void *ctx, const struct sample_switch *sw); /* with context_switch */
 };
 
 struct sampler_stats {
