@@ -90,6 +90,10 @@ struct offcpu_stats {
 };
 void offcpu_stats(const struct offcpu *oc, struct offcpu_stats *out);
 
+/* How far before the start of a drain of every ring offcpu_pair()'s @upto
+ * is taken: records are published a few microseconds after their time. */
+#define OFFCPU_SLACK_NS 5000000ull
+
 /* The tracepoint whose samples are the switch-outs. */
 #define OFFCPU_EVENT "sched:sched_switch"
 /* The event name of off-CPU profiles on the wire (counts in microseconds). */
