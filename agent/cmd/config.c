@@ -141,7 +141,7 @@ static const char *const host_keys[] = {"name", "agent_id_file", NULL};
 static const char *const cgroups_keys[] = {"include", "exclude", "containers_only", NULL};
 static const char *const counters_keys[] = {"events", "enabled", NULL};
 static const char *const sampling_keys[] = {"enabled", "frequency", "call_graph", "stack_bytes",
-					    "event", "per_cgroup", NULL};
+					    "event", "per_cgroup", "off_cpu", "off_cpu_min_us", NULL};
 static const char *const symbols_keys[] = {"demangle", NULL};
 static const char *const probe_keys[] = {"spec", "hist", "latency_end", "stacks", NULL};
 static const char *const push_keys[] = {"interval", "collectors", "mode", "token_file", "timeout",
@@ -396,6 +396,9 @@ static const struct ydoc_field sampling_fields[] = {
 	 .min = 1, .max = 10000},
 	{.key = "call_graph", .kind = YDOC_F_ENUM, .off = CF(sampling.call_graph),
 	 .names = config_call_graph_names},
+	{.key = "off_cpu", .kind = YDOC_F_BOOL, .off = CF(sampling.off_cpu)},
+	{.key = "off_cpu_min_us", .kind = YDOC_F_UINT, .off = CF(sampling.off_cpu_min_us),
+	 .max = 3600000000u},
 };
 static const struct ydoc_field push_fields[] = {
 	{.key = "interval", .kind = YDOC_F_DURATION_MS, .off = CF(push.interval_ms),

@@ -83,6 +83,8 @@ struct config {
 		char *event;              /* the sampling event */
 		bool per_cgroup;          /* one folded-stack set per cgroup; false: one for
 					   * the host, pushed as the root cgroup "/"'s */
+		bool off_cpu;             /* off-CPU time by blocking stack ("off-cpu" profiles) */
+		unsigned int off_cpu_min_us; /* waits shorter than this are not counted */
 	} sampling;
 
 	struct {

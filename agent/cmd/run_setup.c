@@ -56,6 +56,7 @@ static void push_log(void *arg, enum push_log_level level, const char *msg)
 
 void run_agent_stop(struct agent *a)
 {
+	run_offcpu_stop(a);
 	sampler_close(a->smp);
 	for (size_t i = 0; i < a->npr; i++) {
 		for (size_t k = 0; k < a->pr[i].nsmp; k++)
@@ -185,8 +186,10 @@ static int start_sampling(struct agent *a, enum stacks_mode mode)
 		.mmap_pages = mode == STACKS_DWARF ? 256 : 64,
 	};
 
-	if (!cfg->sampling.enabled)
-		return 0;
+	int ret = run_offcpu_start(a, mode, max_stack);
+
+	if (ret || !cfg->sampling.enabled)
+		return ret;
 	if (ev_parse(cfg->sampling.event, ev_tracefs(), &a->sev)) {
 		log_kv(LOG_ERROR, "sampling.event: unknown event", "event", cfg->sampling.event,
 		       NULL);
