@@ -193,7 +193,8 @@ static struct wait *wait_copy(struct offcpu *oc, const struct sample *s, int *er
 	w->start = s->time;
 	w->counted = false;
 	w->bytes = bytes;
-	memcpy(w->buf, s->callchain, nchain * 8);
+	if (nchain)
+		memcpy(w->buf, s->callchain, nchain * 8);
 	w->s.callchain = nchain ? w->buf : NULL;
 	w->s.nr_callchain = nchain;
 	if (nregs)
