@@ -72,7 +72,7 @@ grep -h "off_cpu" "$TMP"/on+off-cpu.log | head -3
 awk -v n="${best_tps[none]}" -v c="${best_tps[on-cpu]}" -v o="${best_tps[on+off-cpu]}" \
 	-v cc="${best_cpu[on-cpu]}" -v oc="${best_cpu[on+off-cpu]}" 'BEGIN {
 	printf "agent CPU per second (lower of two): on-CPU %.4f, on+off-CPU %.4f; off-CPU adds %.4f = %.2fx what on-CPU sampling costs\n",
-		cc, oc, oc - cc, cc > 0 ? (oc - cc) / cc : 0
+		cc, oc, oc - cc, (cc > 0 ? (oc - cc) / cc : 0)
 	printf "best tps: none %d, on-CPU %d (%.1f%% less), on+off-CPU %d (%.1f%% less)\n",
 		n, c, (n - c) * 100 / n, o, (n - o) * 100 / n
 }'
