@@ -1,35 +1,49 @@
 #!/bin/bash
-# Off-CPU overhead: `cgperf-agent run` on a PostgreSQL (in its own cgroup)
-# under an unthrottled select-only pgbench, three ways in the same run:
-# no agent, CPU sampling only (sampling.frequency Hz), and CPU sampling plus
-# sampling.off_cpu. Prints pgbench's tps and the agent's CPU per second
-# for each, and the ratios: off-CPU's extra agent CPU against the CPU
-# sampling's, and the tps each costs. Numbers only, no pass/fail.
+# Off-CPU overhead: `cgperf-agent run` on a PostgreSQL (in its own cgroup,
+# the only one the config selects) under an unthrottled select-only pgbench
+# (outside it), phases interleaved in rounds in the same run: no agent, CPU
+# sampling only (sampling.frequency Hz), and CPU sampling plus
+# sampling.off_cpu in some variants. Prints pgbench's tps and the agent's
+# CPU per second for each, and per phase the tps it costs against "none"
+# (best of the rounds) and its extra agent CPU against on-CPU sampling's.
+# Numbers only, no pass/fail.
 #   OFFCPU_BENCH_SECONDS (default 10) per phase
+#   OFFCPU_BENCH_ROUNDS  (default 2)
 #   OFFCPU_BENCH_MODE    fp or dwarf (default dwarf: Debian's postgres has no
 #                        frame pointers)
 #   OFFCPU_BENCH_FREQ    CPU sampling Hz (default 99)
+#   OFFCPU_BENCH_PHASES  phases, each NAME or NAME=SAMPLING_KEYS (YAML flow
+#                        items added to sampling:), default
+#                        "none on-cpu off=off_cpu:true"; e.g.
+#                        "off-4k=off_cpu:true,off_cpu_stack_bytes:4096"
+#                        "off-1in4=off_cpu:true,off_cpu_every:4"
+#   OFFCPU_BENCH_AGENT_<NAME> another agent binary for phase NAME (dashes as
+#                        underscores), e.g. the build before a change
+#
+# Figures (2-core shared VM, 10 s phases, 2 rounds, best tps; noisy: +-5%):
+# before (events host-wide: pgbench's blocks took stacks and wrote switch
+# records too) and after (events per selected cgroup), same run each:
+#   mode   none    on-CPU         on+off before   on+off after    agent CPU on / before / after
+#   fp     27563   26710 (-3.1%)  15903 (-42.3%)  20671 (-25.0%)  1.1% / 4.0% / 2.8%
+#   dwarf  27165   26288 (-3.2%)  17606 (-35.2%)  21346 (-21.4%)  1.5% / 5.3% / 4.3%
+# variants (dwarf, same run, after): 4 KiB off-CPU user stacks ~ 8 KiB
+# within noise (the copy is not where the time goes; lock-wait stacks keep
+# their frames at 4 KiB); 1 block in 4 stacked (off_cpu_every: 4): -12.9%.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/../tests/lib/pg.sh"
 DUR=${OFFCPU_BENCH_SECONDS:-10}
+ROUNDS=${OFFCPU_BENCH_ROUNDS:-2}
 MODE=${OFFCPU_BENCH_MODE:-dwarf}
 FREQ=${OFFCPU_BENCH_FREQ:-99}
-cg=$(cg_make pg)
-rel=${cg#"$(cg2_mount)"}
-pg_start "$cg"
-pg_bench_init 2
-port=$(free_port)
-mkdir -p "$TMP/fc"
-python3 "$ROOT/tests/lib/fake_collector.py" --dir "$TMP/fc" --port "$port" >"$TMP/fc.log" 2>&1 &
-bg_track $!
-sleep 0.5
+read -ra PHASES <<<"${OFFCPU_BENCH_PHASES:-none on-cpu off=off_cpu:true}"
+bench_pg_collector pg
 
-config() { # config OFF_CPU
+config() { # config SAMPLING_KEYS
 	cat <<YAML
 host: {agent_id_file: $TMP/agent-id}
 cgroups: {include: ["$rel"]}
 counters: {enabled: false}
-sampling: {frequency: $FREQ, call_graph: $MODE, off_cpu: $1}
+sampling: {frequency: $FREQ, call_graph: $MODE${1:+, ${1//:/: }}}
 push:
   interval: 1s
   collectors: ["http://127.0.0.1:$port/api/v1/push"]
@@ -37,12 +51,13 @@ push:
 YAML
 }
 
-# phase NAME [OFF_CPU]: pgbench for DUR s, under an agent unless NAME is none.
+# phase NAME [KEYS]: pgbench for DUR s, under an agent unless NAME is none.
 phase() {
-	local name=$1 ag=
+	local name=$1 ag= var=OFFCPU_BENCH_AGENT_${1//-/_}
+	local agent=${!var:-$AGENT}
 	if [[ $name != none ]]; then
 		config "$2" >"$TMP/$name.yaml"
-		cpu_run "$TMP/$name.cpu" "$AGENT" run --config "$TMP/$name.yaml" --duration $((DUR + 2)) \
+		cpu_run "$TMP/$name.cpu" "$agent" run --config "$TMP/$name.yaml" --duration $((DUR + 2)) \
 			2>"$TMP/$name.log" &
 		ag=$!; bg_track $ag
 		sleep 1
@@ -59,20 +74,31 @@ phase() {
 }
 declare -A tps cpu best_tps best_cpu
 echo "PostgreSQL under pgbench -S -c 4 -j 2, $DUR s per phase; run with call_graph $MODE at $FREQ Hz"
-echo "(the three phases twice, interleaved: the host is shared, tps is noisy; the best tps of each kept)"
-for round in 1 2; do
-	for p in none on-cpu:false on+off-cpu:true; do
-		phase "${p%%:*}" "${p#*:}"
-		n=${p%%:*}
+echo "(phases ${PHASES[*]} in $ROUNDS interleaved rounds: the host is shared, tps is noisy;" \
+	"the best tps and the lowest agent CPU of each kept)"
+for ((round = 1; round <= ROUNDS; round++)); do
+	for p in "${PHASES[@]}"; do
+		n=${p%%=*}
+		keys=
+		[[ $p == *=* ]] && keys=${p#*=}
+		phase "$n" "$keys"
 		if ((${tps[$n]} > ${best_tps[$n]:-0})); then best_tps[$n]=${tps[$n]}; fi
-		best_cpu[$n]=$(awk -v a="${best_cpu[$n]:-0}" -v b="${cpu[$n]}" 'BEGIN { print (a > 0 && a < b) ? a : b }')
+		best_cpu[$n]=$(awk -v a="${best_cpu[$n]:-0}" -v b="${cpu[$n]}" \
+			'BEGIN { print (a > 0 && a < b) ? a : b }')
 	done
 done
-grep -h "off_cpu" "$TMP"/on+off-cpu.log | head -3
-awk -v n="${best_tps[none]}" -v c="${best_tps[on-cpu]}" -v o="${best_tps[on+off-cpu]}" \
-	-v cc="${best_cpu[on-cpu]}" -v oc="${best_cpu[on+off-cpu]}" 'BEGIN {
-	printf "agent CPU per second (lower of two): on-CPU %.4f, on+off-CPU %.4f; off-CPU adds %.4f = %.2fx what on-CPU sampling costs\n",
-		cc, oc, oc - cc, (cc > 0 ? (oc - cc) / cc : 0)
-	printf "best tps: none %d, on-CPU %d (%.1f%% less), on+off-CPU %d (%.1f%% less)\n",
-		n, c, (n - c) * 100 / n, o, (n - o) * 100 / n
-}'
+for p in "${PHASES[@]}"; do
+	n=${p%%=*}
+	[[ -f $TMP/$n.log ]] && grep -h "off_cpu" "$TMP/$n.log" | head -2
+done
+echo "best tps (change against none) and agent CPU per second (extra against on-cpu):"
+for p in "${PHASES[@]}"; do
+	n=${p%%=*}
+	awk -v n="$n" -v t="${best_tps[$n]}" -v z="${best_tps[none]:-0}" -v c="${best_cpu[$n]}" \
+		-v oc="${best_cpu[on-cpu]:-0}" 'BEGIN {
+		printf "  %-14s %8d tps (%+.1f%%)   agent %.4f", n, t, (z > 0 ? (t - z) * 100 / z : 0), c
+		if (oc > 0 && n != "on-cpu" && n != "none")
+			printf " (+%.4f = %.2fx on-cpu sampling)", c - oc, (c - oc) / oc
+		printf "\n"
+	}'
+done

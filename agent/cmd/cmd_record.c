@@ -448,6 +448,7 @@ static struct sampler *open_offcpu(struct record *r, struct record_args *a, int 
 	}
 	/* a switch per block, not a tick: bigger rings (DWARF copies the stack) */
 	a->so.mmap_pages = r->mode == STACKS_DWARF ? 1024 : 256;
+	a->so.period = 0; /* every block (-c does not apply) */
 	smp = offcpu_sampler_open(&a->so, &r->offev, &filtered);
 	err = errno;
 	if (smp) {

@@ -170,6 +170,7 @@ void run_cg_add(struct agent *a, const char *path)
 	a->ncg++;
 	if (a->rt)
 		cg_rtcache_want(a->rt, path);
+	run_offcpu_cg_add(a, path);
 }
 
 static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
@@ -183,6 +184,7 @@ static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
 		c = run_cg_find(a, path);
 		if (c)
 			c->removed = true; /* reported once more, then dropped */
+		run_offcpu_cg_gone(a, path);
 		cg_rtcache_forget(a->rt, path);
 		run_identity_gone(a, path);
 	} else {

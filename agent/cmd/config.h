@@ -85,6 +85,8 @@ struct config {
 					   * the host, pushed as the root cgroup "/"'s */
 		bool off_cpu;             /* off-CPU time by blocking stack ("off-cpu" profiles) */
 		unsigned int off_cpu_min_us; /* waits shorter than this are not counted */
+		unsigned int off_cpu_every;  /* stack 1 block in N, weighted N (1..1000) */
+		unsigned int off_cpu_stack_bytes; /* user stack per block (dwarf); 0: stack_bytes */
 	} sampling;
 
 	struct {

@@ -167,24 +167,31 @@ static void log_perf_error(const char *msg, int err)
 		log_kv(LOG_ERROR, msg, "error", strerror(err), NULL);
 }
 
+void run_stack_opts(const struct agent *a, enum stacks_mode mode, uint32_t max_stack,
+		    struct sampler_opts *so)
+{
+	memset(so, 0, sizeof(*so));
+	so->callchain = true;
+	so->user_stack = mode == STACKS_DWARF;
+	so->stack_bytes = a->cfg->sampling.stack_bytes;
+	so->regs_mask = stacks_regs_mask(mode);
+	so->max_stack = max_stack;
+	so->cpus = a->cpus;
+	so->ncpu = (size_t)a->ncpu;
+}
+
 static int start_sampling(struct agent *a, enum stacks_mode mode)
 {
 	const struct config *cfg = a->cfg;
 	/* perf's default depth, or less when the sysctl says so (more fails) */
 	int sysmax = sampler_max_stack_default();
 	uint32_t max_stack = sysmax > 0 && sysmax < 127 ? (uint32_t)sysmax : 127;
-	struct sampler_opts so = {
-		.event = &a->sev,
-		.freq = cfg->sampling.frequency,
-		.callchain = true,
-		.user_stack = mode == STACKS_DWARF,
-		.stack_bytes = cfg->sampling.stack_bytes,
-		.regs_mask = stacks_regs_mask(mode),
-		.max_stack = max_stack,
-		.cpus = a->cpus,
-		.ncpu = (size_t)a->ncpu,
-		.mmap_pages = mode == STACKS_DWARF ? 256 : 64,
-	};
+	struct sampler_opts so;
+
+	run_stack_opts(a, mode, max_stack, &so);
+	so.event = &a->sev;
+	so.freq = cfg->sampling.frequency;
+	so.mmap_pages = mode == STACKS_DWARF ? 256 : 64;
 
 	int ret = run_offcpu_start(a, mode, max_stack);
 

@@ -390,7 +390,8 @@ struct sampler *offcpu_sampler_open(struct sampler_opts *so, struct ev_spec *ev,
 	so->event = ev;
 	so->base_attr = NULL;
 	so->freq = 0;
-	so->period = 1;
+	if (!so->period)
+		so->period = 1; /* every block; N: one block in N */
 	so->raw = false;
 	so->context_switch = true;
 	so->clock_monotonic = true;

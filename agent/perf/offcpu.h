@@ -102,8 +102,9 @@ void offcpu_stats(const struct offcpu *oc, struct offcpu_stats *out);
 /*
  * Open the off-CPU events over @so's targets (cpus, cgroup_dirs or pid) and
  * stack options (callchain, user_stack, stack_bytes, regs_mask, max_stack,
- * mmap_pages): @so's event, period, freq, raw, context_switch and
- * clock_monotonic are set here, @ev is resolved (release it with
+ * mmap_pages, cgroups_later): @so's event, freq, raw, context_switch and
+ * clock_monotonic are set here, the period to 1 unless @so has one (N:
+ * the kernel stacks one block in N, after the filter), @ev is resolved (release it with
  * ev_spec_release() after sampler_close()). *@filtered tells whether the
  * kernel took the filter that keeps blocked switch-outs only (else every
  * switch-out is a wait, preemptions too). NULL + errno as sampler_open()

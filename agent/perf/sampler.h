@@ -53,6 +53,7 @@ struct sampler_opts {
 	bool raw;                    /* PERF_SAMPLE_RAW: tracepoint fields */
 	bool clock_monotonic;        /* sample times from CLOCK_MONOTONIC (use_clockid) */
 	bool context_switch;         /* PERF_RECORD_SWITCH records (attr.context_switch) */
+	bool cgroups_later;          /* cgroup mode, cgroups given by sampler_add_cgroup() */
 	/* Without @user_stack, a nonzero @regs_mask still asks for
 	 * PERF_SAMPLE_REGS_USER alone (probe arguments in registers). */
 };
@@ -129,6 +130,19 @@ size_t sampler_fds(const struct sampler *s, int *fds, size_t max);
 int sampler_drain(struct sampler *s, const struct sampler_cb *cb);
 void sampler_stats(const struct sampler *s, struct sampler_stats *out);
 void sampler_close(struct sampler *s);
+
+/*
+ * Cgroups that come and go (@cgroups_later, with ncgroups 0): sampler_open()
+ * opens on each CPU only a ring owner, a software dummy event that writes
+ * nothing; sampler_add_cgroup() opens the event of the cgroup directory
+ * @dir (absolute) on every CPU, redirected into that CPU's ring, filtered as
+ * the last sampler_set_filter() said and enabled when the sampler is.
+ * Returns a handle > 0 for sampler_remove_cgroup(), which closes them
+ * (their records already in the rings stay), or -errno (-ENOENT: no such
+ * cgroup, -EINVAL: not opened with @cgroups_later).
+ */
+int sampler_add_cgroup(struct sampler *s, const char *dir);
+int sampler_remove_cgroup(struct sampler *s, int handle);
 
 /*
  * Additions.

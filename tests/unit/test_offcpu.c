@@ -51,13 +51,56 @@ static void out(struct offcpu *oc, uint32_t tid, uint64_t t, uint64_t leaf)
 	memset(chain, 0xee, sizeof(chain));
 }
 
-static struct offcpu *new_oc(uint64_t min_ns)
-{
-	struct offcpu_opts o = {.min_ns = min_ns};
-	struct offcpu *oc = offcpu_new(&o);
+/* Each test's state: its pairing, what came out of it, its figures. */
+struct fx {
+	struct offcpu *oc;
+	struct got g;
+	struct offcpu_stats st;
+};
 
-	assert_non_null(oc);
-	return oc;
+static int fx_setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	*state = f;
+	return f ? 0 : -1;
+}
+
+static int fx_teardown(void **state)
+{
+	struct fx *f = *state;
+
+	offcpu_free(f->oc);
+	free(f);
+	return 0;
+}
+
+/* The fixture's pairing, with threshold @min_ns. */
+static struct offcpu *fx_oc(void **state, uint64_t min_ns)
+{
+	struct fx *f = *state;
+	struct offcpu_opts o = {.min_ns = min_ns};
+
+	f->oc = offcpu_new(&o);
+	assert_non_null(f->oc);
+	return f->oc;
+}
+
+/* Pair everything before @upto into f->g, then read the figures. */
+static void fx_pair(void **state, uint64_t upto)
+{
+	struct fx *f = *state;
+
+	offcpu_pair(f->oc, upto, collect, &f->g);
+	offcpu_stats(f->oc, &f->st);
+}
+
+/* The @i-th wait that came out: thread @tid, @ns long. */
+static void want(const struct got *g, size_t i, uint32_t tid, uint64_t ns)
+{
+	assert_true(i < g->n);
+	assert_int_equal(g->tid[i], tid);
+	assert_int_equal(g->ns[i], ns);
 }
 
 /* CPU 1's ring read before CPU 0's: thread 7 blocks at 10 on CPU 0, wakes
@@ -66,50 +109,41 @@ static struct offcpu *new_oc(uint64_t min_ns)
  * 40-45, each with its own stack. */
 static void test_out_of_order(void **state)
 {
-	struct offcpu *oc = new_oc(0);
-	struct offcpu_stats st;
-	struct got g = {0};
+	struct offcpu *oc = fx_oc(state, 0);
+	struct fx *f = *state;
 
-	(void)state;
 	assert_int_equal(offcpu_in(oc, 100, 7, 30), 0);
 	out(oc, 7, 40, 0xb);
 	out(oc, 7, 10, 0xa);
 	assert_int_equal(offcpu_in(oc, 100, 7, 45), 0);
-	offcpu_pair(oc, 100, collect, &g);
-	assert_int_equal(g.n, 2);
-	assert_int_equal(g.ns[0], 20);
-	assert_int_equal(g.leaf[0], 0xa);
-	assert_int_equal(g.start[0], 10);
-	assert_int_equal(g.ns[1], 5);
-	assert_int_equal(g.leaf[1], 0xb);
-	offcpu_stats(oc, &st);
-	assert_int_equal(st.waits, 2);
-	assert_int_equal(st.total_ns, 25);
-	assert_int_equal(st.held, 0);
-	assert_int_equal(st.open, 0);
-	offcpu_free(oc);
+	fx_pair(state, 100);
+	assert_int_equal(f->g.n, 2);
+	want(&f->g, 0, 7, 20);
+	assert_int_equal(f->g.leaf[0], 0xa);
+	assert_int_equal(f->g.start[0], 10);
+	want(&f->g, 1, 7, 5);
+	assert_int_equal(f->g.leaf[1], 0xb);
+	assert_int_equal(f->st.waits, 2);
+	assert_int_equal(f->st.total_ns, 25);
+	assert_int_equal(f->st.held + f->st.open, 0);
 }
 
 /* Nothing at or after @upto is paired yet: the switch-in at 50 waits for
  * the next pairing, and pairs then. */
 static void test_upto(void **state)
 {
-	struct offcpu *oc = new_oc(0);
-	struct offcpu_stats st;
-	struct got g = {0};
+	struct offcpu *oc = fx_oc(state, 0);
+	struct fx *f = *state;
 
-	(void)state;
 	out(oc, 3, 10, 1);
 	assert_int_equal(offcpu_in(oc, 100, 3, 50), 0);
-	offcpu_pair(oc, 50, collect, &g);
-	assert_int_equal(g.n, 0);
-	offcpu_stats(oc, &st);
-	assert_int_equal(st.held, 1);
-	assert_int_equal(st.open, 1);
-	offcpu_pair(oc, UINT64_MAX, collect, &g);
-	assert_int_equal(g.n, 1);
-	assert_int_equal(g.ns[0], 40);
-	offcpu_free(oc);
+	fx_pair(state, 50);
+	assert_int_equal(f->g.n, 0);
+	assert_int_equal(f->st.held, 1);
+	assert_int_equal(f->st.open, 1);
+	fx_pair(state, UINT64_MAX);
+	assert_int_equal(f->g.n, 1);
+	want(&f->g, 0, 3, 40);
 }
 
 /* Waits under the threshold are dropped and counted; a switch-in with no
@@ -117,11 +151,9 @@ static void test_upto(void **state)
  * before any switch-in (a lost record) replaces the first. */
 static void test_threshold_unmatched_replaced(void **state)
 {
-	struct offcpu *oc = new_oc(1000);
-	struct offcpu_stats st;
-	struct got g = {0};
+	struct offcpu *oc = fx_oc(state, 1000);
+	struct fx *f = *state;
 
-	(void)state;
 	out(oc, 1, 0, 1);
 	offcpu_in(oc, 100, 1, 999);   /* 999 ns: short */
 	out(oc, 2, 0, 2);
@@ -130,18 +162,14 @@ static void test_threshold_unmatched_replaced(void **state)
 	out(oc, 4, 100, 3);
 	out(oc, 4, 200, 4);           /* the first one's switch-in was lost */
 	offcpu_in(oc, 100, 4, 5200);
-	offcpu_pair(oc, UINT64_MAX, collect, &g);
-	assert_int_equal(g.n, 2);
-	assert_int_equal(g.tid[0], 2);
-	assert_int_equal(g.ns[0], 1000);
-	assert_int_equal(g.tid[1], 4);
-	assert_int_equal(g.ns[1], 5000);
-	assert_int_equal(g.leaf[1], 4);
-	offcpu_stats(oc, &st);
-	assert_int_equal(st.short_waits, 1);
-	assert_int_equal(st.unmatched, 1);
-	assert_int_equal(st.replaced, 1);
-	offcpu_free(oc);
+	fx_pair(state, UINT64_MAX);
+	assert_int_equal(f->g.n, 2);
+	want(&f->g, 0, 2, 1000);
+	want(&f->g, 1, 4, 5000);
+	assert_int_equal(f->g.leaf[1], 4);
+	assert_int_equal(f->st.short_waits, 1);
+	assert_int_equal(f->st.unmatched, 1);
+	assert_int_equal(f->st.replaced, 1);
 }
 
 /* A thread that never wakes: counted up to each flush once it passed the
@@ -149,31 +177,26 @@ static void test_threshold_unmatched_replaced(void **state)
  * rest is short. One under the threshold at the flush is not counted yet. */
 static void test_never_woken(void **state)
 {
-	struct offcpu *oc = new_oc(100);
-	struct got g = {0};
+	struct offcpu *oc = fx_oc(state, 100);
+	struct got *g = &((struct fx *)*state)->g;
 
-	(void)state;
 	out(oc, 9, 1000, 9);
 	out(oc, 8, 1950, 8);
-	offcpu_pair(oc, 2000, collect, &g);
-	assert_int_equal(offcpu_flush(oc, 2000, collect, &g, NULL), 2);
-	assert_int_equal(g.n, 1);
-	assert_int_equal(g.tid[0], 9);
-	assert_int_equal(g.ns[0], 1000);
-	assert_int_equal(g.start[0], 1000);
+	fx_pair(state, 2000);
+	assert_int_equal(offcpu_flush(oc, 2000, collect, g, NULL), 2);
+	assert_int_equal(g->n, 1);
+	want(g, 0, 9, 1000);
+	assert_int_equal(g->start[0], 1000);
 	/* the next interval: 9 counted from 2000 on */
-	offcpu_flush(oc, 3000, collect, &g, NULL);
-	assert_int_equal(g.n, 3); /* 9: 1000 more; 8: 1050 */
-	uint64_t sum = g.ns[1] + g.ns[2];
-
-	assert_int_equal(sum, 2050);
+	offcpu_flush(oc, 3000, collect, g, NULL);
+	assert_int_equal(g->n, 3); /* 9: 1000 more; 8: 1050 */
+	assert_int_equal(g->ns[1] + g->ns[2], 2050);
 	/* 9 wakes 10 ns after the flush: under the threshold, counted anyway */
 	offcpu_in(oc, 100, 9, 3010);
-	offcpu_pair(oc, UINT64_MAX, collect, &g);
-	assert_int_equal(g.n, 4);
-	assert_int_equal(g.ns[3], 10);
-	assert_int_equal(g.start[3], 3000);
-	offcpu_free(oc);
+	fx_pair(state, UINT64_MAX);
+	assert_int_equal(g->n, 4);
+	want(g, 3, 9, 10);
+	assert_int_equal(g->start[3], 3000);
 }
 
 static bool only_8_alive(uint32_t pid, uint32_t tid)
@@ -185,20 +208,17 @@ static bool only_8_alive(uint32_t pid, uint32_t tid)
 /* A wait whose thread is gone is dropped at the flush. */
 static void test_gone(void **state)
 {
-	struct offcpu *oc = new_oc(0);
-	struct offcpu_stats st;
-	struct got g = {0};
+	struct offcpu *oc = fx_oc(state, 0);
+	struct fx *f = *state;
 
-	(void)state;
 	out(oc, 9, 10, 9);
 	out(oc, 8, 10, 8);
-	offcpu_pair(oc, UINT64_MAX, collect, &g);
-	assert_int_equal(offcpu_flush(oc, 100, collect, &g, only_8_alive), 1);
-	assert_int_equal(g.n, 1);
-	assert_int_equal(g.tid[0], 8);
-	offcpu_stats(oc, &st);
-	assert_int_equal(st.gone, 1);
-	offcpu_free(oc);
+	fx_pair(state, UINT64_MAX);
+	assert_int_equal(offcpu_flush(oc, 100, collect, &f->g, only_8_alive), 1);
+	assert_int_equal(f->g.n, 1);
+	want(&f->g, 0, 8, 90);
+	offcpu_stats(oc, &f->st);
+	assert_int_equal(f->st.gone, 1);
 }
 
 /* Caps: held events past max_held, open threads past max_threads, copies
@@ -239,11 +259,12 @@ static void test_caps_and_copies(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_out_of_order),
-		cmocka_unit_test(test_upto),
-		cmocka_unit_test(test_threshold_unmatched_replaced),
-		cmocka_unit_test(test_never_woken),
-		cmocka_unit_test(test_gone),
+		cmocka_unit_test_setup_teardown(test_out_of_order, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_upto, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_threshold_unmatched_replaced, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_never_woken, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_gone, fx_setup, fx_teardown),
 		cmocka_unit_test(test_caps_and_copies),
 	};
 
