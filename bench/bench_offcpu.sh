@@ -37,6 +37,10 @@ MODE=${OFFCPU_BENCH_MODE:-dwarf}
 FREQ=${OFFCPU_BENCH_FREQ:-99}
 read -ra PHASES <<<"${OFFCPU_BENCH_PHASES:-none on-cpu off=off_cpu:true}"
 bench_pg_collector pg
+bcg=$(cg_make pgbench) # pgbench's own, not followed: its CPU is measured too
+
+# CPU microseconds used so far by PostgreSQL's and pgbench's cgroups.
+used_us() { awk '/^usage_usec/ { s += $2 } END { print s }' "$cg/cpu.stat" "$bcg/cpu.stat"; }
 
 config() { # config SAMPLING_KEYS
 	cat <<YAML
@@ -62,17 +66,25 @@ phase() {
 		ag=$!; bg_track $ag
 		sleep 1
 	fi
-	pg_bench_run -n -S -c 4 -j 2 -T "$DUR" >"$TMP/$name.pgbench" 2>&1 || fail "pgbench failed"
+	local u0 u1
+	u0=$(used_us)
+	(echo $BASHPID >"$bcg/cgroup.procs" && pg_bench_run -n -S -c 4 -j 2 -T "$DUR") \
+		>"$TMP/$name.pgbench" 2>&1 || fail "pgbench failed"
+	u1=$(used_us)
 	tps[$name]=$(awk '/^tps/ { printf "%.0f", $3; exit }' "$TMP/$name.pgbench")
+	# CPU per transaction: what the kernel's work at each block costs the
+	# programs, whatever else the shared host runs meanwhile
+	uspt[$name]=$(awk -v d=$((u1 - u0)) '/^number of transactions actually processed/ {
+		printf "%.2f", d / $NF; exit }' "$TMP/$name.pgbench")
 	cpu[$name]=0
 	if [[ -n $ag ]]; then
 		wait $ag || fail "agent failed: $(tail -3 "$TMP/$name.log")"
 		cpu[$name]=$(awk -v d=$((DUR + 2)) '{ printf "%.4f", ($1 + $2) / d }' "$TMP/$name.cpu")
 	fi
-	printf '%-14s %10s tps   agent %6.1f%% of a CPU\n' "$name" "${tps[$name]}" \
-		"$(awk -v c="${cpu[$name]}" 'BEGIN { print c * 100 }')"
+	printf '%-14s %10s tps %8s us/transaction   agent %6.1f%% of a CPU\n' "$name" \
+		"${tps[$name]}" "${uspt[$name]}" "$(awk -v c="${cpu[$name]}" 'BEGIN { print c * 100 }')"
 }
-declare -A tps cpu best_tps best_cpu
+declare -A tps cpu best_tps best_cpu uspt sum_uspt
 echo "PostgreSQL under pgbench -S -c 4 -j 2, $DUR s per phase; run with call_graph $MODE at $FREQ Hz"
 echo "(phases ${PHASES[*]} in $ROUNDS interleaved rounds: the host is shared, tps is noisy;" \
 	"the best tps and the lowest agent CPU of each kept)"
@@ -83,6 +95,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 		[[ $p == *=* ]] && keys=${p#*=}
 		phase "$n" "$keys"
 		if ((${tps[$n]} > ${best_tps[$n]:-0})); then best_tps[$n]=${tps[$n]}; fi
+		sum_uspt[$n]=$(awk -v a="${sum_uspt[$n]:-0}" -v b="${uspt[$n]}" 'BEGIN { print a + b }')
 		best_cpu[$n]=$(awk -v a="${best_cpu[$n]:-0}" -v b="${cpu[$n]}" \
 			'BEGIN { print (a > 0 && a < b) ? a : b }')
 	done
@@ -91,12 +104,14 @@ for p in "${PHASES[@]}"; do
 	n=${p%%=*}
 	[[ -f $TMP/$n.log ]] && grep -h "off_cpu" "$TMP/$n.log" | head -2
 done
-echo "best tps (change against none) and agent CPU per second (extra against on-cpu):"
+echo "CPU per transaction (PostgreSQL + pgbench, mean of the rounds; change against none), best tps,"
+echo "agent CPU per second (lowest; extra against on-cpu):"
 for p in "${PHASES[@]}"; do
 	n=${p%%=*}
-	awk -v n="$n" -v t="${best_tps[$n]}" -v z="${best_tps[none]:-0}" -v c="${best_cpu[$n]}" \
-		-v oc="${best_cpu[on-cpu]:-0}" 'BEGIN {
-		printf "  %-14s %8d tps (%+.1f%%)   agent %.4f", n, t, (z > 0 ? (t - z) * 100 / z : 0), c
+	awk -v n="$n" -v u="${sum_uspt[$n]}" -v z="${sum_uspt[none]:-0}" -v r="$ROUNDS" \
+		-v t="${best_tps[$n]}" -v c="${best_cpu[$n]}" -v oc="${best_cpu[on-cpu]:-0}" 'BEGIN {
+		printf "  %-10s %7.2f us/tx (%+5.1f%%) %7d tps   agent %.4f", n, u / r,
+			(z > 0 ? (u - z) * 100 / z : 0), t, c
 		if (oc > 0 && n != "on-cpu" && n != "none")
 			printf " (+%.4f = %.2fx on-cpu sampling)", c - oc, (c - oc) / oc
 		printf "\n"

@@ -449,6 +449,8 @@ static struct sampler *open_offcpu(struct record *r, struct record_args *a, int 
 	/* a switch per block, not a tick: bigger rings (DWARF copies the stack) */
 	a->so.mmap_pages = r->mode == STACKS_DWARF ? 1024 : 256;
 	a->so.period = 0; /* every block (-c does not apply) */
+	/* DWARF unwinds the stack copy: no frame-pointer walk in the kernel too */
+	a->so.kernel_callchain_only = r->mode == STACKS_DWARF;
 	smp = offcpu_sampler_open(&a->so, &r->offev, &filtered);
 	err = errno;
 	if (smp) {

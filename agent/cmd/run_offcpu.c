@@ -210,6 +210,8 @@ int run_offcpu_start(struct agent *a, enum stacks_mode mode, uint32_t max_stack)
 		o->so.stack_bytes = cfg->sampling.off_cpu_stack_bytes;
 	/* a switch per block, not a tick: bigger rings (DWARF copies the stack) */
 	o->so.mmap_pages = mode == STACKS_DWARF ? 1024 : 256;
+	/* DWARF unwinds the stack copy: no frame-pointer walk in the kernel too */
+	o->so.kernel_callchain_only = mode == STACKS_DWARF;
 	o->every = cfg->sampling.off_cpu_every ? cfg->sampling.off_cpu_every : 1;
 	o->so.period = o->every;
 	/* the whole host followed: host-wide events; else per cgroup */

@@ -645,6 +645,7 @@ static void attr_init(struct perf_event_attr *a, const struct sampler_opts *o, s
 	if (o->callchain) {
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
 		a->sample_max_stack = (uint16_t)o->max_stack;
+		a->exclude_callchain_user = o->kernel_callchain_only;
 	}
 	if (o->user_stack) {
 		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;

@@ -54,6 +54,8 @@ struct sampler_opts {
 	bool clock_monotonic;        /* sample times from CLOCK_MONOTONIC (use_clockid) */
 	bool context_switch;         /* PERF_RECORD_SWITCH records (attr.context_switch) */
 	bool cgroups_later;          /* cgroup mode, cgroups given by sampler_add_cgroup() */
+	bool kernel_callchain_only;  /* no user part in the callchain (exclude_callchain_user:
+				      * DWARF unwinds the user stack copy instead) */
 	/* Without @user_stack, a nonzero @regs_mask still asks for
 	 * PERF_SAMPLE_REGS_USER alone (probe arguments in registers). */
 };
