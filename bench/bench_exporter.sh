@@ -15,14 +15,17 @@
 #     batches/s (a 10,000-host fleet pushing every 15 s): ack latency
 #     percentiles, timeouts, resends, /healthz latency, exporter CPU; then
 #     10,000 idle connections: the exporter's RSS and /healthz meanwhile;
-#     with --store clickhouse the first run again on the ClickHouse store.
+#     with --store clickhouse the first run again on the ClickHouse store,
+#     its INSERTs one at a time (CGPERF_CLICKHOUSE_SERIAL=1) and then at
+#     once: ack latency before and after.
 # With --store clickhouse, part 1 runs on SQLite and then on the ClickHouse
 # store (a clickhouse-server started here on core 0, next to the load
 # generator) and prints the ratio of their batches/s; after the raw-body
 # run of each, the folded stacks of the last hour (every row) are read 3
 # times: the median time of the query.
 # Printed figures only. Knobs: BENCH_BATCHES (default 60), BENCH_SCRAPES (20),
-# BENCH_CGROUPS_METRICS (10000), BENCH_FLEET_SECONDS (20; 0 skips part 3).
+# BENCH_CGROUPS_METRICS (10000), BENCH_FLEET_SECONDS (20; 0 skips part 3),
+# BENCH_ONLY_FLEET=1 (part 3 alone).
 source "$(dirname "$0")/../tests/lib/common.sh"
 source "$(dirname "$0")/../tests/lib/clickhouse.sh"
 STORES=sqlite
@@ -75,7 +78,9 @@ echo "# exporter on core $core_ex of $ncpu; load generator on core 0; $(uname -r
 
 # --- 1. ingest
 declare -A RATE
+ONLY_FLEET=${BENCH_ONLY_FLEET:-0}
 for store in $STORES; do
+	((ONLY_FLEET)) && break
 	args=()
 	if [[ $store == clickhouse ]]; then
 		why=$(ch_available) || { echo "ingest (clickhouse): SKIPPED ($why)"; continue; }
@@ -129,7 +134,9 @@ done
 # rows. The window moves between the two runs: the oldest minute may fall
 # out of the second one (a few bytes less).
 FROWS=${BENCH_FLAME_ROWS:-10000000}
-if [[ $STORES == *clickhouse* ]] && why=$(ch_available); then
+if ((ONLY_FLEET)); then
+	:
+elif [[ $STORES == *clickhouse* ]] && why=$(ch_available); then
 	ch_start flame || fail "clickhouse-server did not start"
 	start_exporter flame-ch --store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[flame]}" \
 		--clickhouse-database fleet
@@ -215,8 +222,13 @@ if ((FLEET_S > 0)) && [[ -x $SWARM ]]; then
 		ch_start fleet || fail "clickhouse-server did not start"
 		taskset -pc 0 "${CH_PID[fleet]}" >/dev/null
 		FLEET_STORE=(--store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[fleet]}")
+		# the store's INSERTs one after the other (as before), then at once
+		CGPERF_CLICKHOUSE_SERIAL=1 fleet keepalive-1000-clickhouse-serial --agents 1000 \
+			--rate 100 --duration "$FLEET_S" push
 		fleet keepalive-1000-clickhouse --agents 1000 --rate 100 --duration "$FLEET_S" push
 		FLEET_STORE=()
+		ack() { tail -n 1 "$TMP/swarm-$1" | tr ' ' '\n' | grep -E '^(p50|p99)_ms=' | tr '\n' ' '; }
+		echo "clickhouse acks, 1000 agents at 100 batches/s: INSERTs one at a time $(ack keepalive-1000-clickhouse-serial); at once $(ack keepalive-1000-clickhouse)"
 		ch_stop fleet
 	fi
 	fleet close-1000 --agents 1000 --rate 100 --duration "$FLEET_S" --close push
@@ -227,6 +239,7 @@ else
 fi
 
 # --- 2. /metrics with ~100k series
+((ONLY_FLEET)) && exit 0
 start_exporter metrics
 "$GEN" --cgroups "$MCG" --stacks 0 --counters 10 --agent bench-metrics write "$TMP/m.pb" ||
 	fail "gen_batch write failed"

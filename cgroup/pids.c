@@ -45,13 +45,14 @@ static int add_procs(int dfd, size_t max, int **pids, size_t *n)
 	return 0;
 }
 
-static int walk(int dfd, int depth, size_t max, int **pids, size_t *n)
+/* @dfd's pids, then its subdirectories' down to @max_depth levels below. */
+static int walk(int dfd, int depth, int max_depth, size_t max, int **pids, size_t *n)
 {
 	struct dirent *de;
 	DIR *d;
 	int ret = add_procs(dfd, max, pids, n);
 
-	if (ret < 0 || depth >= CG_TREE_MAX_DEPTH || *n >= max)
+	if (ret < 0 || depth >= max_depth || *n >= max)
 		return ret;
 	d = fdopendir(dup(dfd));
 	if (!d)
@@ -64,33 +65,31 @@ static int walk(int dfd, int depth, size_t max, int **pids, size_t *n)
 		sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (sub < 0)
 			continue;
-		ret = walk(sub, depth + 1, max, pids, n);
+		ret = walk(sub, depth + 1, max_depth, max, pids, n);
 		close(sub);
 	}
 	closedir(d);
 	return ret;
 }
 
-int cg_pids_in(const char *dir, size_t max, int **pids, size_t *n)
+static int pids_from(const char *dir, int max_depth, size_t max, int **pids, size_t *n)
 {
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int ret;
 
 	if (dfd < 0)
 		return 0;
-	ret = add_procs(dfd, max, pids, n);
+	ret = walk(dfd, 0, max_depth, max, pids, n);
 	close(dfd);
 	return ret;
 }
 
+int cg_pids_in(const char *dir, size_t max, int **pids, size_t *n)
+{
+	return pids_from(dir, 0, max, pids, n);
+}
+
 int cg_pids_under(const char *dir, size_t max, int **pids, size_t *n)
 {
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int ret;
-
-	if (dfd < 0)
-		return 0;
-	ret = walk(dfd, 0, max, pids, n);
-	close(dfd);
-	return ret;
+	return pids_from(dir, CG_TREE_MAX_DEPTH, max, pids, n);
 }

@@ -250,13 +250,18 @@ int rt_kube_keys(struct cg_rtinfo *ri, struct json_object *o)
 
 int rt_json_parse(const char *buf, size_t len, struct json_object **out)
 {
+	return rt_json_parse_depth(buf, len, CG_RT_JSON_DEPTH, out);
+}
+
+int rt_json_parse_depth(const char *buf, size_t len, int depth, struct json_object **out)
+{
 	struct json_tokener *tok;
 	struct json_object *o;
 	int ret = 0;
 
 	if (len > CG_RT_STORE_MAX)
 		return -EFBIG;
-	tok = json_tokener_new_ex(CG_RT_JSON_DEPTH);
+	tok = json_tokener_new_ex(depth);
 	if (!tok)
 		return -ENOMEM;
 	o = json_tokener_parse_ex(tok, buf, (int)len);
@@ -323,7 +328,10 @@ int cg_rt_sources_dup(struct cg_rt_sources *dst, const struct cg_rt_sources *src
 		return 0;
 	dst->timeout_ms = src->timeout_ms;
 	if (dup_opt(&dst->root, src->root) || dup_opt(&dst->docker_sock, src->docker_sock) ||
-	    dup_opt(&dst->podman_sock, src->podman_sock)) {
+	    dup_opt(&dst->podman_sock, src->podman_sock) ||
+	    dup_opt(&dst->kubelet_url, src->kubelet_url) ||
+	    dup_opt(&dst->kubelet_token_file, src->kubelet_token_file) ||
+	    dup_opt(&dst->kubelet_ca_file, src->kubelet_ca_file)) {
 		cg_rt_sources_release(dst);
 		return -ENOMEM;
 	}
@@ -337,6 +345,9 @@ void cg_rt_sources_release(struct cg_rt_sources *s)
 	free((char *)s->root);
 	free((char *)s->docker_sock);
 	free((char *)s->podman_sock);
+	free((char *)s->kubelet_url);
+	free((char *)s->kubelet_token_file);
+	free((char *)s->kubelet_ca_file);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -390,6 +401,15 @@ int cg_rt_lookup(const struct cg_rt_sources *src, const struct cg_identity *id,
 		}
 	} else if (id->unit[0] && !id->container_name[0]) {
 		ret = rt_systemd_lookup(src, id, out);
+	}
+	if (id->pod_uid[0] && ret != -ENOMEM) {
+		/* the pod's labels after the container's: theirs win a clash */
+		int r2 = rt_kubelet_lookup(src, id, out);
+
+		if (r2 == -ENOMEM || (r2 == -EAGAIN && ret >= 0 && cg_rtinfo_empty(out)))
+			ret = r2;
+		else if (r2 == 1 && ret >= 0)
+			ret = 1;
 	}
 	if (ret < 0 && ret != -EAGAIN && ret != -ENOMEM)
 		ret = 0; /* malformed or absent state: nothing known */

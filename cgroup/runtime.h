@@ -15,6 +15,8 @@
  *   containerd, cri-o the OCI bundle's config.json annotations that the
  *                     CRI runtimes write for the kubelet (io.kubernetes.*)
  *   systemd units     Description= of the unit file (no D-Bus)
+ *   kubelet /pods     optional (sources->kubelet_url): a pod's labels,
+ *                     added to its containers' labels (theirs win a clash)
  *
  * Everything read is capped (files through lib/slurp after lib/rootfs's
  * checks, API answers by bytes, JSON by depth, labels by count and length),
@@ -78,6 +80,12 @@ struct cg_rt_sources {
 	const char *docker_sock; /* "/var/run/docker.sock"; "" disables */
 	const char *podman_sock; /* "/run/podman/podman.sock"; "" disables */
 	unsigned timeout_ms;     /* per API request, 0: 500 */
+	/* The kubelet's /pods, for pod labels (and names where the runtime
+	 * gave none): "https://HOST:10250" or NULL/"" (not asked, the
+	 * default); a bearer token file read at every fetch (NULL: none); the
+	 * CA file its TLS certificate is checked against (NULL: the system's).
+	 * Not under @root: these are the agent's own files. */
+	const char *kubelet_url, *kubelet_token_file, *kubelet_ca_file;
 };
 
 /*

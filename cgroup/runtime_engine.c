@@ -29,19 +29,13 @@
 
 #define ENGINE_TIMEOUT_MS 500
 
-struct capbuf {
-	char *p;
-	size_t len, cap;
-	bool toobig;
-};
-
 static size_t on_body(char *data, size_t size, size_t n, void *ctx)
 {
-	struct capbuf *b = ctx;
+	struct rt_buf *b = ctx;
 	size_t add = size * n;
 	char *np;
 
-	if (add > CG_RT_JSON_MAX - b->len) {
+	if (add > (b->max ? b->max : CG_RT_JSON_MAX) - b->len) {
 		b->toobig = true;
 		return 0; /* aborts the transfer */
 	}
@@ -62,23 +56,36 @@ static size_t on_body(char *data, size_t size, size_t n, void *ctx)
 	return add;
 }
 
-/* GET @url on @sock: 0 with the body in *@b, 1 for 404, -EAGAIN, -ENOMEM. */
-static int engine_get(const char *sock, const char *url, unsigned timeout_ms, struct capbuf *b)
+/* One setopt chain for both callers; false when one failed. */
+static bool get_opts(CURL *h, const struct rt_get *g, struct rt_buf *b, struct curl_slist *hdr)
+{
+	return (!g->sock || curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, g->sock) == CURLE_OK) &&
+	       (!g->ca_file || curl_easy_setopt(h, CURLOPT_CAINFO, g->ca_file) == CURLE_OK) &&
+	       (!hdr || curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr) == CURLE_OK) &&
+	       curl_easy_setopt(h, CURLOPT_URL, g->url) == CURLE_OK &&
+	       curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
+	       curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+	       curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)g->timeout_ms) == CURLE_OK &&
+	       curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
+	       curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&
+	       curl_easy_setopt(h, CURLOPT_WRITEDATA, b) == CURLE_OK;
+}
+
+int rt_http_get(const struct rt_get *g, struct rt_buf *b)
 {
 	CURL *h = curl_easy_init();
+	struct curl_slist *hdr = NULL;
 	long status = 0;
 	CURLcode rc;
 	int ret;
 
 	if (!h)
 		return -ENOMEM;
-	if (curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, sock) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_URL, url) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_WRITEDATA, b) != CURLE_OK) {
+	if (g->auth && !(hdr = curl_slist_append(NULL, g->auth))) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (!get_opts(h, g, b, hdr)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -90,6 +97,7 @@ static int engine_get(const char *sock, const char *url, unsigned timeout_ms, st
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	ret = status == 200 ? 0 : status == 404 ? 1 : -EAGAIN;
 out:
+	curl_slist_free_all(hdr);
 	curl_easy_cleanup(h);
 	return ret;
 }
@@ -122,7 +130,7 @@ int rt_engine_lookup(const struct cg_rt_sources *src, const struct cg_identity *
 {
 	const char *sock = id->runtime == CG_RT_DOCKER ? src->docker_sock : src->podman_sock;
 	struct json_object *doc = NULL;
-	struct capbuf b = { 0 };
+	struct rt_buf b = { 0 };
 	char path[4096], url[128];
 	struct stat st;
 	int ret;
@@ -138,7 +146,10 @@ int rt_engine_lookup(const struct cg_rt_sources *src, const struct cg_identity *
 	if (stat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
 		return 0; /* no engine here */
 	snprintf(url, sizeof(url), "http://localhost/containers/%s/json", id->container_id);
-	ret = engine_get(path, url, src->timeout_ms ? src->timeout_ms : ENGINE_TIMEOUT_MS, &b);
+	ret = rt_http_get(&(struct rt_get){ .sock = path, .url = url,
+					    .timeout_ms = src->timeout_ms ? src->timeout_ms
+									  : ENGINE_TIMEOUT_MS },
+			  &b);
 	if (ret != 0)
 		goto out;
 	ret = rt_json_parse(b.p ? b.p : "", b.len, &doc);

@@ -41,7 +41,7 @@ static const char *const keys[] = {
 	"remote_write_url", "remote_write_bearer_token_file", "remote_write_basic_auth_user",
 	"remote_write_basic_auth_password_file", "remote_write_instance", "remote_write_interval",
 	"remote_write_queue", "clickhouse_url", "clickhouse_database", "clickhouse_cluster",
-	"clickhouse_user", "clickhouse_password_file", NULL,
+	"clickhouse_user", "clickhouse_password_file", "clickhouse_shard_urls", NULL,
 };
 
 /* The clickhouse store's string settings, by key; NULL for another key. */
@@ -52,12 +52,13 @@ static char **clickhouse_setting(struct exporter_config *c, const char *key)
 	       : !strcmp(key, "clickhouse_cluster")	  ? &c->clickhouse_cluster
 	       : !strcmp(key, "clickhouse_user")	  ? &c->clickhouse_user
 	       : !strcmp(key, "clickhouse_password_file") ? &c->clickhouse_password_file
+	       : !strcmp(key, "clickhouse_shard_urls")	  ? &c->clickhouse_shard_urls
 							  : NULL;
 }
 
 static const char *const clickhouse_keys[] = { "clickhouse_url", "clickhouse_database",
 					       "clickhouse_cluster", "clickhouse_user",
-					       "clickhouse_password_file" };
+					       "clickhouse_password_file", "clickhouse_shard_urls" };
 
 int exporter_config_defaults(struct exporter_config *c)
 {

@@ -37,9 +37,9 @@ struct exporter_config {
 	char *store;       /* backend name: "sqlite" or "clickhouse" */
 	/* The clickhouse store (NULL: unset): its HTTP interface's URL, the
 	 * database, the remote_servers cluster, the user and a file holding
-	 * the password. */
+	 * the password; every server's HTTP URL, comma-separated. */
 	char *clickhouse_url, *clickhouse_database, *clickhouse_cluster, *clickhouse_user,
-		*clickhouse_password_file;
+		*clickhouse_password_file, *clickhouse_shard_urls;
 	uint64_t retention_ns;     /* raw rows older than this are deleted; default 7d */
 	uint64_t series_expiry_ns; /* series not updated for this long vanish; default 15m */
 	uint64_t max_body;         /* bytes, 1..EXPORTER_MAX_BODY_MAX */

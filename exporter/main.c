@@ -47,6 +47,7 @@ static void usage(FILE *f)
 	      "                       [--ingest-queue N]\n"
 	      "                       [--store sqlite|clickhouse] [--clickhouse-url URL]\n"
 	      "                       [--clickhouse-database DB] [--clickhouse-cluster NAME]\n"
+	      "                       [--clickhouse-shard-urls URL,URL...]\n"
 	      "                       [--clickhouse-user USER --clickhouse-password-file FILE]\n"
 	      "                       [--remote-write-url URL ...] [--remote-write-interval DURATION]\n"
 	      "                       [--remote-write-bearer-token-file FILE]\n"
@@ -90,6 +91,7 @@ enum {
 	OPT_RW_INSTANCE,
 	OPT_RW_INTERVAL,
 	OPT_RW_QUEUE,
+	OPT_CH_SHARDS,
 };
 
 static const struct option opts[] = {
@@ -110,6 +112,7 @@ static const struct option opts[] = {
 	{ "clickhouse-cluster", required_argument, NULL, 'K' },
 	{ "clickhouse-user", required_argument, NULL, 'u' },
 	{ "clickhouse-password-file", required_argument, NULL, 'P' },
+	{ "clickhouse-shard-urls", required_argument, NULL, OPT_CH_SHARDS },
 	{ "config", required_argument, NULL, 'c' },
 	{ "log-level", required_argument, NULL, 'L' },
 	/* remote_write (exporter/remote_write.h) */
@@ -146,6 +149,7 @@ static const char *setting(int opt)
 	case 'K': return "clickhouse_cluster";
 	case 'u': return "clickhouse_user";
 	case 'P': return "clickhouse_password_file";
+	case OPT_CH_SHARDS: return "clickhouse_shard_urls";
 	case OPT_RW_URL: return "remote_write_url";
 	case OPT_RW_TOKEN: return "remote_write_bearer_token_file";
 	case OPT_RW_USER: return "remote_write_basic_auth_user";
@@ -398,7 +402,8 @@ static struct store *open_store(const struct exporter_config *cfg)
 				   .url = cfg->clickhouse_url,
 				   .database = cfg->clickhouse_database,
 				   .cluster = cfg->clickhouse_cluster,
-				   .user = cfg->clickhouse_user };
+				   .user = cfg->clickhouse_user,
+				   .shard_urls = cfg->clickhouse_shard_urls };
 	char *password = NULL, err[512] = "";
 	struct store *store = NULL;
 	int ret;

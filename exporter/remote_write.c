@@ -81,11 +81,6 @@ struct rw {
 	struct rw_target t[];
 };
 
-static uint64_t now_ms(void)
-{
-	return clock_mono_ns() / 1000000;
-}
-
 static void req_put(struct rw_req *r)
 {
 	if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
@@ -182,25 +177,20 @@ int rw_snapshot_now(struct rw *rw, rw_snapshot_fn *snap, void *arg)
 	return ret;
 }
 
-static struct timespec abstime(uint64_t ms)
-{
-	return (struct timespec){ .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000 };
-}
-
 static void *ticker_main(void *arg)
 {
 	struct rw *rw = arg;
-	uint64_t next = now_ms();
+	uint64_t next = clock_mono_ms();
 
 	while (!atomic_load(&rw->stopping)) {
-		if (now_ms() >= next) {
+		if (clock_mono_ms() >= next) {
 			rw_snapshot_now(rw, rw->snap, rw->snap_arg);
 			next += rw->interval_ms;
-			if (next < now_ms()) /* a slow round: no burst to catch up */
-				next = now_ms() + rw->interval_ms;
+			if (next < clock_mono_ms()) /* a slow round: no burst to catch up */
+				next = clock_mono_ms() + rw->interval_ms;
 			continue;
 		}
-		struct timespec ts = abstime(next);
+		struct timespec ts = clock_abstime_ms(next);
 
 		pthread_mutex_lock(&rw->lock);
 		if (!atomic_load(&rw->stopping))
@@ -240,7 +230,7 @@ static void on_result(struct rw_target *t, struct rw_req *req, const struct http
 		delay = httpc_backoff_ms(&t->rng, t->attempts, rw->retry_initial_ms, rw->retry_max_ms, false);
 		if (r->retry_after_ms >= 0 && (uint64_t)r->retry_after_ms > delay)
 			delay = (uint64_t)r->retry_after_ms;
-		t->next_ms = now_ms() + delay;
+		t->next_ms = clock_mono_ms() + delay;
 		return;
 	}
 	if (r->kind == HTTPC_ACK) {
@@ -269,10 +259,10 @@ static void *sender_main(void *arg)
 	while (!atomic_load(&rw->stopping)) {
 		struct rw_req *req = q_head(t);
 		struct httpc_result r;
-		uint64_t now = now_ms();
+		uint64_t now = clock_mono_ms();
 
 		if (!req || now < t->next_ms) {
-			struct timespec ts = abstime(req ? t->next_ms : now + 60000);
+			struct timespec ts = clock_abstime_ms(req ? t->next_ms : now + 60000);
 
 			pthread_cond_timedwait(&rw->wake, &rw->lock, &ts);
 			continue;
@@ -326,14 +316,7 @@ struct rw *rw_new(const struct rw_opts *o)
 	if (!rw)
 		goto err;
 	pthread_mutex_init(&rw->lock, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&rw->wake, &ca);
-		pthread_condattr_destroy(&ca);
-	}
+	clock_cond_init(&rw->wake);
 	atomic_init(&rw->stopping, false);
 	rw->n = o->nurls;
 	rw->interval_ms = o->interval_ms;

@@ -16,6 +16,7 @@
 #include "exporter/totals_internal.h"
 #include "lib/hashmap.h"
 #include "lib/grow.h"
+#include "lib/prom.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -185,8 +186,9 @@ err:
 }
 
 /* The escaped label text of @c: host, id, container, container_name,
- * pod, pod_name, namespace, unit, runtime, and image when known (an empty
- * label is no label to Prometheus; older series keep their text). 0 or
+ * pod, pod_name, namespace, unit, runtime, and image and container labels
+ * when known (an empty label is no label to Prometheus; older series keep
+ * their text). 0 or
  * -ENOMEM. */
 static int cg_labels(struct cg *c)
 {
@@ -218,6 +220,7 @@ static int cg_labels(struct cg *c)
 		page_label(&p, c->id[ID_IMAGE]);
 		page_putc(&p, '"');
 	}
+	page_put(&p, c->id[ID_CLABELS]); /* written text already */
 	s = page_take(&p, NULL);
 	if (!s)
 		return -ENOMEM;
@@ -499,6 +502,24 @@ void totals_visitor(struct totals *t, struct store_visitor *v)
 
 /* ---- adding a batch ---- */
 
+/* The container labels of @g (only those the agent's allow-list names
+ * travel) as label text in *@out, "" for none. 0 or -ENOMEM. */
+static int batch_clabels(const Cgperf__V1__Batch *m, const Cgperf__V1__Cgroup *g, char **out)
+{
+	const char *k[WIRE_LABELS_MAX], *v[WIRE_LABELS_MAX];
+	size_t n = 0;
+	struct page p;
+
+	for (; n < g->n_labels && n < WIRE_LABELS_MAX; n++) {
+		k[n] = wire_string(m, g->labels[n]->key);
+		v[n] = wire_string(m, g->labels[n]->value);
+	}
+	page_init(&p, 0);
+	prom_pairs_to(page_sink, &p, "container_label_", k, v, n);
+	*out = page_take(&p, NULL);
+	return *out ? 0 : -ENOMEM;
+}
+
 static struct cg *batch_cg(struct totals *t, const Cgperf__V1__Batch *m, uint32_t i, uint64_t now)
 {
 	const Cgperf__V1__Cgroup *g;
@@ -525,8 +546,15 @@ int totals_add_batch(struct totals *t, const Cgperf__V1__Batch *m, uint64_t now)
 			wire_string(m, g->slice),	  wire_string(m, g->image),
 		};
 		struct cg *c = cg_get(t, m->host, wire_string(m, g->path));
+		char *cl = NULL;
+		int ret;
 
-		if (!c || cg_identity(t, c, v, g->id))
+		if (!c || batch_clabels(m, g, &cl))
+			return -ENOMEM;
+		v[ID_CLABELS] = cl;
+		ret = cg_identity(t, c, v, g->id);
+		free(cl);
+		if (ret)
 			return -ENOMEM;
 		c->last_seen = max64(c->last_seen, now);
 	}
@@ -732,6 +760,9 @@ static size_t cg_growth(const struct totals *t, const Cgperf__V1__Batch *m,
 		if (!c || (*v && strcmp(v, c->id[i])))
 			n += strlen(v);
 	}
+	for (size_t i = 0; !c && i < g->n_labels; i++) /* ID_CLABELS: names, values */
+		n += 24 + strlen(wire_string(m, g->labels[i]->key)) +
+		     strlen(wire_string(m, g->labels[i]->value));
 	if (c)
 		return 3 * n;
 	return CG_OVERHEAD + LABEL_NAMES + 3 * (n + strlen(m->host) + strlen(path));

@@ -17,9 +17,11 @@
 #include "exporter/totals.h"
 
 
-/* Identity fields in store_cgroup order. */
+/* Identity fields in store_cgroup order; then ID_CLABELS, the container
+ * labels the agent sent (its allow-list) as written label text
+ * (",container_label_KEY=\"VALUE\"..."), which the store does not keep. */
 enum { ID_CONTAINER, ID_RUNTIME, ID_POD, ID_QOS, ID_NS, ID_POD_NAME, ID_CONTAINER_NAME, ID_UNIT,
-       ID_SLICE, ID_IMAGE, ID_N };
+       ID_SLICE, ID_IMAGE, ID_CLABELS, ID_N };
 
 struct counter_series {
 	char *event;

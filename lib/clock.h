@@ -10,9 +10,22 @@
  * the process (batches, the exporter's "last seen").
  */
 
+#include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 uint64_t clock_mono_ns(void);
 uint64_t clock_real_ns(void);
+/* clock_mono_ns() in milliseconds. */
+uint64_t clock_mono_ms(void);
+
+/*
+ * Timed waits on the monotonic clock: clock_cond_init() makes a condition
+ * whose pthread_cond_timedwait() takes CLOCK_MONOTONIC deadlines (0 or an
+ * errno value, as pthread_cond_init()); clock_abstime_ms() is the deadline
+ * @ms (a clock_mono_ms() value) in the timespec such a wait takes.
+ */
+int clock_cond_init(pthread_cond_t *c);
+struct timespec clock_abstime_ms(uint64_t ms);
 
 #endif

@@ -104,11 +104,6 @@ struct httpc {
 	size_t resp_len;
 };
 
-static uint64_t now_ms(void)
-{
-	return clock_mono_ns() / 1000000;
-}
-
 static CURLcode curl_init_status = CURLE_FAILED_INIT;
 
 static void curl_init_once(void)
@@ -264,7 +259,7 @@ void httpc_post(struct httpc *h, const char *const *hdrs, size_t nhdrs, const vo
 		classify_status(h, status, r);
 	}
 	memcpy(r->body, h->resp, h->resp_len + 1);
-	h->last_io_ms = now_ms();
+	h->last_io_ms = clock_mono_ms();
 	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, NULL);
 	curl_slist_free_all(list);
@@ -452,7 +447,7 @@ uint64_t httpc_rng_seed(const char *salt)
 	uint64_t s;
 
 	if (getrandom(&s, sizeof(s), GRND_NONBLOCK) != sizeof(s))
-		s = now_ms() ^ ((uint64_t)getpid() << 32);
+		s = clock_mono_ms() ^ ((uint64_t)getpid() << 32);
 	s ^= hash_fnv1a_str(HASH_FNV_OFFSET, salt ? salt : "");
 	return s ? s : 0x9e3779b97f4a7c15ull;
 }

@@ -105,6 +105,14 @@ void rootfs_set_refusal_hook(rootfs_refusal_fn fn, void *ctx)
 	refusal_ctx = ctx;
 }
 
+void rootfs_refusal_keep(void *ctx, pid_t pid, const char *path, enum rootfs_reason why, int err)
+{
+	(void)pid;
+	(void)path;
+	(void)err;
+	*(int32_t *)ctx = (int32_t)why;
+}
+
 void rootfs_report_refusal(pid_t pid, const char *path, enum rootfs_reason why, int err)
 {
 	if (refusal_fn)

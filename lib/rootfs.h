@@ -121,6 +121,9 @@ typedef void (*rootfs_refusal_fn)(void *ctx, pid_t pid, const char *path,
 				  enum rootfs_reason why, int err);
 /* Install @fn (NULL: none). Not synchronised: set before threads open. */
 void rootfs_set_refusal_hook(rootfs_refusal_fn fn, void *ctx);
+/* A hook that keeps the reason of the last refusal in the int32_t at @ctx
+ * (a helper process sends it to the agent, which reports it). */
+void rootfs_refusal_keep(void *ctx, pid_t pid, const char *path, enum rootfs_reason why, int err);
 /* Report a refusal found elsewhere (a helper process): calls the hook. */
 void rootfs_report_refusal(pid_t pid, const char *path, enum rootfs_reason why, int err);
 /* "special", "link", "pseudofs", "too_big", "vanished", "other", "stalled". */

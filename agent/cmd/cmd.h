@@ -23,6 +23,20 @@ int cmd_record(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_wiredump(int argc, char **argv);
+int cmd_annotate(int argc, char **argv);
+
+/*
+ * record, with @e->emit(@e->ctx, stacks) called in place of writing the
+ * folded stacks (annotate samples this way); @e->prog prefixes messages.
+ * emit returns 0 or an exit status. @e NULL: cmd_record().
+ */
+struct stacks;
+struct record_emit {
+	const char *prog;
+	int (*emit)(void *ctx, struct stacks *st, size_t *nlines); /* distinct stacks seen */
+	void *ctx;
+};
+int cmd_record_emit(int argc, char **argv, const struct record_emit *e);
 
 /* Shared by the commands: the perf_event cgroup hierarchy's mount point
  * (malloc'd) or NULL with a message printed. */
@@ -86,6 +100,15 @@ struct cmd_opt {
 };
 
 #define CMD_MAX_OPTS 32
+
+/* The sampling targets of record and annotate, one table for both. */
+#define CMD_OPTS_SAMPLE_TARGETS                                                                   \
+	{"all-cpus", 'a', true, NULL, "sample the whole host (default)"},                         \
+	{"cgroup", 'G', true, "CG,...", "only these cgroups (paths relative to the cgroup mount)"}, \
+	{"pid", 'p', true, "PID", "only this process and the children it forks"},                 \
+	{"target", 't', true, "SELECTOR",                                                          \
+	 "processes matching comm=, exe=, cgroup=, pid=, cmdline~,\n"                             \
+	 "container=, image=, pod=, namespace=, unit="}
 
 /* getopt_long()'s long options and short option string of @n options. */
 struct cmd_getopt {

@@ -24,17 +24,22 @@ struct cgroups_opts {
 	struct cg_rtinfo *rt; /* per tree node, NULL with --no-runtime */
 };
 
+static const struct cmd_opt cgroups_opts[] = {
+	{"processes", 'p', true, NULL, "list the processes of each cgroup (pid, comm, exe)"},
+	{"json", 'j', true, NULL, "one JSON document on stdout"},
+	{"containers", 'c', true, NULL, "only cgroups that are containers or pods"},
+	{"labels", 'l', true, NULL, "print each container's labels under it"},
+	{"no-runtime", 'n', true, NULL, "identity from the paths only: ask no runtime"},
+	{"help", 'h', true, NULL, NULL},
+};
+
 static void usage(FILE *f)
 {
 	fputs("usage: cgperf-agent cgroups [--processes] [--json] [--containers] [--labels] [--no-runtime] [SUBTREE]\n"
-	      "\n"
-	      "  -p, --processes   list the processes of each cgroup (pid, comm, exe)\n"
-	      "  -j, --json        one JSON document on stdout\n"
-	      "  -c, --containers  only cgroups that are containers or pods\n"
-	      "  -l, --labels      print each container's labels under it\n"
-	      "  -n, --no-runtime  identity from the paths only: ask no runtime\n"
-	      "  SUBTREE           only this cgroup and its descendants\n",
+	      "\n",
 	      f);
+	cmd_opts_usage(f, cgroups_opts, sizeof(cgroups_opts) / sizeof(cgroups_opts[0]), 20);
+	fputs("  SUBTREE           only this cgroup and its descendants\n", f);
 }
 
 static bool in_subtree(const char *path, const char *under)
@@ -202,24 +207,17 @@ static void print_text(const struct cgroups_opts *o, const char *mount, const st
 
 int cmd_cgroups(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"processes", no_argument, NULL, 'p'},
-		{"json", no_argument, NULL, 'j'},
-		{"containers", no_argument, NULL, 'c'},
-		{"labels", no_argument, NULL, 'l'},
-		{"no-runtime", no_argument, NULL, 'n'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	const char *prog = "cgperf-agent cgroups";
 	struct cgroups_opts o = {0};
 	struct cg_tree *t = NULL;
 	struct cg_proc_list *pl = NULL;
 	char *mount, *under = NULL;
+	struct cmd_getopt g;
 	int opt, ret = 0;
 
+	cmd_getopt_init(&g, cgroups_opts, sizeof(cgroups_opts) / sizeof(cgroups_opts[0]), false);
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "pjclnh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
 		switch (opt) {
 		case 'p': o.processes = true; break;
 		case 'j': o.json = true; break;

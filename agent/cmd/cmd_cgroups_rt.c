@@ -20,6 +20,9 @@ void cmd_rt_sources(struct cg_rt_sources *src)
 	memset(src, 0, sizeof(*src));
 	src->docker_sock = getenv("CGPERF_DOCKER_SOCKET");
 	src->podman_sock = getenv("CGPERF_PODMAN_SOCKET");
+	src->kubelet_url = getenv("CGPERF_KUBELET_URL");
+	src->kubelet_token_file = getenv("CGPERF_KUBELET_TOKEN_FILE");
+	src->kubelet_ca_file = getenv("CGPERF_KUBELET_CA_FILE");
 }
 
 int cmd_rt_lookup_tree(const struct cg_tree *t, bool (*want)(const void *ctx, const struct cg_node *),

@@ -62,6 +62,7 @@ struct record {
 	uint64_t samples, lost, filtered;
 	struct offcpu *oc; /* --off-cpu: switch-outs waiting for their switch-in */
 	struct ev_spec offev; /* --off-cpu: sched:sched_switch */
+	const struct record_emit *emit; /* annotate's output in place of the folded stacks */
 };
 
 static bool selected(struct record *r, uint32_t pid)
@@ -201,12 +202,7 @@ static void on_lost(void *ctx, uint64_t lost)
 enum { OPT_CALLGRAPH = 256, OPT_PERCG, OPT_DEMANGLE, OPT_NO_DEMANGLE, OPT_OFFCPU, OPT_OFFCPU_MIN };
 
 static const struct cmd_opt record_opts[] = {
-	{"all-cpus", 'a', true, NULL, "sample the whole host (default)"},
-	{"cgroup", 'G', true, "CG,...", "only these cgroups (paths relative to the cgroup mount)"},
-	{"pid", 'p', true, "PID", "only this process and the children it forks"},
-	{"target", 't', true, "SELECTOR",
-	 "processes matching comm=, exe=, cgroup=, pid=, cmdline~,\n"
-	 "container=, image=, pod=, namespace=, unit="},
+	CMD_OPTS_SAMPLE_TARGETS,
 	{"freq", 'F', true, "HZ", "samples per second per CPU (default 99)"},
 	{"count", 'c', true, "PERIOD", "one sample every PERIOD events instead"},
 	{"event", 'e', true, "EVENT", "sampling event (default cpu-clock)"},
@@ -723,7 +719,10 @@ static int record_run(struct record *r, struct record_args *a, struct ev_spec *e
 		goto out;
 	double elapsed = (double)(clock_mono_ns() - t0) / 1e9, cpu_sample = cpu_seconds() - cpu0;
 
-	ret = write_stacks(r, out, a->outpath, &nlines);
+	if (r->emit)
+		ret = r->emit->emit(r->emit->ctx, r->st, &nlines);
+	else
+		ret = write_stacks(r, out, a->outpath, &nlines);
 	out = stdout;
 	report_summary(r, smp, a, nlines, elapsed, cpu_sample, cpu_seconds() - cpu0);
 	int status = workload_finish(w);
@@ -746,7 +745,12 @@ out:
 
 int cmd_record(int argc, char **argv)
 {
-	struct record r = {.prog = "cgperf-agent record", .mode = STACKS_LEAF};
+	return cmd_record_emit(argc, argv, NULL);
+}
+
+int cmd_record_emit(int argc, char **argv, const struct record_emit *e)
+{
+	struct record r = {.prog = e ? e->prog : "cgperf-agent record", .mode = STACKS_LEAF, .emit = e};
 	struct record_args a = {
 		.so = {.freq = 99, .stack_bytes = 8192, .mmap_pages = 64},
 		.evname = "cpu-clock",

@@ -346,18 +346,20 @@ static void run_refusal_notice(void *ctx, pid_t pid, const char *path, const cha
 static int parse_args(int argc, char **argv, const char **path, bool *print, double *duration,
 		      int *push_mode)
 {
-	static const struct option longopts[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"push-mode", required_argument, NULL, 'M'},
-		{"print-config", no_argument, NULL, 'P'},
-		{"duration", required_argument, NULL, 'd'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	/* listed by the usage text below, not one by one */
+	static const struct cmd_opt run_opts[] = {
+		{"config", 'c', true, "FILE", NULL},
+		{"push-mode", 'M', false, "MODE", NULL},
+		{"print-config", 'P', false, NULL, NULL},
+		{"duration", 'd', true, "S", NULL},
+		{"help", 'h', true, NULL, NULL},
 	};
+	struct cmd_getopt g;
 	int opt;
 
+	cmd_getopt_init(&g, run_opts, sizeof(run_opts) / sizeof(run_opts[0]), false);
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "c:d:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
 		switch (opt) {
 		case 'c': *path = optarg; break;
 		case 'P': *print = true; break;

@@ -37,7 +37,9 @@
 #include <unistd.h>
 
 #include "agent/cmd/cmd.h"
+#include "agent/cmd/cmd_rt.h"
 #include "agent/cmd/trace.h"
+#include "agent/cmd/trace_wait.h"
 #include "agent/perf/cpumap.h"
 #include "agent/symbols/demangle.h"
 #include "agent/stacks/fold.h"
@@ -513,6 +515,8 @@ static int resolve_each(struct trace *t, const struct trace_args *a, size_t nspe
 			}
 		}
 		rc = probe_resolve(spec, pids, npids, &t->pr[t->npr].p, err, sizeof(err));
+		if (rc && trace_wait_may(rc, spec, a->groups, a->pid, a->latency))
+			rc = trace_wait_add(t, t->npr, spec, err); /* placed when it comes */
 		if (rc) {
 			fprintf(stderr, "%s: %s\n", t->prog, err);
 			return rc == -ENOMEM ? 1 : 2;
@@ -540,7 +544,7 @@ static int find_hist_args(struct trace *t)
 				t->pr[i].hist_arg = a;
 				any = true;
 			}
-	if (any)
+	if (any || t->wait) /* a waiting probe's arguments are not known yet */
 		return 0;
 	fprintf(stderr, "%s: no probe has an argument named '%s' for --hist "
 			"(name it in the probe: 'u:libc:malloc size=%%di')\n",
@@ -624,8 +628,9 @@ static int open_probes(struct trace *t, const struct trace_args *a, int *cpus, i
 	};
 	const char *filter = a->filter;
 
+	trace_wait_arm(t->wait, &base, filter);
 	for (size_t i = 0; i < t->npr; i++) {
-		int err = open_probe(t, &t->pr[i], &base, filter);
+		int err = trace_wait_pending(t->wait, i) ? 0 : open_probe(t, &t->pr[i], &base, filter);
 		const char *label = t->pr[i].p.label;
 
 		if (!err)
@@ -748,6 +753,11 @@ static int trace_loop(struct trace *t, struct workload *w, long pid, uint64_t en
 		uint64_t round = clock_mono_ns();
 
 		drain_all(t, false);
+		if (trace_wait_poll(t, open_probe) > 0) { /* their rings too */
+			free(pfd);
+			if (!(pfd = poll_set(t, workload_fd(w), &n)))
+				return 1;
+		}
 		if (t->lat_start >= 0)
 			pair_latency(t, round);
 		if (t->stacks)
@@ -814,6 +824,8 @@ static int trace_run(struct trace *t, const struct trace_args *a, struct workloa
 			ret = 1;
 			goto out;
 		}
+		if ((t->rt = cmd_rt_cache_new())) /* without it, the paths alone */
+			stacks_set_runtime(t->stacks, t->rt);
 	}
 	cmd_raise_nofile();
 	if ((ret = seed_pid_tree(t, a->pid)) || (ret = open_probes(t, a, cpus, ncpu, cgdirs, ncgdirs)))
@@ -829,6 +841,7 @@ static int trace_run(struct trace *t, const struct trace_args *a, struct workloa
 		goto out;
 	double secs = (double)(clock_mono_ns() - t0) / 1e9;
 
+	trace_wait_report(t);
 	trace_print_results(t, a->json, secs);
 	trace_report_summary(t, a->verbose, secs, lost);
 	ret = workload_finish(w);
@@ -887,6 +900,8 @@ out:
 	fold_free(t.pids);
 	free(t.v);
 	stacks_free(t.stacks);
+	cg_rtcache_free(t.rt);
+	trace_wait_free(t.wait);
 	refusals_stop();
 	free(t.mount);
 	return ret;

@@ -134,6 +134,8 @@ struct config {
 		uint64_t timeout_ms; /* per engine request */
 		uint64_t refresh_ms; /* a known answer is asked again after this */
 		char **labels;       /* allow-list of container label keys (globs) */
+		char *kubelet_url;   /* "https://NODE:10250" for pod labels, or NULL */
+		char *kubelet_token_file, *kubelet_ca_file;
 		size_t nlabels;
 	} identity;
 };

@@ -230,6 +230,9 @@ static void dump_body(struct out *o, const struct config *c)
 	key_duration(o, "timeout", c->identity.timeout_ms);
 	key_duration(o, "refresh", c->identity.refresh_ms);
 	key_list(o, "labels", c->identity.labels, c->identity.nlabels);
+	key_str(o, "kubelet_url", c->identity.kubelet_url);
+	key_str(o, "kubelet_token_file", c->identity.kubelet_token_file);
+	key_str(o, "kubelet_ca_file", c->identity.kubelet_ca_file);
 	map_end(o);
 }
 

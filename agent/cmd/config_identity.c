@@ -15,7 +15,8 @@
 #include "lib/strv.h"
 
 const char *const config_identity_keys[] = {"runtimes", "root", "docker_socket", "podman_socket",
-					    "timeout", "refresh", "labels", NULL};
+					    "timeout", "refresh", "labels", "kubelet_url",
+					    "kubelet_token_file", "kubelet_ca_file", NULL};
 
 #define MS_S 1000ull
 
@@ -31,6 +32,9 @@ void config_identity_free(struct config *c)
 	free(c->identity.root);
 	free(c->identity.docker_socket);
 	free(c->identity.podman_socket);
+	free(c->identity.kubelet_url);
+	free(c->identity.kubelet_token_file);
+	free(c->identity.kubelet_ca_file);
 	strv_free(c->identity.labels, c->identity.nlabels);
 }
 
@@ -38,6 +42,30 @@ static int check_label_glob(struct ydoc *x, const yaml_node_t *n, const char *na
 {
 	if (!v[0] || strlen(v) > 128)
 		return ydoc_fail(x, n, "%s: a label key (or glob) of 1 to 128 bytes", name);
+	return 0;
+}
+
+/* kubelet_url (http:// or https://), kubelet_token_file, kubelet_ca_file. */
+static int kubelet_keys(struct ydoc *x, const yaml_node_t *m, struct config *c)
+{
+	const yaml_node_t *v;
+	int rc;
+
+	if ((v = ydoc_get(x, m, "kubelet_url")) &&
+	    (rc = ydoc_string(x, v, "identity.kubelet_url", YDOC_NULLABLE,
+			      "the kubelet's URL (\"https://NODE:10250\")", &c->identity.kubelet_url)))
+		return rc;
+	if (c->identity.kubelet_url && strncmp(c->identity.kubelet_url, "https://", 8) &&
+	    strncmp(c->identity.kubelet_url, "http://", 7))
+		return ydoc_fail(x, v, "identity.kubelet_url: an http:// or https:// URL");
+	if ((v = ydoc_get(x, m, "kubelet_token_file")) &&
+	    (rc = ydoc_string(x, v, "identity.kubelet_token_file", YDOC_NULLABLE, "a file",
+			      &c->identity.kubelet_token_file)))
+		return rc;
+	if ((v = ydoc_get(x, m, "kubelet_ca_file")) &&
+	    (rc = ydoc_string(x, v, "identity.kubelet_ca_file", YDOC_NULLABLE, "a file",
+			      &c->identity.kubelet_ca_file)))
+		return rc;
 	return 0;
 }
 
@@ -72,6 +100,8 @@ int config_identity_parse(struct ydoc *x, const yaml_node_t *root, struct config
 	if ((v = ydoc_get(x, m, "refresh")) &&
 	    (rc = ydoc_duration_ms(x, v, "identity.refresh", MS_S, 86400 * MS_S,
 				   &c->identity.refresh_ms)))
+		return rc;
+	if ((rc = kubelet_keys(x, m, c)))
 		return rc;
 	if ((v = ydoc_get(x, m, "labels")) &&
 	    (rc = ydoc_list(x, v, "identity.labels", CONFIG_MAX_LABELS, check_label_glob,

@@ -28,6 +28,7 @@ static const struct {
 	{"run", cmd_run, "continuous mode: counters, stacks, probes per cgroup, pushed to collectors"},
 	{"wire-dump", cmd_wiredump, "decode pushed batches (as a collector gets them) to JSON"},
 	{"trace", cmd_trace, "uprobes, USDT and tracepoints per cgroup: hits, histograms, latency"},
+	{"annotate", cmd_annotate, "a function's instructions with the share of samples at each (perf annotate)"},
 };
 
 /* `run` logs through the log module; the one-shot commands talk plainly. */

@@ -20,6 +20,7 @@
 #include "cgroup/pids.h"
 #include "cgroup/target.h"
 #include "lib/log.h"
+#include "lib/prom.h"
 #include "lib/strv.h"
 
 static void run_idsel_free(struct run_idsel *s);
@@ -34,6 +35,9 @@ int run_identity_start(struct agent *a)
 		.docker_sock = cfg->identity.docker_socket,
 		.podman_sock = cfg->identity.podman_socket,
 		.timeout_ms = (unsigned)cfg->identity.timeout_ms,
+		.kubelet_url = cfg->identity.kubelet_url,
+		.kubelet_token_file = cfg->identity.kubelet_token_file,
+		.kubelet_ca_file = cfg->identity.kubelet_ca_file,
 	};
 
 	if (!a->idsel && run_idsel_new(a) < 0)
@@ -106,28 +110,20 @@ static void label(FILE *f, const char *name, const char *v)
 void run_identity_metric_labels(FILE *f, const struct agent *a, const struct rcg *c)
 {
 	const struct cg_rtinfo *ri = &c->rt;
+	const char *keys[CONFIG_MAX_LABELS], *values[CONFIG_MAX_LABELS];
+	size_t n = 0;
 
 	label(f, "container_name", ri->name ? ri->name : c->ident.container_name);
 	label(f, "image", ri->image);
 	label(f, "pod_name", ri->pod_name);
 	label(f, "namespace", ri->pod_namespace);
-	for (size_t i = 0; i < ri->nlabels; i++) {
-		const char *k = ri->labels[i].key;
-
-		if (!config_label_wanted(a->cfg, k))
+	for (size_t i = 0; i < ri->nlabels && n < CONFIG_MAX_LABELS; i++) {
+		if (!config_label_wanted(a->cfg, ri->labels[i].key))
 			continue;
-		fputs(",container_label_", f);
-		for (; *k; k++) {
-			char ch = *k;
-			bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-				  (ch >= '0' && ch <= '9') || ch == '_';
-
-			fputc(ok ? ch : '_', f);
-		}
-		fputs("=\"", f);
-		selfmetrics_label(f, ri->labels[i].value);
-		fputc('"', f);
+		keys[n] = ri->labels[i].key;
+		values[n++] = ri->labels[i].value;
 	}
+	prom_pairs(f, "container_label_", keys, values, n);
 }
 
 /* ---- cgroups.include/exclude by identity ---- */

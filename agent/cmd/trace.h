@@ -55,6 +55,8 @@ struct trace {
 	struct latency *lat;  /* --latency endpoints, paired in time order */
 	uint64_t unpaired_end;
 	struct stacks *stacks;
+	struct cg_rtcache *rt; /* container names for --stacks --per-cgroup */
+	struct trace_wait *wait; /* -G probes waiting for their binary, or NULL */
 	size_t cur;           /* probe whose ring is being drained */
 	size_t cur_site;      /* and which of its samplers */
 	struct fold *pids;    /* -p with uprobes: the process tree, filtered here */

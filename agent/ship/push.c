@@ -40,16 +40,6 @@
 #define DEFAULT_SPOOL_MAX_BYTES (64ull << 20)
 #define DEFAULT_IDLE_CLOSE_MS 60000u
 
-uint64_t push_now_ms(void)
-{
-	return clock_mono_ns() / 1000000;
-}
-
-struct timespec push_abstime_ms(uint64_t ms)
-{
-	return (struct timespec){ .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000 };
-}
-
 uint64_t push_min_cursor(const struct push *p)
 {
 	uint64_t m = UINT64_MAX;
@@ -182,18 +172,14 @@ void push_free(struct push *p)
 
 static struct push *push_alloc(const struct push_opts *o)
 {
-	pthread_condattr_t ca;
 	struct push *p = calloc(1, sizeof(*p) + o->n_urls * sizeof(p->c[0]));
 
 	if (!p)
 		return NULL;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->log_lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->wake, &ca);
-	pthread_cond_init(&p->progress, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&p->wake);
+	clock_cond_init(&p->progress);
 	atomic_init(&p->stopping, false);
 	p->n = o->n_urls;
 	p->mode = o->mode;
@@ -375,8 +361,8 @@ static bool flush_pending(struct push *p, uint64_t target)
 
 int push_flush(struct push *p, unsigned timeout_ms)
 {
-	uint64_t deadline = push_now_ms() + timeout_ms, target;
-	struct timespec ts = push_abstime_ms(deadline);
+	uint64_t deadline = clock_mono_ms() + timeout_ms, target;
+	struct timespec ts = clock_abstime_ms(deadline);
 	int ret = 0;
 
 	pthread_mutex_lock(&p->lock);
@@ -386,7 +372,7 @@ int push_flush(struct push *p, unsigned timeout_ms)
 		p->c[i].next_ms = 0; /* one prompt try, whatever the backoff */
 	pthread_cond_broadcast(&p->wake);
 	while (flush_pending(p, target)) {
-		if (push_now_ms() >= deadline) {
+		if (clock_mono_ms() >= deadline) {
 			ret = -ETIMEDOUT;
 			break;
 		}

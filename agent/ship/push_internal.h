@@ -93,8 +93,6 @@ struct push {
 	struct collector c[];
 };
 
-uint64_t push_now_ms(void);
-struct timespec push_abstime_ms(uint64_t ms);
 /* The smallest lane cursor: what every lane is past. */
 uint64_t push_min_cursor(const struct push *p);
 

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "agent/ship/spool.h"
+#include "lib/clock.h"
 
 void push_msg_add(struct logmsg *m, enum push_log_level level, const char *fmt, ...)
 {
@@ -190,7 +191,7 @@ static void on_failure(struct collector *c, uint64_t seq, const struct httpc_res
 
 static void on_result(struct collector *c, uint64_t seq, const struct httpc_result *r, struct logmsg *m)
 {
-	uint64_t now = push_now_ms();
+	uint64_t now = clock_mono_ms();
 
 	if (r->kind == HTTPC_STOPPED)
 		return; /* interrupted by push_free: not an outcome */
@@ -252,7 +253,7 @@ static void wait_until(struct push *p, uint64_t until)
 	if (until == UINT64_MAX) {
 		pthread_cond_wait(&p->wake, &p->lock);
 	} else {
-		struct timespec ts = push_abstime_ms(until);
+		struct timespec ts = clock_abstime_ms(until);
 
 		pthread_cond_timedwait(&p->wake, &p->lock, &ts);
 	}
@@ -266,7 +267,7 @@ void *push_sender_main(void *arg)
 
 	pthread_mutex_lock(&p->lock);
 	while (!atomic_load(&p->stopping)) {
-		uint64_t now = push_now_ms(), seq, until;
+		uint64_t now = clock_mono_ms(), seq, until;
 		uint64_t idle = close_idle(l, now, UINT64_MAX);
 		struct collector *c = pick(l, now, &until);
 		struct httpc_result r;

@@ -27,6 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/fdio.h"
+
 #define SEQ_DIGITS 20
 #define TMP_PREFIX ".tmp-"
 #define CURSOR_PREFIX "cursor-"
@@ -87,24 +89,6 @@ static int open_dir(const char *dir)
 		return ret;
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
-}
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
 }
 
 /* Read all of @fd (at most @max bytes, else -EFBIG) into a malloc'd buffer
@@ -169,7 +153,7 @@ static int write_atomic(int dirfd, const char *name, const void *buf, size_t len
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
-	ret = write_all(fd, buf, len);
+	ret = fdio_write_all(fd, buf, len);
 	if (!ret && (sync_dir ? fsync(fd) : fdatasync(fd)) < 0)
 		ret = -errno;
 	if (close(fd) < 0 && !ret)

@@ -122,6 +122,30 @@ int stacks_foreach_frames(struct stacks *st,
 			  void *ctx);
 
 /*
+ * For annotate: the sampled address of every stack counted (in STACKS_LEAF
+ * mode, every sample), once per distinct (object, offset), with its count.
+ * @l->dso and @l->symtab are NULL for kernel, JIT and unmapped addresses
+ * (which are still counted, so a caller knows the whole). Everything @l
+ * points to is valid during the call only (take a dso_get() to keep it).
+ * 0 or -errno.
+ */
+struct dso;
+struct symtab;
+struct stacks_leaf {
+	struct dso *dso;
+	struct symtab *symtab;	 /* its symbols (the dso's member), may be NULL */
+	const char *path;	 /* the binary as the process saw it */
+	const char *base;	 /* its last path component: the folded text's module */
+	const char *open_path;	 /* where it was opened ("/proc/PID/root/...") */
+	const char *root;	 /* the root its (first) process saw: "" the host's,
+				  * "/proc/PID/root", NULL unknown (it was gone) */
+	uint64_t off;		 /* file offset of the sampled instruction */
+};
+int stacks_foreach_leaf(struct stacks *st,
+			void (*cb)(void *ctx, const struct stacks_leaf *l, uint64_t count),
+			void *ctx);
+
+/*
  * Stacks that could not be completed. The walk is cut where it stops being
  * trustworthy and a marker frame takes the root's place, right after the
  * comm frame:

@@ -668,3 +668,50 @@ const char *stacks_cgroup_label(struct stacks *r, uint64_t cgroup_id)
 {
 	return cgroup_label(r, cgroup_id);
 }
+
+struct leaf_ctx {
+	struct stacks *r;
+	void (*cb)(void *ctx, const struct stacks_leaf *l, uint64_t count);
+	void *ctx;
+};
+
+/* One raw stack: its first user frame is the sampled address (kernel frames,
+ * leaf first, come before it; in STACKS_LEAF mode it is the only one). */
+static void each_leaf(void *ctx, const void *keyp, size_t len, uint64_t count)
+{
+	struct leaf_ctx *e = ctx;
+	const uint64_t *key = keyp;
+	size_t n = len / sizeof(*key);
+	struct stacks_leaf l = {0};
+
+	for (size_t i = HDR; i < n; i++) {
+		uint32_t obj = (uint32_t)(key[i] >> 48);
+		struct object *o;
+
+		if (obj == OBJ_KERNEL)
+			continue;
+		o = obj >= OBJ_FIRST && obj != OBJ_MARK ? stacks_object_at(e->r, obj) : NULL;
+		if (o && !o->is_jit && o->dso) {
+			l.dso = o->dso;
+			l.symtab = o->st;
+			l.path = o->path;
+			l.base = o->base;
+			l.open_path = o->open_path;
+			l.root = o->root_known ? o->root : NULL;
+			l.off = key[i] & 0xffffffffffffull;
+		}
+		break;
+	}
+	e->cb(e->ctx, &l, count);
+}
+
+int stacks_foreach_leaf(struct stacks *r,
+			void (*cb)(void *ctx, const struct stacks_leaf *l, uint64_t count),
+			void *ctx)
+{
+	struct leaf_ctx e = {.r = r, .cb = cb, .ctx = ctx};
+
+	stacks_replay_pending(r, true);
+	fold_foreach(r->raw, each_leaf, &e);
+	return 0;
+}

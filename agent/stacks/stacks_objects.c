@@ -285,6 +285,18 @@ static bool object_open(struct object *o, const char *path, const char *root,
 	return o->st != NULL;
 }
 
+/* Which root @o's process sees (@root: "/proc/PID/root", "" when gone). */
+static void object_note_root(struct object *o, const char *root)
+{
+	struct stat a, b;
+
+	o->root_known = root[0] && stat(root, &a) == 0 && stat("/", &b) == 0;
+	if (o->root_known && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		o->root[0] = '\0';
+	else if (o->root_known)
+		snprintf(o->root, sizeof(o->root), "%s", root);
+}
+
 /* Open the file of non-pseudo mapping @m of @pid for @o. */
 static void object_open_file(struct stacks *r, struct object *o, uint32_t pid,
 			     const struct pmap_entry *m)
@@ -292,6 +304,7 @@ static void object_open_file(struct stacks *r, struct object *o, uint32_t pid,
 	const char *root = procmaps_root(r->pm, pid);
 	size_t n = strlen(root) + strlen(m->path) + 1;
 
+	object_note_root(o, root);
 	o->open_path = malloc(n);
 	if (!o->open_path)
 		return;

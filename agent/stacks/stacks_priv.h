@@ -55,6 +55,11 @@ struct object {
 	uint64_t dev, ino;
 	char *path;      /* as the process saw it */
 	char *open_path; /* where it could be opened when first seen */
+	/* the root of the process it was first seen in, for files the binary
+	 * names (annotate's source text): "" the host's, else "/proc/PID/root";
+	 * root_known false when that process was gone already */
+	char root[32];
+	bool root_known;
 	const char *base;
 	struct dso *dso;   /* the binary (a reference), NULL when not opened */
 	struct symtab *st; /* its symbols, owned by dso */

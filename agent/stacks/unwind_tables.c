@@ -192,37 +192,15 @@ static int cfi_ptr(struct cfi_cur *c, uint8_t enc, uint64_t *v, bool *indirect, 
 		return 0;
 	}
 	at = c->vaddr + c->pos;
-	switch (enc & 0x0f) {
-	case EH_PE_absptr:
-	case EH_PE_udata8:
-	case EH_PE_sdata8:
-		ret = cfi_fixed(c, 8, &x);
-		break;
-	case EH_PE_udata4:
-		ret = cfi_fixed(c, 4, &x);
-		break;
-	case EH_PE_sdata4:
-		ret = cfi_fixed(c, 4, &x);
-		x = (uint64_t)(int64_t)(int32_t)(uint32_t)x;
-		break;
-	case EH_PE_udata2:
-		ret = cfi_fixed(c, 2, &x);
-		break;
-	case EH_PE_sdata2:
-		ret = cfi_fixed(c, 2, &x);
-		x = (uint64_t)(int64_t)(int16_t)(uint16_t)x;
-		break;
-	case EH_PE_uleb128:
-		ret = cfi_leb(c, false, &x);
-		break;
-	case EH_PE_sleb128:
-		ret = cfi_leb(c, true, &x);
-		break;
-	default:
+	if ((enc & 0x0f) == EH_PE_uleb128 || (enc & 0x0f) == EH_PE_sleb128)
+		ret = cfi_leb(c, (enc & 0x0f) == EH_PE_sleb128, &x);
+	else if (dso_eh_pe_size(enc))
+		ret = cfi_fixed(c, dso_eh_pe_size(enc), &x);
+	else
 		return -EINVAL;
-	}
 	if (ret < 0)
 		return ret;
+	x = dso_eh_pe_extend(enc, x);
 	switch (enc & 0x70) {
 	case 0:
 		break;

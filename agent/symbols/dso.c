@@ -34,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/fdio.h"
 #include "lib/hashmap.h"
 
 /* .eh_frame_hdr read at the open: version, encodings, two 8-byte pointers */
@@ -81,23 +82,8 @@ static size_t bucket_of(uint64_t dev, uint64_t ino)
 
 int dso_pread(const struct dso *d, void *buf, size_t len, uint64_t off)
 {
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pread(d->fd, p, len, (off_t)off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -ENODATA; /* file shorter than its headers say */
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
+	/* -ENODATA: the file is shorter than its headers say */
+	return fdio_pread_all(d->fd, buf, len, off);
 }
 
 const struct elfobj_load *dso_load_at(const struct dso *d, uint64_t vaddr)
@@ -171,6 +157,33 @@ static bool eh_locate(Elf *elf, const struct elfobj *o, struct dso_eh *e)
 	return have_hdr;
 }
 
+size_t dso_eh_pe_size(uint8_t enc)
+{
+	switch (enc & 0x0f) {
+	case EH_PE_absptr:
+	case EH_PE_udata8:
+	case EH_PE_sdata8:
+		return 8;
+	case EH_PE_udata4:
+	case EH_PE_sdata4:
+		return 4;
+	case EH_PE_udata2:
+	case EH_PE_sdata2:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+uint64_t dso_eh_pe_extend(uint8_t enc, uint64_t v)
+{
+	if ((enc & 0x0f) == EH_PE_sdata4)
+		return (uint64_t)(int64_t)(int32_t)(uint32_t)v;
+	if ((enc & 0x0f) == EH_PE_sdata2)
+		return (uint64_t)(int64_t)(int16_t)(uint16_t)v;
+	return v;
+}
+
 /* One encoded pointer of .eh_frame_hdr at *@pos (@hdr_vaddr: the address of buf[0]). */
 static int hdr_read_ptr(const uint8_t *buf, size_t len, size_t *pos, uint8_t enc,
 			uint64_t hdr_vaddr, uint64_t *out)
@@ -191,32 +204,14 @@ static int hdr_read_ptr(const uint8_t *buf, size_t len, size_t *pos, uint8_t enc
 	default:
 		return -ENOTSUP;
 	}
-	switch (enc & 0x8f) {
-	case EH_PE_absptr:
-	case EH_PE_udata8:
-	case EH_PE_sdata8:
-		n = 8;
-		break;
-	case EH_PE_udata4:
-	case EH_PE_sdata4:
-		n = 4;
-		break;
-	case EH_PE_udata2:
-	case EH_PE_sdata2:
-		n = 2;
-		break;
-	default:
-		return -ENOTSUP; /* also DW_EH_PE_indirect */
-	}
+	n = dso_eh_pe_size(enc);
+	if (!n || (enc & EH_PE_indirect))
+		return -ENOTSUP;
 	if (p > len || len - p < n)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++)
 		v |= (uint64_t)buf[p + i] << (8 * i);
-	if ((enc & 0x0f) == EH_PE_sdata4)
-		v = (uint64_t)(int64_t)(int32_t)(uint32_t)v;
-	else if ((enc & 0x0f) == EH_PE_sdata2)
-		v = (uint64_t)(int64_t)(int16_t)(uint16_t)v;
-	*out = base + v;
+	*out = base + dso_eh_pe_extend(enc, v);
 	*pos = p + n;
 	return 0;
 }

@@ -62,6 +62,15 @@
 #define EH_PE_indirect 0x80
 #define EH_PE_omit 0xff
 
+/*
+ * The value formats of fixed size (the low four bits of an encoding): the
+ * byte count of @enc's value, 2, 4 or 8, or 0 for the LEB128 forms and
+ * unknown ones; and @v, read as that many little-endian bytes, sign-extended
+ * to 64 bits when @enc's format is a signed one.
+ */
+size_t dso_eh_pe_size(uint8_t enc);
+uint64_t dso_eh_pe_extend(uint8_t enc, uint64_t v);
+
 #define DSO_HDR_MAX (64u << 20)	 /* .eh_frame_hdr bytes accepted */
 #define DSO_MAX_SECTIONS 65536	 /* sections scanned for .eh_frame(_hdr) */
 #define DSO_MEMBERS 4		 /* member slots per dso */

@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
+#include "lib/fdio.h"
 #include "lib/rootfs.h"
 
 extern char **environ;
@@ -38,33 +40,6 @@ void jitload_set_helper(const char *exe)
 	helper_exe = exe;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static void helper_refusal(void *ctx, pid_t pid, const char *path, enum rootfs_reason why, int err)
-{
-	struct helper_hdr *h = ctx;
-
-	(void)pid;
-	(void)path;
-	(void)err;
-	h->why = (int32_t)why;
-}
-
 int jitload_helper_main(int argc, char **argv)
 {
 	static char buf[64 << 10];
@@ -76,19 +51,17 @@ int jitload_helper_main(int argc, char **argv)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (argc != 2)
 		return 2;
-	rootfs_set_refusal_hook(helper_refusal, &h);
+	rootfs_set_refusal_hook(rootfs_refusal_keep, &h.why);
 	fd = rootfs_open_path(argv[1], ROOTFS_NO_CAP, NULL);
 	h.err = fd < 0 ? -fd : 0;
-	if (write_all(1, &h, sizeof(h)) < 0 || fd < 0)
+	if (fdio_write_all(1, &h, sizeof(h)) < 0 || fd < 0)
 		return 0;
 	while (sent < PERFMAP_MAX_BYTES) {
 		size_t want = PERFMAP_MAX_BYTES - sent < sizeof(buf) ? PERFMAP_MAX_BYTES - sent
 								       : sizeof(buf);
-		ssize_t n = read(fd, buf, want);
+		ssize_t n = fdio_read(fd, buf, want);
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0 || write_all(1, buf, (size_t)n) < 0)
+		if (n <= 0 || fdio_write_all(1, buf, (size_t)n) < 0)
 			break;
 		sent += (uint64_t)n;
 	}
@@ -120,10 +93,8 @@ static struct perfmap *load_via_helper(const char *path)
 		return NULL;
 	}
 	while (got < sizeof(h)) {
-		ssize_t n = read(p[0], (char *)&h + got, sizeof(h) - got);
+		ssize_t n = fdio_read(p[0], (char *)&h + got, sizeof(h) - got);
 
-		if (n < 0 && errno == EINTR)
-			continue;
 		if (n <= 0)
 			break;
 		got += (size_t)n;
@@ -253,15 +224,11 @@ static void *loader_main(void *arg)
 struct jitload *jitload_new(void)
 {
 	struct jitload *l = calloc(1, sizeof(*l));
-	pthread_condattr_t ca;
 
 	if (!l)
 		return NULL;
 	pthread_mutex_init(&l->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&l->done, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&l->done);
 	pthread_cond_init(&l->work, NULL);
 	l->refs = 1;
 	return l;

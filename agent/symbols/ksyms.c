@@ -21,6 +21,7 @@
 #include "lib/search.h"
 
 #include "agent/symbols/symcache.h"
+#include "lib/fdio.h"
 #include "lib/grow.h"
 #include "lib/slurp.h"
 
@@ -336,23 +337,6 @@ err_free:
 	return NULL;
 }
 
-static int write_all(int fd, const void *p, size_t len)
-{
-	const char *c = p;
-
-	while (len > 0) {
-		ssize_t w = write(fd, c, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		c += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 static void ksyms_cache_name(char *buf, size_t size, const char *boot_id)
 {
 	snprintf(buf, size, "kallsyms-%s", boot_id);
@@ -383,11 +367,11 @@ static void ksyms_cache_store(const struct ksyms *k, const char *dir, const char
 	h.nsyms = m;
 	h.names_len = k->names_len;
 	memcpy(h.boot_id, boot_id, KSYMS_BOOT_ID_LEN);
-	err = write_all(fd, &h, sizeof(h));
+	err = fdio_write_all(fd, &h, sizeof(h));
 	if (!err)
-		err = write_all(fd, core, m * sizeof(*core));
+		err = fdio_write_all(fd, core, m * sizeof(*core));
 	if (!err)
-		err = write_all(fd, k->names, k->names_len);
+		err = fdio_write_all(fd, k->names, k->names_len);
 	free(core);
 	if (err) {
 		symcache_abort(fd, tmp);

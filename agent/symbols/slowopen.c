@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
+#include "lib/fdio.h"
 #include "lib/hashmap.h"
 #include "lib/rootfs.h"
 
@@ -49,16 +51,6 @@ static struct {
 static unsigned retry_next;
 
 /* ---- the helper ---- */
-
-static void helper_refusal(void *ctx, pid_t pid, const char *path, enum rootfs_reason why, int err)
-{
-	struct slowopen_msg *m = ctx;
-
-	(void)pid;
-	(void)path;
-	(void)err;
-	m->why = (int32_t)why;
-}
 
 static int send_msg(const struct slowopen_msg *m, int fd)
 {
@@ -91,30 +83,17 @@ static int copy_to_memfd(int fd, uint64_t max)
 		return -errno;
 	while (done < max) {
 		size_t want = max - done < sizeof(buf) ? (size_t)(max - done) : sizeof(buf);
-		ssize_t n = read(fd, buf, want), w = 0;
+		ssize_t n = fdio_read(fd, buf, want);
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = -errno;
+		if (n <= 0) {
+			err = (int)n;
 			break;
 		}
-		if (n == 0)
+		err = fdio_write_all(mfd, buf, (size_t)n);
+		if (err)
 			break;
-		while (w < n) {
-			ssize_t k = write(mfd, buf + w, (size_t)(n - w));
-
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0) {
-				err = k < 0 ? -errno : -EIO;
-				goto out;
-			}
-			w += k;
-		}
 		done += (uint64_t)n;
 	}
-out:
 	if (err) {
 		close(mfd);
 		return err;
@@ -144,7 +123,7 @@ int slowopen_helper_main(int argc, char **argv)
 	pid = strtol(argv[3], &end, 10);
 	if (*end || pid < 0 || pid > INT_MAX || argv[4][0] != '/')
 		return 2;
-	rootfs_set_refusal_hook(helper_refusal, &m);
+	rootfs_set_refusal_hook(rootfs_refusal_keep, &m.why);
 	if (pid > 0) {
 		if ((size_t)snprintf(root, sizeof(root), "/proc/%ld/root%s", pid, argv[4]) >= sizeof(root))
 			fd = -ENAMETOOLONG;
@@ -181,14 +160,6 @@ static time_t now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return ts.tv_sec;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /*
@@ -262,7 +233,7 @@ static int receive(int sock, uint64_t deadline, pid_t pid, const char *path, str
 	ssize_t n;
 
 	for (;;) {
-		uint64_t now = now_ms();
+		uint64_t now = clock_mono_ms();
 		int r;
 
 		if (now >= deadline)
@@ -328,7 +299,7 @@ static int slow_open(pid_t pid, const char *path, uint64_t max_size, struct stat
 	 * (a caller reading the agent's output to its end would wait) */
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	deadline = now_ms() + SLOWOPEN_WAIT_MS;
+	deadline = clock_mono_ms() + SLOWOPEN_WAIT_MS;
 	err = posix_spawn(&child, helper_exe, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	close(sv[1]);

@@ -509,17 +509,26 @@ static int read_fdes(struct symtab *s, Elf *elf, const struct dso *d)
 	return 0;
 }
 
-int symtab_func_start(const struct symtab *s, uint64_t off, uint64_t *start_off)
+int symtab_func_extent(const struct symtab *s, uint64_t off, uint64_t *start_off, uint64_t *size)
 {
 	uint64_t vaddr;
 	size_t lo;
+	int err;
 
 	if (!s || symtab_off_to_vaddr(s, off, &vaddr) < 0)
 		return -ENOENT;
 	lo = search_upper_u64(s->fde_start, s->nfde, sizeof(*s->fde_start), 0, vaddr);
 	if (!lo || vaddr >= s->fde_end[lo - 1])
 		return -ENOENT;
-	return symtab_vaddr_to_off(s, s->fde_start[lo - 1], start_off);
+	err = symtab_vaddr_to_off(s, s->fde_start[lo - 1], start_off);
+	if (!err && size)
+		*size = s->fde_end[lo - 1] - s->fde_start[lo - 1];
+	return err;
+}
+
+int symtab_func_start(const struct symtab *s, uint64_t off, uint64_t *start_off)
+{
+	return symtab_func_extent(s, off, start_off, NULL);
 }
 
 /* The symbols of separate debuginfo when the file has none of its own, and
@@ -758,16 +767,24 @@ int symtab_lookup(const struct symtab *s, uint64_t off, const char **name, uint6
 	return -ENOENT;
 }
 
-int symtab_find(const struct symtab *s, const char *name, uint64_t *off)
+int symtab_find_sized(const struct symtab *s, const char *name, uint64_t *off, uint64_t *size)
 {
 	if (!s || !name)
 		return -ENOENT;
 	/* sorted by address, not name: a probe is resolved once, a scan is fine */
 	for (size_t i = 0; i < s->nsyms; i++) {
-		if (strcmp(s->names + s->syms[i].name, name) == 0)
+		if (strcmp(s->names + s->syms[i].name, name) == 0) {
+			if (size)
+				*size = s->syms[i].size;
 			return symtab_vaddr_to_off(s, s->syms[i].addr, off);
+		}
 	}
 	return -ENOENT;
+}
+
+int symtab_find(const struct symtab *s, const char *name, uint64_t *off)
+{
+	return symtab_find_sized(s, name, off, NULL);
 }
 
 const char *symtab_name_at(const struct symtab *s, size_t i, uint64_t *off)

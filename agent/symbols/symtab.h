@@ -84,6 +84,9 @@ bool symtab_dwarf_cached(const struct symtab *s);
  * from the .eh_frame FDE containing @off. 0, or -ENOENT when no FDE does.
  */
 int symtab_func_start(const struct symtab *s, uint64_t off, uint64_t *start_off);
+/* The same with the FDE's length in *@size (may be NULL): the extent of
+ * the unnamed function containing @off. */
+int symtab_func_extent(const struct symtab *s, uint64_t off, uint64_t *start_off, uint64_t *size);
 
 /* GNU build-id as lowercase hex ("" when the file has none). */
 const char *symtab_build_id(const struct symtab *s);
@@ -100,6 +103,19 @@ const char *symtab_source(const struct symtab *s);
  * kept symbol has that name or its address has no file bytes.
  */
 int symtab_find(const struct symtab *s, const char *name, uint64_t *off);
+/* The same with the symbol's size in bytes in *@size (may be NULL): as
+ * kept, so a symbol without one reaches to the next symbol or its
+ * section's end. */
+int symtab_find_sized(const struct symtab *s, const char *name, uint64_t *off, uint64_t *size);
+
+/*
+ * A new fd (the caller closes it) on the file holding @s's DWARF: the
+ * binary's own fd duplicated, or its separate debuginfo opened by the
+ * rules of lib/rootfs.h (inside the container's root). For readers that
+ * need sections the inlined-frame cache leaves out (.debug_line).
+ * -ENOENT when there is no DWARF, or -errno.
+ */
+int symtab_dwarf_fd(const struct symtab *s);
 
 /*
  * Symbol @i (0 <= i < symtab_count(), in address order) for listings and

@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "lib/fdio.h"
 #include "lib/rootfs.h"
 
 /* ---- what a file offers ---- */
@@ -112,16 +113,12 @@ static int file_crc32(int fd, uint32_t *out)
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
-		ssize_t r = pread(fd, buf, chunk, pos);
+		ssize_t r = fdio_pread(fd, buf, chunk, (uint64_t)pos);
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			err = -errno;
+		if (r <= 0) {
+			err = (int)r;
 			break;
 		}
-		if (r == 0)
-			break;
 		crc = crc32(crc, buf, (uInt)r);
 		pos += r;
 	}

@@ -272,6 +272,13 @@ static int dwarf_file_open(const struct symtab *s)
 	return fd < 0 ? -errno : fd;
 }
 
+int symtab_dwarf_fd(const struct symtab *s)
+{
+	if (!s || !s->dwarf_path)
+		return -ENOENT;
+	return dwarf_file_open(s);
+}
+
 static Dwarf *symtab_dwarf(struct symtab *s)
 {
 	if (s->dwarf || s->dwarf_failed || !s->dwarf_path)

@@ -125,6 +125,9 @@ struct store_config {
 	const char *database; /* clickhouse: NULL or "" = "cgperf" */
 	const char *cluster;  /* clickhouse: remote_servers cluster; NULL or "": one server */
 	const char *user, *password; /* clickhouse: NULL = the server's default user */
+	/* clickhouse with a cluster: each shard's HTTP URL, comma-separated
+	 * (tables and retention on each); NULL or "": the server's only */
+	const char *shard_urls;
 };
 
 struct store_ops {

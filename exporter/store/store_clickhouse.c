@@ -50,18 +50,23 @@
  *   stacks    folded text and frame modules, interned by a 64-bit FNV-1a
  *             hash of the text (ReplacingMergeTree by hash)
  *   modules   (path, build-id) by a 64-bit hash id
- * With --clickhouse-cluster each is NAME_local on every shard plus a
+ *   expiry    what expiry and retention forgot (store_clickhouse_expire.c)
+ *   cgperf_schema  the schema versions written, on each server
+ *             (store_clickhouse_schema.c)
+ * With --clickhouse-cluster each other is NAME_local on every shard plus a
  * Distributed table NAME over them (sharded by the batch key, or by the
  * intern key), written with insert_distributed_sync so that a 200 means
- * every shard has its rows. The tables are created on the server the
- * exporter talks to: every shard needs an exporter started once on it
- * (or the same CREATE statements run by hand).
+ * every shard has its rows. The tables are created on every server of
+ * --clickhouse-shard-urls, else on the server the exporter talks to
+ * (store_clickhouse_schema.c).
  *
- * Retention drops whole day partitions of samples (and of cgroups) older
- * than --retention on the server the exporter talks to; counters, probes
- * and batches are the running totals and stay (they are small: a row per
- * cgroup and event per batch). Series expiry only hides series from the
- * answers (their totals continue when seen again, as a counter should).
+ * Retention and series expiry are recorded in the expiry table and the
+ * reads leave out what they forgot, so that answers equal SQLite's at
+ * once and after restarts; retention also drops whole day partitions of
+ * samples and cgroups (store_clickhouse_expire.c).
+ *
+ * Writes: a put() sends its tables' INSERTs at once over a few kept-alive
+ * connections (one round trip instead of six), then the batches rows.
  */
 #include "exporter/store/store_clickhouse_internal.h"
 
@@ -81,7 +86,7 @@
 const char *const ch_table_name[CT_N] = {
 	[CT_BATCHES] = "batches", [CT_CGROUPS] = "cgroups", [CT_COUNTERS] = "counters",
 	[CT_SAMPLES] = "samples", [CT_STACKS] = "stacks",   [CT_MODULES] = "modules",
-	[CT_PROBES] = "probes",
+	[CT_PROBES] = "probes",	  [CT_EXPIRY] = "expiry",
 };
 
 #define DAY_OF(col) "toDate(toDateTime(intDiv(" col ", 1000000000)))"
@@ -142,6 +147,11 @@ static const struct {
 		" ORDER BY (host, path, label, row)",
 		"cityHash64(agent_id, seq)",
 	},
+	[CT_EXPIRY] = { /* store_clickhouse_expire.c */
+		"kind UInt8, host String, path String, name String, cutoff UInt64",
+		"ReplacingMergeTree(cutoff) ORDER BY (kind, host, path, name)",
+		"cityHash64(host, path)",
+	},
 };
 
 static void ch_close(struct store *base)
@@ -152,6 +162,10 @@ static void ch_close(struct store *base)
 		return;
 	ch_conn_release(&s->w);
 	ch_conn_release(&s->r);
+	for (size_t i = 0; i < s->npar; i++)
+		ch_conn_release(&s->par[i]);
+	curl_multi_cleanup(s->multi);
+	ch_shards_close(s);
 	hashmap_free(s->known);
 	free(s->url);
 	free(s->db);
@@ -173,8 +187,7 @@ static bool ident_ok(const char *v)
 	return true;
 }
 
-/* Run one statement built in @q on the writer. */
-static int run_page(struct ch_store *s, struct page *q, char *err, size_t errlen)
+int ch_run_page(struct ch_store *s, struct ch_conn *c, struct page *q, char *err, size_t errlen)
 {
 	const char *sql = ch_text(q);
 
@@ -182,7 +195,7 @@ static int run_page(struct ch_store *s, struct page *q, char *err, size_t errlen
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	return ch_run(s, &s->w, sql, NULL, 0, NULL, err, errlen);
+	return ch_run(s, c, sql, NULL, 0, NULL, err, errlen);
 }
 
 /* Columns added after a table was first made: ADDed to an older table,
@@ -195,8 +208,8 @@ static const struct {
 	{ CT_CGROUPS, "image", "String" },
 };
 
-static int add_column(struct ch_store *s, struct page *q, const char *table, size_t i, char *err,
-		      size_t errlen)
+static int add_column(struct ch_store *s, struct ch_conn *c, struct page *q, const char *table,
+		      size_t i, char *err, size_t errlen)
 {
 	struct page ans;
 	int ret;
@@ -205,18 +218,19 @@ static int add_column(struct ch_store *s, struct page *q, const char *table, siz
 	q->len = 0;
 	page_printf(q, "SELECT count() FROM system.columns WHERE database = '%s' AND table = '%s'"
 		       " AND name = '%s'", s->db, table, added_columns[i].name);
-	ret = ch_text(q) ? ch_run(s, &s->w, q->buf, NULL, 0, &ans, err, errlen) : -ENOMEM;
+	ret = ch_text(q) ? ch_run(s, c, q->buf, NULL, 0, &ans, err, errlen) : -ENOMEM;
 	if (!ret && ch_text(&ans) && ch_u64(ch_text(&ans)) == 0) {
 		q->len = 0;
 		page_printf(q, "ALTER TABLE %s.%s ADD COLUMN %s %s", s->db, table,
 			    added_columns[i].name, added_columns[i].type);
-		ret = run_page(s, q, err, errlen);
+		ret = ch_run_page(s, c, q, err, errlen);
 	}
 	page_release(&ans);
 	return ret;
 }
 
-static int add_columns(struct ch_store *s, struct page *q, char *err, size_t errlen)
+static int add_columns(struct ch_store *s, struct ch_conn *c, struct page *q, char *err,
+		       size_t errlen)
 {
 	int ret = 0;
 
@@ -225,29 +239,28 @@ static int add_columns(struct ch_store *s, struct page *q, char *err, size_t err
 		const char *name = ch_table_name[added_columns[i].table];
 
 		snprintf(local, sizeof(local), "%s_local", name);
-		ret = add_column(s, q, s->cluster ? local : name, i, err, errlen);
+		ret = add_column(s, c, q, s->cluster ? local : name, i, err, errlen);
 		if (!ret && s->cluster)
-			ret = add_column(s, q, name, i, err, errlen);
+			ret = add_column(s, c, q, name, i, err, errlen);
 	}
 	return ret;
 }
 
-/* CREATE the database and every table if they are not there. */
-static int setup_schema(struct ch_store *s, char *err, size_t errlen)
+int ch_create_tables(struct ch_store *s, struct ch_conn *c, char *err, size_t errlen)
 {
 	struct page q;
 	int ret;
 
 	page_init(&q, 0);
 	page_printf(&q, "CREATE DATABASE IF NOT EXISTS %s", s->db);
-	ret = run_page(s, &q, err, errlen);
+	ret = ch_run_page(s, c, &q, err, errlen);
 	for (int t = 0; !ret && t < CT_N; t++) {
 		const char *name = ch_table_name[t];
 
 		q.len = 0;
 		page_printf(&q, "CREATE TABLE IF NOT EXISTS %s.%s%s (%s) ENGINE = %s", s->db, name,
 			    s->cluster ? "_local" : "", table_def[t].columns, table_def[t].engine);
-		ret = run_page(s, &q, err, errlen);
+		ret = ch_run_page(s, c, &q, err, errlen);
 		if (ret || !s->cluster)
 			continue;
 		q.len = 0;
@@ -255,10 +268,10 @@ static int setup_schema(struct ch_store *s, char *err, size_t errlen)
 			    "CREATE TABLE IF NOT EXISTS %s.%s AS %s.%s_local"
 			    " ENGINE = Distributed(%s, %s, %s_local, %s)",
 			    s->db, name, s->db, name, s->cluster, s->db, name, table_def[t].shard);
-		ret = run_page(s, &q, err, errlen);
+		ret = ch_run_page(s, c, &q, err, errlen);
 	}
 	if (!ret)
-		ret = add_columns(s, &q, err, errlen);
+		ret = add_columns(s, c, &q, err, errlen);
 	page_release(&q);
 	return ret;
 }
@@ -289,6 +302,25 @@ static int set_settings(struct ch_store *s, const struct store_config *cfg, char
 	return 0;
 }
 
+/* The writer's extra connections (ch_run_parallel), as many as the tables
+ * a put() writes before its batches rows; none with
+ * CGPERF_CLICKHOUSE_SERIAL=1 (the one-at-a-time writes, for comparison in
+ * bench/bench_exporter.sh). */
+static int open_parallel(struct ch_store *s)
+{
+	const char *serial = getenv("CGPERF_CLICKHOUSE_SERIAL");
+
+	if (serial && !strcmp(serial, "1"))
+		return 0;
+	s->multi = curl_multi_init();
+	if (!s->multi)
+		return -ENOMEM;
+	for (; s->npar < CH_PARALLEL_MAX; s->npar++)
+		if (ch_conn_init(s, &s->par[s->npar], NULL))
+			return -ENOMEM;
+	return 0;
+}
+
 static struct store *ch_open(const struct store_config *cfg, char *err, size_t errlen)
 {
 	struct ch_store *s;
@@ -306,8 +338,12 @@ static struct store *ch_open(const struct store_config *cfg, char *err, size_t e
 		return NULL;
 	}
 	ret = set_settings(s, cfg, err, errlen);
-	if (!ret && (ch_conn_init(s, &s->w) || ch_conn_init(s, &s->r)))
+	if (!ret && (ch_conn_init(s, &s->w, NULL) || ch_conn_init(s, &s->r, NULL)))
 		ret = -ENOMEM;
+	if (!ret)
+		ret = open_parallel(s);
+	if (!ret && cfg->shard_urls && *cfg->shard_urls)
+		ret = ch_shards_open(s, cfg->shard_urls, err, errlen);
 	if (!ret) {
 		s->known = hashmap_new();
 		if (!s->known)
@@ -318,7 +354,7 @@ static struct store *ch_open(const struct store_config *cfg, char *err, size_t e
 	if (!ret && getrandom(&s->ins_seed, sizeof(s->ins_seed), 0) != sizeof(s->ins_seed))
 		s->ins_seed = (uint64_t)clock_real_ns() ^ ((uint64_t)getpid() << 32);
 	if (!ret)
-		ret = setup_schema(s, err, errlen);
+		ret = ch_schema_setup(s, err, errlen);
 	if (ret) {
 		if (ret == -ENOMEM && !*err)
 			snprintf(err, errlen, "out of memory");
@@ -327,65 +363,6 @@ static struct store *ch_open(const struct store_config *cfg, char *err, size_t e
 		return NULL;
 	}
 	return &s->base;
-}
-
-/* Series expiry: answers skip what was last seen before the cutoff, and a
- * series seen again goes on from its total; nothing to delete. */
-static int ch_expire(struct store *base, uint64_t before_ns)
-{
-	(void)base;
-	(void)before_ns;
-	return 0;
-}
-
-/*
- * Drop the oldest day partition of samples or cgroups that ends before
- * @before_ns, on the server this exporter talks to (its shard). One per
- * call, so that the caller's loop bounds the work; 1 when there may be
- * more. @max_rows does not apply: a partition drop is one metadata step.
- */
-static int ch_retention(struct store *base, uint64_t before_ns, size_t max_rows, size_t *deleted)
-{
-	struct ch_store *s = chs(base);
-	static const enum ch_table tables[] = { CT_SAMPLES, CT_CGROUPS };
-	char err[256], *cur, *f[2];
-	struct page q, ans;
-	int ret = 0;
-
-	(void)max_rows;
-	*deleted = 0;
-	page_init(&q, 0);
-	page_init(&ans, 1 << 20);
-	pthread_mutex_lock(&s->w.lock);
-	for (size_t t = 0; !ret && t < sizeof(tables) / sizeof(tables[0]); t++) {
-		q.len = ans.len = 0;
-		page_printf(&q,
-			    "SELECT partition, sum(rows) FROM system.parts WHERE active AND"
-			    " database = '%s' AND table = '%s%s' AND toDate(partition) <"
-			    " toDate(toDateTime(intDiv(%llu, 1000000000)))"
-			    " GROUP BY partition ORDER BY partition LIMIT 1 FORMAT TabSeparated",
-			    s->db, ch_table_name[tables[t]], s->cluster ? "_local" : "",
-			    (unsigned long long)(before_ns / 1000000000u * 1000000000u));
-		ret = !ch_text(&q) ? -ENOMEM
-				   : ch_run(s, &s->w, q.buf, NULL, 0, &ans, err, sizeof(err));
-		cur = ch_text(&ans);
-		if (ret || !ch_row(&cur, f, 2) || !*f[0])
-			continue;
-		q.len = 0;
-		page_printf(&q, "ALTER TABLE %s.%s%s DROP PARTITION ", s->db,
-			    ch_table_name[tables[t]], s->cluster ? "_local" : "");
-		ch_quote(&q, f[0]);
-		ret = run_page(s, &q, err, sizeof(err));
-		if (!ret) {
-			*deleted = (size_t)ch_u64(f[1]);
-			s->deleted_rows += *deleted;
-			ret = 1;
-		}
-	}
-	pthread_mutex_unlock(&s->w.lock);
-	page_release(&q);
-	page_release(&ans);
-	return ret;
 }
 
 static void ch_stats(struct store *base, struct store_stats *out)

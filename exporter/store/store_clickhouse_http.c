@@ -21,7 +21,7 @@
 #define CONNECT_TIMEOUT_MS 3000L
 #define REQUEST_TIMEOUT_MS 60000L
 
-int ch_conn_init(struct ch_store *s, struct ch_conn *c)
+int ch_conn_init(struct ch_store *s, struct ch_conn *c, const char *url)
 {
 	CURL *h = curl_easy_init();
 
@@ -37,6 +37,7 @@ int ch_conn_init(struct ch_store *s, struct ch_conn *c)
 		curl_easy_setopt(h, CURLOPT_PASSWORD, s->password ? s->password : "");
 	}
 	c->curl = h;
+	c->url = url ? url : s->url;
 	pthread_mutex_init(&c->lock, NULL);
 	return 0;
 }
@@ -85,55 +86,64 @@ static void first_line(const char *what, const char *text, size_t len, char *err
 	snprintf(err, errlen, "clickhouse: %s%.*s", what, (int)n, text);
 }
 
-int ch_run(struct ch_store *s, struct ch_conn *c, const char *sql, const char *body, size_t len,
-	   struct page *out, char *err, size_t errlen)
+/* One statement in flight on a connection. */
+struct ch_req {
+	struct page ans, url;
+	struct page *out; /* where the answer goes: the caller's page or ans */
+	char *q;	  /* the escaped statement of an INSERT */
+};
+
+/* Set up @c's handle for @sql (see ch_run()). 0 or -ENOMEM. */
+static int req_setup(struct ch_store *s, struct ch_conn *c, struct ch_req *r, const char *sql,
+		     const char *body, size_t len, struct page *out)
 {
 	CURL *h = c->curl;
-	struct page ans, url;
-	char *q = NULL;
-	long status = 0;
-	CURLcode rc;
-	int ret = 0;
 
-	page_init(&ans, CH_ANSWER_MAX);
-	page_init(&url, 0);
-	page_put(&url, s->url);
-	page_put(&url, "/?");
+	page_init(&r->ans, CH_ANSWER_MAX);
+	page_init(&r->url, 0);
+	r->out = out ? out : &r->ans;
+	r->q = NULL;
+	page_put(&r->url, c->url);
+	page_put(&r->url, "/?");
 	if (s->cluster)
-		page_put(&url, "insert_distributed_sync=1&");
+		page_put(&r->url, "insert_distributed_sync=1&");
 	if (body) {
-		q = curl_easy_escape(h, sql, 0);
-		if (!q) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		page_put(&url, "query=");
-		page_put(&url, q);
+		r->q = curl_easy_escape(h, sql, 0);
+		if (!r->q)
+			return -ENOMEM;
+		page_put(&r->url, "query=");
+		page_put(&r->url, r->q);
 	}
-	if (!ch_text(&url)) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	curl_easy_setopt(h, CURLOPT_URL, url.buf);
+	if (!ch_text(&r->url))
+		return -ENOMEM;
+	curl_easy_setopt(h, CURLOPT_URL, r->url.buf);
 	curl_easy_setopt(h, CURLOPT_POST, 1L);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : sql);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : strlen(sql)));
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, out ? out : &ans);
-	rc = curl_easy_perform(h);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, r->out);
+	return 0;
+}
+
+/* What the transfer of @r on @c that ended with @rc means; frees @r. */
+static int req_finish(struct ch_conn *c, struct ch_req *r, CURLcode rc, char *err, size_t errlen)
+{
+	struct page *a = r->out;
+	long status = 0;
+	int ret = 0;
+
 	if (rc != CURLE_OK) {
-		if (out && page_failed(out)) {
+		if (a != &r->ans && page_failed(a)) {
 			snprintf(err, errlen, "clickhouse: answer over %zu bytes", CH_ANSWER_MAX);
 			ret = -EFBIG;
 		} else {
-			snprintf(err, errlen, "clickhouse: %s: %s", s->url, curl_easy_strerror(rc));
+			snprintf(err, errlen, "clickhouse: %s: %s", c->url, curl_easy_strerror(rc));
 			ret = -EAGAIN;
 		}
 		goto out;
 	}
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (status != 200) {
-		struct page *a = out ? out : &ans;
 		char st[32];
 
 		snprintf(st, sizeof(st), "HTTP %ld: ", status);
@@ -142,9 +152,75 @@ int ch_run(struct ch_store *s, struct ch_conn *c, const char *sql, const char *b
 		ret = status == 503 || (a->buf && transient(a->buf)) ? -EAGAIN : -EIO;
 	}
 out:
-	curl_free(q);
-	page_release(&url);
-	page_release(&ans);
+	curl_free(r->q);
+	page_release(&r->url);
+	page_release(&r->ans);
+	return ret;
+}
+
+int ch_run(struct ch_store *s, struct ch_conn *c, const char *sql, const char *body, size_t len,
+	   struct page *out, char *err, size_t errlen)
+{
+	struct ch_req r;
+	int ret = req_setup(s, c, &r, sql, body, len, out);
+
+	if (ret) {
+		snprintf(err, errlen, "out of memory");
+		req_finish(c, &r, CURLE_OK, err, errlen);
+		return ret;
+	}
+	return req_finish(c, &r, curl_easy_perform(c->curl), err, errlen);
+}
+
+/* Keep the first failure, an -EAGAIN over any other. */
+static void keep_worst(int *ret, char *err, size_t errlen, int r, const char *why)
+{
+	if (!r || (*ret && (*ret == -EAGAIN || r != -EAGAIN)))
+		return;
+	*ret = r;
+	snprintf(err, errlen, "%s", why);
+}
+
+int ch_run_parallel(struct ch_store *s, const char *const *sql, const char *const *body,
+		    const size_t *len, size_t n, char *err, size_t errlen)
+{
+	struct ch_req r[CH_PARALLEL_MAX];
+	CURLcode rc[CH_PARALLEL_MAX];
+	char why[256];
+	CURLM *m = s->multi;
+	size_t k = 0;
+	int ret = 0, running = 1;
+	CURLMsg *msg;
+
+	if (!m || n > s->npar) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (; k < n; k++) {
+		rc[k] = CURLE_AGAIN; /* not finished: try again later */
+		if (req_setup(s, &s->par[k], &r[k], sql[k], body[k], len[k], NULL) ||
+		    curl_multi_add_handle(m, s->par[k].curl) != CURLM_OK) {
+			rc[k] = CURLE_OUT_OF_MEMORY;
+			k++;
+			break;
+		}
+	}
+	while (running && curl_multi_perform(m, &running) == CURLM_OK && running)
+		if (curl_multi_wait(m, NULL, 0, 1000, NULL) != CURLM_OK)
+			break;
+	while ((msg = curl_multi_info_read(m, &running)))
+		for (size_t i = 0; msg->msg == CURLMSG_DONE && i < k; i++)
+			if (msg->easy_handle == s->par[i].curl)
+				rc[i] = msg->data.result;
+	for (size_t i = 0; i < k; i++) {
+		curl_multi_remove_handle(m, s->par[i].curl);
+		keep_worst(&ret, err, errlen, req_finish(&s->par[i], &r[i], rc[i], why, sizeof(why)),
+			   why);
+	}
+	if (!ret && k < n) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+	}
 	return ret;
 }
 

@@ -4,11 +4,14 @@
 
 /*
  * Shared by the ClickHouse store's files (the design note is at the head
- * of store_clickhouse.c): store_clickhouse.c opens (schema), closes,
- * retains; store_clickhouse_http.c talks to the server (libcurl) and reads
- * and writes TabSeparated text; store_clickhouse_put.c writes batches;
- * store_clickhouse_read.c loads the totals and answers the queries. Not an
- * interface for anything else: store.h is.
+ * of store_clickhouse.c): store_clickhouse.c opens, closes and holds the
+ * tables' DDL; store_clickhouse_schema.c checks versions and makes the
+ * tables on every shard; store_clickhouse_http.c talks to the servers
+ * (libcurl) and reads and writes TabSeparated text;
+ * store_clickhouse_put.c writes batches; store_clickhouse_read.c loads the
+ * totals and answers the queries; store_clickhouse_expire.c records what
+ * expiry and retention forget. Not an interface for anything else:
+ * store.h is.
  */
 
 #include <pthread.h>
@@ -30,12 +33,17 @@
 
 struct hashmap;
 
-/* One HTTP connection to the server (libcurl easy handle), one user at a
- * time. */
+/* One HTTP connection to a server (libcurl easy handle, kept alive
+ * between statements), one user at a time. */
 struct ch_conn {
 	void *curl; /* CURL * */
+	const char *url; /* base URL, without a trailing '/'; borrowed from the store */
 	pthread_mutex_t lock;
 };
+
+/* Statements a put() sends at the same time, at most: one per table it
+ * writes before the batches rows. */
+#define CH_PARALLEL_MAX 6
 
 struct ch_store {
 	struct store base;
@@ -44,6 +52,19 @@ struct ch_store {
 	char *cluster; /* NULL: one server */
 	char *user, *password;
 	struct ch_conn w, r; /* writer (put, retention), reader (queries) */
+	/* The writer's extra connections: a put() sends its tables' INSERTs
+	 * over them at once (store_clickhouse_http.c ch_run_parallel);
+	 * npar 0: one after the other on w. Under w.lock. */
+	struct ch_conn par[CH_PARALLEL_MAX];
+	size_t npar;
+	void *multi; /* CURLM * driving them: its connection cache keeps them alive */
+	/* --clickhouse-shard-urls: every shard's own HTTP interface, where
+	 * the local tables are made and retention drops partitions
+	 * (store_clickhouse_schema.c); under w.lock. */
+	char **shard_urls;
+	struct ch_conn *shards;
+	size_t nshards;
+	uint64_t retained_ns; /* the retention cutoff last recorded; under w.lock */
 	struct hashmap *known; /* stack hashes and module ids inserted, under w.lock */
 	uint64_t stack_rows, deleted_rows; /* under w.lock */
 	/* Insert ids: hash_mix64(ins_seed + ++ins_count), one per batch
@@ -59,12 +80,13 @@ static inline struct ch_store *chs(struct store *s)
 /* The tables, by what they hold; written and read under their plain name
  * (a Distributed table over NAME_local when there is a cluster). */
 enum ch_table { CT_BATCHES, CT_CGROUPS, CT_COUNTERS, CT_SAMPLES, CT_STACKS, CT_MODULES, CT_PROBES,
-		CT_N };
+		CT_EXPIRY, CT_N };
 extern const char *const ch_table_name[CT_N];
 
 /* ---- store_clickhouse_http.c ---- */
 
-int ch_conn_init(struct ch_store *s, struct ch_conn *c);
+/* @c to the server at @url (NULL: s->url). */
+int ch_conn_init(struct ch_store *s, struct ch_conn *c, const char *url);
 void ch_conn_release(struct ch_conn *c);
 
 /*
@@ -77,6 +99,15 @@ void ch_conn_release(struct ch_conn *c);
  */
 int ch_run(struct ch_store *s, struct ch_conn *c, const char *sql, const char *body, size_t len,
 	   struct page *out, char *err, size_t errlen);
+
+/*
+ * ch_run() of the INSERTs @sql[i] with rows @body[i] (@len[i] bytes), at
+ * most s->npar of them, all at once over s->par (w.lock is the caller's).
+ * 0 when every one succeeded, else the first failure's -errno and reason
+ * (-EAGAIN wins: any unreachable server makes the whole try again).
+ */
+int ch_run_parallel(struct ch_store *s, const char *const *sql, const char *const *body,
+		    const size_t *len, size_t n, char *err, size_t errlen);
 
 /* The text of @p NUL-terminated (not counted in len), or NULL when an
  * append failed. */
@@ -96,6 +127,41 @@ uint64_t ch_u64(const char *s);
 /* A TabSeparated Array(UInt64) "[1,2,3]" into @w (at most @n words);
  * the count read. */
 size_t ch_words(const char *s, uint64_t *w, size_t n);
+
+/* ---- store_clickhouse.c ---- */
+
+/* Run @q's text on @c. */
+int ch_run_page(struct ch_store *s, struct ch_conn *c, struct page *q, char *err, size_t errlen);
+/* CREATE the database and every table on the server of @c if missing,
+ * and ADD the columns an older table lacks. */
+int ch_create_tables(struct ch_store *s, struct ch_conn *c, char *err, size_t errlen);
+
+/* ---- store_clickhouse_schema.c: versions and shards ---- */
+
+/* The schema this exporter writes; a database of a later one is refused. */
+#define CH_SCHEMA_VERSION 3u
+/* Check the schema version on the server and on every shard, create or
+ * upgrade the tables there, and record the version. 0 or -errno with the
+ * reason in @err (-EPROTO: the database is of a newer schema). */
+int ch_schema_setup(struct ch_store *s, char *err, size_t errlen);
+/* Split the comma-separated --clickhouse-shard-urls @list into
+ * s->shard_urls and open a connection to each. */
+int ch_shards_open(struct ch_store *s, const char *list, char *err, size_t errlen);
+void ch_shards_close(struct ch_store *s);
+
+/* ---- store_clickhouse_expire.c: series expiry and retention ---- */
+
+int ch_expire(struct store *base, uint64_t before_ns);
+int ch_retention(struct store *base, uint64_t before_ns, size_t max_rows, size_t *deleted);
+/* The retention cutoff recorded in the cluster (0: none): stacks read
+ * from it on. 0 or -errno. */
+int ch_retained(struct ch_store *s, uint64_t *out);
+/* SQL pieces that leave out what expiry forgot: a JOIN of the cutoffs of
+ * kind @kind (see store_clickhouse_expire.c) on the columns @cols of the
+ * subquery before it, and the WHERE that applies them on its column
+ * @recv, into @q. */
+void ch_expiry_join(struct ch_store *s, struct page *q, int kind, const char *cols,
+		    const char *recv);
 
 /* ---- the ops (store_clickhouse_put.c, store_clickhouse_read.c) ---- */
 

@@ -310,26 +310,39 @@ static void remember(void *ctx, const void *key, size_t len, uint64_t value)
 		*v = 1;
 }
 
-/* The INSERTs of @g, interned rows first, batches last. */
+/* The INSERTs of @g, the batches rows last: the others one after the
+ * other on the writer, or at once over its extra connections (s->npar of
+ * them at a time); the batches rows wait for all of them either way. */
 static int insert_group(struct ch_store *s, struct put_group *g, char *err, size_t errlen)
 {
-	static const enum ch_table order[] = { CT_MODULES, CT_STACKS, CT_CGROUPS, CT_SAMPLES,
+	static const enum ch_table order[] = { CT_MODULES, CT_STACKS,	CT_CGROUPS, CT_SAMPLES,
 					       CT_COUNTERS, CT_PROBES, CT_BATCHES };
-	char sql[160];
+	enum { norder = sizeof(order) / sizeof(order[0]) };
+	char sql[norder][160];
+	const char *q[CH_PARALLEL_MAX], *body[CH_PARALLEL_MAX];
+	size_t len[CH_PARALLEL_MAX], n = 0;
 	int ret = 0;
 
-	for (size_t i = 0; !ret && i < sizeof(order) / sizeof(order[0]); i++) {
+	for (size_t i = 0; !ret && i < norder; i++) {
 		struct page *b = &g->body[order[i]];
 
 		if (page_failed(b)) {
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
-		if (!b->len)
-			continue;
-		snprintf(sql, sizeof(sql), "INSERT INTO %s.%s FORMAT TabSeparated", s->db,
+		snprintf(sql[i], sizeof(sql[i]), "INSERT INTO %s.%s FORMAT TabSeparated", s->db,
 			 ch_table_name[order[i]]);
-		ret = ch_run(s, &s->w, sql, b->buf, b->len, NULL, err, errlen);
+		if (b->len && s->npar && order[i] != CT_BATCHES) {
+			q[n] = sql[i];
+			body[n] = b->buf;
+			len[n++] = b->len;
+		} else if (b->len) {
+			ret = ch_run(s, &s->w, sql[i], b->buf, b->len, NULL, err, errlen);
+		}
+		if (!ret && n && (n == s->npar || order[i + 1] == CT_BATCHES)) {
+			ret = ch_run_parallel(s, q, body, len, n, err, errlen);
+			n = 0;
+		}
 	}
 	return ret;
 }

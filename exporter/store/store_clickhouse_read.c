@@ -67,19 +67,6 @@ static char *with_db(struct ch_store *s, const char *fmt)
 	return page_take(&p, NULL);
 }
 
-static int run_db(struct ch_store *s, const char *fmt, size_t nf, int (*row)(void *, char **),
-		  int (*end)(void *), void *arg)
-{
-	char *sql = with_db(s, fmt);
-	int ret;
-
-	if (!sql)
-		return -ENOMEM;
-	ret = query(s, sql, nf, row, end, arg);
-	free(sql);
-	return ret;
-}
-
 /* ---- load ---- */
 
 static int row_cgroup(void *arg, char **f)
@@ -185,6 +172,79 @@ static int row_agent(void *arg, char **f)
 
 #define LAST_SET(col) "argMaxIf(" col ", last_seen_ns, " col " != '')"
 
+/* Cgroups seen since the retention cutoff (SQLite deletes the others). */
+static int load_cgroups(struct ch_store *s, const struct store_visitor *v)
+{
+	uint64_t since = 0;
+	struct page q;
+	int ret = ch_retained(s, &since);
+	char *h = ret ? NULL
+		      : with_db(s, "SELECT host, path, argMaxIf(cgroup_id, last_seen_ns, cgroup_id != 0), "
+				LAST_SET("container_id") ", " LAST_SET("runtime") ", "
+				LAST_SET("pod_uid") ", " LAST_SET("qos") ", "
+				LAST_SET("k8s_namespace") ", " LAST_SET("pod_name") ", "
+				LAST_SET("container_name") ", " LAST_SET("unit") ", "
+				LAST_SET("slice") ", max(last_seen_ns), " LAST_SET("image")
+				" FROM %s.cgroups GROUP BY host, path");
+
+	if (ret)
+		return ret;
+	page_init(&q, 0);
+	if (h)
+		page_put(&q, h);
+	page_printf(&q, " HAVING max(last_seen_ns) >= %" PRIu64 " FORMAT TabSeparated", since);
+	ret = h && ch_text(&q) ? query(s, q.buf, 14, row_cgroup, NULL, (void *)v) : -ENOMEM;
+	free(h);
+	page_release(&q);
+	return ret;
+}
+
+/* The totals' queries, by expiry kind (store_clickhouse_expire.c: 0
+ * counters, 1 probes, 2 agents): the rows collapsed by their row key (or
+ * batch key), the expiry join on @cols, then @tail. */
+static const struct {
+	const char *head, *cols, *tail;
+	size_t nf;
+} totals_sql[] = {
+	{ "SELECT h, p, e, sum(x), max(r) FROM (SELECT any(host) AS h, any(path) AS p,"
+	  " any(event) AS e, any(scaled) AS x, max(received_ns) AS r FROM %s.counters"
+	  " WHERE supported = 1 GROUP BY row)",
+	  "h, p, e", " GROUP BY h, p, e FORMAT TabSeparated", 5 },
+	{ "SELECT h, p, l, x, vs, la, r FROM (SELECT any(host) AS h, any(path) AS p,"
+	  " any(label) AS l, any(hits) AS x, any(vals) AS vs, any(latency) AS la,"
+	  " max(received_ns) AS r FROM %s.probes GROUP BY row)",
+	  "h, p, l", " ORDER BY h, p, l FORMAT TabSeparated", 7 },
+	{ "SELECT agent_id, argMax(h, r), argMax(ver, r), min(r), max(r), count(),"
+	  " sum(ss), sum(sa), sum(lo), sum(uf), sum(pf), sum(pr), sum(sd), sum(sr),"
+	  " argMax(sb, r), argMax(sn, r) FROM (SELECT agent_id, any(host) AS h,"
+	  " any(version) AS ver, min(received_ns) AS r, any(stack_samples) AS ss,"
+	  " any(samples) AS sa, any(lost_samples) AS lo, any(unwind_failures) AS uf,"
+	  " any(push_failures) AS pf, any(push_rejected) AS pr,"
+	  " any(spool_dropped_batches) AS sd, any(stacks_refused) AS sr,"
+	  " any(spool_bytes) AS sb, any(spool_batches) AS sn FROM %s.batches"
+	  " GROUP BY agent_id, seq)",
+	  "agent_id", " GROUP BY agent_id FORMAT TabSeparated", 16 },
+};
+
+/* Run the totals query of expiry kind @kind as query() does. */
+static int run_totals(struct ch_store *s, int kind, int (*row)(void *, char **),
+		      int (*end)(void *), void *arg)
+{
+	char *h = with_db(s, totals_sql[kind].head);
+	struct page q;
+	int ret;
+
+	page_init(&q, 0);
+	if (h)
+		page_put(&q, h);
+	ch_expiry_join(s, &q, kind, totals_sql[kind].cols, "r");
+	page_put(&q, totals_sql[kind].tail);
+	ret = h && ch_text(&q) ? query(s, q.buf, totals_sql[kind].nf, row, end, arg) : -ENOMEM;
+	free(h);
+	page_release(&q);
+	return ret;
+}
+
 int ch_load(struct store *base, const struct store_visitor *v)
 {
 	struct ch_store *s = chs(base);
@@ -192,43 +252,13 @@ int ch_load(struct store *base, const struct store_visitor *v)
 	int ret = 0;
 
 	if (v->cgroup)
-		ret = run_db(s,
-			     "SELECT host, path, argMaxIf(cgroup_id, last_seen_ns, cgroup_id != 0), "
-			     LAST_SET("container_id") ", " LAST_SET("runtime") ", "
-			     LAST_SET("pod_uid") ", " LAST_SET("qos") ", "
-			     LAST_SET("k8s_namespace") ", " LAST_SET("pod_name") ", "
-			     LAST_SET("container_name") ", " LAST_SET("unit") ", "
-			     LAST_SET("slice") ", max(last_seen_ns), " LAST_SET("image")
-			     " FROM %s.cgroups GROUP BY host, path FORMAT TabSeparated",
-			     14, row_cgroup, NULL, (void *)v);
+		ret = load_cgroups(s, v);
 	if (!ret && v->counter)
-		ret = run_db(s,
-			     "SELECT h, p, e, sum(x), max(r) FROM (SELECT any(host) AS h,"
-			     " any(path) AS p, any(event) AS e, any(scaled) AS x,"
-			     " max(received_ns) AS r FROM %s.counters WHERE supported = 1"
-			     " GROUP BY row) GROUP BY h, p, e FORMAT TabSeparated",
-			     5, row_counter, NULL, (void *)v);
-	if (!ret && v->probe) {
-		ret = run_db(s,
-			     "SELECT h, p, l, x, vs, la, r FROM (SELECT any(host) AS h,"
-			     " any(path) AS p, any(label) AS l, any(hits) AS x, any(vals) AS vs,"
-			     " any(latency) AS la, max(received_ns) AS r FROM %s.probes"
-			     " GROUP BY row) ORDER BY h, p, l FORMAT TabSeparated",
-			     7, row_probe, probe_flush, &pa);
-	}
+		ret = run_totals(s, 0, row_counter, NULL, (void *)v);
+	if (!ret && v->probe)
+		ret = run_totals(s, 1, row_probe, probe_flush, &pa);
 	if (!ret && v->agent)
-		ret = run_db(s,
-			     "SELECT agent_id, argMax(h, r), argMax(ver, r), min(r), max(r), count(),"
-			     " sum(ss), sum(sa), sum(lo), sum(uf), sum(pf), sum(pr), sum(sd), sum(sr),"
-			     " argMax(sb, r), argMax(sn, r) FROM (SELECT agent_id, any(host) AS h,"
-			     " any(version) AS ver, min(received_ns) AS r, any(stack_samples) AS ss,"
-			     " any(samples) AS sa, any(lost_samples) AS lo,"
-			     " any(unwind_failures) AS uf, any(push_failures) AS pf,"
-			     " any(push_rejected) AS pr, any(spool_dropped_batches) AS sd,"
-			     " any(stacks_refused) AS sr, any(spool_bytes) AS sb,"
-			     " any(spool_batches) AS sn FROM %s.batches GROUP BY agent_id, seq)"
-			     " GROUP BY agent_id FORMAT TabSeparated",
-			     16, row_agent, NULL, (void *)v);
+		ret = run_totals(s, 2, row_agent, NULL, (void *)v);
 	return ret;
 }
 
@@ -264,10 +294,17 @@ int ch_stacks(struct store *base, const struct store_selection *sel,
 {
 	struct ch_store *s = chs(base);
 	struct stacks_ctx x = { fn, arg };
-	uint64_t from = sel->from_ns - sel->from_ns % CH_BUCKET_NS;
+	uint64_t from = sel->from_ns - sel->from_ns % CH_BUCKET_NS, kept;
 	struct page q;
-	int ret;
+	int ret = ch_retained(s, &kept);
 
+	if (ret)
+		return ret;
+	/* Buckets at or past the retention cutoff, as SQLite keeps them. */
+	if (kept % CH_BUCKET_NS)
+		kept += CH_BUCKET_NS - kept % CH_BUCKET_NS;
+	if (kept > from)
+		from = kept;
 	page_init(&q, 0);
 	/* The rows of the first complete insert of each batch in range (its
 	 * batches row is written last), summed directly: batches sit with

@@ -3,6 +3,10 @@
 # instances (own config, data under $TMP, own ports, a remote_servers
 # cluster "two" of one shard each), exporter E1 on shard 1 and E2 on shard
 # 2 (--clickhouse-cluster two), and a SQLite exporter R as the reference.
+#   - tables on every shard: with --clickhouse-shard-urls, E1 makes the
+#     tables (and records the schema version) on the empty shard 2 too; a
+#     list that misses a server of the cluster is refused; at the end, an
+#     exporter on shard 1 with --retention drops an old day on shard 2;
 #   - fleet: agent 1 pushes each batch to E1, E2 and R (every batch reaches
 #     the cluster twice), agent 2 to E2 and R; after they stop, E1 and E2
 #     answer for both cgroups exactly R's folded stacks, and R's cgroup
@@ -46,9 +50,11 @@ start() { # NAME ARGS...: an exporter on a free port
 	bg_track $!
 	wait_http "http://127.0.0.1:${PORT[$n]}/healthz" $(scaled 10) "$TMP/$n.log"
 }
-start_ch() { # NAME SHARD
-	start "$1" --store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[$2]}" \
-		--clickhouse-cluster two
+start_ch() { # NAME SHARD [ARGS...]
+	local n=$1 sh=$2
+	shift 2
+	start "$n" --store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[$sh]}" \
+		--clickhouse-cluster two "$@"
 }
 stop() {
 	kill -TERM "${PID[$1]}"
@@ -73,7 +79,23 @@ series() { # NAME OUT: cgroup series and agent batch/stack counts of /metrics, s
 same() { # WHAT A B
 	cmp -s "$2" "$3" || fail "$1 differ: $(diff "$2" "$3" | head -8)"
 }
-start_ch E1 s1
+# --- tables on every shard: shard 2 is empty; E1 (on shard 1) makes them there
+shard_urls="http://127.0.0.1:${CH_HTTP[s1]},http://127.0.0.1:${CH_HTTP[s2]}"
+"$EXPORTER" --listen "127.0.0.1:$(free_port)" --store clickhouse --clickhouse-url \
+	"http://127.0.0.1:${CH_HTTP[s1]}" --clickhouse-cluster two \
+	--clickhouse-shard-urls "http://127.0.0.1:${CH_HTTP[s1]}" 2>"$TMP/one.err" &&
+	fail "a shard list without shard 2 was accepted"
+grep -q 'cluster two has 2 servers at .*, --clickhouse-shard-urls lists 1' "$TMP/one.err" ||
+	fail "short shard list: $(cat "$TMP/one.err")"
+[[ $(ch_query s2 "SELECT count() FROM system.tables WHERE database = 'cgperf'") == 0 ]] ||
+	fail "shard 2 is not empty"
+start_ch E1 s1 --clickhouse-shard-urls "$shard_urls"
+for t in samples_local samples batches_local expiry_local cgperf_schema; do
+	[[ $(ch_query s2 "EXISTS TABLE cgperf.$t") == 1 ]] || fail "E1 did not make cgperf.$t on shard 2"
+done
+[[ $(ch_query s2 "SELECT max(version) FROM cgperf.cgperf_schema") == 3 ]] ||
+	fail "no schema version on shard 2"
+info "E1 made the tables on both shards: $(ch_query s2 "SELECT count() FROM system.tables WHERE database = 'cgperf'") on shard 2"
 start_ch E2 s2
 start R --data-dir "$TMP/R"
 
@@ -301,7 +323,26 @@ series E1 "$TMP/E1.5.series"
 same "/metrics after an outage under an agent" "$TMP/E1.5.series" "$TMP/R5.series"
 info "the store down for 2 s under a pushing agent: $tot samples, none lost, none twice"
 
-for e in E1 E2 E3 R; do stop $e; done
+# --- retention on every shard: an old day on shard 2 dropped by an exporter on shard 1
+old=$(( ($(date +%s) - 10 * 86400) * 1000000000 ))
+ch_query s2 "INSERT INTO cgperf.samples_local (bucket, host, path, event, stack, count)
+ VALUES ($old, 'old-host', '/old', 'cpu-clock', 1, 1)" >/dev/null || fail "old row"
+parts() { ch_query s2 "SELECT count() FROM system.parts WHERE active AND database = 'cgperf'
+ AND table = 'samples_local' AND toDate(partition) < today() - 5"; }
+[[ $(parts) == 1 ]] || fail "no old partition on shard 2"
+start_ch E4 s1 --clickhouse-shard-urls "$shard_urls" --retention 2d
+for _ in $(seq 50); do
+	[[ $(parts) == 0 ]] && break
+	sleep 0.2
+done
+[[ $(parts) == 0 ]] || fail "E4 (on shard 1) did not drop shard 2's old day: $(tail -3 "$TMP/E4.log")"
+folded E4 "host=ch-host-1" "$TMP/E4-1.folded"
+folded R "host=ch-host-1" "$TMP/R-1.folded"
+[[ -s $TMP/R-1.folded ]] || fail "no reference stacks"
+same "stacks after retention" "$TMP/E4-1.folded" "$TMP/R-1.folded"
+info "retention: shard 2's old day dropped by the exporter on shard 1; today's stacks unchanged"
+
+for e in E1 E2 E3 E4 R; do stop $e; done
 ch_stop s1
 ch_stop s2
 grep -l 'Sanitizer\|runtime error' "$TMP"/*.log && fail "sanitizer reports"

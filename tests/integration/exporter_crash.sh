@@ -19,9 +19,8 @@
 # At the end: a clean SIGTERM stop, integrity_check on the database itself,
 # and nothing logged at warn or error level (nor by a sanitizer).
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/exporter.sh"
 GEN=$BUILD_DIR/tools/gen_batch
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
-[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 [[ -x $GEN ]] || fail "$GEN not built (make O=${BUILD:-build} build-tests)"
 for c in curl python3; do command -v $c >/dev/null || fail "$c missing"; done
 python3 -c 'import sqlite3' || fail "python3 has no sqlite3 module"
@@ -35,12 +34,9 @@ port=$(free_port)
 url=http://127.0.0.1:$port
 db=$TMP/data/cgperf.db
 
-start_exporter() {
-	"$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/data" --token-file "$TMP/token" \
-		2>>"$TMP/exporter.log" &
-	EX=$!
-	bg_track $EX
-	wait_http "$url/healthz" 30 "$TMP/exporter.log"
+start_exporter() { # on $TMP/data, log $TMP/data.log; recovery may take a while
+	EXP_WAIT=30 exp_start data "$port" --token-file "$TMP/token"
+	EX=${EXP_PID[data]}
 }
 metric() { # NAME FILE
 	awk -v p="$1" '$1 == p { print $2; exit }' "$2"
@@ -99,7 +95,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		for p in "${pids[@]}"; do
 			kill -0 $p 2>/dev/null || fail "round $r: a client stopped early: $(cat "$TMP"/r$r-c*.err; tail -n 3 "$TMP"/r$r-c*.out)"
 		done
-		((i < 600)) || fail "round $r: clients not answered within 60 s: $(tail -n 3 "$TMP/exporter.log")"
+		((i < 600)) || fail "round $r: clients not answered within 60 s: $(tail -n 3 "$TMP/data.log")"
 		sleep 0.1
 	done
 	sleep "0.$((RANDOM % 6 + 2))"
@@ -174,11 +170,11 @@ print(next((a["batches"] for a in json.load(open(sys.argv[1]))["agents"] if a["a
 done
 
 kill -TERM $EX
-wait $EX || fail "exporter did not stop cleanly on SIGTERM: $(tail -5 "$TMP/exporter.log")"
+wait $EX || fail "exporter did not stop cleanly on SIGTERM: $(tail -5 "$TMP/data.log")"
 n=$(integrity "$db") || fail "database after the last stop: $n"
 info "database after a clean stop: integrity ok, $n batches"
-starts=$(grep -c 'msg="exporter started"' "$TMP/exporter.log")
+starts=$(grep -c 'msg="exporter started"' "$TMP/data.log")
 ((starts == ROUNDS + 1)) || fail "$starts starts logged, want $((ROUNDS + 1))"
-alarm=$(grep -Ei 'level=(warn|error)|sanitizer|runtime error|corrupt|malformed' "$TMP/exporter.log")
+alarm=$(grep -Ei 'level=(warn|error)|sanitizer|runtime error|corrupt|malformed' "$TMP/data.log")
 [[ -z $alarm ]] || fail "the exporter logged: $alarm"
 exit 0

@@ -2,7 +2,8 @@
 # cgperf-exporter under a fleet (issue 10, "A thousand agents"):
 #  1. 1000 simulated agents (tests/tools/agent_swarm), each with its own
 #     kept-alive connection, push 100 batches/s in total for FLEET_SECONDS
-#     (60) while /healthz is asked on a new connection every 100 ms: every
+#     (20: a 15 s timed window, 1500 batches; FLEET_SECONDS=60 for the full
+#     minute of issue 10's soak) while /healthz is asked on a new connection every 100 ms: every
 #     batch acked and stored once (no timeout, no resend, no duplicate, no
 #     503), p99 ack latency under 50 ms, /healthz always answered and never
 #     slower than 100 ms (latencies of the steady window, after a 5 s
@@ -20,7 +21,7 @@
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/exporter.sh"
 SWARM=$BUILD_DIR/tools/agent_swarm
-SECS=${FLEET_SECONDS:-60}
+SECS=${FLEET_SECONDS:-20}
 AGENTS=1000 RATE=100 IDLE=10000
 [[ -x $SWARM ]] || fail "$SWARM not built (make O=${BUILD:-build} build-tests)"
 command -v curl >/dev/null || fail "curl missing"

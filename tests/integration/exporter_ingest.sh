@@ -7,9 +7,8 @@
 # restart on the same data directory, keeps every total. Read routes answer
 # gzip'd when Accept-Encoding allows it, with the same text inflated.
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/exporter.sh"
 W=$BUILD_DIR/workloads
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
-[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
 command -v promtool >/dev/null || fail "promtool missing (packaging/install-deps.sh installs prometheus)"
 command -v curl >/dev/null || fail "curl missing"
 cg_new exporter
@@ -18,13 +17,11 @@ port=$(free_port) ref_port=$port
 while [[ $ref_port == "$port" ]]; do ref_port=$(free_port); done
 url=http://127.0.0.1:$port
 
-exporter() { # start the exporter on the main data dir
-	"$EXPORTER" --listen "127.0.0.1:$port" --data-dir "$TMP/data" --token-file "$TMP/token" \
-		--max-body 1048576 --log-level debug 2>>"$TMP/exporter.log" &
-	EX=$!; bg_track $EX
-	wait_http "http://127.0.0.1:$port/healthz" 10 "$TMP/exporter.log"
+exporter() { # start the exporter on the main data dir ($TMP/exporter)
+	exp_start exporter "$port" --token-file "$TMP/token" --max-body 1048576 --log-level debug
+	EX=${EXP_PID[exporter]}
 }
-agent_yaml() { # HOSTNAME ID_FILE COLLECTOR_URL
+agent_config() { # HOSTNAME ID_FILE COLLECTOR_URL
 	cat <<YAML
 host: {name: "$1", agent_id_file: $2}
 cgroups: {include: ["$rel", "$rel/**"]}
@@ -56,7 +53,7 @@ python3 "$ROOT/tests/lib/fake_collector.py" --dir "$TMP/fc" --port 0 --port-file
 FC=$!; bg_track $FC
 for _ in $(seq 50); do [[ -s $TMP/fc.port ]] && break; sleep 0.1; done
 [[ -s $TMP/fc.port ]] || fail "test collector did not start: $(cat "$TMP/fc.log")"
-agent_yaml capture-host "$TMP/agent-id-capture" "http://127.0.0.1:$(cat "$TMP/fc.port")/api/v1/push" \
+agent_config capture-host "$TMP/agent-id-capture" "http://127.0.0.1:$(cat "$TMP/fc.port")/api/v1/push" \
 	>"$TMP/capture.yaml"
 agent_run "$TMP/capture.log" --config "$TMP/capture.yaml" --duration 3.2
 sleep 0.5 # some load, so the captured batches carry non-zero counts
@@ -71,7 +68,7 @@ mapfile -t bodies < <(ls "$TMP"/fc/body-* | sort -t- -k2 -n)
 # 2. The agent pushes to the exporter while spin burns CPU in the cgroup.
 exporter
 u0=$(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat")
-agent_yaml test-host "$TMP/agent-id" "$url/api/v1/push" >"$TMP/agent.yaml"
+agent_config test-host "$TMP/agent-id" "$url/api/v1/push" >"$TMP/agent.yaml"
 agent_run "$TMP/run.log" --config "$TMP/agent.yaml" --duration 4.5
 sleep 1 # counters open on the cgroup before the load starts
 sh -c "echo \$\$ > '$cg/cgroup.procs'; exec '$W/spin' 2.5" &
@@ -224,9 +221,8 @@ curl -sf "$url/metrics" >"$TMP/m6.txt"
 [[ $(metric cgperf_exporter_batches_duplicate_total "$TMP/m6.txt") == 1 ]] ||
 	fail "batch acknowledged before kill -9 is not in the store"
 # A fresh exporter fed the same two captured batches: same capture-host totals.
-"$EXPORTER" --listen "127.0.0.1:$ref_port" --data-dir "$TMP/ref" 2>"$TMP/ref.log" &
-REF=$!; bg_track $REF
-wait_http "http://127.0.0.1:$ref_port/healthz" 10 "$TMP/ref.log"
+exp_start ref "$ref_port"
+REF=${EXP_PID[ref]}
 url=http://127.0.0.1:$ref_port
 check 200 "reference: first batch" "$(post "${bodies[0]}")"
 check 200 "reference: second batch" "$(post "${bodies[1]}")"
@@ -238,10 +234,8 @@ diff <(grep '^cgperf_cgroup.*host="capture-host"' "$TMP/ref.txt" | sort) \
 # refused with 429 and Retry-After before anything is stored; smaller ones
 # still go in, and the refusal is counted.
 lim_port=$(free_port)
-"$EXPORTER" --listen "127.0.0.1:$lim_port" --data-dir "$TMP/lim" --max-series 60 \
-	--series-expiry 42s 2>"$TMP/lim.log" &
-LIM=$!; bg_track $LIM
-wait_http "http://127.0.0.1:$lim_port/healthz" 10 "$TMP/lim.log"
+exp_start lim "$lim_port" --max-series 60 --series-expiry 42s
+LIM=${EXP_PID[lim]}
 url=http://127.0.0.1:$lim_port
 "$BUILD_DIR/tools/gen_batch" --cgroups 100 --counters 2 --stacks 1 --host big --agent big --seq 1 write "$TMP/wide.pb" ||
 	fail "gen_batch failed"

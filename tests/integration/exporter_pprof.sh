@@ -30,13 +30,8 @@ cg_new pprof
 # shellcheck disable=SC2046 # store_args: one flag or value a line
 exporter_up $(store_args exporter)
 
-cat >"$TMP/agent.yaml" <<YAML
-host: {name: "pprof-host", agent_id_file: $TMP/agent-id}
-cgroups: {include: ["$rel"]}
-counters: {events: [task-clock]}
-sampling: {frequency: 199, call_graph: fp, event: cpu-clock}
-push: {interval: 1s, collectors: ["$ex/api/v1/push"], timeout: 2s, spool: {dir: $TMP/spool}}
-YAML
+agent_yaml pprof-host "$rel" "sampling: {frequency: 199, call_graph: fp, event: cpu-clock}" \
+	"push: {interval: 1s, collectors: [\"$ex/api/v1/push\"], timeout: 2s, spool: {dir: $TMP/spool}}"
 agent_run "$TMP/agent.log" --config "$TMP/agent.yaml" --duration 6
 sleep 1 # sampling set up on the cgroup before the workload starts
 cg_spawn "$cg" "$W/chain-fp" 3

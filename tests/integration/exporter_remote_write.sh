@@ -43,13 +43,19 @@ push:
   spool: {dir: $TMP/spool}
 YAML
 "$AGENT" run --config "$TMP/agent.yaml" --duration 4 2>"$TMP/agent.log" || fail "agent failed: $(tail -5 "$TMP/agent.log")"
-sleep "$(scaled 3)" # two remote_write rounds after the last push
 
 sel="{id=\"$rel\",instance=\"exp-\\\"1\\\"\",job=\"cgperf-exporter\"}"
 want=$(exp_metric "$pe" cgperf_cgroup_cpu_seconds_total "id=\"$rel\"")
 batches=$(exp_metric "$pe" cgperf_agent_batches_total)
-vp=$(tsdb_value "$pp" "cgperf_cgroup_cpu_seconds_total$sel")
-vv=$(tsdb_value "$pv" "cgperf_cgroup_cpu_seconds_total$sel")
+# until a remote_write round after the last push reached both, and the
+# 404 URL refused 3 (1 s rounds)
+for ((i = 0; i < $(scaled 10) * 4; i++)); do
+	vp=$(tsdb_value "$pp" "cgperf_cgroup_cpu_seconds_total$sel")
+	vv=$(tsdb_value "$pv" "cgperf_cgroup_cpu_seconds_total$sel")
+	[[ -n $vp && -n $vv ]] && near "$vp" "$want" 2 && near "$vv" "$want" 2 &&
+		(($(rwm requests_dropped_total "nowhere.*reason=\"rejected\"") >= 3)) && break
+	sleep 0.25
+done
 info "cpu seconds of $rel: /metrics $want, Prometheus $vp, VictoriaMetrics $vv"
 awk -v w="$want" 'BEGIN { exit !(w > 1) }' || fail "the spinning cgroup has $want CPU seconds on /metrics"
 [[ -n $vp ]] && near "$vp" "$want" 2 || fail "Prometheus has '$vp', /metrics $want"
@@ -70,9 +76,12 @@ info "sent to Prometheus: $sent_p requests; to the 404 URL: $sent_bad sent, $rej
 
 # VictoriaMetrics down: retries, then a full queue of 3 drops its oldest.
 kill $VM; wait $VM 2>/dev/null
-sleep "$(scaled 6)"
-failed=$(rwm requests_failed_total ":$pv/") qlen=$(rwm queue_length ":$pv/")
-full=$(rwm requests_dropped_total ":$pv/.*queue_full")
+for ((i = 0; i < $(scaled 15) * 4; i++)); do
+	failed=$(rwm requests_failed_total ":$pv/") qlen=$(rwm queue_length ":$pv/")
+	full=$(rwm requests_dropped_total ":$pv/.*queue_full")
+	((failed >= 2 && qlen == 3 && full >= 1)) && break
+	sleep 0.25
+done
 info "VictoriaMetrics down: $failed failed requests, queue $qlen, $full dropped (queue full)"
 ((failed >= 2)) || fail "no failed requests while VictoriaMetrics is down"
 ((qlen == 3 && full >= 1)) || fail "queue $qlen, dropped $full: want a full queue of 3 dropping its oldest"

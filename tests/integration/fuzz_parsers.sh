@@ -6,7 +6,7 @@
 # configuration (fuzz_config), JIT perf maps, /tmp/perf-PID.map
 # (fuzz_perfmap), and what container runtimes leave on disk: config.json
 # annotations, podman's containers.json, unit files (fuzz_runtime).
-# FUZZ_PARSERS_TIME seconds each (default 5), seeded with
+# FUZZ_PARSERS_TIME seconds each (default 5; two targets at a time), seeded with
 # real files: the USDT workload, the C++ workload, a C chain with and
 # without frame pointers, a stripped copy (.dynsym only); for the config,
 # the shipped and the documented example files; for the perf map, the
@@ -23,7 +23,7 @@ case $BUILD_DIR in
 *) O=$BUILD_DIR ;;
 esac
 targets="fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config fuzz_perfmap fuzz_runtime"
-make --no-print-directory -C "$ROOT" O="$O" $(printf "$O/fuzz/%s " $targets) \
+make -j2 --no-print-directory -C "$ROOT" O="$O" $(printf "$O/fuzz/%s " $targets) \
 	"$O/workloads/sdtprobe" "$O/workloads/cxx" "$O/workloads/chain-fp" "$O/workloads/chain-nofp" \
 	>"$TMP/make.log" 2>&1 || fail "cannot build the fuzz targets: $(tail -20 "$TMP/make.log")"
 
@@ -79,10 +79,16 @@ run() { # target corpus...
 		fail "$t found a problem (exit $rc); its input is in $BUILD_DIR/fuzz/found/"
 	fi
 }
-run fuzz_symtab "$elf"
-run fuzz_usdt "$elf"
-run fuzz_ehhdr "$eh"
-run fuzz_config "$cfg"
-run fuzz_perfmap "$pm"
-TMPDIR=$TMP run fuzz_runtime "$rt" # its fake host root goes under $TMP
+# pair T1 C1 T2 C2: two targets side by side. The suite runs one test at a
+# time on this 2-core machine, so each still has a core for its T seconds;
+# a finding fails in run() (the one in the background: its exit status).
+pair() {
+	run "$1" "$2" &
+	local bg=$!
+	run "$3" "$4"
+	wait $bg || fail "$1 failed (see above)"
+}
+pair fuzz_symtab "$elf" fuzz_usdt "$elf"
+pair fuzz_ehhdr "$eh" fuzz_config "$cfg"
+TMPDIR=$TMP pair fuzz_perfmap "$pm" fuzz_runtime "$rt" # fuzz_runtime's fake host root goes under $TMP
 exit 0

@@ -5,10 +5,11 @@
 # [app], the agent's /metrics names all 1000 (container_name, pod_name,
 # namespace) and carries container_label_app and no other label of theirs;
 # the exporter it pushes to, at --max-series 4000, takes every batch (no 429)
-# and holds the 1000 cgroups' series, none with a container label.
+# and holds the 1000 cgroups' series, each with container_label_app and no
+# other container label.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/containers.sh"
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
+source "$(dirname "$0")/../lib/exporter.sh"
 N=1000
 base=$(cg_make card)
 rel=${base#"$(cg2_mount)"}
@@ -32,20 +33,10 @@ for i in range(n):
     json.dump({"ociVersion": "1.0.2-dev", "annotations": ann}, open(os.path.join(d, "config.json"), "w"))
     os.mkdir(os.path.join(base, "crio-%s.scope" % cid))
 PY
-eport=$(free_port)
-"$EXPORTER" --listen "127.0.0.1:$eport" --data-dir "$TMP/exp" --max-series 4000 >"$TMP/exp.log" 2>&1 &
-bg_track $!
-wait_http "http://127.0.0.1:$eport/healthz" "$(scaled 10)" "$TMP/exp.log"
+exporter_up --max-series 4000
 port=$(free_port)
-cat >"$TMP/agent.yaml" <<YAML
-host: {name: cardtest, agent_id_file: $TMP/agent-id}
-cgroups: {include: ["$rel/**"]}
-counters: {events: [task-clock]}
-sampling: {enabled: false}
-push: {interval: 2s, collectors: ["http://127.0.0.1:$eport/api/v1/push"], spool: {dir: $TMP/spool}}
-metrics: {listen: "127.0.0.1:$port"}
-identity: {root: "$TMP/root", labels: [app]}
-YAML
+agent_yaml cardtest "$rel/**" "push: {interval: 2s, collectors: [\"$ex/api/v1/push\"], spool: {dir: $TMP/spool}}" \
+	"metrics: {listen: \"127.0.0.1:$port\"}" "identity: {root: \"$TMP/root\", labels: [app]}"
 run_agent "$TMP/agent.yaml" "$port"
 check() { # FILE: how many of the N containers are named, and label trouble
 	python3 - "$1" $N <<'PY'
@@ -82,17 +73,20 @@ labels=$(grep -m1 'container_name="c1"' "$TMP/m.txt")
 [[ $labels == *'container_label_app="app1"'* ]] || fail "no container_label_app: $labels"
 info "agent: $N containers named, 20 labels each, one (app) on /metrics: $labels"
 for i in $(seq $(( 20 * TIME_SCALE ))); do
-	curl -sf "http://127.0.0.1:$eport/metrics" >"$TMP/em.txt" || true
+	curl -sf "$ex/metrics" >"$TMP/em.txt" || true
 	n=$(grep -c '^cgperf_cgroup_perf_events_total{.*container_name="c[0-9]*"' "$TMP/em.txt")
 	(( n == N )) && break
 	sleep 1
 done
-(( n == N )) || fail "exporter holds $n of $N named cgroups: $(tail -3 "$TMP/exp.log")"
-! grep -q 'container_label_' "$TMP/em.txt" || fail "exporter series carry container labels"
+(( n == N )) || fail "exporter holds $n of $N named cgroups: $(tail -3 "$TMP/exporter.log")"
+read -r en ebad < <(check "$TMP/em.txt")
+(( ebad == 0 && en == N )) || fail "exporter: $en of $N named as the agent names them, $ebad with labels outside the allow-list"
+napp=$(grep -c '^cgperf_cgroup_perf_events_total{.*container_label_app="app[0-9]"' "$TMP/em.txt")
+(( napp == N )) || fail "exporter: $napp of $N cgroups carry container_label_app"
 grep -q 'cgperf_agent_push_rejected_total{[^}]*} 0' <(curl -sf "http://127.0.0.1:$port/metrics") ||
 	fail "the exporter refused batches (429 at --max-series 4000?)"
 series=$(grep -c '^cgperf_' "$TMP/em.txt")
-info "exporter: $n named cgroups, $series series in all, under --max-series 4000"
+info "exporter: $n named cgroups with container_label_app only, $series series in all, under --max-series 4000"
 kill -TERM $AG
 for i in $(seq $(( 100 * TIME_SCALE ))); do kill -0 $AG 2>/dev/null || break; sleep 0.1; done
 kill -0 $AG 2>/dev/null && fail "agent still running 10 s after SIGTERM: $(tail -3 "$TMP/run.log")"

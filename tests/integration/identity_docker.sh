@@ -54,15 +54,8 @@ info "cgroups: $A, $IMG, team=ops from docker's API"
 record_target_only "container=$A" "$(docker inspect -f '{{.State.Pid}}' "$A")"
 
 port=$(free_port)
-cat >"$TMP/agent.yaml" <<YAML
-host: {name: dktest, agent_id_file: $TMP/agent-id}
-cgroups: {include: ["container=cgperf-dk-$$-*"]}
-counters: {events: [task-clock]}
-sampling: {enabled: false}
-push: {interval: 2s, collectors: [], spool: {dir: $TMP/spool}}
-metrics: {listen: "127.0.0.1:$port"}
-identity: {docker_socket: "$SOCK", labels: [team]}
-YAML
+agent_yaml dktest "container=cgperf-dk-$$-*" "push: {interval: 2s, collectors: [], spool: {dir: $TMP/spool}}" \
+	"metrics: {listen: \"127.0.0.1:$port\"}" "identity: {docker_socket: \"$SOCK\", labels: [team]}"
 run_agent "$TMP/agent.yaml" "$port"
 "${RUN[@]}" --name "$B" --label team=web "$IMG" sh -c 'while :; do :; done' >/dev/null ||
 	fail "docker run $B failed"

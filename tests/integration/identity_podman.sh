@@ -6,18 +6,20 @@
 #     (started here on a socket of this test); name and image from podman's
 #     store when no API service runs
 #   - record --target container=NAME samples that container's busy loop only
-#   - record --per-cgroup names the container and its image in its cgroup frame
+#   - record --per-cgroup and trace --stacks name the container and its image
+#     in its cgroup frame
 #   - run, selecting cgroups by image and excluding one container by name: a
 #     container started after the agent shows up with its name, image and an
-#     allow-listed label on the agent's /metrics and the exporter's /metrics,
+#     allow-listed label (and not the other) on the agent's /metrics and the
+#     exporter's /metrics,
 #     /api/v1/targets and page, within one push interval; the excluded one
 #     does not; the exporter restarted keeps the image (its SQLite store)
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/containers.sh"
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
 command -v podman >/dev/null || skip "podman not installed (packaging/install-deps.sh installs it)"
 command -v runc >/dev/null || skip "runc not installed"
 [[ -x /bin/busybox ]] || skip "busybox-static not installed"
+source "$(dirname "$0")/../lib/exporter.sh"
 IMG=localhost/cgperf-busybox:test
 A=cgperf-id-$$-a
 B=cgperf-id-$$-b
@@ -78,25 +80,23 @@ record_target_only "container=$A" "$(podman inspect -f '{{.State.Pid}}' "$A")"
 grep -q "^podman:[0-9a-f]\{12\} $A ($IMG);" "$TMP/pc.folded" ||
 	fail "record's cgroup frame lacks name and image: $(cut -d';' -f1 "$TMP/pc.folded" | sort -u)"
 info "record --per-cgroup: $(cut -d';' -f1 "$TMP/pc.folded" | sort -u | head -1)"
+# trace --stacks names it the same way in its cgroup frame (the busy loop
+# is preempted: sched_switch fires in it)
+acg=$(sed -n 's/^0:://p' "/proc/$(podman inspect -f '{{.State.Pid}}' "$A")/cgroup")
+"$AGENT" trace -G "$acg" -e sched:sched_switch --stacks --duration 1 >"$TMP/tr.txt" 2>&1 ||
+	fail "trace --stacks failed: $(tail -3 "$TMP/tr.txt")"
+grep -q "^sched:sched_switch;podman:[0-9a-f]\{12\} $A ($IMG);" "$TMP/tr.txt" ||
+	fail "trace --stacks cgroup frame lacks name and image: $(grep '^sched' "$TMP/tr.txt" | cut -d';' -f1-2 | sort -u | head -3)"
+info "trace --stacks: $(grep -m1 '^sched:' "$TMP/tr.txt" | cut -d';' -f1-2)"
 
 # 3. run: a container started after the agent, named within one interval
-[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
-eport=$(free_port)
-"$EXPORTER" --listen "127.0.0.1:$eport" --data-dir "$TMP/exp" >"$TMP/exp.log" 2>&1 &
-EXP=$!
-bg_track $EXP
-wait_http "http://127.0.0.1:$eport/healthz" "$(scaled 10)" "$TMP/exp.log"
+exporter_up
 port=$(free_port)
 interval=2
-cat >"$TMP/agent.yaml" <<YAML
-host: {name: idtest, agent_id_file: $TMP/agent-id}
-cgroups: {include: ["image=*/cgperf-busybox:*"], exclude: ["container=$A"], containers_only: true}
-counters: {events: [task-clock]}
-sampling: {enabled: false}
-push: {interval: ${interval}s, collectors: ["http://127.0.0.1:$eport/api/v1/push"], spool: {dir: $TMP/spool}}
-metrics: {listen: "127.0.0.1:$port"}
-identity: {podman_socket: "$SOCK", labels: [team]}
-YAML
+agent_yaml idtest "" \
+	"cgroups: {include: [\"image=*/cgperf-busybox:*\"], exclude: [\"container=$A\"], containers_only: true}" \
+	"push: {interval: ${interval}s, collectors: [\"$ex/api/v1/push\"], spool: {dir: $TMP/spool}}" \
+	"metrics: {listen: \"127.0.0.1:$port\"}" "identity: {podman_socket: \"$SOCK\", labels: [team]}"
 run_agent "$TMP/agent.yaml" "$port"
 sleep 1
 "${PODRUN[@]}" --name "$B" --label team=web --label secret=x "$IMG" \
@@ -111,20 +111,25 @@ info "agent /metrics named $B after $NAMED_MS ms (interval ${interval}s): $line"
 
 # the exporter, after the next push
 for i in $(seq $(( 20 * TIME_SCALE ))); do
-	curl -sf "http://127.0.0.1:$eport/metrics" >"$TMP/em.txt" || true
+	curl -sf "$ex/metrics" >"$TMP/em.txt" || true
 	grep -q "container_name=\"$B\".*image=\"$IMG\"" "$TMP/em.txt" && break
 	sleep 0.5
 done
 grep -q "container_name=\"$B\"" "$TMP/em.txt" || fail "exporter /metrics lacks $B: $(grep cpu "$TMP/em.txt" | head -3)"
 grep -q "container_name=\"$B\".*image=\"$IMG\"" "$TMP/em.txt" || fail "exporter /metrics lacks the image of $B: $(grep "$B" "$TMP/em.txt" | head -2)"
-curl -sf "http://127.0.0.1:$eport/api/v1/targets" >"$TMP/t.json" || fail "no /api/v1/targets"
+# the agent's allow-list decides which container labels travel: team does,
+# secret does not
+eline=$(grep -m1 "container_name=\"$B\"" "$TMP/em.txt")
+[[ $eline == *'container_label_team="web"'* ]] || fail "exporter /metrics lacks the allow-listed label: $eline"
+grep "container_name=\"$B\"" "$TMP/em.txt" | grep -q secret && fail "exporter /metrics has a label outside the allow-list: $eline"
+curl -sf "$ex/api/v1/targets" >"$TMP/t.json" || fail "no /api/v1/targets"
 python3 - "$TMP/t.json" "$B" "$IMG" <<'PY' || fail "targets: $(head -c 2000 "$TMP/t.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
 text = json.dumps(d)
 assert sys.argv[2] in text and sys.argv[3] in text
 PY
-curl -sf "http://127.0.0.1:$eport/" >"$TMP/page.html" || fail "no page"
+curl -sf "$ex/" >"$TMP/page.html" || fail "no page"
 grep -q "$B" "$TMP/page.html" && grep -q "$IMG" "$TMP/page.html" ||
 	fail "page's Containers table lacks $B or its image"
 info "exporter: /metrics, /api/v1/targets and the page show $B and $IMG"
@@ -137,14 +142,11 @@ wait $AG || fail "agent exited with $?: $(tail -5 "$TMP/run.log")"
 
 # the exporter restarted on its data dir (no agent pushes any more): the
 # image comes back from the SQLite store
-kill -TERM $EXP
-wait $EXP 2>/dev/null || true
-"$EXPORTER" --listen "127.0.0.1:$eport" --data-dir "$TMP/exp" >"$TMP/exp2.log" 2>&1 &
-bg_track $!
-wait_http "http://127.0.0.1:$eport/healthz" "$(scaled 10)" "$TMP/exp2.log"
-curl -sf "http://127.0.0.1:$eport/metrics" >"$TMP/em2.txt" || fail "no /metrics after a restart"
+exp_stop exporter
+exporter_up
+curl -sf "$ex/metrics" >"$TMP/em2.txt" || fail "no /metrics after a restart"
 grep -q "container_name=\"$B\".*image=\"$IMG\"" "$TMP/em2.txt" ||
 	fail "/metrics lost the image of $B across a restart: $(grep "$B" "$TMP/em2.txt" | head -2)"
-curl -sf "http://127.0.0.1:$eport/api/v1/targets" >"$TMP/t2.json" || fail "no /api/v1/targets after a restart"
+curl -sf "$ex/api/v1/targets" >"$TMP/t2.json" || fail "no /api/v1/targets after a restart"
 grep -q "$IMG" "$TMP/t2.json" || fail "/api/v1/targets lost $IMG across a restart: $(head -c 1500 "$TMP/t2.json")"
 info "exporter restarted: /metrics and /api/v1/targets keep $IMG from the store"

@@ -3,7 +3,9 @@
 # Kubernetes API types of Debian's python3-kubernetes (packaging/kubernetes/
 # check.py: kinds, field names, value types, required fields), a misspelt
 # field and a wrong type are caught, the DaemonSet asks for capabilities and
-# not privileged, and the agent's configuration in the ConfigMap loads.
+# not privileged, the agent's configuration in the ConfigMap loads, and
+# podman-args.py translates every field of the pod spec (and refuses one it
+# does not know).
 source "$(dirname "$0")/../lib/common.sh"
 K=$ROOT/packaging/kubernetes
 /usr/bin/python3 -c 'import kubernetes.client, yaml' 2>/dev/null ||
@@ -30,4 +32,17 @@ docs = list(yaml.safe_load_all(open(sys.argv[2])))
 open(sys.argv[3], "w").write(docs[0]["data"]["agent.yaml"])
 PY
 "$AGENT" run --config "$TMP/agent.yaml" --print-config >"$TMP/eff" 2>&1 || { cat "$TMP/eff"; fail "the ConfigMap's agent.yaml does not load"; }
+# the pod spec as podman options (pkg_image runs the image with them): every
+# field translated, an unknown one refused
+/usr/bin/python3 "$K/podman-args.py" "$K/agent-daemonset.yaml" --seccomp-dir /s >"$TMP/args" 2>&1 ||
+	{ cat "$TMP/args"; fail "podman-args.py"; }
+for o in --pid=host --user=999:999 --cap-drop=all --cap-add=PERFMON,SYS_PTRACE,DAC_READ_SEARCH \
+	--security-opt=no-new-privileges --read-only --security-opt=seccomp=/s/cgperf-agent.json \
+	--volume=/sys/fs/cgroup:/sys/fs/cgroup:ro; do
+	grep -qxF -- "$o" "$TMP/args" || { cat "$TMP/args"; fail "podman-args.py lacks $o"; }
+done
+sed 's/hostPID: true/hostPID: true\n      hostIPC: true/' "$K/agent-daemonset.yaml" >"$TMP/ipc.yaml"
+/usr/bin/python3 "$K/podman-args.py" "$TMP/ipc.yaml" --seccomp-dir /s >"$TMP/ipc" 2>&1 &&
+	fail "podman-args.py dropped hostIPC silently"
+grep -q hostIPC "$TMP/ipc" || { cat "$TMP/ipc"; fail "podman-args.py did not name hostIPC"; }
 echo "PASS: pkg_kube (manifests match the API types; DaemonSet: hostPID, 3 capabilities, read-only cgroup and tracefs)"

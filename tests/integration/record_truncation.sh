@@ -132,14 +132,9 @@ source "$(dirname "$0")/../lib/exporter.sh"
 cg_new trunc
 exporter_up
 mport=$(free_port)
-cat >"$TMP/agent.yaml" <<YAML
-host: {name: "trunc-host", agent_id_file: $TMP/agent-id}
-cgroups: {include: ["$rel"]}
-counters: {events: [task-clock]}
-sampling: {frequency: 199, call_graph: dwarf, event: cpu-clock}
-push: {interval: 1s, collectors: ["$ex/api/v1/push"], timeout: 2s, spool: {dir: $TMP/spool}}
-metrics: {listen: "127.0.0.1:$mport"}
-YAML
+agent_yaml trunc-host "$rel" "sampling: {frequency: 199, call_graph: dwarf, event: cpu-clock}" \
+	"push: {interval: 1s, collectors: [\"$ex/api/v1/push\"], timeout: 2s, spool: {dir: $TMP/spool}}" \
+	"metrics: {listen: \"127.0.0.1:$mport\"}"
 agent_run "$TMP/agent.log" --config "$TMP/agent.yaml" --duration 5
 sleep 1
 cg_spawn "$cg" "$W/deepstack-fp" rec 100 2

@@ -49,24 +49,22 @@ config fanout "$TMP/spool" >"$TMP/agent.yaml"
 exp_start A "$pa" "${rw[@]}" --remote-write-instance A
 exp_start B "$pb" "${rw[@]}" --remote-write-instance B
 agent_run "$TMP/agent.log" --config "$TMP/agent.yaml" --push-mode failover
-sleep "$(scaled 4)"
-a_before=$(exp_metric "$pa" cgperf_agent_batches_total)
+a_before=$(exp_wait_metric "$pa" cgperf_agent_batches_total 4 10)
 b_before=$(exp_metric "$pb" cgperf_agent_batches_total)
 info "before the kill: A stored $a_before batches, B $b_before"
-((a_before >= 2)) || fail "A (first of the list) got $a_before batches in 4 s: $(tail -5 "$TMP/agent.log")"
+((a_before >= 4)) || fail "A (first of the list) got $a_before batches in 10 s: $(tail -5 "$TMP/agent.log")"
 ((b_before == 0)) || fail "B got $b_before batches while A was healthy (failover sends to the first healthy one)"
 
 exp_stop A KILL
-sleep "$(scaled 4)"
-b_mid=$(exp_metric "$pb" cgperf_agent_batches_total)
+b_mid=$(exp_wait_metric "$pb" cgperf_agent_batches_total 3 10)
 info "A down: B stored $b_mid batches"
-((b_mid >= 2)) || fail "B got $b_mid batches while A was down: $(grep -v debug "$TMP/agent.log" | tail -5)"
+((b_mid >= 3)) || fail "B got $b_mid batches while A was down: $(grep -v debug "$TMP/agent.log" | tail -5)"
 
 exp_start A "$pa" "${rw[@]}" --remote-write-instance A
-sleep "$(scaled 5)" # A's health backoff (at most retry.max) ends: A is first again
-a_recv=$(exp_metric "$pa" cgperf_exporter_batches_received_total)
+# A's health backoff (at most retry.max) ends: A is first again
+a_recv=$(exp_wait_metric "$pa" cgperf_exporter_batches_received_total 4 10)
 info "A restarted: it stored $a_recv new batches"
-((a_recv >= 2)) || fail "restarted A got $a_recv batches: $(grep -v debug "$TMP/agent.log" | tail -5)"
+((a_recv >= 4)) || fail "restarted A got $a_recv batches: $(grep -v debug "$TMP/agent.log" | tail -5)"
 maybe=$(curl -sf "http://127.0.0.1:$pm/metrics" | awk '$1 ~ /^cgperf_agent_push_maybe_delivered_total/ { print $2 }')
 kill -TERM $ag
 wait $ag || fail "agent failed: $(tail -5 "$TMP/agent.log")"
@@ -92,12 +90,17 @@ for p in "$pa" "$pb"; do
 	d=$(exp_metric "$p" cgperf_exporter_batches_duplicate_total)
 	((d == 0)) || fail "exporter on $p answered $d duplicates"
 done
-# One Prometheus, two exporters: one series each, the sum is the agent's.
-sleep "$(scaled 3)"
+# One Prometheus, two exporters: one series each, the sum is what they
+# stored (the agent's count, plus any batch whose ack the kill cut off).
 q='cgperf_agent_batches_total{host="fo-host",job="cgperf-exporter"}'
-series=$(tsdb_value "$pp" "count($q)") sum=$(tsdb_value "$pp" "sum($q)")
+for ((i = 0; i < $(scaled 10) * 4; i++)); do
+	series=$(tsdb_value "$pp" "count($q)") sum=$(tsdb_value "$pp" "sum($q)")
+	[[ $series == 2 && $sum == "$((ta + tb))" ]] && break
+	sleep 0.25
+done
 info "Prometheus: $series series of the agent's batches, summing to $sum"
-[[ $series == 2 && $sum == "$n" ]] || fail "Prometheus: $series series summing to $sum, want 2 summing to $n"
+[[ $series == 2 && $sum == "$((ta + tb))" ]] ||
+	fail "Prometheus: $series series summing to $sum, want 2 summing to $((ta + tb)) (the agent's $n)"
 
 # Fan-out for contrast: the same agent, a new spool, every batch in both.
 exp_stop A; exp_stop B

@@ -11,6 +11,7 @@
 # for its binary, and is placed once the container runs (hits counted).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/containers.sh"
+source "$(dirname "$0")/../lib/exporter.sh"
 command -v podman >/dev/null || skip "podman not installed (packaging/install-deps.sh installs it)"
 command -v runc >/dev/null || skip "runc not installed"
 command -v cc >/dev/null || skip "no C compiler for the test program"
@@ -48,24 +49,12 @@ podman import --change 'CMD ["/bin/cgticker"]' "$TMP/img.tar" "$IMG" >/dev/null 
 "${PODRUN[@]}" --name "$C" "$IMG" /bin/cgticker >/dev/null || fail "podman run $C failed"
 command -v cgticker >/dev/null && fail "a cgticker in PATH would hide what is tested"
 
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
-[[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
-eport=$(free_port)
-"$EXPORTER" --listen "127.0.0.1:$eport" --data-dir "$TMP/exp" >"$TMP/exp.log" 2>&1 &
-bg_track $!
-wait_http "http://127.0.0.1:$eport/healthz" "$(scaled 10)" "$TMP/exp.log"
+exporter_up
 # agent_config NAME PORT: the config of an agent following container NAME
 agent_config() {
-	cat >"$TMP/agent.yaml" <<YAML
-host: {name: rpctest, agent_id_file: $TMP/agent-id}
-cgroups: {include: ["container=$1"], containers_only: true}
-counters: {events: [task-clock]}
-sampling: {enabled: false}
-probes: [{spec: "u:cgticker:cgperf_tick"}]
-push: {interval: 1s, collectors: ["http://127.0.0.1:$eport/api/v1/push"], spool: {dir: $TMP/spool}}
-metrics: {listen: "127.0.0.1:$2"}
-identity: {podman_socket: ""}
-YAML
+	agent_yaml rpctest "" "cgroups: {include: [\"container=$1\"], containers_only: true}" \
+		'probes: [{spec: "u:cgticker:cgperf_tick"}]' "metrics: {listen: \"127.0.0.1:$2\"}" \
+		'identity: {podman_socket: ""}'
 }
 
 # wait_hits NAME: until the exporter counts 50 ticks of container NAME
@@ -73,7 +62,7 @@ wait_hits() {
 	hits=0
 	for i in $(seq $(( 20 * TIME_SCALE ))); do
 		sleep 0.5
-		curl -sf "http://127.0.0.1:$eport/metrics" >"$TMP/m.txt" || continue
+		curl -sf "$ex/metrics" >"$TMP/m.txt" || continue
 		hits=$(awk -v n="container_name=\"$1\"" '/^cgperf_probe_hits_total\{/ && /cgperf_tick/ && index($0, n) { s += $NF } END { print s + 0 }' "$TMP/m.txt")
 		((hits >= 50)) && break
 	done

@@ -5,6 +5,7 @@
 # counts over the same 400 pgbench -S transactions (perf stat -G CG on perf's
 # own sdt_postgresql:query__start uprobe event); and run's config probe of the
 # same spec, with the cgroup followed, counts the queries of 100 more.
+# (A probe on a cgroup with no such process yet waits: trace_cgroup_wait.)
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pg.sh"
 command -v perf >/dev/null && perf --version >/dev/null 2>&1 || fail "perf missing (linux-perf)"
@@ -17,12 +18,6 @@ command -v postgresql >/dev/null && fail "a 'postgresql' in PATH would make this
 pg_start "$cg"
 pg_bench_init 1
 T=400
-
-# Without PostgreSQL among the traced processes, the name means nothing.
-empty=$(cg_make empty)
-"$AGENT" trace -G "${empty#"$(cg2_mount)"}" -e sdt:postgresql:query__start --duration 1 \
-	>/dev/null 2>"$TMP/err0" && fail "resolved sdt:postgresql with no process: $(cat "$TMP/err0")"
-info "empty cgroup: $(head -c 200 "$TMP/err0")"
 
 if ! perf probe -l 2>/dev/null | grep -q "$PERF_EV"; then
 	perf probe -q -x "$PG_BIN/postgres" -a "$PERF_EV" >"$TMP/pp.err" 2>&1 ||
@@ -48,25 +43,14 @@ info "query__start in $rel: agent $ours, perf $perfs ($T transactions)"
 
 # run: a config probe without @BINARY resolves among the followed cgroups' processes.
 source "$(dirname "$0")/../lib/containers.sh"
-EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
-eport=$(free_port)
-"$EXPORTER" --listen "127.0.0.1:$eport" --data-dir "$TMP/exp" >"$TMP/exp.log" 2>&1 &
-bg_track $!
-wait_http "http://127.0.0.1:$eport/healthz" "$(scaled 10)" "$TMP/exp.log"
+source "$(dirname "$0")/../lib/exporter.sh"
+exporter_up
 port=$(free_port)
-cat >"$TMP/agent.yaml" <<YAML
-host: {name: pgbin, agent_id_file: $TMP/agent-id}
-cgroups: {include: ["$rel"]}
-counters: {events: [task-clock]}
-sampling: {enabled: false}
-probes: [{spec: "sdt:postgresql:query__start"}]
-push: {interval: 1s, collectors: ["http://127.0.0.1:$eport/api/v1/push"], spool: {dir: $TMP/spool}}
-metrics: {listen: "127.0.0.1:$port"}
-YAML
+agent_yaml pgbin "$rel" 'probes: [{spec: "sdt:postgresql:query__start"}]' "metrics: {listen: \"127.0.0.1:$port\"}"
 run_agent "$TMP/agent.yaml" "$port"
 pg_bench_run -n -S -M simple -c 1 -t 100 >"$TMP/pgbench2.log" 2>&1 || fail "pgbench: $(cat "$TMP/pgbench2.log")"
 for i in $(seq $(( 30 * TIME_SCALE ))); do
-	hits=$(curl -sf "http://127.0.0.1:$eport/metrics" |
+	hits=$(curl -sf "$ex/metrics" |
 		awk -v id="id=\"$rel\"" '/^cgperf_probe_hits_total\{/ && index($0, id) && /query__start/ { s += $NF } END { print s + 0 }')
 	(( hits >= 100 )) && break
 	sleep 0.2

@@ -10,6 +10,11 @@
 #                 (it moves itself there before exec), tracked; PID in $SPAWNED
 #   agent_run LOG ARGS...  cgperf-agent run ARGS in the background, stderr to
 #                 LOG, tracked; PID in $ag
+#   agent_yaml NAME INCLUDE [LINE...]  $TMP/agent.yaml for `run`: host NAME
+#                 (agent id in $TMP/agent-id), cgroups.include [INCLUDE],
+#                 task-clock counters, sampling off, a push every 1 s to $ex
+#                 (none when unset; spool $TMP/spool); each LINE ("KEY: ...")
+#                 replaces the line of its KEY, or is added
 #   near A B PCT  true when A and B differ by at most PCT percent of B
 #   free_port     a TCP port on 127.0.0.1 that nothing listens on now
 #   wait_http URL SECONDS [LOG]   wait until URL answers 2xx, else fail
@@ -76,6 +81,21 @@ agent_run() {
 	"$AGENT" run "$@" 2>"$log" &
 	ag=$!
 	bg_track $ag
+}
+agent_yaml() {
+	local name=$1 inc=$2 line
+	shift 2
+	local -A given=()
+	for line in "$@"; do given[${line%%:*}]=1; done
+	{
+		for line in "host: {name: \"$name\", agent_id_file: $TMP/agent-id}" \
+			"cgroups: {include: [\"$inc\"]}" "counters: {events: [task-clock]}" \
+			"sampling: {enabled: false}" \
+			"push: {interval: 1s, collectors: [${ex:+\"$ex/api/v1/push\"}], spool: {dir: $TMP/spool}}"; do
+			[[ -v given[${line%%:*}] ]] || echo "$line"
+		done
+		printf '%s\n' "$@"
+	} >"$TMP/agent.yaml"
 }
 
 # Remove a cgroup tree bottom-up after moving any process left in it to the root.

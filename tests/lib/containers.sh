@@ -6,6 +6,10 @@
 #                        `cgroups --json --containers` lists a cgroup whose
 #                        KEY is VALUE and whose fields include every field
 #                        of the JSON object (nested objects compared whole)
+#   podman_image_of IMG BINARY DEST
+#                        a podman image IMG (imported, no registry) holding
+#                        BINARY at DEST and the shared libraries ldd lists
+#                        for it, at their paths (the root is made in $TMP/croot)
 #   record_target_only SPEC PID
 #                        `record --target SPEC` keeps only samples of the
 #                        container's busy `sh` loop (PID), and at least half
@@ -21,6 +25,16 @@ busybox_tree() {
 busybox_tar() {
 	busybox_tree "$TMP/img"
 	tar -C "$TMP/img" -cf "$1" . || fail "cannot make the image tar $1"
+}
+
+podman_image_of() {
+	local croot=$TMP/croot l
+	mkdir -p "$croot$(dirname "$3")" && cp "$2" "$croot$3" || fail "copy $2"
+	for l in $(ldd "$2" | grep -oE '/[^ ]+'); do
+		mkdir -p "$croot$(dirname "$l")" && cp -L "$l" "$croot$l" || fail "copy $l"
+	done
+	tar -C "$croot" -cf "$TMP/croot.tar" . && podman import "$TMP/croot.tar" "$1" >/dev/null 2>&1 ||
+		fail "podman import of $1"
 }
 
 cgroups_expect() {

@@ -1,8 +1,9 @@
 # Helpers of the packaging tests; source it after common.sh.
 #   pkg_setup TOOL...  skip unless every TOOL is there and neither package is
 #                installed on this host (the tests install and purge them);
-#                remember whether the cgperf user existed; at exit purge both
-#                packages and remove that user if the test made it
+#                remember whether the cgperf user existed; move an existing
+#                /var/lib/cgperf aside; at exit purge both packages, remove
+#                that user if the test made it, put /var/lib/cgperf back
 #   pkg_build [VERSION]  build the packages (packaging/build-deb.sh into
 #                $CGPERF_DEB_DIR, default BUILD/deb, reused between runs);
 #                sets PKG_DEBS (agent, exporter)
@@ -19,6 +20,13 @@ pkg_setup() {
 			skip "$p is installed on this host: not touching it"
 	done
 	getent passwd cgperf >/dev/null && _pkg_had_user=1
+	# State left by an agent run with the default paths (another test, a
+	# user): purge would delete it, and the before/after file lists would
+	# differ. Moved aside, back at exit.
+	if [[ -e /var/lib/cgperf ]]; then
+		mv /var/lib/cgperf "/var/lib/cgperf.aside-$$" || fail "cannot move /var/lib/cgperf aside"
+		info "/var/lib/cgperf existed: moved aside for the test"
+	fi
 	trap _pkg_cleanup EXIT
 }
 
@@ -31,6 +39,8 @@ _pkg_cleanup() {
 	_cleanup
 	dpkg --purge cgperf-agent cgperf-exporter >/dev/null 2>&1
 	pkg_drop_user
+	[[ -e /var/lib/cgperf.aside-$$ && ! -e /var/lib/cgperf ]] && mv "/var/lib/cgperf.aside-$$" /var/lib/cgperf
+	return 0
 }
 
 pkg_build() {

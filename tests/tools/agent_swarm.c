@@ -63,6 +63,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "wire/wire.h"
 
 #define RESP_MAX 4096
@@ -117,22 +118,6 @@ static volatile int stop_healthz;
 /* Monotonic time before which latencies are not recorded (--warmup). */
 static uint64_t steady_ns;
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_S + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * NS_S + (uint64_t)ts.tv_nsec;
-}
-
 static int lat_add(struct counts *c, uint64_t us)
 {
 	if (c->n_lat == c->cap_lat) {
@@ -176,7 +161,7 @@ static int build_request(const struct opts *o, struct agent *ag)
 	static const char *const names[] = { "_start", "__libc_start_main", "main", "serve",
 					     "handle_request", "parse_query", "hash_tuple",
 					     "read_page", "memcpy", "lock_acquire" };
-	uint64_t end = real_ns();
+	uint64_t end = clock_real_ns();
 	struct wire_batch *b = wire_batch_new(ag->host, NULL, ag->agent_id, "swarm", ag->seq,
 					      end - 10 * NS_S, end);
 	uint8_t *body = NULL;
@@ -277,7 +262,7 @@ static int agent_connect(struct loop *l, struct agent *ag)
 		return fd;
 	ag->fd = fd;
 	ag->connected = false;
-	ag->conn_ns = mono_ns();
+	ag->conn_ns = clock_mono_ns();
 	if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev)) {
 		int e = errno;
 
@@ -448,7 +433,7 @@ static void *loop_main(void *arg)
 	bool draining = false;
 
 	for (;;) {
-		uint64_t now = mono_ns(), next = now + 100 * NS_MS;
+		uint64_t now = clock_mono_ns(), next = now + 100 * NS_MS;
 		bool busy = false;
 		int n, wait_ms;
 
@@ -500,7 +485,7 @@ static void *loop_main(void *arg)
 			break;
 		wait_ms = next > now ? (int)((next - now + NS_MS - 1) / NS_MS) : 0;
 		n = epoll_wait(l->ep, evs, sizeof(evs) / sizeof(evs[0]), wait_ms > 100 ? 100 : wait_ms);
-		now = mono_ns();
+		now = clock_mono_ns();
 		for (int i = 0; i < n; i++) {
 			struct agent *ag = evs[i].data.ptr;
 
@@ -544,7 +529,7 @@ static int64_t healthz_once(const struct opts *o)
 {
 	static const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
 	struct timeval tv = { .tv_sec = 2 };
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = clock_mono_ns();
 	char buf[512];
 	size_t len = 0;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -569,7 +554,7 @@ static int64_t healthz_once(const struct opts *o)
 	}
 	buf[len] = '\0';
 	if (!strncmp(buf, "HTTP/1.1 200", 12) && strstr(buf, "\r\n\r\nok"))
-		ret = (int64_t)((mono_ns() - t0) / 1000);
+		ret = (int64_t)((clock_mono_ns() - t0) / 1000);
 out:
 	close(fd);
 	return ret;
@@ -580,7 +565,7 @@ static void *healthz_main(void *arg)
 	struct healthz *hz = arg;
 
 	while (!stop_healthz) {
-		uint64_t t0 = mono_ns(), spent;
+		uint64_t t0 = clock_mono_ns(), spent;
 		int64_t us = healthz_once(hz->o);
 		struct timespec ts;
 
@@ -590,7 +575,7 @@ static void *healthz_main(void *arg)
 			lat_add(&hz->c, (uint64_t)us);
 		else
 			hz->c.warm++;
-		spent = mono_ns() - t0;
+		spent = clock_mono_ns() - t0;
 		if (spent < hz->o->healthz_ms * NS_MS) {
 			uint64_t left = hz->o->healthz_ms * NS_MS - spent;
 
@@ -648,7 +633,7 @@ static int run_push(const struct opts *o, struct healthz *hz)
 	if (!loops || !agents)
 		return 1;
 	period = (uint64_t)((double)o->agents / o->rate * 1e9);
-	start = mono_ns() + 500 * NS_MS; /* connections first */
+	start = clock_mono_ns() + 500 * NS_MS; /* connections first */
 	for (unsigned i = 0; i < o->agents; i++) {
 		struct agent *ag = &agents[i];
 
@@ -771,8 +756,8 @@ static int run_idle(const struct opts *o, struct healthz *hz)
 			}
 		}
 	}
-	deadline = mono_ns() + 10 * NS_S;
-	while (connected < opened && mono_ns() < deadline) {
+	deadline = clock_mono_ns() + 10 * NS_S;
+	while (connected < opened && clock_mono_ns() < deadline) {
 		struct epoll_event evs[512];
 		int n = epoll_wait(ep, evs, 512, 500);
 
@@ -887,7 +872,7 @@ int main(int argc, char **argv)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	steady_ns = mono_ns() + (uint64_t)(o.warmup * 1e9);
+	steady_ns = clock_mono_ns() + (uint64_t)(o.warmup * 1e9);
 	if (o.healthz_ms && pthread_create(&hz.thread, NULL, healthz_main, &hz))
 		return 1;
 	if (!strcmp(argv[optind], "push"))

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* lib/clock: the monotonic clock never goes back and moves with sleeps; the
- * wall clock is in this century. */
+ * wall clock is in this century; a timed wait on a clock_cond_init()
+ * condition ends at its clock_abstime_ms() deadline on the monotonic clock. */
 #include <stdlib.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <pthread.h>
 #include <time.h>
 
 #include "lib/clock.h"
@@ -38,4 +41,30 @@ static void test_real(void **state)
 	assert_true(llabs((long long)time(NULL) - (long long)(now / 1000000000ull)) <= 1);
 }
 
-TL_MAIN(test_mono, test_real)
+static void test_timed_wait(void **state)
+{
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t c;
+	uint64_t start, deadline, ms = clock_mono_ms();
+	struct timespec ts = clock_abstime_ms(1234567);
+
+	(void)state;
+	assert_int_equal(ts.tv_sec, 1234);
+	assert_int_equal(ts.tv_nsec, 567000000);
+	assert_true(llabs((long long)ms - (long long)(clock_mono_ns() / 1000000)) <= 1);
+	assert_int_equal(clock_cond_init(&c), 0);
+	start = clock_mono_ms();
+	deadline = start + 20;
+	ts = clock_abstime_ms(deadline);
+	pthread_mutex_lock(&mu);
+	while (pthread_cond_timedwait(&c, &mu, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&mu);
+	/* a realtime deadline of 1970 + 20 ms would have returned at once,
+	 * and a wait on the wrong clock would not end near it */
+	assert_true(clock_mono_ms() >= deadline);
+	assert_true(clock_mono_ms() - start < 10000);
+	pthread_cond_destroy(&c);
+}
+
+TL_MAIN(test_mono, test_real, test_timed_wait)

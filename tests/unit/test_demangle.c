@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "agent/symbols/demangle.h"
+#include "tests/unit/testlib.h"
 
 struct dm_case {
 	const char *in, *full, *brief; /* NULL: shown as it is */
@@ -196,14 +197,4 @@ static void test_styles(void **state)
 	assert_string_equal(demangle_style_name(DEMANGLE_NONE), "none");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_table),
-		cmocka_unit_test(test_cache),
-		cmocka_unit_test(test_caps),
-		cmocka_unit_test(test_styles),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_table, test_cache, test_caps, test_styles)

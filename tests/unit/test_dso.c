@@ -294,14 +294,4 @@ static void test_refusals_and_members(void **state)
 	tl_rmtree(dir);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_one_open),
-		cmocka_unit_test(test_interning),
-		cmocka_unit_test(test_eh_frame),
-		cmocka_unit_test(test_refusals_and_members),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_one_open, test_interning, test_eh_frame, test_refusals_and_members)

@@ -128,14 +128,4 @@ static void test_hex(void **state)
 	assert_string_equal(hex, "");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_self),
-		cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_notes),
-		cmocka_unit_test(test_hex),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_self, test_refusals, test_notes, test_hex)

@@ -22,6 +22,7 @@
 
 #include "agent/symbols/jitload.h"
 #include "agent/symbols/refusals.h"
+#include "tests/unit/testlib.h"
 
 static char dir[64], mappath[PATH_MAX], fifopath[PATH_MAX];
 
@@ -151,13 +152,4 @@ static void test_lifecycle(void **state)
 	jitload_free(l);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_thread, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_helper, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN_FIXTURE(setup, teardown, test_thread, test_helper, test_lifecycle)

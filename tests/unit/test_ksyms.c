@@ -55,82 +55,113 @@ static void test_kallsyms_host(void **state)
 	ksyms_free(k);
 }
 
-struct ksym_case {
+/*
+ * The kallsyms fixture of the fake-file and cache tests: core symbols with
+ * data, weak, alias and malformed lines among them, then modules out of
+ * order; and the names it must give.
+ */
+static const char kallsyms_text[] =
+	"ffffffff81000000 T _stext\n"
+	"ffffffff81000100 t local_fn\n"
+	"ffffffff81000200 D some_data\n"
+	"ffffffff81000300 W weak_fn\n"
+	"ffffffff81000400 t __alias_b\n"
+	"ffffffff81000400 T alias_a\n"
+	"ffffffff81000400 t alias_c\n"
+	"ffffffff81000500 T after_alias\n"
+	"zzzz T bad_address\n"
+	"ffffffff81000600 T\n"
+	"ffffffff81000700 Tno_space\n"
+	"1ffffffff81000800 T seventeen_digits\n"
+	"ffffffff81000900 b bss_thing\n"
+	"ffffffffc0002000 T other_fn\t[othermod]\n"
+	"ffffffffc0001000 t mod_fn\t[mymod]\n"
+	"ffffffffc0001100 T mod_fn2\t[mymod]\n"
+	"ffffffffc0003000 t broken_mod\t[]\n";
+
+#define KALLSYMS_ALL 8  /* text symbols with a name and an address */
+#define KALLSYMS_CORE 5 /* of which vmlinux's (no module) */
+
+static const struct ksym_case {
 	uint64_t addr;
 	const char *name, *module; /* name NULL: no symbol */
+} kallsyms_cases[] = {
+	{ 0xffffffff80ffffffull, NULL, NULL },
+	{ 0xffffffff81000000ull, "_stext", NULL },
+	{ 0xffffffff810000ffull, "_stext", NULL },
+	{ 0xffffffff81000150ull, "local_fn", NULL },
+	/* data is not text: local_fn reaches to weak_fn */
+	{ 0xffffffff81000250ull, "local_fn", NULL },
+	{ 0xffffffff81000300ull, "weak_fn", NULL },
+	{ 0xffffffff81000400ull, "alias_a", NULL },
+	{ 0xffffffff81000401ull, "alias_a", NULL },
+	{ 0xffffffff810004ffull, "alias_a", NULL },
+	/* from here on outside the cached core range: answered by a live read */
+	{ 0xffffffff81000500ull, "after_alias", NULL },
+	/* malformed lines add nothing */
+	{ 0xffffffff81000650ull, "after_alias", NULL },
+	{ 0xffffffff81000950ull, "after_alias", NULL },
+	{ 0xffffffffc0001000ull, "mod_fn", "mymod" },
+	{ 0xffffffffc0001010ull, "mod_fn", "mymod" },
+	{ 0xffffffffc0001180ull, "mod_fn2", "mymod" },
+	{ 0xffffffffc0002010ull, "other_fn", "othermod" },
+	{ 0xffffffffc0003010ull, "other_fn", "othermod" },
+	/* the last symbol does not reach to the end of memory */
+	{ 0xffffffffffff0000ull, NULL, NULL },
 };
+
+static void check_ksym_cases(struct ksyms *k)
+{
+	for (size_t i = 0; i < sizeof(kallsyms_cases) / sizeof(kallsyms_cases[0]); i++) {
+		const struct ksym_case *c = &kallsyms_cases[i];
+		const char *module = "unset", *name = ksyms_lookup(k, c->addr, &module);
+
+		if (!c->name) {
+			assert_null(name);
+			continue;
+		}
+		assert_non_null(name);
+		assert_string_equal(name, c->name);
+		if (c->module)
+			assert_string_equal(module, c->module);
+		else
+			assert_null(module);
+	}
+}
+
+/* A temporary directory with @text as its kallsyms and an empty cache/. */
+struct kfix {
+	char *root;
+	char path[PATH_MAX], dir[PATH_MAX];
+};
+
+static void kfix_make(struct kfix *f, const char *text, size_t len)
+{
+	f->root = tl_tmpdir("cgperf-symtab");
+	tl_pathf(f->path, sizeof(f->path), "%s/kallsyms", f->root);
+	tl_pathf(f->dir, sizeof(f->dir), "%s/cache", f->root);
+	write_file(f->path, text, len);
+	assert_int_equal(mkdir(f->dir, 0700), 0);
+}
 
 static struct ksyms *ksyms_from_text(const char *text)
 {
-	char *root = tl_tmpdir("cgperf-symtab");
-	char path[PATH_MAX];
+	struct kfix f;
 	struct ksyms *k;
 
-	tl_pathf(path, sizeof(path), "%s/kallsyms", root);
-	write_file(path, text, strlen(text));
-	k = ksyms_load(path);
-	tl_rmtree(root);
+	kfix_make(&f, text, strlen(text));
+	k = ksyms_load(f.path);
+	tl_rmtree(f.root);
 	return k;
 }
 
 static void test_kallsyms_fake(void **state)
 {
-	static const char text[] =
-		"ffffffff81000000 T _stext\n"
-		"ffffffff81000100 t local_fn\n"
-		"ffffffff81000200 D some_data\n"
-		"ffffffff81000300 W weak_fn\n"
-		"ffffffff81000400 t __alias_b\n"
-		"ffffffff81000400 T alias_a\n"
-		"ffffffff81000400 t alias_c\n"
-		"ffffffff81000500 T after_alias\n"
-		"zzzz T bad_address\n"
-		"ffffffff81000600 T\n"
-		"ffffffff81000700 Tno_space\n"
-		"1ffffffff81000800 T seventeen_digits\n"
-		"ffffffff81000900 b bss_thing\n"
-		"ffffffffc0001000 t mod_fn\t[mymod]\n"
-		"ffffffffc0001100 T mod_fn2\t[mymod]\n"
-		"ffffffffc0002000 T other_fn\t[othermod]\n"
-		"ffffffffc0003000 t broken_mod\t[]\n";
-	static const struct ksym_case cases[] = {
-		{ 0xffffffff80ffffffull, NULL, NULL },
-		{ 0xffffffff81000000ull, "_stext", NULL },
-		{ 0xffffffff810000ffull, "_stext", NULL },
-		{ 0xffffffff81000150ull, "local_fn", NULL },
-		/* data is not text: local_fn reaches to weak_fn */
-		{ 0xffffffff81000250ull, "local_fn", NULL },
-		{ 0xffffffff81000300ull, "weak_fn", NULL },
-		{ 0xffffffff81000400ull, "alias_a", NULL },
-		{ 0xffffffff810004ffull, "alias_a", NULL },
-		/* malformed lines add nothing */
-		{ 0xffffffff81000650ull, "after_alias", NULL },
-		{ 0xffffffff81000950ull, "after_alias", NULL },
-		{ 0xffffffffc0001000ull, "mod_fn", "mymod" },
-		{ 0xffffffffc0001180ull, "mod_fn2", "mymod" },
-		{ 0xffffffffc0002010ull, "other_fn", "othermod" },
-		{ 0xffffffffc0003010ull, "other_fn", "othermod" },
-		/* the last symbol does not reach to the end of memory */
-		{ 0xffffffffffff0000ull, NULL, NULL },
-	};
-	struct ksyms *k = ksyms_from_text(text);
+	struct ksyms *k = ksyms_from_text(kallsyms_text);
 
 	assert_non_null(k);
-	assert_int_equal(ksyms_count(k), 8);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const char *module = "unset", *name = ksyms_lookup(k, cases[i].addr, &module);
-
-		if (!cases[i].name) {
-			assert_null(name);
-			continue;
-		}
-		assert_non_null(name);
-		assert_string_equal(name, cases[i].name);
-		if (cases[i].module)
-			assert_string_equal(module, cases[i].module);
-		else
-			assert_null(module);
-	}
+	assert_int_equal(ksyms_count(k), KALLSYMS_ALL);
+	check_ksym_cases(k);
 	ksyms_free(k);
 	assert_null(ksyms_lookup(NULL, 0, NULL));
 	ksyms_free(NULL);
@@ -188,86 +219,48 @@ static void test_kallsyms_long_lines(void **state)
 #define BOOT_A "0a1b2c3d-0000-4000-8000-00000000000a"
 #define BOOT_B "0a1b2c3d-0000-4000-8000-00000000000b"
 
-static const char cache_kallsyms[] =
-	"ffffffff81000000 T _stext\n"
-	"ffffffff81000100 t local_fn\n"
-	"ffffffff81000200 D some_data\n"
-	"ffffffff81000400 t __alias_b\n"
-	"ffffffff81000400 T alias_a\n"
-	"ffffffff81000500 T last_core\n"
-	"ffffffffc0002000 T other_fn\t[othermod]\n"
-	"ffffffffc0001000 t mod_fn\t[mymod]\n";
-
-static const struct ksym_case cache_cases[] = {
-	{ 0xffffffff80ffffffull, NULL, NULL },
-	{ 0xffffffff81000000ull, "_stext", NULL },
-	{ 0xffffffff81000250ull, "local_fn", NULL },
-	{ 0xffffffff81000401ull, "alias_a", NULL },
-	/* from here on outside the core range: answered by a live read */
-	{ 0xffffffff81000500ull, "last_core", NULL },
-	{ 0xffffffff81000600ull, "last_core", NULL },
-	{ 0xffffffffc0001010ull, "mod_fn", "mymod" },
-	{ 0xffffffffc0002010ull, "other_fn", "othermod" },
-	{ 0xffffffffffff0000ull, NULL, NULL },
-};
-
-static void check_ksym_cases(struct ksyms *k)
+/*
+ * @f's kallsyms loaded through the cache @dir (NULL: none) for @boot: it
+ * names kallsyms_cases, holds @count symbols (0: any), and came from the
+ * cache exactly when @cached; @what names the step in a failure.
+ */
+static void load_check(const struct kfix *f, const char *dir, const char *boot, bool cached,
+		       size_t count, const char *what)
 {
-	for (size_t i = 0; i < sizeof(cache_cases) / sizeof(cache_cases[0]); i++) {
-		const char *module = "unset", *name = ksyms_lookup(k, cache_cases[i].addr, &module);
+	struct ksyms *k = ksyms_load_cached(f->path, dir, boot);
 
-		if (!cache_cases[i].name) {
-			assert_null(name);
-			continue;
-		}
-		assert_non_null(name);
-		assert_string_equal(name, cache_cases[i].name);
-		if (cache_cases[i].module)
-			assert_string_equal(module, cache_cases[i].module);
-		else
-			assert_null(module);
-	}
+	assert_non_null(k);
+	if (ksyms_cached(k) != cached)
+		fail_msg("%s: cache %s", what, cached ? "not used" : "used");
+	if (count)
+		assert_int_equal(ksyms_count(k), count);
+	check_ksym_cases(k);
+	ksyms_free(k);
 }
 
 static void test_kallsyms_cache(void **state)
 {
-	char *root = tl_tmpdir("cgperf-symtab");
-	char path[PATH_MAX], dir[PATH_MAX], entry[PATH_MAX], other[PATH_MAX];
-	struct ksyms *k;
+	struct kfix f;
+	const char *dir = f.dir;
+	char entry[PATH_MAX], other[PATH_MAX];
 	struct stat st;
 	size_t len;
 	char *bytes;
 
-	tl_pathf(path, sizeof(path), "%s/kallsyms", root);
-	tl_pathf(dir, sizeof(dir), "%s/cache", root);
+	kfix_make(&f, kallsyms_text, strlen(kallsyms_text));
 	tl_pathf(entry, sizeof(entry), "%s/kallsyms-" BOOT_A, dir);
 	tl_pathf(other, sizeof(other), "%s/kallsyms-" BOOT_B, dir);
-	write_file(path, cache_kallsyms, strlen(cache_kallsyms));
-	assert_int_equal(mkdir(dir, 0700), 0);
 
 	/* the first reader reads and writes the core symbols, private */
-	k = ksyms_load_cached(path, dir, BOOT_A);
-	assert_non_null(k);
-	assert_false(ksyms_cached(k));
-	assert_int_equal(ksyms_count(k), 6);
-	check_ksym_cases(k);
-	ksyms_free(k);
+	load_check(&f, dir, BOOT_A, false, KALLSYMS_ALL, "first read");
 	assert_int_equal(stat(entry, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
 
 	/* later readers map it; only vmlinux is in it, modules come live */
-	k = ksyms_load_cached(path, dir, BOOT_A);
-	assert_non_null(k);
-	assert_true(ksyms_cached(k));
-	assert_int_equal(ksyms_count(k), 4);
-	check_ksym_cases(k);
-	ksyms_free(k);
+	load_check(&f, dir, BOOT_A, true, KALLSYMS_CORE, "second read");
 
 	/* a cache entry is for its boot only; a new boot's entry replaces it */
-	k = ksyms_load_cached(path, dir, BOOT_B);
-	assert_non_null(k);
-	assert_false(ksyms_cached(k));
-	ksyms_free(k);
+	load_check(&f, dir, BOOT_B, false, 0, "new boot");
 	assert_int_equal(stat(other, &st), 0);
 	assert_int_equal(stat(entry, &st), -1);
 
@@ -277,38 +270,21 @@ static void test_kallsyms_cache(void **state)
 	bytes[len - 1] = 'x'; /* the name arena loses its last NUL */
 	write_file(other, bytes, len);
 	chmod(other, 0600);
-	k = ksyms_load_cached(path, dir, BOOT_B);
-	assert_non_null(k);
-	assert_false(ksyms_cached(k));
-	check_ksym_cases(k);
-	ksyms_free(k);
+	load_check(&f, dir, BOOT_B, false, 0, "arena not terminated");
 	write_file(other, bytes, 40); /* truncated */
 	chmod(other, 0600);
-	k = ksyms_load_cached(path, dir, BOOT_B);
-	assert_non_null(k);
-	assert_false(ksyms_cached(k));
-	ksyms_free(k);
+	load_check(&f, dir, BOOT_B, false, 0, "truncated");
 	free(bytes);
 
 	/* an entry others may write is not used */
-	k = ksyms_load_cached(path, dir, BOOT_B); /* valid again */
-	ksyms_free(k);
+	load_check(&f, dir, BOOT_B, true, 0, "rewritten entry");
 	assert_int_equal(chmod(other, 0666), 0);
-	k = ksyms_load_cached(path, dir, BOOT_B);
-	assert_non_null(k);
-	assert_false(ksyms_cached(k));
-	check_ksym_cases(k);
-	ksyms_free(k);
+	load_check(&f, dir, BOOT_B, false, 0, "entry others may write");
 
 	/* no cache, or a bad boot id: plain reads */
-	k = ksyms_load_cached(path, NULL, BOOT_A);
-	assert_false(ksyms_cached(k));
-	check_ksym_cases(k);
-	ksyms_free(k);
-	k = ksyms_load_cached(path, dir, "../../x");
-	assert_false(ksyms_cached(k));
-	ksyms_free(k);
-	tl_rmtree(root);
+	load_check(&f, NULL, BOOT_A, false, 0, "no cache");
+	load_check(&f, dir, "../../x", false, 0, "bad boot id");
+	tl_rmtree(f.root);
 }
 
 /*
@@ -331,15 +307,11 @@ static void test_kallsyms_cache_later_module(void **state)
 				     "0000000000000000 t local_fn\n"
 				     "0000000000000000 T last_core\n"
 				     "0000000000000000 t late_fn\t[latemod]\n";
-	char *root = tl_tmpdir("cgperf-symtab");
-	char path[PATH_MAX], dir[PATH_MAX];
-	const char *mod;
+	struct kfix f;
+	const char *path = f.path, *dir = f.dir, *mod;
 	struct ksyms *k;
 
-	tl_pathf(path, sizeof(path), "%s/kallsyms", root);
-	tl_pathf(dir, sizeof(dir), "%s/cache", root);
-	assert_int_equal(mkdir(dir, 0700), 0);
-	write_file(path, before, strlen(before));
+	kfix_make(&f, before, strlen(before));
 	k = ksyms_load_cached(path, dir, BOOT_A);
 	assert_non_null(k);
 	assert_false(ksyms_cached(k));
@@ -373,7 +345,7 @@ static void test_kallsyms_cache_later_module(void **state)
 	assert_null(ksyms_lookup(k, 0xffffffff81000104ull, NULL));
 	assert_null(ksyms_lookup(k, 0, NULL));
 	ksyms_free(k);
-	tl_rmtree(root);
+	tl_rmtree(f.root);
 }
 
 /*
@@ -416,20 +388,17 @@ static void test_kallsyms_cache_corrupt(void **state)
 		{ "a record cut", KC_HDR + KC_SYM + 3, false, 0, 0, true },
 		{ "empty", 0, false, 0, 0, true },
 	};
-	char *root = tl_tmpdir("cgperf-symtab");
-	char path[PATH_MAX], dir[PATH_MAX], entry[PATH_MAX];
-	struct ksyms *k;
+	struct kfix f;
+	const char *dir = f.dir;
+	char entry[PATH_MAX];
 	size_t len;
 	char *good;
 
-	tl_pathf(path, sizeof(path), "%s/kallsyms", root);
-	tl_pathf(dir, sizeof(dir), "%s/cache", root);
+	kfix_make(&f, kallsyms_text, strlen(kallsyms_text));
 	tl_pathf(entry, sizeof(entry), "%s/kallsyms-" BOOT_A, dir);
-	assert_int_equal(mkdir(dir, 0700), 0);
-	write_file(path, cache_kallsyms, strlen(cache_kallsyms));
-	ksyms_free(ksyms_load_cached(path, dir, BOOT_A));
+	load_check(&f, dir, BOOT_A, false, KALLSYMS_ALL, "first read");
 	good = read_all(entry, &len);
-	assert_true(len > KC_HDR + 4 * KC_SYM); /* the 4 core symbols, then names */
+	assert_true(len > KC_HDR + KALLSYMS_CORE * KC_SYM); /* the core symbols, then names */
 
 	for (size_t i = 0; i < sizeof(patches) / sizeof(patches[0]); i++) {
 		const struct kcache_patch *p = &patches[i];
@@ -445,20 +414,12 @@ static void test_kallsyms_cache_corrupt(void **state)
 		write_file(entry, bad, n);
 		assert_int_equal(chmod(entry, 0600), 0);
 		free(bad);
-		k = ksyms_load_cached(path, dir, BOOT_A);
-		assert_non_null(k);
-		if (ksyms_cached(k))
-			fail_msg("cache entry with a bad %s was used", p->what);
-		check_ksym_cases(k);
-		ksyms_free(k);
+		load_check(&f, dir, BOOT_A, false, 0, p->what);
 		/* the live read wrote a good entry again: it is used */
-		k = ksyms_load_cached(path, dir, BOOT_A);
-		assert_true(ksyms_cached(k));
-		check_ksym_cases(k);
-		ksyms_free(k);
+		load_check(&f, dir, BOOT_A, true, 0, p->what);
 	}
 	free(good);
-	tl_rmtree(root);
+	tl_rmtree(f.root);
 }
 
 int main(void)

@@ -246,16 +246,4 @@ static void test_null(void **state)
 	assert_int_equal(perfmap_count(NULL), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lines),
-		cmocka_unit_test(test_lookup),
-		cmocka_unit_test(test_long_line),
-		cmocka_unit_test(test_files),
-		cmocka_unit_test(test_path),
-		cmocka_unit_test(test_null),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_lines, test_lookup, test_long_line, test_files, test_path, test_null)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/stacks/procmaps.h"
+#include "tests/unit/testlib.h"
 
 #define PID 4242u
 
@@ -191,14 +192,5 @@ static void test_refresh_of_vanished_process(void **state)
 	procmaps_free(pm);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_seed_and_exec_record, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_refresh_after_unseen_exec, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fork_of_unseen_parent, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_refresh_of_vanished_process, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN_FIXTURE(setup, teardown, test_seed_and_exec_record, test_refresh_after_unseen_exec,
+	test_fork_of_unseen_parent, test_refresh_of_vanished_process)

@@ -2,7 +2,7 @@
 /*
  * lib/prom: label values with hostile text (quotes, backslashes, newlines,
  * UTF-8), and HELP/TYPE lines in both formats, through the stream writer
- * and through an append function.
+ * and through an append function; container labels as name/value pairs.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -87,4 +87,25 @@ static void test_family(void **state)
 	}
 }
 
-TL_MAIN(test_label, test_label_null, test_family)
+/* Container labels as pairs: names made safe, a name repeated after that
+ * written once, values escaped; none writes nothing. */
+static void test_pairs(void **state)
+{
+	const char *k[] = { "team", "app.kubernetes.io/name", "a.b", "a_b", "x", "é" };
+	const char *v[] = { "db", "pg", "1", "2", "say \"hi\"", "u" };
+	const char *want = ",l_team=\"db\",l_app_kubernetes_io_name=\"pg\",l_a_b=\"1\","
+			   "l_x=\"say \\\"hi\\\"\",l___=\"u\"";
+	struct tl_text t = { 0 };
+	FILE *f = tl_capture_begin();
+	char *got;
+
+	prom_pairs_to(tl_text_put, &t, "l_", k, v, 6);
+	assert_string_equal(t.s, want);
+	free(t.s);
+	prom_pairs(f, "l_", k, v, 0);
+	got = tl_capture_end(f);
+	assert_string_equal(got, "");
+	free(got);
+}
+
+TL_MAIN(test_label, test_label_null, test_family, test_pairs)

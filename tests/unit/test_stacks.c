@@ -7,8 +7,9 @@
  * comm names, the frames with their module and build-id (the build-id
  * being the binary's dso's), objects interned once per binary and shared
  * as dsos, a return address outside every mapping cut as "[bad return
- * address]", per-cgroup labels off, reset, and the gc that drops the
- * objects of a process that exited.
+ * address]", per-cgroup labels off, reset, the gc that drops the
+ * objects of a process that exited, and the sampled addresses as annotate
+ * takes them (stacks_foreach_leaf).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +26,7 @@
 
 #include "agent/stacks/stacks.h"
 #include "agent/symbols/dso.h"
+#include "agent/symbols/symtab.h"
 #include "tests/unit/testlib.h"
 
 /* Functions with known names: the frames of the hand-made stacks. */
@@ -238,6 +240,59 @@ static void test_gc_drops_objects(void **state)
 	stacks_free(st);
 }
 
+struct leaves {
+	uint64_t total, no_dso, at_leaf, at_mid;
+	const char *root;
+};
+
+static void on_leaf(void *ctx, const struct stacks_leaf *l, uint64_t count)
+{
+	struct leaves *lv = ctx;
+	const char *name = NULL;
+	uint64_t symoff;
+
+	lv->total += count;
+	if (!l->dso) {
+		lv->no_dso += count;
+		return;
+	}
+	lv->root = l->root;
+	assert_int_equal(symtab_lookup(l->symtab, l->off, &name, &symoff), 0);
+	if (!strcmp(name, "stk_leaf"))
+		lv->at_leaf += count;
+	else if (!strcmp(name, "stk_mid"))
+		lv->at_mid += count;
+}
+
+/* annotate's view: the sampled address of each stack (its first user
+ * frame) as (dso, file offset) with its count; kernel samples counted
+ * without a dso; this process's root is the host's (""). */
+static void test_leaf(void **state)
+{
+	const uint64_t leaf[] = { AT(stk_leaf), AT(stk_mid), AT(stk_root) };
+	const uint64_t mid[] = { AT(stk_mid), AT(stk_root) };
+	struct stacks *st = engine();
+	struct hand_sample a, b;
+	struct leaves lv = { 0 };
+	struct sample k = { .pid = (uint32_t)getpid(), .ip = 0xffffffff81000000ull };
+
+	(void)state;
+	hand_make(&a, leaf, 3);
+	hand_make(&b, mid, 2);
+	for (int i = 0; i < 3; i++)
+		stacks_add(st, &a.s, NULL);
+	stacks_add(st, &b.s, NULL);
+	stacks_add(st, &k, NULL);
+	assert_int_equal(stacks_foreach_leaf(st, on_leaf, &lv), 0);
+	assert_int_equal(lv.total, 5);
+	assert_int_equal(lv.no_dso, 1);
+	assert_int_equal(lv.at_leaf, 3);
+	assert_int_equal(lv.at_mid, 1);
+	assert_non_null(lv.root);
+	assert_string_equal(lv.root, "");
+	stacks_free(st);
+}
+
 static void test_names(void **state)
 {
 	(void)state;
@@ -251,15 +306,5 @@ static void test_names(void **state)
 	stacks_free(NULL);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fold),
-		cmocka_unit_test(test_frames_and_dso),
-		cmocka_unit_test(test_bad_return_address),
-		cmocka_unit_test(test_gc_drops_objects),
-		cmocka_unit_test(test_names),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_fold, test_frames_and_dso, test_bad_return_address, test_gc_drops_objects, test_leaf,
+	test_names)

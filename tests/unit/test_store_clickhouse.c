@@ -118,6 +118,7 @@ static void test_settings(void **state)
 		{ "clickhouse_cluster", "fleet", 0 },
 		{ "clickhouse_user", "cgperf", 0 },
 		{ "clickhouse_password_file", "/etc/cgperf/ch.pw", 0 },
+		{ "clickhouse_shard_urls", "http://a:8123,http://b:8123", 0 },
 		{ "clickhouse_port", "8123", -ENOENT },
 	};
 	struct exporter_config c;
@@ -172,6 +173,9 @@ static void test_open_refused(void **state)
 		{ { .url = "ftp://x" }, "--clickhouse-url" },
 		{ { .url = "http://127.0.0.1:1", .database = "x; DROP" }, "letters, digits" },
 		{ { .url = "http://127.0.0.1:1", .cluster = "a-b" }, "letters, digits" },
+		{ { .url = "http://127.0.0.1:1", .shard_urls = "http://a:1" }, "needs --clickhouse-cluster" },
+		{ { .url = "http://127.0.0.1:1", .cluster = "c", .shard_urls = "http://a:1,b:2" },
+		  "'b:2' is not http://HOST:PORT" },
 		/* Nothing listens on port 1: the reason says where it tried. */
 		{ { .url = "http://127.0.0.1:1" }, "127.0.0.1:1" },
 	};
@@ -189,13 +193,43 @@ static void test_open_refused(void **state)
 	}
 }
 
+/* The expiry join's SQL (store_clickhouse_expire.c), and the shard list
+ * split into connections (store_clickhouse_schema.c). */
+static void test_expiry_join_and_shards(void **state)
+{
+	struct ch_store s = { .db = "d", .cluster = "two" };
+	char err[128] = "";
+	struct page q;
+
+	(void)state;
+	page_init(&q, 0);
+	ch_expiry_join(&s, &q, 2, "agent_id", "r");
+	assert_string_equal(ch_text(&q), " ANY LEFT JOIN (SELECT host AS agent_id, max(cutoff) AS cut"
+					 " FROM d.expiry WHERE kind = 2 GROUP BY host)"
+					 " USING (agent_id) WHERE r >= cut");
+	q.len = 0;
+	ch_expiry_join(&s, &q, 0, "h, p, e", "r");
+	assert_string_equal(ch_text(&q),
+			    " ANY LEFT JOIN (SELECT host AS h, path AS p, name AS e, max(cutoff) AS cut"
+			    " FROM d.expiry WHERE kind = 0 GROUP BY host, path, name)"
+			    " USING (h, p, e) WHERE r >= cut");
+	page_release(&q);
+	s.url = "http://own:1";
+	assert_int_equal(ch_shards_open(&s, " http://a:8123/, ,http://b:8124", err, sizeof(err)), 0);
+	assert_int_equal(s.nshards, 2);
+	assert_string_equal(s.shard_urls[0], "http://a:8123");
+	assert_string_equal(s.shards[1].url, "http://b:8124");
+	ch_shards_close(&s);
+	assert_int_equal(s.nshards, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tsv_round_trip), cmocka_unit_test(test_rows),
 		cmocka_unit_test(test_quote),	       cmocka_unit_test(test_words),
 		cmocka_unit_test(test_settings),       cmocka_unit_test(test_settings_file),
-		cmocka_unit_test(test_open_refused),
+		cmocka_unit_test(test_open_refused),   cmocka_unit_test(test_expiry_join_and_shards),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

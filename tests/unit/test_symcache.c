@@ -332,16 +332,5 @@ static void test_trim(void **state)
 	assert_true(exists(root, "victim"));
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_dir_ok, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dir_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dir_chain, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_open, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_create_commit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_trim, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN_FIXTURE(setup, teardown, test_dir_ok, test_dir_refused, test_dir_chain, test_open,
+	test_create_commit, test_trim)

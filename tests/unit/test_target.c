@@ -180,15 +180,4 @@ static void test_config_items(void **state)
 	assert_non_null(strstr(err, "identity terms"));
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_errors),
-		cmocka_unit_test(test_identity_terms),
-		cmocka_unit_test(test_match_process),
-		cmocka_unit_test(test_pids),
-		cmocka_unit_test(test_config_items),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_parse_errors, test_identity_terms, test_match_process, test_pids, test_config_items)

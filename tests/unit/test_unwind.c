@@ -593,19 +593,6 @@ static void test_cleanup_frame(void **state)
 	assert_int_equal(k, 5);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		/* fixture_chain takes the snapshot the others use: keep it first. */
-		cmocka_unit_test(fixture_chain),
-		cmocka_unit_test(test_regs_mask),
-		cmocka_unit_test(test_masks_and_args),
-		cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_junk),
-		cmocka_unit_test(test_damaged_binaries),
-		cmocka_unit_test(test_cfi_zplr),
-		cmocka_unit_test(test_cleanup_frame),
-	};
-
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+/* fixture_chain takes the snapshot the others use: keep it first. */
+TL_MAIN_GROUP(group_setup, group_teardown, fixture_chain, test_regs_mask, test_masks_and_args,
+	test_truncated, test_junk, test_damaged_binaries, test_cfi_zplr, test_cleanup_frame)

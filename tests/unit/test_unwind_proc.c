@@ -688,22 +688,8 @@ static void test_epilogue_leaf(void **state)
 	unwind_cache_free(c);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		/* fixture_chain takes the snapshot the others use: keep it first. */
-		cmocka_unit_test(fixture_chain),
-		cmocka_unit_test(test_cache_bounds),
-		cmocka_unit_test(test_cache_reuse_and_speed),
-		cmocka_unit_test(test_process_spaces),
-		cmocka_unit_test(test_process_lru),
-		cmocka_unit_test(test_process_plt_expression),
-		cmocka_unit_test(test_process_bins_overflow),
-		cmocka_unit_test(test_process_binary_forget),
-		cmocka_unit_test(test_signal_frame),
-		cmocka_unit_test(test_function_boundaries),
-		cmocka_unit_test(test_epilogue_leaf),
-	};
-
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+/* fixture_chain takes the snapshot the others use: keep it first. */
+TL_MAIN_GROUP(group_setup, group_teardown, fixture_chain, test_cache_bounds,
+	test_cache_reuse_and_speed, test_process_spaces, test_process_lru, test_process_plt_expression,
+	test_process_bins_overflow, test_process_binary_forget, test_signal_frame,
+	test_function_boundaries, test_epilogue_leaf)

@@ -796,21 +796,5 @@ static void test_corrupt(void **state)
 	tl_rmtree(dir);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_good),
-		cmocka_unit_test(test_parse_bad),
-		cmocka_unit_test(test_regs),
-		cmocka_unit_test(test_values_reg),
-		cmocka_unit_test(test_values_mem),
-		cmocka_unit_test(test_values_bad),
-		cmocka_unit_test(test_workload),
-		cmocka_unit_test(test_postgres),
-		cmocka_unit_test(test_no_notes),
-		cmocka_unit_test(test_not_elf),
-		cmocka_unit_test(test_corrupt),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(test_parse_good, test_parse_bad, test_regs, test_values_reg, test_values_mem,
+	test_values_bad, test_workload, test_postgres, test_no_notes, test_not_elf, test_corrupt)

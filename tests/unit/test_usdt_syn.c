@@ -244,7 +244,8 @@ static void syn_write(const struct syn *y, const char *path)
 	free(s.b);
 }
 
-static struct usdt_list *syn_read(const struct syn *y, const char *dir)
+/* @y written to @dir/syn and read back: a sane list of @count probes. */
+static struct usdt_list *syn_read(const struct syn *y, const char *dir, size_t count)
 {
 	char path[PATH_MAX];
 	struct usdt_list *l;
@@ -256,6 +257,7 @@ static struct usdt_list *syn_read(const struct syn *y, const char *dir)
 	assert_non_null(l);
 	assert_int_equal(stat(path, &st), 0);
 	assert_sane(l, (size_t)st.st_size);
+	assert_int_equal(usdt_count(l), count);
 	return l;
 }
 
@@ -288,8 +290,7 @@ static void test_syn_placement(void **state)
 					 .provider = "prov", .name = "hit",
 					 .args = "-4@%eax 8@$0x10 -4@-20(%rbp)" }) };
 
-		l = syn_read(&y, dir);
-		assert_int_equal(usdt_count(l), 1);
+		l = syn_read(&y, dir, 1);
 		assert_int_equal(usdt_skipped(l), 0);
 		p = usdt_find(l, "prov", "hit");
 		assert_non_null(p);
@@ -321,8 +322,7 @@ static void test_syn_placement(void **state)
 				       { .pc = SYN_PC + 2 + 0x5000, .base = SYN_BASE + 0x5000,
 					 .sema = 0, .provider = "p", .name = "moved_up" }) };
 
-		l = syn_read(&y, dir);
-		assert_int_equal(usdt_count(l), 2);
+		l = syn_read(&y, dir, 2);
 		p = usdt_find(l, "p", "moved");
 		assert_int_equal(p->pc_vaddr, SYN_PC + 1);
 		assert_int_equal(p->pc_off, 0x201);
@@ -349,13 +349,11 @@ static void test_syn_placement(void **state)
 					 .name = "asis" }) };
 		struct syn z = { NOTES({ .pc = SYN_PC + 6, .base = 0, .provider = "p", .name = "nobase" }) };
 
-		l = syn_read(&y, dir);
-		assert_int_equal(usdt_count(l), 1);
+		l = syn_read(&y, dir, 1);
 		assert_int_equal(usdt_skipped(l), 1);
 		assert_int_equal(usdt_get(l, 0)->pc_off, 0x205);
 		usdt_free(l);
-		l = syn_read(&z, dir);
-		assert_int_equal(usdt_count(l), 1);
+		l = syn_read(&z, dir, 1);
 		assert_int_equal(usdt_get(l, 0)->pc_off, 0x206);
 		usdt_free(l);
 	}
@@ -388,20 +386,16 @@ static void test_syn_semaphores(void **state)
 				    NOTES({ .pc = SYN_PC, .base = SYN_BASE, .sema = SYN_PROBES,
 					    .provider = "p", .name = "n" }) };
 
-		l = syn_read(&sec, dir);
-		assert_int_equal(usdt_count(l), 1);
+		l = syn_read(&sec, dir, 1);
 		assert_int_equal(usdt_get(l, 0)->sema_off, 0x1006);
 		usdt_free(l);
-		l = syn_read(&load, dir);
-		assert_int_equal(usdt_count(l), 1);
+		l = syn_read(&load, dir, 1);
 		assert_int_equal(usdt_get(l, 0)->sema_off, 0x1008);
 		usdt_free(l);
-		l = syn_read(&bss, dir);
-		assert_int_equal(usdt_count(l), 0);
+		l = syn_read(&bss, dir, 0);
 		assert_int_equal(usdt_skipped(l), 3);
 		usdt_free(l);
-		l = syn_read(&none, dir);
-		assert_int_equal(usdt_count(l), 0);
+		l = syn_read(&none, dir, 0);
 		assert_int_equal(usdt_skipped(l), 1);
 		usdt_free(l);
 	}
@@ -413,8 +407,7 @@ static void test_syn_semaphores(void **state)
 				       { .pc = SYN_BSS, .base = SYN_BASE, .provider = "p", .name = "bss" },
 				       { .pc = SYN_PC + 15, .base = SYN_BASE, .provider = "p", .name = "last" }) };
 
-		l = syn_read(&y, dir);
-		assert_int_equal(usdt_count(l), 1);
+		l = syn_read(&y, dir, 1);
 		assert_int_equal(usdt_skipped(l), 3);
 		assert_int_equal(usdt_get(l, 0)->pc_off, 0x20f);
 		usdt_free(l);
@@ -441,13 +434,11 @@ static void test_syn_notes(void **state)
 		struct syn dup = { .dup_note_sec = true,
 				   NOTES({ .pc = SYN_PC, .base = SYN_BASE, .provider = "p", .name = "twice" }) };
 
-		l = syn_read(&y, dir);
-		assert_int_equal(usdt_count(l), 1);
+		l = syn_read(&y, dir, 1);
 		assert_int_equal(usdt_skipped(l), 0);
 		assert_string_equal(usdt_get(l, 0)->name, "ours");
 		usdt_free(l);
-		l = syn_read(&dup, dir);
-		assert_int_equal(usdt_count(l), 2);
+		l = syn_read(&dup, dir, 2);
 		usdt_free(l);
 	}
 
@@ -461,8 +452,7 @@ static void test_syn_notes(void **state)
 		uint64_t offs[4];
 		size_t n = 0;
 
-		l = syn_read(&y, dir);
-		assert_int_equal(usdt_count(l), 4);
+		l = syn_read(&y, dir, 4);
 		for (q = usdt_find(l, "p", "a"); q; q = usdt_find_next(l, q, "p", "a")) {
 			assert_true(n < 4);
 			offs[n++] = q->pc_off;
@@ -493,8 +483,7 @@ static void test_syn_notes(void **state)
 			{ .pc = SYN_PC, .base = SYN_BASE, .provider = "p", .name = "long",
 			  .args = "8@0x0000000000000000000000000000000000000000000000000000000000000008(%rax)" }) };
 
-		l = syn_read(&y, dir);
-		assert_int_equal(usdt_count(l), 5);
+		l = syn_read(&y, dir, 5);
 		p = usdt_find(l, "p", "rip");
 		assert_int_equal(p->nargs, 0);
 		assert_string_equal(p->arg_spec, "-4@$1 -4@NBuffers(%rip)");
@@ -534,8 +523,7 @@ static void test_syn_malformed(void **state)
 			{ .pc = SYN_PC, .base = SYN_BASE, .provider = "p", .name = "cut4", .trim = 20 },
 			{ .pc = SYN_PC, .base = SYN_BASE, .provider = "p", .name = "good" }) };
 
-		l = syn_read(&y, dir);
-		assert_int_equal(usdt_count(l), 1);
+		l = syn_read(&y, dir, 1);
 		assert_int_equal(usdt_skipped(l), 11);
 		assert_string_equal(usdt_get(l, 0)->name, "good");
 		usdt_free(l);
@@ -548,8 +536,7 @@ static void test_syn_malformed(void **state)
 					 .descsz_add = 0x7fff0000 },
 				       { .pc = SYN_PC, .base = SYN_BASE, .provider = "p", .name = "after" }) };
 
-		l = syn_read(&y, dir);
-		assert_int_equal(usdt_count(l), 1);
+		l = syn_read(&y, dir, 1);
 		assert_string_equal(usdt_get(l, 0)->name, "first");
 		assert_true(usdt_skipped(l) >= 1);
 		usdt_free(l);
@@ -561,8 +548,7 @@ static void test_syn_malformed(void **state)
 				 NOTES({ .pc = SYN_PC + 7 - 0x10, .base = SYN_BASE - 0x10, .sema = SYN_PROBES + 2 - 0x10,
 					 .provider = "p32", .name = "n", .args = "-4@%eax 4@8(%esp)" }) };
 
-		l = syn_read(&y, dir);
-		assert_int_equal(usdt_count(l), 1);
+		l = syn_read(&y, dir, 1);
 		p = usdt_get(l, 0);
 		assert_int_equal(p->pc_vaddr, SYN_PC + 7);
 		assert_int_equal(p->pc_off, 0x207);
@@ -581,8 +567,7 @@ static void test_syn_malformed(void **state)
 				 NOTES({ .pc = SYN_PC + 9, .base = SYN_BASE, .sema = SYN_PROBES + 4,
 					 .provider = "be", .name = "n", .args = "8@%r2 -4@$1" }) };
 
-		l = syn_read(&y, dir);
-		assert_int_equal(usdt_count(l), 1);
+		l = syn_read(&y, dir, 1);
 		p = usdt_get(l, 0);
 		assert_int_equal(p->pc_off, 0x209);
 		assert_int_equal(p->sema_off, 0x1004);
@@ -595,8 +580,7 @@ static void test_syn_malformed(void **state)
 	{
 		struct syn y = { 0 };
 
-		l = syn_read(&y, dir);
-		assert_int_equal(usdt_count(l), 0);
+		l = syn_read(&y, dir, 0);
 		assert_int_equal(usdt_skipped(l), 0);
 		assert_null(usdt_get(l, 0));
 		assert_null(usdt_find(l, "p", "n"));
@@ -604,14 +588,5 @@ static void test_syn_malformed(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_syn_placement, syn_setup, syn_teardown),
-		cmocka_unit_test_setup_teardown(test_syn_semaphores, syn_setup, syn_teardown),
-		cmocka_unit_test_setup_teardown(test_syn_notes, syn_setup, syn_teardown),
-		cmocka_unit_test_setup_teardown(test_syn_malformed, syn_setup, syn_teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN_FIXTURE(syn_setup, syn_teardown, test_syn_placement, test_syn_semaphores, test_syn_notes,
+	test_syn_malformed)

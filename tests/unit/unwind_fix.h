@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "agent/stacks/unwind.h"
+#include "tests/unit/testlib.h"
 
 #define MAX_FRAMES 64
 #define STACK_COPY (16 * 1024)

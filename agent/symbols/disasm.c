@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Disassembly through capstone (see disasm.h). One capstone handle per
+ * call: annotate decodes one function per run, so there is nothing worth
+ * keeping between calls, and a handle is not shared between threads.
+ */
+#include "agent/symbols/disasm.h"
+
+#include <capstone/capstone.h>
+#include <elf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/symbols/dso.h"
+#include "lib/grow.h"
+
+/* capstone's arch, mode and the unit an undecodable stretch is skipped by. */
+static int arch_of(uint16_t e_machine, cs_arch *arch, cs_mode *mode, size_t *skip)
+{
+	switch (e_machine) {
+	case EM_X86_64:
+		*arch = CS_ARCH_X86;
+		*mode = CS_MODE_64;
+		*skip = 1;
+		return 0;
+	case EM_AARCH64:
+		*arch = CS_ARCH_ARM64;
+		*mode = CS_MODE_ARM;
+		*skip = 4;
+		return 0;
+	default:
+		return -ENOTSUP;
+	}
+}
+
+/* An instruction capstone could not decode: its bytes as data. */
+static void undecoded(struct disasm_insn *in, const uint8_t *p, size_t skip)
+{
+	if (skip == 4)
+		snprintf(in->text, sizeof(in->text), ".inst 0x%08x",
+			 (unsigned)p[0] | (unsigned)p[1] << 8 | (unsigned)p[2] << 16 |
+				 (unsigned)p[3] << 24);
+	else
+		snprintf(in->text, sizeof(in->text), ".byte 0x%02x", p[0]);
+}
+
+int disasm_bytes(uint16_t e_machine, const uint8_t *code, size_t len, uint64_t addr,
+		 struct disasm_insn **out, size_t *n)
+{
+	struct disasm_insn *v = NULL;
+	size_t nv = 0, cap = 0, skip;
+	cs_insn *ci = NULL;
+	csh h = 0;
+	cs_arch arch;
+	cs_mode mode;
+	int err;
+
+	if ((err = arch_of(e_machine, &arch, &mode, &skip)))
+		return err;
+	if (!len)
+		return -EINVAL;
+	if (len > DISASM_MAX_BYTES)
+		return -EFBIG;
+	if (cs_open(arch, mode, &h) != CS_ERR_OK)
+		return -ENOMEM;
+	if (arch == CS_ARCH_X86)
+		cs_option(h, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT);
+	if (!(ci = cs_malloc(h))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	const uint8_t *p = code;
+	size_t left = len;
+	uint64_t at = addr;
+
+	while (left) {
+		struct disasm_insn *in;
+
+		if (GROW_ARRAY(v, nv, cap, 256) < 0) {
+			err = -ENOMEM;
+			goto out;
+		}
+		in = &v[nv++];
+		in->addr = at;
+		if (cs_disasm_iter(h, &p, &left, &at, ci)) {
+			in->size = ci->size;
+			snprintf(in->text, sizeof(in->text), "%s%s%s", ci->mnemonic,
+				 ci->op_str[0] ? " " : "", ci->op_str);
+			continue;
+		}
+		/* a tail shorter than the unit goes byte by byte */
+		size_t k = skip <= left ? skip : 1;
+
+		undecoded(in, p, k);
+		in->size = (uint32_t)k;
+		p += k;
+		left -= k;
+		at += k;
+	}
+	*out = v;
+	*n = nv;
+	v = NULL;
+out:
+	free(v);
+	if (ci)
+		cs_free(ci, 1);
+	cs_close(&h);
+	return err;
+}
+
+int disasm_dso(struct dso *d, uint64_t off, uint64_t size, struct disasm_insn **out, size_t *n)
+{
+	uint64_t vaddr;
+	uint8_t *buf;
+	int err;
+
+	if (!size)
+		return -EINVAL;
+	if (size > DISASM_MAX_BYTES)
+		return -EFBIG;
+	if ((err = dso_off_to_vaddr(d, off, &vaddr)) < 0)
+		return err;
+	if (!(buf = malloc(size)))
+		return -ENOMEM;
+	err = dso_pread(d, buf, size, off);
+	if (!err)
+		err = disasm_bytes(dso_ehdr(d)->e_machine, buf, size, vaddr, out, n);
+	free(buf);
+	return err;
+}

@@ -1,0 +1,42 @@
+#!/bin/bash
+# annotate_postgres: a private PostgreSQL cluster in a cgroup under
+# select-only pgbench (pgbench outside the cgroup), where
+# hash_search_with_hash_value (dynahash.c, in Debian's stripped postgres
+# through .dynsym: exported for extensions) is hot.
+# `cgperf-agent annotate -G CG hash_search_with_hash_value --duration 3`
+# must list its instructions, from its first address, with percentages of
+# its own samples that add up to 100 (+-0.1), and say its share on stderr.
+source "$(dirname "$0")/../lib/common.sh" || exit 1
+source "$(dirname "$0")/../lib/pg.sh" || exit 1
+export LC_ALL=C
+
+SYM=hash_search_with_hash_value
+cg_new pg
+pg_start "$cg"
+pg_bench_init 1
+pg_bench_start "$TMP/pgbench.log" -S -c 2 -j 1 -T 12
+sleep 1
+kill -0 "$PG_BENCH_PID" 2>/dev/null || { cat "$TMP/pgbench.log" >&2; fail "pgbench died early"; }
+
+# the address the listing must start at, from .dynsym (nm -D)
+want=""
+if command -v nm >/dev/null; then
+	want=$(nm -D "$PG_BIN/postgres" | awk -v s="$SYM" '$3 == s { sub(/^0+/, "", $1); print $1; exit }')
+fi
+timeout $(scaled 30) "$AGENT" annotate -G "$rel" -F 999 "$SYM" --duration 3 >"$TMP/ann.out" 2>"$TMP/ann.err"
+rc=$?
+((rc == 0)) || { cat "$TMP/ann.err" >&2; fail "annotate exited with $rc"; }
+sed 's/^/    /' "$TMP/ann.err"
+grep -q "<$SYM>:" "$TMP/ann.out" || { cat "$TMP/ann.out" "$TMP/ann.err" >&2; fail "no <$SYM> listing"; }
+res=$(awk -F'\t' '/^ *[0-9]+\.[0-9][0-9] :\t *[0-9a-f]+:\t/ {
+		n++; s += $1; if ($1 + 0 > 0) hot++; if (n == 1) { a = $2; gsub(/[ :]/, "", a); first = a }
+	} END { printf "%d %.2f %d %s\n", n, s, hot, first }' "$TMP/ann.out")
+read -r n sum hot first <<<"$res"
+info "$SYM: $n instructions from $first, $hot with samples, percentages sum $sum"
+((n >= 50)) || fail "only $n instructions listed"
+((hot >= 1)) || fail "no instruction has samples"
+awk -v s="$sum" 'BEGIN { exit !(s >= 99.9 && s <= 100.1) }' || fail "percentages sum to $sum, not 100"
+[[ -z $want || $first == "$want" ]] || fail "listing starts at $first, .dynsym says $want"
+grep -q "samples (.*%) in $SYM" "$TMP/ann.err" || fail "no share line on stderr"
+sed -n '/Sorted summary/,$p' "$TMP/ann.out" | head -n 4 | sed 's/^/    /'
+echo "PASS"

@@ -1,0 +1,72 @@
+#!/bin/bash
+# `trace -G CG` probes wait for their binary (issue 13: probes "keep doing
+# so for processes that start later"): started on an empty cgroup,
+# `-e sdt:cgperf_test:hit` (no @BINARY, no binary of that name anywhere)
+# says it waits; build/workloads/sdtprobe started in CG afterwards is found
+# among CG's processes, the probe placed, and every hit the workload fires
+# from then on is counted (sdtprobe prints how many rounds its semaphore was
+# raised: the hits, but for a few rounds in the instant of placing). A second run of the binary, after the first has
+# exited, is counted too. With no such process the trace ends saying the
+# probe was never placed. The same inside a podman container started under
+# the traced cgroup (--cgroup-parent) from an image holding only sdtprobe and
+# its libraries: the binary is found through /proc/PID/root.
+source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/containers.sh"
+SDT=$BUILD_DIR/workloads/sdtprobe
+[[ -x $SDT ]] || fail "$SDT not built"
+cg_new wait
+
+# nothing comes: it waits, then says so, and exits 0 with no rows
+"$AGENT" trace -G "$rel" -e sdt:cgperf_test:hit --duration 0.5 --json >"$TMP/t0.json" 2>"$TMP/e0" ||
+	fail "trace on an empty cgroup failed: $(cat "$TMP/e0")"
+grep -q 'waits for a process of the -G cgroups' "$TMP/e0" || fail "no waiting note: $(cat "$TMP/e0")"
+grep -q 'was never placed' "$TMP/e0" || fail "no never-placed note: $(cat "$TMP/e0")"
+[[ ! -s $TMP/t0.json ]] || fail "rows with no process: $(cat "$TMP/t0.json")"
+info "empty cgroup: $(head -1 "$TMP/e0" | cut -c1-120)..."
+
+# the workload comes later, twice
+"$AGENT" trace -G "$rel" -e sdt:cgperf_test:hit --duration "$(scaled 5)" --json \
+	>"$TMP/t.json" 2>"$TMP/e" &
+TR=$!
+bg_track $TR
+sleep 1
+sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" 200 5000' sh "$cg" "$SDT" >"$TMP/s1" ||
+	fail "sdtprobe failed"
+sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" 100 5000' sh "$cg" "$SDT" >"$TMP/s2" ||
+	fail "sdtprobe failed"
+wait $TR || fail "trace failed: $(cat "$TMP/e")"
+grep -q "sdt:cgperf_test:hit placed in $SDT" "$TMP/e" || fail "no placement note: $(cat "$TMP/e")"
+a1=$(awk '/^armed/ { print $2 }' "$TMP/s1")
+a2=$(awk '/^armed/ { print $2 }' "$TMP/s2")
+hits=$(python3 -c '
+import json, sys
+print(sum(json.loads(l)["hits"] for l in open(sys.argv[1]) if json.loads(l)["probe"] == "sdt:cgperf_test:hit"))' "$TMP/t.json")
+info "placed after the first process came: $a1 of 200 rounds armed, then $a2 of 100; $hits hits"
+(( a1 >= 100 )) || fail "the probe came late: $a1 of 200 rounds armed (5 ms apart)"
+(( a2 == 100 )) || fail "the second process was not probed from its start: $a2 of 100 armed"
+# Opening the probe's events raises the semaphore and writes the breakpoint;
+# they count from their enabling, a moment later: a few rounds (5 ms apart)
+# in that gap are armed but not counted.
+(( hits <= a1 + a2 && hits + 5 >= a1 + a2 )) || fail "hits $hits, armed rounds $a1 + $a2"
+
+# in a container: its binary only in the container's image
+command -v podman >/dev/null || { info "podman not installed: the container case is not run"; exit 0; }
+IMG=localhost/cgperf-sdtwait:$$
+podman_image_of "$IMG" "$SDT" "/opt/app/sdtwait-$$"
+trap 'podman rmi -f "$IMG" >/dev/null 2>&1; _cleanup' EXIT
+ccg=$(cg_make wait2)
+crel=${ccg#"$(cg2_mount)"}
+"$AGENT" trace -G "$crel" -e sdt:cgperf_test:hit --duration "$(scaled 5)" --json \
+	>"$TMP/tc.json" 2>"$TMP/ec" &
+TR=$!
+bg_track $TR
+sleep 1
+podman run --rm --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
+	--cgroup-parent="$crel" "$IMG" "/opt/app/sdtwait-$$" 200 5000 >"$TMP/s3" || fail "podman run"
+wait $TR || fail "trace failed: $(cat "$TMP/ec")"
+grep -q "sdt:cgperf_test:hit placed in /proc/[0-9]*/root/opt/app/sdtwait-$$" "$TMP/ec" ||
+	fail "not placed through the container's root: $(cat "$TMP/ec")"
+a3=$(awk '/^armed/ { print $2 }' "$TMP/s3")
+h3=$(python3 -c 'import json, sys; print(sum(json.loads(l)["hits"] for l in open(sys.argv[1])))' "$TMP/tc.json")
+info "in a container: $(grep -o 'placed in .*' "$TMP/ec"); $a3 of 200 rounds armed, $h3 hits"
+(( a3 >= 100 && h3 <= a3 && h3 + 5 >= a3 )) || fail "container: hits $h3, armed $a3 of 200"
