@@ -33,10 +33,33 @@
  *    cgroup.) Its sample_id fields give the thread and time.
  * perf does the same with `perf record -e sched:sched_switch -g` and
  * `perf inject -s` after the fact, or with a BPF program (--off-cpu); here
- * it happens as the records are read, with nothing written to disk. A
- * switch-out thus costs one sample with its stack (the cost of on-CPU
- * sampling, paid per block instead of per tick) and two 48-byte records,
- * a switch-in one record; bench/bench_offcpu.sh measures it on PostgreSQL.
+ * it happens as the records are read, with nothing written to disk.
+ *
+ * Cost, and what was chosen by measuring it (bench/bench_offcpu.sh:
+ * PostgreSQL under select-only pgbench, a block and a wake-up per query,
+ * CPU per transaction of PostgreSQL + pgbench). All of it is paid in the
+ * kernel by the profiled threads, at their blocks and switches: a sample
+ * with its stack per block (the cost of on-CPU sampling, paid per block
+ * instead of per tick), two 48-byte records per switch. So:
+ *  - the events match as few threads as possible: run opens them per
+ *    followed cgroup (sampler_add_cgroup() as cgroups come and go), not
+ *    host-wide, unless the whole host is followed; record has -G/-p;
+ *  - in DWARF mode the callchain is kernel-only (exclude_callchain_user):
+ *    the user part is unwound from the stack copy anyway, and the kernel's
+ *    frame-pointer walk of code built without frame pointers (Debian's
+ *    postgres) is work thrown away;
+ *  - the user stack copy per block can be smaller than the on-CPU one
+ *    (sampling.off_cpu_stack_bytes): blocking stacks are shallow in libc,
+ *    and 4 KiB kept PostgreSQL's lock wait down to PostgresMain (only
+ *    PostmasterMain..._start cut); the default stays the on-CPU size;
+ *  - sampling.off_cpu_every N stacks one block in N (the tracepoint's
+ *    period counts blocks after the filter) and weighs each wait N: an
+ *    estimate for when exact is too dear. The switch records stay (they
+ *    end the waits), so the saving is well under N-fold;
+ *  - the switch-ins stay PERF_RECORD_SWITCH records: a second
+ *    sched_switch event for the switch-in side would cost a sample per
+ *    switch too, and in cgroup mode could not work (above); sched_wakeup
+ *    marks when a thread became runnable, not when it ran.
  *
  * Pairing. Records of one CPU reach its ring in time order, but rings are
  * read one after another, and a thread that blocks on CPU 0 often wakes on

@@ -4,7 +4,11 @@
 # nanosleeps in nap(): the microseconds folded under nap() match the time
 # its naps took (within 10%); --off-cpu-min-us above the nap drops them; a
 # thread still asleep when the recording ends is counted up to the end.
+# 4. run, selecting a cgroup that appears after it started: its events are
+# opened then (per followed cgroup, not host-wide), and its naps reach the
+# exporter as off-cpu time; a napper in a cgroup not selected does not.
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/exporter.sh"
 W=$BUILD_DIR/workloads
 cg_new nap
 
@@ -59,4 +63,35 @@ asleep=$(awk '/;nap;/ { s += $NF } END { print s + 0 }' "$TMP/end.folded")
 info "asleep from 0.3 s into a 1.5 s recording to its end: $asleep us under nap()"
 grep -q "1 still asleep at the end" "$TMP/err" || fail "the sleeper is not reported asleep: $(cat "$TMP/err")"
 ((asleep >= 900000 && asleep <= 1500000)) || fail "sleeper counted $asleep us, want about 1.2 s"
+
+# 4. run: a cgroup followed once it appears.
+exporter_up
+cat >"$TMP/agent.yaml" <<YAML
+host: {name: offcpu-late, agent_id_file: $TMP/agent-id}
+cgroups: {include: ["/cgperf-test-$$-late*"]}
+counters: {enabled: false}
+sampling: {enabled: false, call_graph: dwarf, off_cpu: true}
+push: {interval: 1s, collectors: ["$ex/api/v1/push"]}
+YAML
+agent_run "$TMP/run.log" --config "$TMP/agent.yaml" --duration 3.5
+sleep 0.5
+late=$(cg_make late)
+other=$(cg_make other)
+sleep 0.5
+cg_spawn "$other" "$W/napper" 1.5 20 1 >/dev/null
+cg_spawn "$late" "$W/napper" 1.5 20 1 >"$TMP/late.out"
+wait $SPAWNED || fail "napper failed"
+wait $ag || fail "run failed: $(tail -5 "$TMP/run.log")"
+grep -q 'events opened.*per followed cgroup' "$TMP/run.log" ||
+	fail "off-CPU events not per cgroup: $(grep off_cpu "$TMP/run.log")"
+sleep 0.5
+curl -sf "$ex/api/v1/stacks?event=off-cpu&cgroup=/cgperf-test-$$-late" >"$TMP/late.folded" ||
+	fail "no off-cpu stacks for the late cgroup"
+curl -sf "$ex/api/v1/stacks?event=off-cpu&cgroup=/cgperf-test-$$-other" >"$TMP/other.folded" || true
+read -r _ naps _ _ _ slept_ns <"$TMP/late.out"
+slept=$((${slept_ns%.*} / 1000))
+under=$(awk '/;nap;/ { s += $NF } END { print s + 0 }' "$TMP/late.folded")
+info "run, cgroup made after the start: $naps naps, $slept us napped, $under us under nap() at the exporter"
+near "$under" "$slept" 10 || fail "late cgroup: $under us under nap(), napped $slept us"
+! grep -q ';nap;' "$TMP/other.folded" || fail "a cgroup not selected has off-CPU stacks"
 exit 0
