@@ -20,15 +20,20 @@
 #   OFFCPU_BENCH_AGENT_<NAME> another agent binary for phase NAME (dashes as
 #                        underscores), e.g. the build before a change
 #
-# Figures (2-core shared VM, 10 s phases, 2 rounds, best tps; noisy: +-5%):
-# before (events host-wide: pgbench's blocks took stacks and wrote switch
-# records too) and after (events per selected cgroup), same run each:
-#   mode   none    on-CPU         on+off before   on+off after    agent CPU on / before / after
-#   fp     27563   26710 (-3.1%)  15903 (-42.3%)  20671 (-25.0%)  1.1% / 4.0% / 2.8%
-#   dwarf  27165   26288 (-3.2%)  17606 (-35.2%)  21346 (-21.4%)  1.5% / 5.3% / 4.3%
-# variants (dwarf, same run, after): 4 KiB off-CPU user stacks ~ 8 KiB
-# within noise (the copy is not where the time goes; lock-wait stacks keep
-# their frames at 4 KiB); 1 block in 4 stacked (off_cpu_every: 4): -12.9%.
+# Figures, extra CPU per transaction against no agent (2-core VM shared with
+# other jobs, load ~12: tps swung by +-30% between phases, so it is CPU per
+# transaction to read, and even that by +-10 points; 8 s phases, interleaved
+# rounds, means). "before": the build before off-CPU events went per cgroup
+# (host-wide: pgbench's blocks took stacks too) and before DWARF mode's
+# kernel-only off-CPU callchains; "after": this one.
+#   mode   rounds  on-CPU  on+off before  on+off after  4 KiB off-CPU stacks  1 block in 4
+#   fp     3        +3.5%         +40.0%        +27.3%                     -        +20.8%
+#   dwarf  3        -8.2%         +22.7%        +10.3%                 +4.1%        +17.8%
+#   dwarf  2 (*)    +6.4%         +52.3%        +45.8%                +32.6%        +30.1%
+# (*) an earlier run, "after" there without the kernel-only callchains.
+# Agent CPU per second: on-CPU 0.6-0.8%; on+off before 2.2% (fp) and
+# 3.9-4.4% (dwarf), after 1.6% (fp) and 3.4-4.6% (dwarf). Best tps, same
+# runs, fp: none 45534, on-CPU 54002, before 32154, after 43755.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/../tests/lib/pg.sh"
 DUR=${OFFCPU_BENCH_SECONDS:-10}
