@@ -29,11 +29,15 @@
 #   mode   rounds  on-CPU  on+off before  on+off after  4 KiB off-CPU stacks  1 block in 4
 #   fp     3        +3.5%         +40.0%        +27.3%                     -        +20.8%
 #   dwarf  3        -8.2%         +22.7%        +10.3%                 +4.1%        +17.8%
+#   dwarf  3        +9.3%         +55.3%        +31.4%                +36.9%             -
 #   dwarf  2 (*)    +6.4%         +52.3%        +45.8%                +32.6%        +30.1%
 # (*) an earlier run, "after" there without the kernel-only callchains.
-# Agent CPU per second: on-CPU 0.6-0.8%; on+off before 2.2% (fp) and
-# 3.9-4.4% (dwarf), after 1.6% (fp) and 3.4-4.6% (dwarf). Best tps, same
-# runs, fp: none 45534, on-CPU 54002, before 32154, after 43755.
+# After is below before in every run (by 7-24 points); 4 KiB stacks and
+# 1 in 4 are within the noise of it. Agent CPU per second: on-CPU
+# 0.6-0.8%; on+off before 2.2% (fp), 3.9-5.4% (dwarf); after 1.6% (fp),
+# 3.4-4.6% (dwarf). Best tps of the same runs: fp none 45534, on-CPU
+# 54002, before 32154, after 43755; dwarf (the last) none 50973, on-CPU
+# 40536, before 28470, after 33635.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/../tests/lib/pg.sh"
 DUR=${OFFCPU_BENCH_SECONDS:-10}
