@@ -34,6 +34,12 @@ override CFLAGS += -std=gnu11 $(WARNFLAGS) -fno-omit-frame-pointer
 LDLIBS_AGENT := -lcapstone -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -ljson-c -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
 # The exporter links no perf, ELF, DWARF or unwinding library.
 # remote_write: libcurl (lib/httpc) and libsnappy.
+# libbpf (Debian's libbpf-dev) reads the kernel's BTF: kernel probe arguments
+# by parameter name (agent/perf/probe_btf.c). Optional: without it, by register only.
+ifeq ($(shell pkg-config --exists libbpf 2>/dev/null && echo y),y)
+override CPPFLAGS += -DCGPERF_HAVE_LIBBPF
+LDLIBS_AGENT += $(shell pkg-config --libs libbpf)
+endif
 LDLIBS_EXPORTER := -lsqlite3 -lmicrohttpd -lyaml -lprotobuf-c -lcurl -lsnappy -lz -lm -lpthread
 
 ifeq ($(SAN),1)

@@ -246,8 +246,8 @@ void http_workq_depth(struct http *h, size_t out[2])
 /* ---- routing ---- */
 
 static const char routes_text[] =
-	"not found: POST /api/v1/push, GET /metrics, /api/v1/stacks, /api/v1/targets, /, "
-	"/healthz\n";
+	"not found: POST /api/v1/push, GET /metrics, /api/v1/stacks, /api/v1/heatmap, "
+	"/api/v1/targets, /, /healthz\n";
 
 /* The first call of a request: route it and check what the headers say. */
 static enum MHD_Result first_call(struct http *h, struct MHD_Connection *c, struct req *r,
@@ -255,10 +255,11 @@ static enum MHD_Result first_call(struct http *h, struct MHD_Connection *c, stru
 {
 	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	static const char *const gets[] = { "/metrics", "/healthz", "/api/v1/stacks",
-					    "/api/v1/targets", "/" };
+					    "/api/v1/targets", "/", "/api/v1/heatmap" };
 
 	for (size_t i = 0; i < sizeof(gets) / sizeof(gets[0]); i++) {
-		static const enum route rt[] = { RT_METRICS, 0, RT_STACKS, RT_TARGETS, RT_INDEX };
+		static const enum route rt[] = { RT_METRICS, 0, RT_STACKS, RT_TARGETS, RT_INDEX,
+						 RT_HEATMAP };
 		char why[256];
 
 		if (strcmp(url, gets[i]))
@@ -274,6 +275,9 @@ static enum MHD_Result first_call(struct http *h, struct MHD_Connection *c, stru
 		/* Whatever a worker needs of the request is read here: it never
 		 * touches the connection. */
 		if (r->route == RT_STACKS && routes_parse_stacks_query(c, &r->q, why, sizeof(why)))
+			return http_answerf(c, r, MHD_HTTP_BAD_REQUEST, "%s\n", why);
+		if (r->route == RT_HEATMAP &&
+		    routes_parse_heatmap_query(c, &r->q, why, sizeof(why)))
 			return http_answerf(c, r, MHD_HTTP_BAD_REQUEST, "%s\n", why);
 		return enqueue(h, &h->read_q, c, r);
 	}

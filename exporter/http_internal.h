@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "wire/wire.h"
 #include "exporter/http.h"
@@ -60,13 +61,14 @@ enum reject { REJ_AUTH, REJ_TOO_LARGE, REJ_BAD_REQUEST, REJ_SERIES_LIMIT, REJ_N 
 /* The reasons' label values in cgperf_exporter_rejects_total. */
 extern const char *const http_reject_name[REJ_N];
 
-enum route { RT_PUSH, RT_METRICS, RT_STACKS, RT_TARGETS, RT_INDEX };
+enum route { RT_PUSH, RT_METRICS, RT_STACKS, RT_TARGETS, RT_INDEX, RT_HEATMAP };
 
-enum format { FMT_FOLDED, FMT_PPROF, FMT_SVG };
+enum format { FMT_FOLDED, FMT_PPROF, FMT_SVG, FMT_JSON };
 
 struct stacks_query {
 	struct store_selection sel;
 	enum format format;
+	const char *probe; /* /api/v1/heatmap's probe label */
 };
 
 struct req;
@@ -172,6 +174,26 @@ bool routes_wants_openmetrics(struct MHD_Connection *c);
  * 0, or -EINVAL with the reason in @why. */
 int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
 			      size_t whylen);
+/* The selection of a read route (host, cgroup, container, pod, event,
+ * probe, from, to) into @q; 0 or -EINVAL with why. */
+int routes_parse_selection(struct MHD_Connection *c, struct stacks_query *q, char *why,
+			   size_t whylen);
+/* Draws an SVG titled @title and @subtitle into @f: 0 or -errno. */
+typedef int (*routes_draw_fn)(const void *arg, const char *title, const char *subtitle, FILE *f);
+/* Answer @status with the SVG @draw(@arg) writes, titled with the texts of
+ * pages @t and @sub (taken); 500 when it cannot be drawn. */
+enum MHD_Result routes_svg(struct MHD_Connection *c, struct req *r, unsigned status,
+			   struct page *t, struct page *sub, routes_draw_fn draw, const void *arg);
+/* "host=H cgroup=C ..." of a selection's set fields ("all hosts" when none). */
+void routes_selection_text(const struct store_selection *s, struct page *p);
+/* Format parameter @v (NULL: the first) as one of the @n @names into
+ * *@out (@fmts' value); 0, or -EINVAL with why ("want a, b or c"). */
+int routes_format(const char *v, const char *const *names, const enum format *fmts, size_t n,
+		  enum format *out, char *why, size_t whylen);
+/* GET /api/v1/heatmap (routes_heatmap.c): its query, and its answer. */
+int routes_parse_heatmap_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
+			       size_t whylen);
+enum MHD_Result routes_serve_heatmap(struct http *h, struct MHD_Connection *c, struct req *r);
 /* A reader thread's work: build the answer of the read route of rs[0]
  * (@n is 1). */
 void routes_serve(struct http *h, struct req **rs, size_t n);

@@ -168,10 +168,10 @@ static int time_param(const char *name, const char *v, uint64_t now, uint64_t *o
 	return -EINVAL;
 }
 
-int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
-			      size_t whylen)
+int routes_parse_selection(struct MHD_Connection *c, struct stacks_query *q, char *why,
+			   size_t whylen)
 {
-	const char *from, *to, *format;
+	const char *from, *to;
 	uint64_t now = http_now_ns();
 
 	memset(q, 0, sizeof(*q));
@@ -180,7 +180,7 @@ int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, 
 	    param(c, "container", &q->sel.container, why, whylen) ||
 	    param(c, "pod", &q->sel.pod, why, whylen) ||
 	    param(c, "event", &q->sel.event, why, whylen) || param(c, "from", &from, why, whylen) ||
-	    param(c, "to", &to, why, whylen) || param(c, "format", &format, why, whylen))
+	    param(c, "to", &to, why, whylen) || param(c, "probe", &q->probe, why, whylen))
 		return -EINVAL;
 	q->sel.to_ns = now;
 	if (time_param("to", to, now, &q->sel.to_ns, why, whylen))
@@ -192,17 +192,37 @@ int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, 
 		snprintf(why, whylen, "from is not before to");
 		return -EINVAL;
 	}
-	if (!format || !strcmp(format, "folded")) {
-		q->format = FMT_FOLDED;
-	} else if (!strcmp(format, "pprof")) {
-		q->format = FMT_PPROF;
-	} else if (!strcmp(format, "svg")) {
-		q->format = FMT_SVG;
-	} else {
-		snprintf(why, whylen, "format: '%.60s': want folded, pprof or svg", format);
-		return -EINVAL;
-	}
 	return 0;
+}
+
+int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
+			      size_t whylen)
+{
+	const char *format;
+
+	static const char *const names[] = { "folded", "pprof", "svg" };
+	static const enum format fmts[] = { FMT_FOLDED, FMT_PPROF, FMT_SVG };
+
+	if (routes_parse_selection(c, q, why, whylen) || param(c, "format", &format, why, whylen))
+		return -EINVAL;
+	return routes_format(format, names, fmts, 3, &q->format, why, whylen);
+}
+
+int routes_format(const char *v, const char *const *names, const enum format *fmts, size_t n,
+		  enum format *out, char *why, size_t whylen)
+{
+	size_t at;
+
+	for (size_t i = 0; i < n; i++)
+		if (!v || !strcmp(v, names[i])) {
+			*out = fmts[i];
+			return 0;
+		}
+	at = (size_t)snprintf(why, whylen, "format: '%.60s': want ", v);
+	for (size_t i = 0; i < n && at < whylen; i++)
+		at += (size_t)snprintf(why + at, whylen - at, "%s%s", names[i],
+				       i + 2 < n ? ", " : i + 1 < n ? " or " : "");
+	return -EINVAL;
 }
 
 struct sum_ctx {
@@ -298,7 +318,7 @@ static int module_of(void *arg, const char *frame, uint32_t module, struct rende
 }
 
 /* "host=a cgroup=/x" naming the selection, for titles and file names. */
-static void selection_text(const struct store_selection *s, struct page *p)
+void routes_selection_text(const struct store_selection *s, struct page *p)
 {
 	const struct {
 		const char *k, *v;
@@ -317,32 +337,16 @@ static void selection_text(const struct store_selection *s, struct page *p)
 		page_put(p, "all hosts");
 }
 
-static enum MHD_Result serve_svg(struct MHD_Connection *c, struct req *r,
-				 const struct stacks_query *q, const struct fold_set *fs,
-				 unsigned status)
+enum MHD_Result routes_svg(struct MHD_Connection *c, struct req *r, unsigned status,
+			   struct page *t, struct page *sub, routes_draw_fn draw, const void *arg)
 {
-	char from[40], to[40];
-	struct page t, sub;
-	char *title, *subtitle, *svg = NULL;
+	char *title = page_take(t, NULL), *subtitle = page_take(sub, NULL), *svg = NULL;
 	size_t len = 0;
-	FILE *f;
+	FILE *f = title && subtitle ? open_memstream(&svg, &len) : NULL;
 	int ret = -ENOMEM;
 
-	targets_time(q->sel.from_ns, from, sizeof(from));
-	targets_time(q->sel.to_ns, to, sizeof(to));
-	page_init(&t, 0);
-	page_put(&t, "cgperf: ");
-	selection_text(&q->sel, &t);
-	page_init(&sub, 0);
-	page_printf(&sub, "%s to %s, %" PRIu64 " samples%s", from, to, fold_set_samples(fs),
-		    fold_set_samples(fs) ? "" : ": no samples in this selection");
-	title = page_take(&t, NULL);
-	subtitle = page_take(&sub, NULL);
-	f = title && subtitle ? open_memstream(&svg, &len) : NULL;
 	if (f) {
-		struct flame_opts o = { .title = title, .subtitle = subtitle };
-
-		ret = render_svg(fs, &o, f);
+		ret = draw(arg, title, subtitle, f);
 		if (fclose(f))
 			ret = -ENOMEM;
 	}
@@ -350,9 +354,34 @@ static enum MHD_Result serve_svg(struct MHD_Connection *c, struct req *r,
 	free(subtitle);
 	if (ret || !svg) {
 		free(svg);
-		return http_answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot draw the flame graph\n");
+		return http_answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot draw the picture\n");
 	}
 	return http_respond(c, r, status, "image/svg+xml", svg, len, true, NULL);
+}
+
+static int draw_flame(const void *arg, const char *title, const char *subtitle, FILE *f)
+{
+	struct flame_opts o = { .title = title, .subtitle = subtitle };
+
+	return render_svg(arg, &o, f);
+}
+
+static enum MHD_Result serve_svg(struct MHD_Connection *c, struct req *r,
+				 const struct stacks_query *q, const struct fold_set *fs,
+				 unsigned status)
+{
+	char from[40], to[40];
+	struct page t, sub;
+
+	targets_time(q->sel.from_ns, from, sizeof(from));
+	targets_time(q->sel.to_ns, to, sizeof(to));
+	page_init(&t, 0);
+	page_put(&t, "cgperf: ");
+	routes_selection_text(&q->sel, &t);
+	page_init(&sub, 0);
+	page_printf(&sub, "%s to %s, %" PRIu64 " samples%s", from, to, fold_set_samples(fs),
+		    fold_set_samples(fs) ? "" : ": no samples in this selection");
+	return routes_svg(c, r, status, &t, &sub, draw_flame, fs);
 }
 
 static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, struct req *r)
@@ -437,6 +466,7 @@ void routes_serve(struct http *h, struct req **rs, size_t n)
 	switch (r->route) {
 	case RT_METRICS: serve_metrics(h, NULL, r); break;
 	case RT_STACKS: serve_stacks(h, NULL, r); break;
+	case RT_HEATMAP: routes_serve_heatmap(h, NULL, r); break;
 	case RT_TARGETS: serve_targets(h, NULL, r, targets_json, "application/json"); break;
 	default: serve_targets(h, NULL, r, targets_index, "text/html; charset=utf-8"); break;
 	}

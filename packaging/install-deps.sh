@@ -9,7 +9,7 @@ set -eu
 
 BUILD="gcc g++ make pkg-config libc6-dev libelf-dev libdw-dev libunwind-dev libtraceevent-dev libtracefs-dev
 libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler libmicrohttpd-dev libsqlite3-dev
-libyaml-dev zlib1g-dev libiberty-dev libsnappy-dev libjson-c-dev libcapstone-dev"
+libyaml-dev zlib1g-dev libiberty-dev libsnappy-dev libjson-c-dev libcapstone-dev libbpf-dev"
 # Tests and benchmarks: golang-go for `go tool pprof`, prometheus-pushgateway
 # as the benchmark's reference, chromium (headless) to click through the
 # flame graph SVG, libxml2-utils for xmllint (flame graph SVG),

@@ -279,23 +279,48 @@ static struct pcell *pcell_get(struct agent *a, uint32_t probe, uint64_t cgroup)
 	return &a->pc[*slot - 1];
 }
 
-static void on_latency(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, uint64_t ns)
+static void on_latency(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, uint64_t end,
+		       uint64_t ns)
 {
 	struct pcell *c = pcell_get(ctx, pair, cgroup);
 
 	(void)pid;
+	(void)end;
 	if (c)
 		hist_add(&c->lat, (int64_t)ns);
+}
+
+/* Hold endpoint @end of pair @pair (its start probe): by thread, or by the
+ * values of its latency_key arguments read from @s (hit of probe @rp). */
+static void hold_endpoint(struct agent *a, size_t pair, const struct rprobe *rp, bool end,
+			  const struct sample *s)
+{
+	const struct rprobe *sp = &a->pr[pair];
+	uint64_t key[CONFIG_MAX_LATENCY_KEY];
+
+	if (!sp->nkey) {
+		latency_add(a->lat, (uint32_t)pair, end, s->time, s->cgroup_id, s->pid, s->tid);
+		return;
+	}
+	for (size_t k = 0; k < sp->nkey; k++) {
+		int64_t v;
+
+		if (sp->key_arg[end][k] < 0 ||
+		    probe_arg_value(&rp->p, sp->key_arg[end][k], NULL, s, rp->regs_mask, &v) < 0)
+			return;
+		key[k] = (uint64_t)v;
+	}
+	latency_add_key(a->lat, (uint32_t)pair, end, s->time, s->cgroup_id, s->pid, key, sp->nkey);
 }
 
 /* Hold a hit that starts or ends latencies: one endpoint per pair it is in. */
 static void hold_latency(struct agent *a, const struct rprobe *rp, const struct sample *s)
 {
 	if (rp->lat_end >= 0)
-		latency_add(a->lat, (uint32_t)a->cur, false, s->time, s->cgroup_id, s->pid, s->tid);
+		hold_endpoint(a, a->cur, rp, false, s);
 	for (size_t i = 0; rp->is_end && i < a->npr; i++)
 		if (a->pr[i].lat_end == (int)a->cur)
-			latency_add(a->lat, (uint32_t)i, true, s->time, s->cgroup_id, s->pid, s->tid);
+			hold_endpoint(a, i, rp, true, s);
 }
 
 static void on_probe(void *ctx, const struct sample *s)
@@ -454,8 +479,8 @@ static void drain_rings(struct agent *a)
 			a->cur_site = k;
 			sampler_drain(a->pr[i].smp[k], a->pr[i].stacks && a->pst ? &scb : &pcb);
 		}
-	if (a->lat)
-		latency_pair(a->lat, round, on_latency, a);
+	if (a->lat && round > LATENCY_SLACK_NS)
+		latency_pair(a->lat, round - LATENCY_SLACK_NS, on_latency, a);
 }
 
 /* SIGHUP: the config again, everything rebuilt from it. 0 (also when the
@@ -527,6 +552,9 @@ static int run_loop(struct agent *a, int sfd, double duration)
 		now = clock_mono_ns();
 		if (end && now >= end)
 			stop = true;
+		/* The last batch before a stop or a reload: every pair held. */
+		if ((stop || again) && a->lat)
+			latency_pair(a->lat, UINT64_MAX, on_latency, a);
 		if (now >= next || stop || again) {
 			uint64_t seq = 0, end_rt = clock_real_ns();
 

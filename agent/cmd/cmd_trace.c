@@ -69,17 +69,27 @@ enum {
 	OPT_CALLGRAPH,
 	OPT_DEMANGLE,
 	OPT_NO_DEMANGLE,
+	OPT_KEY,
+	OPT_LAT_TIMEOUT,
+	OPT_HEATMAP,
 };
 
 static const struct cmd_opt trace_opts[] = {
 	{"event", 'e', true, "PROBE",
 	 "u:BINARY:SYMBOL[+OFF][%return] [NAME=%REG...]\n"
 	 "sdt:PROVIDER:NAME[@BINARY] [NAME=argN...]\n"
+	 "k:FUNC[+OFF][%return] [NAME=%REG|PARAM|+OFF(%REG)[:TYPE]...]\n"
 	 "SUBSYS:EVENT [FIELD...]"},
 	{"hist", OPT_HIST, false, "ARG", "log2 histogram of argument ARG of the probes that have it"},
 	{"latency", OPT_LAT, false, "S[,E]",
 	 "time from probe S to probe E on the same thread; with one\n"
-	 "u: probe, from the function's entry to its return"},
+	 "u: or k: probe, from the function's entry to its return"},
+	{"key", OPT_KEY, false, "FIELD[,FIELD]",
+	 "pair --latency's tracepoints by these fields (dev,sector),\n"
+	 "not by thread; the start's cgroup owns the latency"},
+	{"latency-timeout", OPT_LAT_TIMEOUT, false, "SECONDS",
+	 "--key: drop starts still unpaired after this long (10)"},
+	{"heatmap", OPT_HEATMAP, false, "FILE.svg", "time x latency heat map of --latency's pairs"},
 	{"stacks", OPT_STACKS, false, NULL,
 	 "fold the user+kernel stacks at every hit (frame pointers)"},
 	{"call-graph", OPT_CALLGRAPH, false, "MODE", "fp or dwarf: how --stacks unwinds user stacks"},
@@ -103,6 +113,7 @@ static const struct cmd_opt trace_opts[] = {
 static void usage(FILE *f)
 {
 	fputs("usage: cgperf-agent trace -e PROBE [-e PROBE...] [--hist ARG] [--latency START[,END]]\n"
+	      "                          [--key FIELD[,FIELD]] [--latency-timeout S] [--heatmap FILE]\n"
 	      "                          [--stacks] [--filter EXPR] [-a | -G CG[,CG...] | -p PID]\n"
 	      "                          [--per-pid] [--json] [--demangle=STYLE | --no-demangle]\n"
 	      "                          [--duration SECONDS | -- COMMAND...]\n"
@@ -157,6 +168,13 @@ static void on_sample(void *ctx, const struct sample *s)
 	struct tprobe *tp = &t->pr[t->cur];
 	struct cell *c;
 
+	/* A keyed end runs in any context: it counts once paired (on_latency). */
+	if (t->nkey && (int)t->cur == t->lat_end) {
+		t->samples++;
+		if (trace_key_add(t, s, true) < 0)
+			t->value_errors++;
+		return;
+	}
 	if (t->filter_pids) {
 		uint64_t *slot = fold_slot(t->pids, &s->pid, sizeof(s->pid));
 
@@ -176,10 +194,14 @@ static void on_sample(void *ctx, const struct sample *s)
 		else
 			t->value_errors++;
 	}
-	if (((int)t->cur == t->lat_start || (int)t->cur == t->lat_end) &&
-	    latency_add(t->lat, 0, (int)t->cur == t->lat_end, s->time, s->cgroup_id, s->pid,
-			s->tid) < 0)
+	if (t->nkey && (int)t->cur == t->lat_start) {
+		if (trace_key_add(t, s, false) < 0)
+			t->value_errors++;
+	} else if (((int)t->cur == t->lat_start || (int)t->cur == t->lat_end) &&
+		   latency_add(t->lat, 0, (int)t->cur == t->lat_end, s->time, s->cgroup_id, s->pid,
+			       s->tid) < 0) {
 		t->value_errors++;
+	}
 	if (t->stacks) {
 		const char *label = tp->p.label;
 
@@ -187,7 +209,8 @@ static void on_sample(void *ctx, const struct sample *s)
 	}
 }
 
-static void on_latency(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, uint64_t ns)
+static void on_latency(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, uint64_t end,
+		       uint64_t ns)
 {
 	struct trace *t = ctx;
 	struct cell *sc = cell_get(t, (uint32_t)t->lat_start, cgroup, pid);
@@ -195,6 +218,9 @@ static void on_latency(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, 
 	(void)pair;
 	if (sc)
 		hist_add(&sc->lat, (int64_t)ns);
+	if (t->nkey && (sc = cell_get(t, (uint32_t)t->lat_end, cgroup, pid)))
+		sc->hits++;
+	trace_heat_add(t, end, ns);
 }
 
 /* Pair the held endpoints older than @upto (all with UINT64_MAX). */
@@ -417,6 +443,11 @@ static int parse_args(struct trace *t, struct trace_args *a, int argc, char **ar
 		case 'e': ret = add_spec(t->prog, a, optarg); break;
 		case OPT_HIST: t->hist_name = optarg; break;
 		case OPT_LAT: a->latency = optarg; break;
+		case OPT_KEY: ret = trace_key_parse(t, optarg); break;
+		case OPT_LAT_TIMEOUT:
+			ret = cmd_parse_seconds(t->prog, "--latency-timeout", optarg, &t->lat_timeout);
+			break;
+		case OPT_HEATMAP: t->heat_path = optarg; break;
 		case OPT_STACKS: a->want_stacks = true; break;
 		case OPT_CALLGRAPH: ret = parse_call_graph(t->prog, a, optarg); break;
 		case OPT_FILTER: a->filter = optarg; break;
@@ -441,12 +472,17 @@ static int parse_args(struct trace *t, struct trace_args *a, int argc, char **ar
 		return 2;
 	}
 	a->cmd = optind < argc ? argv + optind : NULL;
+	if ((t->nkey || t->heat_path) && !a->latency) {
+		fprintf(stderr, "%s: --key and --heatmap go with --latency START,END\n", t->prog);
+		return 2;
+	}
 	return 0;
 }
 
-/* --latency S,E (or one uprobe: its entry to its return) into lat_a, lat_b. */
-static int split_latency(const char *prog, struct trace_args *a)
+/* --latency S,E (or one uprobe or kprobe: its entry to its return) into lat_a, lat_b. */
+static int split_latency(const struct trace *t, struct trace_args *a)
 {
+	const char *prog = t->prog;
 	const char *latency = a->latency, *comma = NULL;
 
 	for (const char *q = strchr(latency, ','); q; q = strchr(q + 1, ','))
@@ -457,7 +493,8 @@ static int split_latency(const char *prog, struct trace_args *a)
 	if (comma) {
 		a->lat_a = strndup(latency, (size_t)(comma - latency));
 		a->lat_b = strdup(comma + 1);
-	} else if (!strncmp(latency, "u:", 2) && !strstr(latency, "%return")) {
+	} else if ((!strncmp(latency, "u:", 2) || !strncmp(latency, "k:", 2)) &&
+		   !strstr(latency, "%return")) {
 		/* The return probe: "%return" after the symbol, before any
 		 * arguments (which a return probe cannot read anyway). */
 		size_t head = strcspn(latency, " \t");
@@ -468,10 +505,14 @@ static int split_latency(const char *prog, struct trace_args *a)
 		if (a->lat_b)
 			snprintf(a->lat_b, n, "%.*s%%return", (int)head, latency);
 	} else {
-		fprintf(stderr, "%s: --latency takes START,END, or one u: probe\n", prog);
+		fprintf(stderr, "%s: --latency takes START,END, or one u: or k: probe\n", prog);
 		return 2;
 	}
-	return a->lat_a && a->lat_b ? 0 : 1;
+	if (!a->lat_a || !a->lat_b)
+		return 1;
+	if (t->nkey && (trace_key_spec(t, &a->lat_a) || trace_key_spec(t, &a->lat_b)))
+		return 1;
+	return 0;
 }
 
 static int resolve_each(struct trace *t, const struct trace_args *a, size_t nspecs,
@@ -628,15 +669,28 @@ static int open_probes(struct trace *t, const struct trace_args *a, int *cpus, i
 	};
 	const char *filter = a->filter;
 
+	struct sampler_opts everywhere = base;
+
+	/* A keyed end: every task of every CPU (the start picks the cgroup). */
+	everywhere.cgroup_dirs = NULL;
+	everywhere.ncgroups = 0;
+	everywhere.pid = 0;
 	trace_wait_arm(t->wait, &base, filter);
 	for (size_t i = 0; i < t->npr; i++) {
-		int err = trace_wait_pending(t->wait, i) ? 0 : open_probe(t, &t->pr[i], &base, filter);
+		bool any = t->nkey && (int)i == t->lat_end;
+		int err = trace_wait_pending(t->wait, i)
+				  ? 0
+				  : open_probe(t, &t->pr[i], any ? &everywhere : &base, filter);
 		const char *label = t->pr[i].p.label;
 
 		if (!err)
 			continue;
+		/* The kprobe PMU takes CAP_PERFMON (Linux 5.8+); the uprobe PMU
+		 * was put back under CAP_SYS_ADMIN (commit "perf: Require
+		 * CAP_SYS_ADMIN for uprobes", a fix of c9e0924e5c2b). */
 		if ((err == -EACCES || err == -EPERM) && t->pr[i].p.kind != PROBE_TRACEPOINT &&
-		    cmd_have_cap(CAP_PERFMON) && !cmd_have_cap(CAP_SYS_ADMIN))
+		    t->pr[i].p.kind != PROBE_KPROBE && cmd_have_cap(CAP_PERFMON) &&
+		    !cmd_have_cap(CAP_SYS_ADMIN))
 			fprintf(stderr, "%s: cannot place %s: perf_event_open: %s.\n"
 				"  The kernel's uprobe PMU (uprobes and USDT probes) needs CAP_SYS_ADMIN;\n"
 				"  CAP_PERFMON is not enough. Run as root or grant CAP_SYS_ADMIN too\n"
@@ -648,13 +702,18 @@ static int open_probes(struct trace *t, const struct trace_args *a, int *cpus, i
 			fprintf(stderr, "%s: the kernel rejected the filter '%s' for %s\n", t->prog,
 				filter, label);
 		else if (err == -ENOENT && t->pr[i].p.kind != PROBE_TRACEPOINT)
-			fprintf(stderr, "%s: cannot place %s: no uprobe PMU on this kernel "
-					"(CONFIG_UPROBE_EVENTS)\n", t->prog, label);
+			fprintf(stderr, "%s: cannot place %s: no %s PMU on this kernel "
+					"(CONFIG_%s_EVENTS)\n", t->prog, label,
+				t->pr[i].p.kind == PROBE_KPROBE ? "kprobe" : "uprobe",
+				t->pr[i].p.kind == PROBE_KPROBE ? "KPROBE" : "UPROBE");
+		else if (err == -EILSEQ && t->pr[i].p.kind == PROBE_KPROBE)
+			fprintf(stderr, "%s: cannot place %s: the kernel refused the offset: it is "
+					"not on an instruction boundary\n", t->prog, label);
 		else if (err == -ESRCH)
 			fprintf(stderr, "%s: no process %ld\n", t->prog, a->pid);
 		else
 			fprintf(stderr, "%s: cannot open %s: %s\n", t->prog, label, strerror(-err));
-		return err == -ESRCH || (err == -EINVAL && filter) ? 2 : 1;
+		return err == -ESRCH || err == -EILSEQ || (err == -EINVAL && filter) ? 2 : 1;
 	}
 	return 0;
 }
@@ -688,6 +747,7 @@ static uint64_t drain_all(struct trace *t, bool last)
 				continue;
 			sampler_stats(t->pr[i].smp[k], &st);
 			lost += st.lost;
+			t->throttled += st.throttled;
 		}
 	return lost;
 }
@@ -758,8 +818,8 @@ static int trace_loop(struct trace *t, struct workload *w, long pid, uint64_t en
 			if (!(pfd = poll_set(t, workload_fd(w), &n)))
 				return 1;
 		}
-		if (t->lat_start >= 0)
-			pair_latency(t, round);
+		if (t->lat_start >= 0 && round > LATENCY_SLACK_NS)
+			pair_latency(t, round - LATENCY_SLACK_NS);
 		if (t->stacks)
 			stacks_gc(t->stacks);
 		if (end && clock_mono_ns() >= end)
@@ -808,6 +868,8 @@ static int trace_run(struct trace *t, const struct trace_args *a, struct workloa
 	uint64_t lost = 0;
 
 	t->mount = cmd_perf_cgroup_mount(t->prog);
+	if ((ret = trace_heat_open(t)))
+		goto out;
 	if ((ret = cgroup_targets(t, a, &cgdirs, &ncgdirs, &trans_abs)))
 		goto out;
 	ncpu = cpumap_online(&cpus);
@@ -817,6 +879,8 @@ static int trace_run(struct trace *t, const struct trace_args *a, struct workloa
 		ret = 1;
 		goto out;
 	}
+	if (t->lat_timeout > 0)
+		latency_set_bounds(t->lat, (uint64_t)(t->lat_timeout * 1e9), 0);
 	fold_set_limit(t->cells, MAX_CELLS);
 	if (a->want_stacks) {
 		t->stacks = stacks_new(a->smode, t->per_cgroup, t->mount);
@@ -835,16 +899,23 @@ static int trace_run(struct trace *t, const struct trace_args *a, struct workloa
 
 	uint64_t t0 = clock_mono_ns();
 
+	if (trace_heat_start(t, t0) < 0) {
+		ret = 1;
+		goto out;
+	}
 	ret = trace_loop(t, w, a->pid, a->duration > 0 ? t0 + (uint64_t)(a->duration * 1e9) : 0,
 			 &lost);
 	if (ret)
 		goto out;
-	double secs = (double)(clock_mono_ns() - t0) / 1e9;
+	uint64_t t1 = clock_mono_ns();
+	double secs = (double)(t1 - t0) / 1e9;
 
 	trace_wait_report(t);
 	trace_print_results(t, a->json, secs);
 	trace_report_summary(t, a->verbose, secs, lost);
 	ret = workload_finish(w);
+	if (trace_heat_write(t, t1) && !ret)
+		ret = 1;
 out:
 	workload_release(w);
 	close_probes(t); /* their events hold the cgroup */
@@ -871,7 +942,7 @@ int cmd_trace(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (a.latency && (ret = split_latency(t.prog, &a)))
+	if (a.latency && (ret = split_latency(&t, &a)))
 		goto out;
 	if (!a.nspecs && !a.latency) {
 		fprintf(stderr, "%s: no probe given (-e PROBE or --latency START,END)\n", t.prog);
@@ -880,6 +951,8 @@ int cmd_trace(int argc, char **argv)
 		goto out;
 	}
 	ret = resolve_probes(&t, &a);
+	if (!ret && t.nkey)
+		ret = trace_key_resolve(&t);
 	if (!ret)
 		ret = find_hist_args(&t);
 	if (!ret)
@@ -897,6 +970,7 @@ out:
 	free(a.lat_b);
 	fold_free(t.cells);
 	latency_free(t.lat);
+	trace_key_release(&t);
 	fold_free(t.pids);
 	free(t.v);
 	stacks_free(t.stacks);

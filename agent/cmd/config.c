@@ -107,6 +107,7 @@ static void probe_free(struct config_probe *p)
 	free(p->spec);
 	free(p->hist);
 	free(p->latency_end);
+	strv_free(p->latency_key, p->nlatency_key);
 }
 
 void config_free(struct config *c)
@@ -145,7 +146,8 @@ static const char *const sampling_keys[] = {"enabled", "frequency", "call_graph"
 					    "event", "per_cgroup", "off_cpu", "off_cpu_min_us",
 					    "off_cpu_every", "off_cpu_stack_bytes", NULL};
 static const char *const symbols_keys[] = {"demangle", NULL};
-static const char *const probe_keys[] = {"spec", "hist", "latency_end", "stacks", NULL};
+static const char *const probe_keys[] = {"spec", "hist", "latency_end", "latency_key", "stacks",
+					 NULL};
 static const char *const push_keys[] = {"interval", "collectors", "mode", "token_file", "timeout",
 					"idle_close", "tls", "spool", "retry", NULL};
 static const char *const tls_keys[] = {"ca_file", "cert_file", "key_file", "verify", NULL};
@@ -593,6 +595,36 @@ static int parse_symbols(struct ydoc *x, const yaml_node_t *root, struct config 
 	return 0;
 }
 
+/* latency_key: fields that both the spec and latency_end name as arguments. */
+static int parse_latency_key(struct ydoc *x, const yaml_node_t *v, const char *name,
+			     struct config_probe *p)
+{
+	struct ydoc_name k = ydoc_key_in(name, "latency_key");
+	char names[256];
+	int rc;
+
+	if ((rc = ydoc_list(x, v, k.s, CONFIG_MAX_LATENCY_KEY, NULL, "[dev, sector]",
+			    &p->latency_key, &p->nlatency_key)))
+		return rc;
+	if (p->nlatency_key && !p->latency_end)
+		return ydoc_fail(x, v, "%s: pairs a latency: give latency_end too", k.s);
+	for (size_t i = 0; i < p->nlatency_key; i++)
+		for (int e = 0; e < 2; e++) {
+			const char *spec = e ? p->latency_end : p->spec;
+
+			rc = probe_has_arg(spec, p->latency_key[i], names, sizeof(names));
+			if (rc < 0)
+				return ydoc_oom(x);
+			if (!rc)
+				return ydoc_fail(x, v,
+					"%s: %s is not an argument of %s; %s%s (name the field "
+					"in both specs: \"block:block_rq_issue dev sector\")",
+					k.s, ydoc_show(p->latency_key[i]).s, e ? "latency_end" : "spec",
+					names[0] ? "it has " : "it has none", names);
+		}
+	return 0;
+}
+
 static int parse_probe(struct ydoc *x, const yaml_node_t *n, const char *name,
 		       struct config_probe *p)
 {
@@ -657,6 +689,8 @@ static int parse_probe(struct ydoc *x, const yaml_node_t *n, const char *name,
 					k.s);
 		}
 	}
+	if ((v = ydoc_get(x, n, "latency_key")) && (rc = parse_latency_key(x, v, name, p)))
+		return rc;
 	if ((v = ydoc_get(x, n, "stacks")) &&
 	    (rc = ydoc_bool(x, v, ydoc_key_in(name, "stacks").s, &p->stacks)))
 		return rc;

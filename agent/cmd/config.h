@@ -30,6 +30,7 @@
 #define CONFIG_MAX_PROBES 32       /* probes */
 #define CONFIG_MAX_COLLECTORS 16   /* push.collectors */
 #define CONFIG_MAX_LABELS 64       /* identity.labels */
+#define CONFIG_MAX_LATENCY_KEY 3   /* probes[].latency_key (LATENCY_KEY_MAX) */
 
 enum config_call_graph { CONFIG_CALL_GRAPH_FP, CONFIG_CALL_GRAPH_DWARF };
 enum config_log_format { CONFIG_LOG_LOGFMT, CONFIG_LOG_JSON };
@@ -41,6 +42,9 @@ struct config_probe {
 	char *spec;        /* probe spec as probe_resolve() takes it */
 	char *hist;        /* argument of @spec to histogram, or NULL */
 	char *latency_end; /* probe spec ending the latency started by @spec, or NULL */
+	char **latency_key; /* tracepoint arguments of both @spec and @latency_end that
+			     * pair them (instead of the thread); nlatency_key 0: none */
+	size_t nlatency_key;
 	bool stacks;       /* fold the stacks at every hit, unwound as sampling.call_graph
 			    * says (sampling.enabled not needed), into a profile per
 			    * cgroup whose event is the probe's label */

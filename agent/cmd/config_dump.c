@@ -146,6 +146,8 @@ static void dump_probes(struct out *o, const struct config *c)
 		key_str(o, "spec", p->spec);
 		key_str(o, "hist", p->hist);
 		key_str(o, "latency_end", p->latency_end);
+		if (p->nlatency_key)
+			key_list(o, "latency_key", p->latency_key, p->nlatency_key);
 		key_bool(o, "stacks", p->stacks);
 		map_end(o);
 	}

@@ -48,6 +48,8 @@ struct rprobe {
 	uint64_t regs_mask; /* union over the sites, the same for every sampler */
 	int hist_arg;
 	int lat_end;  /* probe that ends this one's latency, -1 */
+	size_t nkey;  /* latency_key: paired by these args, [0] this probe's, [1] its end's */
+	int key_arg[2][CONFIG_MAX_LATENCY_KEY];
 	bool is_end;  /* ends some probe's latency */
 	bool hidden;  /* only there as a latency end: not reported */
 	bool stacks;  /* fold the stack of every hit into a->pst */

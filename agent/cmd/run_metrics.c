@@ -83,6 +83,7 @@ struct self_values {
 	uint64_t objects; /* stacks_stats' size_t, as the other figures */
 	struct push_stats ps;
 	struct stacks_stats ss; /* CPU and probe stacks engines added up */
+	struct latency_stats ls; /* latency pairing (latency_end, latency_key) */
 };
 
 #define SV(field) offsetof(struct self_values, field)
@@ -113,6 +114,22 @@ static const struct self_figure stacks_figures[] = {
 	 "Binaries dropped once no process mapped them.", SV(ss.objects_dropped)},
 	{"cgperf_agent_fork_maps_reads_total", "counter",
 	 "Parents' /proc/PID/maps read at a fork (children inherit them).", SV(ss.fork_seeds)},
+};
+static const struct self_figure latency_figures[] = {
+	{"cgperf_agent_latency_pairs_total", "counter",
+	 "Latencies measured (start and end paired).", SV(ls.paired)},
+	{"cgperf_agent_latency_unpaired_ends_total", "counter",
+	 "Latency ends that found no start of their thread or key.", SV(ls.unpaired_end)},
+	{"cgperf_agent_latency_timed_out_total", "counter",
+	 "Keyed latency starts dropped unpaired after the timeout.", SV(ls.timed_out)},
+	{"cgperf_agent_latency_dropped_total", "counter",
+	 "Keyed latency starts refused: the pending table was full.", SV(ls.dropped)},
+	{"cgperf_agent_latency_replaced_total", "counter",
+	 "Keyed latency starts replaced by a newer start of their key.", SV(ls.replaced)},
+	{"cgperf_agent_latency_pending", "gauge", "Keyed latency starts waiting for their end.",
+	 SV(ls.pending)},
+	{"cgperf_agent_latency_late_total", "counter",
+	 "Latency hits that reached their ring after their instant had been paired.", SV(ls.late)},
 };
 #undef SV
 
@@ -194,6 +211,11 @@ void run_publish_metrics(struct agent *a)
 			    rootfs_reason_name((enum rootfs_reason)i), rf.by_reason[i]);
 	if (a->st || a->pst)
 		stacks_metrics(f, a);
+	if (a->lat) {
+		latency_stats(a->lat, &sv.ls);
+		self_figures(f, a, latency_figures,
+			     sizeof(latency_figures) / sizeof(latency_figures[0]), &sv);
+	}
 	if (a->ctr) {
 		ssize_t tc = -1;
 

@@ -243,8 +243,10 @@ static int resolve_probes_among(struct agent *a, enum stacks_mode mode, const in
 		int rc = probe_resolve(cfg->probes[i].spec, pids, npids, &rp->p, err, sizeof(err));
 
 		/* With cgroups chosen by identity, the binary may come with a
-		 * container not started yet: a latency-free probe waits for it. */
-		if (rc == -ENOENT && run_identity_selective(a) && !cfg->probes[i].latency_end) {
+		 * container not started yet: a latency-free probe waits for it.
+		 * (A kernel function comes with no container: k: probes do not wait.) */
+		if (rc == -ENOENT && run_identity_selective(a) && !cfg->probes[i].latency_end &&
+		    strncmp(cfg->probes[i].spec, "k:", 2) != 0) {
 			log_at_line(cfg, cfg->probes[i].line, "probe waits for its binary", err);
 			rp->waiting = true;
 		} else if (rc) {
@@ -271,6 +273,23 @@ static int resolve_probes_among(struct agent *a, enum stacks_mode mode, const in
 		}
 	}
 	return 0;
+}
+
+/* latency_key: the argument indexes of the fields in both probes (the
+ * config checked that both specs name them). */
+static void set_latency_key(struct rprobe *start, const struct rprobe *end,
+			    const struct config_probe *cp)
+{
+	start->nkey = cp->nlatency_key;
+	for (size_t k = 0; k < cp->nlatency_key; k++)
+		for (int e = 0; e < 2; e++) {
+			const struct probe *p = e ? &end->p : &start->p;
+
+			start->key_arg[e][k] = -1;
+			for (int g = 0; g < p->nargs; g++)
+				if (!strcmp(p->args[g].name, cp->latency_key[k]))
+					start->key_arg[e][k] = g;
+		}
 }
 
 /* Latency ends: a probe already listed, or one added only for that. */
@@ -306,6 +325,7 @@ static int resolve_latency_ends(struct agent *a, const int *pids, size_t npids)
 		}
 		a->pr[i].lat_end = (int)j;
 		a->pr[j].is_end = true;
+		set_latency_key(&a->pr[i], &a->pr[j], &cfg->probes[i]);
 	}
 	a->lat = latency_new(4000000);
 	return a->lat ? 0 : 1;

@@ -294,10 +294,24 @@ void trace_report_summary(struct trace *t, bool verbose, double secs, uint64_t l
 	fprintf(stderr, "%s: %" PRIu64 " hits in %.2f s, %" PRIu64 " lost%s", t->prog, t->samples,
 		secs, lost, lost ? " (the rings overflowed: hit counts are short by that many;"
 				   " narrow the probe or the cgroups)" : "");
-	if (t->lat_start >= 0)
+	if (t->lat_start >= 0 && !t->nkey)
 		fprintf(stderr, ", %" PRIu64 " ends without a start", t->unpaired_end);
+	if (t->lat_start >= 0 && t->nkey) {
+		struct latency_stats ls;
+
+		latency_stats(t->lat, &ls);
+		fprintf(stderr, ", latency by key: %" PRIu64 " pairs, %" PRIu64 " ends without a start, %"
+			PRIu64 " starts pending at the end, %" PRIu64 " timed out, %" PRIu64
+			" dropped (table full), %" PRIu64 " replaced", ls.paired, ls.unpaired_end,
+			ls.pending, ls.timed_out, ls.dropped, ls.replaced);
+		if (ls.late)
+			fprintf(stderr, ", %" PRIu64 " hits late (paired out of order)", ls.late);
+	}
 	if (t->value_errors)
 		fprintf(stderr, ", %" PRIu64 " argument values unreadable", t->value_errors);
+	if (t->throttled)
+		fprintf(stderr, ", throttled %" PRIu64 " times by the kernel (perf_event_max_sample_rate:"
+			" hits were not recorded)", t->throttled);
 	cmd_refusals_text(refused, sizeof(refused));
 	if (refused[0] != '0')
 		fprintf(stderr, ", container files refused: %s%s", refused,

@@ -6,17 +6,39 @@
 #include "agent/perf/latency.h"
 #include "agent/stacks/fold.h"
 #include "lib/grow.h"
+#include "lib/hashmap.h"
 
 struct endpoint {
 	uint64_t time, cgroup;
+	uint64_t key[LATENCY_KEY_MAX];
 	uint32_t pid, tid, pair;
-	bool end;
+	uint8_t end, nkey; /* nkey 0: paired by thread */
+};
+
+/* A keyed start waiting for its end. */
+struct pend {
+	uint64_t time, cgroup;
+	uint64_t key[LATENCY_KEY_MAX];
+	uint32_t pid, pair;
+	uint8_t nkey;
+};
+
+/* The hash key of a keyed endpoint: its pair, then its values. */
+struct pkey {
+	uint32_t pair, nkey;
+	uint64_t key[LATENCY_KEY_MAX];
 };
 
 struct latency {
 	struct endpoint *v;
 	size_t n, cap, max;
 	struct fold *open; /* (pair, tid) -> start time of the open interval, 0: none */
+	struct hashmap *keyed; /* pkey -> index + 1 in pend */
+	struct pend *pend;
+	size_t npend, cappend, max_pending;
+	uint64_t timeout_ns;
+	uint64_t done_upto; /* every endpoint before this instant has been paired */
+	struct latency_stats st;
 };
 
 struct latency *latency_new(size_t max_held)
@@ -26,9 +48,12 @@ struct latency *latency_new(size_t max_held)
 	if (!l)
 		return NULL;
 	l->max = max_held;
+	l->timeout_ns = LATENCY_DEFAULT_TIMEOUT_NS;
+	l->max_pending = LATENCY_DEFAULT_MAX_PENDING;
 	l->open = fold_new();
-	if (!l->open) {
-		free(l);
+	l->keyed = hashmap_new();
+	if (!l->open || !l->keyed) {
+		latency_free(l);
 		return NULL;
 	}
 	return l;
@@ -39,19 +64,49 @@ void latency_free(struct latency *l)
 	if (!l)
 		return;
 	fold_free(l->open);
+	hashmap_free(l->keyed);
+	free(l->pend);
 	free(l->v);
 	free(l);
+}
+
+void latency_set_bounds(struct latency *l, uint64_t timeout_ns, size_t max_pending)
+{
+	l->timeout_ns = timeout_ns;
+	l->max_pending = max_pending ? max_pending : LATENCY_DEFAULT_MAX_PENDING;
+}
+
+static int hold(struct latency *l, const struct endpoint *e)
+{
+	if (l->n >= l->max)
+		return -ENOSPC;
+	if (e->time < l->done_upto)
+		l->st.late++;
+	if (GROW_ARRAY(l->v, l->n, l->cap, 4096) < 0)
+		return -ENOMEM;
+	l->v[l->n++] = *e;
+	return 0;
 }
 
 int latency_add(struct latency *l, uint32_t pair, bool end, uint64_t time, uint64_t cgroup,
 		uint32_t pid, uint32_t tid)
 {
-	if (l->n >= l->max)
-		return -ENOSPC;
-	if (GROW_ARRAY(l->v, l->n, l->cap, 4096) < 0)
-		return -ENOMEM;
-	l->v[l->n++] = (struct endpoint){time, cgroup, pid, tid, pair, end};
-	return 0;
+	struct endpoint e = {.time = time, .cgroup = cgroup, .pid = pid, .tid = tid,
+			     .pair = pair, .end = end};
+
+	return hold(l, &e);
+}
+
+int latency_add_key(struct latency *l, uint32_t pair, bool end, uint64_t time, uint64_t cgroup,
+		    uint32_t pid, const uint64_t *key, size_t nkey)
+{
+	struct endpoint e = {.time = time, .cgroup = cgroup, .pid = pid, .pair = pair,
+			     .end = end, .nkey = (uint8_t)nkey};
+
+	if (!nkey || nkey > LATENCY_KEY_MAX)
+		return -EINVAL;
+	memcpy(e.key, key, nkey * sizeof(*key));
+	return hold(l, &e);
 }
 
 static int cmp_endpoint(const void *a, const void *b)
@@ -63,38 +118,153 @@ static int cmp_endpoint(const void *a, const void *b)
 	return x->end - y->end; /* a start and an end at the same instant: start first */
 }
 
-uint64_t latency_pair(struct latency *l, uint64_t upto, latency_fn fn, void *ctx)
+static struct pkey pkey_of(uint32_t pair, const uint64_t *key, size_t nkey)
 {
-	uint64_t unpaired = 0;
-	size_t done = 0;
+	struct pkey k = {.pair = pair, .nkey = (uint32_t)nkey};
 
-	if (!l->n)
-		return 0;
-	qsort(l->v, l->n, sizeof(*l->v), cmp_endpoint);
-	for (; done < l->n && l->v[done].time < upto; done++) {
-		const struct endpoint *e = &l->v[done];
-		struct {
-			uint32_t pair, tid;
-		} k = {e->pair, e->tid};
-		uint64_t *slot = fold_slot(l->open, &k, sizeof(k));
+	memcpy(k.key, key, nkey * sizeof(*key));
+	return k;
+}
 
-		if (!slot)
-			continue;
-		if (!e->end) {
-			*slot = e->time ? e->time : 1;
-		} else if (*slot && e->time >= *slot) {
-			fn(ctx, e->pair, e->cgroup, e->pid, e->time - *slot);
-			*slot = 0;
+/* Remove pending start @i: the last one moves into its place. */
+static void pend_remove(struct latency *l, size_t i)
+{
+	struct pend *p = &l->pend[i];
+	struct pkey k = pkey_of(p->pair, p->key, p->nkey);
+
+	hashmap_remove(l->keyed, &k, sizeof(k), NULL);
+	if (i + 1 < l->npend) {
+		struct pend *last = &l->pend[l->npend - 1];
+		struct pkey lk = pkey_of(last->pair, last->key, last->nkey);
+		uint64_t *slot = hashmap_find(l->keyed, &lk, sizeof(lk));
+
+		*p = *last;
+		if (slot)
+			*slot = i + 1;
+	}
+	l->npend--;
+}
+
+/* Drop the pending starts older than @now - timeout. */
+static void pend_expire(struct latency *l, uint64_t now)
+{
+	if (!l->timeout_ns || now < l->timeout_ns)
+		return;
+	for (size_t i = 0; i < l->npend;) {
+		if (l->pend[i].time < now - l->timeout_ns) {
+			pend_remove(l, i);
+			l->st.timed_out++;
 		} else {
-			unpaired++;
+			i++;
 		}
 	}
-	memmove(l->v, l->v + done, (l->n - done) * sizeof(*l->v));
-	l->n -= done;
+}
+
+static void keyed_start(struct latency *l, const struct endpoint *e)
+{
+	struct pkey k = pkey_of(e->pair, e->key, e->nkey);
+	uint64_t *slot = hashmap_find(l->keyed, &k, sizeof(k));
+	struct pend p = {.time = e->time, .cgroup = e->cgroup, .pid = e->pid,
+			 .pair = e->pair, .nkey = e->nkey};
+
+	memcpy(p.key, e->key, sizeof(p.key));
+	if (slot) {
+		l->pend[*slot - 1] = p;
+		l->st.replaced++;
+		return;
+	}
+	if (l->npend >= l->max_pending)
+		pend_expire(l, e->time);
+	if (l->npend >= l->max_pending || GROW_ARRAY(l->pend, l->npend, l->cappend, 1024) < 0) {
+		l->st.dropped++;
+		return;
+	}
+	slot = hashmap_slot(l->keyed, &k, sizeof(k));
+	if (!slot) {
+		l->st.dropped++;
+		return;
+	}
+	l->pend[l->npend++] = p;
+	*slot = l->npend;
+}
+
+/* A keyed end: the interval, or false when no start waits for its key. */
+static bool keyed_end(struct latency *l, const struct endpoint *e, latency_fn fn, void *ctx)
+{
+	struct pkey k = pkey_of(e->pair, e->key, e->nkey);
+	uint64_t *slot = hashmap_find(l->keyed, &k, sizeof(k));
+	struct pend p;
+
+	if (!slot)
+		return false;
+	p = l->pend[*slot - 1];
+	pend_remove(l, (size_t)(*slot - 1));
+	fn(ctx, e->pair, p.cgroup, p.pid, e->time, e->time - p.time);
+	l->st.paired++;
+	return true;
+}
+
+/* By thread: the interval, or false when the thread has no open start. */
+static bool thread_endpoint(struct latency *l, const struct endpoint *e, latency_fn fn, void *ctx)
+{
+	struct {
+		uint32_t pair, tid;
+	} k = {e->pair, e->tid};
+	uint64_t *slot = fold_slot(l->open, &k, sizeof(k));
+
+	if (!slot)
+		return true; /* the table is full: neither paired nor an orphan */
+	if (!e->end) {
+		*slot = e->time ? e->time : 1;
+	} else if (*slot && e->time >= *slot) {
+		fn(ctx, e->pair, e->cgroup, e->pid, e->time, e->time - *slot);
+		l->st.paired++;
+		*slot = 0;
+	} else {
+		return false;
+	}
+	return true;
+}
+
+uint64_t latency_pair(struct latency *l, uint64_t upto, latency_fn fn, void *ctx)
+{
+	uint64_t unpaired = 0, last = 0;
+	size_t done = 0;
+
+	if (l->n)
+		qsort(l->v, l->n, sizeof(*l->v), cmp_endpoint);
+	for (; done < l->n && l->v[done].time < upto; done++) {
+		const struct endpoint *e = &l->v[done];
+		bool ok = true;
+
+		last = e->time;
+		if (!e->nkey)
+			ok = thread_endpoint(l, e, fn, ctx);
+		else if (!e->end)
+			keyed_start(l, e);
+		else
+			ok = keyed_end(l, e, fn, ctx);
+		unpaired += !ok;
+	}
+	if (done) {
+		memmove(l->v, l->v + done, (l->n - done) * sizeof(*l->v));
+		l->n -= done;
+	}
+	if (upto != UINT64_MAX) {
+		pend_expire(l, upto > last ? upto : last);
+		l->done_upto = upto > l->done_upto ? upto : l->done_upto;
+	}
+	l->st.unpaired_end += unpaired;
 	return unpaired;
 }
 
 size_t latency_held(const struct latency *l)
 {
 	return l->n;
+}
+
+void latency_stats(const struct latency *l, struct latency_stats *out)
+{
+	*out = l->st;
+	out->pending = l->npend;
 }

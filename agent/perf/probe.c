@@ -38,8 +38,9 @@
  *
  * The module's files by job: probe_spec.c the grammar (shared with the run
  * configuration), probe_bin.c finding the file, this file resolving a spec
- * (uprobe symbols, SDT notes, tracefs formats and fields), probe_event.c the
- * perf_event_attr and argument values from samples.
+ * (uprobe symbols, SDT notes, tracefs formats and fields), probe_kernel.c
+ * and probe_btf.c kernel probes, probe_event.c the perf_event_attr and
+ * argument values from samples.
  */
 #include "agent/perf/probe.h"
 #include "agent/perf/probe_int.h"
@@ -542,9 +543,10 @@ static int tp_argdef(struct probe *p, const struct tp_field *fields, size_t nfie
 }
 
 /* "SUBSYS:EVENT" */
-static int resolve_tracepoint(struct probe *p, const struct probe_spec *ps, struct probe_msg *m)
+int probe_resolve_tp(struct probe *p, const struct probe_spec *ps, const char *tracefs,
+		     struct probe_msg *m)
 {
-	const char *tracefs = ev_tracefs(), *head = ps->head;
+	const char *head = ps->head;
 	const char *sys = ps->group, *event = ps->name;
 	struct tp_field *fields = NULL;
 	struct ev_spec ev = { 0 };
@@ -555,6 +557,8 @@ static int resolve_tracepoint(struct probe *p, const struct probe_spec *ps, stru
 	size_t nfields = 0;
 	int err;
 
+	if (!tracefs)
+		tracefs = ev_tracefs();
 	if (!tracefs) {
 		probe_msg_add(
 			m,
@@ -670,6 +674,7 @@ void probe_release(struct probe *p)
 {
 	if (!p)
 		return;
+	probe_kernel_remove(p);
 	for (int i = 0; i < p->nargs && i < USDT_MAX_ARGS; i++) {
 		free(p->args[i].name);
 		free(p->args[i].field);
@@ -684,6 +689,13 @@ void probe_release(struct probe *p)
 int probe_resolve(const char *spec, const int *pids, size_t npids, struct probe *out, char *err,
 		  size_t errlen)
 {
+	return probe_resolve_at(spec, pids, npids, NULL, out, err, errlen);
+}
+
+int probe_resolve_at(const char *spec, const int *pids, size_t npids, const struct probe_host *host,
+		     struct probe *out, char *err, size_t errlen)
+{
+	static const struct probe_host this_host;
 	struct probe_spec ps = { 0 };
 	struct probe p = { 0 };
 	struct probe_msg m;
@@ -713,8 +725,10 @@ int probe_resolve(const char *spec, const int *pids, size_t npids, struct probe 
 		}
 	} else if (ps.kind == PROBE_USDT) {
 		ret = resolve_usdt(&p, &ps, pids, npids, &m);
+	} else if (ps.kind == PROBE_KPROBE) {
+		ret = probe_kernel_resolve(&p, &ps, host ? host : &this_host, &m);
 	} else {
-		ret = resolve_tracepoint(&p, &ps, &m);
+		ret = probe_resolve_tp(&p, &ps, NULL, &m);
 	}
 	if (ret < 0)
 		goto fail;

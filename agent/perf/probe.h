@@ -8,6 +8,7 @@
  *   u:BINARY:SYMBOL[+OFF][%return] [[NAME=]%REG ...]   uprobe / uretprobe
  *   sdt:PROVIDER:NAME[@BINARY] [[NAME=]argN ...]       USDT (semaphore via ref_ctr_offset)
  *   SUBSYS:EVENT [[NAME=]FIELD ...]                    tracepoint
+ *   k:FUNC[+OFF][%return] [[NAME=]FETCH[:TYPE] ...]    kprobe / kretprobe
  * A uprobe argument is a register as perf names it (%di, %si, %ax, %r8: the
  * whole 64-bit register) or as the assembler does (%rdi, %edi), or argN for
  * the N-th integer argument of the SysV x86_64 calling convention (arg0 =
@@ -26,6 +27,10 @@
  * Without @BINARY an SDT probe is looked for in every file the processes
  * map, then in a binary named like its provider; else the error asks for
  * @BINARY.
+ * A kernel probe's arguments (FETCH: %REG, argN, a parameter name from the
+ * kernel's BTF, $retval, +OFF(BASE); TYPE u8..u64, s8..s64, x8..x64) are
+ * described in probe_spec.c and docs/trace.md; probe_kernel.c says how
+ * kernel probes are placed.
  * Uprobes are opened through the uprobe PMU (perf_event_open type from
  * /sys/bus/event_source/devices/uprobe/type, config1 = path, config2 =
  * offset, the retprobe bit and ref_ctr_offset field from its format/), so
@@ -68,6 +73,12 @@ struct probe {
 	struct probe_argdef args[USDT_MAX_ARGS];
 	int nargs;
 	uint64_t regs_mask; /* sample_regs_user needed for the args */
+	/* A kernel probe placed as a dynamic event (arguments, or no kprobe
+	 * PMU): "cgperf/NAME", made in @kevent_tracefs/kprobe_events by
+	 * probe_resolve() and removed by probe_release(); kind is then
+	 * PROBE_TRACEPOINT (its arguments are the event's fields). NULL else. */
+	char *kevent;
+	char *kevent_tracefs;
 };
 
 /*
@@ -88,10 +99,29 @@ struct probe {
  *            tracepoints, the event's fields)
  *   -ENOEXEC BINARY is not ELF
  *   -E2BIG   spec over 4096 bytes or more than USDT_MAX_ARGS arguments
+ *   -EOPNOTSUPP a kernel probe on a kernel without kprobes (no kprobe PMU,
+ *            no kprobe_events), or arguments without kprobe_events
+ *   -EPERM   a kernel function on the kernel's kprobe blacklist
  *   -ENOMEM, or another -errno from reading the files
+ * A kernel probe with arguments writes a dynamic event to kprobe_events
+ * (see struct probe); nothing else is opened.
  */
 int probe_resolve(const char *spec, const int *pids, size_t npids, struct probe *out, char *err,
 		  size_t errlen);
+
+/* Where the kernel is described, for kernel probes; each NULL field means
+ * this host's. For tests with fixture directories. */
+struct probe_host {
+	const char *kprobe_pmu; /* /sys/bus/event_source/devices/kprobe */
+	const char *tracefs;    /* the tracefs mount (ev_tracefs()) */
+	const char *kallsyms;   /* /proc/kallsyms */
+	const char *blacklist;  /* /sys/kernel/debug/kprobes/blacklist */
+	const char *btf;        /* /sys/kernel/btf/vmlinux */
+};
+
+/* probe_resolve() against @host (NULL: this host). */
+int probe_resolve_at(const char *spec, const int *pids, size_t npids, const struct probe_host *host,
+		     struct probe *out, char *err, size_t errlen);
 /* Free what probe_resolve() allocated and zero @p; NULL and zeroed are fine. */
 void probe_release(struct probe *p);
 
@@ -127,8 +157,11 @@ int probe_attr(const struct probe *p, struct perf_event_attr *attr);
 
 /*
  * probe_attr() with the PMU directory given (NULL: the system's,
- * /sys/bus/event_source/devices/uprobe) and, on failure, a user-facing
- * message in @err (may be NULL) naming the cause.
+ * /sys/bus/event_source/devices/uprobe, or .../kprobe for a kernel probe)
+ * and, on failure, a user-facing message in @err (may be NULL) naming the
+ * cause. A kernel probe (PROBE_KPROBE) goes through the kprobe PMU:
+ * config1 points at p->symbol (the function), config2 is the offset, the
+ * retprobe bit comes from the PMU's format/retprobe.
  */
 int probe_attr_at(const struct probe *p, const char *pmu_dir, struct perf_event_attr *attr,
 		  char *err, size_t errlen);

@@ -23,6 +23,7 @@
 #include "agent/perf/sampler.h"
 
 #define PROBE_PMU_DIR "/sys/bus/event_source/devices/uprobe"
+#define PROBE_KPMU_DIR "/sys/bus/event_source/devices/kprobe"
 
 /* ---- perf_event_attr ---- */
 
@@ -76,6 +77,7 @@ int probe_attr_at(const struct probe *p, const char *pmu_dir, struct perf_event_
 	unsigned lo, hi;
 	uint64_t type, config = 0;
 	struct probe_msg m;
+	bool kernel;
 	int ret;
 
 	probe_msg_init(&m, err, errlen);
@@ -90,20 +92,21 @@ int probe_attr_at(const struct probe *p, const char *pmu_dir, struct perf_event_
 		attr->config = p->tp_id;
 		return 0;
 	}
-	if (!p->path) {
+	kernel = p->kind == PROBE_KPROBE;
+	if (kernel ? !p->symbol : !p->path) {
 		probe_msg_add(&m, "%s: not resolved", p->label ? p->label : "probe");
 		return -EINVAL;
 	}
 	if (!pmu_dir)
-		pmu_dir = PROBE_PMU_DIR;
+		pmu_dir = kernel ? PROBE_KPMU_DIR : PROBE_PMU_DIR;
 
 	ret = read_small(pmu_dir, "type", buf, sizeof(buf));
 	if (ret == -ENOENT) {
-		probe_msg_add(
-			&m,
-			"this kernel has no uprobe PMU (%s missing): uprobes need Linux 4.17+ "
-			"built with CONFIG_UPROBE_EVENTS",
-			pmu_dir);
+		probe_msg_add(&m,
+			      "this kernel has no %s PMU (%s missing): %s need Linux 4.17+ "
+			      "built with %s",
+			      kernel ? "kprobe" : "uprobe", pmu_dir, kernel ? "kprobes" : "uprobes",
+			      kernel ? "CONFIG_KPROBE_EVENTS" : "CONFIG_UPROBE_EVENTS");
 		return -ENOENT;
 	}
 	if (ret < 0) {
@@ -117,8 +120,8 @@ int probe_attr_at(const struct probe *p, const char *pmu_dir, struct perf_event_
 	if (p->retprobe) {
 		ret = read_small(pmu_dir, "format/retprobe", buf, sizeof(buf));
 		if (ret == -ENOENT) {
-			probe_msg_add(&m, "the uprobe PMU has no retprobe bit (%s/format/retprobe)",
-				      pmu_dir);
+			probe_msg_add(&m, "the %s PMU has no retprobe bit (%s/format/retprobe)",
+				      kernel ? "kprobe" : "uprobe", pmu_dir);
 			return -EOPNOTSUPP;
 		}
 		if (ret < 0 || format_bits(buf, &lo, &hi) < 0 || lo != hi) {
@@ -159,7 +162,8 @@ int probe_attr_at(const struct probe *p, const char *pmu_dir, struct perf_event_
 	}
 	attr->type = (uint32_t)type;
 	attr->config = config;
-	attr->config1 = (uint64_t)(uintptr_t)p->path;
+	/* config1 and config2 are kprobe_func/probe_offset or uprobe_path/probe_offset */
+	attr->config1 = (uint64_t)(uintptr_t)(kernel ? p->symbol : p->path);
 	attr->config2 = p->offset;
 	return 0;
 }

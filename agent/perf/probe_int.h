@@ -59,4 +59,44 @@ int probe_bin_resolve(const char *name, const int *pids, size_t npids, struct pr
 typedef int (*probe_maps_fn)(void *ctx, const char *path, bool exec);
 int probe_maps_foreach(int pid, probe_maps_fn fn, void *ctx);
 
+/* ---- kernel probes (probe_kernel.c, probe_btf.c) ---- */
+
+struct probe_spec;
+struct probe_host;
+
+/* Resolve the tracepoint of @ps (SUBSYS:EVENT and its fields) under
+ * @tracefs (NULL: ev_tracefs()); probe.c. 0 or -errno, message in @m. */
+int probe_resolve_tp(struct probe *p, const struct probe_spec *ps, const char *tracefs,
+		     struct probe_msg *m);
+
+/* Resolve the kernel probe @ps into @p, as probe.h says, against @h (never
+ * NULL; NULL fields: this host). 0 or -errno, message in @m. */
+int probe_kernel_resolve(struct probe *p, const struct probe_spec *ps, const struct probe_host *h,
+			 struct probe_msg *m);
+
+/* Remove @p's dynamic event, if it has one (probe_release() calls this). */
+void probe_kernel_remove(struct probe *p);
+
+/*
+ * The kprobe_events line that places @ps as event @group/@event, with each
+ * argument's register and type settled (@regs, @types: per argument, the
+ * register of a parameter found in BTF and its type; "" where the spec
+ * says it): "p:cgperf/tcp_sendmsg_42_0 tcp_sendmsg size=%dx:u64". No
+ * newline. 0, or -ENAMETOOLONG when it does not fit @len.
+ */
+int probe_kernel_line(const struct probe_spec *ps, const char *group, const char *event,
+		      char (*regs)[6], char (*types)[4], char *buf, size_t len);
+
+/* The kernel's BTF: parameters by name. */
+struct probe_btf;
+/* @path NULL: the running kernel's. NULL + errno with the reason in @m
+ * (EOPNOTSUPP: built without libbpf). */
+struct probe_btf *probe_btf_open(const char *path, struct probe_msg *m);
+void probe_btf_close(struct probe_btf *b);
+/* The register ("dx") and fetch type ("u64") of parameter @param of @func.
+ * 0; -ENOENT no such function or parameter (the parameters listed in @m);
+ * -EINVAL not in a register (on the stack, a struct by value...). */
+int probe_btf_param(struct probe_btf *b, const char *func, const char *param, char reg[6],
+		    char type[4], struct probe_msg *m);
+
 #endif

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,43 +91,282 @@ static int reg_arg(const char *reg, struct usdt_arg *a)
 	return 0;
 }
 
-/* "u:BINARY:SYMBOL[+OFF][%return]", @body after "u:" (cut in place) */
-static int parse_uprobe(struct probe_spec *s, char *body, char *err, size_t errlen)
-{
-	char *sym, *plus, *pct = strchr(body, '%');
+/* ---- kernel probe arguments ----
+ *
+ *   ARG   := [NAME=]FETCH[:TYPE]
+ *   FETCH := %REG | argN | PARAM | $retval | +OFF(BASE) | -OFF(BASE)
+ *   BASE  := %REG | argN | PARAM
+ *   TYPE  := u8 u16 u32 u64 s8 s16 s32 s64 x8 x16 x32 x64
+ *
+ * REG is a whole 64-bit register, by perf's name or the assembler's (%di,
+ * %rdi, %r8); argN is the N-th integer argument register of the x86_64
+ * calling convention (arg0 = %di ... arg5 = %r9); PARAM is a parameter
+ * name the kernel's BTF gives the function; OFF is decimal or 0x hex.
+ */
 
-	if (pct) {
-		if (strcmp(pct, "%return") != 0) {
-			say(err, errlen, "%s: unknown suffix \"%s\" (only %%return)", s->head, pct);
+/* The kernel's names (arch/x86 regs_query_register_offset()). */
+static const char *const kregs[] = { "ax", "bx", "cx", "dx", "si", "di", "bp", "sp",
+				     "ip", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15" };
+static const char *const kabi_args[] = { "di", "si", "dx", "cx", "r8", "r9" };
+
+/* The kernel's name of register @r ("rdi" and "di" -> "di"), or NULL. */
+static const char *kreg_name(const char *r)
+{
+	for (size_t i = 0; i < sizeof(kregs) / sizeof(kregs[0]); i++) {
+		/* rax..rip are ax..ip with the assembler's r; r8..r15 have no other name */
+		if (!strcmp(r, kregs[i]) || (i < 9 && r[0] == 'r' && !strcmp(r + 1, kregs[i])))
+			return kregs[i];
+	}
+	return NULL;
+}
+
+static bool valid_ktype(const char *t)
+{
+	static const char *const types[] = { "u8", "u16", "u32", "u64", "s8",  "s16",
+					     "s32", "s64", "x8", "x16", "x32", "x64" };
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		if (!strcmp(t, types[i]))
+			return true;
+	}
+	return false;
+}
+
+/* BASE of a kernel argument: %REG, argN or a parameter name. */
+static int karg_base(const char *head, bool retprobe, const char *v, struct probe_karg *k,
+		     char *err, size_t errlen)
+{
+	const char *r;
+	int n;
+
+	if (v[0] == '%') {
+		r = kreg_name(v + 1);
+		if (!r) {
+			say(err, errlen,
+			    "%s: unknown register \"%s\" (a whole register: %%di, %%rsi, %%ax, "
+			    "%%r8...; %%edi and the like as %%di:u32)",
+			    head, v);
 			return -EINVAL;
 		}
-		*pct = '\0';
-		s->retprobe = true;
+		snprintf(k->reg, sizeof(k->reg), "%s", r);
+		return 0;
 	}
-	sym = strrchr(body, ':');
-	if (!sym || sym == body || !sym[1]) {
-		say(err, errlen, "%s: want u:BINARY:SYMBOL[+OFF][%%return]", s->head);
+	if (retprobe) {
+		say(err, errlen,
+		    "%s: \"%s\" is gone at return; a %%return probe takes $retval or %%REG", head,
+		    v);
 		return -EINVAL;
 	}
-	*sym++ = '\0';
-	plus = strchr(sym, '+');
-	if (plus) {
-		*plus++ = '\0';
-		if (!sym[0] || probe_spec_u64(plus, &s->offset) < 0) {
-			say(err, errlen, "%s: bad offset \"+%s\" (decimal or 0x hex)", s->head,
-			    plus);
+	n = parse_argn(v);
+	if (n >= 0) {
+		if ((size_t)n >= sizeof(kabi_args) / sizeof(kabi_args[0])) {
+			say(err, errlen, "%s: %s: only arg0..arg5 are passed in registers", head, v);
 			return -EINVAL;
 		}
+		snprintf(k->reg, sizeof(k->reg), "%s", kabi_args[n]);
+		return 0;
+	}
+	if (!valid_argname(v)) {
+		say(err, errlen,
+		    "%s: argument \"%s\": want %%REG, argN, a parameter name, $retval or "
+		    "+OFF(BASE), then :TYPE",
+		    head, v);
+		return -EINVAL;
+	}
+	k->param = strdup(v);
+	return k->param ? 0 : -ENOMEM;
+}
+
+/* "+OFF(BASE)" / "-OFF(BASE)" in @v (cut in place). */
+static int karg_mem(const char *head, bool retprobe, char *v, struct probe_karg *k, char *err,
+		    size_t errlen)
+{
+	char *open = strchr(v, '('), *close = strrchr(v, ')');
+	uint64_t off;
+
+	if (!open || !close || close < open || close[1]) {
+		say(err, errlen, "%s: argument \"%s\": want +OFF(BASE)", head, v);
+		return -EINVAL;
+	}
+	*open = '\0';
+	*close = '\0';
+	if (probe_spec_u64(v + 1, &off) < 0 || off > INT32_MAX) {
+		say(err, errlen, "%s: bad offset \"%s\" (decimal or 0x hex, under 2^31)", head, v);
+		return -EINVAL;
+	}
+	k->mem = true;
+	k->off = v[0] == '-' ? -(int64_t)off : (int64_t)off;
+	if (open[1] == '+' || open[1] == '-' || open[1] == '$') {
+		say(err, errlen, "%s: +OFF(BASE): BASE is %%REG, argN or a parameter", head);
+		return -EINVAL;
+	}
+	return karg_base(head, retprobe, open + 1, k, err, errlen);
+}
+
+static int probe_spec_karg(const char *head, bool retprobe, const char *value, struct probe_karg *k,
+		    char *err, size_t errlen)
+{
+	char *v = strdup(value), *colon;
+	int rc = -ENOMEM;
+
+	memset(k, 0, sizeof(*k));
+	if (!v)
+		return rc;
+	colon = strrchr(v, ':');
+	if (colon) {
+		*colon++ = '\0';
+		if (!valid_ktype(colon)) {
+			say(err, errlen, "%s: unknown type \":%s\" (u8..u64, s8..s64, x8..x64)",
+			    head, colon);
+			rc = -EINVAL;
+			goto out;
+		}
+		snprintf(k->type, sizeof(k->type), "%s", colon);
+	}
+	if (!strcmp(v, "$retval")) {
+		k->retval = true;
+		rc = 0;
+		if (!retprobe) {
+			say(err, errlen, "%s: $retval is for a %%return probe", head);
+			rc = -EINVAL;
+		}
+	} else if (v[0] == '+' || v[0] == '-') {
+		rc = karg_mem(head, retprobe, v, k, err, errlen);
+	} else {
+		rc = karg_base(head, retprobe, v, k, err, errlen);
+	}
+out:
+	free(v);
+	if (rc) {
+		free(k->param);
+		k->param = NULL;
+	}
+	return rc;
+}
+
+static char *probe_spec_kname(const char *tok)
+{
+	size_t n = strcspn(tok, ":(");
+	const char *base;
+	char *name;
+
+	if (tok[0] == '%')
+		return strndup(tok + 1, n - 1);
+	if (tok[0] == '$')
+		return strndup(tok + 1, n - 1); /* "retval" */
+	if (tok[0] != '+' && tok[0] != '-')
+		return strndup(tok, n);
+	/* +OFF(BASE): BASE and OFF, "+8(%si)" -> "si_8", "-0x10(msg)" -> "msg_m16" */
+	base = strchr(tok, '(');
+	if (!base || !base[1])
+		return strdup("mem");
+	base += base[1] == '%' ? 2 : 1;
+	{
+		uint64_t off = 0;
+		char *o = strndup(tok + 1, n - 1);
+		size_t bl = strcspn(base, ")"), len = bl + 32;
+
+		if (o)
+			(void)probe_spec_u64(o, &off);
+		free(o);
+		name = malloc(len);
+		if (name)
+			snprintf(name, len, "%.*s_%s%" PRIu64, (int)bl, base, tok[0] == '-' ? "m" : "",
+				 off);
+	}
+	return name;
+}
+
+/* A "%return" suffix of @body, cut off. */
+static int cut_return(struct probe_spec *s, char *body, char *err, size_t errlen)
+{
+	char *pct = strchr(body, '%');
+
+	if (!pct)
+		return 0;
+	if (strcmp(pct, "%return") != 0) {
+		say(err, errlen, "%s: unknown suffix \"%s\" (only %%return)", s->head, pct);
+		return -EINVAL;
+	}
+	*pct = '\0';
+	s->retprobe = true;
+	return 0;
+}
+
+/* A "+OFF" suffix of the function @sym, cut off; after cut_return(). */
+static int cut_offset(struct probe_spec *s, char *sym, char *err, size_t errlen)
+{
+	char *plus = strchr(sym, '+');
+
+	if (!plus)
+		return 0;
+	*plus++ = '\0';
+	if (!sym[0] || probe_spec_u64(plus, &s->offset) < 0) {
+		say(err, errlen, "%s: bad offset \"+%s\" (decimal or 0x hex)", s->head, plus);
+		return -EINVAL;
 	}
 	if (s->retprobe && s->offset) {
 		say(err, errlen, "%s: %%return probes a function's return; it takes no +OFF",
 		    s->head);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* "u:BINARY:SYMBOL[+OFF][%return]", @body after "u:" (cut in place) */
+static int parse_uprobe(struct probe_spec *s, char *body, char *err, size_t errlen)
+{
+	char *sym;
+	int rc = cut_return(s, body, err, errlen);
+
+	if (rc)
+		return rc;
+	sym = strrchr(body, ':');
+	if (!sym || sym == body || !sym[1]) {
+		say(err, errlen, "%s: want u:BINARY:SYMBOL[+OFF][%%return]", s->head);
+		return -EINVAL;
+	}
+	*sym++ = '\0';
+	rc = cut_offset(s, sym, err, errlen);
+	if (rc)
+		return rc;
 	s->kind = PROBE_UPROBE;
 	s->binary = strdup(body);
 	s->name = strdup(sym);
 	return s->binary && s->name ? 0 : -ENOMEM;
+}
+
+/* A kernel symbol name: [A-Za-z_][A-Za-z0-9_.]* ("tcp_sendmsg", "foo.isra.0"). */
+static bool valid_kfunc(const char *s)
+{
+	if (!s[0] || strlen(s) > PROBE_KFUNC_MAX || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (const char *c = s; *c; c++) {
+		if (!isalnum((unsigned char)*c) && *c != '_' && *c != '.')
+			return false;
+	}
+	return true;
+}
+
+/* "k:FUNC[+OFF][%return]", @body after "k:" (cut in place) */
+static int parse_kprobe(struct probe_spec *s, char *body, char *err, size_t errlen)
+{
+	int rc = cut_return(s, body, err, errlen);
+
+	if (!rc)
+		rc = cut_offset(s, body, err, errlen);
+	if (rc)
+		return rc;
+	if (!valid_kfunc(body)) {
+		say(err, errlen,
+		    "%s: want k:FUNC[+OFF][%%return], FUNC a kernel function name "
+		    "(letters, digits, _ and .; at most %d)",
+		    s->head, PROBE_KFUNC_MAX);
+		return -EINVAL;
+	}
+	s->kind = PROBE_KPROBE;
+	s->name = strdup(body);
+	return s->name ? 0 : -ENOMEM;
 }
 
 /* "sdt:PROVIDER:NAME[@BINARY]", @body after "sdt:" (cut in place) */
@@ -158,8 +398,8 @@ static int parse_tracepoint(struct probe_spec *s, char *err, size_t errlen)
 
 	if (!colon || colon == s->head || !colon[1] || strchr(colon + 1, ':')) {
 		say(err, errlen,
-		    "%s: not a probe; want u:BINARY:SYMBOL, sdt:PROVIDER:NAME[@BINARY] or "
-		    "SUBSYS:EVENT",
+		    "%s: not a probe; want u:BINARY:SYMBOL, sdt:PROVIDER:NAME[@BINARY], "
+		    "k:FUNC or SUBSYS:EVENT",
 		    s->head);
 		return -EINVAL;
 	}
@@ -178,6 +418,8 @@ static int check_value(const struct probe_spec *s, struct probe_spec_arg *a, cha
 	a->argn = parse_argn(v);
 	if (s->kind == PROBE_TRACEPOINT)
 		return 0; /* a field, known once tracefs is read */
+	if (s->kind == PROBE_KPROBE)
+		return probe_spec_karg(s->head, s->retprobe, v, &a->k, err, errlen);
 	if (s->kind == PROBE_USDT) {
 		if (a->argn < 0) {
 			say(err, errlen, "%s: argument \"%s\": an SDT probe takes argN", s->head,
@@ -223,6 +465,8 @@ static int parse_arg(struct probe_spec *s, const char *tok, char *err, size_t er
 		a->name = strndup(tok, (size_t)(eq - tok));
 	else if (s->kind == PROBE_UPROBE && tok[0] == '%')
 		a->name = strdup(tok + 1);
+	else if (s->kind == PROBE_KPROBE)
+		a->name = probe_spec_kname(tok);
 	else
 		a->name = strdup(tok);
 	s->nargs++; /* owned from here, released with @s */
@@ -234,6 +478,13 @@ static int parse_arg(struct probe_spec *s, const char *tok, char *err, size_t er
 	if (!valid_argname(a->name)) {
 		say(err, errlen, "%s: bad argument name \"%s\" (letters, digits, _; at most %d)",
 		    s->head, a->name, PROBE_ARGNAME_MAX);
+		return -EINVAL;
+	}
+	/* the kernel's own fields of a dynamic event */
+	if (s->kind == PROBE_KPROBE &&
+	    (!strncmp(a->name, "common_", 7) || !strncmp(a->name, "__probe_", 8))) {
+		say(err, errlen, "%s: argument name \"%s\" is the kernel's (common_*, __probe_*)",
+		    s->head, a->name);
 		return -EINVAL;
 	}
 	for (int i = 0; i < s->nargs - 1; i++) {
@@ -272,6 +523,8 @@ static int parse_tokens(struct probe_spec *s, char *copy, char *err, size_t errl
 		goto out;
 	if (!strncmp(head, "u:", 2))
 		rc = parse_uprobe(s, body + 2, err, errlen);
+	else if (!strncmp(head, "k:", 2))
+		rc = parse_kprobe(s, body + 2, err, errlen);
 	else if (!strncmp(head, "sdt:", 4))
 		rc = parse_usdt(s, body + 4, err, errlen);
 	else
@@ -326,6 +579,7 @@ void probe_spec_release(struct probe_spec *s)
 	for (int i = 0; i < s->nargs; i++) {
 		free(s->args[i].name);
 		free(s->args[i].value);
+		free(s->args[i].k.param);
 	}
 	memset(s, 0, sizeof(*s));
 }

@@ -20,13 +20,30 @@
 #define PROBE_SPEC_MAX 4096  /* whole spec, probe and arguments */
 #define PROBE_ARGNAME_MAX 63 /* user-chosen argument names */
 
-enum probe_kind { PROBE_UPROBE, PROBE_USDT, PROBE_TRACEPOINT };
+enum probe_kind { PROBE_UPROBE, PROBE_USDT, PROBE_TRACEPOINT, PROBE_KPROBE };
+
+#define PROBE_KFUNC_MAX 511 /* KSYM_NAME_LEN - 1 */
+
+/*
+ * A kernel probe's argument, as the grammar splits it (probe.h has the
+ * grammar): a register, a BTF parameter name, $retval, or the memory at
+ * one of the first two plus an offset; a type, or none.
+ */
+struct probe_karg {
+	char reg[6];     /* the kernel's name of a register ("di", "r8"); "" = by name or $retval */
+	char *param;     /* a parameter of the function, found in BTF; else NULL */
+	bool retval;     /* $retval (a %return probe only) */
+	bool mem;        /* +OFF(BASE): the memory at BASE + off */
+	int64_t off;
+	char type[4];    /* "u32", "s64", "x8"...; "" = from BTF, else u64 */
+};
 
 struct probe_spec_arg {
 	char *name;        /* as named, or the value minus its '%' */
 	char *value;       /* "%di", "arg2", a tracepoint field */
 	int argn;          /* N of "argN", else -1 */
 	struct usdt_arg a; /* uprobe: the register (argN: its ABI register) */
+	struct probe_karg k; /* kernel probe */
 };
 
 struct probe_spec {
@@ -34,9 +51,9 @@ struct probe_spec {
 	char *head;     /* the probe, without arguments: "u:libc:malloc%return" */
 	char *binary;   /* uprobe BINARY; USDT @BINARY or NULL */
 	char *group;    /* USDT PROVIDER, tracepoint SUBSYS; NULL for a uprobe */
-	char *name;     /* uprobe SYMBOL, USDT NAME, tracepoint EVENT */
-	uint64_t offset; /* uprobe +OFF */
-	bool retprobe;  /* uprobe %return */
+	char *name;     /* uprobe SYMBOL, USDT NAME, tracepoint EVENT, kernel FUNC */
+	uint64_t offset; /* uprobe and kernel probe +OFF */
+	bool retprobe;  /* uprobe and kernel probe %return */
 	struct probe_spec_arg args[USDT_MAX_ARGS];
 	int nargs;
 };
@@ -48,7 +65,9 @@ struct probe_spec {
  *   -EINVAL  not one of the shapes, a bad +OFF or suffix, %return with +OFF,
  *            a bad or repeated argument name, an unknown register, argN
  *            where it cannot be (a uprobe's %return, N over 5) or VALUE not
- *            argN for an SDT probe
+ *            argN for an SDT probe; for a kernel probe: a FUNC that is not
+ *            a kernel symbol name, a bad type or offset, $retval without
+ *            %return, a parameter at %return, a name the kernel reserves
  *   -E2BIG   spec over PROBE_SPEC_MAX bytes or more than USDT_MAX_ARGS
  *            arguments
  *   -ENOMEM

@@ -551,3 +551,32 @@ void ksyms_free(struct ksyms *k)
 	ksyms_free(k->live);
 	free(k);
 }
+
+int ksyms_each(const char *path, ksyms_each_fn fn, void *ctx)
+{
+	char *buf = NULL, name[KSYMS_LINE_MAX], module[KSYMS_LINE_MAX];
+	size_t len = 0;
+	int err = read_whole(path, &buf, &len);
+
+	if (err < 0)
+		return err;
+	for (const char *p = buf, *end = buf + len; p < end && !err;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		struct ksyms_line l;
+		bool ok = (size_t)(le - p) < KSYMS_LINE_MAX - 1 && ksyms_parse(p, le, &l);
+
+		p = nl ? nl + 1 : end;
+		if (!ok || !memchr("TWtw", l.type, 4))
+			continue;
+		memcpy(name, l.name, l.name_len);
+		name[l.name_len] = '\0';
+		if (l.module) {
+			memcpy(module, l.module, l.module_len);
+			module[l.module_len] = '\0';
+		}
+		err = fn(ctx, l.addr, name, l.module ? module : NULL);
+	}
+	free(buf);
+	return err;
+}

@@ -40,4 +40,14 @@ bool ksyms_cached(const struct ksyms *k);
 const char *ksyms_lookup(struct ksyms *k, uint64_t addr, const char **module);
 void ksyms_free(struct ksyms *k);
 
+/*
+ * Call @fn on every text symbol of the kallsyms-format file @path, in file
+ * order, aliases and modules included (@module NULL for vmlinux; both
+ * strings valid during the call only). A live read, no cache: for callers
+ * that look names up (kernel probes), not addresses. A non-zero return of
+ * @fn stops the walk and is returned; else 0, or -errno reading @path.
+ */
+typedef int (*ksyms_each_fn)(void *ctx, uint64_t addr, const char *name, const char *module);
+int ksyms_each(const char *path, ksyms_each_fn fn, void *ctx);
+
 #endif

@@ -89,6 +89,12 @@ int store_module(struct store *s, int64_t id, struct store_module *out)
 	return s->ops->module ? s->ops->module(s, id, out) : -ENOENT;
 }
 
+int store_latency_rows(struct store *s, const struct store_selection *sel, const char *probe,
+		       int (*fn)(void *arg, const struct store_latency_row *r), void *arg)
+{
+	return s->ops->latency_rows ? s->ops->latency_rows(s, sel, probe, fn, arg) : -EOPNOTSUPP;
+}
+
 void store_stats(struct store *s, struct store_stats *out)
 {
 	memset(out, 0, sizeof(*out));

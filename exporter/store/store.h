@@ -107,6 +107,14 @@ struct store_stack {
 			      * 0 = none; "" when not known */
 };
 
+/* One pushed interval's latency histogram of a probe in a cgroup (a row
+ * of a heat map). */
+struct store_latency_row {
+	const char *host, *path;
+	uint64_t start_ns, end_ns; /* the batch's interval, as the agent said */
+	struct hist latency_ns;
+};
+
 /* A binary frames were found in. */
 struct store_module {
 	char *path, *build_id; /* malloc'd, the caller frees both */
@@ -150,6 +158,9 @@ struct store_ops {
 		      int (*fn)(void *arg, const struct store_stack *st), void *arg);
 	int (*module)(struct store *s, int64_t id, struct store_module *out);
 	void (*stats)(struct store *s, struct store_stats *out);
+	/* See store_latency_rows(). */
+	int (*latency_rows)(struct store *s, const struct store_selection *sel, const char *probe,
+			    int (*fn)(void *arg, const struct store_latency_row *r), void *arg);
 };
 
 /* Every store starts with this; backends embed it first. */
@@ -227,6 +238,16 @@ int store_stacks(struct store *s, const struct store_selection *sel,
 int store_module(struct store *s, int64_t id, struct store_module *out);
 
 void store_stats(struct store *s, struct store_stats *out);
+
+/*
+ * Call @fn for each stored interval of probe @probe (its label) whose
+ * latency histogram is not empty, in the host, cgroup and time range of
+ * @sel (batches that started in [from, to); sel->event, container and
+ * pod are not used), in order of start. A non-zero return of @fn stops
+ * and is returned. -EOPNOTSUPP when the backend keeps no intervals.
+ */
+int store_latency_rows(struct store *s, const struct store_selection *sel, const char *probe,
+		       int (*fn)(void *arg, const struct store_latency_row *r), void *arg);
 
 /* A histogram as words, the way stores keep it: count, negative, sum, min,
  * max, then the HIST_BUCKETS buckets. */

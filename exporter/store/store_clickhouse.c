@@ -388,5 +388,6 @@ const struct store_ops store_clickhouse_ops = {
 	.retention = ch_retention,
 	.stacks = ch_stacks,
 	.module = ch_module,
+	.latency_rows = ch_latency_rows,
 	.stats = ch_stats,
 };

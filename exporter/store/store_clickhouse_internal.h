@@ -173,5 +173,12 @@ int ch_load(struct store *base, const struct store_visitor *v);
 int ch_stacks(struct store *base, const struct store_selection *sel,
 	      int (*fn)(void *arg, const struct store_stack *st), void *arg);
 int ch_module(struct store *base, int64_t id, struct store_module *out);
+/* Run @sql (FORMAT TabSeparated) on the reader, @row for each row of @nf
+ * fields (store_clickhouse_read.c); a non-zero return stops and is returned. */
+int ch_select(struct ch_store *s, const char *sql, size_t nf, int (*row)(void *arg, char **f),
+	      void *arg);
+/* store_clickhouse_heat.c */
+int ch_latency_rows(struct store *base, const struct store_selection *sel, const char *probe,
+		    int (*fn)(void *arg, const struct store_latency_row *r), void *arg);
 
 #endif

@@ -399,3 +399,9 @@ int ch_module(struct store *base, int64_t id, struct store_module *out)
 		return 0;
 	return ret ? ret : -ENOENT;
 }
+
+int ch_select(struct ch_store *s, const char *sql, size_t nf, int (*row)(void *arg, char **f),
+	      void *arg)
+{
+	return query(s, sql, nf, row, NULL, arg);
+}

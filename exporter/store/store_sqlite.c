@@ -551,6 +551,7 @@ const struct store_ops store_sqlite_ops = {
 	.retention = sq_retention,
 	.stacks = sq_stacks,
 	.module = sq_module,
+	.latency_rows = sq_latency_rows,
 	.stats = sq_stats,
 };
 

@@ -171,5 +171,8 @@ int sq_load(struct store *base, const struct store_visitor *v);
 int sq_stacks(struct store *base, const struct store_selection *sel,
 	      int (*fn)(void *arg, const struct store_stack *st), void *arg);
 int sq_module(struct store *base, int64_t id, struct store_module *out);
+/* store_sqlite_heat.c */
+int sq_latency_rows(struct store *base, const struct store_selection *sel, const char *probe,
+		    int (*fn)(void *arg, const struct store_latency_row *r), void *arg);
 
 #endif

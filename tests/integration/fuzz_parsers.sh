@@ -9,7 +9,7 @@
 # FUZZ_PARSERS_TIME seconds each (default 5; two targets at a time), seeded with
 # real files: the USDT workload, the C++ workload, a C chain with and
 # without frame pointers, a stripped copy (.dynsym only); for the config,
-# the shipped and the documented example files; for the perf map, the
+# the shipped and the documented example files and the k: probe forms; for the perf map, the
 # lines V8 and the JVM write and some that perfmap.c must skip; for the
 # runtimes, tests/data/runtime/. Fails on any
 # crash, sanitizer report or property a target checks. A longer run:
@@ -48,6 +48,16 @@ done
 cfg=$TMP/seeds-config
 mkdir -p "$cfg"
 cp "$ROOT/packaging/run-default.yaml" "$ROOT/tests/data/agent-example.yaml" "$cfg/"
+# kernel probes: every form of the k: grammar (probe_spec.c)
+cat >"$cfg/kprobes.yaml" <<'EOF'
+probes:
+  - spec: "k:tcp_sendmsg size"
+    hist: size
+  - "k:vfs_read+0x10 %di n=+8(%si):u32 f=-0x10(%rdi):s64 arg2:x32"
+  - spec: "k:do_sys_openat2 dfd=%di:s32 +0(filename)"
+    latency_end: "k:do_sys_openat2%return $retval:s64 ret=%ax"
+  - "k:foo.isra.0 arg5 %r15:u8"
+EOF
 pm=$TMP/seeds-perfmap
 mkdir -p "$pm"
 printf '%s\n' "7f3a1c001000 1c0 LazyCompile:*handler /srv/app/index.js:12:30" \

@@ -25,7 +25,7 @@ grep -q 'was never placed' "$TMP/e0" || fail "no never-placed note: $(cat "$TMP/
 info "empty cgroup: $(head -1 "$TMP/e0" | cut -c1-120)..."
 
 # the workload comes later, twice
-"$AGENT" trace -G "$rel" -e sdt:cgperf_test:hit --duration "$(scaled 5)" --json \
+"$AGENT" trace -G "$rel" -e sdt:cgperf_test:hit --duration "$(scaled 60)" --json \
 	>"$TMP/t.json" 2>"$TMP/e" &
 TR=$!
 bg_track $TR
@@ -34,6 +34,10 @@ sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" 200 5000' sh "$cg" "$SDT" >"$TMP/
 	fail "sdtprobe failed"
 sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" 100 5000' sh "$cg" "$SDT" >"$TMP/s2" ||
 	fail "sdtprobe failed"
+# Ended by SIGINT once the workloads are done, so that no armed round falls
+# in the instant the trace stops (a slow start on a loaded host would
+# otherwise let --duration cut into the rounds).
+kill -INT $TR
 wait $TR || fail "trace failed: $(cat "$TMP/e")"
 grep -q "sdt:cgperf_test:hit placed in $SDT" "$TMP/e" || fail "no placement note: $(cat "$TMP/e")"
 a1=$(awk '/^armed/ { print $2 }' "$TMP/s1")
@@ -56,13 +60,14 @@ podman_image_of "$IMG" "$SDT" "/opt/app/sdtwait-$$"
 trap 'podman rmi -f "$IMG" >/dev/null 2>&1; _cleanup' EXIT
 ccg=$(cg_make wait2)
 crel=${ccg#"$(cg2_mount)"}
-"$AGENT" trace -G "$crel" -e sdt:cgperf_test:hit --duration "$(scaled 5)" --json \
+"$AGENT" trace -G "$crel" -e sdt:cgperf_test:hit --duration "$(scaled 60)" --json \
 	>"$TMP/tc.json" 2>"$TMP/ec" &
 TR=$!
 bg_track $TR
 sleep 1
 podman run --rm --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
 	--cgroup-parent="$crel" "$IMG" "/opt/app/sdtwait-$$" 200 5000 >"$TMP/s3" || fail "podman run"
+kill -INT $TR
 wait $TR || fail "trace failed: $(cat "$TMP/ec")"
 grep -q "sdt:cgperf_test:hit placed in /proc/[0-9]*/root/opt/app/sdtwait-$$" "$TMP/ec" ||
 	fail "not placed through the container's root: $(cat "$TMP/ec")"

@@ -354,8 +354,17 @@ static void test_accepted(void **state)
 	assert_null(c->probes[0].hist);
 	assert_true(c->probes[1].stacks);
 	assert_string_equal(c->probes[2].latency_end, "u:libc:free%return");
+	assert_int_equal(c->probes[2].nlatency_key, 0);
 	assert_int_equal(c->push.interval_ms, 30000);
 	assert_int_equal(c->push.timeout_ms, 30000);
+	config_free(c);
+
+	/* latency_key: fields both specs name. */
+	c = parse_ok("probes:\n  - spec: block:block_rq_issue dev sector\n"
+		     "    latency_end: block:block_rq_complete dev sector\n"
+		     "    latency_key: [dev, sector]\n");
+	assert_int_equal(c->probes[0].nlatency_key, 2);
+	assert_string_equal(c->probes[0].latency_key[1], "sector");
 	config_free(c);
 
 	/* hist names an argument as written or as named. */
@@ -644,6 +653,8 @@ static const char *const same_specs[] = {
 	"u:libc:malloc%return arg0", "u:libc:malloc a=%di a=%si", "sdt:postgresql",
 	"sdt:postgresql:query__start %di", "sdt:p:n@", "a:b:c", ":x",
 	"u:libc:malloc a b c d e f g h i j k l m",
+	"k:tcp_sendmsg size", "k:vfs_read%return $retval:s64", "k:vfs_read +0(%si):u32",
+	"k:vfs_read %edi", "k:vfs_read+4%return", "k:1x", "k:vfs_read $retval", "k:f %di:u128",
 };
 
 static void test_probe_grammar_shared(void **state)
@@ -683,7 +694,7 @@ static void test_probe_grammar_shared(void **state)
 					 rerr, rc, err);
 		}
 	}
-	assert_int_equal(refused, NCASES(same_specs) - 7);
+	assert_int_equal(refused, NCASES(same_specs) - 10);
 }
 
 TL_MAIN(test_defaults, test_example, test_example_in_doc, test_example_probes_resolve,

@@ -229,7 +229,12 @@ static const struct err_case err_cases[] = {
 	 "t.yaml:2:5: probes[0]: expected a probe (a spec, or a mapping with spec:), got a list"},
 	{"probes:\n  - spec: malloc\n",
 	 "t.yaml:2:11: probes[0].spec: malloc: not a probe; want u:BINARY:SYMBOL, "
-	 "sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT"},
+	 "sdt:PROVIDER:NAME[@BINARY], k:FUNC or SUBSYS:EVENT"},
+	{"probes:\n  - spec: \"k:vfs_read%return arg1\"\n",
+	 "t.yaml:2:11: probes[0].spec: k:vfs_read%return: \"arg1\" is gone at return; a %return "
+	 "probe takes $retval or %REG"},
+	{"probes:\n  - \"k:tcp_sendmsg size:u128\"\n",
+	 "t.yaml:2:5: probes[0]: k:tcp_sendmsg: unknown type \":u128\" (u8..u64, s8..s64, x8..x64)"},
 	{"probes:\n  - \"u:malloc\"\n",
 	 "t.yaml:2:5: probes[0]: u:malloc: want u:BINARY:SYMBOL[+OFF][%return]"},
 	{"probes:\n  - spec: \"sdt:postgresql@/usr/bin/postgres\"\n",
@@ -249,9 +254,15 @@ static const struct err_case err_cases[] = {
 	 "(for a function: u:BINARY:SYMBOL%return)"},
 	{"probes:\n  - spec: u:libc:free\n    latency_end: free\n",
 	 "t.yaml:3:18: probes[0].latency_end: free: not a probe; want u:BINARY:SYMBOL, "
-	 "sdt:PROVIDER:NAME[@BINARY] or SUBSYS:EVENT"},
+	 "sdt:PROVIDER:NAME[@BINARY], k:FUNC or SUBSYS:EVENT"},
 	{"probes:\n  - u:libc:free\n  - sched:sched_switch\n  - spec: u:libc:free\n",
 	 "t.yaml:4:5: probes[2]: the same probe as probes[0] (line 2)"},
+	{"probes:\n  - spec: block:block_rq_issue dev\n    latency_key: [dev]\n",
+	 "t.yaml:3:18: probes[0].latency_key: pairs a latency: give latency_end too"},
+	{"probes:\n  - spec: block:block_rq_issue dev sector\n"
+	 "    latency_end: block:block_rq_complete dev\n    latency_key: [dev, sector]\n",
+	 "t.yaml:4:18: probes[0].latency_key: 'sector' is not an argument of latency_end; it has dev "
+	 "(name the field in both specs: \"block:block_rq_issue dev sector\")"},
 	{"probes:\n  - spec: u:libc:free\n    stacks: maybe\n",
 	 "t.yaml:3:13: probes[0].stacks: expected true or false, got 'maybe'"},
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "lib/hist.h"
 #include "lib/log.h"
 #include "wire/wire.h"
 #include "exporter/http.h"
@@ -39,6 +40,9 @@ static void test_routes(void **state)
 	hf_expect(hf_get("/", NULL), 200, NULL);
 	hf_expect(hf_get("/api/v1/stacks?format=png", NULL), 400, "want folded, pprof or svg");
 	hf_expect(hf_get("/api/v1/stacks?from=yesterday-ish", NULL), 400, NULL);
+	hf_expect(hf_get("/api/v1/heatmap", NULL), 400, "probe");
+	hf_expect(hf_get("/api/v1/heatmap?probe=p&format=png", NULL), 400, "want svg or json");
+	hf_expect(hf_get("/api/v1/heatmap?probe=no:such", NULL), 404, "no latency histograms");
 }
 
 static void test_push_and_duplicate(void **state)
@@ -190,5 +194,35 @@ static void test_hostile_names(void **state)
 	hf_resp_free(&r);
 }
 
+/* Three pushed intervals with latency histograms of one probe: a heat map
+ * of three columns, the buckets as rows, as JSON and SVG. */
+static void test_heatmap(void **state)
+{
+	for (int i = 0; i < 3; i++) {
+		uint64_t n = hf_next_seq();
+		struct wire_batch *b = wire_batch_new("h1", NULL, "agent-1", "9.9", n, n * NS,
+						      n * NS + NS);
+		struct hist l = {0};
+		uint8_t *buf;
+		size_t len;
+		int c = wire_add_cgroup(b, "/heat", 8, NULL);
+
+		for (int k = 0; k <= i; k++)
+			hist_add(&l, 1500); /* bucket [1024, 2047] */
+		hist_add(&l, 100000);
+		assert_int_equal(wire_add_probe(b, c, "lat:p", 10, NULL, &l), 0);
+		assert_int_equal(wire_encode(b, &buf, &len), 0);
+		wire_batch_free(b);
+		hf_expect(hf_post(buf, len, TOKEN, NULL), 200, "stored\n");
+		free(buf);
+	}
+	hf_expect(hf_get("/api/v1/heatmap?probe=lat:p&cgroup=/heat&from=0&format=json", NULL), 200,
+		  "\"columns\":3,\"total\":9,\"cells\":[{\"column\":0,\"ge\":1024,\"le\":2047,"
+		  "\"count\":1},{\"column\":0,\"ge\":65536,\"le\":131071,\"count\":1},"
+		  "{\"column\":1,\"ge\":1024,\"le\":2047,\"count\":2}");
+	hf_expect(hf_get("/api/v1/heatmap?probe=lat:p&from=0", NULL), 200, "class=\"cell\"");
+	hf_expect(hf_get("/api/v1/heatmap?probe=lat:p&cgroup=/other&from=0", NULL), 404, NULL);
+}
+
 TL_MAIN_GROUP(hf_setup, hf_teardown, test_routes, test_push_and_duplicate, test_gzip_body,
-	test_bad_input, test_big_bodies, test_gzip_answers, test_hostile_names)
+	test_bad_input, test_big_bodies, test_gzip_answers, test_hostile_names, test_heatmap)

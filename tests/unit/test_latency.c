@@ -2,7 +2,9 @@
 /*
  * agent/perf/latency: endpoints read out of order from several rings are
  * paired in time order per thread and pair; ends without a start are
- * counted; nothing newer than the drain instant is paired early.
+ * counted; nothing newer than the drain instant is paired early. Keyed pairs
+ * (block requests by dev, sector): out of order, the start's cgroup, unpaired
+ * ends, replaced, timed-out and refused starts.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,10 +25,12 @@ struct got {
 	size_t n;
 };
 
-static void collect(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, uint64_t ns)
+static void collect(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, uint64_t end,
+		    uint64_t ns)
 {
 	struct got *g = ctx;
 
+	(void)end;
 	assert_true(g->n < 16);
 	g->pair[g->n] = pair;
 	g->cgroup[g->n] = cgroup;
@@ -169,6 +173,8 @@ static void test_cap(void **state)
 	struct latency *l = latency_new(2);
 
 	(void)state;
+	/* Nothing held yet: pairing is a no-op (no array at all). */
+	assert_int_equal(latency_pair(l, 1000, NULL, NULL), 0);
 	assert_int_equal(latency_add(l, 0, false, 1, 1, 1, 1), 0);
 	assert_int_equal(latency_add(l, 0, true, 2, 1, 1, 1), 0);
 	assert_int_equal(latency_add(l, 0, false, 3, 1, 1, 1), -ENOSPC);
@@ -177,10 +183,128 @@ static void test_cap(void **state)
 	latency_free(NULL);
 }
 
+/* A keyed endpoint of pair 0: (dev, sector) = (8, @sector), from cgroup
+ * @cg (starts) or from interrupt context, cgroup 99 (ends). */
+static void keyed(struct latency *l, bool end, uint64_t t, uint64_t sector, uint64_t cg)
+{
+	const uint64_t key[2] = {8, sector};
+
+	assert_int_equal(latency_add_key(l, 0, end, t, end ? 99 : cg, end ? 0 : 42, key, 2), 0);
+}
+
+static void test_keyed_out_of_order(void **state)
+{
+	struct pairing *x = *state;
+	struct latency_stats st;
+
+	/* Completions read first (another CPU's ring), and out of issue order. */
+	keyed(x->l, true, 700, 2000, 0);
+	keyed(x->l, true, 500, 1000, 0);
+	keyed(x->l, false, 100, 1000, 7);
+	keyed(x->l, false, 200, 2000, 8);
+	expect(x, UINT64_MAX, 0, (const struct want[]){ { 0, 400 }, { 0, 500 } }, 2);
+	/* The start's cgroup and pid, not the completion's. */
+	assert_int_equal(x->g.cgroup[0], 7);
+	assert_int_equal(x->g.cgroup[1], 8);
+	assert_int_equal(x->g.pid[0], 42);
+	latency_stats(x->l, &st);
+	assert_int_equal(st.paired, 2);
+	assert_int_equal(st.pending, 0);
+	assert_int_equal(st.unpaired_end, 0);
+}
+
+static void test_keyed_unpaired_pending_replaced(void **state)
+{
+	struct pairing *x = *state;
+	struct latency_stats st;
+	const uint64_t other[2] = {9, 1000}; /* another device, same sector */
+
+	keyed(x->l, true, 50, 1000, 0); /* a completion of a request issued before */
+	keyed(x->l, false, 100, 1000, 7);
+	keyed(x->l, false, 150, 1000, 7); /* re-issued: replaces the first */
+	assert_int_equal(latency_add_key(x->l, 0, true, 300, 99, 0, other, 2), 0);
+	keyed(x->l, false, 400, 3000, 7); /* never completes */
+	keyed(x->l, true, 450, 1000, 0);
+	expect(x, UINT64_MAX, 2, (const struct want[]){ { 0, 300 } }, 1);
+	latency_stats(x->l, &st);
+	assert_int_equal(st.unpaired_end, 2);
+	assert_int_equal(st.replaced, 1);
+	assert_int_equal(st.pending, 1);
+	assert_int_equal(st.timed_out, 0);
+	assert_int_equal(latency_add_key(x->l, 0, false, 1, 1, 1, other, 0), -EINVAL);
+	assert_int_equal(latency_add_key(x->l, 0, false, 1, 1, 1, other, LATENCY_KEY_MAX + 1),
+			 -EINVAL);
+}
+
+static void test_keyed_timeout(void **state)
+{
+	struct pairing *x = *state;
+	struct latency_stats st;
+
+	latency_set_bounds(x->l, 1000, 0);
+	keyed(x->l, false, 100, 1, 7);
+	keyed(x->l, false, 1500, 2, 7);
+	/* At 2000 the first start waited 1900 ns: gone; the second stays. */
+	expect(x, 2000, 0, NULL, 0);
+	latency_stats(x->l, &st);
+	assert_int_equal(st.timed_out, 1);
+	assert_int_equal(st.pending, 1);
+	/* Its late completion is an orphan now; the second pairs. */
+	keyed(x->l, true, 2100, 1, 0);
+	keyed(x->l, true, 2200, 2, 0);
+	expect(x, 3000, 1, (const struct want[]){ { 0, 700 } }, 1);
+	latency_stats(x->l, &st);
+	assert_int_equal(st.pending, 0);
+	assert_int_equal(st.unpaired_end, 1);
+	assert_int_equal(st.late, 0);
+	/* A hit older than 3000, where pairing went already: late. */
+	keyed(x->l, false, 2500, 9, 7);
+	latency_stats(x->l, &st);
+	assert_int_equal(st.late, 1);
+}
+
+static void test_keyed_bound(void **state)
+{
+	struct pairing *x = *state;
+	struct latency_stats st;
+
+	latency_set_bounds(x->l, 0, 3);
+	for (uint64_t s = 0; s < 5; s++)
+		keyed(x->l, false, 100 + s, s, 7);
+	expect(x, 1000, 0, NULL, 0);
+	latency_stats(x->l, &st);
+	assert_int_equal(st.pending, 3);
+	assert_int_equal(st.dropped, 2);
+	/* The table has room again once starts complete (removal keeps the
+	 * index right: the last pending start moves into the hole). */
+	keyed(x->l, true, 1100, 0, 0);
+	keyed(x->l, true, 1200, 2, 0);
+	keyed(x->l, true, 1300, 1, 0);
+	keyed(x->l, true, 1400, 4, 0); /* was dropped */
+	expect(x, 2000, 1, (const struct want[]){ { 0, 1000 }, { 0, 1098 }, { 0, 1199 } }, 3);
+	latency_stats(x->l, &st);
+	assert_int_equal(st.pending, 0);
+	assert_int_equal(st.paired, 3);
+}
+
+/* Keyed and thread pairs side by side in one table. */
+static void test_keyed_and_thread(void **state)
+{
+	struct pairing *x = *state;
+
+	assert_int_equal(latency_add(x->l, 1, false, 100, 1, 5, 5), 0);
+	keyed(x->l, false, 150, 5, 7); /* key (8, 5): not thread 5 */
+	assert_int_equal(latency_add(x->l, 1, true, 300, 1, 5, 5), 0);
+	keyed(x->l, true, 400, 5, 0);
+	expect(x, UINT64_MAX, 0, (const struct want[]){ { 1, 200 }, { 0, 250 } }, 2);
+}
+
 int main(void)
 {
 	int failed = tl_run(TL_TESTS(test_out_of_order, test_threads_and_pairs_apart,
-				     test_unpaired_and_upto, test_same_instant_and_restart),
+				     test_unpaired_and_upto, test_same_instant_and_restart,
+				     test_keyed_out_of_order, test_keyed_unpaired_pending_replaced,
+				     test_keyed_timeout, test_keyed_bound, test_keyed_and_thread),
 			    NULL, NULL, pairing_setup, pairing_teardown);
 
 	return failed + tl_run(TL_TESTS(test_cap), NULL, NULL, NULL, NULL);

@@ -729,6 +729,66 @@ static void test_parse_time_range(void **state)
 	assert_int_equal(exporter_parse_time("-", now, &ns), -EINVAL);
 }
 
+/* ---- heat map rows ---- */
+
+struct lrows {
+	size_t n;
+	uint64_t start[8], count;
+	char host[8][8];
+};
+
+static int take_lrow(void *arg, const struct store_latency_row *r)
+{
+	struct lrows *x = arg;
+
+	assert_true(x->n < 8);
+	x->start[x->n] = r->start_ns;
+	snprintf(x->host[x->n++], sizeof(x->host[0]), "%s", r->host);
+	assert_int_equal(r->end_ns, r->start_ns + NS);
+	assert_int_equal(r->latency_ns.b[hist_bucket(1500)], r->latency_ns.count);
+	x->count += r->latency_ns.count;
+	return 0;
+}
+
+static size_t lrows(struct store *s, struct store_selection sel, const char *probe,
+		    struct lrows *x)
+{
+	memset(x, 0, sizeof(*x));
+	if (!sel.to_ns)
+		sel.to_ns = T0 + 3600 * NS;
+	if (!sel.from_ns)
+		sel.from_ns = T0 - 3600 * NS;
+	assert_int_equal(store_latency_rows(s, &sel, probe, take_lrow, x), 0);
+	return x->n;
+}
+
+/* One row per batch (its interval) with the probe's latency histogram,
+ * in order of start; host, cgroup and time select. */
+static void test_latency_rows(void **state)
+{
+	struct store *s = open_store();
+	struct lrows x;
+
+	(void)state;
+	assert_int_equal(put(s, batch("h2", 3, T0 + 120 * NS, 1), T0 + 120 * NS), 0);
+	assert_int_equal(put(s, batch("h1", 1, T0, 1), T0), 0);
+	assert_int_equal(put(s, batch("h1", 2, T0 + NS, 2), T0 + NS), 0);
+	assert_int_equal(lrows(s, (struct store_selection){ 0 }, "sdt:pg:query", &x), 3);
+	assert_int_equal(x.start[0], T0);
+	assert_int_equal(x.start[1], T0 + NS);
+	assert_string_equal(x.host[2], "h2");
+	assert_int_equal(x.count, 3);
+	assert_int_equal(lrows(s, (struct store_selection){ .host = "h2" }, "sdt:pg:query", &x), 1);
+	assert_int_equal(lrows(s, (struct store_selection){ .cgroup = "/db" }, "sdt:pg:query", &x),
+			 3);
+	assert_int_equal(lrows(s, (struct store_selection){ .cgroup = "/web" }, "sdt:pg:query", &x),
+			 0);
+	assert_int_equal(lrows(s, (struct store_selection){ .from_ns = T0 + 100 * NS },
+			       "sdt:pg:query", &x), 1);
+	assert_int_equal(lrows(s, (struct store_selection){ 0 }, "sdt:pg:other", &x), 0);
+	store_close(s);
+}
+
 int main(void)
 {
 	int failed = 0;
@@ -736,7 +796,7 @@ int main(void)
 	failed += tl_run(TL_TESTS(test_put_and_select, test_totals_survive, test_migrate_v1,
 		test_image_column_added, test_wal_bounded,
 		test_count_overflow, test_future_start_retained, test_put_many,
-		test_put_many_one_fails),
+		test_put_many_one_fails, test_latency_rows),
 		NULL, NULL, setup, teardown);
 	failed += tl_run(TL_TESTS(test_parse_time_range),
 		NULL, NULL, NULL, NULL);
