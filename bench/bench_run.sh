@@ -4,19 +4,11 @@
 # collector every second, while cgroups are created and removed in a loop.
 # Prints RSS and CPU over time (flat is the goal) and the samples per second
 # of agent CPU in steady state, naming and pushing included.
-source "$(dirname "$0")/../tests/lib/common.sh"
+source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/../tests/lib/pg.sh"
 DUR=${SOAK_SECONDS:-40}
 MODE=${SOAK_MODE:-dwarf}
-cg=$(cg_make pg)
-rel=${cg#"$(cg2_mount)"}
-pg_start "$cg"
-pg_bench_init 2
-port=$(free_port)
-mkdir -p "$TMP/fc"
-python3 "$ROOT/tests/lib/fake_collector.py" --dir "$TMP/fc" --port $port >"$TMP/fc.log" 2>&1 &
-bg_track $!
-sleep 0.5
+bench_pg_collector pg
 cat >"$TMP/agent.yaml" <<YAML
 host: {agent_id_file: $TMP/agent-id}
 cgroups: {include: ["$rel", "$rel/**", "/cgperf-test-$$-churn*"]}

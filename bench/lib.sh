@@ -7,3 +7,18 @@ source "$BENCH_DIR/../tests/lib/common.sh" || exit 1
 cpu_run() { python3 "$BENCH_DIR/cpu_run.py" "$@"; }
 # cpu_of OUT: user + system seconds of a cpu_run OUT file.
 cpu_of() { awk '{ printf "%.6f", $1 + $2 }' "$1"; }
+
+# bench_pg_collector NAME: a PostgreSQL in a new cgroup NAME with pgbench's
+# tables (scale 2), and a fake collector; sets cg, rel (the cgroup's path
+# under the mount) and port (the collector's). Needs tests/lib/pg.sh.
+bench_pg_collector() {
+	cg=$(cg_make "$1")
+	rel=${cg#"$(cg2_mount)"}
+	pg_start "$cg"
+	pg_bench_init 2
+	port=$(free_port)
+	mkdir -p "$TMP/fc"
+	python3 "$ROOT/tests/lib/fake_collector.py" --dir "$TMP/fc" --port "$port" >"$TMP/fc.log" 2>&1 &
+	bg_track $!
+	sleep 0.5
+}

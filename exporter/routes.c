@@ -229,6 +229,7 @@ struct sum_ctx {
 	struct fold_set *fs;
 	uint64_t frequency; /* the one rate of every time-based row, 0 if none or mixed */
 	bool mixed;
+	bool all_events; /* no event= asked: off-CPU rows (microseconds) left out */
 	uint32_t *mods; /* scratch: a stack's module ids */
 	size_t mods_cap;
 };
@@ -263,12 +264,20 @@ static bool time_based(const char *event)
 	return !strcmp(event, "cpu-clock") || !strcmp(event, "task-clock");
 }
 
+/* The agent's off-CPU profiles: counts are microseconds off the CPU. */
+#define OFF_CPU_EVENT "off-cpu"
+
 static int sum_stack(void *arg, const struct store_stack *st)
 {
 	struct sum_ctx *x = arg;
 	uint64_t ns = 0;
 
-	if (time_based(st->event)) {
+	if (!strcmp(st->event, OFF_CPU_EVENT)) {
+		/* waits are not samples: never summed with them unasked */
+		if (x->all_events)
+			return 0;
+		ns = st->count * 1000;
+	} else if (time_based(st->event)) {
 		/* cpu-clock counts ns: a sample is worth 1e9 / F at frequency F,
 		 * or the period itself when sampled by period. */
 		if (st->frequency)
@@ -378,7 +387,7 @@ static enum MHD_Result serve_svg(struct MHD_Connection *c, struct req *r,
 static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, struct req *r)
 {
 	const struct stacks_query q = r->q; /* parsed by first_call() */
-	struct sum_ctx x = { 0 };
+	struct sum_ctx x = { .all_events = !q.sel.event };
 	enum MHD_Result res;
 	unsigned status = MHD_HTTP_OK;
 	int ret;
@@ -428,6 +437,10 @@ static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, st
 			.duration_ns = q.sel.to_ns - q.sel.from_ns,
 			.period_ns = x.frequency && !x.mixed ? 1000000000u / x.frequency : 0,
 		};
+		if (q.sel.event && !strcmp(q.sel.event, OFF_CPU_EVENT)) {
+			o.value_type = OFF_CPU_EVENT;
+			o.count_unit = "microseconds";
+		}
 		uint8_t *buf = NULL;
 		size_t len = 0;
 

@@ -38,6 +38,7 @@
 #include "agent/cmd/cmd.h"
 #include "agent/perf/cpumap.h"
 #include "agent/perf/events.h"
+#include "agent/perf/offcpu.h"
 #include "agent/stacks/fold.h"
 #include "agent/perf/sampler.h"
 #include "agent/cmd/workload.h"
@@ -59,6 +60,8 @@ struct record {
 	struct cg_rtcache *rt; /* container names for the per-cgroup labels */
 	char *mount;
 	uint64_t samples, lost, filtered;
+	struct offcpu *oc; /* --off-cpu: switch-outs waiting for their switch-in */
+	struct ev_spec offev; /* --off-cpu: sched:sched_switch */
 	const struct record_emit *emit; /* annotate's output in place of the folded stacks */
 };
 
@@ -99,6 +102,37 @@ static void on_sample(void *ctx, const struct sample *s)
 		return;
 	}
 	stacks_add(r->st, s, NULL);
+}
+
+/* --off-cpu: a wait that ended, into the stacks in microseconds. */
+static void on_wait(void *ctx, const struct sample *s, uint64_t ns)
+{
+	struct record *r = ctx;
+	uint64_t us = (ns + 500) / 1000;
+
+	if (us)
+		stacks_add_weight(r->st, s, NULL, us);
+}
+
+/* --off-cpu: a sched_switch sample is a thread blocking. */
+static void on_block(void *ctx, const struct sample *s)
+{
+	struct record *r = ctx;
+
+	r->samples++;
+	if (!selected(r, s->pid)) {
+		r->filtered++;
+		return;
+	}
+	offcpu_out(r->oc, s);
+}
+
+static void on_switch(void *ctx, const struct sample_switch *sw)
+{
+	struct record *r = ctx;
+
+	if (!sw->out && sw->pid)
+		offcpu_in(r->oc, sw->pid, sw->tid, sw->time);
 }
 
 struct trunc_report {
@@ -165,7 +199,7 @@ static void on_lost(void *ctx, uint64_t lost)
 	r->lost += lost;
 }
 
-enum { OPT_CALLGRAPH = 256, OPT_PERCG, OPT_DEMANGLE, OPT_NO_DEMANGLE };
+enum { OPT_CALLGRAPH = 256, OPT_PERCG, OPT_DEMANGLE, OPT_NO_DEMANGLE, OPT_OFFCPU, OPT_OFFCPU_MIN };
 
 static const struct cmd_opt record_opts[] = {
 	CMD_OPTS_SAMPLE_TARGETS,
@@ -177,6 +211,10 @@ static const struct cmd_opt record_opts[] = {
 	 "fp, or dwarf[,BYTES] to unwind a BYTES copy of the user\n"
 	 "stack with .eh_frame (default 8192)"},
 	{"output", 'o', true, "FILE", "folded stacks to FILE (default stdout)"},
+	{"off-cpu", OPT_OFFCPU, false, NULL,
+	 "time off CPU instead of CPU samples: the stack at which\n"
+	 "each thread blocked, weighted in microseconds"},
+	{"off-cpu-min-us", OPT_OFFCPU_MIN, false, "US", "with --off-cpu, drop waits shorter than US"},
 	{"per-cgroup", OPT_PERCG, false, NULL,
 	 "the cgroup (container identity when known) as first frame"},
 	{"demangle", OPT_DEMANGLE, false, "STYLE",
@@ -193,6 +231,7 @@ static void usage(FILE *f)
 {
 	fputs("usage: cgperf-agent record [-a | -G CG[,CG...] | -p PID | --target SELECTOR]\n"
 	      "                           [-F HZ | -c PERIOD] [-e EVENT] [-g | --call-graph fp|dwarf[,BYTES]]\n"
+	      "                           [--off-cpu [--off-cpu-min-us US]]\n"
 	      "                           [-o FILE] [--per-cgroup] [--demangle=STYLE | --no-demangle]\n"
 	      "                           [--duration SECONDS | -- COMMAND...]\n"
 	      "\n",
@@ -229,7 +268,8 @@ struct record_args {
 	struct sampler_opts so;
 	const char *evname, *outpath;
 	char *groups_arg; /* every -G joined by commas */
-	bool all, verbose, per_cgroup, done;
+	bool all, verbose, per_cgroup, done, off_cpu, ev_set;
+	uint64_t off_cpu_min_us;
 	double duration;
 	enum demangle_style dstyle;
 	char **cmd; /* "-- COMMAND", or NULL */
@@ -313,11 +353,15 @@ static int parse_args(struct record *r, struct record_args *a, int argc, char **
 			ret = parse_u64(r->prog, "-c", optarg, &a->so.period);
 			a->so.freq = 0;
 			break;
-		case 'e': a->evname = optarg; break;
+		case 'e': a->evname = optarg; a->ev_set = true; break;
 		case 'g': r->mode = STACKS_FP; break;
 		case OPT_CALLGRAPH: ret = parse_call_graph(r, a, optarg); break;
 		case 'o': a->outpath = optarg; break;
 		case OPT_PERCG: a->per_cgroup = true; break;
+		case OPT_OFFCPU: a->off_cpu = true; break;
+		case OPT_OFFCPU_MIN:
+			ret = parse_u64(r->prog, "--off-cpu-min-us", optarg, &a->off_cpu_min_us);
+			break;
 		case OPT_DEMANGLE: ret = cmd_parse_demangle(r->prog, optarg, &a->dstyle); break;
 		case OPT_NO_DEMANGLE: a->dstyle = DEMANGLE_NONE; break;
 		case 'd': ret = cmd_parse_seconds(r->prog, "--duration", optarg, &a->duration); break;
@@ -330,6 +374,10 @@ static int parse_args(struct record *r, struct record_args *a, int argc, char **
 		return ret;
 	if (a->all + (a->groups_arg != NULL) + (a->so.pid > 0) + (r->sel != NULL) > 1) {
 		fprintf(stderr, "%s: choose one of -a, -G, -p and --target\n", r->prog);
+		return 2;
+	}
+	if (a->off_cpu && a->ev_set) {
+		fprintf(stderr, "%s: --off-cpu samples %s itself; drop -e\n", r->prog, OFFCPU_EVENT);
 		return 2;
 	}
 	if (optind < argc && (a->duration > 0 || a->so.pid > 0)) {
@@ -379,6 +427,45 @@ static struct sampler *open_sampler(struct record *r, const struct sampler_opts 
 	return NULL;
 }
 
+/* --off-cpu: the sched_switch events and the pairing. NULL with *@ret set. */
+static struct sampler *open_offcpu(struct record *r, struct record_args *a, int *ret)
+{
+	struct offcpu_opts oo = {.min_ns = a->off_cpu_min_us * 1000,
+				 .regs_mask = a->so.regs_mask};
+	struct sampler *smp;
+	bool filtered;
+	int err;
+
+	*ret = 1;
+	r->oc = offcpu_new(&oo);
+	if (!r->oc) {
+		fprintf(stderr, "%s: out of memory\n", r->prog);
+		return NULL;
+	}
+	/* a switch per block, not a tick: bigger rings (DWARF copies the stack) */
+	a->so.mmap_pages = r->mode == STACKS_DWARF ? 1024 : 256;
+	a->so.period = 0; /* every block (-c does not apply) */
+	/* DWARF unwinds the stack copy: no frame-pointer walk in the kernel too */
+	a->so.kernel_callchain_only = r->mode == STACKS_DWARF;
+	smp = offcpu_sampler_open(&a->so, &r->offev, &filtered);
+	err = errno;
+	if (smp) {
+		if (!filtered)
+			fprintf(stderr, "%s: the kernel refused the filter on %s: preemptions count"
+				" as waits too\n", r->prog, OFFCPU_EVENT);
+		return smp;
+	}
+	if (err == EACCES || err == EPERM)
+		cmd_explain_perf_permission(r->prog, err);
+	else if (err == ESRCH)
+		fprintf(stderr, "%s: no process %d\n", r->prog, (int)a->so.pid);
+	else
+		fprintf(stderr, "%s: cannot open %s for --off-cpu: %s%s\n", r->prog, OFFCPU_EVENT,
+			strerror(err), err == ENOENT ? " (no tracefs?)" : "");
+	*ret = err == ESRCH ? 2 : 1;
+	return NULL;
+}
+
 /* The sampler's options for @r's mode over @cpus and @cgdirs. */
 static void sampler_setup(struct record *r, struct sampler_opts *so, struct ev_spec *ev,
 			  int *cpus, int ncpu, char **cgdirs, size_t ncgdirs)
@@ -418,6 +505,10 @@ static int sample_loop(struct record *r, struct sampler *smp, struct workload *w
 	bool stop = false;
 	int ret = 0;
 
+	if (r->oc) {
+		cb.sample = on_block;
+		cb.cswitch = on_switch;
+	}
 	if (!fds || !pfd) {
 		ret = 1;
 		goto out;
@@ -447,15 +538,27 @@ static int sample_loop(struct record *r, struct sampler *smp, struct workload *w
 			break;
 		if ((pfd[0].revents & POLLIN) && workload_signals(w))
 			stop = true;
+		/* every switch before this instant is in a ring by now */
+		uint64_t upto = clock_mono_ns() - OFFCPU_SLACK_NS;
+
 		sampler_drain(smp, &cb);
+		if (r->oc)
+			offcpu_pair(r->oc, upto, on_wait, r);
 		stacks_gc(r->st);
 		if (end && clock_mono_ns() >= end)
 			stop = true;
 		if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH)
 			stop = true; /* as perf record -p: done when the process is */
 	}
+	uint64_t t_end = clock_mono_ns();
+
 	sampler_disable(smp);
 	sampler_drain(smp, &cb);
+	if (r->oc) {
+		/* threads still asleep: counted up to the end */
+		offcpu_pair(r->oc, UINT64_MAX, on_wait, r);
+		offcpu_flush(r->oc, t_end, on_wait, r, NULL);
+	}
 out:
 	free(pfd);
 	free(fds);
@@ -508,6 +611,16 @@ static void report_summary(struct record *r, struct sampler *smp, const struct r
 		" lost, %zu distinct stacks%s%s\n",
 		r->prog, r->samples, elapsed, sst.kept, st.lost, nlines,
 		a->outpath ? " -> " : "", a->outpath ? a->outpath : "");
+	if (r->oc) {
+		struct offcpu_stats os;
+
+		offcpu_stats(r->oc, &os);
+		fprintf(stderr,
+			"%s: off-CPU: %" PRIu64 " waits, %.3f s; %" PRIu64
+			" under the threshold, %" PRIu64 " dropped (caps), %zu still asleep at the end\n",
+			r->prog, os.waits, (double)os.total_ns / 1e9, os.short_waits, os.dropped,
+			os.open);
+	}
 	if (sst.truncated[0] + sst.truncated[1] + sst.truncated[2]) {
 		struct trunc_report tr = {.r = r};
 
@@ -583,7 +696,8 @@ static int record_run(struct record *r, struct record_args *a, struct ev_spec *e
 		stacks_set_runtime(r->st, r->rt);
 	sampler_setup(r, &a->so, ev, cpus, ncpu, cgdirs, ncgdirs);
 	cmd_raise_nofile();
-	if (!(smp = open_sampler(r, &a->so, &ret)) || (ret = open_output(r, a->outpath, &out)))
+	smp = a->off_cpu ? open_offcpu(r, a, &ret) : open_sampler(r, &a->so, &ret);
+	if (!smp || (ret = open_output(r, a->outpath, &out)))
 		goto out;
 	if ((ret = workload_start(w, r->prog, a->cmd, trans_abs)))
 		goto out;
@@ -663,6 +777,8 @@ out:
 	cg_rtcache_free(r.rt);
 	refusals_stop();
 	fold_free(r.pidsel);
+	offcpu_free(r.oc);
+	ev_spec_release(&r.offev);
 	cg_target_free(r.sel);
 	free(r.mount);
 	return ret;

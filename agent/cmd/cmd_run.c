@@ -170,6 +170,7 @@ void run_cg_add(struct agent *a, const char *path)
 	a->ncg++;
 	if (a->rt)
 		cg_rtcache_want(a->rt, path);
+	run_offcpu_cg_add(a, path);
 }
 
 static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
@@ -183,6 +184,7 @@ static void on_watch(void *ctx, enum cg_watch_kind kind, const char *path)
 		c = run_cg_find(a, path);
 		if (c)
 			c->removed = true; /* reported once more, then dropped */
+		run_offcpu_cg_gone(a, path);
 		cg_rtcache_forget(a->rt, path);
 		run_identity_gone(a, path);
 	} else {
@@ -425,7 +427,7 @@ static int parse_args(int argc, char **argv, const char **path, bool *print, dou
 	return -1;
 }
 
-#define RUN_MAX_POLL (2 + 1 + CONFIG_MAX_PROBES * 64)
+#define RUN_MAX_POLL (2 + 64 + 64 + CONFIG_MAX_PROBES * 64)
 
 /* What the loop polls: the signalfd, the cgroup watch, the sampling rings,
  * and the rings of probes with stacks, which fill fast (a stack copy per
@@ -443,6 +445,8 @@ static size_t poll_set(struct agent *a, int sfd, struct pollfd *pfd)
 		for (size_t i = 0; i < n && i < 64; i++)
 			pfd[np++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
 	}
+	for (size_t i = 0, n = run_offcpu_fds(a, fds, 64); i < n && i < 64; i++)
+		pfd[np++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
 	for (size_t i = 0; i < a->npr; i++)
 		for (size_t k = 0; a->pr[i].stacks && k < a->pr[i].nsmp; k++) {
 			size_t n = sampler_fds(a->pr[i].smp[k], fds, 64);
@@ -468,6 +472,7 @@ static void drain_rings(struct agent *a)
 
 	if (a->smp)
 		sampler_drain(a->smp, &cb);
+	run_offcpu_drain(a);
 	for (size_t i = 0; i < a->npr; i++)
 		for (size_t k = 0; k < a->pr[i].nsmp; k++) {
 			a->cur = i;

@@ -83,6 +83,7 @@ struct config *config_defaults(void)
 	c->sampling.frequency = 49;
 	c->sampling.call_graph = CONFIG_CALL_GRAPH_FP;
 	c->sampling.stack_bytes = 8192;
+	c->sampling.off_cpu_every = 1;
 	c->sampling.per_cgroup = true;
 	c->symbols.demangle = DEMANGLE_FULL;
 	c->push.interval_ms = 15 * MS_S;
@@ -142,7 +143,8 @@ static const char *const host_keys[] = {"name", "agent_id_file", NULL};
 static const char *const cgroups_keys[] = {"include", "exclude", "containers_only", NULL};
 static const char *const counters_keys[] = {"events", "enabled", NULL};
 static const char *const sampling_keys[] = {"enabled", "frequency", "call_graph", "stack_bytes",
-					    "event", "per_cgroup", NULL};
+					    "event", "per_cgroup", "off_cpu", "off_cpu_min_us",
+					    "off_cpu_every", "off_cpu_stack_bytes", NULL};
 static const char *const symbols_keys[] = {"demangle", NULL};
 static const char *const probe_keys[] = {"spec", "hist", "latency_end", "latency_key", "stacks",
 					 NULL};
@@ -398,6 +400,11 @@ static const struct ydoc_field sampling_fields[] = {
 	 .min = 1, .max = 10000},
 	{.key = "call_graph", .kind = YDOC_F_ENUM, .off = CF(sampling.call_graph),
 	 .names = config_call_graph_names},
+	{.key = "off_cpu", .kind = YDOC_F_BOOL, .off = CF(sampling.off_cpu)},
+	{.key = "off_cpu_min_us", .kind = YDOC_F_UINT, .off = CF(sampling.off_cpu_min_us),
+	 .max = 3600000000u},
+	{.key = "off_cpu_every", .kind = YDOC_F_UINT, .off = CF(sampling.off_cpu_every),
+	 .min = 1, .max = 1000},
 };
 static const struct ydoc_field push_fields[] = {
 	{.key = "interval", .kind = YDOC_F_DURATION_MS, .off = CF(push.interval_ms),
@@ -528,23 +535,35 @@ static int parse_counters(struct ydoc *x, const yaml_node_t *root, struct config
 	return 0;
 }
 
+/* sampling.@key, a user stack size: 8..65528, a multiple of 8. */
+static int stack_size(struct ydoc *x, const yaml_node_t *m, const char *key, unsigned *out)
+{
+	const yaml_node_t *v = ydoc_get(x, m, key);
+	char name[64];
+	uint64_t b;
+	int rc;
+
+	if (!v)
+		return 0;
+	snprintf(name, sizeof(name), "sampling.%s", key);
+	if ((rc = ydoc_size(x, v, name, 8, 65528, &b)))
+		return rc;
+	if (b % 8)
+		return ydoc_fail(x, v, "%s: %" PRIu64 " is not a multiple of 8", name, b);
+	*out = (unsigned)b;
+	return 0;
+}
+
 static int parse_sampling(struct ydoc *x, const yaml_node_t *root, struct config *c)
 {
 	const yaml_node_t *m, *v;
 	int rc = SECTION(x, root, sampling, c, &m);
-	uint64_t b;
 
 	if (rc || !m)
 		return rc;
-	if ((v = ydoc_get(x, m, "stack_bytes"))) {
-		if ((rc = ydoc_size(x, v, "sampling.stack_bytes", 8, 65528, &b)))
-			return rc;
-		if (b % 8)
-			return ydoc_fail(x, v,
-					 "sampling.stack_bytes: %" PRIu64 " is not a multiple of 8",
-					 b);
-		c->sampling.stack_bytes = (unsigned)b;
-	}
+	if ((rc = stack_size(x, m, "stack_bytes", &c->sampling.stack_bytes)) ||
+	    (rc = stack_size(x, m, "off_cpu_stack_bytes", &c->sampling.off_cpu_stack_bytes)))
+		return rc;
 	if ((v = ydoc_get(x, m, "event"))) {
 		const char *s;
 

@@ -87,6 +87,10 @@ struct config {
 		char *event;              /* the sampling event */
 		bool per_cgroup;          /* one folded-stack set per cgroup; false: one for
 					   * the host, pushed as the root cgroup "/"'s */
+		bool off_cpu;             /* off-CPU time by blocking stack ("off-cpu" profiles) */
+		unsigned int off_cpu_min_us; /* waits shorter than this are not counted */
+		unsigned int off_cpu_every;  /* stack 1 block in N, weighted N (1..1000) */
+		unsigned int off_cpu_stack_bytes; /* user stack per block (dwarf); 0: stack_bytes */
 	} sampling;
 
 	struct {

@@ -205,6 +205,12 @@ static void dump_body(struct out *o, const struct config *c)
 	key_uint(o, "stack_bytes", c->sampling.stack_bytes);
 	key_str(o, "event", c->sampling.event);
 	key_bool(o, "per_cgroup", c->sampling.per_cgroup);
+	key_bool(o, "off_cpu", c->sampling.off_cpu);
+	key_uint(o, "off_cpu_min_us", c->sampling.off_cpu_min_us);
+	key_uint(o, "off_cpu_every", c->sampling.off_cpu_every);
+	key_uint(o, "off_cpu_stack_bytes", c->sampling.off_cpu_stack_bytes
+						  ? c->sampling.off_cpu_stack_bytes
+						  : c->sampling.stack_bytes);
 	map_end(o);
 	section(o, "symbols");
 	key_plain(o, "demangle", demangle_style_name(c->symbols.demangle));

@@ -111,6 +111,7 @@ struct agent {
 		struct fold *ids; /* cgroup id -> 1 for the cgroups the config wants */
 		struct selfmetrics *metrics;
 		struct fold *probe_totals; /* (probe, cgroup) -> hits since start, for /metrics */
+		struct run_offcpu *off; /* sampling.off_cpu (run_offcpu.c), or NULL */
 	);
 	char host[256], machine_id[64], agent_id[64];
 	uint64_t samples, lost;
@@ -128,6 +129,32 @@ struct agent {
  * interval's stacks and probe cells are reset. 0 or -errno.
  */
 int run_batch(struct agent *a, uint64_t seq, uint64_t start_ns, uint64_t end_ns);
+
+/*
+ * sampling.off_cpu (run_offcpu.c): start (0, 1 or 2 as run_agent_start),
+ * stop (NULL-safe), the rings to poll, a drain (then pairing), and at a
+ * batch the stacks engine holding the interval's off-CPU microseconds, the
+ * waits still open counted up to now (NULL when off). Its figures: waits
+ * and time counted, blocks seen.
+ */
+struct offcpu_stats;
+int run_offcpu_start(struct agent *a, enum stacks_mode mode, uint32_t max_stack);
+/* A cgroup followed from now on / gone (run_cg_add(), the watch): with a
+ * selection narrower than the whole host, the off-CPU events follow it. */
+void run_offcpu_cg_add(struct agent *a, const char *path);
+void run_offcpu_cg_gone(struct agent *a, const char *path);
+void run_offcpu_stop(struct agent *a);
+size_t run_offcpu_fds(const struct agent *a, int *fds, size_t max);
+void run_offcpu_drain(struct agent *a);
+struct stacks *run_offcpu_stacks(struct agent *a);
+void run_offcpu_stats(const struct agent *a, struct offcpu_stats *out, uint64_t *blocks);
+
+/* The sampler options of stacks as sampling.call_graph says (callchain,
+ * user stack and registers, depth) over the agent's CPUs, the rest zero
+ * (run_setup.c). */
+struct sampler_opts;
+void run_stack_opts(const struct agent *a, enum stacks_mode mode, uint32_t max_stack,
+		    struct sampler_opts *so);
 
 /* Refresh the page behind the agent's /metrics (when metrics.listen is set):
  * totals since the agent (or its last reload) started. */

@@ -31,6 +31,7 @@
 #include "lib/hist.h"
 #include "lib/log.h"
 #include "agent/perf/latency.h"
+#include "agent/perf/offcpu.h"
 #include "agent/perf/probe.h"
 #include "agent/ship/push.h"
 #include "agent/perf/sampler.h"
@@ -218,6 +219,22 @@ static void add_probe_stack(void *ctx, uint64_t cgroup_id, const struct stacks_f
 	sc->probe_samples += sc->samples - before;
 }
 
+/* stacks_foreach_frames() of the off-CPU stacks: counts in microseconds,
+ * in a profile "off-cpu" of the cgroup (of "/" with sampling.per_cgroup
+ * false), every wait taken (period and frequency 0). */
+static void add_offcpu_stack(void *ctx, uint64_t cgroup_id, const struct stacks_frame *fr,
+			     size_t nfr, uint64_t count)
+{
+	struct stack_ctx *sc = ctx;
+	struct rcg *c = sc->a->cfg->sampling.per_cgroup ? run_cg_by_id(sc->a, cgroup_id) : NULL;
+	int cgi = c ? wire_cg(sc, (size_t)(c - sc->a->cg))
+		    : sc->a->cfg->sampling.per_cgroup ? -1 : wire_root_cg(sc);
+	int prof = cgi < 0 ? -1 : wire_add_profile(sc->b, cgi, OFFCPU_PROFILE_EVENT, 0, 0);
+
+	if (prof >= 0)
+		put_stack(sc, prof, fr, nfr, count);
+}
+
 /* stacks_foreach_truncated() of the CPU stacks: into the cgroup's profile
  * (made by add_stack: every cut stack is also a stack) and its totals. */
 static void add_truncated(void *ctx, uint64_t cgroup_id, enum stacks_trunc reason, uint64_t count)
@@ -274,7 +291,16 @@ static void add_stacks(struct stack_ctx *sc, struct stacks_stats *ss)
 {
 	struct agent *a = sc->a;
 	struct stacks_stats pss = {0};
+	struct stacks *ost = run_offcpu_stacks(a);
 
+	if (ost) {
+		uint64_t before = sc->samples;
+
+		stacks_foreach_frames(ost, add_offcpu_stack, sc);
+		stacks_reset(ost);
+		stacks_gc(ost);
+		sc->samples = before; /* microseconds, not samples */
+	}
 	if (a->st) {
 		stacks_foreach_frames(a->st, add_stack, sc);
 		stacks_foreach_truncated(a->st, add_truncated, sc);

@@ -56,6 +56,7 @@ static void push_log(void *arg, enum push_log_level level, const char *msg)
 
 void run_agent_stop(struct agent *a)
 {
+	run_offcpu_stop(a);
 	sampler_close(a->smp);
 	for (size_t i = 0; i < a->npr; i++) {
 		for (size_t k = 0; k < a->pr[i].nsmp; k++)
@@ -166,27 +167,36 @@ static void log_perf_error(const char *msg, int err)
 		log_kv(LOG_ERROR, msg, "error", strerror(err), NULL);
 }
 
+void run_stack_opts(const struct agent *a, enum stacks_mode mode, uint32_t max_stack,
+		    struct sampler_opts *so)
+{
+	memset(so, 0, sizeof(*so));
+	so->callchain = true;
+	so->user_stack = mode == STACKS_DWARF;
+	so->stack_bytes = a->cfg->sampling.stack_bytes;
+	so->regs_mask = stacks_regs_mask(mode);
+	so->max_stack = max_stack;
+	so->cpus = a->cpus;
+	so->ncpu = (size_t)a->ncpu;
+}
+
 static int start_sampling(struct agent *a, enum stacks_mode mode)
 {
 	const struct config *cfg = a->cfg;
 	/* perf's default depth, or less when the sysctl says so (more fails) */
 	int sysmax = sampler_max_stack_default();
 	uint32_t max_stack = sysmax > 0 && sysmax < 127 ? (uint32_t)sysmax : 127;
-	struct sampler_opts so = {
-		.event = &a->sev,
-		.freq = cfg->sampling.frequency,
-		.callchain = true,
-		.user_stack = mode == STACKS_DWARF,
-		.stack_bytes = cfg->sampling.stack_bytes,
-		.regs_mask = stacks_regs_mask(mode),
-		.max_stack = max_stack,
-		.cpus = a->cpus,
-		.ncpu = (size_t)a->ncpu,
-		.mmap_pages = mode == STACKS_DWARF ? 256 : 64,
-	};
+	struct sampler_opts so;
 
-	if (!cfg->sampling.enabled)
-		return 0;
+	run_stack_opts(a, mode, max_stack, &so);
+	so.event = &a->sev;
+	so.freq = cfg->sampling.frequency;
+	so.mmap_pages = mode == STACKS_DWARF ? 256 : 64;
+
+	int ret = run_offcpu_start(a, mode, max_stack);
+
+	if (ret || !cfg->sampling.enabled)
+		return ret;
 	if (ev_parse(cfg->sampling.event, ev_tracefs(), &a->sev)) {
 		log_kv(LOG_ERROR, "sampling.event: unknown event", "event", cfg->sampling.event,
 		       NULL);

@@ -83,14 +83,27 @@ struct ring {
 	uint64_t size;                  /* power of two */
 };
 
+/* An event of the sampler and where it came from. */
+struct sev {
+	int fd;
+	int tag; /* 0: opened with the sampler; -1: a dummy ring owner;
+		    else the handle of its sampler_add_cgroup() */
+};
+
 struct sampler {
-	int *fds; /* every event, ring owners included */
-	size_t nfds;
+	struct sev *evs; /* every event, ring owners included */
+	size_t nfds, capfds;
 	struct ring *rings;
 	size_t nrings;
 	struct sampler_layout layout;
 	uint8_t *scratch;
 	struct sampler_stats st;
+	/* for sampler_add_cgroup(): */
+	bool later, enabled, opened;
+	struct perf_event_attr attr;
+	int *cpus;     /* of each ring */
+	char *filter;  /* the last sampler_set_filter() */
+	int next_tag;
 };
 
 static int sys_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group,
@@ -277,6 +290,45 @@ static bool parse_mmap(const struct perf_event_header *h, struct rd *r, bool v2,
 	return true;
 }
 
+/* The sample_id fields that end @r (TID, TIME, ID, STREAM_ID, CPU,
+ * IDENTIFIER as the layout has them) into @sw. */
+static bool parse_switch_id(const struct sampler_layout *l, struct rd *r, struct sample_switch *sw)
+{
+	uint64_t t = l->sample_type;
+
+	if ((t & PERF_SAMPLE_TID) && !(rd_u32(r, &sw->pid) && rd_u32(r, &sw->tid)))
+		return false;
+	if ((t & PERF_SAMPLE_TIME) && !rd_u64(r, &sw->time))
+		return false;
+	if ((t & PERF_SAMPLE_ID) && !rd_skip(r, 8))
+		return false;
+	if ((t & PERF_SAMPLE_STREAM_ID) && !rd_skip(r, 8))
+		return false;
+	if ((t & PERF_SAMPLE_CPU) && !(rd_u32(r, &sw->cpu) && rd_skip(r, 4)))
+		return false;
+	return true;
+}
+
+/* PERF_RECORD_SWITCH (no body) or _CPU_WIDE (next/prev pid and tid), then
+ * the sample_id fields: whose switch it is and when. */
+static bool parse_switch(const struct sampler_layout *l, const struct perf_event_header *h,
+			 struct rd *r, const struct sampler_cb *cb)
+{
+	struct sample_switch sw = { 0 };
+
+	if (!l->sample_id_all)
+		return true; /* nothing says whose switch it is */
+	if (h->type == PERF_RECORD_SWITCH_CPU_WIDE && !rd_skip(r, 8))
+		return false;
+	if (!parse_switch_id(l, r, &sw))
+		return false;
+	sw.out = h->misc & PERF_RECORD_MISC_SWITCH_OUT;
+	sw.preempt = h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
+	if (cb && cb->cswitch)
+		cb->cswitch(cb->ctx, &sw);
+	return true;
+}
+
 static bool parse_other(const struct sampler_layout *l, const struct perf_event_header *h,
 			struct rd *r, const struct sampler_cb *cb, struct sampler_stats *st)
 {
@@ -285,6 +337,8 @@ static bool parse_other(const struct sampler_layout *l, const struct perf_event_
 	uint64_t v;
 	const char *comm;
 
+	if (h->type == PERF_RECORD_SWITCH || h->type == PERF_RECORD_SWITCH_CPU_WIDE)
+		return parse_switch(l, h, r, cb);
 	switch (h->type) {
 	case PERF_RECORD_MMAP:
 	case PERF_RECORD_MMAP2:
@@ -453,9 +507,11 @@ void sampler_close(struct sampler *s)
 	for (size_t i = 0; i < s->nrings; i++)
 		ring_release(&s->rings[i]);
 	for (size_t i = 0; i < s->nfds; i++)
-		close(s->fds[i]);
+		close(s->evs[i].fd);
 	free(s->rings);
-	free(s->fds);
+	free(s->evs);
+	free(s->cpus);
+	free(s->filter);
 	free(s->scratch);
 	free(s);
 }
@@ -589,6 +645,7 @@ static void attr_init(struct perf_event_attr *a, const struct sampler_opts *o, s
 	if (o->callchain) {
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
 		a->sample_max_stack = (uint16_t)o->max_stack;
+		a->exclude_callchain_user = o->kernel_callchain_only;
 	}
 	if (o->user_stack) {
 		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
@@ -605,6 +662,7 @@ static void attr_init(struct perf_event_attr *a, const struct sampler_opts *o, s
 		a->use_clockid = 1;
 		a->clockid = CLOCK_MONOTONIC;
 	}
+	a->context_switch = o->context_switch;
 	a->mmap = 1;
 	a->mmap2 = 1;
 	a->comm = 1;
@@ -625,6 +683,8 @@ static int opts_check(const struct sampler_opts *o, size_t *pages)
 		return -EINVAL;
 	if (o->ncgroups && o->pid > 0)
 		return -EINVAL;
+	if (o->cgroups_later && (o->ncgroups || o->pid > 0))
+		return -EINVAL;
 	if (o->user_stack && (!o->stack_bytes || (o->stack_bytes & 7) ||
 			      o->stack_bytes > SAMPLER_MAX_STACK_BYTES))
 		return -EINVAL;
@@ -639,12 +699,96 @@ static int opts_check(const struct sampler_opts *o, size_t *pages)
 	return 0;
 }
 
+/* Keep @fd, tagged @tag, among the sampler's events. */
+static int sev_push(struct sampler *s, int fd, int tag)
+{
+	if (GROW_ARRAY(s->evs, s->nfds, s->capfds, 64) < 0)
+		return -ENOMEM;
+	s->evs[s->nfds++] = (struct sev){.fd = fd, .tag = tag};
+	return 0;
+}
+
+/* Open the event of @id (cgroup fd, tid or -1) on @cpu into the ring of
+ * @owner (-1: it owns a new ring), tagged @tag. */
+static int open_into(struct sampler *s, struct perf_event_attr *attr, int id, int cpu,
+		     unsigned long flags, int owner, int tag, size_t pages, size_t page)
+{
+	int fd = sys_perf_event_open(attr, id, cpu, -1, flags | PERF_FLAG_FD_CLOEXEC), err;
+
+	if (fd < 0 && errno == EINVAL && tag >= 0 && !s->opened &&
+	    (attr->sample_type & PERF_SAMPLE_CGROUP)) {
+		/* Kernels before 5.7: samples carry no cgroup id. */
+		attr->sample_type &= ~(uint64_t)PERF_SAMPLE_CGROUP;
+		fd = sys_perf_event_open(attr, id, cpu, -1, flags | PERF_FLAG_FD_CLOEXEC);
+	}
+	if (fd < 0)
+		return -errno;
+	if (tag >= 0) {
+		s->opened = true; /* the first one decides the layout */
+		s->layout.sample_type = attr->sample_type;
+	}
+	err = sev_push(s, fd, tag);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	if (owner < 0) {
+		err = ring_map(&s->rings[s->nrings], fd, pages, page);
+		if (err) {
+			ring_release(&s->rings[s->nrings]);
+			return err;
+		}
+		s->nrings++;
+	} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, owner) < 0) {
+		return -errno;
+	}
+	return 0;
+}
+
+/* A software event that writes nothing, only there to own a ring that
+ * cgroup events come and go into (same clock and wake-up as theirs). */
+static void dummy_attr(struct perf_event_attr *d, const struct perf_event_attr *a)
+{
+	memset(d, 0, sizeof(*d));
+	d->size = sizeof(*d);
+	d->type = PERF_TYPE_SOFTWARE;
+	d->config = PERF_COUNT_SW_DUMMY;
+	d->use_clockid = a->use_clockid;
+	d->clockid = a->clockid;
+	d->watermark = a->watermark;
+	d->wakeup_watermark = a->wakeup_watermark;
+	d->disabled = 1;
+}
+
+static int open_all(struct sampler *s, const struct sampler_opts *o, struct targets *tg,
+		    size_t pages, size_t page)
+{
+	struct perf_event_attr dummy;
+	int err = 0;
+
+	dummy_attr(&dummy, &s->attr);
+	for (size_t c = 0; c < o->ncpu && !err; c++) {
+		size_t first = s->nfds;
+
+		if (o->cgroups_later)
+			err = open_into(s, &dummy, -1, o->cpus[c], 0, -1, -1, pages, page);
+		for (size_t i = 0; i < tg->n && !err; i++) {
+			int owner = s->nfds > first ? s->evs[first].fd : -1;
+
+			err = open_into(s, &s->attr, tg->ids[i], o->cpus[c], tg->flags, owner, 0,
+					pages, page);
+			if (err == -ESRCH && o->pid > 0 && tg->ids[i] != o->pid)
+				err = 0; /* a thread that exited since we listed it */
+		}
+	}
+	return err;
+}
+
 struct sampler *sampler_open(const struct sampler_opts *o)
 {
 	struct targets tg = { 0 };
-	struct perf_event_attr attr;
 	struct sampler *s = NULL;
-	size_t pages, page, nev;
+	size_t pages, page;
 	long ps = sysconf(_SC_PAGESIZE);
 	int err;
 
@@ -656,69 +800,31 @@ struct sampler *sampler_open(const struct sampler_opts *o)
 		err = targets_cgroups(&tg, o->cgroup_dirs, o->ncgroups);
 	else if (o->pid > 0)
 		err = targets_threads(&tg, o->pid);
-	else
+	else if (!o->cgroups_later)
 		err = targets_push(&tg, &(size_t){ 0 }, -1);
 	if (err)
 		goto out;
-	if (tg.n > SIZE_MAX / o->ncpu) {
-		err = -ENOMEM;
-		goto out;
-	}
-	nev = tg.n * o->ncpu;
-
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		err = -ENOMEM;
 		goto out;
 	}
-	s->fds = calloc(nev, sizeof(*s->fds));
 	s->rings = calloc(o->ncpu, sizeof(*s->rings));
+	s->cpus = malloc(o->ncpu * sizeof(*s->cpus));
 	s->scratch = malloc(SAMPLER_SCRATCH);
-	if (!s->fds || !s->rings || !s->scratch) {
+	if (!s->rings || !s->cpus || !s->scratch) {
 		err = -ENOMEM;
 		goto out;
 	}
-	attr_init(&attr, o, pages * page);
-
-	for (size_t c = 0; c < o->ncpu; c++) {
-		int owner = -1;
-
-		for (size_t i = 0; i < tg.n; i++) {
-			int fd = sys_perf_event_open(&attr, tg.ids[i], o->cpus[c], -1,
-						     tg.flags | PERF_FLAG_FD_CLOEXEC);
-
-			if (fd < 0 && errno == EINVAL && s->nfds == 0 &&
-			    (attr.sample_type & PERF_SAMPLE_CGROUP)) {
-				/* Kernels before 5.7: samples carry no cgroup id. */
-				attr.sample_type &= ~(uint64_t)PERF_SAMPLE_CGROUP;
-				fd = sys_perf_event_open(&attr, tg.ids[i], o->cpus[c], -1,
-							 tg.flags | PERF_FLAG_FD_CLOEXEC);
-			}
-			if (fd < 0 && errno == ESRCH && o->pid > 0 && tg.ids[i] != o->pid)
-				continue; /* a thread that exited since we listed it */
-			if (fd < 0) {
-				err = -errno;
-				goto out;
-			}
-			s->fds[s->nfds++] = fd;
-			if (owner < 0) {
-				err = ring_map(&s->rings[s->nrings], fd, pages, page);
-				if (err) {
-					ring_release(&s->rings[s->nrings]);
-					goto out;
-				}
-				s->nrings++;
-				owner = fd;
-			} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, owner) < 0) {
-				err = -errno;
-				goto out;
-			}
-		}
-	}
-	s->layout.sample_type = attr.sample_type;
-	s->layout.regs_mask = attr.sample_regs_user;
+	memcpy(s->cpus, o->cpus, o->ncpu * sizeof(*s->cpus));
+	s->later = o->cgroups_later;
+	attr_init(&s->attr, o, pages * page);
+	err = open_all(s, o, &tg, pages, page);
+	if (err)
+		goto out;
+	s->layout.sample_type = s->attr.sample_type;
+	s->layout.regs_mask = s->attr.sample_regs_user;
 	s->layout.sample_id_all = true;
-	err = 0;
 out:
 	targets_release(&tg);
 	if (err) {
@@ -729,14 +835,67 @@ out:
 	return s;
 }
 
+int sampler_remove_cgroup(struct sampler *s, int handle)
+{
+	size_t k = 0, n;
+
+	if (!s || handle <= 0)
+		return -EINVAL;
+	n = s->nfds;
+	for (size_t i = 0; i < n; i++) {
+		if (s->evs[i].tag == handle)
+			close(s->evs[i].fd);
+		else
+			s->evs[k++] = s->evs[i];
+	}
+	s->nfds = k;
+	return k < n ? 0 : -ENOENT;
+}
+
+int sampler_add_cgroup(struct sampler *s, const char *dir)
+{
+	int cfd, tag, err = 0;
+
+	if (!s || !dir || !s->later)
+		return -EINVAL;
+	cfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cfd < 0)
+		return -errno;
+	tag = ++s->next_tag;
+	for (size_t c = 0; c < s->nrings && !err; c++) {
+		int fd;
+
+		err = open_into(s, &s->attr, cfd, s->cpus[c], PERF_FLAG_PID_CGROUP,
+				s->rings[c].fd, tag, 0, 0);
+		fd = err ? -1 : s->evs[s->nfds - 1].fd;
+		if (!err && s->filter && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, s->filter) < 0)
+			err = -errno;
+		if (!err && s->enabled && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+			err = -errno;
+	}
+	close(cfd);
+	if (err) {
+		sampler_remove_cgroup(s, tag);
+		return err;
+	}
+	return tag;
+}
+
 /* ---- running ---- */
 
 int sampler_set_filter(struct sampler *s, const char *filter)
 {
+	char *copy;
+
 	if (!s || !filter)
 		return -EINVAL;
+	copy = strdup(filter);
+	if (!copy)
+		return -ENOMEM;
+	free(s->filter);
+	s->filter = copy;
 	for (size_t i = 0; i < s->nfds; i++)
-		if (ioctl(s->fds[i], PERF_EVENT_IOC_SET_FILTER, filter) < 0)
+		if (s->evs[i].tag >= 0 && ioctl(s->evs[i].fd, PERF_EVENT_IOC_SET_FILTER, filter) < 0)
 			return -errno;
 	return 0;
 }
@@ -745,8 +904,9 @@ static int sampler_ioctl_all(struct sampler *s, unsigned long req)
 {
 	if (!s)
 		return -EINVAL;
+	s->enabled = req == PERF_EVENT_IOC_ENABLE;
 	for (size_t i = 0; i < s->nfds; i++)
-		if (ioctl(s->fds[i], req, 0) < 0)
+		if (ioctl(s->evs[i].fd, req, 0) < 0)
 			return -errno;
 	return 0;
 }

@@ -52,6 +52,10 @@ struct sampler_opts {
 	const struct perf_event_attr *base_attr;
 	bool raw;                    /* PERF_SAMPLE_RAW: tracepoint fields */
 	bool clock_monotonic;        /* sample times from CLOCK_MONOTONIC (use_clockid) */
+	bool context_switch;         /* PERF_RECORD_SWITCH records (attr.context_switch) */
+	bool cgroups_later;          /* cgroup mode, cgroups given by sampler_add_cgroup() */
+	bool kernel_callchain_only;  /* no user part in the callchain (exclude_callchain_user:
+				      * DWARF unwinds the user stack copy instead) */
 	/* Without @user_stack, a nonzero @regs_mask still asks for
 	 * PERF_SAMPLE_REGS_USER alone (probe arguments in registers). */
 };
@@ -83,6 +87,15 @@ struct sample_mmap {
 	const char *filename;
 };
 
+/* A context switch (PERF_RECORD_SWITCH[_CPU_WIDE]): @tid of @pid went off
+ * (@out) or on the CPU at @time. @preempt: switched out while runnable. */
+struct sample_switch {
+	uint32_t pid, tid;
+	uint64_t time;
+	uint32_t cpu;
+	bool out, preempt;
+};
+
 struct sampler_cb {
 	void *ctx;
 	void (*sample)(void *ctx, const struct sample *s);
@@ -91,6 +104,7 @@ struct sampler_cb {
 	void (*fork)(void *ctx, uint32_t pid, uint32_t ppid, uint32_t tid);
 	void (*exit)(void *ctx, uint32_t pid, uint32_t tid);
 	void (*lost)(void *ctx, uint64_t lost); /* PERF_RECORD_LOST / LOST_SAMPLES */
+	void (*cswitch)(void *ctx, const struct sample_switch *sw); /* with context_switch */
 };
 
 struct sampler_stats {
@@ -118,6 +132,19 @@ size_t sampler_fds(const struct sampler *s, int *fds, size_t max);
 int sampler_drain(struct sampler *s, const struct sampler_cb *cb);
 void sampler_stats(const struct sampler *s, struct sampler_stats *out);
 void sampler_close(struct sampler *s);
+
+/*
+ * Cgroups that come and go (@cgroups_later, with ncgroups 0): sampler_open()
+ * opens on each CPU only a ring owner, a software dummy event that writes
+ * nothing; sampler_add_cgroup() opens the event of the cgroup directory
+ * @dir (absolute) on every CPU, redirected into that CPU's ring, filtered as
+ * the last sampler_set_filter() said and enabled when the sampler is.
+ * Returns a handle > 0 for sampler_remove_cgroup(), which closes them
+ * (their records already in the rings stay), or -errno (-ENOENT: no such
+ * cgroup, -EINVAL: not opened with @cgroups_later).
+ */
+int sampler_add_cgroup(struct sampler *s, const char *dir);
+int sampler_remove_cgroup(struct sampler *s, int handle);
 
 /*
  * Additions.

@@ -162,7 +162,8 @@ static const struct user_unwinder unwinders[] = {
  * record its parent's CPU wrote. A child that lived a few ms has no
  * /proc/PID/maps left to read. False when the queue is full.
  */
-static bool defer_sample(struct stacks *r, const struct sample *s, const char *prefix)
+static bool defer_sample(struct stacks *r, const struct sample *s, const char *prefix,
+			 uint64_t weight)
 {
 	size_t nregs = 0, bytes;
 	struct pending *p;
@@ -208,6 +209,7 @@ static bool defer_sample(struct stacks *r, const struct sample *s, const char *p
 		p->prefix = (char *)b;
 	}
 	p->bytes = bytes;
+	p->weight = weight;
 	p->gen = r->gc_gen;
 	r->pending_bytes += bytes;
 	r->npending++;
@@ -236,7 +238,7 @@ void stacks_replay_pending(struct stacks *r, bool all)
 			r->pending[kept++] = *p;
 			continue;
 		}
-		stacks_add(r, &p->s, p->prefix);
+		stacks_add_weight(r, &p->s, p->prefix, p->weight);
 		r->pending_bytes -= p->bytes;
 		free(p->buf);
 	}
@@ -248,6 +250,12 @@ void stacks_replay_pending(struct stacks *r, bool all)
 
 void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
 {
+	stacks_add_weight(r, s, prefix, 1);
+}
+
+void stacks_add_weight(struct stacks *r, const struct sample *s, const char *prefix,
+		       uint64_t weight)
+{
 	uint64_t key[HDR + MAX_FRAMES], ips[MAX_FRAMES];
 	size_t n = HDR;
 	int nu;
@@ -256,7 +264,7 @@ void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
 	bool maps_known = false;
 
 	if (!r->replaying && s->pid && s->pid != (uint32_t)-1 && r->mode != STACKS_LEAF &&
-	    procmaps_unknown(r->pm, s->pid) && defer_sample(r, s, prefix))
+	    procmaps_unknown(r->pm, s->pid) && defer_sample(r, s, prefix, weight))
 		return;
 	key[0] = r->per_cgroup ? s->cgroup_id : 0;
 	key[1] = prefix ? stacks_intern_comm(r, prefix) + 1 : 0;
@@ -342,7 +350,7 @@ void stacks_add(struct stacks *r, const struct sample *s, const char *prefix)
 	key[3] = n - HDR;
 	slot = fold_slot(r->raw, key, n * sizeof(key[0]));
 	if (slot) {
-		(*slot)++;
+		*slot += weight;
 		r->kept++;
 	}
 }

@@ -69,6 +69,10 @@ const char *stacks_mode_name(enum stacks_mode mode);
 /* Count the stack of @s. @prefix (may be NULL) becomes a frame before the
  * cgroup and comm ("the probe that fired"). */
 void stacks_add(struct stacks *st, const struct sample *s, const char *prefix);
+/* The same, adding @weight to the stack's count instead of 1 (off-CPU
+ * stacks count microseconds). */
+void stacks_add_weight(struct stacks *st, const struct sample *s, const char *prefix,
+		       uint64_t weight);
 
 /* Side-band records keep process maps and thread names current. */
 void stacks_mmap(struct stacks *st, const struct sample_mmap *m);

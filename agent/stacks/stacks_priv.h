@@ -163,6 +163,7 @@ struct pending {
 	char *prefix;
 	void *buf;
 	size_t bytes;
+	uint64_t weight; /* what stacks_add_weight() was asked to add */
 };
 
 /* ---- stacks_objects.c ---- */

@@ -78,6 +78,10 @@ struct pprof_opts {
 	uint64_t time_ns;     /* start of the selection, Unix ns */
 	uint64_t duration_ns; /* its length */
 	uint64_t period_ns;   /* nanoseconds per sample (1e9 / frequency), 0 unknown */
+	/* NULL, or the sample types' names instead of samples/count and
+	 * cpu/nanoseconds: (value_type, count_unit) and (value_type,
+	 * nanoseconds); off-CPU profiles count microseconds, not samples. */
+	const char *value_type, *count_unit;
 };
 
 /*

@@ -491,6 +491,14 @@ int render_pprof(const struct fold_set *fs, const struct pprof_opts *o, render_m
 	ret = pprof_intern(fs, fn, arg, &p);
 	if (ret < 0)
 		goto out;
+	if (o && o->value_type && o->count_unit &&
+	    (string_id(&p, o->value_type, strlen(o->value_type), &p.s_cpu) < 0 ||
+	     string_id(&p, o->count_unit, strlen(o->count_unit), &p.s_count) < 0)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (o && o->value_type && o->count_unit)
+		p.s_samples = p.s_cpu;
 	ret = encode(fs, o, &p, &b);
 	if (ret < 0)
 		goto out;
