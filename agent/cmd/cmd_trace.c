@@ -57,7 +57,6 @@
 #include "cgroup/identity.h"
 #include "cgroup/proc.h"
 #include "cgroup/tree.h"
-#include "lib/grow.h"
 #include "lib/strv.h"
 
 enum {
@@ -131,22 +130,19 @@ static struct cell *cell_get(struct trace *t, uint32_t probe, uint64_t cgroup, u
 		uint32_t probe, pid;
 		uint64_t cgroup;
 	} k = {probe, t->per_pid ? pid : 0, t->per_cgroup ? cgroup : 0};
-	uint64_t *slot = fold_slot(t->cells, &k, sizeof(k));
+	void *v = t->v;
+	bool fresh;
+	struct cell *c = latency_cell(t->cells, &k, sizeof(k), &v, &t->n, &t->cap, sizeof(*c), &fresh);
 
-	if (!slot) {
+	t->v = v;
+	if (!c && errno == ENOSPC)
 		t->cells_refused++;
-		return NULL;
+	if (fresh) {
+		c->probe = k.probe;
+		c->pid = k.pid;
+		c->cgroup = k.cgroup;
 	}
-	if (!*slot) {
-		if (GROW_ARRAY(t->v, t->n, t->cap, 64) < 0)
-			return NULL;
-		memset(&t->v[t->n], 0, sizeof(t->v[0]));
-		t->v[t->n].probe = k.probe;
-		t->v[t->n].pid = k.pid;
-		t->v[t->n].cgroup = k.cgroup;
-		*slot = ++t->n;
-	}
-	return &t->v[*slot - 1];
+	return c;
 }
 
 /* Value of argument @a of probe @tp (fired at USDT site @site) in @s. */
