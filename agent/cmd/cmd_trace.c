@@ -385,7 +385,7 @@ struct trace_args {
 	enum stacks_mode smode;
 	enum demangle_style dstyle;
 	double duration;
-	long pid;
+	pid_t pid;
 	char **cmd; /* "-- COMMAND", or NULL */
 };
 
@@ -400,19 +400,6 @@ static int parse_call_graph(const char *prog, struct trace_args *a, const char *
 		return 2;
 	}
 	a->want_stacks = true;
-	return 0;
-}
-
-static int parse_pid(const char *prog, struct trace_args *a, const char *arg)
-{
-	char *end;
-
-	errno = 0;
-	a->pid = strtol(arg, &end, 10);
-	if (errno || end == arg || *end || a->pid <= 0 || a->pid > 4194304) {
-		fprintf(stderr, "%s: bad pid '%s'\n", prog, arg);
-		return 2;
-	}
 	return 0;
 }
 
@@ -452,7 +439,7 @@ static int parse_args(struct trace *t, struct trace_args *a, int argc, char **ar
 		case OPT_PERPID: t->per_pid = true; break;
 		case 'a': a->all = true; break;
 		case 'G': ret = cmd_join_csv(&a->groups, optarg) ? 1 : 0; break;
-		case 'p': ret = parse_pid(t->prog, a, optarg); break;
+		case 'p': ret = cmd_parse_pid(t->prog, optarg, &a->pid); break;
 		case 'j': a->json = true; break;
 		case 'v': a->verbose = true; break;
 		case 'd': ret = cmd_parse_seconds(t->prog, "--duration", optarg, &a->duration); break;
@@ -706,7 +693,7 @@ static int open_probes(struct trace *t, const struct trace_args *a, int *cpus, i
 			fprintf(stderr, "%s: cannot place %s: the kernel refused the offset: it is "
 					"not on an instruction boundary\n", t->prog, label);
 		else if (err == -ESRCH)
-			fprintf(stderr, "%s: no process %ld\n", t->prog, a->pid);
+			fprintf(stderr, "%s: no process %ld\n", t->prog, (long)a->pid);
 		else
 			fprintf(stderr, "%s: cannot open %s: %s\n", t->prog, label, strerror(-err));
 		return err == -ESRCH || err == -EILSEQ || (err == -EINVAL && filter) ? 2 : 1;
