@@ -9,9 +9,13 @@ source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pkg.sh"
 pkg_setup dpkg-buildpackage dh lintian dch pandoc systemd-sysusers
 out=$PKG_OUT
+# The container engines' state is left out: containers that other work on
+# the host starts or removes meanwhile are not the package's doing.
 snap() {
 	find /etc /usr /var/lib /lib/systemd /opt -xdev \( -path /var/lib/dpkg -o -path /var/lib/apt \
-		-o -path /var/lib/man-db -o -path /var/lib/systemd/deb-systemd-helper-masked \) -prune \
+		-o -path /var/lib/man-db -o -path /var/lib/systemd/deb-systemd-helper-masked \
+		-o -path /var/lib/containers -o -path /var/lib/cni -o -path /var/lib/docker \
+		-o -path /var/lib/containerd \) -prune \
 		-o -print 2>/dev/null | grep -Ev '^/etc/(passwd|group|shadow|gshadow)-$' | sort
 }
 
