@@ -69,17 +69,30 @@ static int lookup(const char *root, const char *path, struct cg_rtinfo *ri)
 	return cg_rt_lookup(&src, &id, ri);
 }
 
-/* Every case runs in a fresh temp directory (its fake root, or where its
- * sockets go): made by the fixture, removed after the case. */
+/* Every case runs in a fresh temp directory (its fake root, or where the
+ * fake engine's socket goes): made by the fixture, removed after the case. */
+struct rt_fx {
+	struct tl_fake f;
+	char sock[256]; /* the fake engine's socket, in the directory */
+};
+
 static int tmp_setup(void **state)
 {
-	*state = tl_fake_new("rt", sizeof(struct tl_fake));
+	struct rt_fx *x = tl_fake_new("rt", sizeof(struct rt_fx));
+
+	tl_pathf(x->sock, sizeof(x->sock), "%s/engine.sock", x->f.root);
+	*state = x;
 	return 0;
 }
 
 static const char *tmp_root(void **state)
 {
-	return ((struct tl_fake *)*state)->root;
+	return ((struct rt_fx *)*state)->f.root;
+}
+
+static const char *engine_sock(void **state)
+{
+	return ((struct rt_fx *)*state)->sock;
 }
 
 static void test_containerd(void **state)
@@ -307,15 +320,13 @@ static void engine_stop(struct fake_engine *e, const char *sock)
 
 static void test_engine(void **state)
 {
-	const char *dir = tmp_root(state);
+	const char *sock = engine_sock(state);
 	struct cg_rt_sources src = { .root = "", .timeout_ms = 200 };
 	struct fake_engine e;
 	struct cg_identity id;
 	struct cg_rtinfo ri;
-	char sock[256];
 	uint64_t t0;
 
-	tl_pathf(sock, sizeof(sock), "%s/engine.sock", dir);
 	src.podman_sock = sock;
 	src.docker_sock = sock;
 
@@ -358,16 +369,14 @@ static void test_engine(void **state)
 
 static void test_cache(void **state)
 {
-	const char *dir = tmp_root(state);
+	const char *sock = engine_sock(state);
 	struct cg_rt_sources src = { .root = "", .timeout_ms = 300 };
 	const char *cg = "/system.slice/docker-" DOCK_ID ".scope";
 	struct cg_rtcache *c;
 	struct fake_engine e;
 	struct cg_rtinfo ri;
-	char sock[256];
 	uint64_t t0;
 
-	tl_pathf(sock, sizeof(sock), "%s/engine.sock", dir);
 	src.docker_sock = sock;
 	src.podman_sock = "";
 	engine_start(&e, sock, NULL, NULL);
