@@ -57,11 +57,6 @@ struct cg_rtcache {
 	uint64_t generation;
 };
 
-static uint64_t now_ms(void)
-{
-	return clock_mono_ns() / 1000000;
-}
-
 static int queue_push(struct cg_rtcache *c, size_t idx)
 {
 	if (c->qlen == c->qcap) {
@@ -85,7 +80,7 @@ static int queue_push(struct cg_rtcache *c, size_t idx)
 static void store_result(struct cg_rtcache *c, struct rt_entry *e, int ret,
 			 struct cg_rtinfo *info)
 {
-	uint64_t now = now_ms();
+	uint64_t now = clock_mono_ms();
 
 	if (ret == -EAGAIN || ret == -ENOMEM) {
 		e->backoff_ms = e->backoff_ms ? e->backoff_ms * 2 : BACKOFF_MIN_MS;
@@ -228,7 +223,10 @@ struct cg_rtcache *cg_rtcache_new(const struct cg_rt_sources *src, size_t max_en
 		goto fail;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->wake, NULL);
-	pthread_cond_init(&c->idle, NULL);
+	if ((err = clock_cond_init(&c->idle))) { /* settle()'s deadline is monotonic */
+		errno = err;
+		goto fail;
+	}
 	/* The worker takes no signal: the commands wait for theirs on a
 	 * signalfd, which only sees signals no thread has unblocked. */
 	sigfillset(&all);
@@ -331,7 +329,7 @@ int cg_rtcache_want(struct cg_rtcache *c, const char *path)
 		return -EINVAL;
 	pthread_mutex_lock(&c->mu);
 	e = entry_of(c, path, true, &err);
-	if (e && !e->queued && now_ms() >= e->due_ms) {
+	if (e && !e->queued && clock_mono_ms() >= e->due_ms) {
 		err = queue_push(c, (size_t)(e - c->ents));
 		if (err == 0) {
 			e->queued = true;
@@ -394,16 +392,9 @@ uint64_t cg_rtcache_generation(struct cg_rtcache *c)
 
 int cg_rtcache_settle(struct cg_rtcache *c, unsigned timeout_ms)
 {
-	struct timespec ts;
+	struct timespec ts = clock_abstime_ms(clock_mono_ms() + timeout_ms);
 	int ret = 0;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&c->mu);
 	while ((c->qlen || c->busy) && ret == 0)
 		ret = pthread_cond_timedwait(&c->idle, &c->mu, &ts);

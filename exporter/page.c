@@ -182,20 +182,30 @@ const char *page_entity(uint32_t c, bool xml_apos)
 	}
 }
 
-void page_html(struct page *p, const char *v)
+void page_escaped(struct page *p, const char *v, const char *(*esc)(unsigned char c))
 {
 	const char *run = v;
 
 	for (; *v; v++) {
-		const char *esc = page_entity((unsigned char)*v, false);
+		const char *e = esc((unsigned char)*v);
 
-		if (!esc)
+		if (!e)
 			continue;
 		page_putn(p, run, (size_t)(v - run));
-		page_put(p, esc);
+		page_put(p, e);
 		run = v + 1;
 	}
 	page_putn(p, run, (size_t)(v - run));
+}
+
+static const char *html_entity(unsigned char c)
+{
+	return page_entity(c, false);
+}
+
+void page_html(struct page *p, const char *v)
+{
+	page_escaped(p, v, html_entity);
 }
 
 void page_json(struct page *p, const char *v)

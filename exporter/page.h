@@ -50,6 +50,10 @@ void page_label(struct page *p, const char *v);
 void page_family(struct page *p, bool om, const char *name, const char *type, const char *help);
 /* HTML text or attribute value: & < > " ' escaped. */
 void page_html(struct page *p, const char *v);
+/* @v with every byte for which @esc gives a string replaced by that string;
+ * the runs between them copied as they are (the loop under page_html() and
+ * the ClickHouse TSV field writer). */
+void page_escaped(struct page *p, const char *v, const char *(*esc)(unsigned char c));
 /* The entity that stands for @c (& < > " ') in HTML or XML text and
  * attribute values, else NULL; the apostrophe as "&apos;" with @xml_apos,
  * else as "&#39;" (HTML 4 has no &apos;). */

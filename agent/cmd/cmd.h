@@ -86,6 +86,9 @@ int cmd_join_csv(char **acc, const char *arg);
 /* A positive, finite number of @what (--duration, -I) into *@out: 0, or 2
  * with "PROG: WHAT must be a positive number, not 'ARG'" on stderr. */
 int cmd_parse_seconds(const char *prog, const char *what, const char *arg, double *out);
+/* -p's process id (1 to PID_MAX_LIMIT, 4194304) into *@out: 0, or 2 with
+ * "PROG: -p takes a process id, not 'ARG'" on stderr (record and trace). */
+int cmd_parse_pid(const char *prog, const char *arg, pid_t *out);
 /*
  * A command's options, once: getopt_long's tables and the option list of
  * its usage both come from one array of these.

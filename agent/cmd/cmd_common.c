@@ -294,6 +294,21 @@ int cmd_parse_demangle(const char *prog, const char *arg, enum demangle_style *o
 	return 0;
 }
 
+int cmd_parse_pid(const char *prog, const char *arg, pid_t *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v <= 0 || v > 4194304 /* PID_MAX_LIMIT */) {
+		fprintf(stderr, "%s: -p takes a process id, not '%s'\n", prog, arg);
+		return 2;
+	}
+	*out = (pid_t)v;
+	return 0;
+}
+
 int cmd_parse_seconds(const char *prog, const char *what, const char *arg, double *out)
 {
 	char *end;

@@ -275,21 +275,6 @@ struct record_args {
 	char **cmd; /* "-- COMMAND", or NULL */
 };
 
-static int parse_pid(struct record *r, struct record_args *a, const char *arg)
-{
-	uint64_t v;
-	int ret = parse_u64(r->prog, "-p", arg, &v);
-
-	if (ret)
-		return ret;
-	if (v > 4194304) { /* PID_MAX_LIMIT */
-		fprintf(stderr, "%s: no process %s\n", r->prog, arg);
-		return 2;
-	}
-	a->so.pid = (pid_t)v;
-	return 0;
-}
-
 static int parse_target(struct record *r, const char *arg)
 {
 	struct cg_rt_sources src;
@@ -343,7 +328,7 @@ static int parse_args(struct record *r, struct record_args *a, int argc, char **
 		switch (opt) {
 		case 'a': a->all = true; break;
 		case 'G': ret = cmd_join_csv(&a->groups_arg, optarg) ? 1 : 0; break;
-		case 'p': ret = parse_pid(r, a, optarg); break;
+		case 'p': ret = cmd_parse_pid(r->prog, optarg, &a->so.pid); break;
 		case 't': ret = parse_target(r, optarg); break;
 		case 'F':
 			ret = parse_u64(r->prog, "-F", optarg, &a->so.freq);

@@ -264,19 +264,16 @@ static struct pcell *pcell_get(struct agent *a, uint32_t probe, uint64_t cgroup)
 		uint32_t probe, pad;
 		uint64_t cgroup;
 	} k = {probe, 0, cgroup};
-	uint64_t *slot = fold_slot(a->cells, &k, sizeof(k));
+	void *v = a->pc;
+	bool fresh;
+	struct pcell *c = latency_cell(a->cells, &k, sizeof(k), &v, &a->npc, &a->cappc, sizeof(*c), &fresh);
 
-	if (!slot)
-		return NULL;
-	if (!*slot) {
-		if (GROW_ARRAY(a->pc, a->npc, a->cappc, 64) < 0)
-			return NULL;
-		memset(&a->pc[a->npc], 0, sizeof(a->pc[0]));
-		a->pc[a->npc].probe = k.probe;
-		a->pc[a->npc].cgroup = k.cgroup;
-		*slot = ++a->npc;
+	a->pc = v;
+	if (fresh) {
+		c->probe = k.probe;
+		c->cgroup = k.cgroup;
 	}
-	return &a->pc[*slot - 1];
+	return c;
 }
 
 static void on_latency(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, uint64_t end,

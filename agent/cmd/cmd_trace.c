@@ -57,7 +57,6 @@
 #include "cgroup/identity.h"
 #include "cgroup/proc.h"
 #include "cgroup/tree.h"
-#include "lib/grow.h"
 #include "lib/strv.h"
 
 enum {
@@ -131,22 +130,19 @@ static struct cell *cell_get(struct trace *t, uint32_t probe, uint64_t cgroup, u
 		uint32_t probe, pid;
 		uint64_t cgroup;
 	} k = {probe, t->per_pid ? pid : 0, t->per_cgroup ? cgroup : 0};
-	uint64_t *slot = fold_slot(t->cells, &k, sizeof(k));
+	void *v = t->v;
+	bool fresh;
+	struct cell *c = latency_cell(t->cells, &k, sizeof(k), &v, &t->n, &t->cap, sizeof(*c), &fresh);
 
-	if (!slot) {
+	t->v = v;
+	if (!c && errno == ENOSPC)
 		t->cells_refused++;
-		return NULL;
+	if (fresh) {
+		c->probe = k.probe;
+		c->pid = k.pid;
+		c->cgroup = k.cgroup;
 	}
-	if (!*slot) {
-		if (GROW_ARRAY(t->v, t->n, t->cap, 64) < 0)
-			return NULL;
-		memset(&t->v[t->n], 0, sizeof(t->v[0]));
-		t->v[t->n].probe = k.probe;
-		t->v[t->n].pid = k.pid;
-		t->v[t->n].cgroup = k.cgroup;
-		*slot = ++t->n;
-	}
-	return &t->v[*slot - 1];
+	return c;
 }
 
 /* Value of argument @a of probe @tp (fired at USDT site @site) in @s. */
@@ -389,7 +385,7 @@ struct trace_args {
 	enum stacks_mode smode;
 	enum demangle_style dstyle;
 	double duration;
-	long pid;
+	pid_t pid;
 	char **cmd; /* "-- COMMAND", or NULL */
 };
 
@@ -404,19 +400,6 @@ static int parse_call_graph(const char *prog, struct trace_args *a, const char *
 		return 2;
 	}
 	a->want_stacks = true;
-	return 0;
-}
-
-static int parse_pid(const char *prog, struct trace_args *a, const char *arg)
-{
-	char *end;
-
-	errno = 0;
-	a->pid = strtol(arg, &end, 10);
-	if (errno || end == arg || *end || a->pid <= 0 || a->pid > 4194304) {
-		fprintf(stderr, "%s: bad pid '%s'\n", prog, arg);
-		return 2;
-	}
 	return 0;
 }
 
@@ -456,7 +439,7 @@ static int parse_args(struct trace *t, struct trace_args *a, int argc, char **ar
 		case OPT_PERPID: t->per_pid = true; break;
 		case 'a': a->all = true; break;
 		case 'G': ret = cmd_join_csv(&a->groups, optarg) ? 1 : 0; break;
-		case 'p': ret = parse_pid(t->prog, a, optarg); break;
+		case 'p': ret = cmd_parse_pid(t->prog, optarg, &a->pid); break;
 		case 'j': a->json = true; break;
 		case 'v': a->verbose = true; break;
 		case 'd': ret = cmd_parse_seconds(t->prog, "--duration", optarg, &a->duration); break;
@@ -710,7 +693,7 @@ static int open_probes(struct trace *t, const struct trace_args *a, int *cpus, i
 			fprintf(stderr, "%s: cannot place %s: the kernel refused the offset: it is "
 					"not on an instruction boundary\n", t->prog, label);
 		else if (err == -ESRCH)
-			fprintf(stderr, "%s: no process %ld\n", t->prog, a->pid);
+			fprintf(stderr, "%s: no process %ld\n", t->prog, (long)a->pid);
 		else
 			fprintf(stderr, "%s: cannot open %s: %s\n", t->prog, label, strerror(-err));
 		return err == -ESRCH || err == -EILSEQ || (err == -EINVAL && filter) ? 2 : 1;

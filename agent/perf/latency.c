@@ -59,6 +59,33 @@ struct latency *latency_new(size_t max_held)
 	return l;
 }
 
+void *latency_cell(struct fold *idx, const void *key, size_t klen, void **v, size_t *n, size_t *cap,
+		   size_t size, bool *fresh)
+{
+	uint64_t *slot = fold_slot(idx, key, klen);
+
+	*fresh = false;
+	if (!slot) {
+		errno = ENOSPC;
+		return NULL;
+	}
+	if (!*slot) {
+		if (*n >= *cap) {
+			void *nv = grow_array(*v, cap, size, 64);
+
+			if (!nv) {
+				errno = ENOMEM;
+				return NULL;
+			}
+			*v = nv;
+		}
+		memset((char *)*v + *n * size, 0, size);
+		*slot = ++*n;
+		*fresh = true;
+	}
+	return (char *)*v + (*slot - 1) * size;
+}
+
 void latency_free(struct latency *l)
 {
 	if (!l)

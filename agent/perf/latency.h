@@ -54,6 +54,17 @@ struct latency;
 struct latency *latency_new(size_t max_held);
 void latency_free(struct latency *l);
 
+struct fold;
+
+/* The cell of @key (@klen bytes) in a caller's table of *@n cells of @size
+ * bytes at *@v (capacity *@cap, grown as lib/grow.h does), indexed by the
+ * fold @idx whose slots hold index + 1: trace's and run's cells per probe,
+ * cgroup (and pid). A new key appends a zeroed cell and sets *@fresh, for
+ * the caller to fill in its key fields. NULL with errno ENOSPC when @idx
+ * refuses the key (its cap), ENOMEM when memory runs out. */
+void *latency_cell(struct fold *idx, const void *key, size_t klen, void **v, size_t *n, size_t *cap,
+		   size_t size, bool *fresh);
+
 /* Bounds of keyed pending starts: @timeout_ns (0: never time out) and
  * @max_pending (0: the default). */
 void latency_set_bounds(struct latency *l, uint64_t timeout_ns, size_t max_pending);

@@ -333,6 +333,40 @@ static void exec_files_release(struct exec_files *ef)
 	ef->n = 0;
 }
 
+struct sdt_search {
+	const char *provider, *name;
+	struct sdt_file *out, *hint;
+};
+
+/* @pid's executable files, searched for provider:name: 1 with *out filled. */
+static int sdt_search_pid(void *ctx, int pid)
+{
+	struct sdt_search *q = ctx;
+	struct exec_files ef = { 0 };
+	int ret = probe_maps_foreach(pid, collect_exec, &ef);
+
+	if (ret != -ENOMEM)
+		ret = 0;
+	for (size_t j = 0; j < ef.n && !ret; j++) {
+		struct sdt_file f = { 0 };
+
+		ret = probe_bin_from_pid(pid, ef.v[j], &f.bin);
+		if (ret < 0)
+			break;
+		f.list = probe_bin_usdt(&f.bin);
+		if (f.list && usdt_find(f.list, q->provider, q->name)) {
+			*q->out = f;
+			ret = 1;
+		} else if (f.list && !q->hint->list && has_provider(f.list, q->provider)) {
+			*q->hint = f;
+		} else {
+			sdt_file_release(&f);
+		}
+	}
+	exec_files_release(&ef);
+	return ret;
+}
+
 /*
  * Without @BINARY: the first file mapped executable by @pids whose notes
  * have provider:name. 0 with @out filled; -ENOENT with @hint holding the
@@ -341,40 +375,10 @@ static void exec_files_release(struct exec_files *ef)
 static int sdt_search_pids(const char *provider, const char *name, const int *pids,
 			   size_t npids, struct sdt_file *out, struct sdt_file *hint)
 {
-	for (size_t i = 0; i < npids; i++) {
-		struct exec_files ef = { 0 };
-		int err;
+	struct sdt_search q = { provider, name, out, hint };
+	int ret = probe_pids_foreach(pids, npids, sdt_search_pid, &q);
 
-		if (pids[i] <= 0)
-			continue;
-		err = probe_maps_foreach(pids[i], collect_exec, &ef);
-		if (err == -ENOMEM) {
-			exec_files_release(&ef);
-			return err;
-		}
-		for (size_t j = 0; j < ef.n; j++) {
-			struct sdt_file f = { 0 };
-
-			err = probe_bin_from_pid(pids[i], ef.v[j], &f.bin);
-			if (err < 0) {
-				exec_files_release(&ef);
-				return err;
-			}
-			f.list = probe_bin_usdt(&f.bin);
-			if (f.list && usdt_find(f.list, provider, name)) {
-				*out = f;
-				exec_files_release(&ef);
-				return 0;
-			}
-			if (f.list && !hint->list && has_provider(f.list, provider)) {
-				*hint = f;
-				continue;
-			}
-			sdt_file_release(&f);
-		}
-		exec_files_release(&ef);
-	}
-	return -ENOENT;
+	return ret < 0 ? ret : ret ? 0 : -ENOENT;
 }
 
 /* "sdt:PROVIDER:NAME[@BINARY]" */

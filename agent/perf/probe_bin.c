@@ -229,33 +229,51 @@ static int maps_match_one(void *ctx, const char *path, bool exec)
 	return 0;
 }
 
+int probe_pids_foreach(const int *pids, size_t npids, probe_pid_fn fn, void *ctx)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < npids && !ret; i++)
+		if (pids[i] > 0)
+			ret = fn(ctx, pids[i]);
+	return ret;
+}
+
+struct pid_search {
+	const char *name;
+	struct probe_bin *out;
+};
+
+/* @pid's best-named mapped file, if an ELF: 1 with *out filled. */
+static int find_in_pid(void *ctx, int pid)
+{
+	struct pid_search *ps = ctx;
+	struct maps_match mm = { .name = ps->name, .best_rank = -1 };
+	struct probe_bin b = { 0 };
+	int err = probe_maps_foreach(pid, maps_match_one, &mm);
+
+	if (err == -ENOMEM || !mm.best) {
+		free(mm.best);
+		return err == -ENOMEM ? err : 0;
+	}
+	err = probe_bin_from_pid(pid, mm.best, &b);
+	free(mm.best);
+	if (err < 0)
+		return err;
+	if (is_elf(b.path)) {
+		*ps->out = b;
+		return 1;
+	}
+	probe_bin_release(&b);
+	return 0;
+}
+
 static int find_in_pids(const char *name, const int *pids, size_t npids, struct probe_bin *out)
 {
-	for (size_t i = 0; i < npids; i++) {
-		struct maps_match mm = { .name = name, .best_rank = -1 };
-		struct probe_bin b = { 0 };
-		int err;
+	struct pid_search ps = { name, out };
+	int ret = probe_pids_foreach(pids, npids, find_in_pid, &ps);
 
-		if (pids[i] <= 0)
-			continue;
-		err = probe_maps_foreach(pids[i], maps_match_one, &mm);
-		if (err == -ENOMEM) {
-			free(mm.best);
-			return err;
-		}
-		if (!mm.best)
-			continue;
-		err = probe_bin_from_pid(pids[i], mm.best, &b);
-		free(mm.best);
-		if (err < 0)
-			return err;
-		if (is_elf(b.path)) {
-			*out = b;
-			return 0;
-		}
-		probe_bin_release(&b);
-	}
-	return -ENOENT;
+	return ret < 0 ? ret : ret ? 0 : -ENOENT;
 }
 
 /* An ELF executable named @name in $PATH. @skipped: the first non-ELF one. */

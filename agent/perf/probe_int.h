@@ -58,6 +58,11 @@ int probe_bin_resolve(const char *name, const int *pids, size_t npids, struct pr
  * executable); a non-zero return stops the walk and is returned. */
 typedef int (*probe_maps_fn)(void *ctx, const char *path, bool exec);
 int probe_maps_foreach(int pid, probe_maps_fn fn, void *ctx);
+/* Call @fn on each of @pids that names a process (> 0), in order; a
+ * non-zero return stops the walk and is returned. The pid searches of
+ * sdt: and u: specs without a BINARY are one such walk each. */
+typedef int (*probe_pid_fn)(void *ctx, int pid);
+int probe_pids_foreach(const int *pids, size_t npids, probe_pid_fn fn, void *ctx);
 
 /* ---- kernel probes (probe_kernel.c, probe_btf.c) ---- */
 

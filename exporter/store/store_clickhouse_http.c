@@ -236,21 +236,20 @@ char *ch_text(struct page *p)
 	return p->buf;
 }
 
+static const char *tsv_escape(unsigned char c)
+{
+	switch (c) {
+	case '\\': return "\\\\";
+	case '\t': return "\\t";
+	case '\n': return "\\n";
+	case '\r': return "\\r";
+	default: return NULL;
+	}
+}
+
 void ch_tsv(struct page *p, const char *v)
 {
-	const char *run = v;
-
-	for (; *v; v++) {
-		const char *e = *v == '\\' ? "\\\\" : *v == '\t' ? "\\t" : *v == '\n' ? "\\n"
-			      : *v == '\r' ? "\\r" : NULL;
-
-		if (!e)
-			continue;
-		page_putn(p, run, (size_t)(v - run));
-		page_put(p, e);
-		run = v + 1;
-	}
-	page_putn(p, run, (size_t)(v - run));
+	page_escaped(p, v, tsv_escape);
 }
 
 void ch_quote(struct page *p, const char *v)

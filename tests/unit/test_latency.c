@@ -192,10 +192,18 @@ static void keyed(struct latency *l, bool end, uint64_t t, uint64_t sector, uint
 	assert_int_equal(latency_add_key(l, 0, end, t, end ? 99 : cg, end ? 0 : 42, key, 2), 0);
 }
 
+/* The table's figures now. */
+static struct latency_stats stats(struct pairing *x)
+{
+	struct latency_stats st;
+
+	latency_stats(x->l, &st);
+	return st;
+}
+
 static void test_keyed_out_of_order(void **state)
 {
 	struct pairing *x = *state;
-	struct latency_stats st;
 
 	/* Completions read first (another CPU's ring), and out of issue order. */
 	keyed(x->l, true, 700, 2000, 0);
@@ -207,16 +215,14 @@ static void test_keyed_out_of_order(void **state)
 	assert_int_equal(x->g.cgroup[0], 7);
 	assert_int_equal(x->g.cgroup[1], 8);
 	assert_int_equal(x->g.pid[0], 42);
-	latency_stats(x->l, &st);
-	assert_int_equal(st.paired, 2);
-	assert_int_equal(st.pending, 0);
-	assert_int_equal(st.unpaired_end, 0);
+	assert_int_equal(stats(x).paired, 2);
+	assert_int_equal(stats(x).pending, 0);
+	assert_int_equal(stats(x).unpaired_end, 0);
 }
 
 static void test_keyed_unpaired_pending_replaced(void **state)
 {
 	struct pairing *x = *state;
-	struct latency_stats st;
 	const uint64_t other[2] = {9, 1000}; /* another device, same sector */
 
 	keyed(x->l, true, 50, 1000, 0); /* a completion of a request issued before */
@@ -226,11 +232,10 @@ static void test_keyed_unpaired_pending_replaced(void **state)
 	keyed(x->l, false, 400, 3000, 7); /* never completes */
 	keyed(x->l, true, 450, 1000, 0);
 	expect(x, UINT64_MAX, 2, (const struct want[]){ { 0, 300 } }, 1);
-	latency_stats(x->l, &st);
-	assert_int_equal(st.unpaired_end, 2);
-	assert_int_equal(st.replaced, 1);
-	assert_int_equal(st.pending, 1);
-	assert_int_equal(st.timed_out, 0);
+	assert_int_equal(stats(x).unpaired_end, 2);
+	assert_int_equal(stats(x).replaced, 1);
+	assert_int_equal(stats(x).pending, 1);
+	assert_int_equal(stats(x).timed_out, 0);
 	assert_int_equal(latency_add_key(x->l, 0, false, 1, 1, 1, other, 0), -EINVAL);
 	assert_int_equal(latency_add_key(x->l, 0, false, 1, 1, 1, other, LATENCY_KEY_MAX + 1),
 			 -EINVAL);
@@ -239,42 +244,36 @@ static void test_keyed_unpaired_pending_replaced(void **state)
 static void test_keyed_timeout(void **state)
 {
 	struct pairing *x = *state;
-	struct latency_stats st;
 
 	latency_set_bounds(x->l, 1000, 0);
 	keyed(x->l, false, 100, 1, 7);
 	keyed(x->l, false, 1500, 2, 7);
 	/* At 2000 the first start waited 1900 ns: gone; the second stays. */
 	expect(x, 2000, 0, NULL, 0);
-	latency_stats(x->l, &st);
-	assert_int_equal(st.timed_out, 1);
-	assert_int_equal(st.pending, 1);
+	assert_int_equal(stats(x).timed_out, 1);
+	assert_int_equal(stats(x).pending, 1);
 	/* Its late completion is an orphan now; the second pairs. */
 	keyed(x->l, true, 2100, 1, 0);
 	keyed(x->l, true, 2200, 2, 0);
 	expect(x, 3000, 1, (const struct want[]){ { 0, 700 } }, 1);
-	latency_stats(x->l, &st);
-	assert_int_equal(st.pending, 0);
-	assert_int_equal(st.unpaired_end, 1);
-	assert_int_equal(st.late, 0);
+	assert_int_equal(stats(x).pending, 0);
+	assert_int_equal(stats(x).unpaired_end, 1);
+	assert_int_equal(stats(x).late, 0);
 	/* A hit older than 3000, where pairing went already: late. */
 	keyed(x->l, false, 2500, 9, 7);
-	latency_stats(x->l, &st);
-	assert_int_equal(st.late, 1);
+	assert_int_equal(stats(x).late, 1);
 }
 
 static void test_keyed_bound(void **state)
 {
 	struct pairing *x = *state;
-	struct latency_stats st;
 
 	latency_set_bounds(x->l, 0, 3);
 	for (uint64_t s = 0; s < 5; s++)
 		keyed(x->l, false, 100 + s, s, 7);
 	expect(x, 1000, 0, NULL, 0);
-	latency_stats(x->l, &st);
-	assert_int_equal(st.pending, 3);
-	assert_int_equal(st.dropped, 2);
+	assert_int_equal(stats(x).pending, 3);
+	assert_int_equal(stats(x).dropped, 2);
 	/* The table has room again once starts complete (removal keeps the
 	 * index right: the last pending start moves into the hole). */
 	keyed(x->l, true, 1100, 0, 0);
@@ -282,9 +281,8 @@ static void test_keyed_bound(void **state)
 	keyed(x->l, true, 1300, 1, 0);
 	keyed(x->l, true, 1400, 4, 0); /* was dropped */
 	expect(x, 2000, 1, (const struct want[]){ { 0, 1000 }, { 0, 1098 }, { 0, 1199 } }, 3);
-	latency_stats(x->l, &st);
-	assert_int_equal(st.pending, 0);
-	assert_int_equal(st.paired, 3);
+	assert_int_equal(stats(x).pending, 0);
+	assert_int_equal(stats(x).paired, 3);
 }
 
 /* Keyed and thread pairs side by side in one table. */

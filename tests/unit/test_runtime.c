@@ -69,9 +69,35 @@ static int lookup(const char *root, const char *path, struct cg_rtinfo *ri)
 	return cg_rt_lookup(&src, &id, ri);
 }
 
+/* Every case runs in a fresh temp directory (its fake root, or where the
+ * fake engine's socket goes): made by the fixture, removed after the case. */
+struct rt_fx {
+	struct tl_fake f;
+	char sock[256]; /* the fake engine's socket, in the directory */
+};
+
+static int tmp_setup(void **state)
+{
+	struct rt_fx *x = tl_fake_new("rt", sizeof(struct rt_fx));
+
+	tl_pathf(x->sock, sizeof(x->sock), "%s/engine.sock", x->f.root);
+	*state = x;
+	return 0;
+}
+
+static const char *tmp_root(void **state)
+{
+	return ((struct rt_fx *)*state)->f.root;
+}
+
+static const char *engine_sock(void **state)
+{
+	return ((struct rt_fx *)*state)->sock;
+}
+
 static void test_containerd(void **state)
 {
-	char *root = tl_tmpdir("rt-ctrd");
+	const char *root = tmp_root(state);
 	struct cg_rtinfo ri;
 	const char *cg = "/kubepods.slice/kubepods-burstable.slice/"
 			 "kubepods-burstable-pod12345678_1234_1234_1234_123456789abc.slice/"
@@ -95,12 +121,11 @@ static void test_containerd(void **state)
 	assert_null(ri.name);
 	assert_string_equal(ri.pod_name, "db-0");
 	cg_rtinfo_release(&ri);
-	tl_rmtree(root);
 }
 
 static void test_crio(void **state)
 {
-	char *root = tl_tmpdir("rt-crio");
+	const char *root = tmp_root(state);
 	struct cg_rtinfo ri;
 
 	place(root, CRIO_DIR CRIO_ID "/userdata/config.json", "crio-1.25.config.json");
@@ -121,12 +146,11 @@ static void test_crio(void **state)
 	/* nothing there */
 	assert_int_equal(lookup(root, "/kubepods.slice/crio-" CTRD_ID ".scope", &ri), 0);
 	assert_true(cg_rtinfo_empty(&ri));
-	tl_rmtree(root);
 }
 
 static void test_podman_store(void **state)
 {
-	char *root = tl_tmpdir("rt-pstore");
+	const char *root = tmp_root(state);
 	struct cg_rtinfo ri;
 
 	place(root, "var/lib/containers/storage/overlay-containers/containers.json",
@@ -136,12 +160,11 @@ static void test_podman_store(void **state)
 	assert_string_equal(ri.image, "localhost/cgperf-busybox:test");
 	assert_string_equal(ri.source, "podman-store");
 	cg_rtinfo_release(&ri);
-	tl_rmtree(root);
 }
 
 static void test_systemd(void **state)
 {
-	char *root = tl_tmpdir("rt-unit");
+	const char *root = tmp_root(state);
 	struct cg_rtinfo ri;
 
 	place(root, "lib/systemd/system/postgresql@.service", "systemd/postgresql@.service");
@@ -160,7 +183,6 @@ static void test_systemd(void **state)
 	cg_rtinfo_release(&ri);
 	assert_int_equal(lookup(root, "/system.slice/nosuch.service", &ri), 0);
 	assert_int_equal(lookup(root, "/user.slice", &ri), 0);
-	tl_rmtree(root);
 }
 
 /* A file of @n bytes: '[' repeated (too deep), or a string of junk. */
@@ -196,7 +218,7 @@ static void hostile_files(const char *root)
 
 static void test_hostile(void **state)
 {
-	char *root = tl_tmpdir("rt-hostile");
+	const char *root = tmp_root(state);
 	struct cg_rtinfo ri;
 	char cg[256], dir[512], *labels;
 	size_t n = 0;
@@ -231,7 +253,6 @@ static void test_hostile(void **state)
 	assert_null(cg_rtinfo_label(&ri, "big"));
 	assert_string_equal(cg_rtinfo_label(&ri, "k000"), "v0");
 	cg_rtinfo_release(&ri);
-	tl_rmtree(root);
 }
 
 /* A one-connection-at-a-time HTTP server on a unix socket. */
@@ -299,15 +320,13 @@ static void engine_stop(struct fake_engine *e, const char *sock)
 
 static void test_engine(void **state)
 {
-	char *dir = tl_tmpdir("rt-engine");
+	const char *sock = engine_sock(state);
 	struct cg_rt_sources src = { .root = "", .timeout_ms = 200 };
 	struct fake_engine e;
 	struct cg_identity id;
 	struct cg_rtinfo ri;
-	char sock[256];
 	uint64_t t0;
 
-	tl_pathf(sock, sizeof(sock), "%s/engine.sock", dir);
 	src.podman_sock = sock;
 	src.docker_sock = sock;
 
@@ -346,21 +365,18 @@ static void test_engine(void **state)
 
 	/* no socket at all: nothing to ask, at once */
 	assert_int_equal(cg_rt_lookup(&src, &id, &ri), 0);
-	tl_rmtree(dir);
 }
 
 static void test_cache(void **state)
 {
-	char *dir = tl_tmpdir("rt-cache");
+	const char *sock = engine_sock(state);
 	struct cg_rt_sources src = { .root = "", .timeout_ms = 300 };
 	const char *cg = "/system.slice/docker-" DOCK_ID ".scope";
 	struct cg_rtcache *c;
 	struct fake_engine e;
 	struct cg_rtinfo ri;
-	char sock[256];
 	uint64_t t0;
 
-	tl_pathf(sock, sizeof(sock), "%s/engine.sock", dir);
 	src.docker_sock = sock;
 	src.podman_sock = "";
 	engine_start(&e, sock, NULL, NULL);
@@ -420,17 +436,7 @@ static void test_cache(void **state)
 	assert_int_equal(cg_rtcache_get(c, "/last", &ri), 0);
 	cg_rtcache_free(c);
 	engine_stop(&e, sock);
-	tl_rmtree(dir);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_containerd), cmocka_unit_test(test_crio),
-		cmocka_unit_test(test_podman_store), cmocka_unit_test(test_systemd),
-		cmocka_unit_test(test_hostile),	     cmocka_unit_test(test_engine),
-		cmocka_unit_test(test_cache),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN_FIXTURE(tmp_setup, tl_fake_teardown, test_containerd, test_crio, test_podman_store, test_systemd,
+		test_hostile, test_engine, test_cache)
