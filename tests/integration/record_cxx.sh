@@ -26,7 +26,7 @@ sample_run() {
 	local perfname=$1 callgraph=$2
 	shift 2
 	local pid agents=() spec name
-	"$BIN" $((SECS + 1)) &
+	"$BIN" $((SECS + 30)) &
 	pid=$!
 	bg_track "$pid"
 	perf record -F "$FREQ" $callgraph -p "$pid" -o "$TMP/$perfname.data" -- sleep "$SECS" \
@@ -42,9 +42,8 @@ sample_run() {
 	for p in "${agents[@]}"; do
 		wait "$p" || fail "a sampler failed: $(cat "$TMP"/*.err "$TMP/$perfname.out" | tail -5)"
 	done
-	# It burns SECS + 1 s of CPU, so it outlives the sampling; still there
-	# (no crash), it is not waited for: on a busy machine its last CPU
-	# second can take many.
+	# It would burn SECS + 30 s of CPU, so it outlives the samplers however
+	# slowly they start; still there (no crash), it is killed, not waited for.
 	kill -0 "$pid" 2>/dev/null || {
 		wait "$pid"
 		fail "the workload ended (status $?) before the samplers"
