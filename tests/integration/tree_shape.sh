@@ -3,7 +3,7 @@
 # that it stays: no C source or header over 1000 lines, no function over 150
 # lines (a function runs from a '{' in column 0 to the next '}' in column 0,
 # as kernel style writes them), and cgperf-exporter linking none of the
-# agent's perf, ELF, DWARF or unwinding libraries.
+# agent's perf, ELF, DWARF, unwinding, disassembly or BTF libraries.
 source "$(dirname "$0")/../lib/common.sh"
 MAX_FILE=1000
 MAX_FUNC=150
@@ -39,7 +39,7 @@ EXPORTER=$BUILD_DIR/cgperf-exporter
 [ -x "$EXPORTER" ] || fail "$EXPORTER not built"
 needed=$(readelf -d "$EXPORTER" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 [ -n "$needed" ] || fail "readelf shows no NEEDED entries for $EXPORTER"
-for lib in libunwind libdw libelf libtraceevent libtracefs; do
+for lib in libunwind libdw libelf libtraceevent libtracefs libcapstone libbpf; do
 	if grep -q "^$lib[.-]" <<<"$needed"; then
 		fail "cgperf-exporter links $lib: $(tr '\n' ' ' <<<"$needed")"
 	fi
