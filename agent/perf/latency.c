@@ -30,8 +30,10 @@ struct pkey {
 };
 
 struct latency {
-	struct endpoint *v;
-	size_t n, cap, max;
+	struct endpoint *v; /* held: [head, sorted) in time order, [sorted, n) as added */
+	size_t head, sorted, n, cap, max;
+	struct endpoint *run; /* merge room for the sorted part that new endpoints overlap */
+	size_t caprun;
 	struct fold *open; /* (pair, tid) -> start time of the open interval, 0: none */
 	struct hashmap *keyed; /* pkey -> index + 1 in pend */
 	struct pend *pend;
@@ -93,6 +95,7 @@ void latency_free(struct latency *l)
 	fold_free(l->open);
 	hashmap_free(l->keyed);
 	free(l->pend);
+	free(l->run);
 	free(l->v);
 	free(l);
 }
@@ -105,7 +108,7 @@ void latency_set_bounds(struct latency *l, uint64_t timeout_ns, size_t max_pendi
 
 static int hold(struct latency *l, const struct endpoint *e)
 {
-	if (l->n >= l->max)
+	if (l->n - l->head >= l->max)
 		return -ENOSPC;
 	if (e->time < l->done_upto)
 		l->st.late++;
@@ -136,13 +139,92 @@ int latency_add_key(struct latency *l, uint32_t pair, bool end, uint64_t time, u
 	return hold(l, &e);
 }
 
+/* Time order; a start and an end at the same instant: the start first. */
+static bool before(const struct endpoint *x, const struct endpoint *y)
+{
+	return x->time < y->time || (x->time == y->time && x->end < y->end);
+}
+
 static int cmp_endpoint(const void *a, const void *b)
 {
-	const struct endpoint *x = a, *y = b;
+	return before(a, b) ? -1 : before(b, a);
+}
 
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->end - y->end; /* a start and an end at the same instant: start first */
+/* The end of the run in time order that starts at @i (< @n). */
+static size_t run_end(const struct endpoint *v, size_t i, size_t n)
+{
+	while (i + 1 < n && !before(&v[i + 1], &v[i]))
+		i++;
+	return i + 1;
+}
+
+/* Merge the runs v[lo, mid) and v[mid, hi) in place, stably. Only the part
+ * of the first run after v[mid] moves out, to l->run. 0 or -ENOMEM. */
+static int merge_runs(struct latency *l, size_t lo, size_t mid, size_t hi)
+{
+	struct endpoint *v = l->v;
+	size_t top = mid, x = 0, r = mid, d, a;
+
+	if (lo == mid || mid == hi || !before(&v[mid], &v[mid - 1]))
+		return 0;
+	while (lo < top) { /* the first of the first run after v[mid] */
+		size_t m = lo + (top - lo) / 2;
+
+		if (before(&v[mid], &v[m]))
+			top = m;
+		else
+			lo = m + 1;
+	}
+	a = mid - lo;
+	if (a > l->caprun) {
+		size_t cap = a > 2 * l->caprun ? a : 2 * l->caprun;
+		struct endpoint *run = realloc(l->run, cap * sizeof(*run));
+
+		if (!run)
+			return -ENOMEM;
+		l->run = run;
+		l->caprun = cap;
+	}
+	memcpy(l->run, v + lo, a * sizeof(*v));
+	for (d = lo; x < a && r < hi; d++) /* d <= r: nothing unread is overwritten */
+		v[d] = before(&v[r], &l->run[x]) ? v[r++] : l->run[x++];
+	memcpy(v + d, l->run + x, (a - x) * sizeof(*v));
+	return 0;
+}
+
+/*
+ * Put the endpoints added since the last pairing in time order behind the
+ * held ones, which already are. Each ring is read in the order its hits
+ * were written, about their time order, so what one drain added is a few
+ * long runs (one per ring read): they are merged pairwise until one is
+ * left, then merged into the held ones, of which only those after the
+ * earliest new one move. Sorting all that is held at each pairing would
+ * sort an endpoint again for every round it waits out LATENCY_SLACK_NS.
+ * Without memory for a merge, everything held is sorted by qsort.
+ */
+static void sort_held(struct latency *l)
+{
+	size_t merged = 1;
+
+	while (merged) {
+		merged = 0;
+		for (size_t a = l->sorted, mid, end; a < l->n; a = end) {
+			mid = run_end(l->v, a, l->n);
+			end = mid < l->n ? run_end(l->v, mid, l->n) : mid;
+			if (mid == end)
+				break;
+			if (merge_runs(l, a, mid, end) < 0)
+				goto fallback;
+			merged++;
+		}
+	}
+	if (merge_runs(l, l->head, l->sorted, l->n) < 0)
+		goto fallback;
+	l->sorted = l->n;
+	return;
+fallback:
+	qsort(l->v + l->head, l->n - l->head, sizeof(*l->v), cmp_endpoint);
+	l->sorted = l->n;
 }
 
 static struct pkey pkey_of(uint32_t pair, const uint64_t *key, size_t nkey)
@@ -256,12 +338,10 @@ static bool thread_endpoint(struct latency *l, const struct endpoint *e, latency
 uint64_t latency_pair(struct latency *l, uint64_t upto, latency_fn fn, void *ctx)
 {
 	uint64_t unpaired = 0, last = 0;
-	size_t done = 0;
 
-	if (l->n)
-		qsort(l->v, l->n, sizeof(*l->v), cmp_endpoint);
-	for (; done < l->n && l->v[done].time < upto; done++) {
-		const struct endpoint *e = &l->v[done];
+	sort_held(l);
+	for (; l->head < l->n && l->v[l->head].time < upto; l->head++) {
+		const struct endpoint *e = &l->v[l->head];
 		bool ok = true;
 
 		last = e->time;
@@ -273,9 +353,14 @@ uint64_t latency_pair(struct latency *l, uint64_t upto, latency_fn fn, void *ctx
 			ok = keyed_end(l, e, fn, ctx);
 		unpaired += !ok;
 	}
-	if (done) {
-		memmove(l->v, l->v + done, (l->n - done) * sizeof(*l->v));
-		l->n -= done;
+	/* The paired ones leave once they fill half the array, so a held
+	 * endpoint moves a bounded number of times however many rounds it
+	 * waits (LATENCY_SLACK_NS spans several). */
+	if (l->head && l->head >= l->n - l->head) {
+		memmove(l->v, l->v + l->head, (l->n - l->head) * sizeof(*l->v));
+		l->n -= l->head;
+		l->sorted -= l->head;
+		l->head = 0;
 	}
 	if (upto != UINT64_MAX) {
 		pend_expire(l, upto > last ? upto : last);
@@ -287,7 +372,7 @@ uint64_t latency_pair(struct latency *l, uint64_t upto, latency_fn fn, void *ctx
 
 size_t latency_held(const struct latency *l)
 {
-	return l->n;
+	return l->n - l->head;
 }
 
 void latency_stats(const struct latency *l, struct latency_stats *out)

@@ -183,6 +183,78 @@ static void test_cap(void **state)
 	latency_free(NULL);
 }
 
+/* What test_rounds saw: intervals, their sum, the last end time. */
+struct rounds_got {
+	uint64_t n, ns, last_end;
+	bool in_order;
+};
+
+static void rounds_collect(void *ctx, uint32_t pair, uint64_t cgroup, uint32_t pid, uint64_t end,
+			   uint64_t ns)
+{
+	struct rounds_got *g = ctx;
+
+	(void)pair, (void)cgroup, (void)pid;
+	g->in_order &= end >= g->last_end;
+	g->last_end = end;
+	g->n++;
+	g->ns += ns;
+}
+
+/*
+ * Many rounds as trace runs them: 4 threads each call in a loop (start,
+ * end 1..64 ns later, the next start 1..64 ns after that), each hit on one
+ * of 3 rings and written up to 100 ns after its time; at each drain
+ * instant the rings are read one after the other and the endpoints older
+ * than the instant - 300 ns (the slack) are paired. Every call is paired,
+ * to its own duration, in time order: the held ones, merged with each
+ * round's new runs, stay sorted.
+ */
+static void test_rounds(void **state)
+{
+	enum { THREADS = 4, RINGS = 3, HITS = 4000, SLACK = 300 };
+	struct { uint64_t t, seen; bool end; uint32_t tid; } *e = calloc(HITS, sizeof(*e));
+	struct latency *l = latency_new(HITS);
+	struct rounds_got g = {.in_order = true};
+	struct latency_stats st;
+	uint64_t next[THREADS] = {0}, want_ns = 0, rng = 42, drained = 0;
+	size_t n = 0;
+
+	(void)state;
+	assert_non_null(e);
+	assert_non_null(l);
+	for (uint32_t tid = 0; n + 2 <= HITS; tid = (tid + 1) % THREADS) {
+		for (int k = 0; k < 2; k++, n++) {
+			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+			next[tid] += 1 + (rng >> 33) % 64;
+			e[n].t = next[tid];
+			e[n].seen = e[n].t + (rng >> 20) % 100;
+			e[n].end = k;
+			e[n].tid = tid;
+			if (k)
+				want_ns += e[n].t - e[n - 1].t;
+		}
+	}
+	for (uint64_t now = 500; drained < n; now += 500) {
+		for (int ring = 0; ring < RINGS; ring++)
+			for (size_t i = 0; i < n; i++)
+				if (i % RINGS == (size_t)ring && e[i].seen < now && e[i].seen >= now - 500) {
+					assert_int_equal(latency_add(l, 0, e[i].end, e[i].t, 1, 1, e[i].tid), 0);
+					drained++;
+				}
+		assert_int_equal(latency_pair(l, now - SLACK, rounds_collect, &g), 0);
+	}
+	assert_int_equal(latency_pair(l, UINT64_MAX, rounds_collect, &g), 0);
+	assert_int_equal(g.n, n / 2);
+	assert_int_equal(g.ns, want_ns);
+	assert_true(g.in_order);
+	assert_int_equal(latency_held(l), 0);
+	latency_stats(l, &st);
+	assert_int_equal(st.late, 0);
+	latency_free(l);
+	free(e);
+}
+
 /* A keyed endpoint of pair 0: (dev, sector) = (8, @sector), from cgroup
  * @cg (starts) or from interrupt context, cgroup 99 (ends). */
 static void keyed(struct latency *l, bool end, uint64_t t, uint64_t sector, uint64_t cg)
@@ -305,5 +377,5 @@ int main(void)
 				     test_keyed_timeout, test_keyed_bound, test_keyed_and_thread),
 			    NULL, NULL, pairing_setup, pairing_teardown);
 
-	return failed + tl_run(TL_TESTS(test_cap), NULL, NULL, NULL, NULL);
+	return failed + tl_run(TL_TESTS(test_cap, test_rounds), NULL, NULL, NULL, NULL);
 }
