@@ -32,8 +32,6 @@ struct pkey {
 struct latency {
 	struct endpoint *v; /* held: [head, sorted) in time order, [sorted, n) as added */
 	size_t head, sorted, n, cap, max;
-	struct endpoint *run; /* merge room for the sorted part that new endpoints overlap */
-	size_t caprun;
 	struct fold *open; /* (pair, tid) -> start time of the open interval, 0: none */
 	struct hashmap *keyed; /* pkey -> index + 1 in pend */
 	struct pend *pend;
@@ -95,7 +93,6 @@ void latency_free(struct latency *l)
 	fold_free(l->open);
 	hashmap_free(l->keyed);
 	free(l->pend);
-	free(l->run);
 	free(l->v);
 	free(l);
 }
@@ -159,10 +156,11 @@ static size_t run_end(const struct endpoint *v, size_t i, size_t n)
 }
 
 /* Merge the runs v[lo, mid) and v[mid, hi) in place, stably. Only the part
- * of the first run after v[mid] moves out, to l->run. 0 or -ENOMEM. */
+ * of the first run after v[mid] moves out, to the room behind the held
+ * endpoints (v[n, cap)). 0 or -ENOMEM. */
 static int merge_runs(struct latency *l, size_t lo, size_t mid, size_t hi)
 {
-	struct endpoint *v = l->v;
+	struct endpoint *v = l->v, *run;
 	size_t top = mid, x = 0, r = mid, d, a;
 
 	if (lo == mid || mid == hi || !before(&v[mid], &v[mid - 1]))
@@ -176,19 +174,16 @@ static int merge_runs(struct latency *l, size_t lo, size_t mid, size_t hi)
 			lo = m + 1;
 	}
 	a = mid - lo;
-	if (a > l->caprun) {
-		size_t cap = a > 2 * l->caprun ? a : 2 * l->caprun;
-		struct endpoint *run = realloc(l->run, cap * sizeof(*run));
-
-		if (!run)
+	if (l->cap - l->n < a) { /* a <= n <= cap: twice cap has room */
+		if (!(v = grow_array(l->v, &l->cap, sizeof(*v), 4096)))
 			return -ENOMEM;
-		l->run = run;
-		l->caprun = cap;
+		l->v = v;
 	}
-	memcpy(l->run, v + lo, a * sizeof(*v));
+	run = v + l->n;
+	memcpy(run, v + lo, a * sizeof(*v));
 	for (d = lo; x < a && r < hi; d++) /* d <= r: nothing unread is overwritten */
-		v[d] = before(&v[r], &l->run[x]) ? v[r++] : l->run[x++];
-	memcpy(v + d, l->run + x, (a - x) * sizeof(*v));
+		v[d] = before(&v[r], &run[x]) ? v[r++] : run[x++];
+	memcpy(v + d, run + x, (a - x) * sizeof(*v));
 	return 0;
 }
 
@@ -198,7 +193,7 @@ static int merge_runs(struct latency *l, size_t lo, size_t mid, size_t hi)
  * were written, about their time order, so what one drain added is a few
  * long runs (one per ring read): they are merged pairwise until one is
  * left, then merged into the held ones, of which only those after the
- * earliest new one move. Sorting all that is held at each pairing would
+ * earliest new one move (through the array's spare room, no other buffer). Sorting all that is held at each pairing would
  * sort an endpoint again for every round it waits out LATENCY_SLACK_NS.
  * Without memory for a merge, everything held is sorted by qsort.
  */
