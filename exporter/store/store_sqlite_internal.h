@@ -72,7 +72,6 @@ struct sqlite_store {
 	char *folded; /* scratch for folding a stack */
 	size_t folded_cap;
 	int64_t prune_cursor; /* next stacks.id to check; -1 none pending */
-	uint64_t stack_rows, deleted_rows;
 };
 
 static inline struct sqlite_store *ss(struct store *s)
@@ -164,8 +163,6 @@ void sq_bind_hist(sqlite3_stmt *q, int i, const struct hist *h, uint8_t *buf);
 
 /* ---- the ops (store_sqlite_put.c, store_sqlite_read.c) ---- */
 
-int sq_put(struct store *base, const Cgperf__V1__Batch *m, uint64_t received_ns, char *err,
-	   size_t errlen);
 int sq_put_many(struct store *base, const Cgperf__V1__Batch *const *m, size_t n,
 		uint64_t received_ns, int *results, char *err, size_t errlen);
 int sq_load(struct store *base, const struct store_visitor *v);
