@@ -161,6 +161,12 @@ int sq_hist_unpack(const void *blob, int len, struct hist *h);
  * the statement runs); NULL when empty. */
 void sq_bind_hist(sqlite3_stmt *q, int i, const struct hist *h, uint8_t *buf);
 
+/* ---- queries (store_sqlite_read.c) ---- */
+
+/* Bind parameter @name (":host", "?4") of @q to @v, or NULL when @v is
+ * NULL or ""; nothing when @q has no such parameter. */
+void sq_bind_opt(sqlite3_stmt *q, const char *name, const char *v);
+
 /* ---- the ops (store_sqlite_put.c, store_sqlite_read.c) ---- */
 
 int sq_put_many(struct store *base, const Cgperf__V1__Batch *const *m, size_t n,
