@@ -377,6 +377,7 @@ static struct store *ch_open(const struct store_config *cfg, char *err, size_t e
 	return &s->base;
 }
 
+/* No stats(): the bytes are on the cluster's disks, not this exporter's. */
 const struct store_ops store_clickhouse_ops = {
 	.name = "clickhouse",
 	.shared = true,
