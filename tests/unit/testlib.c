@@ -531,10 +531,10 @@ struct tl_table *tl_table_load(const char *name, size_t ncols)
 	tl_pathf(rel, sizeof(rel), "tests/unit/data/%s", name);
 	path = tl_tree_file(rel);
 	text = tl_read_text(path);
-	t = tl_table_parse(text, name, ncols, err, sizeof(err));
+	t = tl_table_parse(text, rel, ncols, err, sizeof(err));
 	free(text);
 	if (!t)
-		fail_msg("%s: %s", path, err);
+		fail_msg("%s", err);
 	free(path);
 	return t;
 }
