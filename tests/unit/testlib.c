@@ -468,13 +468,17 @@ static int table_row(struct tl_table *t, char *line, unsigned lineno, char *err,
 				 t->ncols);
 			return -EINVAL;
 		}
-		bad = strcmp(s, "\\N") ? unescape(s) : NULL;
+		if (strcmp(s, "\\N") == 0) {
+			f[n] = NULL;
+			continue;
+		}
+		bad = unescape(s);
 		if (bad) {
 			snprintf(err, errlen, "%s:%u: field %zu: cannot decode \"%.4s\"", t->name,
 				 lineno, n + 1, bad);
 			return -EINVAL;
 		}
-		f[n] = strcmp(s, "\\N") ? s : NULL;
+		f[n] = s;
 	}
 	if (n < t->ncols) {
 		snprintf(err, errlen, "%s:%u: %zu fields, want %zu", t->name, lineno, n, t->ncols);
