@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup/mount.h"
 #include "cgroup/tree.h"
+#include "tests/unit/testfix.h"
 #include "tests/unit/testlib.h"
 
 #define MNT "/sys/fs/cgroup/unified"
@@ -258,23 +258,10 @@ static void test_path_id(void **state)
  * and every node is findable and a real directory with that inode. */
 static void test_scan_real(void **state)
 {
-	struct cg_mounts *m = cg_mounts_read("/proc/self/mountinfo");
-	const struct cg_mount *v2;
+	char *mount = tf_cgroup_mount(false);
 	struct cg_tree *t;
-	char *mount;
 	struct stat st;
 	uint64_t id;
-
-	assert_non_null(m);
-	v2 = cg_mounts_v2(m);
-	if (!v2) {
-		cg_mounts_free(m);
-		print_message("host has no cgroup2 mount\n");
-		skip();
-	}
-	mount = strdup(v2->path);
-	assert_non_null(mount);
-	cg_mounts_free(m);
 
 	t = cg_tree_scan(mount);
 	assert_non_null(t);
