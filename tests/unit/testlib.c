@@ -386,3 +386,205 @@ void tl_assert_str_or_null(const char *got, const char *want)
 	assert_non_null(got);
 	assert_string_equal(got, want);
 }
+
+/* ---- tables of cases kept as data (tests/unit/data/NAME.tsv) ---- */
+
+struct tl_table {
+	char *name, *text; /* text: the decoded copy the fields point into */
+	size_t ncols, nrows;
+	const char **fields; /* nrows * ncols, case by case */
+	unsigned *lines;     /* the line of each case */
+};
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* The byte that the escape at @s (just after its backslash) stands for,
+ * *@used set to the characters it takes; -1 when it is none of C's. */
+static int unescape_one(const char *s, size_t *used)
+{
+	static const char simple[] = "\\\\\"\"''??a\ab\bf\fn\nr\rt\tv\v";
+	int v = 0, d;
+	size_t n = 0;
+
+	for (const char *p = simple; *p; p += 2) {
+		if (*s == p[0]) {
+			*used = 1;
+			return (unsigned char)p[1];
+		}
+	}
+	if (*s == 'x') {
+		for (; n < 2 && (d = hex_digit(s[1 + n])) >= 0; n++)
+			v = v * 16 + d;
+		*used = 1 + n;
+		return n ? v : -1;
+	}
+	for (; n < 3 && s[n] >= '0' && s[n] <= '7'; n++)
+		v = v * 8 + (s[n] - '0');
+	*used = n;
+	return n && v <= 0xff ? v : -1;
+}
+
+/* Decode the escapes of @field in place (the text only shrinks): NULL, or
+ * where the escape that cannot be decoded (or is a NUL) starts. */
+static const char *unescape(char *field)
+{
+	char *out = field;
+	const char *s = field;
+
+	while (*s) {
+		size_t used;
+		int c;
+
+		if (*s != '\\') {
+			*out++ = *s++;
+			continue;
+		}
+		c = unescape_one(s + 1, &used);
+		if (c <= 0)
+			return s;
+		*out++ = (char)c;
+		s += 1 + used;
+	}
+	*out = '\0';
+	return NULL;
+}
+
+/* Split the case @line into @t's next row of fields and decode them; 0 or
+ * -EINVAL with the reason in @err. */
+static int table_row(struct tl_table *t, char *line, unsigned lineno, char *err, size_t errlen)
+{
+	const char **f = t->fields + t->nrows * t->ncols;
+	size_t n = 0;
+	const char *bad;
+
+	for (char *s = line, *tab; s; s = tab, n++) {
+		tab = strchr(s, '\t');
+		if (tab)
+			*tab++ = '\0';
+		if (n == t->ncols) {
+			snprintf(err, errlen, "%s:%u: more than %zu fields", t->name, lineno,
+				 t->ncols);
+			return -EINVAL;
+		}
+		bad = strcmp(s, "\\N") ? unescape(s) : NULL;
+		if (bad) {
+			snprintf(err, errlen, "%s:%u: field %zu: cannot decode \"%.4s\"", t->name,
+				 lineno, n + 1, bad);
+			return -EINVAL;
+		}
+		f[n] = strcmp(s, "\\N") ? s : NULL;
+	}
+	if (n < t->ncols) {
+		snprintf(err, errlen, "%s:%u: %zu fields, want %zu", t->name, lineno, n, t->ncols);
+		return -EINVAL;
+	}
+	t->lines[t->nrows++] = lineno;
+	return 0;
+}
+
+struct tl_table *tl_table_parse(const char *text, const char *name, size_t ncols, char *err,
+				size_t errlen)
+{
+	struct tl_table *t = calloc(1, sizeof(*t));
+	size_t maxrows = tl_count_lines(text);
+	unsigned lineno = 0;
+	char *next;
+
+	if (!t || !(t->name = strdup(name)) || !(t->text = strdup(text)) ||
+	    !(t->fields = calloc(maxrows * ncols + 1, sizeof(*t->fields))) ||
+	    !(t->lines = calloc(maxrows + 1, sizeof(*t->lines)))) {
+		snprintf(err, errlen, "%s: out of memory", name);
+		goto fail;
+	}
+	t->ncols = ncols;
+	for (char *line = t->text; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		lineno++;
+		if (*line == '\0' || *line == '#')
+			continue;
+		if (table_row(t, line, lineno, err, errlen))
+			goto fail;
+	}
+	if (t->nrows == 0) {
+		snprintf(err, errlen, "%s: no case", name);
+		goto fail;
+	}
+	return t;
+fail:
+	tl_table_free(t);
+	return NULL;
+}
+
+struct tl_table *tl_table_load(const char *name, size_t ncols)
+{
+	char rel[PATH_MAX], err[512], *path, *text;
+	struct tl_table *t;
+
+	tl_pathf(rel, sizeof(rel), "tests/unit/data/%s", name);
+	path = tl_tree_file(rel);
+	text = tl_read_text(path);
+	t = tl_table_parse(text, name, ncols, err, sizeof(err));
+	free(text);
+	if (!t)
+		fail_msg("%s: %s", path, err);
+	free(path);
+	return t;
+}
+
+void tl_table_free(struct tl_table *t)
+{
+	if (!t)
+		return;
+	free(t->lines);
+	free(t->fields);
+	free(t->text);
+	free(t->name);
+	free(t);
+}
+
+size_t tl_table_rows(const struct tl_table *t)
+{
+	return t->nrows;
+}
+
+const char *const *tl_table_row(const struct tl_table *t, size_t row)
+{
+	if (row >= t->nrows)
+		fail_msg("%s: no case %zu (%zu cases)", t->name, row, t->nrows);
+	return t->fields + row * t->ncols;
+}
+
+uint64_t tl_table_u64(const struct tl_table *t, size_t row, size_t col)
+{
+	const char *s = tl_table_row(t, row)[col];
+	unsigned long long v = 0;
+	char *end = NULL;
+
+	errno = 0;
+	if (s && *s >= '0' && *s <= '9')
+		v = strtoull(s, &end, 10);
+	if (!end || *end || errno)
+		fail_msg("%s: field %zu: '%s' is not a number", tl_table_where(t, row), col + 1,
+			 s ? s : "\\N");
+	return v;
+}
+
+const char *tl_table_where(const struct tl_table *t, size_t row)
+{
+	static char where[PATH_MAX];
+
+	tl_table_row(t, row);
+	snprintf(where, sizeof(where), "%s:%u", t->name, t->lines[row]);
+	return where;
+}
