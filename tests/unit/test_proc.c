@@ -3,7 +3,8 @@
  * cgroup/proc: reading processes from a fake procfs tree built in a temp
  * dir (odd comms, kernel threads, vanished pids, missing cgroup v2 line),
  * from the real /proc (ourselves, a zombie child, a reaped child), and
- * table-driven selector parsing and matching.
+ * selector parsing and matching driven by tables of cases kept as data
+ * (tests/unit/data/proc_selector_match.tsv, proc_selector_bad.tsv).
  */
 #include <stdarg.h>
 #include <stddef.h>
