@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -389,30 +390,20 @@ void tl_assert_str_or_null(const char *got, const char *want)
 
 /* ---- tables of cases kept as data (tests/unit/data/NAME.tsv) ---- */
 
+/* One allocation: the struct, then its arrays and strings. */
 struct tl_table {
-	char *name, *text; /* text: the decoded copy the fields point into */
 	size_t ncols, nrows;
-	const char **fields; /* nrows * ncols, case by case */
+	const char **fields; /* nrows * ncols, case by case, into text */
 	unsigned *lines;     /* the line of each case */
+	char *text, *name;   /* text: the copy of the table, decoded in place */
 };
-
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* The byte that the escape at @s (just after its backslash) stands for,
  * *@used set to the characters it takes; -1 when it is none of C's. */
 static int unescape_one(const char *s, size_t *used)
 {
 	static const char simple[] = "\\\\\"\"''??a\ab\bf\fn\nr\rt\tv\v";
-	int v = 0, d;
+	int v = 0;
 	size_t n = 0;
 
 	for (const char *p = simple; *p; p += 2) {
@@ -422,10 +413,12 @@ static int unescape_one(const char *s, size_t *used)
 		}
 	}
 	if (*s == 'x') {
-		for (; n < 2 && (d = hex_digit(s[1 + n])) >= 0; n++)
-			v = v * 16 + d;
+		char hex[3] = "";
+
+		for (; n < 2 && isxdigit((unsigned char)s[1 + n]); n++)
+			hex[n] = s[1 + n];
 		*used = 1 + n;
-		return n ? v : -1;
+		return n ? (int)strtol(hex, NULL, 16) : -1;
 	}
 	for (; n < 3 && s[n] >= '0' && s[n] <= '7'; n++)
 		v = v * 8 + (s[n] - '0');
@@ -494,18 +487,22 @@ static int table_row(struct tl_table *t, char *line, unsigned lineno, char *err,
 struct tl_table *tl_table_parse(const char *text, const char *name, size_t ncols, char *err,
 				size_t errlen)
 {
-	struct tl_table *t = calloc(1, sizeof(*t));
-	size_t maxrows = tl_count_lines(text);
+	size_t maxrows = tl_count_lines(text), nfields = maxrows * ncols;
+	size_t textsize = strlen(text) + 1, namesize = strlen(name) + 1;
+	struct tl_table *t = calloc(1, sizeof(*t) + nfields * sizeof(*t->fields) +
+					       maxrows * sizeof(*t->lines) + textsize + namesize);
 	unsigned lineno = 0;
 	char *next;
 
-	if (!t || !(t->name = strdup(name)) || !(t->text = strdup(text)) ||
-	    !(t->fields = calloc(maxrows * ncols + 1, sizeof(*t->fields))) ||
-	    !(t->lines = calloc(maxrows + 1, sizeof(*t->lines)))) {
+	if (!t) {
 		snprintf(err, errlen, "%s: out of memory", name);
-		goto fail;
+		return NULL;
 	}
 	t->ncols = ncols;
+	t->fields = (const char **)(t + 1);
+	t->lines = (unsigned *)(t->fields + nfields);
+	t->text = memcpy((char *)(t->lines + maxrows), text, textsize);
+	t->name = memcpy(t->text + textsize, name, namesize);
 	for (char *line = t->text; line; line = next) {
 		next = strchr(line, '\n');
 		if (next)
@@ -522,7 +519,7 @@ struct tl_table *tl_table_parse(const char *text, const char *name, size_t ncols
 	}
 	return t;
 fail:
-	tl_table_free(t);
+	free(t);
 	return NULL;
 }
 
@@ -534,22 +531,16 @@ struct tl_table *tl_table_load(const char *name, size_t ncols)
 	tl_pathf(rel, sizeof(rel), "tests/unit/data/%s", name);
 	path = tl_tree_file(rel);
 	text = tl_read_text(path);
-	t = tl_table_parse(text, name, ncols, err, sizeof(err));
+	t = tl_table_parse(text, rel, ncols, err, sizeof(err));
 	free(text);
 	if (!t)
-		fail_msg("%s: %s", path, err);
+		fail_msg("%s", err);
 	free(path);
 	return t;
 }
 
 void tl_table_free(struct tl_table *t)
 {
-	if (!t)
-		return;
-	free(t->lines);
-	free(t->fields);
-	free(t->text);
-	free(t->name);
 	free(t);
 }
 

@@ -157,8 +157,8 @@ size_t tl_count_lines(const char *text);
  * NULL with the reason in @err ("NAME:LINE: ...") when a line has another
  * number of fields or a field does not decode, or there is no case at all.
  * tl_table_load() reads tests/unit/data/@name from the source tree (found
- * as tl_tree_file() finds files, so from any working directory) and fails
- * the test where tl_table_parse() would return NULL.
+ * as tl_tree_file() finds files, so from any working directory), named so
+ * in messages, and fails the test where tl_table_parse() would return NULL.
  */
 struct tl_table;
 struct tl_table *tl_table_parse(const char *text, const char *name, size_t ncols, char *err,
