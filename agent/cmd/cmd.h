@@ -113,16 +113,37 @@ struct cmd_opt {
 	 "processes matching comm=, exe=, cgroup=, pid=, cmdline~,\n"                             \
 	 "container=, image=, pod=, namespace=, unit="}
 
-/* getopt_long()'s long options and short option string of @n options. */
-struct cmd_getopt {
-	struct option lo[CMD_MAX_OPTS + 1];
-	char so[2 * CMD_MAX_OPTS + 2];
+/*
+ * A command's command line in one place: the usage text and the options
+ * that getopt_long's tables and the usage's option list both come from.
+ * --help (-h), which every command takes, is added by cmd_getopt_init()
+ * and not listed.
+ */
+struct cmd_spec {
+	const char *name;     /* the subcommand's */
+	/* After "usage: cgperf-agent NAME ", lines ended by '\n', each under
+	 * the first's start; one that begins "cgperf-agent " is another form
+	 * of the command, under the first form. */
+	const char *synopsis;
+	const char *notes;    /* after the option list, or NULL */
+	int col;              /* the column the options' help text starts at */
+	bool in_order;        /* stop at the first operand ("+"): "-- COMMAND"
+			       * and the command's own options stay its */
+	struct cmd_opt opts[CMD_MAX_OPTS + 1]; /* ended by an entry with val 0 */
 };
-/* Fill @g from @o (at most CMD_MAX_OPTS); @in_order: stop at the first
- * operand ("+", so "-- COMMAND" and the command's own options stay its). */
-void cmd_getopt_init(struct cmd_getopt *g, const struct cmd_opt *o, size_t n, bool in_order);
-/* The usage lines of @o: "  -X, --NAME ARG" and the help from column @col. */
-void cmd_opts_usage(FILE *f, const struct cmd_opt *o, size_t n, int col);
+
+/* The usage: the synopsis, a blank line and the options that have help,
+ * the notes. */
+void cmd_usage(FILE *f, const struct cmd_spec *s);
+
+/* getopt_long()'s long options and short option string of a spec. */
+struct cmd_getopt {
+	struct option lo[CMD_MAX_OPTS + 2];
+	char so[2 * CMD_MAX_OPTS + 4];
+};
+/* Fill @g from @s, --help and -h included, and reset getopt (optind = 1)
+ * for getopt_long(argc, argv, g->so, g->lo, NULL) from argv[1] on. */
+void cmd_getopt_init(struct cmd_getopt *g, const struct cmd_spec *s);
 
 /* --demangle's full, short or none into *@out: 0, or 2 with the choices on
  * stderr. */

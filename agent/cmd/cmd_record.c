@@ -201,43 +201,40 @@ static void on_lost(void *ctx, uint64_t lost)
 
 enum { OPT_CALLGRAPH = 256, OPT_PERCG, OPT_DEMANGLE, OPT_NO_DEMANGLE, OPT_OFFCPU, OPT_OFFCPU_MIN };
 
-static const struct cmd_opt record_opts[] = {
-	CMD_OPTS_SAMPLE_TARGETS,
-	{"freq", 'F', true, "HZ", "samples per second per CPU (default 99)"},
-	{"count", 'c', true, "PERIOD", "one sample every PERIOD events instead"},
-	{"event", 'e', true, "EVENT", "sampling event (default cpu-clock)"},
-	{NULL, 'g', true, NULL, "stacks by frame pointers (= --call-graph fp)"},
-	{"call-graph", OPT_CALLGRAPH, false, "MODE",
-	 "fp, or dwarf[,BYTES] to unwind a BYTES copy of the user\n"
-	 "stack with .eh_frame (default 8192)"},
-	{"output", 'o', true, "FILE", "folded stacks to FILE (default stdout)"},
-	{"off-cpu", OPT_OFFCPU, false, NULL,
-	 "time off CPU instead of CPU samples: the stack at which\n"
-	 "each thread blocked, weighted in microseconds"},
-	{"off-cpu-min-us", OPT_OFFCPU_MIN, false, "US", "with --off-cpu, drop waits shorter than US"},
-	{"per-cgroup", OPT_PERCG, false, NULL,
-	 "the cgroup (container identity when known) as first frame"},
-	{"demangle", OPT_DEMANGLE, false, "STYLE",
-	 "C++/Rust names: full (default, as perf -v: parameters,\n"
-	 "clone suffixes), short (as perf: no parameters), none"},
-	{"no-demangle", OPT_NO_DEMANGLE, false, NULL,
-	 "symbol names as the binary has them (= --demangle none)"},
-	{"duration", 'd', true, "SECONDS", "stop after this long (default: Ctrl-C or COMMAND's end)"},
-	{"verbose", 'v', true, NULL, "print the agent's own figures on stderr"},
-	{"help", 'h', true, NULL, NULL},
+static const struct cmd_spec record_spec = {
+	.name = "record",
+	.synopsis = "[-a | -G CG[,CG...] | -p PID | --target SELECTOR]\n"
+		    "[-F HZ | -c PERIOD] [-e EVENT] [-g | --call-graph fp|dwarf[,BYTES]]\n"
+		    "[--off-cpu [--off-cpu-min-us US]]\n"
+		    "[-o FILE] [--per-cgroup] [--demangle=STYLE | --no-demangle]\n"
+		    "[--duration SECONDS | -- COMMAND...]\n",
+	.col = 26,
+	.in_order = true,
+	.opts = {
+		CMD_OPTS_SAMPLE_TARGETS,
+		{"freq", 'F', true, "HZ", "samples per second per CPU (default 99)"},
+		{"count", 'c', true, "PERIOD", "one sample every PERIOD events instead"},
+		{"event", 'e', true, "EVENT", "sampling event (default cpu-clock)"},
+		{NULL, 'g', true, NULL, "stacks by frame pointers (= --call-graph fp)"},
+		{"call-graph", OPT_CALLGRAPH, false, "MODE",
+		 "fp, or dwarf[,BYTES] to unwind a BYTES copy of the user\n"
+		 "stack with .eh_frame (default 8192)"},
+		{"output", 'o', true, "FILE", "folded stacks to FILE (default stdout)"},
+		{"off-cpu", OPT_OFFCPU, false, NULL,
+		 "time off CPU instead of CPU samples: the stack at which\n"
+		 "each thread blocked, weighted in microseconds"},
+		{"off-cpu-min-us", OPT_OFFCPU_MIN, false, "US", "with --off-cpu, drop waits shorter than US"},
+		{"per-cgroup", OPT_PERCG, false, NULL,
+		 "the cgroup (container identity when known) as first frame"},
+		{"demangle", OPT_DEMANGLE, false, "STYLE",
+		 "C++/Rust names: full (default, as perf -v: parameters,\n"
+		 "clone suffixes), short (as perf: no parameters), none"},
+		{"no-demangle", OPT_NO_DEMANGLE, false, NULL,
+		 "symbol names as the binary has them (= --demangle none)"},
+		{"duration", 'd', true, "SECONDS", "stop after this long (default: Ctrl-C or COMMAND's end)"},
+		{"verbose", 'v', true, NULL, "print the agent's own figures on stderr"},
+	},
 };
-
-static void usage(FILE *f)
-{
-	fputs("usage: cgperf-agent record [-a | -G CG[,CG...] | -p PID | --target SELECTOR]\n"
-	      "                           [-F HZ | -c PERIOD] [-e EVENT] [-g | --call-graph fp|dwarf[,BYTES]]\n"
-	      "                           [--off-cpu [--off-cpu-min-us US]]\n"
-	      "                           [-o FILE] [--per-cgroup] [--demangle=STYLE | --no-demangle]\n"
-	      "                           [--duration SECONDS | -- COMMAND...]\n"
-	      "\n",
-	      f);
-	cmd_opts_usage(f, record_opts, sizeof(record_opts) / sizeof(record_opts[0]), 26);
-}
 
 static double cpu_seconds(void)
 {
@@ -322,8 +319,7 @@ static int parse_args(struct record *r, struct record_args *a, int argc, char **
 	struct cmd_getopt g;
 	int opt, ret = 0;
 
-	cmd_getopt_init(&g, record_opts, sizeof(record_opts) / sizeof(record_opts[0]), true);
-	optind = 1;
+	cmd_getopt_init(&g, &record_spec);
 	while (!ret && (opt = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
 		switch (opt) {
 		case 'a': a->all = true; break;
@@ -351,8 +347,8 @@ static int parse_args(struct record *r, struct record_args *a, int argc, char **
 		case OPT_NO_DEMANGLE: a->dstyle = DEMANGLE_NONE; break;
 		case 'd': ret = cmd_parse_seconds(r->prog, "--duration", optarg, &a->duration); break;
 		case 'v': a->verbose = true; break;
-		case 'h': usage(stdout); a->done = true; return 0;
-		default: usage(stderr); return 2;
+		case 'h': cmd_usage(stdout, &record_spec); a->done = true; return 0;
+		default: cmd_usage(stderr, &record_spec); return 2;
 		}
 	}
 	if (ret)

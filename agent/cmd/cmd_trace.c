@@ -73,54 +73,51 @@ enum {
 	OPT_HEATMAP,
 };
 
-static const struct cmd_opt trace_opts[] = {
-	{"event", 'e', true, "PROBE",
-	 "u:BINARY:SYMBOL[+OFF][%return] [NAME=%REG...]\n"
-	 "sdt:PROVIDER:NAME[@BINARY] [NAME=argN...]\n"
-	 "k:FUNC[+OFF][%return] [NAME=%REG|PARAM|+OFF(%REG)[:TYPE]...]\n"
-	 "SUBSYS:EVENT [FIELD...]"},
-	{"hist", OPT_HIST, false, "ARG", "log2 histogram of argument ARG of the probes that have it"},
-	{"latency", OPT_LAT, false, "S[,E]",
-	 "time from probe S to probe E on the same thread; with one\n"
-	 "u: or k: probe, from the function's entry to its return"},
-	{"key", OPT_KEY, false, "FIELD[,FIELD]",
-	 "pair --latency's tracepoints by these fields (dev,sector),\n"
-	 "not by thread; the start's cgroup owns the latency"},
-	{"latency-timeout", OPT_LAT_TIMEOUT, false, "SECONDS",
-	 "--key: drop starts still unpaired after this long (10)"},
-	{"heatmap", OPT_HEATMAP, false, "FILE.svg", "time x latency heat map of --latency's pairs"},
-	{"stacks", OPT_STACKS, false, NULL,
-	 "fold the user+kernel stacks at every hit (frame pointers)"},
-	{"call-graph", OPT_CALLGRAPH, false, "MODE", "fp or dwarf: how --stacks unwinds user stacks"},
-	{"demangle", OPT_DEMANGLE, false, "STYLE",
-	 "C++/Rust names in --stacks: full (default, as perf -v),\n"
-	 "short (as perf: no parameters), none"},
-	{"no-demangle", OPT_NO_DEMANGLE, false, NULL,
-	 "names as the binary has them (= --demangle none)"},
-	{"filter", OPT_FILTER, false, "EXPR", "kernel filter for the tracepoints ('count > 100')"},
-	{"all-cpus", 'a', true, NULL, "every process of the host (default without COMMAND)"},
-	{"cgroup", 'G', true, "CG,...", "only these cgroups"},
-	{"pid", 'p', true, "PID", "only this process and its children"},
-	{"per-pid", OPT_PERPID, false, NULL, "a row per process as well as per cgroup"},
-	{"json", 'j', true, NULL, "JSON Lines on stdout"},
-	{"duration", 'd', true, "SECONDS", "stop after this long"},
-	{"list", 'l', true, "BINARY", "the functions and SDT probes BINARY offers"},
-	{"verbose", 'v', true, NULL, "name each container file refused (docs/security.md)"},
-	{"help", 'h', true, NULL, NULL},
+static const struct cmd_spec trace_spec = {
+	.name = "trace",
+	.synopsis = "-e PROBE [-e PROBE...] [--hist ARG] [--latency START[,END]]\n"
+		    "[--key FIELD[,FIELD]] [--latency-timeout S] [--heatmap FILE]\n"
+		    "[--stacks] [--filter EXPR] [-a | -G CG[,CG...] | -p PID]\n"
+		    "[--per-pid] [--json] [--demangle=STYLE | --no-demangle]\n"
+		    "[--duration SECONDS | -- COMMAND...]\n"
+		    "cgperf-agent trace --list BINARY\n",
+	.col = 26,
+	.in_order = true,
+	.opts = {
+		{"event", 'e', true, "PROBE",
+		 "u:BINARY:SYMBOL[+OFF][%return] [NAME=%REG...]\n"
+		 "sdt:PROVIDER:NAME[@BINARY] [NAME=argN...]\n"
+		 "k:FUNC[+OFF][%return] [NAME=%REG|PARAM|+OFF(%REG)[:TYPE]...]\n"
+		 "SUBSYS:EVENT [FIELD...]"},
+		{"hist", OPT_HIST, false, "ARG", "log2 histogram of argument ARG of the probes that have it"},
+		{"latency", OPT_LAT, false, "S[,E]",
+		 "time from probe S to probe E on the same thread; with one\n"
+		 "u: or k: probe, from the function's entry to its return"},
+		{"key", OPT_KEY, false, "FIELD[,FIELD]",
+		 "pair --latency's tracepoints by these fields (dev,sector),\n"
+		 "not by thread; the start's cgroup owns the latency"},
+		{"latency-timeout", OPT_LAT_TIMEOUT, false, "SECONDS",
+		 "--key: drop starts still unpaired after this long (10)"},
+		{"heatmap", OPT_HEATMAP, false, "FILE.svg", "time x latency heat map of --latency's pairs"},
+		{"stacks", OPT_STACKS, false, NULL,
+		 "fold the user+kernel stacks at every hit (frame pointers)"},
+		{"call-graph", OPT_CALLGRAPH, false, "MODE", "fp or dwarf: how --stacks unwinds user stacks"},
+		{"demangle", OPT_DEMANGLE, false, "STYLE",
+		 "C++/Rust names in --stacks: full (default, as perf -v),\n"
+		 "short (as perf: no parameters), none"},
+		{"no-demangle", OPT_NO_DEMANGLE, false, NULL,
+		 "names as the binary has them (= --demangle none)"},
+		{"filter", OPT_FILTER, false, "EXPR", "kernel filter for the tracepoints ('count > 100')"},
+		{"all-cpus", 'a', true, NULL, "every process of the host (default without COMMAND)"},
+		{"cgroup", 'G', true, "CG,...", "only these cgroups"},
+		{"pid", 'p', true, "PID", "only this process and its children"},
+		{"per-pid", OPT_PERPID, false, NULL, "a row per process as well as per cgroup"},
+		{"json", 'j', true, NULL, "JSON Lines on stdout"},
+		{"duration", 'd', true, "SECONDS", "stop after this long"},
+		{"list", 'l', true, "BINARY", "the functions and SDT probes BINARY offers"},
+		{"verbose", 'v', true, NULL, "name each container file refused (docs/security.md)"},
+	},
 };
-
-static void usage(FILE *f)
-{
-	fputs("usage: cgperf-agent trace -e PROBE [-e PROBE...] [--hist ARG] [--latency START[,END]]\n"
-	      "                          [--key FIELD[,FIELD]] [--latency-timeout S] [--heatmap FILE]\n"
-	      "                          [--stacks] [--filter EXPR] [-a | -G CG[,CG...] | -p PID]\n"
-	      "                          [--per-pid] [--json] [--demangle=STYLE | --no-demangle]\n"
-	      "                          [--duration SECONDS | -- COMMAND...]\n"
-	      "       cgperf-agent trace --list BINARY\n"
-	      "\n",
-	      f);
-	cmd_opts_usage(f, trace_opts, sizeof(trace_opts) / sizeof(trace_opts[0]), 26);
-}
 
 /* ---- aggregation -------------------------------------------------------- */
 
@@ -419,8 +416,7 @@ static int parse_args(struct trace *t, struct trace_args *a, int argc, char **ar
 	struct cmd_getopt g;
 	int opt, ret = 0;
 
-	cmd_getopt_init(&g, trace_opts, sizeof(trace_opts) / sizeof(trace_opts[0]), true);
-	optind = 1;
+	cmd_getopt_init(&g, &trace_spec);
 	while (!ret && (opt = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
 		switch (opt) {
 		case 'e': ret = add_spec(t->prog, a, optarg); break;
@@ -444,8 +440,8 @@ static int parse_args(struct trace *t, struct trace_args *a, int argc, char **ar
 		case 'v': a->verbose = true; break;
 		case 'd': ret = cmd_parse_seconds(t->prog, "--duration", optarg, &a->duration); break;
 		case 'l': a->done = true; return trace_list_binary(t->prog, optarg);
-		case 'h': usage(stdout); a->done = true; return 0;
-		default: usage(stderr); return 2;
+		case 'h': cmd_usage(stdout, &trace_spec); a->done = true; return 0;
+		default: cmd_usage(stderr, &trace_spec); return 2;
 		}
 	}
 	if (ret)
@@ -929,7 +925,7 @@ int cmd_trace(int argc, char **argv)
 		goto out;
 	if (!a.nspecs && !a.latency) {
 		fprintf(stderr, "%s: no probe given (-e PROBE or --latency START,END)\n", t.prog);
-		usage(stderr);
+		cmd_usage(stderr, &trace_spec);
 		ret = 2;
 		goto out;
 	}
