@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include <getopt.h>
 #include <stdio.h>
@@ -89,6 +91,33 @@ int cmd_parse_seconds(const char *prog, const char *what, const char *arg, doubl
 /* -p's process id (1 to PID_MAX_LIMIT, 4194304) into *@out: 0, or 2 with
  * "PROG: -p takes a process id, not 'ARG'" on stderr (record and trace). */
 int cmd_parse_pid(const char *prog, const char *arg, pid_t *out);
+/*
+ * What record and trace watch, and for how long, from the options both
+ * take: -a, -G (repeated lists add up), -p, --duration, -v, "-- COMMAND".
+ */
+struct cmd_target {
+	bool all;        /* -a */
+	char *groups;    /* every -G joined by commas (malloc'd), or NULL */
+	pid_t pid;       /* -p, or 0 */
+	double duration; /* --duration in seconds, or 0: until a signal or COMMAND's end */
+	bool verbose;    /* -v */
+	char **cmd;      /* "-- COMMAND": a part of argv, or NULL */
+};
+/* getopt_long()'s @opt and its @arg into @t when it is one of those: true
+ * with *@ret 0 or the exit status (2, said on stderr), false when not. */
+bool cmd_target_opt(struct cmd_target *t, const char *prog, int opt, const char *arg, int *ret);
+/*
+ * The cgroup directories of @t into (*@dirs, *@n): -G's, or, for a command
+ * and no other target (@other: one of the caller's own, record's --target),
+ * a new cgroup named @name that the command runs in (*@abs, to remove at the
+ * end). @mount NULL (cmd_perf_cgroup_mount() said why): 1 when a cgroup is
+ * needed. 0 or the exit status.
+ */
+int cmd_target_cgroups(const struct cmd_target *t, const char *prog, const char *mount,
+		       const char *name, bool other, char ***dirs, size_t *n, char **abs);
+/* The CLOCK_MONOTONIC instant --duration ends at, from @t0; 0: none. */
+uint64_t cmd_target_deadline(const struct cmd_target *t, uint64_t t0);
+
 /*
  * A command's options, once: getopt_long's tables and the option list of
  * its usage both come from one array of these.

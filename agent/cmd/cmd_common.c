@@ -243,6 +243,41 @@ int cmd_join_csv(char **acc, const char *arg)
 	return 0;
 }
 
+bool cmd_target_opt(struct cmd_target *t, const char *prog, int opt, const char *arg, int *ret)
+{
+	int r = 0;
+
+	switch (opt) {
+	case 'a': t->all = true; break;
+	case 'G': r = cmd_join_csv(&t->groups, arg) ? 1 : 0; break;
+	case 'p': r = cmd_parse_pid(prog, arg, &t->pid); break;
+	case 'd': r = cmd_parse_seconds(prog, "--duration", arg, &t->duration); break;
+	case 'v': t->verbose = true; break;
+	default: return false;
+	}
+	*ret = r;
+	return true;
+}
+
+int cmd_target_cgroups(const struct cmd_target *t, const char *prog, const char *mount,
+		       const char *name, bool other, char ***dirs, size_t *n, char **abs)
+{
+	bool own = t->cmd && !t->groups && !t->all && t->pid <= 0 && !other;
+
+	if ((t->groups || own) && !mount)
+		return 1;
+	if (t->groups)
+		return cmd_cgroup_dirs(prog, mount, t->groups, dirs, n);
+	if (own)
+		return cmd_command_cgroup(prog, mount, name, abs, dirs, n);
+	return 0;
+}
+
+uint64_t cmd_target_deadline(const struct cmd_target *t, uint64_t t0)
+{
+	return t->duration > 0 ? t0 + (uint64_t)(t->duration * 1e9) : 0;
+}
+
 void cmd_getopt_init(struct cmd_getopt *g, const struct cmd_spec *s)
 {
 	size_t nl = 0, ns = 0;

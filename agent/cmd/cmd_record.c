@@ -262,14 +262,12 @@ static int parse_u64(const char *prog, const char *what, const char *s, uint64_t
 
 /* What the command line asked for, besides what goes into struct record. */
 struct record_args {
-	struct sampler_opts so;
+	struct sampler_opts so; /* its pid is tg.pid */
+	struct cmd_target tg;
 	const char *evname, *outpath;
-	char *groups_arg; /* every -G joined by commas */
-	bool all, verbose, per_cgroup, done, off_cpu, ev_set;
+	bool per_cgroup, done, off_cpu, ev_set;
 	uint64_t off_cpu_min_us;
-	double duration;
 	enum demangle_style dstyle;
-	char **cmd; /* "-- COMMAND", or NULL */
 };
 
 static int parse_target(struct record *r, const char *arg)
@@ -321,10 +319,9 @@ static int parse_args(struct record *r, struct record_args *a, int argc, char **
 
 	cmd_getopt_init(&g, &record_spec);
 	while (!ret && (opt = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
+		if (cmd_target_opt(&a->tg, r->prog, opt, optarg, &ret))
+			continue;
 		switch (opt) {
-		case 'a': a->all = true; break;
-		case 'G': ret = cmd_join_csv(&a->groups_arg, optarg) ? 1 : 0; break;
-		case 'p': ret = cmd_parse_pid(r->prog, optarg, &a->so.pid); break;
 		case 't': ret = parse_target(r, optarg); break;
 		case 'F':
 			ret = parse_u64(r->prog, "-F", optarg, &a->so.freq);
@@ -345,15 +342,13 @@ static int parse_args(struct record *r, struct record_args *a, int argc, char **
 			break;
 		case OPT_DEMANGLE: ret = cmd_parse_demangle(r->prog, optarg, &a->dstyle); break;
 		case OPT_NO_DEMANGLE: a->dstyle = DEMANGLE_NONE; break;
-		case 'd': ret = cmd_parse_seconds(r->prog, "--duration", optarg, &a->duration); break;
-		case 'v': a->verbose = true; break;
 		case 'h': cmd_usage(stdout, &record_spec); a->done = true; return 0;
 		default: cmd_usage(stderr, &record_spec); return 2;
 		}
 	}
 	if (ret)
 		return ret;
-	if (a->all + (a->groups_arg != NULL) + (a->so.pid > 0) + (r->sel != NULL) > 1) {
+	if (a->tg.all + (a->tg.groups != NULL) + (a->tg.pid > 0) + (r->sel != NULL) > 1) {
 		fprintf(stderr, "%s: choose one of -a, -G, -p and --target\n", r->prog);
 		return 2;
 	}
@@ -361,11 +356,12 @@ static int parse_args(struct record *r, struct record_args *a, int argc, char **
 		fprintf(stderr, "%s: --off-cpu samples %s itself; drop -e\n", r->prog, OFFCPU_EVENT);
 		return 2;
 	}
-	if (optind < argc && (a->duration > 0 || a->so.pid > 0)) {
+	if (optind < argc && (a->tg.duration > 0 || a->tg.pid > 0)) {
 		fprintf(stderr, "%s: a command cannot be combined with --duration or -p\n", r->prog);
 		return 2;
 	}
-	a->cmd = optind < argc ? argv + optind : NULL;
+	a->tg.cmd = optind < argc ? argv + optind : NULL;
+	a->so.pid = a->tg.pid;
 	return 0;
 }
 
@@ -439,7 +435,7 @@ static struct sampler *open_offcpu(struct record *r, struct record_args *a, int 
 	if (err == EACCES || err == EPERM)
 		cmd_explain_perf_permission(r->prog, err);
 	else if (err == ESRCH)
-		fprintf(stderr, "%s: no process %d\n", r->prog, (int)a->so.pid);
+		fprintf(stderr, "%s: no process %d\n", r->prog, (int)a->tg.pid);
 	else
 		fprintf(stderr, "%s: cannot open %s for --off-cpu: %s%s\n", r->prog, OFFCPU_EVENT,
 			strerror(err), err == ENOENT ? " (no tracefs?)" : "");
@@ -613,10 +609,10 @@ static void report_summary(struct record *r, struct sampler *smp, const struct r
 		stacks_foreach_truncated(r->st, trunc_line, &tr);
 	}
 	cmd_refusals_text(refused, sizeof(refused));
-	if (!a->verbose && refused[0] != '0')
+	if (!a->tg.verbose && refused[0] != '0')
 		fprintf(stderr, "%s: container files refused: %s; -v names them\n", r->prog, refused);
 	cmd_refusals_hint(r->prog);
-	if (!a->verbose)
+	if (!a->tg.verbose)
 		return;
 	fprintf(stderr,
 		"%s: mode %s; agent CPU %.3f s (%.3f s sampling+unwinding, %.3f s naming)"
@@ -630,21 +626,6 @@ static void report_summary(struct record *r, struct sampler *smp, const struct r
 		sst.refused, refused);
 }
 
-/* The cgroup directories to sample: -G's, or a new one for the command. */
-static int cgroup_targets(struct record *r, const struct record_args *a, char ***cgdirs,
-			  size_t *ncgdirs, char **trans_abs)
-{
-	bool own = a->cmd && !a->groups_arg && !r->sel && !a->all;
-
-	if ((a->groups_arg || own) && !r->mount)
-		return 1;
-	if (a->groups_arg)
-		return cmd_cgroup_dirs(r->prog, r->mount, a->groups_arg, cgdirs, ncgdirs);
-	if (own)
-		return cmd_command_cgroup(r->prog, r->mount, "record", trans_abs, cgdirs, ncgdirs);
-	return 0;
-}
-
 /* Sample, then write and report. 0 or the exit status. */
 static int record_run(struct record *r, struct record_args *a, struct ev_spec *ev,
 		      struct workload *w)
@@ -656,7 +637,8 @@ static int record_run(struct record *r, struct record_args *a, struct ev_spec *e
 	FILE *out = stdout;
 
 	r->mount = cmd_perf_cgroup_mount(r->prog);
-	if ((ret = cgroup_targets(r, a, &cgdirs, &ncgdirs, &trans_abs)))
+	if ((ret = cmd_target_cgroups(&a->tg, r->prog, r->mount, "record", r->sel != NULL, &cgdirs,
+				      &ncgdirs, &trans_abs)))
 		goto out;
 	ncpu = cpumap_online(&cpus);
 	if (ncpu < 0) {
@@ -666,7 +648,7 @@ static int record_run(struct record *r, struct record_args *a, struct ev_spec *e
 	}
 	r->st = stacks_new(r->mode, a->per_cgroup, r->mount);
 	r->pidsel = fold_new();
-	if (cmd_refusals_start(r->prog, a->verbose) < 0 || !r->st || !r->pidsel ||
+	if (cmd_refusals_start(r->prog, a->tg.verbose) < 0 || !r->st || !r->pidsel ||
 	    stacks_set_demangle(r->st, a->dstyle) < 0) {
 		fprintf(stderr, "%s: out of memory\n", r->prog);
 		ret = 1;
@@ -680,7 +662,7 @@ static int record_run(struct record *r, struct record_args *a, struct ev_spec *e
 	smp = a->off_cpu ? open_offcpu(r, a, &ret) : open_sampler(r, &a->so, &ret);
 	if (!smp || (ret = open_output(r, a->outpath, &out)))
 		goto out;
-	if ((ret = workload_start(w, r->prog, a->cmd, trans_abs)))
+	if ((ret = workload_start(w, r->prog, a->tg.cmd, trans_abs)))
 		goto out;
 	if (r->sel && workload_pid(w) > 0) {
 		/* the command is a target whatever the selector says */
@@ -694,8 +676,7 @@ static int record_run(struct record *r, struct record_args *a, struct ev_spec *e
 	double cpu0 = cpu_seconds();
 	uint64_t t0 = clock_mono_ns();
 
-	ret = sample_loop(r, smp, w, a->so.pid,
-			  a->duration > 0 ? t0 + (uint64_t)(a->duration * 1e9) : 0);
+	ret = sample_loop(r, smp, w, a->tg.pid, cmd_target_deadline(&a->tg, t0));
 	if (ret)
 		goto out;
 	double elapsed = (double)(clock_mono_ns() - t0) / 1e9, cpu_sample = cpu_seconds() - cpu0;
@@ -708,7 +689,7 @@ static int record_run(struct record *r, struct record_args *a, struct ev_spec *e
 	report_summary(r, smp, a, nlines, elapsed, cpu_sample, cpu_seconds() - cpu0);
 	int status = workload_finish(w);
 
-	if (a->cmd && !ret)
+	if (a->tg.cmd && !ret)
 		ret = status;
 out:
 	if (out != stdout)
@@ -751,7 +732,7 @@ int cmd_record_emit(int argc, char **argv, const struct record_emit *e)
 	have_ev = true;
 	ret = record_run(&r, &a, &ev, &w);
 out:
-	free(a.groups_arg);
+	free(a.tg.groups);
 	if (have_ev)
 		ev_spec_release(&ev);
 	stacks_free(r.st);
