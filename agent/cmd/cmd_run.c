@@ -123,6 +123,12 @@ static bool wanted(struct agent *a, const char *path, const struct cg_identity *
 	return run_identity_wanted(a, path, id) == 1;
 }
 
+void run_cg_release(struct rcg *c)
+{
+	free(c->path);
+	cg_rtinfo_release(&c->rt);
+}
+
 struct rcg *run_cg_find(struct agent *a, const char *path)
 {
 	for (size_t i = 0; i < a->ncg; i++)
