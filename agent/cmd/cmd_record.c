@@ -87,6 +87,16 @@ static bool selected(struct record *r, uint32_t pid)
 	return *slot == 1 || *slot == 3;
 }
 
+/* Count sample @s: whether its process is one to record (else filtered). */
+static bool take(struct record *r, const struct sample *s)
+{
+	r->samples++;
+	if (selected(r, s->pid))
+		return true;
+	r->filtered++;
+	return false;
+}
+
 /*
  * Raw stack key: [cgroup id, comm id, nframes, then per frame (obj << 48 |
  * offset)]. File offsets fit 48 bits; kernel addresses keep their low 48
@@ -96,12 +106,8 @@ static void on_sample(void *ctx, const struct sample *s)
 {
 	struct record *r = ctx;
 
-	r->samples++;
-	if (!selected(r, s->pid)) {
-		r->filtered++;
-		return;
-	}
-	stacks_add(r->st, s, NULL);
+	if (take(r, s))
+		stacks_add(r->st, s, NULL);
 }
 
 /* --off-cpu: a wait that ended, into the stacks in microseconds. */
@@ -119,12 +125,8 @@ static void on_block(void *ctx, const struct sample *s)
 {
 	struct record *r = ctx;
 
-	r->samples++;
-	if (!selected(r, s->pid)) {
-		r->filtered++;
-		return;
-	}
-	offcpu_out(r->oc, s);
+	if (take(r, s))
+		offcpu_out(r->oc, s);
 }
 
 static void on_switch(void *ctx, const struct sample_switch *sw)
