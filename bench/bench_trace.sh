@@ -298,26 +298,10 @@ SDT_D="sdt:postgresql:query__done@$PGBIN"
 PG_ARGS=(-n -S -M simple -c 4 -j 2 -T "$PG_DUR")
 cg_usage() { awk '$1 == "usage_usec" { print $2 }' "$cg/cpu.stat"; }
 
-# agent_start OUTPREFIX DURATION: the agent on the cgroup in the background;
-# returns once its perf events are open. Sets APID (agent) and AWPID (wrapper).
+# agent_start OUTPREFIX DURATION: the agent on the cgroup in the background
+# (bench_agent_start in lib.sh).
 agent_start() {
-	local i
-	rm -f "$1.pid"
-	PIDFILE=$1.pid cpu_run "$1.t" "$AGENT" trace -G "$rel" -e "$SDT_S" --latency "$SDT_S,$SDT_D" \
-		--duration "$2" >"$1.out" 2>"$1.err" &
-	AWPID=$!
-	bg_track "$AWPID"
-	APID=
-	for ((i = 0; i < 100; i++)); do
-		[[ -z $APID && -s $1.pid ]] && APID=$(cat "$1.pid")
-		if [[ -n $APID ]] && ls -l "/proc/$APID/fd" 2>/dev/null | grep -q 'perf_event'; then
-			sleep 0.3 # let it enable the events
-			return 0
-		fi
-		kill -0 "$AWPID" 2>/dev/null || break
-		sleep 0.05
-	done
-	return 1
+	bench_agent_start "$1" "$AGENT" trace -G "$rel" -e "$SDT_S" --latency "$SDT_S,$SDT_D" --duration "$2"
 }
 agent_stop() {
 	[[ -n $APID ]] && kill -INT "$APID" 2>/dev/null
