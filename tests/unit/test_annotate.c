@@ -28,20 +28,6 @@
 
 #define NCASES(a) (sizeof(a) / sizeof((a)[0]))
 
-/* A hex number that is all of @s, for case @row of @t. */
-static uint64_t hex_field(const struct tl_table *t, size_t row, const char *s)
-{
-	unsigned long long v = 0;
-	char *end = NULL;
-
-	errno = 0;
-	if (s && isxdigit((unsigned char)*s))
-		v = strtoull(s, &end, 16);
-	if (!end || *end || errno)
-		fail_msg("%s: '%s' is not a hex number", tl_table_where(t, row), s ? s : "\\N");
-	return v;
-}
-
 /* The bytes of case @row of @t ("48 01 c8") appended at @code + *@len,
  * below @cap: how many. */
 static uint32_t hex_bytes(const struct tl_table *t, size_t row, uint8_t *code, size_t *len,
@@ -81,11 +67,10 @@ static void check_decode(uint16_t machine, const char *name)
 	assert_non_null(sizes);
 	for (size_t i = 0; i < nwant; i++)
 		sizes[i] = hex_bytes(t, i, code, &len, sizeof(code));
-	assert_int_equal(disasm_bytes(machine, code, len, hex_field(t, 0, tl_table_row(t, 0)[0]),
-				      &v, &n), 0);
+	assert_int_equal(disasm_bytes(machine, code, len, tl_table_u64(t, 0, 0), &v, &n), 0);
 	for (size_t i = 0; i < n && i < nwant; i++) {
 		const char *const *w = tl_table_row(t, i);
-		uint64_t addr = hex_field(t, i, w[0]);
+		uint64_t addr = tl_table_u64(t, i, 0);
 
 		if (v[i].addr != addr || v[i].size != sizes[i] || strcmp(v[i].text, w[2]))
 			fail_msg("%s: %#llx/%u '%s', want %#llx/%u '%s'", tl_table_where(t, i),
