@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "agent/symbols/symtab.h"
 #include "lib/grow.h"
@@ -16,34 +15,24 @@
 #define SRCLINE_MAX_PATHS 4096 /* distinct joined paths kept */
 
 struct srcline {
-	int fd;
-	Dwarf *dw;
+	Dwarf *dw; /* the symtab's */
 	char **paths; /* "COMP_DIR/FILE" made for relative names, interned */
 	size_t npaths, cappaths;
 };
 
-struct srcline *srcline_open(const struct symtab *s)
+struct srcline *srcline_open(struct symtab *s)
 {
+	Dwarf *dw = symtab_dwarf_lines(s);
 	struct srcline *sl;
-	int fd = symtab_dwarf_fd(s);
 
-	if (fd < 0) {
-		errno = -fd;
-		return NULL;
-	}
-	sl = calloc(1, sizeof(*sl));
-	if (!sl) {
-		close(fd);
-		errno = ENOMEM;
-		return NULL;
-	}
-	sl->fd = fd;
-	sl->dw = dwarf_begin(fd, DWARF_C_READ);
-	if (!sl->dw) {
-		srcline_free(sl);
+	if (!dw) {
 		errno = ENOENT;
 		return NULL;
 	}
+	sl = calloc(1, sizeof(*sl));
+	if (!sl)
+		return NULL;
+	sl->dw = dw;
 	return sl;
 }
 
@@ -51,12 +40,9 @@ void srcline_free(struct srcline *sl)
 {
 	if (!sl)
 		return;
-	if (sl->dw)
-		dwarf_end(sl->dw);
 	for (size_t i = 0; i < sl->npaths; i++)
 		free(sl->paths[i]);
 	free(sl->paths);
-	close(sl->fd);
 	free(sl);
 }
 
