@@ -219,6 +219,7 @@ static int read_whole(const char *path, char **out, size_t *out_len)
 	close(fd);
 	if (!err && more) {
 		free(*out);
+		*out = NULL;
 		err = -EFBIG;
 	}
 	return err == -EAGAIN ? -EIO : err;
@@ -262,24 +263,16 @@ static struct ksyms *ksyms_read(const char *path)
 	bool any_nonzero = false, sorted = true;
 	size_t len = 0, cap = 0;
 	const char *p, *end;
-	struct ksyms *k;
-	char *buf = NULL;
+	struct ksyms *k = calloc(1, sizeof(*k));
 	int err;
 
-	err = read_whole(path, &buf, &len);
-	if (err < 0) {
-		errno = -err;
+	if (!k)
 		return NULL;
-	}
-	k = calloc(1, sizeof(*k));
-	if (!k) {
-		free(buf);
-		errno = ENOMEM;
-		return NULL;
-	}
-	k->names = buf;
+	err = read_whole(path, &k->names, &len);
+	if (err < 0)
+		goto err_free;
 	/* the arena grows from the buffer's start, never past the line read */
-	for (p = buf, end = buf + len; p < end;) {
+	for (p = k->names, end = k->names + len; p < end;) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *le = nl ? nl : end, *t;
 		struct ksym sym = { 0 };

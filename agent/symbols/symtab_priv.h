@@ -31,6 +31,11 @@ struct symtab_sym {
 	uint32_t name; /* offset into names */
 };
 
+/* A function's extent [start, end) as its .eh_frame FDE gives it. */
+struct symtab_fde {
+	uint64_t start, end;
+};
+
 /* One compile unit's outermost scopes (see cu_index_get()). */
 struct cu_span {
 	uint64_t lo, hi;
@@ -76,7 +81,7 @@ struct symtab {
 	struct cu_index *cus;
 	size_t ncus, capcus;
 	/* function extents from .eh_frame FDEs: for code no symbol covers */
-	uint64_t *fde_start, *fde_end;
+	struct symtab_fde *fdes; /* by start */
 	size_t nfde;
 };
 
