@@ -57,6 +57,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/symbols/symrank.h"
 #include "lib/grow.h"
 #include "lib/search.h"
 
@@ -165,8 +166,7 @@ static long add_symbols(struct builder *b, Elf *elf, Elf_Scn *scn, uint8_t sourc
 		c.addr = sym.st_value;
 		c.size = sym.st_size;
 		c.rank = (uint8_t)(source_rank * 4 + bind_rank(GELF_ST_BIND(sym.st_info)));
-		while (c.unders < len && c.unders < 255 && c.name[c.unders] == '_')
-			c.unders++;
+		c.unders = symrank_unders(c.name, len);
 		err = builder_push(b, &c);
 		if (err == -E2BIG)
 			break;
@@ -296,13 +296,8 @@ static int cand_cmp(const void *pa, const void *pb)
 
 	if (a->addr != b->addr)
 		return a->addr < b->addr ? -1 : 1;
-	if (a->rank != b->rank)
-		return a->rank < b->rank ? -1 : 1;
-	if (a->unders != b->unders)
-		return a->unders < b->unders ? -1 : 1;
-	if (a->len != b->len)
-		return a->len < b->len ? -1 : 1;
-	return memcmp(a->name, b->name, a->len);
+	return symrank_cmp(&(struct symrank){ a->rank, a->unders, a->name, a->len },
+			   &(struct symrank){ b->rank, b->unders, b->name, b->len });
 }
 
 /*
