@@ -483,7 +483,7 @@ static void test_dwarf_cache(void **state)
 	s = symtab_open(bin, root);
 	assert_true(has_inline_chain(s, off, "symfix_outer", two, 2));
 	assert_true(symtab_dwarf_cached(s));
-	assert_srcline(s, value, "symfix.c");
+	assert_srcline(s, value, "symfix.h");
 	symtab_free(s);
 	assert_int_equal(stat(entry, &st2), 0);
 	assert_int_equal(st2.st_ino, st.st_ino);
@@ -510,7 +510,7 @@ static void test_dwarf_cache(void **state)
 	s = symtab_open(bin, root);
 	assert_true(has_inline_chain(s, off, "symfix_outer", two, 2));
 	assert_false(symtab_dwarf_cached(s));
-	assert_srcline(s, value, "symfix.c");
+	assert_srcline(s, value, "symfix.h");
 	symtab_free(s);
 
 	if (saved)
