@@ -364,7 +364,7 @@ int push_flush(struct push *p, unsigned timeout_ms)
 	if (spool_last(p->spool, &target) < 0)
 		goto out;
 	for (size_t i = 0; i < p->n; i++)
-		p->c[i].next_ms = 0; /* one prompt try, whatever the backoff */
+		p->c[i].next_ms = p->c[i].hold_ms; /* our backoff is skipped, a Retry-After kept */
 	pthread_cond_broadcast(&p->wake);
 	while (flush_pending(p, target)) {
 		if (clock_mono_ms() >= deadline) {

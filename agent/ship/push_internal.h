@@ -39,6 +39,7 @@ struct collector {
 
 	/* Guarded by p->lock. */
 	uint64_t next_ms; /* no request before this (monotonic ms) */
+	uint64_t hold_ms; /* the collector's Retry-After ends here; 0 = none */
 	unsigned attempts; /* consecutive failed requests */
 	bool tried; /* tried_seq failed here and is being resent */
 	uint64_t tried_seq;

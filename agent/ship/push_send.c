@@ -150,6 +150,7 @@ static void on_done(struct collector *c, uint64_t seq, const struct httpc_result
 	c->attempts = 0;
 	c->tried = false;
 	c->next_ms = 0;
+	c->hold_ms = 0;
 	advance(c->lane, seq, m);
 }
 
@@ -184,6 +185,7 @@ static void on_failure(struct collector *c, uint64_t seq, const struct httpc_res
 	c->tried_seq = seq;
 	c->attempts++;
 	delay = httpc_backoff_ms(&c->rng, c->attempts, p->retry_initial_ms, p->retry_max_ms, failover);
+	c->hold_ms = r->retry_after_ms >= 0 ? now + (uint64_t)r->retry_after_ms : 0;
 	if (r->retry_after_ms >= 0 && (uint64_t)r->retry_after_ms > delay)
 		delay = (uint64_t)r->retry_after_ms;
 	c->next_ms = now + delay;
