@@ -41,9 +41,8 @@
 #include "lib/hashmap.h"
 
 struct cg_rec {
-	Cgperf__V1__Cgroup m; /* m.labels points into labp, labp[i] at lab + i */
-	Cgperf__V1__Label *lab;
-	Cgperf__V1__Label **labp;
+	Cgperf__V1__Cgroup m; /* m.labels is labp */
+	Cgperf__V1__Label **labp; /* one block: the pointers, then the labels */
 	int32_t prof_head; /* newest profile of this cgroup, chained by next */
 };
 
@@ -74,8 +73,12 @@ struct probe_rec {
 };
 
 struct wire_batch {
-	Cgperf__V1__Batch hdr; /* the header fields, owned copies */
+	Cgperf__V1__Batch hdr; /* its strings point into hdr_text */
 	Cgperf__V1__AgentStats self;
+	struct {
+		char host[WIRE_HEADER_MAX + 1], machine_id[WIRE_HEADER_MAX + 1];
+		char agent_id[WIRE_HEADER_MAX + 1], version[WIRE_HEADER_MAX + 1];
+	} hdr_text;
 
 	char **str;
 	int32_t *str_cg; /* per string: the cgroup whose path it is, or -1 */
@@ -147,19 +150,16 @@ static void *grow(void *v, size_t n, size_t *cap, size_t elem)
 /* ---- text ---- */
 
 /*
- * A copy of @s with each byte that starts no valid sequence replaced by
- * U+FFFD, cut on a character boundary to at most @max (>= 3) bytes. NULL
- * when out of memory.
+ * @s into @out with each byte that starts no valid sequence replaced by
+ * U+FFFD, cut on a character boundary to at most @max (>= 3) bytes, and
+ * NUL-terminated; the length. @out has room for min(3 * strlen(@s), @max)
+ * bytes and the NUL.
  */
-static char *text_clean(const char *s, size_t max, size_t *outlen)
+static size_t text_clean_into(char *out, const char *s, size_t max)
 {
 	static const char repl[] = "\xef\xbf\xbd";
 	size_t n = strlen(s), i = 0, o = 0, k;
-	size_t cap = (n < max / 3 ? n * 3 : max) + 1;
-	char *out = malloc(cap);
 
-	if (!out)
-		return NULL;
 	while (i < n) {
 		k = utf8_decode(s + i, n - i, NULL);
 		if (k) {
@@ -176,7 +176,17 @@ static char *text_clean(const char *s, size_t max, size_t *outlen)
 		o += k ? k : 3;
 	}
 	out[o] = '\0';
-	*outlen = o;
+	return o;
+}
+
+/* The same into a new string of just the room it needs; NULL: ENOMEM. */
+static char *text_clean(const char *s, size_t max, size_t *outlen)
+{
+	size_t n = strlen(s);
+	char *out = malloc((n < max / 3 ? n * 3 : max) + 1);
+
+	if (out)
+		*outlen = text_clean_into(out, s, max);
 	return out;
 }
 
@@ -240,12 +250,11 @@ int wire_intern(struct wire_batch *b, const char *s)
 	return intern(b, s, len, clean);
 }
 
-/* A header string: cleaned, cut to WIRE_HEADER_MAX, always a fresh copy. */
-static char *header_dup(const char *s)
+/* A header string: @s cleaned and cut to WIRE_HEADER_MAX into @out. */
+static char *header_copy(char out[WIRE_HEADER_MAX + 1], const char *s)
 {
-	size_t len;
-
-	return text_clean(s ? s : "", WIRE_HEADER_MAX, &len);
+	text_clean_into(out, s ? s : "", WIRE_HEADER_MAX);
+	return out;
 }
 
 struct wire_batch *wire_batch_new(const char *host, const char *machine_id,
@@ -266,12 +275,10 @@ struct wire_batch *wire_batch_new(const char *host, const char *machine_id,
 		goto err;
 	b->hdr = init;
 	b->self = self_init;
-	b->hdr.host = header_dup(host);
-	b->hdr.machine_id = header_dup(machine_id);
-	b->hdr.agent_id = header_dup(agent_id);
-	b->hdr.agent_version = header_dup(version);
-	if (!b->hdr.host || !b->hdr.machine_id || !b->hdr.agent_id || !b->hdr.agent_version)
-		goto err_free;
+	b->hdr.host = header_copy(b->hdr_text.host, host);
+	b->hdr.machine_id = header_copy(b->hdr_text.machine_id, machine_id);
+	b->hdr.agent_id = header_copy(b->hdr_text.agent_id, agent_id);
+	b->hdr.agent_version = header_copy(b->hdr_text.version, version);
 	b->hdr.schema_version = WIRE_SCHEMA_VERSION;
 	b->hdr.seq = seq;
 	b->hdr.start_ns = start_ns;
@@ -279,12 +286,11 @@ struct wire_batch *wire_batch_new(const char *host, const char *machine_id,
 	/* id 0 is "" */
 	b->str_ids = hashmap_new();
 	if (!b->str_ids || intern(b, "", 0, NULL) != 0)
-		goto err_free;
+		goto err;
 	return b;
 
-err_free:
-	wire_batch_free(b);
 err:
+	wire_batch_free(b);
 	errno = ENOMEM;
 	return NULL;
 }
@@ -293,20 +299,13 @@ void wire_batch_free(struct wire_batch *b)
 {
 	if (!b)
 		return;
-	/* header strings are NULL or our copies, never protobuf_c_empty_string */
-	free(b->hdr.host);
-	free(b->hdr.machine_id);
-	free(b->hdr.agent_id);
-	free(b->hdr.agent_version);
 	for (size_t i = 0; i < b->nstr; i++)
 		free(b->str[i]);
 	free(b->str);
 	free(b->str_cg);
 	hashmap_free(b->str_ids);
-	for (size_t i = 0; i < b->ncg; i++) {
-		free(b->cg[i].lab);
+	for (size_t i = 0; i < b->ncg; i++)
 		free(b->cg[i].labp);
-	}
 	free(b->cg);
 	free(b->ctr);
 	free(b->prof);
@@ -338,14 +337,17 @@ static int add_labels(struct wire_batch *b, struct cg_rec *r, const struct wire_
 {
 	Cgperf__V1__Label init = CGPERF__V1__LABEL__INIT;
 	size_t n = info->nlabels < WIRE_LABELS_MAX ? info->nlabels : WIRE_LABELS_MAX, k = 0;
+	Cgperf__V1__Label *lab;
 	int ret = 0;
 
-	r->lab = calloc(n, sizeof(*r->lab));
-	r->labp = calloc(n, sizeof(*r->labp));
-	if (!r->lab || !r->labp) {
+	_Static_assert(_Alignof(Cgperf__V1__Label) <= _Alignof(Cgperf__V1__Label *),
+		       "labels can follow their pointers");
+	r->labp = calloc(n, sizeof(*r->labp) + sizeof(*lab));
+	if (!r->labp) {
 		ret = -ENOMEM;
 		goto out;
 	}
+	lab = (Cgperf__V1__Label *)(r->labp + n);
 	for (size_t i = 0; i < n; i++) {
 		int key, val = 0;
 
@@ -357,17 +359,15 @@ static int add_labels(struct wire_batch *b, struct cg_rec *r, const struct wire_
 			ret = key < 0 ? key : val;
 			goto out;
 		}
-		r->lab[k] = init;
-		r->lab[k].key = (uint32_t)key;
-		r->lab[k].value = (uint32_t)val;
-		r->labp[k] = &r->lab[k];
+		lab[k] = init;
+		lab[k].key = (uint32_t)key;
+		lab[k].value = (uint32_t)val;
+		r->labp[k] = &lab[k];
 		k++;
 	}
 out:
 	if (ret < 0 || !k) {
-		free(r->lab);
 		free(r->labp);
-		r->lab = NULL;
 		r->labp = NULL;
 		k = 0;
 	}
