@@ -7,8 +7,10 @@
  * stacks, whose frame ids live in one shared pool of uint32. Nothing points
  * into those arrays while a batch grows, so they may move freely; only
  * wire_encode() lays out the pointer arrays protobuf-c wants, packs, and
- * throws them away. The string table is interned through a lib/hashmap
- * from the bytes to 1 + id; each string remembers the cgroup whose path it
+ * throws them away. The string table is interned through a pooled
+ * lib/hashmap from the bytes to 1 + id, and str[] points at the map's own
+ * copies of the keys (no string has an allocation of its own, all go with
+ * the map); each string remembers the cgroup whose path it
  * is, which is how a path added twice finds its first index. Modules are
  * interned the same way, keyed by (path id, build-id); a stack's module
  * indexes live in a second
@@ -80,10 +82,10 @@ struct wire_batch {
 		char agent_id[WIRE_HEADER_MAX + 1], version[WIRE_HEADER_MAX + 1];
 	} hdr_text;
 
-	char **str;
+	const char **str; /* the map's own copies of its keys */
 	int32_t *str_cg; /* per string: the cgroup whose path it is, or -1 */
 	size_t nstr, cap_str, cap_str_cg;
-	struct hashmap *str_ids; /* string bytes -> 1 + id */
+	struct hashmap *str_ids; /* string bytes -> 1 + id; pooled, freed whole */
 
 	struct cg_rec *cg;
 	size_t ncg, cap_cg;
@@ -192,49 +194,36 @@ static char *text_clean(const char *s, size_t max, size_t *outlen)
 
 /* ---- building ---- */
 
-/* The id of @s (@len bytes, clean UTF-8, within limits). @owned, when not
- * NULL, is @s itself in malloc'd memory: kept as the entry or freed. */
-static int intern(struct wire_batch *b, const char *s, size_t len, char *owned)
+/* The id of @s (@len bytes, clean UTF-8, within limits). */
+static int intern(struct wire_batch *b, const char *s, size_t len)
 {
-	uint64_t *v = hashmap_slot(b->str_ids, s, len);
+	uint64_t *v;
+	const char *key = hashmap_intern(b->str_ids, s, len, &v);
 	size_t id = b->nstr;
-	int err = -ENOMEM;
+	int err;
 
-	if (!v)
-		goto out_free;
-	if (*v) {
-		free(owned);
+	if (!key)
+		return -ENOMEM;
+	if (*v)
 		return (int)(*v - 1);
-	}
 	/* New: the map holds it as 0 until it has its place in the arrays. */
 	if ((err = ROOM(b->str, id, b->cap_str, WIRE_ITEMS_MAX)) < 0 ||
-	    (err = ROOM(b->str_cg, id, b->cap_str_cg, WIRE_ITEMS_MAX)) < 0)
-		goto out_unmap;
-	err = -ENOMEM;
-	if (!owned) {
-		owned = malloc(len + 1);
-		if (!owned)
-			goto out_unmap;
-		memcpy(owned, s, len);
-		owned[len] = '\0';
+	    (err = ROOM(b->str_cg, id, b->cap_str_cg, WIRE_ITEMS_MAX)) < 0) {
+		hashmap_remove(b->str_ids, s, len, NULL);
+		return err;
 	}
 	*v = id + 1;
-	b->str[id] = owned;
+	b->str[id] = key;
 	b->str_cg[id] = -1;
 	b->nstr++;
 	return (int)id;
-
-out_unmap:
-	hashmap_remove(b->str_ids, s, len, NULL);
-out_free:
-	free(owned);
-	return err;
 }
 
 int wire_intern(struct wire_batch *b, const char *s)
 {
 	char *clean = NULL;
 	size_t len;
+	int id;
 
 	if (!b)
 		return -EINVAL;
@@ -247,7 +236,9 @@ int wire_intern(struct wire_batch *b, const char *s)
 			return -ENOMEM;
 		s = clean;
 	}
-	return intern(b, s, len, clean);
+	id = intern(b, s, len);
+	free(clean);
+	return id;
 }
 
 /* A header string: @s cleaned and cut to WIRE_HEADER_MAX into @out. */
@@ -284,8 +275,8 @@ struct wire_batch *wire_batch_new(const char *host, const char *machine_id,
 	b->hdr.start_ns = start_ns;
 	b->hdr.end_ns = end_ns;
 	/* id 0 is "" */
-	b->str_ids = hashmap_new();
-	if (!b->str_ids || intern(b, "", 0, NULL) != 0)
+	b->str_ids = hashmap_new_pooled();
+	if (!b->str_ids || intern(b, "", 0) != 0)
 		goto err;
 	return b;
 
@@ -299,8 +290,6 @@ void wire_batch_free(struct wire_batch *b)
 {
 	if (!b)
 		return;
-	for (size_t i = 0; i < b->nstr; i++)
-		free(b->str[i]);
 	free(b->str);
 	free(b->str_cg);
 	hashmap_free(b->str_ids);
@@ -807,7 +796,7 @@ int wire_encode(const struct wire_batch *b, uint8_t **buf, size_t *len)
 
 	m = b->hdr;
 	m.n_strings = b->nstr;
-	m.strings = b->str;
+	m.strings = (char **)b->str; /* only read by the packer */
 	m.n_cgroups = b->ncg;
 	m.cgroups = cgs;
 	m.n_counters = b->nctr;
