@@ -232,10 +232,11 @@ static int check_text(const struct vctx *v, const char *what, size_t i, const ch
 		      size_t max)
 {
 	size_t len = strnlen(s, max + 1), ok = 0;
-	char at[32] = "";
+	char at[32];
 
 	if (len <= max && (ok = utf8_valid(s, len)) == len)
 		return 0;
+	at[0] = '\0';
 	if (i != SIZE_MAX)
 		snprintf(at, sizeof(at), "[%zu]", i);
 	if (len > max)
