@@ -78,10 +78,10 @@ ALL_LIBS := $(O)/libexporter.a $(O)/libagent.a $(O)/libcglib.a
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
-# Shared test helpers (tests/unit/testlib.h), linked into every unit test;
+# Shared test helpers (tests/unit/testlib.h, testfix.h), linked into every unit test;
 # the failing-allocation injector (testalloc.h) replaces malloc, so only the
 # tests named here link it.
-TESTLIB_OBJ := $(O)/tests/unit/testlib.o
+TESTLIB_OBJ := $(O)/tests/unit/testlib.o $(O)/tests/unit/testfix.o
 TESTALLOC_OBJ := $(O)/tests/unit/testalloc.o
 TESTALLOC_BIN := $(addprefix $(O)/tests/,test_render test_fold test_counters test_cgwatch test_strv test_config_errors \
 	test_hashmap test_grow test_wire)

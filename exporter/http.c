@@ -596,9 +596,16 @@ static void completed(void *cls, struct MHD_Connection *c, void **state,
 	}
 }
 
-/* What http_start() made but the daemon, once the queues are stopped. */
-static void http_free(struct http *h)
+void http_stop(struct http *h)
 {
+	if (!h)
+		return;
+	/* Queued requests are answered first: MHD must not stop with a
+	 * connection suspended. Requests that come meanwhile get 503. */
+	workq_stop(&h->store_q);
+	workq_stop(&h->read_q);
+	if (h->d)
+		MHD_stop_daemon(h->d);
 	workq_release(&h->store_q);
 	workq_release(&h->read_q);
 	pthread_mutex_destroy(&h->lock);
@@ -624,14 +631,14 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 	if (!h)
 		return NULL;
 	h->cfg = *cfg;
-	if (cfg->token && asprintf(&h->auth, "Bearer %s", cfg->token) < 0) {
-		free(h);
-		errno = ENOMEM;
-		return NULL;
-	}
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_mutex_init(&h->ingest, NULL);
 	pthread_mutex_init(&h->reload, NULL);
+	if (cfg->token && asprintf(&h->auth, "Bearer %s", cfg->token) < 0) {
+		h->auth = NULL;
+		ret = -ENOMEM;
+		goto err;
+	}
 	if (!h->cfg.max_connections)
 		h->cfg.max_connections = HTTP_CONNECTIONS_DEFAULT;
 	if (!h->cfg.idle_timeout_s)
@@ -645,7 +652,7 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 				  routes_serve);
 	if (ret) {
 		snprintf(err, errlen, "cannot start worker threads: %s", strerror(-ret));
-		goto err_threads;
+		goto err;
 	}
 	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
 					MHD_ALLOW_SUSPEND_RESUME |
@@ -659,26 +666,12 @@ struct http *http_start(const struct http_config *cfg, char *err, size_t errlen)
 	if (!h->d) {
 		snprintf(err, errlen, "cannot listen on %s (in use?)", cfg->listen);
 		ret = -EADDRINUSE;
-		goto err_threads;
+		goto err;
 	}
 	return h;
 
-err_threads:
-	workq_stop(&h->store_q);
-	workq_stop(&h->read_q);
-	http_free(h);
+err:
+	http_stop(h);
 	errno = -ret;
 	return NULL;
-}
-
-void http_stop(struct http *h)
-{
-	if (!h)
-		return;
-	/* Queued requests are answered first: MHD must not stop with a
-	 * connection suspended. Requests that come meanwhile get 503. */
-	workq_stop(&h->store_q);
-	workq_stop(&h->read_q);
-	MHD_stop_daemon(h->d);
-	http_free(h);
 }

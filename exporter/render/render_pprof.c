@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "exporter/render/render_internal.h"
+#include "lib/grow.h"
 #include "lib/gzip.h"
 
 /* profile.proto field numbers */
@@ -149,19 +150,29 @@ static uint64_t to_int64(uint64_t v)
 
 /* ---- the profile -------------------------------------------------------- */
 
+/* What a mapping and a location are made of, by index. */
+struct pprof_mapping {
+	uint32_t file, build; /* string ids */
+};
+
+struct pprof_location {
+	uint32_t fn;  /* function index */
+	uint32_t map; /* mapping id, 0 for none */
+};
+
 struct pprof {
 	struct rtab strings;   /* string table, "" first */
-	struct rtab mappings;  /* "path\0build_id" -> mapping index */
-	uint32_t *map_file, *map_build; /* per mapping: string ids */
+	struct rtab mappings;  /* "path\0build_id" -> index in map */
+	struct pprof_mapping *map;
 	size_t capmap;
-	struct rtab locations; /* (function index, mapping id) -> location index */
+	struct rtab locations; /* (function index, mapping id) -> index in loc */
+	struct pprof_location *loc;
+	size_t caploc;
 	uint32_t *fn_of_string; /* string id -> function index + 1 */
 	size_t capfn;
 	uint32_t nfn;
 	uint32_t *fn_name;      /* per function: string id */
 	size_t capfnname;
-	uint32_t *loc_fn, *loc_map; /* per location */
-	size_t caploc;
 	struct rtab pairs;      /* (frame id, module key) -> pair index */
 	uint32_t *pair_loc;     /* pair index -> location index */
 	size_t cappair;
@@ -174,12 +185,10 @@ static void pprof_release(struct pprof *p)
 	rtab_release(&p->strings);
 	rtab_release(&p->mappings);
 	rtab_release(&p->locations);
-	free(p->map_file);
-	free(p->map_build);
+	free(p->map);
+	free(p->loc);
 	free(p->fn_of_string);
 	free(p->fn_name);
-	free(p->loc_fn);
-	free(p->loc_map);
 	rtab_release(&p->pairs);
 	free(p->pair_loc);
 	free(p->loc_of_id);
@@ -210,22 +219,6 @@ static int string_id(struct pprof *p, const char *s, size_t len, uint32_t *id)
 	return ret < 0 ? ret : 0;
 }
 
-/*
- * Intern @key in @t: its index in *@idx, and when new (return 1) room for
- * it in the two parallel arrays @a and @b of *@cap entries. 0 when known,
- * 1 when new, -errno.
- */
-static int intern_pair(struct rtab *t, const void *key, size_t len, uint32_t **a, uint32_t **b,
-		       size_t *cap, uint32_t *idx)
-{
-	int ret = rtab_intern(t, key, len, idx);
-	size_t c2 = *cap;
-
-	if (ret == 1 && (grow_u32(a, cap, *idx + 1) < 0 || grow_u32(b, &c2, *idx + 1) < 0))
-		return -ENOMEM;
-	return ret;
-}
-
 /* The mapping id (from 1) of @m. 0 or -errno. */
 static int mapping_id(struct pprof *p, const struct render_module *m, uint32_t *id)
 {
@@ -240,14 +233,14 @@ static int mapping_id(struct pprof *p, const struct render_module *m, uint32_t *
 	memcpy(key, m->path, lp);
 	key[lp] = '\0';
 	memcpy(key + lp + 1, bid, lb);
-	ret = intern_pair(&p->mappings, key, lp + 1 + lb, &p->map_file, &p->map_build, &p->capmap,
-			  &idx);
+	ret = rtab_intern(&p->mappings, key, lp + 1 + lb, &idx);
 	free(key);
 	if (ret < 0)
 		return ret;
 	if (ret == 1) {
-		if (string_id(p, m->path, lp, &p->map_file[idx]) < 0 ||
-		    string_id(p, bid, lb, &p->map_build[idx]) < 0)
+		if (GROW_ARRAY(p->map, idx, p->capmap, 64) < 0 ||
+		    string_id(p, m->path, lp, &p->map[idx].file) < 0 ||
+		    string_id(p, bid, lb, &p->map[idx].build) < 0)
 			return -ENOMEM;
 	}
 	*id = idx + 1;
@@ -285,13 +278,13 @@ static int frame_location(struct pprof *p, const char *name, size_t len, uint32_
 	fnidx = p->fn_of_string[sid] - 1;
 	key[0] = fnidx;
 	key[1] = mid;
-	ret = intern_pair(&p->locations, key, sizeof(key), &p->loc_fn, &p->loc_map, &p->caploc,
-			  &idx);
+	ret = rtab_intern(&p->locations, key, sizeof(key), &idx);
 	if (ret < 0)
 		return ret;
 	if (ret == 1) {
-		p->loc_fn[idx] = fnidx;
-		p->loc_map[idx] = mid;
+		if (GROW_ARRAY(p->loc, idx, p->caploc, 256) < 0)
+			return -ENOMEM;
+		p->loc[idx] = (struct pprof_location){ .fn = fnidx, .map = mid };
 	}
 	*loc = idx;
 	return 0;
@@ -359,7 +352,7 @@ static uint32_t *rank_mappings(const struct fold_set *fs, const struct pprof *p)
 		r[i].old = i + 1;
 	for (uint32_t k = 0; k < fs->nst; k++) {
 		const struct fold_stack *s = &fs->st[k];
-		uint32_t mid = s->depth ? p->loc_map[p->loc_of_id[s->off + s->depth - 1]] : 0;
+		uint32_t mid = s->depth ? p->loc[p->loc_of_id[s->off + s->depth - 1]].map : 0;
 
 		if (mid)
 			r[mid - 1].weight += s->count;
@@ -407,15 +400,15 @@ static int encode(const struct fold_set *fs, const struct pprof_opts *o, struct 
 		uint32_t i = order[pos];
 
 		pb_uint(&sub, MAPPING_ID, pos + 1);
-		pb_uint(&sub, MAPPING_FILENAME, p->map_file[i]);
-		pb_uint(&sub, MAPPING_BUILD_ID, p->map_build[i]);
+		pb_uint(&sub, MAPPING_FILENAME, p->map[i].file);
+		pb_uint(&sub, MAPPING_BUILD_ID, p->map[i].build);
 		pb_uint(&sub, MAPPING_HAS_FUNCTIONS, 1);
 		pb_sub(b, PROFILE_MAPPING, &sub);
 	}
 	for (uint32_t i = 0; i < p->locations.n; i++) {
 		pb_uint(&sub, LOCATION_ID, i + 1);
-		pb_uint(&sub, LOCATION_MAPPING_ID, new_id[p->loc_map[i]]);
-		pb_uint(&packed, LINE_FUNCTION_ID, p->loc_fn[i] + 1);
+		pb_uint(&sub, LOCATION_MAPPING_ID, new_id[p->loc[i].map]);
+		pb_uint(&packed, LINE_FUNCTION_ID, p->loc[i].fn + 1);
 		pb_sub(&sub, LOCATION_LINE, &packed);
 		pb_sub(b, PROFILE_LOCATION, &sub);
 	}

@@ -48,7 +48,9 @@ void store_close(struct store *s)
 int store_put(struct store *s, const Cgperf__V1__Batch *m, uint64_t received_ns, char *err,
 	      size_t errlen)
 {
-	return s->ops->put(s, m, received_ns, err, errlen);
+	int res = 0, ret = store_put_many(s, &m, 1, received_ns, &res, err, errlen);
+
+	return ret ? ret : res;
 }
 
 int store_put_many(struct store *s, const Cgperf__V1__Batch *const *m, size_t n,
@@ -56,11 +58,7 @@ int store_put_many(struct store *s, const Cgperf__V1__Batch *const *m, size_t n,
 {
 	for (size_t i = 0; i < n && errlen; i++)
 		err[i * errlen] = '\0';
-	if (s->ops->put_many)
-		return s->ops->put_many(s, m, n, received_ns, res, err, errlen);
-	for (size_t i = 0; i < n; i++)
-		res[i] = s->ops->put(s, m[i], received_ns, err + i * errlen, errlen);
-	return 0;
+	return s->ops->put_many(s, m, n, received_ns, res, err, errlen);
 }
 
 int store_load(struct store *s, const struct store_visitor *v)
@@ -75,7 +73,11 @@ int store_expire(struct store *s, uint64_t before_ns)
 
 int store_retention(struct store *s, uint64_t before_ns, size_t max_rows, size_t *deleted)
 {
-	return s->ops->retention(s, before_ns, max_rows, deleted);
+	int ret = s->ops->retention(s, before_ns, max_rows, deleted);
+
+	if (ret >= 0)
+		atomic_fetch_add_explicit(&s->deleted_rows, *deleted, memory_order_relaxed);
+	return ret;
 }
 
 int store_stacks(struct store *s, const struct store_selection *sel,
@@ -98,7 +100,15 @@ int store_latency_rows(struct store *s, const struct store_selection *sel, const
 void store_stats(struct store *s, struct store_stats *out)
 {
 	memset(out, 0, sizeof(*out));
-	s->ops->stats(s, out);
+	out->stack_rows = atomic_load_explicit(&s->stack_rows, memory_order_relaxed);
+	out->deleted_rows = atomic_load_explicit(&s->deleted_rows, memory_order_relaxed);
+	if (s->ops->stats)
+		s->ops->stats(s, out);
+}
+
+void store_count_rows(struct store *s, uint64_t n)
+{
+	atomic_fetch_add_explicit(&s->stack_rows, n, memory_order_relaxed);
 }
 
 double store_scaled(uint64_t value, uint64_t enabled, uint64_t running)

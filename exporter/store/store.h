@@ -34,6 +34,7 @@
  * callback returns.
  */
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -154,10 +155,7 @@ struct store_ops {
 	/* Open or create the store of @cfg. NULL + errno, reason in @err. */
 	struct store *(*open)(const struct store_config *cfg, char *err, size_t errlen);
 	void (*close)(struct store *s);
-	/* See store_put(). */
-	int (*put)(struct store *s, const Cgperf__V1__Batch *m, uint64_t received_ns, char *err,
-		   size_t errlen);
-	/* See store_put_many(); NULL: store_put_many() calls put() for each. */
+	/* See store_put_many() (store_put() is a put_many() of one). */
 	int (*put_many)(struct store *s, const Cgperf__V1__Batch *const *m, size_t n,
 			uint64_t received_ns, int *res, char *err, size_t errlen);
 	int (*load)(struct store *s, const struct store_visitor *v);
@@ -166,6 +164,8 @@ struct store_ops {
 	int (*stacks)(struct store *s, const struct store_selection *sel,
 		      int (*fn)(void *arg, const struct store_stack *st), void *arg);
 	int (*module)(struct store *s, int64_t id, struct store_module *out);
+	/* What only the backend knows (bytes); the row counts are the
+	 * front's (store_count_rows()). NULL: nothing. */
 	void (*stats)(struct store *s, struct store_stats *out);
 	/* See store_latency_rows(). */
 	int (*latency_rows)(struct store *s, const struct store_selection *sel, const char *probe,
@@ -175,6 +175,9 @@ struct store_ops {
 /* Every store starts with this; backends embed it first. */
 struct store {
 	const struct store_ops *ops;
+	/* store_stats()'s row counts since open: stack rows added by the
+	 * backend (store_count_rows()), deleted rows by store_retention(). */
+	_Atomic uint64_t stack_rows, deleted_rows;
 };
 
 extern const struct store_ops store_sqlite_ops;
@@ -247,6 +250,9 @@ int store_stacks(struct store *s, const struct store_selection *sel,
 int store_module(struct store *s, int64_t id, struct store_module *out);
 
 void store_stats(struct store *s, struct store_stats *out);
+/* For backends: @n more stack_samples rows written (summed or new). Any
+ * thread. */
+void store_count_rows(struct store *s, uint64_t n);
 
 /*
  * Call @fn for each stored interval of probe @probe (its label) whose

@@ -81,7 +81,6 @@
 #include "lib/clock.h"
 #include "lib/hashmap.h"
 #include "lib/httpc.h"
-#include "lib/strv.h"
 
 const char *const ch_table_name[CT_N] = {
 	[CT_BATCHES] = "batches", [CT_CGROUPS] = "cgroups", [CT_COUNTERS] = "counters",
@@ -167,11 +166,7 @@ static void ch_close(struct store *base)
 	curl_multi_cleanup(s->multi);
 	ch_shards_close(s);
 	hashmap_free(s->known);
-	free(s->url);
-	free(s->db);
-	free(s->cluster);
-	free(s->user);
-	free(s->password);
+	free(s->settings);
 	free(s);
 	curl_global_cleanup();
 }
@@ -276,29 +271,46 @@ int ch_create_tables(struct ch_store *s, struct ch_conn *c, char *err, size_t er
 	return ret;
 }
 
+/* Copy @cfg's settings into one block, s->settings, and point the store's
+ * fields into it: the URL without its trailing '/'s, the database name
+ * (default "cgperf"), the cluster (NULL for none or ""), user and
+ * password (NULL when not given). */
 static int set_settings(struct ch_store *s, const struct store_config *cfg, char *err,
 			size_t errlen)
 {
 	const char *db = cfg->database && *cfg->database ? cfg->database : "cgperf";
-	size_t n;
+	const char *src[] = { cfg->url, db, cfg->cluster && *cfg->cluster ? cfg->cluster : NULL,
+			      cfg->user, cfg->password };
+	const char **dst[] = { &s->url, &s->db, &s->cluster, &s->user, &s->password };
+	size_t n = sizeof(src) / sizeof(src[0]), len[sizeof(src) / sizeof(src[0])], total = 0;
+	char *p;
 
 	if (!cfg->url || !httpc_is_http_url(cfg->url)) {
 		snprintf(err, errlen, "the clickhouse store needs --clickhouse-url http://HOST:PORT");
 		return -EINVAL;
 	}
-	if (!ident_ok(db) || (cfg->cluster && *cfg->cluster && !ident_ok(cfg->cluster))) {
+	if (!ident_ok(db) || (src[2] && !ident_ok(src[2]))) {
 		snprintf(err, errlen,
 			 "clickhouse database and cluster names: letters, digits and '_' only");
 		return -EINVAL;
 	}
-	if (strv_set(&s->url, cfg->url) || strv_set(&s->db, db) ||
-	    (cfg->cluster && *cfg->cluster && strv_set(&s->cluster, cfg->cluster)) ||
-	    (cfg->user && strv_set(&s->user, cfg->user)) ||
-	    (cfg->password && strv_set(&s->password, cfg->password)))
+	for (size_t i = 0; i < n; i++) {
+		len[i] = src[i] ? strlen(src[i]) : 0;
+		total += len[i] + 1;
+	}
+	while (len[0] && cfg->url[len[0] - 1] == '/')
+		len[0]--;
+	s->settings = p = malloc(total);
+	if (!p)
 		return -ENOMEM;
-	n = strlen(s->url);
-	while (n && s->url[n - 1] == '/')
-		s->url[--n] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (!src[i])
+			continue;
+		memcpy(p, src[i], len[i]);
+		p[len[i]] = '\0';
+		*dst[i] = p;
+		p += len[i] + 1;
+	}
 	return 0;
 }
 
@@ -365,23 +377,12 @@ static struct store *ch_open(const struct store_config *cfg, char *err, size_t e
 	return &s->base;
 }
 
-static void ch_stats(struct store *base, struct store_stats *out)
-{
-	struct ch_store *s = chs(base);
-
-	pthread_mutex_lock(&s->w.lock);
-	out->stack_rows = s->stack_rows;
-	out->deleted_rows = s->deleted_rows;
-	pthread_mutex_unlock(&s->w.lock);
-	/* bytes: on the cluster's disks, not this exporter's: 0. */
-}
-
+/* No stats(): the bytes are on the cluster's disks, not this exporter's. */
 const struct store_ops store_clickhouse_ops = {
 	.name = "clickhouse",
 	.shared = true,
 	.open = ch_open,
 	.close = ch_close,
-	.put = ch_put,
 	.put_many = ch_put_many,
 	.load = ch_load,
 	.expire = ch_expire,
@@ -389,5 +390,4 @@ const struct store_ops store_clickhouse_ops = {
 	.stacks = ch_stacks,
 	.module = ch_module,
 	.latency_rows = ch_latency_rows,
-	.stats = ch_stats,
 };

@@ -196,8 +196,6 @@ int ch_retention(struct store *base, uint64_t before_ns, size_t max_rows, size_t
 		for (size_t t = 0; !ret && t < sizeof(tables) / sizeof(tables[0]); t++)
 			ret = drop_oldest(s, c, tables[t], before_ns, deleted);
 	}
-	if (ret > 0)
-		s->deleted_rows += *deleted;
 	pthread_mutex_unlock(&s->w.lock);
 	return ret;
 }

@@ -47,10 +47,12 @@ struct ch_conn {
 
 struct ch_store {
 	struct store base;
-	char *url;     /* base URL without a trailing '/' */
-	char *db;      /* database name (checked: [A-Za-z0-9_]) */
-	char *cluster; /* NULL: one server */
-	char *user, *password;
+	/* The settings, held in one block (settings) that ch_close() frees: */
+	const char *url;     /* base URL without a trailing '/' */
+	const char *db;      /* database name (checked: [A-Za-z0-9_]) */
+	const char *cluster; /* NULL: one server */
+	const char *user, *password; /* NULL: none given */
+	char *settings;
 	struct ch_conn w, r; /* writer (put, retention), reader (queries) */
 	/* The writer's extra connections: a put() sends its tables' INSERTs
 	 * over them at once (store_clickhouse_http.c ch_run_parallel);
@@ -66,7 +68,6 @@ struct ch_store {
 	size_t nshards;
 	uint64_t retained_ns; /* the retention cutoff last recorded; under w.lock */
 	struct hashmap *known; /* stack hashes and module ids inserted, under w.lock */
-	uint64_t stack_rows, deleted_rows; /* under w.lock */
 	/* Insert ids: hash_mix64(ins_seed + ++ins_count), one per batch
 	 * written, unique across exporters (a random seed); under w.lock. */
 	uint64_t ins_seed, ins_count;
@@ -167,8 +168,6 @@ void ch_expiry_join(struct ch_store *s, struct page *q, int kind, const char *co
 
 int ch_put_many(struct store *base, const Cgperf__V1__Batch *const *m, size_t n,
 		uint64_t received_ns, int *res, char *err, size_t errlen);
-int ch_put(struct store *base, const Cgperf__V1__Batch *m, uint64_t received_ns, char *err,
-	   size_t errlen);
 int ch_load(struct store *base, const struct store_visitor *v);
 int ch_stacks(struct store *base, const struct store_selection *sel,
 	      int (*fn)(void *arg, const struct store_stack *st), void *arg);

@@ -403,7 +403,7 @@ int ch_put_many(struct store *base, const Cgperf__V1__Batch *const *m, size_t n,
 		ret = insert_group(s, &g, reason, sizeof(reason));
 	if (!ret) {
 		hashmap_foreach(g.sent, remember, s->known);
-		s->stack_rows += g.stack_rows;
+		store_count_rows(base, g.stack_rows);
 	}
 	pthread_mutex_unlock(&s->w.lock);
 	if (ret == -ENOMEM && !*reason)
@@ -417,12 +417,4 @@ int ch_put_many(struct store *base, const Cgperf__V1__Batch *const *m, size_t n,
 	page_release(&g.folded);
 	hashmap_free(g.sent);
 	return ret;
-}
-
-int ch_put(struct store *base, const Cgperf__V1__Batch *m, uint64_t received_ns, char *err,
-	   size_t errlen)
-{
-	int res = 0, ret = ch_put_many(base, &m, 1, received_ns, &res, err, errlen);
-
-	return ret ? ret : res;
 }

@@ -527,7 +527,6 @@ static int sq_retention(struct store *base, uint64_t before_ns, size_t max_rows,
 		pthread_mutex_unlock(&s->wlock);
 		return -EIO;
 	}
-	s->deleted_rows += (uint64_t)n;
 	pthread_mutex_unlock(&s->wlock);
 	*deleted = (size_t)n;
 	return more;
@@ -548,17 +547,12 @@ static void sq_stats(struct store *base, struct store_stats *out)
 	struct sqlite_store *s = ss(base);
 
 	out->bytes = file_size(s->path, "") + file_size(s->path, "-wal");
-	pthread_mutex_lock(&s->wlock);
-	out->stack_rows = s->stack_rows;
-	out->deleted_rows = s->deleted_rows;
-	pthread_mutex_unlock(&s->wlock);
 }
 
 const struct store_ops store_sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
 	.close = sq_close,
-	.put = sq_put,
 	.put_many = sq_put_many,
 	.load = sq_load,
 	.expire = sq_expire,

@@ -9,11 +9,6 @@
 
 #include <errno.h>
 
-static int64_t clamp64(uint64_t v)
-{
-	return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
-}
-
 int sq_latency_rows(struct store *base, const struct store_selection *sel, const char *probe,
 		    int (*fn)(void *arg, const struct store_latency_row *r), void *arg)
 {
@@ -35,12 +30,10 @@ int sq_latency_rows(struct store *base, const struct store_selection *sel, const
 		return -EIO;
 	}
 	sqlite3_bind_text(q, 1, probe, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 2, clamp64(sel->from_ns));
-	sqlite3_bind_int64(q, 3, clamp64(sel->to_ns));
-	if (sel->host && *sel->host)
-		sqlite3_bind_text(q, 4, sel->host, -1, SQLITE_STATIC);
-	if (sel->cgroup && *sel->cgroup)
-		sqlite3_bind_text(q, 5, sel->cgroup, -1, SQLITE_STATIC);
+	bind_u64(q, 2, sel->from_ns);
+	bind_u64(q, 3, sel->to_ns);
+	sq_bind_opt(q, "?4", sel->host);
+	sq_bind_opt(q, "?5", sel->cgroup);
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		struct store_latency_row r = {
 			.host = col(q, 0),

@@ -72,7 +72,6 @@ struct sqlite_store {
 	char *folded; /* scratch for folding a stack */
 	size_t folded_cap;
 	int64_t prune_cursor; /* next stacks.id to check; -1 none pending */
-	uint64_t stack_rows, deleted_rows;
 };
 
 static inline struct sqlite_store *ss(struct store *s)
@@ -162,10 +161,14 @@ int sq_hist_unpack(const void *blob, int len, struct hist *h);
  * the statement runs); NULL when empty. */
 void sq_bind_hist(sqlite3_stmt *q, int i, const struct hist *h, uint8_t *buf);
 
+/* ---- queries (store_sqlite_read.c) ---- */
+
+/* Bind parameter @name (":host", "?4") of @q to @v, or NULL when @v is
+ * NULL or ""; nothing when @q has no such parameter. */
+void sq_bind_opt(sqlite3_stmt *q, const char *name, const char *v);
+
 /* ---- the ops (store_sqlite_put.c, store_sqlite_read.c) ---- */
 
-int sq_put(struct store *base, const Cgperf__V1__Batch *m, uint64_t received_ns, char *err,
-	   size_t errlen);
 int sq_put_many(struct store *base, const Cgperf__V1__Batch *const *m, size_t n,
 		uint64_t received_ns, int *results, char *err, size_t errlen);
 int sq_load(struct store *base, const struct store_visitor *v);

@@ -152,7 +152,7 @@ static int put_stack(struct sqlite_store *s, struct put_ctx *pc, const Cgperf__V
 	bind_u64(q, 8, st->count);
 	if (run(q))
 		return -EIO;
-	s->stack_rows++;
+	store_count_rows(&s->base, 1);
 	return 0;
 }
 
@@ -390,36 +390,6 @@ static int put_one(struct sqlite_store *s, const Cgperf__V1__Batch *m, uint64_t 
 	if (sqlite3_changes(s->db) == 0)
 		return 1;
 	return put_rows(s, m, received_ns);
-}
-
-int sq_put(struct store *base, const Cgperf__V1__Batch *m, uint64_t received_ns, char *err,
-		  size_t errlen)
-{
-	struct sqlite_store *s = ss(base);
-	int ret;
-
-	pthread_mutex_lock(&s->wlock);
-	if (run(stmt(s, ST_BEGIN))) {
-		snprintf(err, errlen, "begin: %s", sqlite3_errmsg(s->db));
-		pthread_mutex_unlock(&s->wlock);
-		return -EIO;
-	}
-	ret = put_one(s, m, received_ns);
-	if (ret)
-		goto err_rollback;
-	if (run(stmt(s, ST_COMMIT))) {
-		ret = -EIO;
-		goto err_rollback;
-	}
-	pthread_mutex_unlock(&s->wlock);
-	return 0;
-
-err_rollback:
-	if (ret < 0)
-		snprintf(err, errlen, "%s", ret == -ENOMEM ? "out of memory" : sqlite3_errmsg(s->db));
-	run(stmt(s, ST_ROLLBACK));
-	pthread_mutex_unlock(&s->wlock);
-	return ret;
 }
 
 /*

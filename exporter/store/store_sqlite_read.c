@@ -164,7 +164,7 @@ int sq_load(struct store *base, const struct store_visitor *v)
 
 /* ---- queries ---- */
 
-static void bind_opt(sqlite3_stmt *q, const char *name, const char *v)
+void sq_bind_opt(sqlite3_stmt *q, const char *name, const char *v)
 {
 	int i = sqlite3_bind_parameter_index(q, name);
 
@@ -205,15 +205,13 @@ int sq_stacks(struct store *base, const struct store_selection *sel,
 		pthread_mutex_unlock(&s->rlock);
 		return -EIO;
 	}
-	sqlite3_bind_int64(q, sqlite3_bind_parameter_index(q, ":from"),
-			   from > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)from);
-	sqlite3_bind_int64(q, sqlite3_bind_parameter_index(q, ":to"),
-			   sel->to_ns > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)sel->to_ns);
-	bind_opt(q, ":host", sel->host);
-	bind_opt(q, ":cgroup", sel->cgroup);
-	bind_opt(q, ":event", sel->event);
-	bind_opt(q, ":container", sel->container);
-	bind_opt(q, ":pod", sel->pod);
+	bind_u64(q, sqlite3_bind_parameter_index(q, ":from"), from);
+	bind_u64(q, sqlite3_bind_parameter_index(q, ":to"), sel->to_ns);
+	sq_bind_opt(q, ":host", sel->host);
+	sq_bind_opt(q, ":cgroup", sel->cgroup);
+	sq_bind_opt(q, ":event", sel->event);
+	sq_bind_opt(q, ":container", sel->container);
+	sq_bind_opt(q, ":pod", sel->pod);
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		struct store_stack st = {
 			.folded = col(q, 0),

@@ -37,6 +37,9 @@ sleep 1 # sampling set up on the cgroup before the workload starts
 cg_spawn "$cg" "$W/chain-fp" 3
 wl=$SPAWNED
 wait $wl || fail "chain-fp failed"
+# The floor is what the workload's CPU time (its own new cgroup) is worth at
+# 199 Hz, so a loaded host that gives it little CPU does not fail the test.
+want=$(( $(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat") * 199 / 1000000 ))
 wait $ag || fail "agent run failed: $(tail -5 "$TMP/agent.log")"
 
 # get FORMAT OUT: the cgroup's stacks; fails on anything but 200
@@ -82,7 +85,7 @@ print(f"# folded: {full}/{tot} samples carry main;chain_a;chain_b;chain_c;chain_
 assert full >= 0.8 * tot, f"only {full} of {tot} samples in the chain"
 PY
 info "folded: $lines stacks, $total samples, strict format and flamegraph.pl's parse agree"
-((total >= 100)) || fail "only $total samples for 3 s of chain-fp at 199 Hz"
+((total >= 20 && total * 10 >= want * 7)) || fail "only $total samples for chain-fp, its CPU time is worth $want at 199 Hz"
 
 # --- pprof
 get pprof "$TMP/out.pb.gz"

@@ -179,8 +179,8 @@ static int pbc_build(const struct fold_set *fs, struct pprof *p, struct pbc_mem 
 
 		perftools__profiles__mapping__init(o);
 		o->id = k->new_id[i + 1];
-		o->filename = p->map_file[i];
-		o->build_id = p->map_build[i];
+		o->filename = p->map[i].file;
+		o->build_id = p->map[i].build;
 		o->has_functions = 1;
 		k->mp[o->id - 1] = o;
 	}
@@ -190,10 +190,10 @@ static int pbc_build(const struct fold_set *fs, struct pprof *p, struct pbc_mem 
 	for (uint32_t i = 0; i < nl; i++) {
 		perftools__profiles__location__init(&k->l[i]);
 		perftools__profiles__line__init(&k->ln[i]);
-		k->ln[i].function_id = p->loc_fn[i] + 1;
+		k->ln[i].function_id = p->loc[i].fn + 1;
 		k->lnp[i] = &k->ln[i];
 		k->l[i].id = i + 1;
-		k->l[i].mapping_id = k->new_id[p->loc_map[i]];
+		k->l[i].mapping_id = k->new_id[p->loc[i].map];
 		k->l[i].n_line = 1;
 		k->l[i].line = &k->lnp[i];
 		k->lp[i] = &k->l[i];

@@ -4,10 +4,10 @@
  * test_ksyms.c). Expected answers never come from symtab itself: offsets
  * of functions in this process come from /proc/self/maps, symbols and
  * program headers of fixture files from libelf read here. Fixtures: the
- * test binary (built -g, with inlined helpers below), the symfix workload
- * ($BUILD/workloads, -O1 -g), copies of it made with objcopy in a temp
- * dir, the host's libc and PostgreSQL's stripped server binary. Static:
- * each test binary has its own copy.
+ * test binary (built -g, with the symfix workload's functions: symfix.h),
+ * the symfix workload ($BUILD/workloads, -O1 -g), copies of it made with
+ * objcopy in a temp dir, the host's libc and PostgreSQL's stripped server
+ * binary. Static: each test binary has its own copy.
  */
 #ifndef CGPERF_TESTS_SYMTAB_FIX_H
 #define CGPERF_TESTS_SYMTAB_FIX_H
@@ -42,50 +42,17 @@
 
 #include "agent/symbols/ksyms.h"
 #include "agent/symbols/symtab.h"
+#include "tests/unit/testfix.h"
 #include "tests/unit/testlib.h"
 
 #define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
 
-/* ---- functions of this binary with a known shape ---- */
+/* ---- functions of this binary with a known shape: the symfix workload's,
+ * built with this binary's flags ---- */
 
-static volatile unsigned long st_sink;
-
-__attribute__((noinline, noclone)) void st_leaf(unsigned long n);
-__attribute__((noinline, noclone)) void st_outer(unsigned long n);
-
-__attribute__((noinline, noclone)) void st_leaf(unsigned long n)
-{
-	for (unsigned long i = 0; i < n; i++)
-		st_sink += i * 11;
-}
-
-static inline __attribute__((always_inline)) void st_inl_inner(unsigned long n)
-{
-	for (unsigned long i = 0; i < n; i++)
-		st_sink ^= i * 13;
-}
-
-static inline __attribute__((always_inline)) void st_inl_mid(unsigned long n)
-{
-	st_inl_inner(n);
-	for (unsigned long i = 0; i < n; i++)
-		st_sink += i * 17;
-}
-
-__attribute__((noinline, noclone)) void st_outer(unsigned long n)
-{
-	st_inl_mid(n);
-	st_sink -= n;
-}
+#include "tests/workloads/symfix.h"
 
 /* ---- helpers ---- */
-
-static const char *build_dir(void)
-{
-	const char *b = getenv("BUILD");
-
-	return b && *b ? b : "build";
-}
 
 /* File offset of @addr in this process and the file mapped there. */
 static int map_offset(const void *addr, char *path, size_t size, uint64_t *off)
@@ -334,9 +301,7 @@ static int run(const char *const argv[])
 
 static void symfix_path(char *buf, size_t size)
 {
-	snprintf(buf, size, "%s/workloads/symfix", build_dir());
-	if (access(buf, R_OK) != 0)
-		fail_msg("%s missing: build it with `make build-tests` (BUILD=%s)", buf, build_dir());
+	tf_workload(buf, size, "symfix");
 }
 
 

@@ -23,8 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup/mount.h"
 #include "cgroup/watch.h"
+#include "tests/unit/testfix.h"
 #include "tests/unit/testalloc.h"
 #include "tests/unit/testlib.h"
 
@@ -273,26 +273,20 @@ static void test_bad_root(void **state)
 /* The real cgroup2 hierarchy: a cgroup made and removed is seen. */
 static void test_cgroupfs(void **state)
 {
-	struct cg_mounts *m = cg_mounts_read("/proc/self/mountinfo");
-	const struct cg_mount *v2 = m ? cg_mounts_v2(m) : NULL;
+	char *mount = tf_cgroup_mount(false);
 	struct events e = { 0 };
 	struct cg_watch *w;
 	char name[64], path[PATH_MAX];
 
-	if (!v2) {
-		cg_mounts_free(m);
-		print_message("no cgroup2 mount\n");
-		skip();
-	}
 	snprintf(name, sizeof(name), "/cgperf-test-cgwatch.%d", (int)getpid());
-	snprintf(path, sizeof(path), "%s%s", v2->path, name);
-	w = cg_watch_new(v2->path);
+	snprintf(path, sizeof(path), "%s%s", mount, name);
+	w = cg_watch_new(mount);
 	assert_non_null(w);
 	drain(w, &e);
 	if (mkdir(path, 0755)) {
 		print_message("cannot make %s: %s\n", path, strerror(errno));
 		cg_watch_free(w);
-		cg_mounts_free(m);
+		free(mount);
 		skip();
 	}
 	drain(w, &e);
@@ -302,7 +296,7 @@ static void test_cgroupfs(void **state)
 	assert_true(has(&e, CG_WATCH_REMOVED, name));
 	events_clear(&e);
 	cg_watch_free(w);
-	cg_mounts_free(m);
+	free(mount);
 }
 
 static void count_event(void *ctx, enum cg_watch_kind kind, const char *path)

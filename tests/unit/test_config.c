@@ -42,6 +42,37 @@ static struct config *parse_ok(const char *yaml)
 	return c;
 }
 
+/* The example file (EXAMPLE) loaded; the test fails with the reason when
+ * it does not load. Its path in *@path when not NULL (the caller frees). */
+static struct config *load_example(char **path)
+{
+	char *p = tl_tree_file(EXAMPLE), err[512];
+	struct config *c = NULL;
+
+	if (config_load(p, &c, err, sizeof(err)))
+		fail_msg("%s: %s", p, err);
+	if (path)
+		*path = p;
+	else
+		free(p);
+	return c;
+}
+
+/* DOC shows @yaml (@what in the message), byte for byte, in a ```yaml
+ * block. */
+static void assert_doc_shows(const char *yaml, const char *what)
+{
+	char *dpath = tl_tree_file(DOC), *doc = tl_read_text(dpath), *block;
+
+	if (asprintf(&block, "```yaml\n%s```\n", yaml) < 0)
+		fail();
+	if (!strstr(doc, block))
+		fail_msg("%s does not show %s verbatim in a ```yaml block:\n%s", DOC, what, yaml);
+	free(block);
+	free(doc);
+	free(dpath);
+}
+
 static void assert_lists_equal(char **a, size_t na, char **b, size_t nb)
 {
 	assert_int_equal(na, nb);
@@ -165,12 +196,9 @@ static void test_defaults(void **state)
 
 static void test_example(void **state)
 {
-	char *path = tl_tree_file(EXAMPLE), err[512];
-	struct config *c = NULL;
-	int rc = config_load(path, &c, err, sizeof(err));
+	char *path;
+	struct config *c = load_example(&path);
 
-	if (rc)
-		fail_msg("%s", err);
 	assert_string_equal(c->path, path);
 	assert_string_equal(c->host.name, "");
 	assert_int_equal(c->cgroups.ninclude, 1);
@@ -214,32 +242,24 @@ static void test_example(void **state)
 /* The doc shows the example file, byte for byte, in a ```yaml block. */
 static void test_example_in_doc(void **state)
 {
-	char *epath = tl_tree_file(EXAMPLE), *dpath = tl_tree_file(DOC);
-	char *ex = tl_read_text(epath), *doc = tl_read_text(dpath), *block;
+	char *epath = tl_tree_file(EXAMPLE), *ex = tl_read_text(epath);
 
-	if (asprintf(&block, "```yaml\n%s```\n", ex) < 0)
-		fail();
-	if (!strstr(doc, block))
-		fail_msg("%s does not show %s verbatim in a ```yaml block", DOC, EXAMPLE);
-	free(block);
+	assert_doc_shows(ex, EXAMPLE);
 	free(ex);
-	free(doc);
 	free(epath);
-	free(dpath);
 }
 
 /* Its probes exist in Debian's PostgreSQL 15, with the arguments named. */
 static void test_example_probes_resolve(void **state)
 {
-	char *path = tl_tree_file(EXAMPLE), err[2048];
-	struct config *c = NULL;
+	struct config *c;
+	char err[2048];
 
 	if (access(POSTGRES, R_OK) != 0) {
 		print_message("skip: %s not installed\n", POSTGRES);
-		free(path);
 		skip();
 	}
-	assert_int_equal(config_load(path, &c, err, sizeof(err)), 0);
+	c = load_example(NULL);
 	for (size_t i = 0; i < c->nprobes; i++) {
 		const struct config_probe *cp = &c->probes[i];
 		const char *specs[2] = {cp->spec, cp->latency_end};
@@ -259,7 +279,6 @@ static void test_example_probes_resolve(void **state)
 		}
 	}
 	config_free(c);
-	free(path);
 }
 
 /* ---- accepted variations ---- */
@@ -555,16 +574,15 @@ static void round_trip(const struct config *c)
 
 static void test_dump_round_trip(void **state)
 {
-	char *path = tl_tree_file(EXAMPLE), err[512];
 	struct config *c = config_defaults();
+	char err[512];
 
 	round_trip(c);
 	config_free(c);
 
-	assert_int_equal(config_load(path, &c, err, sizeof(err)), 0);
+	c = load_example(NULL);
 	round_trip(c);
 	config_free(c);
-	free(path);
 
 	/* Hostile strings, odd durations and sizes, no probes or lists. */
 	c = parse_ok("host: {name: \"q\\\"uote\\\\back/slash # not: a comment 'é' ✓\"}\n"
@@ -621,18 +639,7 @@ static void test_dump_text(void **state)
 	assert_non_null(strstr(text, "metrics:\n  listen: null\n"));
 
 	/* docs/config.md shows all of it. */
-	{
-		char *dpath = tl_tree_file(DOC), *doc = tl_read_text(dpath), *block;
-
-		if (asprintf(&block, "```yaml\n%s```\n", text) < 0)
-			fail();
-		if (!strstr(doc, block))
-			fail_msg("%s does not show the defaults as config_dump() prints them:\n%s",
-				 DOC, text);
-		free(block);
-		free(doc);
-		free(dpath);
-	}
+	assert_doc_shows(text, "the defaults as config_dump() prints them");
 	free(text);
 	config_free(c);
 	assert_int_equal(config_dump(NULL, stdout), -EINVAL);

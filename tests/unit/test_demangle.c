@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * agent/demangle: one line per mangled name, with what perf prints for it
- * with -v (full) and without (short). The first rows were read off
- * `perf report -v` / `perf script -v` on this project's C++ workload
- * (tests/workloads/cxx.cpp); the rest cover the other kinds of names a
- * profile meets (clones, lambdas, operators, the standard library, Rust).
+ * agent/demangle: one line per mangled name (tests/unit/data/demangle.tsv),
+ * with what perf prints for it with -v (full) and without (short). The
+ * first rows were read off `perf report -v` / `perf script -v` on this
+ * project's C++ workload (tests/workloads/cxx.cpp); the rest cover the
+ * other kinds of names a profile meets (clones, lambdas, operators, the
+ * standard library, Rust).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,90 +21,37 @@
 #include "agent/symbols/demangle.h"
 #include "tests/unit/testlib.h"
 
-struct dm_case {
-	const char *in, *full, *brief; /* NULL: shown as it is */
-};
-
-static const struct dm_case cases[] = {
-	/* what perf printed for build/workloads/cxx */
-	{ "_ZN5outer5inner5KlassIiE6methodEii.constprop.0",
-	  "outer::inner::Klass<int>::method(int, int) [clone .constprop.0]",
-	  "outer::inner::Klass<int>::method" },
-	{ "_ZZ10run_lambdaiENKUliE_clEi", "run_lambda(int)::{lambda(int)#1}::operator()(int) const",
-	  "run_lambda(int)::{lambda(int)#1}::operator()" },
-	{ "_ZN12_GLOBAL__N_111hidden_workEi", "(anonymous namespace)::hidden_work(int)",
-	  "(anonymous namespace)::hidden_work" },
-	{ "_ZN5outerL9sum_partsERKNS_5PartsE", "outer::sum_parts(outer::Parts const&)",
-	  "outer::sum_parts" },
-	{ "_ZN5outer5scaleIdEET_S1_", "double outer::scale<double>(double)", "outer::scale<double>" },
-	{ "_Z9leaf_worki", "leaf_work(int)", "leaf_work" },
-	{ "_ZN5GuardD2Ev.constprop.0", "Guard::~Guard() [clone .constprop.0]", "Guard::~Guard" },
-	/* clones */
-	{ "_ZN5outer5inner5KlassIiE6methodEi.isra.0",
-	  "outer::inner::Klass<int>::method(int) [clone .isra.0]", "outer::inner::Klass<int>::method" },
-	{ "_Z3fooi.part.0", "foo(int) [clone .part.0]", "foo" },
-	{ "_Z9leaf_worki.cold", "leaf_work(int) [clone .cold]", "leaf_work" },
-	{ "_Z3fooi.isra.0.cold", "foo(int) [clone .isra.0] [clone .cold]", "foo" },
-	{ "_ZN12_GLOBAL__N_15Thing4pokeEv.cold", "(anonymous namespace)::Thing::poke() [clone .cold]",
-	  "(anonymous namespace)::Thing::poke" },
-	/* lambdas, constructors, operators, variadic templates */
-	{ "_ZZ4mainENKUlvE_clEv", "main::{lambda()#1}::operator()() const",
-	  "main::{lambda()#1}::operator()" },
-	{ "_ZZN5outer3runEvENKUliE0_clEi", "outer::run()::{lambda(int)#2}::operator()(int) const",
-	  "outer::run()::{lambda(int)#2}::operator()" },
-	{ "_ZN5GuardC1EPi", "Guard::Guard(int*)", "Guard::Guard" },
-	{ "_Znwm", "operator new(unsigned long)", "operator new" },
-	{ "_ZdlPv", "operator delete(void*)", "operator delete" },
-	{ "_ZN3foo3barIJidEEEvDpT_", "void foo::bar<int, double>(int, double)", "foo::bar<int, double>" },
-	{ "_ZL4burnm", "burn(unsigned long)", "burn" },
-	/* PLT stubs and versioned names: the suffix stays */
-	{ "_ZNSt13runtime_errorC1EPKc@plt", "std::runtime_error::runtime_error(char const*)@plt",
-	  "std::runtime_error::runtime_error@plt" },
-	{ "_ZNSt9exceptionD2Ev@@GLIBCXX_3.4", "std::exception::~exception()@@GLIBCXX_3.4",
-	  "std::exception::~exception@@GLIBCXX_3.4" },
-	{ "_Zfoo@plt", NULL, NULL },
-	{ "malloc@plt", NULL, NULL },
-	/* the standard library */
-	{ "_ZNSt6vectorIiSaIiEE9push_backERKi",
-	  "std::vector<int, std::allocator<int> >::push_back(int const&)",
-	  "std::vector<int, std::allocator<int> >::push_back" },
-	{ "_ZNKSt8functionIFviEEclEi", "std::function<void (int)>::operator()(int) const",
-	  "std::function<void (int)>::operator()" },
-	/* Rust v0 */
-	{ "_RNvNtCs1234_7mycrate3mod3run", "mycrate::mod::run", "mycrate::mod::run" },
-	/* not mangled, or not parseable: as is */
-	{ "main", NULL, NULL },
-	{ "__libc_start_call_main", NULL, NULL },
-	{ "_Z", NULL, NULL },
-	{ "_Zfoo", NULL, NULL },
-	{ "_ZN5outer", NULL, NULL },
-	{ "finish_task_switch.isra.0", NULL, NULL },
-	{ "", NULL, NULL },
-};
-
+/* Each mangled name of tests/unit/data/demangle.tsv, with what perf shows
+ * for it in full and short (NULL: shown as it is, no demangled copy). */
 static void test_table(void **state)
 {
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const struct dm_case *t = &cases[i];
-		char *full = demangle_name(t->in, DEMANGLE_FULL);
-		char *brief = demangle_name(t->in, DEMANGLE_SHORT);
-		char *none = demangle_name(t->in, DEMANGLE_NONE);
+	struct tl_table *t = tl_table_load("demangle.tsv", 3);
 
-		if (t->full)
+	for (size_t i = 0; i < tl_table_rows(t); i++) {
+		const char *const *c = tl_table_row(t, i);
+		const char *in = c[0], *want_full = c[1], *want_brief = c[2];
+		char *full = demangle_name(in, DEMANGLE_FULL);
+		char *brief = demangle_name(in, DEMANGLE_SHORT);
+		char *none = demangle_name(in, DEMANGLE_NONE);
+
+		if (want_full)
 			assert_non_null(full);
-		if (t->full && strcmp(full, t->full))
-			fail_msg("%s: full '%s', want '%s'", t->in, full, t->full);
-		if (!t->full && full)
-			fail_msg("%s: demangled to '%s', want it as is", t->in, full);
-		if (t->brief && (!brief || strcmp(brief, t->brief)))
-			fail_msg("%s: short '%s', want '%s'", t->in, brief ? brief : "(null)",
-				 t->brief);
-		if (!t->brief)
+		if (want_full && strcmp(full, want_full))
+			fail_msg("%s: %s: full '%s', want '%s'", tl_table_where(t, i), in, full,
+				 want_full);
+		if (!want_full && full)
+			fail_msg("%s: %s: demangled to '%s', want it as is", tl_table_where(t, i), in,
+				 full);
+		if (want_brief && (!brief || strcmp(brief, want_brief)))
+			fail_msg("%s: %s: short '%s', want '%s'", tl_table_where(t, i), in,
+				 brief ? brief : "(null)", want_brief);
+		if (!want_brief)
 			assert_null(brief);
 		assert_null(none);
 		free(full);
 		free(brief);
 	}
+	tl_table_free(t);
 }
 
 static void test_cache(void **state)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* lib/netaddr: listen addresses, one line per case. */
+/* lib/netaddr: listen addresses, one line per case
+ * (tests/unit/data/netaddr_listen.tsv). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -14,67 +15,69 @@
 #include "lib/netaddr.h"
 #include "tests/unit/testlib.h"
 
-static const struct {
-	const char *in;
-	int family;        /* 0: refused */
-	const char *addr;  /* as inet_ntop writes it, or the reason */
-	uint16_t port;
-} cases[] = {
-	{"127.0.0.1:9464", AF_INET, "127.0.0.1", 9464},
-	{":9464", AF_INET, "0.0.0.0", 9464},
-	{"0.0.0.0:1", AF_INET, "0.0.0.0", 1},
-	{"[::1]:8080", AF_INET6, "::1", 8080},
-	{"[::]:65535", AF_INET6, "::", 65535},
-	{"localhost:9000", -1, NULL, 9000}, /* a name: 127.0.0.1 or ::1 */
-	{"127.0.0.1", 0, "want HOST:PORT", 0},
-	{"127.0.0.1:0", 0, "bad port", 0},
-	{"127.0.0.1:65536", 0, "bad port", 0},
-	{"127.0.0.1:", 0, "bad port", 0},
-	{"127.0.0.1:80x", 0, "bad port", 0},
-	{"127.0.0.1:-1", 0, "bad port", 0},
-	{"[::1:80", 0, "bad IPv6 address", 0},
-	{"[]:80", 0, "bad IPv6 address", 0},
-	{"[zz]:80", 0, "bad IPv6 address", 0},
-	{"[127.0.0.1]:80", 0, "bad IPv6 address", 0},
-	{"999.1.1.1:80", 0, "unknown host", 0},
-	{"no-such-host.invalid:80", 0, "unknown host", 0},
-};
+/* The address family that a case's word names: inet, inet6, name (a host
+ * name: either), refused (0). */
+static int family_of(const char *word)
+{
+	if (!strcmp(word, "inet"))
+		return AF_INET;
+	if (!strcmp(word, "inet6"))
+		return AF_INET6;
+	if (!strcmp(word, "name"))
+		return -1;
+	if (strcmp(word, "refused"))
+		fail_msg("unknown family '%s'", word);
+	return 0;
+}
+
+/* One case of tests/unit/data/netaddr_listen.tsv. */
+static void check_case(const struct tl_table *t, size_t i)
+{
+	const char *in = tl_table_row(t, i)[0], *want = tl_table_row(t, i)[2];
+	const char *where = tl_table_where(t, i);
+	int family = family_of(tl_table_row(t, i)[1]);
+	struct sockaddr_storage ss;
+	uint16_t port = 0, want_port;
+	const char *why = NULL;
+	char buf[64] = "";
+	int rc = netaddr_parse_listen(in, &ss, &port, &why);
+
+	if (!family) {
+		if (rc != -EINVAL || !why || strcmp(why, want))
+			fail_msg("%s: %s: %d (%s), want -EINVAL (%s)", where, in, rc,
+				 why ? why : "no reason", want);
+		return;
+	}
+	want_port = tl_table_u64(t, i, 3);
+	if (rc || port != want_port)
+		fail_msg("%s: %s: %d, port %u, want 0, port %u", where, in, rc, port, want_port);
+	if (family < 0) {
+		assert_true(ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
+		return;
+	}
+	assert_int_equal(ss.ss_family, family);
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+
+		assert_int_equal(ntohs(a->sin_port), want_port);
+		inet_ntop(AF_INET, &a->sin_addr, buf, sizeof(buf));
+	} else {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+
+		assert_int_equal(ntohs(a->sin6_port), want_port);
+		inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof(buf));
+	}
+	if (strcmp(buf, want))
+		fail_msg("%s: %s: address %s, want %s", where, in, buf, want);
+}
 
 static void test_table(void **state)
 {
-	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct sockaddr_storage ss;
-		uint16_t port = 0;
-		const char *why = NULL;
-		char buf[64];
-		int rc = netaddr_parse_listen(cases[i].in, &ss, &port, &why);
+	struct tl_table *t = tl_table_load("netaddr_listen.tsv", 4);
 
-		if (!cases[i].family) {
-			assert_int_equal(rc, -EINVAL);
-			assert_string_equal(why, cases[i].addr);
-			continue;
-		}
-		assert_int_equal(rc, 0);
-		assert_int_equal(port, cases[i].port);
-		if (cases[i].family < 0) {
-			assert_true(ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
-			continue;
-		}
-		assert_int_equal(ss.ss_family, cases[i].family);
-		if (ss.ss_family == AF_INET) {
-			const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
-
-			assert_int_equal(ntohs(a->sin_port), cases[i].port);
-			inet_ntop(AF_INET, &a->sin_addr, buf, sizeof(buf));
-		} else {
-			const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
-
-			assert_int_equal(ntohs(a->sin6_port), cases[i].port);
-			inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof(buf));
-		}
-		assert_string_equal(buf, cases[i].addr);
-	}
+	for (size_t i = 0; i < tl_table_rows(t); i++)
+		check_case(t, i);
+	tl_table_free(t);
 }
 
 TL_MAIN(test_table)

@@ -37,6 +37,7 @@
 #include "agent/symbols/symtab.h"
 #include "agent/perf/usdt.h"
 #include "tests/unit/probe_fixture.h"
+#include "tests/unit/testfix.h"
 #include "tests/unit/testlib.h"
 
 #define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
@@ -44,13 +45,6 @@
 /* This very file even if a rebuild replaces it under its name meanwhile:
  * the uprobe PMU resolves the path in our context, symtab reads it here. */
 #define SELF "/proc/self/exe"
-
-static const char *build_dir(void)
-{
-	const char *b = getenv("BUILD");
-
-	return b && *b ? b : "build";
-}
 
 static long perf_open(struct perf_event_attr *attr, pid_t pid)
 {
@@ -126,7 +120,7 @@ static const char *sdtprobe_path(void)
 {
 	static char path[PATH_MAX];
 
-	snprintf(path, sizeof(path), "%s/workloads/sdtprobe", build_dir());
+	snprintf(path, sizeof(path), "%s/workloads/sdtprobe", tf_build_dir());
 	if (access(path, X_OK) != 0) {
 		print_message("%s not built\n", path);
 		return NULL;

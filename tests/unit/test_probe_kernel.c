@@ -98,59 +98,31 @@ static void test_spec_good(void **state)
 	probe_spec_release(&s);
 }
 
+/* Specs refused, each with a part of its reason, and one accepted among
+ * them (tests/unit/data/probe_kernel_spec_bad.tsv). */
 static void test_spec_bad(void **state)
 {
-	static const struct {
-		const char *spec, *msg;
-	} cases[] = {
-		{ "k:", "want k:FUNC" },
-		{ "k:1abc", "want k:FUNC" },
-		{ "k:foo/bar", "want k:FUNC" },
-		{ "k:foo bar=", "want %REG" },
-		{ "k:vfs_read+", "bad offset" },
-		{ "k:vfs_read+0x", "bad offset" },
-		{ "k:vfs_read+-1", "bad offset" },
-		{ "k:vfs_read%ret", "unknown suffix" },
-		{ "k:vfs_read+4%return", "takes no +OFF" },
-		{ "k:vfs_read %edi", "%di:u32" },
-		{ "k:vfs_read %xmm0", "unknown register" },
-		{ "k:vfs_read %di:u128", "unknown type" },
-		{ "k:vfs_read %di:string", "unknown type" },
-		{ "k:vfs_read %di:", "unknown type" },
-		{ "k:vfs_read arg6", "arg0..arg5" },
-		{ "k:vfs_read $retval", "$retval is for a %return probe" },
-		{ "k:vfs_read%return arg0", "gone at return" },
-		{ "k:vfs_read%return size", "gone at return" },
-		{ "k:vfs_read%return +0(%si)", NULL }, /* memory at a register: fine */
-		{ "k:vfs_read +0(%si", "want +OFF(BASE)" },
-		{ "k:vfs_read +(%si)", "bad offset" },
-		{ "k:vfs_read +0x100000000(%si)", "under 2^31" },
-		{ "k:vfs_read +0(+8(%si))", "BASE is" },
-		{ "k:vfs_read +0($retval)", "BASE is" },
-		{ "k:vfs_read +0(%si)x", "want +OFF(BASE)" },
-		{ "k:vfs_read 9lives", "want %REG" },
-		{ "k:vfs_read common_pid=%di", "the kernel's" },
-		{ "k:vfs_read __probe_ip=%di", "the kernel's" },
-		{ "k:vfs_read a=%di a=%si", "named twice" },
-		{ "k:vfs_read %di %di", "named twice" },
-		{ "k:vfs_read bad-name=%di", "bad argument name" },
-	};
+	struct tl_table *t = tl_table_load("probe_kernel_spec_bad.tsv", 2);
 	struct probe_spec s;
 	char err[512];
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int rc = probe_spec_parse(cases[i].spec, &s, err, sizeof(err));
+	for (size_t i = 0; i < tl_table_rows(t); i++) {
+		const char *spec = tl_table_row(t, i)[0], *msg = tl_table_row(t, i)[1];
+		int rc = probe_spec_parse(spec, &s, err, sizeof(err));
 
-		if (!cases[i].msg) {
+		if (!msg) {
 			assert_int_equal(rc, 0);
 			probe_spec_release(&s);
 			continue;
 		}
 		if (rc != -EINVAL)
-			fail_msg("\"%s\": %d (%s), want -EINVAL", cases[i].spec, rc, err);
-		if (!strstr(err, cases[i].msg))
-			fail_msg("\"%s\": \"%s\" lacks \"%s\"", cases[i].spec, err, cases[i].msg);
+			fail_msg("%s: \"%s\": %d (%s), want -EINVAL", tl_table_where(t, i), spec, rc,
+				 err);
+		if (!strstr(err, msg))
+			fail_msg("%s: \"%s\": \"%s\" lacks \"%s\"", tl_table_where(t, i), spec, err,
+				 msg);
 	}
+	tl_table_free(t);
 }
 
 /* ---- the kprobe_events line ---- */

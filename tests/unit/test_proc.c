@@ -3,7 +3,8 @@
  * cgroup/proc: reading processes from a fake procfs tree built in a temp
  * dir (odd comms, kernel threads, vanished pids, missing cgroup v2 line),
  * from the real /proc (ourselves, a zombie child, a reaped child), and
- * table-driven selector parsing and matching.
+ * selector parsing and matching driven by tables of cases kept as data
+ * (tests/unit/data/proc_selector_match.tsv, proc_selector_bad.tsv).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -414,154 +415,93 @@ static void test_read_zombie_and_reaped(void **state)
 	assert_int_equal(cg_proc_read("/proc", child, &p), -ENOENT);
 }
 
-enum rec { R_PG, R_KTHREAD, R_NOCG, R_ODD };
-
-static const struct cg_proc records[] = {
-	[R_PG] = {
+/* The records tests/unit/data/proc_selector_match.tsv matches, by name. */
+static const struct {
+	const char *name;
+	struct cg_proc proc;
+} records[] = {
+	{ "pg", {
 		.pid = 100, .ppid = 1, .comm = "postgres",
 		.exe = "/usr/lib/postgresql/15/bin/postgres",
 		.cmdline = "postgres: 15/main: checkpointer",
 		.cgroup = "/system.slice/postgresql@15-main.service",
-	},
-	[R_KTHREAD] = {
+	} },
+	{ "kthread", {
 		.pid = 7, .ppid = 2, .comm = "kworker/0:1", .exe = NULL, .cmdline = "",
 		.cgroup = "/",
-	},
-	[R_NOCG] = {
+	} },
+	{ "nocg", {
 		.pid = 300, .ppid = 1, .comm = "legacy", .exe = "/opt/legacy",
 		.cmdline = "/opt/legacy --v1", .cgroup = NULL,
-	},
-	[R_ODD] = {
+	} },
+	{ "odd", {
 		.pid = 4242, .ppid = 100, .comm = "x) S 9 (y z)", .exe = "/tmp/evil (deleted)",
 		.cmdline = "evil a,b", .cgroup = "/user.slice/user-1000.slice/session-3.scope",
-	},
+	} },
 };
+
+static const struct cg_proc *record(const char *name)
+{
+	for (size_t i = 0; i < sizeof(records) / sizeof(records[0]); i++)
+		if (!strcmp(records[i].name, name))
+			return &records[i].proc;
+	fail_msg("no record \"%s\"", name);
+	return NULL;
+}
 
 static void test_selector_match(void **state)
 {
-	static const struct {
-		const char *spec;
-		enum rec rec;
-		bool match;
-	} cases[] = {
-		{ "postgres", R_PG, true },
-		{ "postgres", R_KTHREAD, false },
-		{ "Postgres", R_PG, false },
-		{ "post*", R_PG, true },
-		{ "comm=postgres", R_PG, true },
-		{ "comm=postgre", R_PG, false },
-		{ "comm=kworker/*", R_KTHREAD, true },
-		{ "comm=x) S 9 (y z)", R_ODD, true },
-		{ "comm=x[)] S*", R_ODD, true },
-		{ "comm=*~*", R_PG, false },
-		{ "exe=/usr/lib/postgresql/*/postgres", R_PG, true }, /* '*' crosses '/' */
-		{ "exe=/usr/lib/postgresql/1?/bin/postgres", R_PG, true },
-		{ "exe=/usr/bin/*", R_PG, false },
-		{ "exe=*", R_KTHREAD, false }, /* no exe matches nothing */
-		{ "exe=* (deleted)", R_ODD, true },
-		{ "cgroup=/system.slice/*", R_PG, true },
-		{ "cgroup=*postgresql@*.service", R_PG, true },
-		{ "cgroup=/", R_KTHREAD, true },
-		{ "cgroup=*", R_NOCG, false },
-		{ "cgroup=/user.slice/*session-*.scope", R_ODD, true },
-		{ "pid=100", R_PG, true },
-		{ "pid=101", R_PG, false },
-		{ "pid=4242", R_ODD, true },
-		{ "cmdline~checkpointer", R_PG, true },
-		{ "cmdline~^postgres: [0-9]+/main: (checkpointer|walwriter)$", R_PG, true },
-		{ "cmdline~^checkpointer", R_PG, false },
-		{ "cmdline~a,b", R_ODD, true }, /* the regex keeps its comma */
-		{ "cmdline~a,c", R_ODD, false },
-		{ "cmdline~.", R_KTHREAD, false },
-		{ "cmdline~^$", R_KTHREAD, true },
-		{ "cmdline~pid=100,comm=x", R_PG, false }, /* all one regex */
-		{ "postgres,pid=100,cmdline~checkpointer", R_PG, true },
-		{ "postgres,pid=101", R_PG, false },
-		{ "comm=postgres,exe=/usr/*,cgroup=*postgresql*", R_PG, true },
-		{ "comm=postgres,cgroup=/user.slice/*", R_PG, false },
-		{ "pid=100,comm=x*", R_PG, false },
-		{ "pid=100,cmdline~main: ,?check", R_PG, true },
-		{ "legacy,exe=/opt/*,cmdline~--v[0-9]", R_NOCG, true },
-		{ "legacy,cgroup=*", R_NOCG, false },
-	};
+	struct tl_table *t = tl_table_load("proc_selector_match.tsv", 3);
 	char err[256];
 	struct cg_selector *s;
-	bool got;
-	size_t i;
+	bool got, want;
 
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		s = cg_selector_parse(cases[i].spec, err, sizeof(err));
+	for (size_t i = 0; i < tl_table_rows(t); i++) {
+		const char *const *c = tl_table_row(t, i);
+
+		s = cg_selector_parse(c[0], err, sizeof(err));
 		if (!s)
-			fail_msg("\"%s\" rejected: %s", cases[i].spec, err);
+			fail_msg("%s: \"%s\" rejected: %s", tl_table_where(t, i), c[0], err);
 		assert_string_equal(err, "");
-		got = cg_selector_match(s, &records[cases[i].rec]);
-		if (got != cases[i].match)
-			fail_msg("\"%s\" on record %d: got %d, want %d", cases[i].spec,
-				 cases[i].rec, got, cases[i].match);
+		got = cg_selector_match(s, record(c[1]));
+		want = tl_table_u64(t, i, 2) != 0;
+		if (got != want)
+			fail_msg("%s: \"%s\" on record %s: got %d, want %d", tl_table_where(t, i),
+				 c[0], c[1], got, want);
 		cg_selector_free(s);
 	}
+	tl_table_free(t);
 
 	s = cg_selector_parse("postgres", NULL, 0);
 	assert_non_null(s);
 	assert_false(cg_selector_match(s, NULL));
-	assert_false(cg_selector_match(NULL, &records[R_PG]));
+	assert_false(cg_selector_match(NULL, record("pg")));
 	cg_selector_free(s);
 	cg_selector_free(NULL);
 }
 
 static void test_selector_bad(void **state)
 {
-	static const struct {
-		const char *spec;
-		const char *msg; /* expected at the start of the message */
-	} cases[] = {
-		{ "", "empty selector" },
-		{ ",", "empty term at offset 0 of selector ','" },
-		{ "postgres,", "empty term at offset 9" },
-		{ "a,,b", "empty term at offset 2" },
-		{ "foo=bar",
-		  "unknown selector key 'foo' (expected comm, exe, cmdline, cgroup, pid)" },
-		{ "postgres,bogus=1", "unknown selector key 'bogus'" },
-		{ "comm=a, exe=/x", "unknown selector key ' exe'" },
-		{ "foo~bar", "unknown selector key 'foo'" },
-		{ "=x", "missing key before '=' in selector term '=x'" },
-		{ "~x", "missing key before '~'" },
-		{ "comm=", "empty value for selector key 'comm'" },
-		{ "exe=,comm=x", "empty value for selector key 'exe'" },
-		{ "cgroup=", "empty value for selector key 'cgroup'" },
-		{ "cmdline~", "empty value for selector key 'cmdline'" },
-		{ "pid=", "empty value for selector key 'pid'" },
-		{ "pid=abc", "invalid pid 'abc' (expected a positive integer)" },
-		{ "pid=12x", "invalid pid '12x'" },
-		{ "pid=-1", "invalid pid '-1'" },
-		{ "pid=+1", "invalid pid '+1'" },
-		{ "pid= 1", "invalid pid ' 1'" },
-		{ "pid=0", "invalid pid '0'" },
-		{ "pid=2147483648", "invalid pid '2147483648'" },
-		{ "pid=99999999999999999999999999999999999", "invalid pid '9999" },
-		{ "pid=1~2", "invalid pid '1~2'" },
-		{ "cmdline=foo", "'cmdline' takes a regex: use cmdline~REGEX" },
-		{ "comm~foo", "'~' (regex) only works with cmdline; use comm=GLOB" },
-		{ "pid=1,exe~x", "'~' (regex) only works with cmdline; use exe=GLOB" },
-		{ "cmdline~(unclosed", "invalid regex '(unclosed': " },
-		{ "comm=a,cmdline~a[", "invalid regex 'a[': " },
-	};
+	struct tl_table *t = tl_table_load("proc_selector_bad.tsv", 2);
 	char err[256], small[10], why[128];
 	struct cg_selector *s;
 	regex_t re;
 	size_t i;
 	int rc;
 
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (i = 0; i < tl_table_rows(t); i++) {
+		const char *spec = tl_table_row(t, i)[0], *msg = tl_table_row(t, i)[1];
+
 		errno = 0;
-		s = cg_selector_parse(cases[i].spec, err, sizeof(err));
+		s = cg_selector_parse(spec, err, sizeof(err));
 		if (s)
-			fail_msg("\"%s\" accepted", cases[i].spec);
+			fail_msg("%s: \"%s\" accepted", tl_table_where(t, i), spec);
 		assert_int_equal(errno, EINVAL);
-		if (strncmp(err, cases[i].msg, strlen(cases[i].msg)) != 0)
-			fail_msg("\"%s\": got \"%s\", want \"%s...\"", cases[i].spec, err,
-				 cases[i].msg);
+		if (strncmp(err, msg, strlen(msg)) != 0)
+			fail_msg("%s: \"%s\": got \"%s\", want \"%s...\"", tl_table_where(t, i), spec,
+				 err, msg);
 	}
+	tl_table_free(t);
 
 	/* The regex error carries regerror()'s own words. */
 	rc = regcomp(&re, "(unclosed", REG_EXTENDED | REG_NOSUB);

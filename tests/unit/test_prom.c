@@ -17,36 +17,28 @@
 #include "lib/prom.h"
 #include "tests/unit/testlib.h"
 
-static const struct {
-	const char *in, *want;
-} labels[] = {
-	{ "", "" },
-	{ "/system.slice/nginx.service", "/system.slice/nginx.service" },
-	{ "say \"hi\"", "say \\\"hi\\\"" },
-	{ "back\\slash", "back\\\\slash" },
-	{ "a\nb", "a\\nb" },
-	{ "\\\"\n", "\\\\\\\"\\n" },
-	{ "tab\there\r", "tab\there\r" }, /* only the three the format names */
-	{ "caf\xc3\xa9 \xff", "caf\xc3\xa9 \xff" },
-	{ "end\\", "end\\\\" },
-};
-
+/* Label values with hostile text, through the append function and the
+ * stream writer (tests/unit/data/prom_labels.tsv). */
 static void test_label(void **state)
 {
-	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+	struct tl_table *t = tl_table_load("prom_labels.tsv", 2);
+
+	for (size_t i = 0; i < tl_table_rows(t); i++) {
+		const char *const *c = tl_table_row(t, i);
 		struct tl_text k = { 0 };
 		FILE *f = tl_capture_begin();
 		char *got;
 
-		prom_label_to(tl_text_put, &k, labels[i].in);
-		if (strcmp(k.s ? k.s : "", labels[i].want))
-			fail_msg("case %zu: got %s, want %s", i, k.s, labels[i].want);
+		prom_label_to(tl_text_put, &k, c[0]);
+		if (strcmp(k.s ? k.s : "", c[1]))
+			fail_msg("%s: got %s, want %s", tl_table_where(t, i), k.s, c[1]);
 		free(k.s);
-		prom_label(f, labels[i].in);
+		prom_label(f, c[0]);
 		got = tl_capture_end(f);
-		assert_string_equal(got, labels[i].want);
+		assert_string_equal(got, c[1]);
 		free(got);
 	}
+	tl_table_free(t);
 }
 
 static void test_label_null(void **state)

@@ -244,22 +244,23 @@ static const char *dstr(const struct dprof *d, uint64_t i)
 	return d->str[i];
 }
 
-static size_t find_loc(const struct dprof *d, uint64_t id)
+/* The name of the function of location @id, and the location's mapping
+ * in *@mapping (0: none) when not NULL. */
+static const char *loc_frame(const struct dprof *d, uint64_t id, uint64_t *mapping)
 {
-	for (size_t i = 0; i < d->nloc; i++)
-		if (d->loc[i].id == id)
-			return i;
-	fail_msg("no location %" PRIu64, id);
-	return 0;
-}
+	size_t l = 0, f = 0;
 
-static size_t find_fn(const struct dprof *d, uint64_t id)
-{
-	for (size_t i = 0; i < d->nfn; i++)
-		if (d->fn[i].id == id)
-			return i;
-	fail_msg("no function %" PRIu64, id);
-	return 0;
+	while (l < d->nloc && d->loc[l].id != id)
+		l++;
+	if (l == d->nloc)
+		fail_msg("no location %" PRIu64, id);
+	while (f < d->nfn && d->fn[f].id != d->loc[l].fnid)
+		f++;
+	if (f == d->nfn)
+		fail_msg("no function %" PRIu64, d->loc[l].fnid);
+	if (mapping)
+		*mapping = d->loc[l].mapping;
+	return dstr(d, d->fn[f].name);
 }
 
 /* Modules as a server might know them. */
@@ -370,8 +371,8 @@ static void test_pprof_decoded(void **state)
 	/* locations: one per (function, mapping); schedule twice (kernel, none) */
 	assert_int_equal(d->nloc, 9);
 	for (size_t i = 0; i < d->nloc; i++) {
-		const char *name = dstr(d, d->fn[find_fn(d, d->loc[i].fnid)].name);
-		uint64_t m = d->loc[i].mapping;
+		uint64_t m;
+		const char *name = loc_frame(d, d->loc[i].id, &m);
 		const char *file = m ? dstr(d, d->map[m - 1].file) : NULL;
 
 		assert_int_equal(d->loc[i].id, i + 1);
@@ -393,7 +394,7 @@ static void test_pprof_decoded(void **state)
 
 		assert_int_equal(s->nv, 2);
 		for (size_t k = s->nloc; k-- > 0;) {
-			const char *name = dstr(d, d->fn[find_fn(d, d->loc[find_loc(d, s->loc[k])].fnid)].name);
+			const char *name = loc_frame(d, s->loc[k], NULL);
 
 			off += (size_t)snprintf(line + off, sizeof(line) - off, "%s%s", k + 1 < s->nloc ? ";" : "",
 						name);
@@ -409,15 +410,14 @@ static void test_pprof_decoded(void **state)
 	/* the kernel's schedule is a location of the kernel mapping */
 	for (size_t i = 0; i < d->nsample; i++) {
 		const struct dsample *s = &d->sample[i];
-		const char *leaf = dstr(d, d->fn[find_fn(d, d->loc[find_loc(d, s->loc[0])].fnid)].name);
+		uint64_t m;
+		const char *leaf = loc_frame(d, s->loc[0], &m);
 
 		if (!strcmp(leaf, "schedule") && s->nloc == 4) {
-			uint64_t m = d->loc[find_loc(d, s->loc[0])].mapping;
-
 			assert_true(m > 0);
 			assert_string_equal(dstr(d, d->map[m - 1].file), "[kernel.kallsyms]");
 		} else if (!strcmp(leaf, "schedule")) {
-			assert_int_equal(d->loc[find_loc(d, s->loc[0])].mapping, 0);
+			assert_int_equal(m, 0);
 		}
 	}
 	dprof_free(d);

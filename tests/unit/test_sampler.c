@@ -322,22 +322,24 @@ static void b_mmap_v1(struct rec *r)
 	rec_end(r, PERF_RECORD_MMAP, 0);
 }
 
-static void b_comm_exec(struct rec *r)
+static void build_comm(struct rec *r, const char *comm, bool nul, uint16_t misc)
 {
 	rec_start(r);
-	put2(r, 300, 301);
-	put_str(r, "true", true);
+	put2(r, 300, 301); /* pid, tid */
+	put_str(r, comm, nul);
 	put_trailer(r);
-	rec_end(r, PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC);
+	rec_end(r, PERF_RECORD_COMM, misc);
 }
 
+static void b_comm_exec(struct rec *r)
+{
+	build_comm(r, "true", true, PERF_RECORD_MISC_COMM_EXEC);
+}
+
+/* Exactly 8 name bytes and no NUL before the (zero-filled) trailer. */
 static void b_comm_no_nul(struct rec *r)
 {
-	rec_start(r);
-	put2(r, 300, 301);
-	put_str(r, "abcdefgh", false);
-	put_trailer(r);
-	rec_end(r, PERF_RECORD_COMM, 0);
+	build_comm(r, "abcdefgh", false, 0);
 }
 
 static void b_comm_shorter_than_trailer(struct rec *r)
@@ -373,49 +375,40 @@ static void b_fork_truncated(struct rec *r)
 	build_task(r, PERF_RECORD_FORK, true);
 }
 
-static void b_lost(struct rec *r)
+/* A record of @type made of the @n words of @body, then the trailer. */
+static void build_words(struct rec *r, uint32_t type, size_t n, const uint64_t body[])
 {
 	rec_start(r);
-	put(r, 9); /* id */
-	put(r, 7);
-	put_trailer(r);
-	rec_end(r, PERF_RECORD_LOST, 0);
-}
-
-static void b_lost_samples(struct rec *r)
-{
-	rec_start(r);
-	put(r, 3);
-	put_trailer(r);
-	rec_end(r, PERF_RECORD_LOST_SAMPLES, 0);
-}
-
-static void b_lost_truncated(struct rec *r)
-{
-	rec_start(r);
-	put(r, 9);
-	put_trailer(r);
-	rec_end(r, PERF_RECORD_LOST, 0);
-}
-
-static void build_throttle(struct rec *r, uint32_t type)
-{
-	rec_start(r);
-	put(r, 1);
-	put(r, 2);
-	put(r, 3);
+	for (size_t i = 0; i < n; i++)
+		put(r, body[i]);
 	put_trailer(r);
 	rec_end(r, type, 0);
 }
 
+static void b_lost(struct rec *r)
+{
+	build_words(r, PERF_RECORD_LOST, 2, (const uint64_t[]){ 9, 7 }); /* id, lost */
+}
+
+static void b_lost_samples(struct rec *r)
+{
+	build_words(r, PERF_RECORD_LOST_SAMPLES, 1, (const uint64_t[]){ 3 });
+}
+
+static void b_lost_truncated(struct rec *r)
+{
+	build_words(r, PERF_RECORD_LOST, 1, (const uint64_t[]){ 9 });
+}
+
+/* time, id, stream_id */
 static void b_throttle(struct rec *r)
 {
-	build_throttle(r, PERF_RECORD_THROTTLE);
+	build_words(r, PERF_RECORD_THROTTLE, 3, (const uint64_t[]){ 1, 2, 3 });
 }
 
 static void b_unthrottle(struct rec *r)
 {
-	build_throttle(r, PERF_RECORD_UNTHROTTLE);
+	build_words(r, PERF_RECORD_UNTHROTTLE, 3, (const uint64_t[]){ 1, 2, 3 });
 }
 
 static void b_unknown(struct rec *r)

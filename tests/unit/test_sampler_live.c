@@ -35,6 +35,7 @@
 #include "agent/perf/sampler.h"
 #include "cgroup/mount.h"
 #include "lib/clock.h"
+#include "tests/unit/testfix.h"
 #include "tests/unit/testlib.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -323,27 +324,6 @@ static bool forked_by(const struct live *c, uint32_t pid, uint32_t parent)
 	return false;
 }
 
-/* Drain every @every_ms for @total_ms, spinning or sleeping in between. */
-static void run_for(struct sampler *s, const struct sampler_cb *cb, unsigned total_ms,
-		    unsigned every_ms, bool spin)
-{
-	uint64_t end = clock_mono_ns() + (uint64_t)total_ms * 1000000u;
-
-	while (clock_mono_ns() < end) {
-		if (spin)
-			spin_ms(every_ms);
-		else
-			usleep(every_ms * 1000);
-		assert_true(sampler_drain(s, cb) >= 0);
-	}
-}
-
-static void finish(struct sampler *s, const struct sampler_cb *cb)
-{
-	assert_int_equal(sampler_disable(s), 0);
-	assert_true(sampler_drain(s, cb) >= 0);
-}
-
 /* What a live test holds: its options, its sampler and what it saw. */
 struct session {
 	struct sampler_opts o;
@@ -356,8 +336,25 @@ struct session {
 /* Stop sampling, drain what is left and read the sampler's counts. */
 static void session_finish(struct session *x)
 {
-	finish(x->s, &x->cb);
+	assert_int_equal(sampler_disable(x->s), 0);
+	assert_true(sampler_drain(x->s, &x->cb) >= 0);
 	sampler_stats(x->s, &x->st);
+}
+
+/* Drain every @every_ms for @total_ms, spinning or sleeping in between,
+ * then session_finish(). */
+static void session_run(struct session *x, unsigned total_ms, unsigned every_ms, bool spin)
+{
+	uint64_t end = clock_mono_ns() + (uint64_t)total_ms * 1000000u;
+
+	while (clock_mono_ns() < end) {
+		if (spin)
+			spin_ms(every_ms);
+		else
+			usleep(every_ms * 1000);
+		assert_true(sampler_drain(x->s, &x->cb) >= 0);
+	}
+	session_finish(x);
 }
 
 /* Skip without root; the default options, nothing seen yet. */
@@ -398,8 +395,7 @@ static void test_system_wide(void **state)
 	spin_ms(20);
 	assert_int_equal(poll(pfd, n, 0), 0);
 
-	run_for(x.s, &x.cb, 1000, 100, true);
-	session_finish(&x);
+	session_run(&x, 1000, 100, true);
 	print_message("system-wide: %llu samples (%llu ours), %llu records, %llu lost\n",
 		      (unsigned long long)x.c.samples, (unsigned long long)x.c.self,
 		      (unsigned long long)x.st.records, (unsigned long long)x.st.lost);
@@ -431,8 +427,7 @@ static void test_fork_exec(void **state)
 	}
 	assert_int_equal(waitpid(child, &status, 0), child);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	run_for(x.s, &x.cb, 100, 50, false);
-	session_finish(&x);
+	session_run(&x, 100, 50, false);
 	assert_int_equal(x.st.malformed, 0);
 
 	assert_non_null(find_sb(&x.c, 'f', (uint32_t)child, (uint32_t)getpid(), NULL));
@@ -463,8 +458,7 @@ static void test_user_stack(void **state)
 	x.o.regs_mask = REGS_MASK;
 	x.s = open_or_fail(&x.o);
 	assert_int_equal(sampler_enable(x.s), 0);
-	run_for(x.s, &x.cb, 500, 25, true);
-	session_finish(&x);
+	session_run(&x, 500, 25, true);
 	print_message("user stack: %llu of our %llu user samples (%llu in all) ok, %llu bad\n",
 		      (unsigned long long)x.c.stack_ok, (unsigned long long)x.c.self_user,
 		      (unsigned long long)x.c.self, (unsigned long long)x.c.stack_bad);
@@ -567,32 +561,18 @@ static void write_file(const char *path, const char *text)
 static void test_cgroup(void **state)
 {
 	struct fixture *f = *state;
-	struct sampler_opts o = base_opts();
 	struct sampler_layout lay;
-	struct sampler_stats st;
-	struct cg_mounts *mounts;
-	const struct cg_mount *perf;
+	struct session x;
 	const char *dirs[2];
-	char procs[PATH_MAX + 32], pid[32];
-	struct live c;
-	struct sampler_cb cb = live_cb(&c);
-	struct sampler *s;
+	char procs[PATH_MAX + 32], pid[32], *perf;
 	struct stat sb;
 	pid_t child;
 
-	need_root();
-	mounts = cg_mounts_read("/proc/self/mountinfo");
-	assert_non_null(mounts);
-	perf = cg_mounts_perf(mounts);
-	if (!perf) {
-		cg_mounts_free(mounts);
-		print_message("no cgroup hierarchy with perf_event\n");
-		skip();
-	}
-	snprintf(f->dir, sizeof(f->dir), "%s/cgperf-test-sampler-%d", perf->path, (int)getpid());
-	snprintf(f->idle, sizeof(f->idle), "%s/cgperf-test-sampler-%d-idle", perf->path,
-		 (int)getpid());
-	cg_mounts_free(mounts);
+	session_begin(&x);
+	perf = tf_cgroup_mount(true);
+	snprintf(f->dir, sizeof(f->dir), "%s/cgperf-test-sampler-%d", perf, (int)getpid());
+	snprintf(f->idle, sizeof(f->idle), "%s/cgperf-test-sampler-%d-idle", perf, (int)getpid());
+	free(perf);
 	if (mkdir(f->dir, 0755) < 0) {
 		f->dir[0] = '\0';
 		fail_msg("mkdir: %s", strerror(errno));
@@ -612,55 +592,51 @@ static void test_cgroup(void **state)
 	snprintf(pid, sizeof(pid), "%d", (int)f->child);
 	write_file(procs, pid);
 
-	live_init(&c);
 	/* The busy cgroup second: its side-band comes from a redirected event. */
 	dirs[0] = f->idle;
 	dirs[1] = f->dir;
-	o.cgroup_dirs = dirs;
-	o.ncgroups = 2;
-	o.callchain = true;
-	c.want_chain = true;
-	s = open_or_fail(&o);
-	assert_int_equal(sampler_fds(s, (int[64]){ 0 }, 64), g_ncpu); /* one ring per CPU */
-	sampler_layout(s, &lay);
+	x.o.cgroup_dirs = dirs;
+	x.o.ncgroups = 2;
+	x.o.callchain = true;
+	x.c.want_chain = true;
+	x.s = open_or_fail(&x.o);
+	assert_int_equal(sampler_fds(x.s, (int[64]){ 0 }, 64), g_ncpu); /* one ring per CPU */
+	sampler_layout(x.s, &lay);
 	if (lay.sample_type & PERF_SAMPLE_CGROUP)
-		c.want_cgroup_id = (uint64_t)sb.st_ino;
+		x.c.want_cgroup_id = (uint64_t)sb.st_ino;
 	else
 		print_message("kernel without PERF_SAMPLE_CGROUP: cgroup ids not checked\n");
-	assert_int_equal(sampler_enable(s), 0);
+	assert_int_equal(sampler_enable(x.s), 0);
 	assert_int_equal(write(f->go[1], "g", 1), 1);
-	run_for(s, &cb, 600, 100, false);
-	finish(s, &cb);
-	sampler_stats(s, &st);
+	session_run(&x, 600, 100, false);
 	child = f->child;
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
 	f->child = 0;
 
-	print_message("cgroup: %llu samples from %zu threads\n", (unsigned long long)c.samples,
-		      c.ntids);
-	assert_true(c.samples > 100);
-	assert_int_equal(c.tids_overflow, 0);
-	for (size_t i = 0; i < c.ntids; i++) {
-		uint32_t p = c.tids[i].pid;
+	print_message("cgroup: %llu samples from %zu threads\n", (unsigned long long)x.c.samples,
+		      x.c.ntids);
+	assert_true(x.c.samples > 100);
+	assert_int_equal(x.c.tids_overflow, 0);
+	for (size_t i = 0; i < x.c.ntids; i++) {
+		uint32_t p = x.c.tids[i].pid;
 
-		if (p != (uint32_t)child && !forked_by(&c, p, (uint32_t)child))
+		if (p != (uint32_t)child && !forked_by(&x.c, p, (uint32_t)child))
 			fail_msg("%llu samples of pid %u, not in the cgroup (child %d)",
-				 (unsigned long long)c.tids[i].n, p, (int)child);
+				 (unsigned long long)x.c.tids[i].n, p, (int)child);
 	}
-	assert_int_equal(c.cgroup_bad, 0);
-	assert_int_equal(c.self, 0);
-	assert_int_equal(st.malformed, 0);
+	assert_int_equal(x.c.cgroup_bad, 0);
+	assert_int_equal(x.c.self, 0);
+	assert_int_equal(x.st.malformed, 0);
 	/* The grandchild's exec, reported by the second cgroup's event. */
-	const struct sb *fk = find_sb(&c, 'f', 0, (uint32_t)child, NULL);
+	const struct sb *fk = find_sb(&x.c, 'f', 0, (uint32_t)child, NULL);
 
 	assert_non_null(fk);
-	const struct sb *ex = find_sb(&c, 'c', fk->pid, 0, "true");
+	const struct sb *ex = find_sb(&x.c, 'c', fk->pid, 0, "true");
 
 	assert_non_null(ex);
 	assert_true(ex->exec);
-	sampler_close(s);
-	live_release(&c);
+	session_end(&x);
 }
 
 static void *spin_thread(void *arg)
@@ -711,8 +687,7 @@ static void test_pid(void **state)
 	assert_int_equal(sampler_fds(x.s, (int[64]){ 0 }, 64), g_ncpu);
 	assert_int_equal(sampler_enable(x.s), 0);
 	assert_int_equal(write(f->go[1], "g", 1), 1);
-	run_for(x.s, &x.cb, 600, 100, false);
-	session_finish(&x);
+	session_run(&x, 600, 100, false);
 
 	for (size_t i = 0; i < x.c.ntids; i++) {
 		const struct pidcount *p = &x.c.tids[i];

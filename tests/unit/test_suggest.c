@@ -16,37 +16,21 @@
 #include "lib/suggest.h"
 #include "tests/unit/testlib.h"
 
-#define NCASES(a) (sizeof(a) / sizeof((a)[0]))
-
 static void test_distance(void **state)
 {
-	static const struct {
-		const char *a, *b;
-		size_t d;
-	} cases[] = {
-		{ "", "", 0 },
-		{ "a", "", 1 },
-		{ "", "abc", 3 },
-		{ "same", "same", 0 },
-		{ "kitten", "sitting", 3 },
-		{ "flaw", "lawn", 2 },
-		{ "abc", "acb", 2 },
-		{ "task-clok", "task-clock", 1 },
-		{ "context-switch", "context-switches", 2 },
-		{ "cycles", "cpu-cycles", 4 },
-		{ "sched:sched_swich", "sched:sched_switch", 1 },
-		{ "zzzzzzzzzz", "cs", 10 },
-	};
+	struct tl_table *t = tl_table_load("suggest_distance.tsv", 3);
 	char long_a[257], long_b[256];
 
-	for (size_t i = 0; i < NCASES(cases); i++) {
-		size_t ab = suggest_distance(cases[i].a, cases[i].b);
-		size_t ba = suggest_distance(cases[i].b, cases[i].a);
+	for (size_t i = 0; i < tl_table_rows(t); i++) {
+		const char *a = tl_table_row(t, i)[0], *b = tl_table_row(t, i)[1];
+		size_t d = tl_table_u64(t, i, 2);
+		size_t ab = suggest_distance(a, b), ba = suggest_distance(b, a);
 
-		if (ab != cases[i].d || ba != cases[i].d)
-			fail_msg("(\"%s\", \"%s\"): %zu/%zu, want %zu", cases[i].a, cases[i].b, ab,
-				 ba, cases[i].d);
+		if (ab != d || ba != d)
+			fail_msg("%s: (\"%s\", \"%s\"): %zu/%zu, want %zu", tl_table_where(t, i), a, b,
+				 ab, ba, d);
 	}
+	tl_table_free(t);
 	/* 255 bytes is still measured; 256 is "far". */
 	memset(long_b, 'x', 255);
 	long_b[255] = '\0';

@@ -24,11 +24,11 @@ static void test_self_lookup(void **state)
 	assert_true(symtab_count(s) > 10);
 	assert_true(is_hex_id(symtab_build_id(s), 40));
 
-	assert_int_equal(map_offset((const void *)(uintptr_t)st_leaf, path, sizeof(path), &off), 0);
-	assert_lookup(s, off, "st_leaf", 0);
-	assert_lookup(s, off + 1, "st_leaf", 1);
-	assert_int_equal(map_offset((const void *)(uintptr_t)st_outer, path, sizeof(path), &off), 0);
-	assert_lookup(s, off, "st_outer", 0);
+	assert_int_equal(map_offset((const void *)(uintptr_t)symfix_leaf, path, sizeof(path), &off), 0);
+	assert_lookup(s, off, "symfix_leaf", 0);
+	assert_lookup(s, off + 1, "symfix_leaf", 1);
+	assert_int_equal(map_offset((const void *)(uintptr_t)symfix_outer, path, sizeof(path), &off), 0);
+	assert_lookup(s, off, "symfix_outer", 0);
 
 	assert_int_equal(symtab_off_to_vaddr(s, off, &vaddr), 0);
 	assert_int_equal(symtab_vaddr_to_off(s, vaddr, &back), 0);
@@ -41,8 +41,8 @@ static void test_self_lookup(void **state)
 
 static void test_self_inlines(void **state)
 {
-	static const char *const two[] = { "st_inl_inner", "st_inl_mid" };
-	static const char *const one[] = { "st_inl_mid" };
+	static const char *const two[] = { "symfix_inl_leaf", "symfix_inl_mid" };
+	static const char *const one[] = { "symfix_inl_mid" };
 	char path[PATH_MAX];
 	const char *names[4];
 	struct symtab *s;
@@ -50,12 +50,12 @@ static void test_self_inlines(void **state)
 
 	s = symtab_open("/proc/self/exe", "");
 	assert_non_null(s);
-	assert_int_equal(map_offset((const void *)(uintptr_t)st_outer, path, sizeof(path), &off), 0);
-	assert_true(has_inline_chain(s, off, "st_outer", two, 2));
-	assert_true(has_inline_chain(s, off, "st_outer", one, 1));
+	assert_int_equal(map_offset((const void *)(uintptr_t)symfix_outer, path, sizeof(path), &off), 0);
+	assert_true(has_inline_chain(s, off, "symfix_outer", two, 2));
+	assert_true(has_inline_chain(s, off, "symfix_outer", one, 1));
 	assert_int_equal(symtab_inlines(s, off, names, 0), 0);
 
-	assert_int_equal(map_offset((const void *)(uintptr_t)st_leaf, path, sizeof(path), &off), 0);
+	assert_int_equal(map_offset((const void *)(uintptr_t)symfix_leaf, path, sizeof(path), &off), 0);
 	assert_int_equal(symtab_inlines(s, off, names, 4), 0);
 	symtab_free(s);
 }

@@ -27,27 +27,23 @@
 
 static const struct cg_rt_sources nosock = { .docker_sock = "", .podman_sock = "" };
 
+/* Selectors refused, each with a part of its reason
+ * (tests/unit/data/target_parse_errors.tsv). */
 static void test_parse_errors(void **state)
 {
-	static const struct {
-		const char *spec, *msg;
-	} bad[] = {
-		{ "", "empty selector" },
-		{ "container=", "empty value for selector key 'container'" },
-		{ "image=x,", "empty term" },
-		{ "pod=a,color=red", "unknown selector key 'color'" },
-		{ "namespace=x,exe~y", "'~' (regex) only works with cmdline" },
-	};
+	struct tl_table *bad = tl_table_load("target_parse_errors.tsv", 2);
 	char err[256];
 
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct cg_target *t = cg_target_parse(bad[i].spec, &nosock, err, sizeof(err));
+	for (size_t i = 0; i < tl_table_rows(bad); i++) {
+		const char *spec = tl_table_row(bad, i)[0], *msg = tl_table_row(bad, i)[1];
+		struct cg_target *t = cg_target_parse(spec, &nosock, err, sizeof(err));
 
 		assert_null(t);
 		assert_int_equal(errno, EINVAL);
-		if (!strstr(err, bad[i].msg))
-			fail_msg("'%s': '%s' lacks '%s'", bad[i].spec, err, bad[i].msg);
+		if (!strstr(err, msg))
+			fail_msg("%s: '%s': '%s' lacks '%s'", tl_table_where(bad, i), spec, err, msg);
 	}
+	tl_table_free(bad);
 }
 
 static void test_identity_terms(void **state)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * cgroup/tree: cg_path_normalize() table-driven; cg_tree_scan() over a fake
+ * cgroup/tree: cg_path_normalize() on the cases of
+ * tests/unit/data/tree_normalize.tsv; cg_tree_scan() over a fake
  * hierarchy built in a temp dir (order, depths, process counts, ids, what is
  * not a cgroup, the depth cap); cg_path_id(); and a scan of the host's real
  * cgroup2 hierarchy.
@@ -20,58 +21,29 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup/mount.h"
 #include "cgroup/tree.h"
+#include "tests/unit/testfix.h"
 #include "tests/unit/testlib.h"
 
 #define MNT "/sys/fs/cgroup/unified"
 
 static void test_normalize(void **state)
 {
-	static const struct {
-		const char *mount, *user, *want;
-	} cases[] = {
-		{ MNT, "foo", "/foo" },
-		{ MNT, "/foo", "/foo" },
-		{ MNT, "/foo/", "/foo" },
-		{ MNT, "//a//b/", "/a/b" },
-		{ MNT, "a/b///", "/a/b" },
-		{ MNT, "/", "/" },
-		{ MNT, "///", "/" },
-		{ MNT, "", "/" },
-		{ MNT, MNT "/x/y", "/x/y" },
-		{ MNT, MNT "//x//y//", "/x/y" },
-		{ MNT, MNT, "/" },
-		{ MNT, MNT "/", "/" },
-		/* a sibling whose name merely starts with the mount's */
-		{ MNT, MNT "x", MNT "x" },
-		{ MNT, MNT "x/y", MNT "x/y" },
-		/* the mount itself given with trailing slashes */
-		{ MNT "//", MNT "/x", "/x" },
-		/* a cgroup path that only looks like part of the mount stays */
-		{ MNT, "/sys/fs/cgroup", "/sys/fs/cgroup" },
-		{ MNT, "sys/fs/cgroup/unified/x", "/sys/fs/cgroup/unified/x" },
-		/* "/" or no mount: nothing to strip */
-		{ "/", "/a/b/", "/a/b" },
-		{ NULL, "a//b", "/a/b" },
-		/* hostile names pass through untouched apart from slashes */
-		{ MNT, "/system.slice/we\"ird \\name\n.service/",
-		  "/system.slice/we\"ird \\name\n.service" },
-		{ MNT, "/caf\xc3\xa9.slice", "/caf\xc3\xa9.slice" },
-	};
+	struct tl_table *t = tl_table_load("tree_normalize.tsv", 3);
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char *got = cg_path_normalize(cases[i].mount, cases[i].user);
+	for (size_t i = 0; i < tl_table_rows(t); i++) {
+		const char *const *c = tl_table_row(t, i);
+		char *got = cg_path_normalize(c[0], c[1]);
 
 		if (!got)
-			fail_msg("(\"%s\", \"%s\"): NULL", cases[i].mount ? cases[i].mount : "(null)",
-				 cases[i].user);
-		if (strcmp(got, cases[i].want))
-			fail_msg("(\"%s\", \"%s\"): \"%s\", want \"%s\"",
-				 cases[i].mount ? cases[i].mount : "(null)", cases[i].user, got,
-				 cases[i].want);
+			fail_msg("%s: (\"%s\", \"%s\"): NULL", tl_table_where(t, i),
+				 c[0] ? c[0] : "(null)", c[1]);
+		if (strcmp(got, c[2]))
+			fail_msg("%s: (\"%s\", \"%s\"): \"%s\", want \"%s\"", tl_table_where(t, i),
+				 c[0] ? c[0] : "(null)", c[1], got, c[2]);
 		free(got);
 	}
+	tl_table_free(t);
 	errno = 0;
 	assert_null(cg_path_normalize(MNT, NULL));
 	assert_int_equal(errno, EINVAL);
@@ -258,23 +230,10 @@ static void test_path_id(void **state)
  * and every node is findable and a real directory with that inode. */
 static void test_scan_real(void **state)
 {
-	struct cg_mounts *m = cg_mounts_read("/proc/self/mountinfo");
-	const struct cg_mount *v2;
+	char *mount = tf_cgroup_mount(false);
 	struct cg_tree *t;
-	char *mount;
 	struct stat st;
 	uint64_t id;
-
-	assert_non_null(m);
-	v2 = cg_mounts_v2(m);
-	if (!v2) {
-		cg_mounts_free(m);
-		print_message("host has no cgroup2 mount\n");
-		skip();
-	}
-	mount = strdup(v2->path);
-	assert_non_null(mount);
-	cg_mounts_free(m);
 
 	t = cg_tree_scan(mount);
 	assert_non_null(t);

@@ -562,7 +562,7 @@ static void test_no_notes(void **state)
 	const char *files[] = { "/bin/true", NULL };
 	char writer[PATH_MAX];
 
-	tl_pathf(writer, sizeof(writer), "%s/workloads/writer", build_dir());
+	tl_pathf(writer, sizeof(writer), "%s/workloads/writer", tf_build_dir());
 	files[1] = writer;
 	for (size_t i = 0; i < 2; i++) {
 		struct usdt_list *l;

@@ -40,8 +40,10 @@ struct exp_stack {
 struct exp_cg {
 	char path[256];
 	uint64_t id;
+	/* What the builder is handed: its container_id and pod_uid point at
+	 * the two arrays below. */
+	struct wire_cgroup_info info;
 	char container_id[65];
-	const char *runtime, *qos, *unit, *slice;
 	char pod_uid[40];
 	uint64_t ctr[N_EVENTS][3];
 	struct exp_stack stacks[N_STACKS];
@@ -100,17 +102,19 @@ static void make_container_id(char *id, const char *digits, int mul, int i)
 static void make_cgroup(struct exp_cg *c, int i)
 {
 	memset(c, 0, sizeof(*c));
+	c->info.container_id = c->container_id;
+	c->info.pod_uid = c->pod_uid;
 	c->id = 1000 + (uint64_t)i * 7;
-	c->slice = "system.slice";
+	c->info.slice = "system.slice";
 	switch (i % 4) {
 	case 0:
 		snprintf(c->path, sizeof(c->path), "/system.slice/postgresql@15-main%d.service", i);
-		c->unit = "postgresql@15-main.service";
+		c->info.unit = "postgresql@15-main.service";
 		break;
 	case 1:
 		make_container_id(c->container_id, "0123456789abcdef", 7, i);
 		snprintf(c->path, sizeof(c->path), "/system.slice/docker-%s.scope", c->container_id);
-		c->runtime = "docker";
+		c->info.runtime = "docker";
 		break;
 	case 2:
 		make_container_id(c->container_id, "fedcba9876543210", 3, i);
@@ -118,15 +122,15 @@ static void make_cgroup(struct exp_cg *c, int i)
 		snprintf(c->path, sizeof(c->path),
 			 "/kubepods.slice/kubepods-burstable.slice/cri-containerd-%s.scope",
 			 c->container_id);
-		c->runtime = "containerd";
-		c->qos = "burstable";
-		c->slice = "kubepods-burstable.slice";
+		c->info.runtime = "containerd";
+		c->info.qos = "burstable";
+		c->info.slice = "kubepods-burstable.slice";
 		break;
 	default:
 		/* hostile but valid: quotes, backslash, newline, UTF-8 */
 		snprintf(c->path, sizeof(c->path), "/user.slice/we\"ird\\ name\n%d-\xc3\xa9t\xc3\xa9.scope",
 			 i);
-		c->slice = "user.slice";
+		c->info.slice = "user.slice";
 		break;
 	}
 	for (size_t e = 0; e < N_EVENTS; e++) {
@@ -195,16 +199,10 @@ static struct wire_batch *build_realistic(const struct realistic *r)
 	assert_non_null(b);
 	for (int i = 0; i < N_CG; i++) {
 		const struct exp_cg *c = &r->cg[i];
-		struct wire_cgroup_info info = { .container_id = c->container_id,
-						 .runtime = c->runtime,
-						 .pod_uid = c->pod_uid,
-						 .qos = c->qos,
-						 .unit = c->unit,
-						 .slice = c->slice };
 		const char *frames[MAX_DEPTH];
 		int cg, prof;
 
-		cg = wire_add_cgroup(b, c->path, c->id, &info);
+		cg = wire_add_cgroup(b, c->path, c->id, &c->info);
 		assert_int_equal(cg, i);
 		for (size_t e = 0; e < N_EVENTS; e++)
 			assert_int_equal(wire_add_counter(b, cg, events[e], c->ctr[e][0], c->ctr[e][1],
@@ -274,11 +272,11 @@ static void check_realistic(const Cgperf__V1__Batch *m, const struct realistic *
 		assert_string_equal(wire_string(m, g->path), c->path);
 		assert_int_equal(g->id, c->id);
 		assert_string_equal(wire_string(m, g->container_id), c->container_id);
-		assert_string_equal(wire_string(m, g->runtime), c->runtime ? c->runtime : "");
+		assert_string_equal(wire_string(m, g->runtime), c->info.runtime ? c->info.runtime : "");
 		assert_string_equal(wire_string(m, g->pod_uid), c->pod_uid);
-		assert_string_equal(wire_string(m, g->qos), c->qos ? c->qos : "");
-		assert_string_equal(wire_string(m, g->unit), c->unit ? c->unit : "");
-		assert_string_equal(wire_string(m, g->slice), c->slice);
+		assert_string_equal(wire_string(m, g->qos), c->info.qos ? c->info.qos : "");
+		assert_string_equal(wire_string(m, g->unit), c->info.unit ? c->info.unit : "");
+		assert_string_equal(wire_string(m, g->slice), c->info.slice);
 		assert_int_equal(g->k8s_namespace, 0);
 
 		for (size_t e = 0; e < N_EVENTS; e++) {

@@ -32,31 +32,23 @@ static struct ydoc *load_ok(const char *text, char *err, size_t errlen)
 	return d;
 }
 
+/* Documents refused as a whole (tests/unit/data/ydoc_load_errors.tsv);
+ * the caller's pointer untouched. */
 static void test_load_errors(void **state)
 {
-	static const struct {
-		const char *text, *err;
-	} cases[] = {
-		{ "a: [1, 2\n", "t.yaml:2:1: YAML syntax error: did not find expected ',' or ']' "
-				"(while parsing a flow sequence at line 1)" },
-		{ "a: [[[[[1]]]]]\n", "t.yaml:1:7: nested more than 4 levels deep" },
-		{ "a: &x 1\nb: &y 2\nc: &z 3\n", "t.yaml:3:4: more than 2 anchors (&)" },
-		{ "a: 1\n---\nb: 2\n",
-		  "t.yaml:3:1: a second YAML document; the configuration is one document" },
-		{ "a: \xff\n", "t.yaml: not YAML text: invalid leading UTF-8 octet (byte 0xff at "
-			    "offset 3)" },
-	};
+	struct tl_table *t = tl_table_load("ydoc_load_errors.tsv", 2);
 
-	for (size_t i = 0; i < NCASES(cases); i++) {
+	for (size_t i = 0; i < tl_table_rows(t); i++) {
+		const char *text = tl_table_row(t, i)[0], *want = tl_table_row(t, i)[1];
 		struct ydoc *d = (struct ydoc *)0x1;
 		char err[256] = "";
-		int rc = ydoc_load("t.yaml", cases[i].text, strlen(cases[i].text), &lim, err,
-				   sizeof(err), &d);
+		int rc = ydoc_load("t.yaml", text, strlen(text), &lim, err, sizeof(err), &d);
 
-		if (rc != -EINVAL || strcmp(err, cases[i].err))
-			fail_msg("case %zu: %d \"%s\", want \"%s\"", i, rc, err, cases[i].err);
+		if (rc != -EINVAL || strcmp(err, want))
+			fail_msg("%s: %d \"%s\", want \"%s\"", tl_table_where(t, i), rc, err, want);
 		assert_ptr_equal(d, (struct ydoc *)0x1);
 	}
+	tl_table_free(t);
 }
 
 static void test_empty(void **state)
@@ -83,22 +75,12 @@ static void test_keys(void **state)
 {
 	static const char *const keys[] = { "frequency", "enabled", "sub", NULL };
 	static const char *const sub_keys[] = { "x", NULL };
-	static const struct {
-		const char *text, *err;
-	} cases[] = {
-		{ "frequncy: 1\n", "t.yaml:1:1: unknown key 'frequncy' at the top level "
-				   "(did you mean 'frequency'?)" },
-		{ "zzz: 1\n", "t.yaml:1:1: unknown key 'zzz' at the top level (zzz from top)" },
-		{ "enabled: 1\nenabled: 2\n",
-		  "t.yaml:2:1: duplicate key 'enabled' at the top level (first at line 1)" },
-		{ "[a]: 1\n", "t.yaml:1:1: keys at the top level must be names, got a list" },
-		{ "sub: 1\n", "t.yaml:1:6: sub: expected a mapping of keys (x: ...), got '1'" },
-		{ "sub: {y: 1}\n", "t.yaml:1:7: unknown key 'y' in sub (y from sub)" },
-	};
+	struct tl_table *t = tl_table_load("ydoc_key_errors.tsv", 2);
 
-	for (size_t i = 0; i < NCASES(cases); i++) {
+	for (size_t i = 0; i < tl_table_rows(t); i++) {
+		const char *text = tl_table_row(t, i)[0], *want = tl_table_row(t, i)[1];
 		char err[256] = "";
-		struct ydoc *d = load_ok(cases[i].text, err, sizeof(err));
+		struct ydoc *d = load_ok(text, err, sizeof(err));
 		const yaml_node_t *sub;
 		int rc;
 
@@ -106,14 +88,28 @@ static void test_keys(void **state)
 		rc = ydoc_check_keys(d, ydoc_root(d), "", keys);
 		if (!rc)
 			rc = ydoc_section(d, ydoc_root(d), "", "sub", sub_keys, &sub);
-		if (rc != -EINVAL || strcmp(err, cases[i].err))
-			fail_msg("case %zu: %d \"%s\", want \"%s\"", i, rc, err, cases[i].err);
+		if (rc != -EINVAL || strcmp(err, want))
+			fail_msg("%s: %d \"%s\", want \"%s\"", tl_table_where(t, i), rc, err, want);
 		ydoc_free(d);
 	}
+	tl_table_free(t);
 }
 
-/* One read of key "v" in "v: TEXT". */
+/* One read of key "v" in "v: TEXT"; the names of the kinds in
+ * tests/unit/data/ydoc_reads.tsv. */
 enum kind { K_BOOL, K_UINT, K_DUR, K_SIZE, K_ENUM, K_STR, K_NSTR, K_LIST };
+static const char *const kind_names[] = { "bool", "uint",   "duration", "size",
+					  "enum", "string", "nullable", "list" };
+
+static enum kind kind_of(const char *name)
+{
+	for (size_t k = 0; k < NCASES(kind_names); k++) {
+		if (!strcmp(name, kind_names[k]))
+			return (enum kind)k;
+	}
+	fail_msg("unknown kind '%s'", name);
+	return K_BOOL;
+}
 
 static int read_v(const char *text, enum kind k, char *err, size_t errlen, uint64_t *num,
 		  char **str)
@@ -148,56 +144,31 @@ static int read_v(const char *text, enum kind k, char *err, size_t errlen, uint6
 	return rc;
 }
 
+/* Each typed read on good and bad values (tests/unit/data/ydoc_reads.tsv):
+ * the number read, or the error with its position. */
 static void test_reads(void **state)
 {
-	static const struct {
-		const char *text;
-		enum kind k;
-		const char *err; /* NULL: accepted with @num */
-		uint64_t num;
-	} cases[] = {
-		{ "v: true", K_BOOL, NULL, 1 },
-		{ "v: False", K_BOOL, NULL, 0 },
-		{ "v: yes", K_BOOL, "t.yaml:1:4: v: expected true or false, got 'yes'", 0 },
-		{ "v: 42", K_UINT, NULL, 42 },
-		{ "v: 0", K_UINT, "t.yaml:1:4: v: '0' is out of range (1..100)", 0 },
-		{ "v: -1", K_UINT, "t.yaml:1:4: v: expected an integer, got '-1'", 0 },
-		{ "v: 1m30s", K_DUR, NULL, 90000 },
-		{ "v: 15", K_DUR, "t.yaml:1:4: v: '15' has no unit (ms, s, m or h, like '15s')", 0 },
-		{ "v: 2h", K_DUR, "t.yaml:1:4: v: '2h' is out of range (10ms..1h)", 0 },
-		{ "v: 64KiB", K_SIZE, NULL, 65536 },
-		{ "v: 2MiB", K_SIZE, "t.yaml:1:4: v: '2MiB' is out of range (1KiB..1MiB)", 0 },
-		{ "v: info", K_ENUM, NULL, 1 },
-		{ "v: eror", K_ENUM, "t.yaml:1:4: v: expected debug, info or error, got 'eror' "
-				     "(did you mean 'error'?)", 0 },
-		{ "v: abc", K_STR, NULL, 0 },
-		{ "v: \"\"", K_STR, "t.yaml:1:4: v: must not be empty", 0 },
-		{ "v: null", K_STR, "t.yaml:1:4: v: expected a name, got nothing (null)", 0 },
-		{ "v: null", K_NSTR, NULL, 0 },
-		{ "v: \"a\\x01\"", K_STR, "t.yaml:1:4: v: contains a control character (at byte 1)", 0 },
-		{ "v: 01234567890123456", K_STR, "t.yaml:1:4: v: longer than 16 bytes", 0 },
-		{ "v: [a, b]", K_LIST, NULL, 2 },
-		{ "v: null", K_LIST, NULL, 0 },
-		{ "v: [a, a]", K_LIST, "t.yaml:1:8: v[1]: 'a' is already listed as v[0]", 0 },
-		{ "v: [a, b, c]", K_LIST, "t.yaml:1:4: v: 3 items, at most 2 are allowed", 0 },
-		{ "v: a", K_LIST, "t.yaml:1:4: v: expected a list, got 'a' (write ['a'])", 0 },
-	};
+	struct tl_table *t = tl_table_load("ydoc_reads.tsv", 4);
 
-	for (size_t i = 0; i < NCASES(cases); i++) {
+	for (size_t i = 0; i < tl_table_rows(t); i++) {
+		const char *const *c = tl_table_row(t, i);
+		const char *text = c[0], *want_err = c[2];
+		enum kind k = kind_of(c[1]);
+		uint64_t want_num = tl_table_u64(t, i, 3), num = 0;
 		char err[256] = "", *str = NULL;
-		uint64_t num = 0;
-		int rc = read_v(cases[i].text, cases[i].k, err, sizeof(err), &num, &str);
+		int rc = read_v(text, k, err, sizeof(err), &num, &str);
 
-		if (!cases[i].err && (rc || num != cases[i].num))
-			fail_msg("\"%s\": %d (%s), %llu", cases[i].text, rc, err,
+		if (!want_err && (rc || num != want_num))
+			fail_msg("%s: \"%s\": %d (%s), %llu", tl_table_where(t, i), text, rc, err,
 				 (unsigned long long)num);
-		if (cases[i].err && (rc != -EINVAL || strcmp(err, cases[i].err)))
-			fail_msg("\"%s\": %d \"%s\", want \"%s\"", cases[i].text, rc, err,
-				 cases[i].err);
-		if (cases[i].k == K_STR && !rc)
+		if (want_err && (rc != -EINVAL || strcmp(err, want_err)))
+			fail_msg("%s: \"%s\": %d \"%s\", want \"%s\"", tl_table_where(t, i), text, rc,
+				 err, want_err);
+		if (k == K_STR && !rc)
 			assert_string_equal(str, "abc");
 		free(str);
 	}
+	tl_table_free(t);
 }
 
 /* A table of plain keys: every kind into its field, absent keys left as

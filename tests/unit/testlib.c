@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -385,4 +386,200 @@ void tl_assert_str_or_null(const char *got, const char *want)
 	}
 	assert_non_null(got);
 	assert_string_equal(got, want);
+}
+
+/* ---- tables of cases kept as data (tests/unit/data/NAME.tsv) ---- */
+
+/* One allocation: the struct, then its arrays and strings. */
+struct tl_table {
+	size_t ncols, nrows;
+	const char **fields; /* nrows * ncols, case by case, into text */
+	unsigned *lines;     /* the line of each case */
+	char *text, *name;   /* text: the copy of the table, decoded in place */
+};
+
+/* The byte that the escape at @s (just after its backslash) stands for,
+ * *@used set to the characters it takes; -1 when it is none of C's. */
+static int unescape_one(const char *s, size_t *used)
+{
+	static const char simple[] = "\\\\\"\"''??a\ab\bf\fn\nr\rt\tv\v";
+	int v = 0;
+	size_t n = 0;
+
+	for (const char *p = simple; *p; p += 2) {
+		if (*s == p[0]) {
+			*used = 1;
+			return (unsigned char)p[1];
+		}
+	}
+	if (*s == 'x') {
+		char hex[3] = "";
+
+		for (; n < 2 && isxdigit((unsigned char)s[1 + n]); n++)
+			hex[n] = s[1 + n];
+		*used = 1 + n;
+		return n ? (int)strtol(hex, NULL, 16) : -1;
+	}
+	for (; n < 3 && s[n] >= '0' && s[n] <= '7'; n++)
+		v = v * 8 + (s[n] - '0');
+	*used = n;
+	return n && v <= 0xff ? v : -1;
+}
+
+/* Decode the escapes of @field in place (the text only shrinks): NULL, or
+ * where the escape that cannot be decoded (or is a NUL) starts. */
+static const char *unescape(char *field)
+{
+	char *out = field;
+	const char *s = field;
+
+	while (*s) {
+		size_t used;
+		int c;
+
+		if (*s != '\\') {
+			*out++ = *s++;
+			continue;
+		}
+		c = unescape_one(s + 1, &used);
+		if (c <= 0)
+			return s;
+		*out++ = (char)c;
+		s += 1 + used;
+	}
+	*out = '\0';
+	return NULL;
+}
+
+/* Split the case @line into @t's next row of fields and decode them; 0 or
+ * -EINVAL with the reason in @err. */
+static int table_row(struct tl_table *t, char *line, unsigned lineno, char *err, size_t errlen)
+{
+	const char **f = t->fields + t->nrows * t->ncols;
+	size_t n = 0;
+	const char *bad;
+
+	for (char *s = line, *tab; s; s = tab, n++) {
+		tab = strchr(s, '\t');
+		if (tab)
+			*tab++ = '\0';
+		if (n == t->ncols) {
+			snprintf(err, errlen, "%s:%u: more than %zu fields", t->name, lineno,
+				 t->ncols);
+			return -EINVAL;
+		}
+		if (strcmp(s, "\\N") == 0) {
+			f[n] = NULL;
+			continue;
+		}
+		bad = unescape(s);
+		if (bad) {
+			snprintf(err, errlen, "%s:%u: field %zu: cannot decode \"%.4s\"", t->name,
+				 lineno, n + 1, bad);
+			return -EINVAL;
+		}
+		f[n] = s;
+	}
+	if (n < t->ncols) {
+		snprintf(err, errlen, "%s:%u: %zu fields, want %zu", t->name, lineno, n, t->ncols);
+		return -EINVAL;
+	}
+	t->lines[t->nrows++] = lineno;
+	return 0;
+}
+
+struct tl_table *tl_table_parse(const char *text, const char *name, size_t ncols, char *err,
+				size_t errlen)
+{
+	size_t maxrows = tl_count_lines(text), nfields = maxrows * ncols;
+	size_t textsize = strlen(text) + 1, namesize = strlen(name) + 1;
+	struct tl_table *t = calloc(1, sizeof(*t) + nfields * sizeof(*t->fields) +
+					       maxrows * sizeof(*t->lines) + textsize + namesize);
+	unsigned lineno = 0;
+	char *next;
+
+	if (!t) {
+		snprintf(err, errlen, "%s: out of memory", name);
+		return NULL;
+	}
+	t->ncols = ncols;
+	t->fields = (const char **)(t + 1);
+	t->lines = (unsigned *)(t->fields + nfields);
+	t->text = memcpy((char *)(t->lines + maxrows), text, textsize);
+	t->name = memcpy(t->text + textsize, name, namesize);
+	for (char *line = t->text; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		lineno++;
+		if (*line == '\0' || *line == '#')
+			continue;
+		if (table_row(t, line, lineno, err, errlen))
+			goto fail;
+	}
+	if (t->nrows == 0) {
+		snprintf(err, errlen, "%s: no case", name);
+		goto fail;
+	}
+	return t;
+fail:
+	free(t);
+	return NULL;
+}
+
+struct tl_table *tl_table_load(const char *name, size_t ncols)
+{
+	char rel[PATH_MAX], err[512], *path, *text;
+	struct tl_table *t;
+
+	tl_pathf(rel, sizeof(rel), "tests/unit/data/%s", name);
+	path = tl_tree_file(rel);
+	text = tl_read_text(path);
+	t = tl_table_parse(text, rel, ncols, err, sizeof(err));
+	free(text);
+	if (!t)
+		fail_msg("%s", err);
+	free(path);
+	return t;
+}
+
+void tl_table_free(struct tl_table *t)
+{
+	free(t);
+}
+
+size_t tl_table_rows(const struct tl_table *t)
+{
+	return t->nrows;
+}
+
+const char *const *tl_table_row(const struct tl_table *t, size_t row)
+{
+	if (row >= t->nrows)
+		fail_msg("%s: no case %zu (%zu cases)", t->name, row, t->nrows);
+	return t->fields + row * t->ncols;
+}
+
+uint64_t tl_table_u64(const struct tl_table *t, size_t row, size_t col)
+{
+	const char *s = tl_table_row(t, row)[col];
+	unsigned long long v = 0;
+	char *end = NULL;
+
+	errno = 0;
+	if (s && *s >= '0' && *s <= '9')
+		v = strtoull(s, &end, 10);
+	if (!end || *end || errno)
+		fail_msg("%s: field %zu: '%s' is not a number", tl_table_where(t, row), col + 1,
+			 s ? s : "\\N");
+	return v;
+}
+
+const char *tl_table_where(const struct tl_table *t, size_t row)
+{
+	static char where[PATH_MAX];
+
+	tl_table_row(t, row);
+	snprintf(where, sizeof(where), "%s:%u", t->name, t->lines[row]);
+	return where;
 }

@@ -142,4 +142,43 @@ bool tl_same_file(const char *a, const char *b);
 /* Lines of @text (a final line without '\n' counts too). */
 size_t tl_count_lines(const char *text);
 
+/*
+ * Tables of cases kept as data: tests/unit/data/NAME.tsv, one case a line,
+ * its fields separated by tabs. Empty lines and lines that start with '#'
+ * (a column header, a remark) are skipped; a first field that starts with
+ * '#' is written \x23. In a field, C's escapes are decoded: \\ \" \' \?
+ * \a \b \f \n \r \t \v, \xH or \xHH (at most two hex digits, unlike C,
+ * so "\xffb" is 0xff then 'b'), \o, \oo or \ooo in octal; a field that
+ * is \N alone is NULL (as PostgreSQL's COPY writes it). A NUL cannot be in a
+ * field. A table cannot hold an empty one-field case (its line is empty).
+ *
+ * tl_table_parse() reads a copy of @text, a table called @name in
+ * messages, each case with @ncols fields: the table (tl_table_free()), or
+ * NULL with the reason in @err ("NAME:LINE: ...") when a line has another
+ * number of fields or a field does not decode, or there is no case at all.
+ * tl_table_load() reads tests/unit/data/@name from the source tree (found
+ * as tl_tree_file() finds files, so from any working directory), named so
+ * in messages, and fails the test where tl_table_parse() would return NULL.
+ */
+struct tl_table;
+struct tl_table *tl_table_parse(const char *text, const char *name, size_t ncols, char *err,
+				size_t errlen);
+struct tl_table *tl_table_load(const char *name, size_t ncols);
+void tl_table_free(struct tl_table *t);
+
+/* The number of cases in @t. */
+size_t tl_table_rows(const struct tl_table *t);
+
+/* The fields of case @row: an array of the table's ncols strings (NULL
+ * where the file says \N), owned by @t. */
+const char *const *tl_table_row(const struct tl_table *t, size_t row);
+
+/* Field @col of case @row read as a decimal number; fails the test when it
+ * is not one (digits only, below 2^64). */
+uint64_t tl_table_u64(const struct tl_table *t, size_t row, size_t col);
+
+/* Where case @row stands, "NAME:LINE", for a failing test's message: a
+ * static buffer, overwritten by the next call. */
+const char *tl_table_where(const struct tl_table *t, size_t row);
+
 #endif

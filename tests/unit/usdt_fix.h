@@ -33,18 +33,12 @@
 #include <unistd.h>
 
 #include "agent/perf/usdt.h"
+#include "tests/unit/testfix.h"
 #include "tests/unit/testlib.h"
 
 #define POSTGRES "/usr/lib/postgresql/15/bin/postgres"
 
 /* ---- helpers ---- */
-
-static const char *build_dir(void)
-{
-	const char *b = getenv("BUILD");
-
-	return b && *b ? b : "build";
-}
 
 static void write_file(const char *path, const void *buf, size_t len)
 {
@@ -76,9 +70,7 @@ static unsigned char *read_all(const char *path, size_t *len)
 
 static void sdtprobe_path(char *buf, size_t size)
 {
-	tl_pathf(buf, size, "%s/workloads/sdtprobe", build_dir());
-	if (access(buf, R_OK) != 0)
-		fail_msg("%s missing: run make build-tests", buf);
+	tf_workload(buf, size, "sdtprobe");
 }
 
 /* Every probe of a list looks sane against a file of @file_len bytes. */
