@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include <getopt.h>
 #include <stdio.h>
@@ -90,6 +92,33 @@ int cmd_parse_seconds(const char *prog, const char *what, const char *arg, doubl
  * "PROG: -p takes a process id, not 'ARG'" on stderr (record and trace). */
 int cmd_parse_pid(const char *prog, const char *arg, pid_t *out);
 /*
+ * What record and trace watch, and for how long, from the options both
+ * take: -a, -G (repeated lists add up), -p, --duration, -v, "-- COMMAND".
+ */
+struct cmd_target {
+	bool all;        /* -a */
+	char *groups;    /* every -G joined by commas (malloc'd), or NULL */
+	pid_t pid;       /* -p, or 0 */
+	double duration; /* --duration in seconds, or 0: until a signal or COMMAND's end */
+	bool verbose;    /* -v */
+	char **cmd;      /* "-- COMMAND": a part of argv, or NULL */
+};
+/* getopt_long()'s @opt and its @arg into @t when it is one of those: true
+ * with *@ret 0 or the exit status (2, said on stderr), false when not. */
+bool cmd_target_opt(struct cmd_target *t, const char *prog, int opt, const char *arg, int *ret);
+/*
+ * The cgroup directories of @t into (*@dirs, *@n): -G's, or, for a command
+ * and no other target (@other: one of the caller's own, record's --target),
+ * a new cgroup named @name that the command runs in (*@abs, to remove at the
+ * end). @mount NULL (cmd_perf_cgroup_mount() said why): 1 when a cgroup is
+ * needed. 0 or the exit status.
+ */
+int cmd_target_cgroups(const struct cmd_target *t, const char *prog, const char *mount,
+		       const char *name, bool other, char ***dirs, size_t *n, char **abs);
+/* The CLOCK_MONOTONIC instant --duration ends at, from @t0; 0: none. */
+uint64_t cmd_target_deadline(const struct cmd_target *t, uint64_t t0);
+
+/*
  * A command's options, once: getopt_long's tables and the option list of
  * its usage both come from one array of these.
  */
@@ -113,16 +142,37 @@ struct cmd_opt {
 	 "processes matching comm=, exe=, cgroup=, pid=, cmdline~,\n"                             \
 	 "container=, image=, pod=, namespace=, unit="}
 
-/* getopt_long()'s long options and short option string of @n options. */
-struct cmd_getopt {
-	struct option lo[CMD_MAX_OPTS + 1];
-	char so[2 * CMD_MAX_OPTS + 2];
+/*
+ * A command's command line in one place: the usage text and the options
+ * that getopt_long's tables and the usage's option list both come from.
+ * --help (-h), which every command takes, is added by cmd_getopt_init()
+ * and not listed.
+ */
+struct cmd_spec {
+	const char *name;     /* the subcommand's */
+	/* After "usage: cgperf-agent NAME ", lines ended by '\n', each under
+	 * the first's start; one that begins "cgperf-agent " is another form
+	 * of the command, under the first form. */
+	const char *synopsis;
+	const char *notes;    /* after the option list, or NULL */
+	int col;              /* the column the options' help text starts at */
+	bool in_order;        /* stop at the first operand ("+"): "-- COMMAND"
+			       * and the command's own options stay its */
+	struct cmd_opt opts[CMD_MAX_OPTS + 1]; /* ended by an entry with val 0 */
 };
-/* Fill @g from @o (at most CMD_MAX_OPTS); @in_order: stop at the first
- * operand ("+", so "-- COMMAND" and the command's own options stay its). */
-void cmd_getopt_init(struct cmd_getopt *g, const struct cmd_opt *o, size_t n, bool in_order);
-/* The usage lines of @o: "  -X, --NAME ARG" and the help from column @col. */
-void cmd_opts_usage(FILE *f, const struct cmd_opt *o, size_t n, int col);
+
+/* The usage: the synopsis, a blank line and the options that have help,
+ * the notes. */
+void cmd_usage(FILE *f, const struct cmd_spec *s);
+
+/* getopt_long()'s long options and short option string of a spec. */
+struct cmd_getopt {
+	struct option lo[CMD_MAX_OPTS + 2];
+	char so[2 * CMD_MAX_OPTS + 4];
+};
+/* Fill @g from @s, --help and -h included, and reset getopt (optind = 1)
+ * for getopt_long(argc, argv, g->so, g->lo, NULL) from argv[1] on. */
+void cmd_getopt_init(struct cmd_getopt *g, const struct cmd_spec *s);
 
 /* --demangle's full, short or none into *@out: 0, or 2 with the choices on
  * stderr. */

@@ -521,25 +521,21 @@ static int annotate_emit(void *ctx, struct stacks *st, size_t *nlines)
 
 enum { OPT_TOP = 256 };
 
-static const struct cmd_opt annotate_opts[] = {
-	CMD_OPTS_SAMPLE_TARGETS,
-	{"freq", 'F', true, "HZ", "samples per second per CPU (default 99)"},
-	{"event", 'e', true, "EVENT", "sampling event (default cpu-clock)"},
-	{"duration", 'd', true, "SECONDS", "stop after this long (default: Ctrl-C or COMMAND's end)"},
-	{"top", OPT_TOP, false, "N", "lines in the sorted summary (default 10, 0: none)"},
-	{"verbose", 'v', true, NULL, "print the agent's own figures on stderr"},
-	{"help", 'h', true, NULL, NULL},
+static const struct cmd_spec annotate_spec = {
+	.name = "annotate",
+	.synopsis = "[-a | -G CG[,CG...] | -p PID | --target SELECTOR]\n"
+		    "[-F HZ] [-e EVENT] [--top N]\n"
+		    "SYMBOL | MODULE+0xOFFSET [--duration SECONDS | -- COMMAND...]\n",
+	.col = 26,
+	.opts = {
+		CMD_OPTS_SAMPLE_TARGETS,
+		{"freq", 'F', true, "HZ", "samples per second per CPU (default 99)"},
+		{"event", 'e', true, "EVENT", "sampling event (default cpu-clock)"},
+		{"duration", 'd', true, "SECONDS", "stop after this long (default: Ctrl-C or COMMAND's end)"},
+		{"top", OPT_TOP, false, "N", "lines in the sorted summary (default 10, 0: none)"},
+		{"verbose", 'v', true, NULL, "print the agent's own figures on stderr"},
+	},
 };
-
-static void usage(FILE *f)
-{
-	fputs("usage: cgperf-agent annotate [-a | -G CG[,CG...] | -p PID | --target SELECTOR]\n"
-	      "                             [-F HZ] [-e EVENT] [--top N]\n"
-	      "                             SYMBOL | MODULE+0xOFFSET [--duration SECONDS | -- COMMAND...]\n"
-	      "\n",
-	      f);
-	cmd_opts_usage(f, annotate_opts, sizeof(annotate_opts) / sizeof(annotate_opts[0]), 26);
-}
 
 /* record's argv, built: owned strings, NULL-terminated at the end. */
 struct argv_b {
@@ -577,26 +573,24 @@ static int parse_top(struct annotate *an, const char *arg)
  * then "--" and the command. 0, or the exit status (-1: --help shown). */
 static int parse_args(struct annotate *an, int argc, char **argv, struct argv_b *rv)
 {
-	const size_t nopts = sizeof(annotate_opts) / sizeof(annotate_opts[0]);
 	struct cmd_getopt g;
 	char buf[PATH_MAX + 64];
 	int opt;
 
 	/* permuting: SYMBOL may come before or after the options */
-	cmd_getopt_init(&g, annotate_opts, nopts, false);
-	optind = 1;
+	cmd_getopt_init(&g, &annotate_spec);
 	while ((opt = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
 		const char *name = NULL;
 
-		for (size_t i = 0; i < nopts; i++)
-			if (annotate_opts[i].val == opt)
-				name = annotate_opts[i].name;
+		for (const struct cmd_opt *o = annotate_spec.opts; o->val; o++)
+			if (o->val == opt)
+				name = o->name;
 		if (opt == 'h') {
-			usage(stdout);
+			cmd_usage(stdout, &annotate_spec);
 			return -1;
 		}
 		if (!name) {
-			usage(stderr);
+			cmd_usage(stderr, &annotate_spec);
 			return 2;
 		}
 		if (opt == OPT_TOP) {
@@ -616,7 +610,7 @@ static int parse_args(struct annotate *an, int argc, char **argv, struct argv_b 
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "%s: which function? (SYMBOL or MODULE+0xOFFSET)\n", PROG);
-		usage(stderr);
+		cmd_usage(stderr, &annotate_spec);
 		return 2;
 	}
 	an->symbol = argv[optind++];

@@ -24,23 +24,19 @@ struct cgroups_opts {
 	struct cg_rtinfo *rt; /* per tree node, NULL with --no-runtime */
 };
 
-static const struct cmd_opt cgroups_opts[] = {
-	{"processes", 'p', true, NULL, "list the processes of each cgroup (pid, comm, exe)"},
-	{"json", 'j', true, NULL, "one JSON document on stdout"},
-	{"containers", 'c', true, NULL, "only cgroups that are containers or pods"},
-	{"labels", 'l', true, NULL, "print each container's labels under it"},
-	{"no-runtime", 'n', true, NULL, "identity from the paths only: ask no runtime"},
-	{"help", 'h', true, NULL, NULL},
+static const struct cmd_spec cgroups_spec = {
+	.name = "cgroups",
+	.synopsis = "[--processes] [--json] [--containers] [--labels] [--no-runtime] [SUBTREE]\n",
+	.notes = "  SUBTREE           only this cgroup and its descendants\n",
+	.col = 20,
+	.opts = {
+		{"processes", 'p', true, NULL, "list the processes of each cgroup (pid, comm, exe)"},
+		{"json", 'j', true, NULL, "one JSON document on stdout"},
+		{"containers", 'c', true, NULL, "only cgroups that are containers or pods"},
+		{"labels", 'l', true, NULL, "print each container's labels under it"},
+		{"no-runtime", 'n', true, NULL, "identity from the paths only: ask no runtime"},
+	},
 };
-
-static void usage(FILE *f)
-{
-	fputs("usage: cgperf-agent cgroups [--processes] [--json] [--containers] [--labels] [--no-runtime] [SUBTREE]\n"
-	      "\n",
-	      f);
-	cmd_opts_usage(f, cgroups_opts, sizeof(cgroups_opts) / sizeof(cgroups_opts[0]), 20);
-	fputs("  SUBTREE           only this cgroup and its descendants\n", f);
-}
 
 static bool in_subtree(const char *path, const char *under)
 {
@@ -215,8 +211,7 @@ int cmd_cgroups(int argc, char **argv)
 	struct cmd_getopt g;
 	int opt, ret = 0;
 
-	cmd_getopt_init(&g, cgroups_opts, sizeof(cgroups_opts) / sizeof(cgroups_opts[0]), false);
-	optind = 1;
+	cmd_getopt_init(&g, &cgroups_spec);
 	while ((opt = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
 		switch (opt) {
 		case 'p': o.processes = true; break;
@@ -224,12 +219,12 @@ int cmd_cgroups(int argc, char **argv)
 		case 'c': o.containers = true; break;
 		case 'l': o.labels = true; break;
 		case 'n': o.no_runtime = true; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'h': cmd_usage(stdout, &cgroups_spec); return 0;
+		default: cmd_usage(stderr, &cgroups_spec); return 2;
 		}
 	}
 	if (argc - optind > 1) {
-		usage(stderr);
+		cmd_usage(stderr, &cgroups_spec);
 		return 2;
 	}
 	mount = cmd_perf_cgroup_mount(prog);

@@ -243,46 +243,110 @@ int cmd_join_csv(char **acc, const char *arg)
 	return 0;
 }
 
-void cmd_getopt_init(struct cmd_getopt *g, const struct cmd_opt *o, size_t n, bool in_order)
+bool cmd_target_opt(struct cmd_target *t, const char *prog, int opt, const char *arg, int *ret)
+{
+	int r = 0;
+
+	switch (opt) {
+	case 'a': t->all = true; break;
+	case 'G': r = cmd_join_csv(&t->groups, arg) ? 1 : 0; break;
+	case 'p': r = cmd_parse_pid(prog, arg, &t->pid); break;
+	case 'd': r = cmd_parse_seconds(prog, "--duration", arg, &t->duration); break;
+	case 'v': t->verbose = true; break;
+	default: return false;
+	}
+	*ret = r;
+	return true;
+}
+
+int cmd_target_cgroups(const struct cmd_target *t, const char *prog, const char *mount,
+		       const char *name, bool other, char ***dirs, size_t *n, char **abs)
+{
+	bool own = t->cmd && !t->groups && !t->all && t->pid <= 0 && !other;
+
+	if ((t->groups || own) && !mount)
+		return 1;
+	if (t->groups)
+		return cmd_cgroup_dirs(prog, mount, t->groups, dirs, n);
+	if (own)
+		return cmd_command_cgroup(prog, mount, name, abs, dirs, n);
+	return 0;
+}
+
+uint64_t cmd_target_deadline(const struct cmd_target *t, uint64_t t0)
+{
+	return t->duration > 0 ? t0 + (uint64_t)(t->duration * 1e9) : 0;
+}
+
+void cmd_getopt_init(struct cmd_getopt *g, const struct cmd_spec *s)
 {
 	size_t nl = 0, ns = 0;
 
-	if (in_order)
+	if (s->in_order)
 		g->so[ns++] = '+';
-	for (size_t i = 0; i < n && i < CMD_MAX_OPTS; i++) {
-		if (o[i].name)
-			g->lo[nl++] = (struct option){o[i].name, o[i].arg ? required_argument : no_argument,
-						      NULL, o[i].val};
-		if (o[i].letter) {
-			g->so[ns++] = (char)o[i].val;
-			if (o[i].arg)
+	for (const struct cmd_opt *o = s->opts; o < s->opts + CMD_MAX_OPTS && o->val; o++) {
+		int has_arg = o->arg ? required_argument : no_argument;
+
+		if (o->name)
+			g->lo[nl++] = (struct option){o->name, has_arg, NULL, o->val};
+		if (o->letter) {
+			g->so[ns++] = (char)o->val;
+			if (o->arg)
 				g->so[ns++] = ':';
 		}
 	}
+	g->lo[nl++] = (struct option){"help", no_argument, NULL, 'h'};
 	g->lo[nl] = (struct option){NULL, 0, NULL, 0};
+	g->so[ns++] = 'h';
 	g->so[ns] = '\0';
+	optind = 1;
 }
 
-void cmd_opts_usage(FILE *f, const struct cmd_opt *o, size_t n, int col)
+/* One option's line(s): "  -X, --NAME ARG", its help from column @col. */
+static void opt_usage(FILE *f, const struct cmd_opt *o, int col)
 {
-	for (size_t i = 0; i < n; i++) {
-		const char *h = o[i].help;
-		int w;
+	const char *h = o->help;
+	int w = fprintf(f, "  %c%c%s%s%s%s%s", o->letter ? '-' : ' ', o->letter ? o->val : ' ',
+			o->letter && o->name ? ", " : "  ", o->name ? "--" : "",
+			o->name ? o->name : "", o->arg ? " " : "", o->arg ? o->arg : "");
 
-		if (!h)
-			continue;
-		w = fprintf(f, "  %c%c%s%s%s%s%s", o[i].letter ? '-' : ' ',
-			    o[i].letter ? o[i].val : ' ', o[i].letter && o[i].name ? ", " : "  ",
-			    o[i].name ? "--" : "", o[i].name ? o[i].name : "", o[i].arg ? " " : "",
-			    o[i].arg ? o[i].arg : "");
-		do {
-			size_t len = strcspn(h, "\n");
+	do {
+		size_t len = strcspn(h, "\n");
 
-			fprintf(f, "%*s%.*s\n", w < col ? col - w : 1, "", (int)len, h);
-			h += len + (h[len] == '\n');
-			w = 0;
-		} while (*h);
+		fprintf(f, "%*s%.*s\n", w < col ? col - w : 1, "", (int)len, h);
+		h += len + (h[len] == '\n');
+		w = 0;
+	} while (*h);
+}
+
+void cmd_usage(FILE *f, const struct cmd_spec *s)
+{
+	static const char form[] = "cgperf-agent ";
+	const struct cmd_opt *end = s->opts + CMD_MAX_OPTS;
+	const char *l = s->synopsis;
+	int indent = fprintf(f, "usage: %s%s ", form, s->name);
+	bool first = true;
+
+	while (*l) {
+		size_t len = strcspn(l, "\n");
+
+		fprintf(f, "%.*s\n", (int)len, l);
+		l += len + (l[len] == '\n');
+		if (!strncmp(l, form, strlen(form)))
+			fputs("       ", f); /* another form, under the first */
+		else if (*l)
+			fprintf(f, "%*s", indent, "");
 	}
+	for (const struct cmd_opt *o = s->opts; o < end && o->val; o++) {
+		if (!o->help)
+			continue;
+		if (first)
+			fputc('\n', f);
+		first = false;
+		opt_usage(f, o, s->col);
+	}
+	if (s->notes)
+		fputs(s->notes, f);
 }
 
 int cmd_parse_demangle(const char *prog, const char *arg, enum demangle_style *out)

@@ -87,6 +87,16 @@ static bool selected(struct record *r, uint32_t pid)
 	return *slot == 1 || *slot == 3;
 }
 
+/* Count sample @s: whether its process is one to record (else filtered). */
+static bool take(struct record *r, const struct sample *s)
+{
+	r->samples++;
+	if (selected(r, s->pid))
+		return true;
+	r->filtered++;
+	return false;
+}
+
 /*
  * Raw stack key: [cgroup id, comm id, nframes, then per frame (obj << 48 |
  * offset)]. File offsets fit 48 bits; kernel addresses keep their low 48
@@ -96,12 +106,8 @@ static void on_sample(void *ctx, const struct sample *s)
 {
 	struct record *r = ctx;
 
-	r->samples++;
-	if (!selected(r, s->pid)) {
-		r->filtered++;
-		return;
-	}
-	stacks_add(r->st, s, NULL);
+	if (take(r, s))
+		stacks_add(r->st, s, NULL);
 }
 
 /* --off-cpu: a wait that ended, into the stacks in microseconds. */
@@ -119,12 +125,8 @@ static void on_block(void *ctx, const struct sample *s)
 {
 	struct record *r = ctx;
 
-	r->samples++;
-	if (!selected(r, s->pid)) {
-		r->filtered++;
-		return;
-	}
-	offcpu_out(r->oc, s);
+	if (take(r, s))
+		offcpu_out(r->oc, s);
 }
 
 static void on_switch(void *ctx, const struct sample_switch *sw)
@@ -201,43 +203,40 @@ static void on_lost(void *ctx, uint64_t lost)
 
 enum { OPT_CALLGRAPH = 256, OPT_PERCG, OPT_DEMANGLE, OPT_NO_DEMANGLE, OPT_OFFCPU, OPT_OFFCPU_MIN };
 
-static const struct cmd_opt record_opts[] = {
-	CMD_OPTS_SAMPLE_TARGETS,
-	{"freq", 'F', true, "HZ", "samples per second per CPU (default 99)"},
-	{"count", 'c', true, "PERIOD", "one sample every PERIOD events instead"},
-	{"event", 'e', true, "EVENT", "sampling event (default cpu-clock)"},
-	{NULL, 'g', true, NULL, "stacks by frame pointers (= --call-graph fp)"},
-	{"call-graph", OPT_CALLGRAPH, false, "MODE",
-	 "fp, or dwarf[,BYTES] to unwind a BYTES copy of the user\n"
-	 "stack with .eh_frame (default 8192)"},
-	{"output", 'o', true, "FILE", "folded stacks to FILE (default stdout)"},
-	{"off-cpu", OPT_OFFCPU, false, NULL,
-	 "time off CPU instead of CPU samples: the stack at which\n"
-	 "each thread blocked, weighted in microseconds"},
-	{"off-cpu-min-us", OPT_OFFCPU_MIN, false, "US", "with --off-cpu, drop waits shorter than US"},
-	{"per-cgroup", OPT_PERCG, false, NULL,
-	 "the cgroup (container identity when known) as first frame"},
-	{"demangle", OPT_DEMANGLE, false, "STYLE",
-	 "C++/Rust names: full (default, as perf -v: parameters,\n"
-	 "clone suffixes), short (as perf: no parameters), none"},
-	{"no-demangle", OPT_NO_DEMANGLE, false, NULL,
-	 "symbol names as the binary has them (= --demangle none)"},
-	{"duration", 'd', true, "SECONDS", "stop after this long (default: Ctrl-C or COMMAND's end)"},
-	{"verbose", 'v', true, NULL, "print the agent's own figures on stderr"},
-	{"help", 'h', true, NULL, NULL},
+static const struct cmd_spec record_spec = {
+	.name = "record",
+	.synopsis = "[-a | -G CG[,CG...] | -p PID | --target SELECTOR]\n"
+		    "[-F HZ | -c PERIOD] [-e EVENT] [-g | --call-graph fp|dwarf[,BYTES]]\n"
+		    "[--off-cpu [--off-cpu-min-us US]]\n"
+		    "[-o FILE] [--per-cgroup] [--demangle=STYLE | --no-demangle]\n"
+		    "[--duration SECONDS | -- COMMAND...]\n",
+	.col = 26,
+	.in_order = true,
+	.opts = {
+		CMD_OPTS_SAMPLE_TARGETS,
+		{"freq", 'F', true, "HZ", "samples per second per CPU (default 99)"},
+		{"count", 'c', true, "PERIOD", "one sample every PERIOD events instead"},
+		{"event", 'e', true, "EVENT", "sampling event (default cpu-clock)"},
+		{NULL, 'g', true, NULL, "stacks by frame pointers (= --call-graph fp)"},
+		{"call-graph", OPT_CALLGRAPH, false, "MODE",
+		 "fp, or dwarf[,BYTES] to unwind a BYTES copy of the user\n"
+		 "stack with .eh_frame (default 8192)"},
+		{"output", 'o', true, "FILE", "folded stacks to FILE (default stdout)"},
+		{"off-cpu", OPT_OFFCPU, false, NULL,
+		 "time off CPU instead of CPU samples: the stack at which\n"
+		 "each thread blocked, weighted in microseconds"},
+		{"off-cpu-min-us", OPT_OFFCPU_MIN, false, "US", "with --off-cpu, drop waits shorter than US"},
+		{"per-cgroup", OPT_PERCG, false, NULL,
+		 "the cgroup (container identity when known) as first frame"},
+		{"demangle", OPT_DEMANGLE, false, "STYLE",
+		 "C++/Rust names: full (default, as perf -v: parameters,\n"
+		 "clone suffixes), short (as perf: no parameters), none"},
+		{"no-demangle", OPT_NO_DEMANGLE, false, NULL,
+		 "symbol names as the binary has them (= --demangle none)"},
+		{"duration", 'd', true, "SECONDS", "stop after this long (default: Ctrl-C or COMMAND's end)"},
+		{"verbose", 'v', true, NULL, "print the agent's own figures on stderr"},
+	},
 };
-
-static void usage(FILE *f)
-{
-	fputs("usage: cgperf-agent record [-a | -G CG[,CG...] | -p PID | --target SELECTOR]\n"
-	      "                           [-F HZ | -c PERIOD] [-e EVENT] [-g | --call-graph fp|dwarf[,BYTES]]\n"
-	      "                           [--off-cpu [--off-cpu-min-us US]]\n"
-	      "                           [-o FILE] [--per-cgroup] [--demangle=STYLE | --no-demangle]\n"
-	      "                           [--duration SECONDS | -- COMMAND...]\n"
-	      "\n",
-	      f);
-	cmd_opts_usage(f, record_opts, sizeof(record_opts) / sizeof(record_opts[0]), 26);
-}
 
 static double cpu_seconds(void)
 {
@@ -265,14 +264,12 @@ static int parse_u64(const char *prog, const char *what, const char *s, uint64_t
 
 /* What the command line asked for, besides what goes into struct record. */
 struct record_args {
-	struct sampler_opts so;
+	struct sampler_opts so; /* its pid is tg.pid */
+	struct cmd_target tg;
 	const char *evname, *outpath;
-	char *groups_arg; /* every -G joined by commas */
-	bool all, verbose, per_cgroup, done, off_cpu, ev_set;
+	bool per_cgroup, done, off_cpu, ev_set;
 	uint64_t off_cpu_min_us;
-	double duration;
 	enum demangle_style dstyle;
-	char **cmd; /* "-- COMMAND", or NULL */
 };
 
 static int parse_target(struct record *r, const char *arg)
@@ -322,13 +319,11 @@ static int parse_args(struct record *r, struct record_args *a, int argc, char **
 	struct cmd_getopt g;
 	int opt, ret = 0;
 
-	cmd_getopt_init(&g, record_opts, sizeof(record_opts) / sizeof(record_opts[0]), true);
-	optind = 1;
+	cmd_getopt_init(&g, &record_spec);
 	while (!ret && (opt = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
+		if (cmd_target_opt(&a->tg, r->prog, opt, optarg, &ret))
+			continue;
 		switch (opt) {
-		case 'a': a->all = true; break;
-		case 'G': ret = cmd_join_csv(&a->groups_arg, optarg) ? 1 : 0; break;
-		case 'p': ret = cmd_parse_pid(r->prog, optarg, &a->so.pid); break;
 		case 't': ret = parse_target(r, optarg); break;
 		case 'F':
 			ret = parse_u64(r->prog, "-F", optarg, &a->so.freq);
@@ -349,15 +344,13 @@ static int parse_args(struct record *r, struct record_args *a, int argc, char **
 			break;
 		case OPT_DEMANGLE: ret = cmd_parse_demangle(r->prog, optarg, &a->dstyle); break;
 		case OPT_NO_DEMANGLE: a->dstyle = DEMANGLE_NONE; break;
-		case 'd': ret = cmd_parse_seconds(r->prog, "--duration", optarg, &a->duration); break;
-		case 'v': a->verbose = true; break;
-		case 'h': usage(stdout); a->done = true; return 0;
-		default: usage(stderr); return 2;
+		case 'h': cmd_usage(stdout, &record_spec); a->done = true; return 0;
+		default: cmd_usage(stderr, &record_spec); return 2;
 		}
 	}
 	if (ret)
 		return ret;
-	if (a->all + (a->groups_arg != NULL) + (a->so.pid > 0) + (r->sel != NULL) > 1) {
+	if (a->tg.all + (a->tg.groups != NULL) + (a->tg.pid > 0) + (r->sel != NULL) > 1) {
 		fprintf(stderr, "%s: choose one of -a, -G, -p and --target\n", r->prog);
 		return 2;
 	}
@@ -365,11 +358,12 @@ static int parse_args(struct record *r, struct record_args *a, int argc, char **
 		fprintf(stderr, "%s: --off-cpu samples %s itself; drop -e\n", r->prog, OFFCPU_EVENT);
 		return 2;
 	}
-	if (optind < argc && (a->duration > 0 || a->so.pid > 0)) {
+	if (optind < argc && (a->tg.duration > 0 || a->tg.pid > 0)) {
 		fprintf(stderr, "%s: a command cannot be combined with --duration or -p\n", r->prog);
 		return 2;
 	}
-	a->cmd = optind < argc ? argv + optind : NULL;
+	a->tg.cmd = optind < argc ? argv + optind : NULL;
+	a->so.pid = a->tg.pid;
 	return 0;
 }
 
@@ -443,7 +437,7 @@ static struct sampler *open_offcpu(struct record *r, struct record_args *a, int 
 	if (err == EACCES || err == EPERM)
 		cmd_explain_perf_permission(r->prog, err);
 	else if (err == ESRCH)
-		fprintf(stderr, "%s: no process %d\n", r->prog, (int)a->so.pid);
+		fprintf(stderr, "%s: no process %d\n", r->prog, (int)a->tg.pid);
 	else
 		fprintf(stderr, "%s: cannot open %s for --off-cpu: %s%s\n", r->prog, OFFCPU_EVENT,
 			strerror(err), err == ENOENT ? " (no tracefs?)" : "");
@@ -617,10 +611,10 @@ static void report_summary(struct record *r, struct sampler *smp, const struct r
 		stacks_foreach_truncated(r->st, trunc_line, &tr);
 	}
 	cmd_refusals_text(refused, sizeof(refused));
-	if (!a->verbose && refused[0] != '0')
+	if (!a->tg.verbose && refused[0] != '0')
 		fprintf(stderr, "%s: container files refused: %s; -v names them\n", r->prog, refused);
 	cmd_refusals_hint(r->prog);
-	if (!a->verbose)
+	if (!a->tg.verbose)
 		return;
 	fprintf(stderr,
 		"%s: mode %s; agent CPU %.3f s (%.3f s sampling+unwinding, %.3f s naming)"
@@ -634,21 +628,6 @@ static void report_summary(struct record *r, struct sampler *smp, const struct r
 		sst.refused, refused);
 }
 
-/* The cgroup directories to sample: -G's, or a new one for the command. */
-static int cgroup_targets(struct record *r, const struct record_args *a, char ***cgdirs,
-			  size_t *ncgdirs, char **trans_abs)
-{
-	bool own = a->cmd && !a->groups_arg && !r->sel && !a->all;
-
-	if ((a->groups_arg || own) && !r->mount)
-		return 1;
-	if (a->groups_arg)
-		return cmd_cgroup_dirs(r->prog, r->mount, a->groups_arg, cgdirs, ncgdirs);
-	if (own)
-		return cmd_command_cgroup(r->prog, r->mount, "record", trans_abs, cgdirs, ncgdirs);
-	return 0;
-}
-
 /* Sample, then write and report. 0 or the exit status. */
 static int record_run(struct record *r, struct record_args *a, struct ev_spec *ev,
 		      struct workload *w)
@@ -660,7 +639,8 @@ static int record_run(struct record *r, struct record_args *a, struct ev_spec *e
 	FILE *out = stdout;
 
 	r->mount = cmd_perf_cgroup_mount(r->prog);
-	if ((ret = cgroup_targets(r, a, &cgdirs, &ncgdirs, &trans_abs)))
+	if ((ret = cmd_target_cgroups(&a->tg, r->prog, r->mount, "record", r->sel != NULL, &cgdirs,
+				      &ncgdirs, &trans_abs)))
 		goto out;
 	ncpu = cpumap_online(&cpus);
 	if (ncpu < 0) {
@@ -670,7 +650,7 @@ static int record_run(struct record *r, struct record_args *a, struct ev_spec *e
 	}
 	r->st = stacks_new(r->mode, a->per_cgroup, r->mount);
 	r->pidsel = fold_new();
-	if (cmd_refusals_start(r->prog, a->verbose) < 0 || !r->st || !r->pidsel ||
+	if (cmd_refusals_start(r->prog, a->tg.verbose) < 0 || !r->st || !r->pidsel ||
 	    stacks_set_demangle(r->st, a->dstyle) < 0) {
 		fprintf(stderr, "%s: out of memory\n", r->prog);
 		ret = 1;
@@ -684,7 +664,7 @@ static int record_run(struct record *r, struct record_args *a, struct ev_spec *e
 	smp = a->off_cpu ? open_offcpu(r, a, &ret) : open_sampler(r, &a->so, &ret);
 	if (!smp || (ret = open_output(r, a->outpath, &out)))
 		goto out;
-	if ((ret = workload_start(w, r->prog, a->cmd, trans_abs)))
+	if ((ret = workload_start(w, r->prog, a->tg.cmd, trans_abs)))
 		goto out;
 	if (r->sel && workload_pid(w) > 0) {
 		/* the command is a target whatever the selector says */
@@ -698,8 +678,7 @@ static int record_run(struct record *r, struct record_args *a, struct ev_spec *e
 	double cpu0 = cpu_seconds();
 	uint64_t t0 = clock_mono_ns();
 
-	ret = sample_loop(r, smp, w, a->so.pid,
-			  a->duration > 0 ? t0 + (uint64_t)(a->duration * 1e9) : 0);
+	ret = sample_loop(r, smp, w, a->tg.pid, cmd_target_deadline(&a->tg, t0));
 	if (ret)
 		goto out;
 	double elapsed = (double)(clock_mono_ns() - t0) / 1e9, cpu_sample = cpu_seconds() - cpu0;
@@ -712,7 +691,7 @@ static int record_run(struct record *r, struct record_args *a, struct ev_spec *e
 	report_summary(r, smp, a, nlines, elapsed, cpu_sample, cpu_seconds() - cpu0);
 	int status = workload_finish(w);
 
-	if (a->cmd && !ret)
+	if (a->tg.cmd && !ret)
 		ret = status;
 out:
 	if (out != stdout)
@@ -755,7 +734,7 @@ int cmd_record_emit(int argc, char **argv, const struct record_emit *e)
 	have_ev = true;
 	ret = record_run(&r, &a, &ev, &w);
 out:
-	free(a.groups_arg);
+	free(a.tg.groups);
 	if (have_ev)
 		ev_spec_release(&ev);
 	stacks_free(r.st);

@@ -123,6 +123,12 @@ static bool wanted(struct agent *a, const char *path, const struct cg_identity *
 	return run_identity_wanted(a, path, id) == 1;
 }
 
+void run_cg_release(struct rcg *c)
+{
+	free(c->path);
+	cg_rtinfo_release(&c->rt);
+}
+
 struct rcg *run_cg_find(struct agent *a, const char *path)
 {
 	for (size_t i = 0; i < a->ncg; i++)
@@ -364,23 +370,29 @@ static void run_refusal_notice(void *ctx, pid_t pid, const char *path, const cha
 	log_kv(LOG_INFO, "container file refused", "pid", p, "path", path, "reason", reason, NULL);
 }
 
-/* The options: -1 to go on, else the exit status. */
-static int parse_args(int argc, char **argv, const char **path, bool *print, double *duration,
-		      int *push_mode)
-{
-	/* listed by the usage text below, not one by one */
-	static const struct cmd_opt run_opts[] = {
+/* The options are said by the synopsis and docs/config.md, not listed. */
+static const struct cmd_spec run_spec = {
+	.name = "run",
+	.synopsis = "[--config FILE] [--print-config] [--duration S]\n"
+		    "[--push-mode fanout|failover]\n",
+	.notes = "Continuous mode: counters, stacks and probes per cgroup, pushed to the\n"
+		 "collectors every push.interval (see docs/config.md).\n",
+	.opts = {
 		{"config", 'c', true, "FILE", NULL},
 		{"push-mode", 'M', false, "MODE", NULL},
 		{"print-config", 'P', false, NULL, NULL},
 		{"duration", 'd', true, "S", NULL},
-		{"help", 'h', true, NULL, NULL},
-	};
+	},
+};
+
+/* The options: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, const char **path, bool *print, double *duration,
+		      int *push_mode)
+{
 	struct cmd_getopt g;
 	int opt;
 
-	cmd_getopt_init(&g, run_opts, sizeof(run_opts) / sizeof(run_opts[0]), false);
-	optind = 1;
+	cmd_getopt_init(&g, &run_spec);
 	while ((opt = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
 		switch (opt) {
 		case 'c': *path = optarg; break;
@@ -396,24 +408,11 @@ static int parse_args(int argc, char **argv, const char **path, bool *print, dou
 				return 2;
 			}
 			break;
-		case 'd': {
-			char *end;
-
-			errno = 0;
-			*duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(*duration > 0)) {
-				fprintf(stderr, "%s: --duration must be a positive number, not '%s'\n",
-					RUN_PROG, optarg);
+		case 'd':
+			if (cmd_parse_seconds(RUN_PROG, "--duration", optarg, duration))
 				return 2;
-			}
 			break;
-		}
-		case 'h':
-			puts("usage: cgperf-agent run [--config FILE] [--print-config] [--duration S]\n"
-			     "                        [--push-mode fanout|failover]\n"
-			     "Continuous mode: counters, stacks and probes per cgroup, pushed to the\n"
-			     "collectors every push.interval (see docs/config.md).");
-			return 0;
+		case 'h': cmd_usage(stdout, &run_spec); return 0;
 		default: return 2;
 		}
 	}

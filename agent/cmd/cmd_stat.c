@@ -53,32 +53,28 @@ static const char *const default_events[] = {
 	"cycles",     "instructions",     "branches",       "branch-misses",
 };
 
-static const struct cmd_opt stat_opts[] = {
-	{"all-cgroups", 'a', true, NULL, "count every cgroup of the host, following new ones"},
-	{"cgroup", 'G', true, "CG,...", "count these cgroups (paths relative to the cgroup mount)"},
-	{"for-each-cgroup", 'R', false, "RE", "count every cgroup whose path matches the regex"},
-	{"event", 'e', true, "EV,...", "events, as perf names them (default: perf stat's set)"},
-	{"interval", 'I', true, "MSEC", "print deltas every MSEC milliseconds"},
-	{"interval-print", 'I', false, "MSEC", NULL},
-	{"duration", 'd', true, "SECONDS", "stop after this long (default: Ctrl-C or COMMAND's end)"},
-	{"json", 'j', true, NULL, "JSON Lines on stdout, one object per cgroup and event"},
-	{"list-events", 'l', true, NULL, "list the event names this command knows"},
-	{"verbose", 'v', true, NULL, "print the agent's own costs (setup, reads) on stderr"},
-	{"help", 'h', true, NULL, NULL},
+static const struct cmd_spec stat_spec = {
+	.name = "stat",
+	.synopsis = "[-a | -G CG[,CG...] | --for-each-cgroup REGEX]\n"
+		    "[-e EVENT[,EVENT...]] [-I MSEC] [--json]\n"
+		    "[--duration SECONDS | -- COMMAND [ARGS...]]\n",
+	.notes = "\n"
+		 "With -- COMMAND and no cgroup option, COMMAND runs in a new cgroup that is counted.\n",
+	.col = 27,
+	.in_order = true,
+	.opts = {
+		{"all-cgroups", 'a', true, NULL, "count every cgroup of the host, following new ones"},
+		{"cgroup", 'G', true, "CG,...", "count these cgroups (paths relative to the cgroup mount)"},
+		{"for-each-cgroup", 'R', false, "RE", "count every cgroup whose path matches the regex"},
+		{"event", 'e', true, "EV,...", "events, as perf names them (default: perf stat's set)"},
+		{"interval", 'I', true, "MSEC", "print deltas every MSEC milliseconds"},
+		{"interval-print", 'I', false, "MSEC", NULL},
+		{"duration", 'd', true, "SECONDS", "stop after this long (default: Ctrl-C or COMMAND's end)"},
+		{"json", 'j', true, NULL, "JSON Lines on stdout, one object per cgroup and event"},
+		{"list-events", 'l', true, NULL, "list the event names this command knows"},
+		{"verbose", 'v', true, NULL, "print the agent's own costs (setup, reads) on stderr"},
+	},
 };
-
-static void usage(FILE *f)
-{
-	fputs("usage: cgperf-agent stat [-a | -G CG[,CG...] | --for-each-cgroup REGEX]\n"
-	      "                         [-e EVENT[,EVENT...]] [-I MSEC] [--json]\n"
-	      "                         [--duration SECONDS | -- COMMAND [ARGS...]]\n"
-	      "\n",
-	      f);
-	cmd_opts_usage(f, stat_opts, sizeof(stat_opts) / sizeof(stat_opts[0]), 27);
-	fputs("\n"
-	      "With -- COMMAND and no cgroup option, COMMAND runs in a new cgroup that is counted.\n",
-	      f);
-}
 
 /* Print "unknown event" with the closest names and return 2. */
 static int unknown_event(const char *prog, const char *name, int err)
@@ -408,8 +404,7 @@ static int parse_args(struct stat_ctx *c, struct stat_args *a, int argc, char **
 	enum select_mode want;
 	int opt, ret = 0;
 
-	cmd_getopt_init(&g, stat_opts, sizeof(stat_opts) / sizeof(stat_opts[0]), true);
-	optind = 1;
+	cmd_getopt_init(&g, &stat_spec);
 	while (!ret && (opt = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
 		want = opt == 'a' ? SEL_ALL : opt == 'G' ? SEL_NAMED : opt == 'R' ? SEL_REGEX : SEL_NONE;
 		if (want != SEL_NONE && c->mode != SEL_NONE && (c->mode != want || want == SEL_REGEX)) {
@@ -428,8 +423,8 @@ static int parse_args(struct stat_ctx *c, struct stat_args *a, int argc, char **
 		case 'j': c->json = true; break;
 		case 'v': c->verbose = true; break;
 		case 'l': list_events(); a->done = true; return 0;
-		case 'h': usage(stdout); a->done = true; return 0;
-		default: usage(stderr); return 2;
+		case 'h': cmd_usage(stdout, &stat_spec); a->done = true; return 0;
+		default: cmd_usage(stderr, &stat_spec); return 2;
 		}
 	}
 	if (ret)

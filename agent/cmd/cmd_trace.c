@@ -73,54 +73,51 @@ enum {
 	OPT_HEATMAP,
 };
 
-static const struct cmd_opt trace_opts[] = {
-	{"event", 'e', true, "PROBE",
-	 "u:BINARY:SYMBOL[+OFF][%return] [NAME=%REG...]\n"
-	 "sdt:PROVIDER:NAME[@BINARY] [NAME=argN...]\n"
-	 "k:FUNC[+OFF][%return] [NAME=%REG|PARAM|+OFF(%REG)[:TYPE]...]\n"
-	 "SUBSYS:EVENT [FIELD...]"},
-	{"hist", OPT_HIST, false, "ARG", "log2 histogram of argument ARG of the probes that have it"},
-	{"latency", OPT_LAT, false, "S[,E]",
-	 "time from probe S to probe E on the same thread; with one\n"
-	 "u: or k: probe, from the function's entry to its return"},
-	{"key", OPT_KEY, false, "FIELD[,FIELD]",
-	 "pair --latency's tracepoints by these fields (dev,sector),\n"
-	 "not by thread; the start's cgroup owns the latency"},
-	{"latency-timeout", OPT_LAT_TIMEOUT, false, "SECONDS",
-	 "--key: drop starts still unpaired after this long (10)"},
-	{"heatmap", OPT_HEATMAP, false, "FILE.svg", "time x latency heat map of --latency's pairs"},
-	{"stacks", OPT_STACKS, false, NULL,
-	 "fold the user+kernel stacks at every hit (frame pointers)"},
-	{"call-graph", OPT_CALLGRAPH, false, "MODE", "fp or dwarf: how --stacks unwinds user stacks"},
-	{"demangle", OPT_DEMANGLE, false, "STYLE",
-	 "C++/Rust names in --stacks: full (default, as perf -v),\n"
-	 "short (as perf: no parameters), none"},
-	{"no-demangle", OPT_NO_DEMANGLE, false, NULL,
-	 "names as the binary has them (= --demangle none)"},
-	{"filter", OPT_FILTER, false, "EXPR", "kernel filter for the tracepoints ('count > 100')"},
-	{"all-cpus", 'a', true, NULL, "every process of the host (default without COMMAND)"},
-	{"cgroup", 'G', true, "CG,...", "only these cgroups"},
-	{"pid", 'p', true, "PID", "only this process and its children"},
-	{"per-pid", OPT_PERPID, false, NULL, "a row per process as well as per cgroup"},
-	{"json", 'j', true, NULL, "JSON Lines on stdout"},
-	{"duration", 'd', true, "SECONDS", "stop after this long"},
-	{"list", 'l', true, "BINARY", "the functions and SDT probes BINARY offers"},
-	{"verbose", 'v', true, NULL, "name each container file refused (docs/security.md)"},
-	{"help", 'h', true, NULL, NULL},
+static const struct cmd_spec trace_spec = {
+	.name = "trace",
+	.synopsis = "-e PROBE [-e PROBE...] [--hist ARG] [--latency START[,END]]\n"
+		    "[--key FIELD[,FIELD]] [--latency-timeout S] [--heatmap FILE]\n"
+		    "[--stacks] [--filter EXPR] [-a | -G CG[,CG...] | -p PID]\n"
+		    "[--per-pid] [--json] [--demangle=STYLE | --no-demangle]\n"
+		    "[--duration SECONDS | -- COMMAND...]\n"
+		    "cgperf-agent trace --list BINARY\n",
+	.col = 26,
+	.in_order = true,
+	.opts = {
+		{"event", 'e', true, "PROBE",
+		 "u:BINARY:SYMBOL[+OFF][%return] [NAME=%REG...]\n"
+		 "sdt:PROVIDER:NAME[@BINARY] [NAME=argN...]\n"
+		 "k:FUNC[+OFF][%return] [NAME=%REG|PARAM|+OFF(%REG)[:TYPE]...]\n"
+		 "SUBSYS:EVENT [FIELD...]"},
+		{"hist", OPT_HIST, false, "ARG", "log2 histogram of argument ARG of the probes that have it"},
+		{"latency", OPT_LAT, false, "S[,E]",
+		 "time from probe S to probe E on the same thread; with one\n"
+		 "u: or k: probe, from the function's entry to its return"},
+		{"key", OPT_KEY, false, "FIELD[,FIELD]",
+		 "pair --latency's tracepoints by these fields (dev,sector),\n"
+		 "not by thread; the start's cgroup owns the latency"},
+		{"latency-timeout", OPT_LAT_TIMEOUT, false, "SECONDS",
+		 "--key: drop starts still unpaired after this long (10)"},
+		{"heatmap", OPT_HEATMAP, false, "FILE.svg", "time x latency heat map of --latency's pairs"},
+		{"stacks", OPT_STACKS, false, NULL,
+		 "fold the user+kernel stacks at every hit (frame pointers)"},
+		{"call-graph", OPT_CALLGRAPH, false, "MODE", "fp or dwarf: how --stacks unwinds user stacks"},
+		{"demangle", OPT_DEMANGLE, false, "STYLE",
+		 "C++/Rust names in --stacks: full (default, as perf -v),\n"
+		 "short (as perf: no parameters), none"},
+		{"no-demangle", OPT_NO_DEMANGLE, false, NULL,
+		 "names as the binary has them (= --demangle none)"},
+		{"filter", OPT_FILTER, false, "EXPR", "kernel filter for the tracepoints ('count > 100')"},
+		{"all-cpus", 'a', true, NULL, "every process of the host (default without COMMAND)"},
+		{"cgroup", 'G', true, "CG,...", "only these cgroups"},
+		{"pid", 'p', true, "PID", "only this process and its children"},
+		{"per-pid", OPT_PERPID, false, NULL, "a row per process as well as per cgroup"},
+		{"json", 'j', true, NULL, "JSON Lines on stdout"},
+		{"duration", 'd', true, "SECONDS", "stop after this long"},
+		{"list", 'l', true, "BINARY", "the functions and SDT probes BINARY offers"},
+		{"verbose", 'v', true, NULL, "name each container file refused (docs/security.md)"},
+	},
 };
-
-static void usage(FILE *f)
-{
-	fputs("usage: cgperf-agent trace -e PROBE [-e PROBE...] [--hist ARG] [--latency START[,END]]\n"
-	      "                          [--key FIELD[,FIELD]] [--latency-timeout S] [--heatmap FILE]\n"
-	      "                          [--stacks] [--filter EXPR] [-a | -G CG[,CG...] | -p PID]\n"
-	      "                          [--per-pid] [--json] [--demangle=STYLE | --no-demangle]\n"
-	      "                          [--duration SECONDS | -- COMMAND...]\n"
-	      "       cgperf-agent trace --list BINARY\n"
-	      "\n",
-	      f);
-	cmd_opts_usage(f, trace_opts, sizeof(trace_opts) / sizeof(trace_opts[0]), 26);
-}
 
 /* ---- aggregation -------------------------------------------------------- */
 
@@ -377,16 +374,13 @@ static int open_probe(struct trace *t, struct tprobe *tp, const struct sampler_o
 
 /* What the command line asked for, besides what goes into struct trace. */
 struct trace_args {
+	struct cmd_target tg;
 	const char *specs[MAX_PROBES], *latency, *filter;
 	size_t nspecs;
-	char *groups; /* every -G joined by commas */
 	char *lat_a, *lat_b; /* --latency's start and end probes */
-	bool json, all, want_stacks, verbose, done;
+	bool json, want_stacks, done;
 	enum stacks_mode smode;
 	enum demangle_style dstyle;
-	double duration;
-	pid_t pid;
-	char **cmd; /* "-- COMMAND", or NULL */
 };
 
 static int parse_call_graph(const char *prog, struct trace_args *a, const char *arg)
@@ -419,9 +413,10 @@ static int parse_args(struct trace *t, struct trace_args *a, int argc, char **ar
 	struct cmd_getopt g;
 	int opt, ret = 0;
 
-	cmd_getopt_init(&g, trace_opts, sizeof(trace_opts) / sizeof(trace_opts[0]), true);
-	optind = 1;
+	cmd_getopt_init(&g, &trace_spec);
 	while (!ret && (opt = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
+		if (cmd_target_opt(&a->tg, t->prog, opt, optarg, &ret))
+			continue;
 		switch (opt) {
 		case 'e': ret = add_spec(t->prog, a, optarg); break;
 		case OPT_HIST: t->hist_name = optarg; break;
@@ -437,24 +432,19 @@ static int parse_args(struct trace *t, struct trace_args *a, int argc, char **ar
 		case OPT_DEMANGLE: ret = cmd_parse_demangle(t->prog, optarg, &a->dstyle); break;
 		case OPT_NO_DEMANGLE: a->dstyle = DEMANGLE_NONE; break;
 		case OPT_PERPID: t->per_pid = true; break;
-		case 'a': a->all = true; break;
-		case 'G': ret = cmd_join_csv(&a->groups, optarg) ? 1 : 0; break;
-		case 'p': ret = cmd_parse_pid(t->prog, optarg, &a->pid); break;
 		case 'j': a->json = true; break;
-		case 'v': a->verbose = true; break;
-		case 'd': ret = cmd_parse_seconds(t->prog, "--duration", optarg, &a->duration); break;
 		case 'l': a->done = true; return trace_list_binary(t->prog, optarg);
-		case 'h': usage(stdout); a->done = true; return 0;
-		default: usage(stderr); return 2;
+		case 'h': cmd_usage(stdout, &trace_spec); a->done = true; return 0;
+		default: cmd_usage(stderr, &trace_spec); return 2;
 		}
 	}
 	if (ret)
 		return ret;
-	if (a->all + (a->groups != NULL) + (a->pid > 0) > 1) {
+	if (a->tg.all + (a->tg.groups != NULL) + (a->tg.pid > 0) > 1) {
 		fprintf(stderr, "%s: choose one of -a, -G and -p\n", t->prog);
 		return 2;
 	}
-	a->cmd = optind < argc ? argv + optind : NULL;
+	a->tg.cmd = optind < argc ? argv + optind : NULL;
 	if ((t->nkey || t->heat_path) && !a->latency) {
 		fprintf(stderr, "%s: --key and --heatmap go with --latency START,END\n", t->prog);
 		return 2;
@@ -506,11 +496,11 @@ static int resolve_each(struct trace *t, const struct trace_args *a, size_t nspe
  * those in the -G cgroups (cmd_cgroup_pids()). */
 static int resolve_probes(struct trace *t, const struct trace_args *a)
 {
-	size_t nspecs = a->nspecs, npids = a->pid > 0;
-	int one[1] = {(int)a->pid}, *pids = a->pid > 0 ? one : NULL, *cgpids = NULL;
+	size_t nspecs = a->nspecs, npids = a->tg.pid > 0;
+	int one[1] = {(int)a->tg.pid}, *pids = a->tg.pid > 0 ? one : NULL, *cgpids = NULL;
 	int ret = 0;
 
-	if (a->groups && !a->pid && cmd_cgroup_pids(t->prog, a->groups, &cgpids, &npids))
+	if (a->tg.groups && !a->tg.pid && cmd_cgroup_pids(t->prog, a->tg.groups, &cgpids, &npids))
 		return 1;
 	if (cgpids)
 		pids = cgpids;
@@ -539,7 +529,7 @@ static int resolve_each(struct trace *t, const struct trace_args *a, size_t nspe
 			}
 		}
 		rc = probe_resolve(spec, pids, npids, &t->pr[t->npr].p, err, sizeof(err));
-		if (rc && trace_wait_may(rc, spec, a->groups, a->pid, a->latency))
+		if (rc && trace_wait_may(rc, spec, a->tg.groups, a->tg.pid, a->latency))
 			rc = trace_wait_add(t, t->npr, spec, err); /* placed when it comes */
 		if (rc) {
 			fprintf(stderr, "%s: %s\n", t->prog, err);
@@ -645,7 +635,7 @@ static int open_probes(struct trace *t, const struct trace_args *a, int *cpus, i
 		.ncpu = (size_t)ncpu,
 		.cgroup_dirs = (const char *const *)cgdirs,
 		.ncgroups = ncgdirs,
-		.pid = t->filter_pids ? 0 : (pid_t)a->pid,
+		.pid = t->filter_pids ? 0 : a->tg.pid,
 		/* Every hit is a record; a DWARF stack copy makes each 8 KiB. */
 		.mmap_pages = dwarf ? 2048 : 256,
 		.clock_monotonic = true,
@@ -693,7 +683,7 @@ static int open_probes(struct trace *t, const struct trace_args *a, int *cpus, i
 			fprintf(stderr, "%s: cannot place %s: the kernel refused the offset: it is "
 					"not on an instruction boundary\n", t->prog, label);
 		else if (err == -ESRCH)
-			fprintf(stderr, "%s: no process %ld\n", t->prog, (long)a->pid);
+			fprintf(stderr, "%s: no process %ld\n", t->prog, (long)a->tg.pid);
 		else
 			fprintf(stderr, "%s: cannot open %s: %s\n", t->prog, label, strerror(-err));
 		return err == -ESRCH || err == -EILSEQ || (err == -EINVAL && filter) ? 2 : 1;
@@ -827,21 +817,6 @@ static void close_probes(struct trace *t)
 		}
 }
 
-/* The cgroup directories to trace: -G's, or a new one for the command. */
-static int cgroup_targets(struct trace *t, const struct trace_args *a, char ***cgdirs,
-			  size_t *ncgdirs, char **trans_abs)
-{
-	bool own = a->cmd && !a->groups && !a->all && a->pid <= 0;
-
-	if ((a->groups || own) && !t->mount)
-		return 1;
-	if (a->groups)
-		return cmd_cgroup_dirs(t->prog, t->mount, a->groups, cgdirs, ncgdirs);
-	if (own)
-		return cmd_command_cgroup(t->prog, t->mount, "trace", trans_abs, cgdirs, ncgdirs);
-	return 0;
-}
-
 /* Open the probes, start the command, trace, print. 0 or the exit status. */
 static int trace_run(struct trace *t, const struct trace_args *a, struct workload *w)
 {
@@ -853,7 +828,8 @@ static int trace_run(struct trace *t, const struct trace_args *a, struct workloa
 	t->mount = cmd_perf_cgroup_mount(t->prog);
 	if ((ret = trace_heat_open(t)))
 		goto out;
-	if ((ret = cgroup_targets(t, a, &cgdirs, &ncgdirs, &trans_abs)))
+	if ((ret = cmd_target_cgroups(&a->tg, t->prog, t->mount, "trace", false, &cgdirs, &ncgdirs,
+				      &trans_abs)))
 		goto out;
 	ncpu = cpumap_online(&cpus);
 	t->cells = fold_new();
@@ -875,9 +851,9 @@ static int trace_run(struct trace *t, const struct trace_args *a, struct workloa
 			stacks_set_runtime(t->stacks, t->rt);
 	}
 	cmd_raise_nofile();
-	if ((ret = seed_pid_tree(t, a->pid)) || (ret = open_probes(t, a, cpus, ncpu, cgdirs, ncgdirs)))
+	if ((ret = seed_pid_tree(t, a->tg.pid)) || (ret = open_probes(t, a, cpus, ncpu, cgdirs, ncgdirs)))
 		goto out; /* everything opened so far is closed by the caller */
-	if ((ret = workload_start(w, t->prog, a->cmd, trans_abs)))
+	if ((ret = workload_start(w, t->prog, a->tg.cmd, trans_abs)))
 		goto out;
 
 	uint64_t t0 = clock_mono_ns();
@@ -886,8 +862,7 @@ static int trace_run(struct trace *t, const struct trace_args *a, struct workloa
 		ret = 1;
 		goto out;
 	}
-	ret = trace_loop(t, w, a->pid, a->duration > 0 ? t0 + (uint64_t)(a->duration * 1e9) : 0,
-			 &lost);
+	ret = trace_loop(t, w, a->tg.pid, cmd_target_deadline(&a->tg, t0), &lost);
 	if (ret)
 		goto out;
 	uint64_t t1 = clock_mono_ns();
@@ -895,7 +870,7 @@ static int trace_run(struct trace *t, const struct trace_args *a, struct workloa
 
 	trace_wait_report(t);
 	trace_print_results(t, a->json, secs);
-	trace_report_summary(t, a->verbose, secs, lost);
+	trace_report_summary(t, a->tg.verbose, secs, lost);
 	ret = workload_finish(w);
 	if (trace_heat_write(t, t1) && !ret)
 		ret = 1;
@@ -921,7 +896,7 @@ int cmd_trace(int argc, char **argv)
 	ret = parse_args(&t, &a, argc, argv);
 	if (ret || a.done)
 		goto out;
-	if (cmd_refusals_start(t.prog, a.verbose) < 0) {
+	if (cmd_refusals_start(t.prog, a.tg.verbose) < 0) {
 		ret = 1;
 		goto out;
 	}
@@ -929,7 +904,7 @@ int cmd_trace(int argc, char **argv)
 		goto out;
 	if (!a.nspecs && !a.latency) {
 		fprintf(stderr, "%s: no probe given (-e PROBE or --latency START,END)\n", t.prog);
-		usage(stderr);
+		cmd_usage(stderr, &trace_spec);
 		ret = 2;
 		goto out;
 	}
@@ -948,7 +923,7 @@ out:
 		free(t.pr[i].site_args);
 		probe_release(&t.pr[i].p);
 	}
-	free(a.groups);
+	free(a.tg.groups);
 	free(a.lat_a);
 	free(a.lat_b);
 	fold_free(t.cells);

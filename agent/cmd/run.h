@@ -204,6 +204,8 @@ void run_identity_gone(struct agent *a, const char *path);
 /* The first line of @path into @buf ("" when unreadable). */
 void run_read_line(const char *path, char *buf, size_t len);
 
+/* Free what @c owns (its path, what its runtime said). */
+void run_cg_release(struct rcg *c);
 /* The agent's cgroup at @path (relative to the mount), or NULL. */
 struct rcg *run_cg_find(struct agent *a, const char *path);
 /* The agent's cgroup with id @id, or NULL. */

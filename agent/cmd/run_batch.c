@@ -419,8 +419,7 @@ static void drop_removed(struct agent *a)
 				*slot = 0;
 			if (a->ctr && a->cg[i].slot >= 0)
 				counters_remove(a->ctr, a->cg[i].slot);
-			free(a->cg[i].path);
-			cg_rtinfo_release(&a->cg[i].rt);
+			run_cg_release(&a->cg[i]);
 			continue;
 		}
 		a->cg[j++] = a->cg[i];

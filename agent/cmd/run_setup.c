@@ -67,10 +67,8 @@ void run_agent_stop(struct agent *a)
 	stacks_free(a->pst);
 	cg_watch_free(a->watch);
 	counters_free(a->ctr);
-	for (size_t i = 0; i < a->ncg; i++) {
-		free(a->cg[i].path);
-		cg_rtinfo_release(&a->cg[i].rt);
-	}
+	for (size_t i = 0; i < a->ncg; i++)
+		run_cg_release(&a->cg[i]);
 	run_identity_stop(a);
 	free(a->cg);
 	for (size_t i = 0; i < a->nev; i++)
