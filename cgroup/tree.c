@@ -143,24 +143,23 @@ static int walk(struct cg_tree *t, int dirfd, const char *path, int depth)
 struct cg_tree *cg_tree_scan(const char *mount)
 {
 	struct cg_tree *t = calloc(1, sizeof(*t));
-	int fd, err = -ENOMEM;
+	int fd = open(mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int err;
 
 	if (!t)
-		goto fail;
-	fd = open(mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
+		err = -ENOMEM;
+	else if (fd < 0)
 		err = -errno;
-		goto fail;
+	else
+		err = walk(t, fd, "/", 0);
+	if (fd >= 0)
+		close(fd);
+	if (err) {
+		cg_tree_free(t);
+		errno = -err;
+		return NULL;
 	}
-	err = walk(t, fd, "/", 0);
-	close(fd);
-	if (err)
-		goto fail;
 	return t;
-fail:
-	cg_tree_free(t);
-	errno = -err;
-	return NULL;
 }
 
 void cg_tree_free(struct cg_tree *t)
