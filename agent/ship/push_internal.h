@@ -46,8 +46,9 @@ struct collector {
 	char state_key[HTTPC_KEY_MAX];
 	uint64_t state_count;
 	uint64_t state_since_ms;
-	uint64_t sent, acked, retried, rejected, failures, duplicates, maybe_delivered;
-	char last_error[PUSH_ERROR_MAX];
+	/* Its counters and last_error, kept as push_stats() reports them (it
+	 * fills url, cursor, pending and failing). */
+	struct push_collector_stats st;
 
 	/* Only the sender thread. */
 	uint64_t rng;
