@@ -277,11 +277,12 @@ struct wire_batch *wire_batch_new(const char *host, const char *machine_id,
 	/* id 0 is "" */
 	b->str_ids = hashmap_new_pooled();
 	if (!b->str_ids || intern(b, "", 0) != 0)
-		goto err;
+		goto err_free;
 	return b;
 
-err:
+err_free:
 	wire_batch_free(b);
+err:
 	errno = ENOMEM;
 	return NULL;
 }
