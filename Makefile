@@ -84,7 +84,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
 TESTLIB_OBJ := $(O)/tests/unit/testlib.o $(O)/tests/unit/testfix.o
 TESTALLOC_OBJ := $(O)/tests/unit/testalloc.o
 TESTALLOC_BIN := $(addprefix $(O)/tests/,test_render test_fold test_counters test_cgwatch test_strv test_config_errors \
-	test_hashmap test_grow test_wire)
+	test_hashmap test_grow test_wire test_idtab)
 $(TESTALLOC_BIN): $(TESTALLOC_OBJ)
 $(TESTALLOC_BIN): TEST_EXTRA_OBJ += $(TESTALLOC_OBJ)
 # A test split by subject (test_NAME.c, test_NAME_SUBJECT.c) shares its

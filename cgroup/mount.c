@@ -42,32 +42,36 @@ static int add_mount(void *ctx, const struct mountinfo_entry *e)
 	return 0;
 }
 
-struct cg_mounts *cg_mounts_parse(const char *text)
+/* The cgroup mounts of the mountinfo text @buf, which is cut in place and
+ * freed. NULL + errno. */
+static struct cg_mounts *parse_buf(char *buf)
 {
 	struct cg_mounts *m = calloc(1, sizeof(*m));
-	char *copy = text ? strdup(text) : NULL;
-	int err = 0;
 
-	if (!m || !copy) {
-		err = text ? ENOMEM : EINVAL;
-		goto fail;
+	if (m && mountinfo_foreach(buf, add_mount, m) < 0) {
+		cg_mounts_free(m);
+		m = NULL;
 	}
-	if (mountinfo_foreach(copy, add_mount, m) < 0) {
-		err = ENOMEM;
-		goto fail;
-	}
-	free(copy);
+	free(buf);
+	if (!m)
+		errno = ENOMEM;
 	return m;
-fail:
-	free(copy);
-	cg_mounts_free(m);
-	errno = err;
-	return NULL;
+}
+
+struct cg_mounts *cg_mounts_parse(const char *text)
+{
+	char *copy;
+
+	if (!text) {
+		errno = EINVAL;
+		return NULL;
+	}
+	copy = strdup(text);
+	return copy ? parse_buf(copy) : NULL;
 }
 
 struct cg_mounts *cg_mounts_read(const char *mountinfo_path)
 {
-	struct cg_mounts *m;
 	char *text;
 	size_t len;
 	bool more;
@@ -81,11 +85,7 @@ struct cg_mounts *cg_mounts_read(const char *mountinfo_path)
 		errno = -err;
 		return NULL;
 	}
-	m = cg_mounts_parse(text);
-	err = errno;
-	free(text);
-	errno = err;
-	return m;
+	return parse_buf(text);
 }
 
 void cg_mounts_free(struct cg_mounts *m)

@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,51 +30,69 @@
 #include "cgroup/runtime_internal.h"
 #include "lib/rootfs.h"
 #include "lib/slurp.h"
+#include "lib/strv.h"
 #include "lib/utf8.h"
+
+/* The string fields of a cg_rtinfo, which release, copy and empty treat
+ * alike (the labels apart). */
+static const size_t rt_string_off[] = {
+	offsetof(struct cg_rtinfo, name),
+	offsetof(struct cg_rtinfo, image),
+	offsetof(struct cg_rtinfo, pod_name),
+	offsetof(struct cg_rtinfo, pod_namespace),
+	offsetof(struct cg_rtinfo, description),
+};
+#define RT_NSTRINGS (sizeof(rt_string_off) / sizeof(rt_string_off[0]))
+
+static char **rt_string(struct cg_rtinfo *ri, size_t k)
+{
+	return (char **)((char *)ri + rt_string_off[k]);
+}
+
+static const char *rt_string_of(const struct cg_rtinfo *ri, size_t k)
+{
+	return *(char *const *)((const char *)ri + rt_string_off[k]);
+}
 
 void cg_rtinfo_release(struct cg_rtinfo *ri)
 {
 	if (!ri)
 		return;
-	free(ri->name);
-	free(ri->image);
-	free(ri->pod_name);
-	free(ri->pod_namespace);
-	free(ri->description);
-	for (size_t i = 0; i < ri->nlabels; i++) {
-		free(ri->labels[i].key);
-		free(ri->labels[i].value);
-	}
+	for (size_t k = 0; k < RT_NSTRINGS; k++)
+		free(*rt_string(ri, k));
+	for (size_t i = 0; i < ri->nlabels; i++)
+		free(ri->labels[i].key); /* the block of key and value */
 	free(ri->labels);
 	memset(ri, 0, sizeof(*ri));
 }
 
-static int dup_or_null(char **dst, const char *s)
+/* @l becomes a copy of @key and @value, one block freed through key. */
+static int label_set(struct cg_rtlabel *l, const char *key, const char *value)
 {
-	*dst = NULL;
-	if (!s)
-		return 0;
-	*dst = strdup(s);
-	return *dst ? 0 : -ENOMEM;
+	size_t lk = strlen(key) + 1, lv = strlen(value) + 1;
+
+	l->key = malloc(lk + lv);
+	if (!l->key)
+		return -ENOMEM;
+	memcpy(l->key, key, lk);
+	l->value = memcpy(l->key + lk, value, lv);
+	return 0;
 }
 
 int cg_rtinfo_copy(struct cg_rtinfo *dst, const struct cg_rtinfo *src)
 {
 	memset(dst, 0, sizeof(*dst));
-	if (dup_or_null(&dst->name, src->name) || dup_or_null(&dst->image, src->image) ||
-	    dup_or_null(&dst->pod_name, src->pod_name) ||
-	    dup_or_null(&dst->pod_namespace, src->pod_namespace) ||
-	    dup_or_null(&dst->description, src->description))
-		goto oom;
+	for (size_t k = 0; k < RT_NSTRINGS; k++)
+		if (strv_set(rt_string(dst, k), rt_string_of(src, k)) < 0)
+			goto oom;
 	if (src->nlabels) {
 		dst->labels = calloc(src->nlabels, sizeof(*dst->labels));
 		if (!dst->labels)
 			goto oom;
 		for (size_t i = 0; i < src->nlabels; i++) {
-			dst->nlabels++;
-			if (dup_or_null(&dst->labels[i].key, src->labels[i].key) ||
-			    dup_or_null(&dst->labels[i].value, src->labels[i].value))
+			if (label_set(&dst->labels[i], src->labels[i].key, src->labels[i].value) < 0)
 				goto oom;
+			dst->nlabels++;
 		}
 	}
 	dst->source = src->source;
@@ -93,8 +112,10 @@ const char *cg_rtinfo_label(const struct cg_rtinfo *ri, const char *key)
 
 bool cg_rtinfo_empty(const struct cg_rtinfo *ri)
 {
-	return !ri->name && !ri->image && !ri->pod_name && !ri->pod_namespace &&
-	       !ri->description && !ri->nlabels;
+	for (size_t k = 0; k < RT_NSTRINGS; k++)
+		if (rt_string_of(ri, k))
+			return false;
+	return !ri->nlabels;
 }
 
 int cg_rtinfo_display(const struct cg_rtinfo *ri, char *buf, size_t len)
@@ -141,7 +162,6 @@ int rt_set(char **dst, const char *s)
 int rt_add_label(struct cg_rtinfo *ri, const char *key, const char *value)
 {
 	struct cg_rtlabel *nl;
-	char *k, *v;
 
 	if (ri->nlabels >= CG_RT_LABELS_MAX || !acceptable(key, CG_RT_KEY_MAX) ||
 	    (value[0] && !acceptable(value, CG_RT_VALUE_MAX)) || cg_rtinfo_label(ri, key))
@@ -150,15 +170,8 @@ int rt_add_label(struct cg_rtinfo *ri, const char *key, const char *value)
 	if (!nl)
 		return -ENOMEM;
 	ri->labels = nl;
-	k = strdup(key);
-	v = strdup(value);
-	if (!k || !v) {
-		free(k);
-		free(v);
+	if (label_set(&nl[ri->nlabels], key, value) < 0)
 		return -ENOMEM;
-	}
-	nl[ri->nlabels].key = k;
-	nl[ri->nlabels].value = v;
 	ri->nlabels++;
 	return 0;
 }

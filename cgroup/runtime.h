@@ -41,7 +41,7 @@
 #define CG_RT_JSON_DEPTH 16     /* nesting accepted in any JSON read */
 
 struct cg_rtlabel {
-	char *key;
+	char *key;   /* one block with value: freed through key */
 	char *value;
 };
 

@@ -142,20 +142,18 @@ static int walk(struct cg_tree *t, int dirfd, const char *path, int depth)
 
 struct cg_tree *cg_tree_scan(const char *mount)
 {
-	struct cg_tree *t;
-	int fd, err;
+	struct cg_tree *t = calloc(1, sizeof(*t));
+	int fd = open(mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int err;
 
-	fd = open(mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	t = calloc(1, sizeof(*t));
-	if (!t) {
+	if (!t)
+		err = -ENOMEM;
+	else if (fd < 0)
+		err = -errno;
+	else
+		err = walk(t, fd, "/", 0);
+	if (fd >= 0)
 		close(fd);
-		errno = ENOMEM;
-		return NULL;
-	}
-	err = walk(t, fd, "/", 0);
-	close(fd);
 	if (err) {
 		cg_tree_free(t);
 		errno = -err;

@@ -45,14 +45,16 @@ struct heatmap *heatmap_new(uint64_t t0_ns, uint64_t col_ns, size_t max_cols,
 		errno = EINVAL;
 		return NULL;
 	}
-	h = calloc(1, sizeof(*h));
+	h = malloc(sizeof(*h));
 	if (!h)
 		return NULL;
-	h->t0 = t0_ns;
-	h->col_ns = col_ns;
-	h->max_cols = max_cols;
-	h->per = per_octave;
-	h->nrows = 1 + 64 * (int)per_octave;
+	*h = (struct heatmap){
+		.t0 = t0_ns,
+		.col_ns = col_ns,
+		.max_cols = max_cols,
+		.per = per_octave,
+		.nrows = 1 + 64 * (int)per_octave,
+	};
 	return h;
 }
 

@@ -97,7 +97,6 @@ struct httpc {
 	CURLM *multi;
 	pthread_mutex_t mu; /* guards multi against httpc_wakeup */
 	const atomic_bool *stop;
-	char *url, *user_agent, *ca_file, *cert_file, *key_file, *user, *password;
 	uint64_t last_io_ms;
 	char errbuf[CURL_ERROR_SIZE];
 	char resp[HTTPC_BODY_KEEP + 1];
@@ -294,35 +293,6 @@ uint64_t httpc_last_io_ms(const struct httpc *h)
 	return h->last_io_ms;
 }
 
-static int dup_opt(const char *s, char **out)
-{
-	*out = NULL;
-	if (!s)
-		return 0;
-	*out = strdup(s);
-	return *out ? 0 : -ENOMEM;
-}
-
-static int copy_opts(struct httpc *h, const struct httpc_opts *o)
-{
-	int ret = dup_opt(o->url, &h->url);
-
-	if (!ret)
-		ret = dup_opt(o->user_agent ? o->user_agent : "cgperf", &h->user_agent);
-	if (!ret)
-		ret = dup_opt(o->ca_file, &h->ca_file);
-	if (!ret)
-		ret = dup_opt(o->cert_file, &h->cert_file);
-	if (!ret)
-		ret = dup_opt(o->key_file, &h->key_file);
-	if (!ret)
-		ret = dup_opt(o->basic_user, &h->user);
-	if (!ret)
-		ret = dup_opt(o->basic_user ? (o->basic_password ? o->basic_password : "") : NULL,
-			      &h->password);
-	return ret;
-}
-
 static int setup_curl(struct httpc *h, const struct httpc_opts *o)
 {
 	long timeout = o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
@@ -337,7 +307,7 @@ static int setup_curl(struct httpc *h, const struct httpc_opts *o)
 		if (rc == CURLE_OK)                          \
 			rc = curl_easy_setopt(c, opt, val); \
 	} while (0)
-	SET(CURLOPT_URL, h->url);
+	SET(CURLOPT_URL, o->url);
 	SET(CURLOPT_PROTOCOLS_STR, "http,https");
 	SET(CURLOPT_NOSIGNAL, 1L);
 	SET(CURLOPT_POST, 1L);
@@ -345,22 +315,22 @@ static int setup_curl(struct httpc *h, const struct httpc_opts *o)
 	SET(CURLOPT_TIMEOUT_MS, timeout);
 	SET(CURLOPT_CONNECTTIMEOUT_MS, connect);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
-	SET(CURLOPT_USERAGENT, h->user_agent);
+	SET(CURLOPT_USERAGENT, o->user_agent ? o->user_agent : "cgperf");
 	SET(CURLOPT_ERRORBUFFER, h->errbuf);
 	SET(CURLOPT_WRITEFUNCTION, on_body);
 	SET(CURLOPT_WRITEDATA, h);
 	SET(CURLOPT_SSL_VERIFYPEER, o->tls_no_verify ? 0L : 1L);
 	SET(CURLOPT_SSL_VERIFYHOST, o->tls_no_verify ? 0L : 2L);
-	if (h->ca_file)
-		SET(CURLOPT_CAINFO, h->ca_file);
-	if (h->cert_file)
-		SET(CURLOPT_SSLCERT, h->cert_file);
-	if (h->key_file)
-		SET(CURLOPT_SSLKEY, h->key_file);
-	if (h->user) {
+	if (o->ca_file)
+		SET(CURLOPT_CAINFO, o->ca_file);
+	if (o->cert_file)
+		SET(CURLOPT_SSLCERT, o->cert_file);
+	if (o->key_file)
+		SET(CURLOPT_SSLKEY, o->key_file);
+	if (o->basic_user) {
 		SET(CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-		SET(CURLOPT_USERNAME, h->user);
-		SET(CURLOPT_PASSWORD, h->password);
+		SET(CURLOPT_USERNAME, o->basic_user);
+		SET(CURLOPT_PASSWORD, o->basic_password ? o->basic_password : "");
 	}
 #undef SET
 	if (rc == CURLE_OUT_OF_MEMORY)
@@ -371,34 +341,25 @@ static int setup_curl(struct httpc *h, const struct httpc_opts *o)
 struct httpc *httpc_new(const struct httpc_opts *o)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	struct httpc *h;
-	int ret;
+	struct httpc *h = NULL;
+	int ret = -EINVAL;
 
-	if (!o || !o->url || !httpc_is_http_url(o->url) || (o->key_file && !o->cert_file)) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (!o || !o->url || !httpc_is_http_url(o->url) || (o->key_file && !o->cert_file))
+		goto err;
 	pthread_once(&once, curl_init_once);
-	if (curl_init_status != CURLE_OK) {
-		errno = ENOTSUP;
-		return NULL;
-	}
+	ret = -ENOTSUP;
+	if (curl_init_status != CURLE_OK)
+		goto err;
+	ret = -ENOMEM;
 	h = calloc(1, sizeof(*h));
-	if (!h) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!h)
+		goto err;
 	pthread_mutex_init(&h->mu, NULL);
 	h->stop = o->stop;
-	ret = copy_opts(h, o);
-	if (ret)
-		goto err;
 	h->multi = curl_multi_init();
 	h->curl = curl_easy_init();
-	if (!h->multi || !h->curl) {
-		ret = -ENOMEM;
+	if (!h->multi || !h->curl)
 		goto err;
-	}
 	ret = setup_curl(h, o);
 	if (ret)
 		goto err;
@@ -418,13 +379,6 @@ void httpc_free(struct httpc *h)
 	if (h->multi)
 		curl_multi_cleanup(h->multi);
 	pthread_mutex_destroy(&h->mu);
-	free(h->url);
-	free(h->user_agent);
-	free(h->ca_file);
-	free(h->cert_file);
-	free(h->key_file);
-	free(h->user);
-	free(h->password);
 	free(h);
 }
 

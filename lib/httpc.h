@@ -38,7 +38,8 @@
 
 struct httpc;
 
-/* Strings are copied. Zero timeouts mean 10 s and min(timeout, 5 s). */
+/* Strings are copied (libcurl keeps its own; the caller may free them once
+ * httpc_new returns). Zero timeouts mean 10 s and min(timeout, 5 s). */
 struct httpc_opts {
 	const char *url; /* http:// or https:// */
 	unsigned timeout_ms, connect_timeout_ms;

@@ -7,8 +7,10 @@
  * stacks, whose frame ids live in one shared pool of uint32. Nothing points
  * into those arrays while a batch grows, so they may move freely; only
  * wire_encode() lays out the pointer arrays protobuf-c wants, packs, and
- * throws them away. The string table is interned through a lib/hashmap
- * from the bytes to 1 + id; each string remembers the cgroup whose path it
+ * throws them away. The string table is interned through a pooled
+ * lib/hashmap from the bytes to 1 + id, and str[] points at the map's own
+ * copies of the keys (no string has an allocation of its own, all go with
+ * the map); each string remembers the cgroup whose path it
  * is, which is how a path added twice finds its first index. Modules are
  * interned the same way, keyed by (path id, build-id); a stack's module
  * indexes live in a second
@@ -41,9 +43,8 @@
 #include "lib/hashmap.h"
 
 struct cg_rec {
-	Cgperf__V1__Cgroup m; /* m.labels points into labp, labp[i] at lab + i */
-	Cgperf__V1__Label *lab;
-	Cgperf__V1__Label **labp;
+	Cgperf__V1__Cgroup m; /* m.labels is labp */
+	Cgperf__V1__Label **labp; /* one block: the pointers, then the labels */
 	int32_t prof_head; /* newest profile of this cgroup, chained by next */
 };
 
@@ -74,13 +75,17 @@ struct probe_rec {
 };
 
 struct wire_batch {
-	Cgperf__V1__Batch hdr; /* the header fields, owned copies */
+	Cgperf__V1__Batch hdr; /* its strings point into hdr_text */
 	Cgperf__V1__AgentStats self;
+	struct {
+		char host[WIRE_HEADER_MAX + 1], machine_id[WIRE_HEADER_MAX + 1];
+		char agent_id[WIRE_HEADER_MAX + 1], version[WIRE_HEADER_MAX + 1];
+	} hdr_text;
 
-	char **str;
+	const char **str; /* the map's own copies of its keys */
 	int32_t *str_cg; /* per string: the cgroup whose path it is, or -1 */
 	size_t nstr, cap_str, cap_str_cg;
-	struct hashmap *str_ids; /* string bytes -> 1 + id */
+	struct hashmap *str_ids; /* string bytes -> 1 + id; pooled, freed whole */
 
 	struct cg_rec *cg;
 	size_t ncg, cap_cg;
@@ -147,19 +152,16 @@ static void *grow(void *v, size_t n, size_t *cap, size_t elem)
 /* ---- text ---- */
 
 /*
- * A copy of @s with each byte that starts no valid sequence replaced by
- * U+FFFD, cut on a character boundary to at most @max (>= 3) bytes. NULL
- * when out of memory.
+ * @s into @out with each byte that starts no valid sequence replaced by
+ * U+FFFD, cut on a character boundary to at most @max (>= 3) bytes, and
+ * NUL-terminated; the length. @out has room for min(3 * strlen(@s), @max)
+ * bytes and the NUL.
  */
-static char *text_clean(const char *s, size_t max, size_t *outlen)
+static size_t text_clean_into(char *out, const char *s, size_t max)
 {
 	static const char repl[] = "\xef\xbf\xbd";
 	size_t n = strlen(s), i = 0, o = 0, k;
-	size_t cap = (n < max / 3 ? n * 3 : max) + 1;
-	char *out = malloc(cap);
 
-	if (!out)
-		return NULL;
 	while (i < n) {
 		k = utf8_decode(s + i, n - i, NULL);
 		if (k) {
@@ -176,55 +178,52 @@ static char *text_clean(const char *s, size_t max, size_t *outlen)
 		o += k ? k : 3;
 	}
 	out[o] = '\0';
-	*outlen = o;
+	return o;
+}
+
+/* The same into a new string of just the room it needs; NULL: ENOMEM. */
+static char *text_clean(const char *s, size_t max, size_t *outlen)
+{
+	size_t n = strlen(s);
+	char *out = malloc((n < max / 3 ? n * 3 : max) + 1);
+
+	if (out)
+		*outlen = text_clean_into(out, s, max);
 	return out;
 }
 
 /* ---- building ---- */
 
-/* The id of @s (@len bytes, clean UTF-8, within limits). @owned, when not
- * NULL, is @s itself in malloc'd memory: kept as the entry or freed. */
-static int intern(struct wire_batch *b, const char *s, size_t len, char *owned)
+/* The id of @s (@len bytes, clean UTF-8, within limits). */
+static int intern(struct wire_batch *b, const char *s, size_t len)
 {
-	uint64_t *v = hashmap_slot(b->str_ids, s, len);
+	uint64_t *v;
+	const char *key = hashmap_intern(b->str_ids, s, len, &v);
 	size_t id = b->nstr;
-	int err = -ENOMEM;
+	int err;
 
-	if (!v)
-		goto out_free;
-	if (*v) {
-		free(owned);
+	if (!key)
+		return -ENOMEM;
+	if (*v)
 		return (int)(*v - 1);
-	}
 	/* New: the map holds it as 0 until it has its place in the arrays. */
 	if ((err = ROOM(b->str, id, b->cap_str, WIRE_ITEMS_MAX)) < 0 ||
-	    (err = ROOM(b->str_cg, id, b->cap_str_cg, WIRE_ITEMS_MAX)) < 0)
-		goto out_unmap;
-	err = -ENOMEM;
-	if (!owned) {
-		owned = malloc(len + 1);
-		if (!owned)
-			goto out_unmap;
-		memcpy(owned, s, len);
-		owned[len] = '\0';
+	    (err = ROOM(b->str_cg, id, b->cap_str_cg, WIRE_ITEMS_MAX)) < 0) {
+		hashmap_remove(b->str_ids, s, len, NULL);
+		return err;
 	}
 	*v = id + 1;
-	b->str[id] = owned;
+	b->str[id] = key;
 	b->str_cg[id] = -1;
 	b->nstr++;
 	return (int)id;
-
-out_unmap:
-	hashmap_remove(b->str_ids, s, len, NULL);
-out_free:
-	free(owned);
-	return err;
 }
 
 int wire_intern(struct wire_batch *b, const char *s)
 {
 	char *clean = NULL;
 	size_t len;
+	int id;
 
 	if (!b)
 		return -EINVAL;
@@ -237,15 +236,16 @@ int wire_intern(struct wire_batch *b, const char *s)
 			return -ENOMEM;
 		s = clean;
 	}
-	return intern(b, s, len, clean);
+	id = intern(b, s, len);
+	free(clean);
+	return id;
 }
 
-/* A header string: cleaned, cut to WIRE_HEADER_MAX, always a fresh copy. */
-static char *header_dup(const char *s)
+/* A header string: @s cleaned and cut to WIRE_HEADER_MAX into @out. */
+static char *header_copy(char out[WIRE_HEADER_MAX + 1], const char *s)
 {
-	size_t len;
-
-	return text_clean(s ? s : "", WIRE_HEADER_MAX, &len);
+	text_clean_into(out, s ? s : "", WIRE_HEADER_MAX);
+	return out;
 }
 
 struct wire_batch *wire_batch_new(const char *host, const char *machine_id,
@@ -266,19 +266,17 @@ struct wire_batch *wire_batch_new(const char *host, const char *machine_id,
 		goto err;
 	b->hdr = init;
 	b->self = self_init;
-	b->hdr.host = header_dup(host);
-	b->hdr.machine_id = header_dup(machine_id);
-	b->hdr.agent_id = header_dup(agent_id);
-	b->hdr.agent_version = header_dup(version);
-	if (!b->hdr.host || !b->hdr.machine_id || !b->hdr.agent_id || !b->hdr.agent_version)
-		goto err_free;
+	b->hdr.host = header_copy(b->hdr_text.host, host);
+	b->hdr.machine_id = header_copy(b->hdr_text.machine_id, machine_id);
+	b->hdr.agent_id = header_copy(b->hdr_text.agent_id, agent_id);
+	b->hdr.agent_version = header_copy(b->hdr_text.version, version);
 	b->hdr.schema_version = WIRE_SCHEMA_VERSION;
 	b->hdr.seq = seq;
 	b->hdr.start_ns = start_ns;
 	b->hdr.end_ns = end_ns;
 	/* id 0 is "" */
-	b->str_ids = hashmap_new();
-	if (!b->str_ids || intern(b, "", 0, NULL) != 0)
+	b->str_ids = hashmap_new_pooled();
+	if (!b->str_ids || intern(b, "", 0) != 0)
 		goto err_free;
 	return b;
 
@@ -293,20 +291,11 @@ void wire_batch_free(struct wire_batch *b)
 {
 	if (!b)
 		return;
-	/* header strings are NULL or our copies, never protobuf_c_empty_string */
-	free(b->hdr.host);
-	free(b->hdr.machine_id);
-	free(b->hdr.agent_id);
-	free(b->hdr.agent_version);
-	for (size_t i = 0; i < b->nstr; i++)
-		free(b->str[i]);
 	free(b->str);
 	free(b->str_cg);
 	hashmap_free(b->str_ids);
-	for (size_t i = 0; i < b->ncg; i++) {
-		free(b->cg[i].lab);
+	for (size_t i = 0; i < b->ncg; i++)
 		free(b->cg[i].labp);
-	}
 	free(b->cg);
 	free(b->ctr);
 	free(b->prof);
@@ -338,14 +327,17 @@ static int add_labels(struct wire_batch *b, struct cg_rec *r, const struct wire_
 {
 	Cgperf__V1__Label init = CGPERF__V1__LABEL__INIT;
 	size_t n = info->nlabels < WIRE_LABELS_MAX ? info->nlabels : WIRE_LABELS_MAX, k = 0;
+	Cgperf__V1__Label *lab;
 	int ret = 0;
 
-	r->lab = calloc(n, sizeof(*r->lab));
-	r->labp = calloc(n, sizeof(*r->labp));
-	if (!r->lab || !r->labp) {
+	_Static_assert(_Alignof(Cgperf__V1__Label) <= _Alignof(Cgperf__V1__Label *),
+		       "labels can follow their pointers");
+	r->labp = calloc(n, sizeof(*r->labp) + sizeof(*lab));
+	if (!r->labp) {
 		ret = -ENOMEM;
 		goto out;
 	}
+	lab = (Cgperf__V1__Label *)(r->labp + n);
 	for (size_t i = 0; i < n; i++) {
 		int key, val = 0;
 
@@ -357,17 +349,15 @@ static int add_labels(struct wire_batch *b, struct cg_rec *r, const struct wire_
 			ret = key < 0 ? key : val;
 			goto out;
 		}
-		r->lab[k] = init;
-		r->lab[k].key = (uint32_t)key;
-		r->lab[k].value = (uint32_t)val;
-		r->labp[k] = &r->lab[k];
+		lab[k] = init;
+		lab[k].key = (uint32_t)key;
+		lab[k].value = (uint32_t)val;
+		r->labp[k] = &lab[k];
 		k++;
 	}
 out:
 	if (ret < 0 || !k) {
-		free(r->lab);
 		free(r->labp);
-		r->lab = NULL;
 		r->labp = NULL;
 		k = 0;
 	}
@@ -807,7 +797,7 @@ int wire_encode(const struct wire_batch *b, uint8_t **buf, size_t *len)
 
 	m = b->hdr;
 	m.n_strings = b->nstr;
-	m.strings = b->str;
+	m.strings = (char **)b->str; /* only read by the packer */
 	m.n_cgroups = b->ncg;
 	m.cgroups = cgs;
 	m.n_counters = b->nctr;

@@ -178,6 +178,23 @@ static int check_value(const struct vctx *v, const char *what, size_t i, const c
 	return VBAD(v, "%s[%zu]: %s %" PRIu64 " above 2^63-1", what, i, field, x);
 }
 
+/* An integer field of a message, named as in the .proto. */
+struct named_value {
+	const char *name;
+	uint64_t x;
+};
+
+/* check_value() on each of the @n fields @vals of @what[@i]. */
+static int check_values(const struct vctx *v, const char *what, size_t i,
+			const struct named_value *vals, size_t n)
+{
+	int ret = 0;
+
+	for (size_t k = 0; k < n && ret == 0; k++)
+		ret = check_value(v, what, i, vals[k].name, vals[k].x);
+	return ret;
+}
+
 /* @id is a string id; @name: it must name something (not ""). */
 static int check_sid(const struct vctx *v, const char *what, size_t i, const char *field,
 		     uint32_t id, bool name)
@@ -199,16 +216,37 @@ static int check_cg(const struct vctx *v, const char *what, size_t i, uint32_t c
 		    v->m->n_cgroups);
 }
 
+/* What each counter, profile and probe has: its cgroup, and a name (the
+ * string id @id in the field @field). */
+static int check_owned(const struct vctx *v, const char *what, size_t i, uint32_t cg,
+		       const char *field, uint32_t id)
+{
+	int ret = check_cg(v, what, i, cg);
+
+	return ret < 0 ? ret : check_sid(v, what, i, field, id, true);
+}
+
+/* @s, named @what (or "@what[@i]" unless @i is SIZE_MAX): at most @max
+ * bytes of valid UTF-8. */
+static int check_text(const struct vctx *v, const char *what, size_t i, const char *s,
+		      size_t max)
+{
+	size_t len = strnlen(s, max + 1), ok = 0;
+	char at[32];
+
+	if (len <= max && (ok = utf8_valid(s, len)) == len)
+		return 0;
+	at[0] = '\0';
+	if (i != SIZE_MAX)
+		snprintf(at, sizeof(at), "[%zu]", i);
+	if (len > max)
+		return VBAD(v, "%s%s: longer than %zu bytes", what, at, max);
+	return VBAD(v, "%s%s: not valid UTF-8 at byte %zu", what, at, ok);
+}
+
 static int check_header(const struct vctx *v, const char *field, const char *s)
 {
-	size_t len = strnlen(s, WIRE_HEADER_MAX + 1), ok;
-
-	if (len > WIRE_HEADER_MAX)
-		return VBAD(v, "%s: longer than %d bytes", field, WIRE_HEADER_MAX);
-	ok = utf8_valid(s, len);
-	if (ok != len)
-		return VBAD(v, "%s: not valid UTF-8 at byte %zu", field, ok);
-	return 0;
+	return check_text(v, field, SIZE_MAX, s, WIRE_HEADER_MAX);
 }
 
 static int check_strings(const struct vctx *v)
@@ -218,14 +256,10 @@ static int check_strings(const struct vctx *v)
 	if (m->n_strings && m->strings[0][0])
 		return VBAD(v, "strings[0]: must be the empty string");
 	for (size_t i = 0; i < m->n_strings; i++) {
-		const char *s = m->strings[i];
-		size_t len = strnlen(s, WIRE_STRING_MAX + 1), ok;
+		int ret = check_text(v, "strings", i, m->strings[i], WIRE_STRING_MAX);
 
-		if (len > WIRE_STRING_MAX)
-			return VBAD(v, "strings[%zu]: longer than %d bytes", i, WIRE_STRING_MAX);
-		ok = utf8_valid(s, len);
-		if (ok != len)
-			return VBAD(v, "strings[%zu]: not valid UTF-8 at byte %zu", i, ok);
+		if (ret < 0)
+			return ret;
 	}
 	return 0;
 }
@@ -284,12 +318,14 @@ static int check_counters(const struct vctx *v)
 
 	for (size_t i = 0; i < v->m->n_counters; i++) {
 		const Cgperf__V1__Counter *c = v->m->counters[i];
+		const struct named_value vals[] = {
+			{ "value", c->value },
+			{ "time_enabled", c->time_enabled },
+			{ "time_running", c->time_running },
+		};
 
-		if ((ret = check_cg(v, "counters", i, c->cgroup)) < 0 ||
-		    (ret = check_sid(v, "counters", i, "event", c->event, true)) < 0 ||
-		    (ret = check_value(v, "counters", i, "value", c->value)) < 0 ||
-		    (ret = check_value(v, "counters", i, "time_enabled", c->time_enabled)) < 0 ||
-		    (ret = check_value(v, "counters", i, "time_running", c->time_running)) < 0)
+		if ((ret = check_owned(v, "counters", i, c->cgroup, "event", c->event)) < 0 ||
+		    (ret = check_values(v, "counters", i, vals, sizeof(vals) / sizeof(vals[0]))) < 0)
 			return ret;
 		if (c->time_running > c->time_enabled)
 			return VBAD(v,
@@ -307,18 +343,17 @@ static int check_profiles(const struct vctx *v)
 
 	for (size_t i = 0; i < m->n_profiles; i++) {
 		const Cgperf__V1__Profile *p = m->profiles[i];
+		const struct named_value vals[] = {
+			{ "period", p->period },
+			{ "frequency", p->frequency },
+			{ "truncated_stack_copy", p->truncated_stack_copy },
+			{ "truncated_max_stack", p->truncated_max_stack },
+			{ "truncated_bad_return_address", p->truncated_bad_return_address },
+		};
 		uint64_t total = 0;
 
-		if ((ret = check_cg(v, "profiles", i, p->cgroup)) < 0 ||
-		    (ret = check_sid(v, "profiles", i, "event", p->event, true)) < 0 ||
-		    (ret = check_value(v, "profiles", i, "period", p->period)) < 0 ||
-		    (ret = check_value(v, "profiles", i, "frequency", p->frequency)) < 0 ||
-		    (ret = check_value(v, "profiles", i, "truncated_stack_copy",
-				       p->truncated_stack_copy)) < 0 ||
-		    (ret = check_value(v, "profiles", i, "truncated_max_stack",
-				       p->truncated_max_stack)) < 0 ||
-		    (ret = check_value(v, "profiles", i, "truncated_bad_return_address",
-				       p->truncated_bad_return_address)) < 0)
+		if ((ret = check_owned(v, "profiles", i, p->cgroup, "event", p->event)) < 0 ||
+		    (ret = check_values(v, "profiles", i, vals, sizeof(vals) / sizeof(vals[0]))) < 0)
 			return ret;
 		for (size_t k = 0; k < p->n_stacks; k++) {
 			const Cgperf__V1__Stack *s = p->stacks[k];
@@ -395,10 +430,7 @@ static int check_modules(const struct vctx *v)
 static int check_hist(const struct vctx *v, size_t i, const char *field,
 		      const Cgperf__V1__Histogram *h)
 {
-	const struct {
-		const char *name;
-		uint64_t x;
-	} values[] = {
+	const struct named_value values[] = {
 		{ "count", h->count }, { "sum", h->sum },	      { "min", h->min },
 		{ "max", h->max },     { "negative", h->negative },
 	};
@@ -434,8 +466,7 @@ static int check_probes(const struct vctx *v)
 	for (size_t i = 0; i < v->m->n_probes; i++) {
 		const Cgperf__V1__Probe *p = v->m->probes[i];
 
-		if ((ret = check_cg(v, "probes", i, p->cgroup)) < 0 ||
-		    (ret = check_sid(v, "probes", i, "label", p->label, true)) < 0 ||
+		if ((ret = check_owned(v, "probes", i, p->cgroup, "label", p->label)) < 0 ||
 		    (ret = check_value(v, "probes", i, "hits", p->hits)) < 0)
 			return ret;
 		if (p->values && (ret = check_hist(v, i, "values", p->values)) < 0)

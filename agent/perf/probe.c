@@ -475,13 +475,6 @@ out:
 
 /* ---- tracepoints ---- */
 
-struct tp_field {
-	const char *name; /* into the format text */
-	size_t len;
-	int offset, size;
-	bool is_signed, dynamic, relative;
-};
-
 /* Read tracefs events/SYS/EVENT/format (libtracefs) into a NUL-terminated
  * buffer, cut at PROBE_FORMAT_MAX bytes. */
 static int format_read(const char *tracefs, const char *sys, const char *event, char **out)
@@ -494,39 +487,41 @@ static int format_read(const char *tracefs, const char *sys, const char *event, 
 	return err;
 }
 
-static int tp_argdef(struct probe *p, const struct tp_field *fields, size_t nfields,
+/* The argument @sa, the field of that name among @fields (named, with
+ * offset and size >= 0). */
+static int tp_argdef(struct probe *p, struct tep_format_field *const *fields, size_t nfields,
 		     const struct probe_spec_arg *sa, const char *head, struct probe_msg *m)
 {
 	const char *value = sa->value;
-	const struct tp_field *f = NULL;
+	const struct tep_format_field *f = NULL;
 	struct probe_argdef *d;
 	size_t listed = 0;
+	bool dynamic;
 	int err;
 
 	for (size_t i = 0; i < nfields; i++) {
-		if (strlen(value) == fields[i].len &&
-		    !strncmp(fields[i].name, value, fields[i].len)) {
-			f = &fields[i];
+		if (!strcmp(fields[i]->name, value)) {
+			f = fields[i];
 			break;
 		}
 	}
 	if (!f) {
 		probe_msg_add(m, "%s: no field \"%s\"; fields:", head, value);
 		for (size_t i = 0; i < nfields; i++) {
-			if (fields[i].len >= 7 && !strncmp(fields[i].name, "common_", 7))
+			if (!strncmp(fields[i]->name, "common_", 7))
 				continue;
-			probe_msg_add(m, "%s%.*s", listed++ ? ", " : " ", (int)fields[i].len,
-				fields[i].name);
+			probe_msg_add(m, "%s%s", listed++ ? ", " : " ", fields[i]->name);
 		}
 		if (!listed)
 			probe_msg_add(m, " none but common_*");
 		return -ENOENT;
 	}
-	if (f->relative) {
+	if (f->flags & TEP_FIELD_IS_RELATIVE) {
 		probe_msg_add(m, "%s: field \"%s\" is __rel_loc, not supported", head, value);
 		return -EOPNOTSUPP;
 	}
-	if (!f->dynamic && (f->size <= 0 || f->size > 8)) {
+	dynamic = f->flags & TEP_FIELD_IS_DYNAMIC;
+	if (!dynamic && (f->size <= 0 || f->size > 8)) {
 		/* char comm[16] and the like: not a number to count or histogram */
 		probe_msg_add(m, "%s: field \"%s\" is %d bytes, not a number (at most 8 bytes)",
 			      head, value, f->size);
@@ -536,13 +531,13 @@ static int tp_argdef(struct probe *p, const struct tp_field *fields, size_t nfie
 	if (err < 0)
 		return err;
 	d = &p->args[p->nargs - 1];
-	d->field = strndup(f->name, f->len);
+	d->field = strdup(f->name);
 	if (!d->field)
 		return -ENOMEM;
 	d->field_offset = f->offset;
 	d->field_size = f->size;
-	d->field_signed = f->is_signed;
-	d->field_dynamic = f->dynamic;
+	d->field_signed = f->flags & TEP_FIELD_IS_SIGNED;
+	d->field_dynamic = dynamic;
 	return 0;
 }
 
@@ -552,7 +547,7 @@ int probe_resolve_tp(struct probe *p, const struct probe_spec *ps, const char *t
 {
 	const char *head = ps->head;
 	const char *sys = ps->group, *event = ps->name;
-	struct tp_field *fields = NULL;
+	struct tep_format_field **fields = NULL;
 	struct ev_spec ev = { 0 };
 	char *text = NULL;
 	struct tep_handle *tep = NULL;
@@ -641,23 +636,13 @@ int probe_resolve_tp(struct probe *p, const struct probe_spec *ps, const char *t
 	/* The event's own fields, then the common ones (common_pid, ...). */
 	cfields = tep_event_common_fields(tev);
 	for (size_t i = 0, j = 0; nfields < PROBE_FIELDS_MAX; ) {
-		const struct tep_format_field *tf = tfields[i] ? tfields[i++]
+		struct tep_format_field *tf = tfields[i] ? tfields[i++]
 					     : cfields && cfields[j] ? cfields[j++] : NULL;
-		struct tp_field *f = &fields[nfields];
 
 		if (!tf)
 			break;
-		if (!tf->name || tf->offset < 0 || tf->size < 0)
-			continue;
-		f->name = tf->name;
-		f->len = strlen(tf->name);
-		f->offset = tf->offset;
-		f->size = tf->size;
-		f->is_signed = tf->flags & TEP_FIELD_IS_SIGNED;
-		f->dynamic =
-			(tf->flags & TEP_FIELD_IS_DYNAMIC) && !(tf->flags & TEP_FIELD_IS_RELATIVE);
-		f->relative = tf->flags & TEP_FIELD_IS_RELATIVE;
-		nfields++;
+		if (tf->name && tf->offset >= 0 && tf->size >= 0)
+			fields[nfields++] = tf;
 	}
 	err = 0;
 	for (int i = 0; i < ps->nargs && err == 0; i++)

@@ -26,7 +26,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #ifdef CGPERF_HAVE_LIBBPF
@@ -38,38 +37,33 @@ static const char *const abi_regs[] = { "di", "si", "dx", "cx", "r8", "r9" };
 
 #ifdef CGPERF_HAVE_LIBBPF
 
-struct probe_btf {
-	struct btf *btf;
-};
+/* A struct probe_btf is libbpf's struct btf itself, under a name that keeps
+ * <bpf/btf.h> out of probe_int.h: there is nothing to wrap. */
+static struct btf *btf_of(struct probe_btf *b)
+{
+	return (struct btf *)b;
+}
 
 struct probe_btf *probe_btf_open(const char *path, struct probe_msg *m)
 {
-	struct probe_btf *b = calloc(1, sizeof(*b));
+	struct btf *btf;
 
-	if (!b) {
-		errno = ENOMEM;
-		return NULL;
-	}
 	errno = 0;
-	b->btf = path ? btf__parse(path, NULL) : btf__load_vmlinux_btf();
-	if (!b->btf) {
+	btf = path ? btf__parse(path, NULL) : btf__load_vmlinux_btf();
+	if (!btf) {
 		int e = errno ? errno : EIO;
 
 		probe_msg_add(m, "cannot read the kernel's BTF (%s): %s", path ? path : "/sys/kernel/btf/vmlinux",
 			      strerror(e));
-		free(b);
 		errno = e;
 		return NULL;
 	}
-	return b;
+	return (struct probe_btf *)btf;
 }
 
 void probe_btf_close(struct probe_btf *b)
 {
-	if (!b)
-		return;
-	btf__free(b->btf);
-	free(b);
+	btf__free(btf_of(b)); /* NULL is fine */
 }
 
 /* The fetch type of @t ("u64", "s32", "x64"), or NULL: not one register. */
@@ -96,14 +90,15 @@ static const char *scalar_type(const struct btf *btf, const struct btf_type *t)
 int probe_btf_param(struct probe_btf *b, const char *func, const char *param, char reg[6],
 		    char type[4], struct probe_msg *m)
 {
+	const struct btf *btf = btf_of(b);
 	const struct btf_type *fn, *proto;
 	const struct btf_param *ps;
 	const char *blocked = NULL;
 	int id, n;
 
-	id = btf__find_by_name_kind(b->btf, func, BTF_KIND_FUNC);
-	fn = id > 0 ? btf__type_by_id(b->btf, (unsigned)id) : NULL;
-	proto = fn ? btf__type_by_id(b->btf, fn->type) : NULL;
+	id = btf__find_by_name_kind(btf, func, BTF_KIND_FUNC);
+	fn = id > 0 ? btf__type_by_id(btf, (unsigned)id) : NULL;
+	proto = fn ? btf__type_by_id(btf, fn->type) : NULL;
 	if (!proto || !btf_is_func_proto(proto)) {
 		probe_msg_add(m, "no BTF for %s (an inlined, renamed or module function?): name "
 				 "the register, e.g. %s=%%di",
@@ -113,10 +108,10 @@ int probe_btf_param(struct probe_btf *b, const char *func, const char *param, ch
 	ps = btf_params(proto);
 	n = btf_vlen(proto);
 	for (int i = 0; i < n; i++) {
-		const char *name = btf__name_by_offset(b->btf, ps[i].name_off);
-		int tid = btf__resolve_type(b->btf, ps[i].type);
-		const struct btf_type *t = tid > 0 ? btf__type_by_id(b->btf, (unsigned)tid) : NULL;
-		const char *ft = t ? scalar_type(b->btf, t) : NULL;
+		const char *name = btf__name_by_offset(btf, ps[i].name_off);
+		int tid = btf__resolve_type(btf, ps[i].type);
+		const struct btf_type *t = tid > 0 ? btf__type_by_id(btf, (unsigned)tid) : NULL;
+		const char *ft = t ? scalar_type(btf, t) : NULL;
 
 		if (!name || strcmp(name, param) != 0) {
 			if (!ft && !blocked)
@@ -147,7 +142,7 @@ int probe_btf_param(struct probe_btf *b, const char *func, const char *param, ch
 	}
 	probe_msg_add(m, "%s has no parameter \"%s\"; its parameters:", func, param);
 	for (int i = 0; i < n; i++) {
-		const char *name = btf__name_by_offset(b->btf, ps[i].name_off);
+		const char *name = btf__name_by_offset(btf, ps[i].name_off);
 
 		probe_msg_add(m, "%s%s", i ? ", " : " ", name && name[0] ? name : "...");
 	}

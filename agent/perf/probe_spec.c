@@ -331,9 +331,9 @@ static int parse_uprobe(struct probe_spec *s, char *body, char *err, size_t errl
 	if (rc)
 		return rc;
 	s->kind = PROBE_UPROBE;
-	s->binary = strdup(body);
-	s->name = strdup(sym);
-	return s->binary && s->name ? 0 : -ENOMEM;
+	s->binary = body;
+	s->name = sym;
+	return 0;
 }
 
 /* A kernel symbol name: [A-Za-z_][A-Za-z0-9_.]* ("tcp_sendmsg", "foo.isra.0"). */
@@ -365,8 +365,8 @@ static int parse_kprobe(struct probe_spec *s, char *body, char *err, size_t errl
 		return -EINVAL;
 	}
 	s->kind = PROBE_KPROBE;
-	s->name = strdup(body);
-	return s->name ? 0 : -ENOMEM;
+	s->name = body;
+	return 0;
 }
 
 /* "sdt:PROVIDER:NAME[@BINARY]", @body after "sdt:" (cut in place) */
@@ -384,19 +384,18 @@ static int parse_usdt(struct probe_spec *s, char *body, char *err, size_t errlen
 		return -EINVAL;
 	}
 	s->kind = PROBE_USDT;
-	s->group = strdup(body);
-	s->name = strdup(name);
-	if (binary)
-		s->binary = strdup(binary);
-	return s->group && s->name && (!binary || s->binary) ? 0 : -ENOMEM;
+	s->group = body;
+	s->name = name;
+	s->binary = binary;
+	return 0;
 }
 
-/* "SUBSYS:EVENT" */
-static int parse_tracepoint(struct probe_spec *s, char *err, size_t errlen)
+/* "SUBSYS:EVENT", @body (cut in place) */
+static int parse_tracepoint(struct probe_spec *s, char *body, char *err, size_t errlen)
 {
-	const char *colon = strchr(s->head, ':');
+	char *colon = strchr(body, ':');
 
-	if (!colon || colon == s->head || !colon[1] || strchr(colon + 1, ':')) {
+	if (!colon || colon == body || !colon[1] || strchr(colon + 1, ':')) {
 		say(err, errlen,
 		    "%s: not a probe; want u:BINARY:SYMBOL, sdt:PROVIDER:NAME[@BINARY], "
 		    "k:FUNC or SUBSYS:EVENT",
@@ -404,9 +403,10 @@ static int parse_tracepoint(struct probe_spec *s, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	s->kind = PROBE_TRACEPOINT;
-	s->group = strndup(s->head, (size_t)(colon - s->head));
-	s->name = strdup(colon + 1);
-	return s->group && s->name ? 0 : -ENOMEM;
+	*colon = '\0';
+	s->group = body;
+	s->name = colon + 1;
+	return 0;
 }
 
 /* What VALUE may be for this kind of probe; fills @a's register and argn. */
@@ -499,9 +499,9 @@ static int parse_arg(struct probe_spec *s, const char *tok, char *err, size_t er
 /* The probe part of @copy, then each argument. */
 static int parse_tokens(struct probe_spec *s, char *copy, char *err, size_t errlen)
 {
-	char *save = NULL, *head = strtok_r(copy, " \t\n", &save), *body = NULL;
+	char *save = NULL, *head = strtok_r(copy, " \t\n", &save), *body;
 	char *toks[USDT_MAX_ARGS];
-	size_t ntoks = 0;
+	size_t ntoks = 0, len;
 	int rc;
 
 	if (!head) {
@@ -516,11 +516,14 @@ static int parse_tokens(struct probe_spec *s, char *copy, char *err, size_t errl
 		}
 		toks[ntoks++] = t;
 	}
-	s->head = strdup(head);
-	body = strdup(head);
-	rc = -ENOMEM;
-	if (!s->head || !body)
-		goto out;
+	/* The probe as written, and after it a copy that the parsers cut in
+	 * place into binary, group and name: one allocation. */
+	len = strlen(head) + 1;
+	s->head = malloc(2 * len);
+	if (!s->head)
+		return -ENOMEM;
+	memcpy(s->head, head, len);
+	body = memcpy(s->head + len, head, len);
 	if (!strncmp(head, "u:", 2))
 		rc = parse_uprobe(s, body + 2, err, errlen);
 	else if (!strncmp(head, "k:", 2))
@@ -528,11 +531,9 @@ static int parse_tokens(struct probe_spec *s, char *copy, char *err, size_t errl
 	else if (!strncmp(head, "sdt:", 4))
 		rc = parse_usdt(s, body + 4, err, errlen);
 	else
-		rc = parse_tracepoint(s, err, errlen);
+		rc = parse_tracepoint(s, body, err, errlen);
 	for (size_t i = 0; i < ntoks && !rc; i++)
 		rc = parse_arg(s, toks[i], err, errlen);
-out:
-	free(body);
 	return rc;
 }
 
@@ -572,10 +573,7 @@ void probe_spec_release(struct probe_spec *s)
 {
 	if (!s)
 		return;
-	free(s->head);
-	free(s->binary);
-	free(s->group);
-	free(s->name);
+	free(s->head); /* and binary, group and name: they point into it */
 	for (int i = 0; i < s->nargs; i++) {
 		free(s->args[i].name);
 		free(s->args[i].value);

@@ -49,6 +49,7 @@ struct probe_spec_arg {
 struct probe_spec {
 	enum probe_kind kind;
 	char *head;     /* the probe, without arguments: "u:libc:malloc%return" */
+	/* Its parts, in the allocation of @head (not freed on their own): */
 	char *binary;   /* uprobe BINARY; USDT @BINARY or NULL */
 	char *group;    /* USDT PROVIDER, tracepoint SUBSYS; NULL for a uprobe */
 	char *name;     /* uprobe SYMBOL, USDT NAME, tracepoint EVENT, kernel FUNC */

@@ -76,6 +76,7 @@
 
 struct ring {
 	int fd;                         /* the event that owns the mapping */
+	int cpu;                        /* whose records it holds */
 	void *map;
 	size_t map_len;
 	struct perf_event_mmap_page *pg;
@@ -93,17 +94,16 @@ struct sev {
 struct sampler {
 	struct sev *evs; /* every event, ring owners included */
 	size_t nfds, capfds;
-	struct ring *rings;
-	size_t nrings;
 	struct sampler_layout layout;
-	uint8_t *scratch;
 	struct sampler_stats st;
 	/* for sampler_add_cgroup(): */
 	bool later, enabled, opened;
 	struct perf_event_attr attr;
-	int *cpus;     /* of each ring */
 	char *filter;  /* the last sampler_set_filter() */
 	int next_tag;
+	_Alignas(8) uint8_t scratch[SAMPLER_SCRATCH]; /* a record that wraps around, copied */
+	size_t nrings;
+	struct ring rings[]; /* one per CPU of the options, allocated with the sampler */
 };
 
 static int sys_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group,
@@ -508,11 +508,8 @@ void sampler_close(struct sampler *s)
 		ring_release(&s->rings[i]);
 	for (size_t i = 0; i < s->nfds; i++)
 		close(s->evs[i].fd);
-	free(s->rings);
 	free(s->evs);
-	free(s->cpus);
 	free(s->filter);
-	free(s->scratch);
 	free(s);
 }
 
@@ -679,6 +676,8 @@ static int opts_check(const struct sampler_opts *o, size_t *pages)
 {
 	if (!o || (!o->event && !o->base_attr) || !o->cpus || !o->ncpu || (!o->freq && !o->period))
 		return -EINVAL;
+	if (o->ncpu > (SIZE_MAX - sizeof(struct sampler)) / sizeof(struct ring))
+		return -EINVAL; /* the sampler and its rings are one allocation */
 	if (o->ncgroups && !o->cgroup_dirs)
 		return -EINVAL;
 	if (o->ncgroups && o->pid > 0)
@@ -738,7 +737,7 @@ static int open_into(struct sampler *s, struct perf_event_attr *attr, int id, in
 			ring_release(&s->rings[s->nrings]);
 			return err;
 		}
-		s->nrings++;
+		s->rings[s->nrings++].cpu = cpu;
 	} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, owner) < 0) {
 		return -errno;
 	}
@@ -804,19 +803,11 @@ struct sampler *sampler_open(const struct sampler_opts *o)
 		err = targets_push(&tg, &(size_t){ 0 }, -1);
 	if (err)
 		goto out;
-	s = calloc(1, sizeof(*s));
+	s = calloc(1, sizeof(*s) + o->ncpu * sizeof(s->rings[0]));
 	if (!s) {
 		err = -ENOMEM;
 		goto out;
 	}
-	s->rings = calloc(o->ncpu, sizeof(*s->rings));
-	s->cpus = malloc(o->ncpu * sizeof(*s->cpus));
-	s->scratch = malloc(SAMPLER_SCRATCH);
-	if (!s->rings || !s->cpus || !s->scratch) {
-		err = -ENOMEM;
-		goto out;
-	}
-	memcpy(s->cpus, o->cpus, o->ncpu * sizeof(*s->cpus));
 	s->later = o->cgroups_later;
 	attr_init(&s->attr, o, pages * page);
 	err = open_all(s, o, &tg, pages, page);
@@ -865,7 +856,7 @@ int sampler_add_cgroup(struct sampler *s, const char *dir)
 	for (size_t c = 0; c < s->nrings && !err; c++) {
 		int fd;
 
-		err = open_into(s, &s->attr, cfd, s->cpus[c], PERF_FLAG_PID_CGROUP,
+		err = open_into(s, &s->attr, cfd, s->rings[c].cpu, PERF_FLAG_PID_CGROUP,
 				s->rings[c].fd, tag, 0, 0);
 		fd = err ? -1 : s->evs[s->nfds - 1].fd;
 		if (!err && s->filter && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, s->filter) < 0)

@@ -51,11 +51,6 @@ uint64_t push_min_cursor(const struct push *p)
 	return m;
 }
 
-static void copy_str(char *dst, size_t size, const char *src)
-{
-	snprintf(dst, size, "%s", src);
-}
-
 /* ---- setup ---------------------------------------------------------- */
 
 static int collector_setup(struct push *p, struct collector *c, const char *url,
@@ -369,7 +364,7 @@ int push_flush(struct push *p, unsigned timeout_ms)
 	if (spool_last(p->spool, &target) < 0)
 		goto out;
 	for (size_t i = 0; i < p->n; i++)
-		p->c[i].next_ms = 0; /* one prompt try, whatever the backoff */
+		p->c[i].next_ms = p->c[i].hold_ms; /* our backoff is skipped, a Retry-After kept */
 	pthread_cond_broadcast(&p->wake);
 	while (flush_pending(p, target)) {
 		if (clock_mono_ms() >= deadline) {
@@ -392,25 +387,18 @@ void push_stats(struct push *p, struct push_stats *st)
 		const struct collector *c = &p->c[i];
 		struct push_collector_stats *cs = &st->collectors[i];
 
+		*cs = c->st;
 		cs->url = c->name;
-		cs->sent = c->sent;
-		cs->acked = c->acked;
-		cs->retried = c->retried;
-		cs->rejected = c->rejected;
-		cs->failures = c->failures;
-		cs->duplicates = c->duplicates;
-		cs->maybe_delivered = c->maybe_delivered;
 		cs->cursor = c->lane->cursor;
 		cs->pending = spool_count_after(p->spool, c->lane->cursor);
 		cs->failing = c->state == C_FAILING;
-		copy_str(cs->last_error, sizeof(cs->last_error), c->last_error);
-		st->sent += c->sent;
-		st->acked += c->acked;
-		st->retried += c->retried;
-		st->rejected += c->rejected;
-		st->failures += c->failures;
-		st->duplicates += c->duplicates;
-		st->maybe_delivered += c->maybe_delivered;
+		st->sent += cs->sent;
+		st->acked += cs->acked;
+		st->retried += cs->retried;
+		st->rejected += cs->rejected;
+		st->failures += cs->failures;
+		st->duplicates += cs->duplicates;
+		st->maybe_delivered += cs->maybe_delivered;
 	}
 	st->spool_bytes = spool_bytes(p->spool);
 	st->spool_count = spool_count(p->spool);

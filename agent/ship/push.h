@@ -144,8 +144,9 @@ int push_next_seq(struct push *p, uint64_t *seq);
 int push_submit(struct push *p, uint64_t seq, const void *gzbuf, size_t len);
 
 /* Send what is spooled now, every collector retrying at once instead of
- * waiting out its backoff, and wait until every collector has it or
- * @timeout_ms passes: 0 or -ETIMEDOUT. For a clean shutdown. */
+ * waiting out its backoff (but not before the end of a Retry-After the
+ * collector sent), and wait until every collector has it or @timeout_ms
+ * passes: 0 or -ETIMEDOUT. For a clean shutdown. */
 int push_flush(struct push *p, unsigned timeout_ms);
 
 void push_stats(struct push *p, struct push_stats *st);

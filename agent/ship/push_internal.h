@@ -39,6 +39,7 @@ struct collector {
 
 	/* Guarded by p->lock. */
 	uint64_t next_ms; /* no request before this (monotonic ms) */
+	uint64_t hold_ms; /* the collector's Retry-After ends here; 0 = none */
 	unsigned attempts; /* consecutive failed requests */
 	bool tried; /* tried_seq failed here and is being resent */
 	uint64_t tried_seq;
@@ -46,8 +47,9 @@ struct collector {
 	char state_key[HTTPC_KEY_MAX];
 	uint64_t state_count;
 	uint64_t state_since_ms;
-	uint64_t sent, acked, retried, rejected, failures, duplicates, maybe_delivered;
-	char last_error[PUSH_ERROR_MAX];
+	/* Its counters and last_error, kept as push_stats() reports them (it
+	 * fills url, cursor, pending and failing). */
+	struct push_collector_stats st;
 
 	/* Only the sender thread. */
 	uint64_t rng;

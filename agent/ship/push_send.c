@@ -115,10 +115,10 @@ static void on_done(struct collector *c, uint64_t seq, const struct httpc_result
 		    uint64_t now)
 {
 	if (r->kind == HTTPC_ACK) {
-		c->acked++;
+		c->st.acked++;
 		/* cgperf-exporter answers "duplicate" for a batch it had. */
 		if (!strncmp(r->body, "duplicate", 9))
-			c->duplicates++;
+			c->st.duplicates++;
 		if (c->state == C_FAILING)
 			push_msg_add(m, PUSH_LOG_INFO,
 				     "push: collector %s recovered: batch %" PRIu64 " acked after %" PRIu64
@@ -132,8 +132,8 @@ static void on_done(struct collector *c, uint64_t seq, const struct httpc_result
 		c->state = C_OK;
 		c->state_key[0] = '\0';
 	} else {
-		c->rejected++;
-		copy_str(c->last_error, sizeof(c->last_error), r->text);
+		c->st.rejected++;
+		copy_str(c->st.last_error, sizeof(c->st.last_error), r->text);
 		if (c->state != C_REJECTING || strcmp(c->state_key, r->key)) {
 			push_msg_add(m, PUSH_LOG_ERROR,
 				     "push: collector %s rejected batch %" PRIu64
@@ -150,6 +150,7 @@ static void on_done(struct collector *c, uint64_t seq, const struct httpc_result
 	c->attempts = 0;
 	c->tried = false;
 	c->next_ms = 0;
+	c->hold_ms = 0;
 	advance(c->lane, seq, m);
 }
 
@@ -160,13 +161,13 @@ static void on_failure(struct collector *c, uint64_t seq, const struct httpc_res
 	bool failover = p->mode == PUSH_FAILOVER;
 	uint64_t delay;
 
-	c->failures++;
+	c->st.failures++;
 	if (r->maybe_delivered) {
-		c->maybe_delivered++;
+		c->st.maybe_delivered++;
 		push_msg_add(m, PUSH_LOG_DEBUG, "push: batch %llu may have been delivered to %s (%s)",
 			     (unsigned long long)seq, c->name, r->text);
 	}
-	copy_str(c->last_error, sizeof(c->last_error), r->text);
+	copy_str(c->st.last_error, sizeof(c->st.last_error), r->text);
 	if (c->state != C_FAILING) {
 		push_msg_add(m, PUSH_LOG_WARN, "push: collector %s failing: %s; %s", c->name, r->text,
 			     failover && c->lane->n > 1
@@ -184,6 +185,7 @@ static void on_failure(struct collector *c, uint64_t seq, const struct httpc_res
 	c->tried_seq = seq;
 	c->attempts++;
 	delay = httpc_backoff_ms(&c->rng, c->attempts, p->retry_initial_ms, p->retry_max_ms, failover);
+	c->hold_ms = r->retry_after_ms >= 0 ? now + (uint64_t)r->retry_after_ms : 0;
 	if (r->retry_after_ms >= 0 && (uint64_t)r->retry_after_ms > delay)
 		delay = (uint64_t)r->retry_after_ms;
 	c->next_ms = now + delay;
@@ -195,9 +197,9 @@ static void on_result(struct collector *c, uint64_t seq, const struct httpc_resu
 
 	if (r->kind == HTTPC_STOPPED)
 		return; /* interrupted by push_free: not an outcome */
-	c->sent++;
+	c->st.sent++;
 	if (c->tried && c->tried_seq == seq)
-		c->retried++;
+		c->st.retried++;
 	if (r->kind == HTTPC_RETRY)
 		on_failure(c, seq, r, m, now);
 	else

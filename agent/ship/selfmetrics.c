@@ -77,8 +77,7 @@ struct selfmetrics *selfmetrics_start(const char *listen, char *err, size_t errl
 				MHD_OPTION_END);
 	if (!m->d) {
 		snprintf(err, errlen, "cannot listen on %s (in use?)", listen);
-		pthread_mutex_destroy(&m->lock);
-		free(m);
+		selfmetrics_stop(m);
 		errno = EADDRINUSE;
 		return NULL;
 	}
@@ -107,7 +106,8 @@ void selfmetrics_stop(struct selfmetrics *m)
 {
 	if (!m)
 		return;
-	MHD_stop_daemon(m->d);
+	if (m->d) /* NULL: selfmetrics_start() failed to listen */
+		MHD_stop_daemon(m->d);
 	pthread_mutex_destroy(&m->lock);
 	free(m->page);
 	free(m);

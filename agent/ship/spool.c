@@ -391,41 +391,38 @@ struct spool *spool_open(const char *dir, uint64_t max_bytes)
 	s->dirfd = open_dir(dir);
 	if (s->dirfd < 0) {
 		ret = s->dirfd;
-		goto err_free;
+		goto err;
 	}
 	s->lockfd = openat(s->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (s->lockfd < 0) {
 		ret = -errno;
-		goto err_close;
+		goto err;
 	}
 	if (flock(s->lockfd, LOCK_EX | LOCK_NB) < 0) {
 		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		goto err_close;
+		goto err;
 	}
 	ret = scan(s);
 	if (ret)
-		goto err_close;
+		goto err;
 	enforce_cap(s);
 	return s;
 
-err_close:
-	if (s->lockfd >= 0)
-		close(s->lockfd);
-	if (s->dirfd >= 0)
-		close(s->dirfd);
-err_free:
-	free(s->v);
-	free(s);
+err:
+	spool_close(s);
 	errno = -ret;
 	return NULL;
 }
 
+/* Also undoes a spool_open() that failed half-way (fds still -1). */
 void spool_close(struct spool *s)
 {
 	if (!s)
 		return;
-	close(s->lockfd); /* releases the flock */
-	close(s->dirfd);
+	if (s->lockfd >= 0)
+		close(s->lockfd); /* releases the flock */
+	if (s->dirfd >= 0)
+		close(s->dirfd);
 	free(s->v);
 	free(s);
 }

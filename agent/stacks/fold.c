@@ -19,12 +19,9 @@ struct fold *fold_new(void)
 {
 	struct fold *f = calloc(1, sizeof(*f));
 
-	if (!f)
-		return NULL;
-	f->m = hashmap_new();
-	if (!f->m) {
+	/* both set errno (ENOMEM) when they fail */
+	if (f && !(f->m = hashmap_new())) {
 		free(f);
-		errno = ENOMEM;
 		return NULL;
 	}
 	return f;

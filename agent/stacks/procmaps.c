@@ -9,6 +9,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
+#include "agent/stacks/idtab.h"
 #include "lib/grow.h"
 
 #define COMM_LEN 16
@@ -22,11 +23,10 @@
 #define PROCMAPS_SEED_LINES 65536
 
 struct proc {
-	uint32_t pid; /* 0 = empty slot */
+	struct idtab_key key; /* the pid */
 	bool seeded;  /* /proc/PID/maps read (or the process was born from FORK) */
 	bool gone;    /* seeded from /proc after the process had exited: no maps */
 	int exited;   /* 0 alive; 1 exited; 2 exited before the previous gc */
-	bool tomb;    /* deleted slot, keeps probe chains intact */
 	uint64_t refreshed_ns; /* last procmaps_refresh re-read (CLOCK_MONOTONIC_COARSE) */
 	struct pmap_entry *maps;
 	size_t nmaps, cap;
@@ -34,32 +34,19 @@ struct proc {
 };
 
 struct thread {
-	uint32_t tid; /* 0 = empty */
-	bool tomb;
+	struct idtab_key key; /* the tid */
 	int exited;
 	char comm[COMM_LEN + 1];
 };
 
 struct procmaps {
 	char *procfs;
-	struct proc *procs;
-	size_t pcap, pcount, pused; /* pused counts live + tombs */
-	struct thread *threads;
-	size_t tcap, tcount, tused;
+	struct idtab procs;   /* of struct proc */
+	struct idtab threads; /* of struct thread */
 	/* fork seeding: a token bucket, and how many seeds it allowed */
 	uint64_t seed_tokens_ns;
 	uint64_t fork_seeds;
 };
-
-static uint32_t hash32(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
 
 struct procmaps *procmaps_new(const char *procfs)
 {
@@ -67,14 +54,11 @@ struct procmaps *procmaps_new(const char *procfs)
 
 	if (!pm)
 		return NULL;
+	idtab_init(&pm->procs, sizeof(struct proc));
+	idtab_init(&pm->threads, sizeof(struct thread));
 	pm->procfs = strdup(procfs ? procfs : "/proc");
-	pm->pcap = 256;
-	pm->tcap = 1024;
-	pm->procs = calloc(pm->pcap, sizeof(*pm->procs));
-	pm->threads = calloc(pm->tcap, sizeof(*pm->threads));
-	if (!pm->procfs || !pm->procs || !pm->threads) {
-		procmaps_free(pm);
-		errno = ENOMEM;
+	if (!pm->procfs) {
+		free(pm);
 		return NULL;
 	}
 	return pm;
@@ -93,78 +77,32 @@ void procmaps_free(struct procmaps *pm)
 {
 	if (!pm)
 		return;
-	for (size_t i = 0; pm->procs && i < pm->pcap; i++)
-		if (pm->procs[i].pid)
-			proc_clear(&pm->procs[i]);
-	free(pm->procs);
-	free(pm->threads);
+	for (size_t i = 0; i < pm->procs.cap; i++) {
+		struct proc *p = idtab_at(&pm->procs, i);
+
+		if (p)
+			proc_clear(p);
+	}
+	idtab_release(&pm->procs);
+	idtab_release(&pm->threads);
 	free(pm->procfs);
 	free(pm);
 }
 
 static struct proc *proc_lookup(struct procmaps *pm, uint32_t pid)
 {
-	size_t mask = pm->pcap - 1;
-
-	for (size_t i = hash32(pid) & mask, n = 0; n < pm->pcap; i = (i + 1) & mask, n++) {
-		struct proc *p = &pm->procs[i];
-
-		if (p->pid == pid)
-			return p;
-		if (!p->pid && !p->tomb)
-			return NULL;
-	}
-	return NULL;
+	return idtab_find(&pm->procs, pid);
 }
 
-static int proc_grow(struct procmaps *pm)
-{
-	size_t ncap = pm->pcap * 2;
-	struct proc *nv = calloc(ncap, sizeof(*nv));
-
-	if (!nv)
-		return -ENOMEM;
-	for (size_t i = 0; i < pm->pcap; i++) {
-		struct proc *p = &pm->procs[i];
-
-		if (!p->pid)
-			continue;
-		for (size_t j = hash32(p->pid) & (ncap - 1);; j = (j + 1) & (ncap - 1)) {
-			if (!nv[j].pid) {
-				nv[j] = *p;
-				break;
-			}
-		}
-	}
-	free(pm->procs);
-	pm->procs = nv;
-	pm->pcap = ncap;
-	pm->pused = pm->pcount;
-	return 0;
-}
-
+/* The process @pid, tracked from now on if it was not; NULL when out of
+ * memory. Moves the table: other struct proc pointers go stale. */
 static struct proc *proc_get(struct procmaps *pm, uint32_t pid)
 {
-	struct proc *p = proc_lookup(pm, pid);
-	size_t mask;
+	struct proc *p = idtab_get(&pm->procs, pid);
 
-	if (p)
-		return p;
-	if ((pm->pused + 1) * 4 > pm->pcap * 3 && proc_grow(pm) < 0)
-		return NULL;
-	mask = pm->pcap - 1;
-	for (size_t i = hash32(pid) & mask;; i = (i + 1) & mask) {
-		p = &pm->procs[i];
-		if (!p->pid) {
-			if (!p->tomb)
-				pm->pused++;
-			memset(p, 0, sizeof(*p));
-			p->pid = pid;
-			snprintf(p->root, sizeof(p->root), "/proc/%" PRIu32 "/root", pid);
-			pm->pcount++;
-			return p;
-		}
-	}
+	if (p && !p->root[0])
+		snprintf(p->root, sizeof(p->root), "/proc/%" PRIu32 "/root", pid);
+	return p;
 }
 
 /* Insert [start,end) replacing whatever it overlaps (a new mmap over an old
@@ -254,7 +192,7 @@ static void seed_from(struct procmaps *pm, struct proc *p, FILE *f)
 
 	p->seeded = true;
 	if (!f)
-		f = maps_open(pm, p->pid);
+		f = maps_open(pm, p->key.id);
 	p->gone = !f;
 	if (!f)
 		return;
@@ -460,48 +398,7 @@ uint64_t procmaps_fork_seeds(const struct procmaps *pm)
 
 static struct thread *thread_get(struct procmaps *pm, uint32_t tid, bool create)
 {
-	size_t mask;
-
-	if (create && (pm->tused + 1) * 4 > pm->tcap * 3) {
-		size_t ncap = pm->tcap * 2;
-		struct thread *nv = calloc(ncap, sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		for (size_t i = 0; i < pm->tcap; i++) {
-			if (!pm->threads[i].tid)
-				continue;
-			for (size_t j = hash32(pm->threads[i].tid) & (ncap - 1);;
-			     j = (j + 1) & (ncap - 1)) {
-				if (!nv[j].tid) {
-					nv[j] = pm->threads[i];
-					break;
-				}
-			}
-		}
-		free(pm->threads);
-		pm->threads = nv;
-		pm->tcap = ncap;
-		pm->tused = pm->tcount;
-	}
-	mask = pm->tcap - 1;
-	for (size_t i = hash32(tid) & mask, n = 0; n < pm->tcap; i = (i + 1) & mask, n++) {
-		struct thread *t = &pm->threads[i];
-
-		if (t->tid == tid)
-			return t;
-		if (!t->tid && (!t->tomb || create)) {
-			if (!create)
-				return NULL;
-			if (!t->tomb)
-				pm->tused++;
-			memset(t, 0, sizeof(*t));
-			t->tid = tid;
-			pm->tcount++;
-			return t;
-		}
-	}
-	return NULL;
+	return create ? idtab_get(&pm->threads, tid) : idtab_find(&pm->threads, tid);
 }
 
 void procmaps_comm(struct procmaps *pm, uint32_t pid, uint32_t tid, const char *comm, bool exec)
@@ -611,32 +508,27 @@ const char *procmaps_root(struct procmaps *pm, uint32_t pid)
 
 void procmaps_gc(struct procmaps *pm)
 {
-	for (size_t i = 0; i < pm->pcap; i++) {
-		struct proc *p = &pm->procs[i];
+	for (size_t i = 0; i < pm->procs.cap; i++) {
+		struct proc *p = idtab_at(&pm->procs, i);
 
-		if (p->pid && p->exited == 1) {
+		if (p && p->exited == 1) {
 			p->exited = 2; /* samples of it may still be in other rings */
-		} else if (p->pid && p->exited == 2) {
+		} else if (p && p->exited == 2) {
 			proc_clear(p);
-			p->pid = 0;
-			p->tomb = true;
-			pm->pcount--;
+			idtab_del(&pm->procs, p);
 		}
 	}
-	for (size_t i = 0; i < pm->tcap; i++) {
-		struct thread *t = &pm->threads[i];
+	for (size_t i = 0; i < pm->threads.cap; i++) {
+		struct thread *t = idtab_at(&pm->threads, i);
 
-		if (t->tid && t->exited == 1) {
+		if (t && t->exited == 1)
 			t->exited = 2;
-		} else if (t->tid && t->exited == 2) {
-			t->tid = 0;
-			t->tomb = true;
-			pm->tcount--;
-		}
+		else if (t && t->exited == 2)
+			idtab_del(&pm->threads, t);
 	}
 }
 
 size_t procmaps_nprocs(const struct procmaps *pm)
 {
-	return pm->pcount;
+	return pm->procs.count;
 }

@@ -376,6 +376,7 @@ struct stacks *stacks_new(enum stacks_mode mode, bool per_cgroup, const char *cg
 		return NULL;
 	r->mode = mode;
 	r->per_cgroup = per_cgroup;
+	idtab_init(&r->pt, sizeof(struct ptrack));
 	r->pm = procmaps_new("/proc");
 	r->raw = fold_new();
 	r->objkey = fold_new();
@@ -413,9 +414,13 @@ void stacks_free(struct stacks *r)
 	}
 	free(r->objs);
 	free(r->free_ids);
-	for (size_t i = 0; i < r->ptcap; i++)
-		free(r->pt[i].objs);
-	free(r->pt);
+	for (size_t i = 0; i < r->pt.cap; i++) {
+		struct ptrack *p = idtab_at(&r->pt, i);
+
+		if (p)
+			free(p->objs);
+	}
+	idtab_release(&r->pt);
 	for (size_t i = 0; i < r->ncomms; i++)
 		free(r->comms[i]);
 	free(r->comms);

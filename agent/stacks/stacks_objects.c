@@ -105,68 +105,6 @@ struct object *stacks_object_at(struct stacks *r, uint32_t id)
 	return o->live ? o : NULL;
 }
 
-static struct ptrack *pt_lookup(struct stacks *r, uint32_t pid)
-{
-	size_t mask = r->ptcap - 1;
-
-	if (!r->ptcap)
-		return NULL;
-	for (size_t i = (pid * 0x9e3779b1u) & mask, n = 0; n < r->ptcap; i = (i + 1) & mask, n++) {
-		struct ptrack *p = &r->pt[i];
-
-		if (p->pid == pid)
-			return p;
-		if (!p->pid && !p->tomb)
-			return NULL;
-	}
-	return NULL;
-}
-
-static struct ptrack *pt_get(struct stacks *r, uint32_t pid)
-{
-	struct ptrack *p = pt_lookup(r, pid);
-	size_t mask;
-
-	if (p)
-		return p;
-	if ((r->ptused + 1) * 4 > r->ptcap * 3) {
-		/* Grow, or just shed the tombs, into a new table. */
-		size_t ncap = 64;
-		struct ptrack *nv;
-
-		if (r->ptcap)
-			ncap = (r->ptcount + 1) * 4 > r->ptcap * 2 ? r->ptcap * 2 : r->ptcap;
-		nv = calloc(ncap, sizeof(*nv));
-		if (!nv)
-			return NULL;
-		for (size_t i = 0; i < r->ptcap; i++) {
-			size_t j = (r->pt[i].pid * 0x9e3779b1u) & (ncap - 1);
-
-			if (!r->pt[i].pid)
-				continue;
-			while (nv[j].pid)
-				j = (j + 1) & (ncap - 1);
-			nv[j] = r->pt[i];
-		}
-		free(r->pt);
-		r->pt = nv;
-		r->ptcap = ncap;
-		r->ptused = r->ptcount;
-	}
-	mask = r->ptcap - 1;
-	for (size_t i = (pid * 0x9e3779b1u) & mask;; i = (i + 1) & mask) {
-		p = &r->pt[i];
-		if (!p->pid) {
-			if (!p->tomb)
-				r->ptused++;
-			memset(p, 0, sizeof(*p));
-			p->pid = pid;
-			r->ptcount++;
-			return p;
-		}
-	}
-}
-
 /* @pid holds object @id (it has a mapping tagged with it). */
 static void pt_add(struct stacks *r, uint32_t pid, uint32_t id)
 {
@@ -175,7 +113,7 @@ static void pt_add(struct stacks *r, uint32_t pid, uint32_t id)
 
 	if (!pid || !o)
 		return;
-	p = pt_get(r, pid);
+	p = idtab_get(&r->pt, pid);
 	if (!p)
 		return; /* untracked: the object may be dropped early and reopened */
 	for (uint32_t i = 0; i < p->n; i++)
@@ -428,7 +366,7 @@ void stacks_mmap(struct stacks *r, const struct sample_mmap *m)
 /* procmaps dropped @pid's maps (exec, a fork reusing the pid): so do we. */
 void stacks_pt_restart(struct stacks *r, uint32_t pid)
 {
-	struct ptrack *p = pt_lookup(r, pid);
+	struct ptrack *p = idtab_find(&r->pt, pid);
 
 	if (p) {
 		pt_clear(r, p);
@@ -459,7 +397,7 @@ void stacks_exit(struct stacks *r, uint32_t pid, uint32_t tid)
 	struct ptrack *p;
 
 	procmaps_exit(r->pm, pid, tid);
-	if (pid == tid && (p = pt_lookup(r, pid)))
+	if (pid == tid && (p = idtab_find(&r->pt, pid)))
 		p->exited = 1;
 	if (pid == tid && r->uc)
 		unwind_forget_process(r->uc, pid); /* the pid may be reused */
@@ -588,19 +526,15 @@ void stacks_gc(struct stacks *r)
 	stacks_replay_pending(r, false);
 	procmaps_gc(r->pm);
 	/* The same aging as procmaps_gc(): gone two calls after the EXIT. */
-	for (size_t i = 0; i < r->ptcap; i++) {
-		struct ptrack *p = &r->pt[i];
+	for (size_t i = 0; i < r->pt.cap; i++) {
+		struct ptrack *p = idtab_at(&r->pt, i);
 
-		if (!p->pid) {
-			continue;
-		} else if (p->exited == 1) {
+		if (p && p->exited == 1) {
 			p->exited = 2;
-		} else if (p->exited == 2) {
+		} else if (p && p->exited == 2) {
 			pt_clear(r, p);
 			free(p->objs);
-			memset(p, 0, sizeof(*p));
-			p->tomb = true;
-			r->ptcount--;
+			idtab_del(&r->pt, p);
 		}
 	}
 	if (r->sweep)

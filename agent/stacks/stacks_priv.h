@@ -31,6 +31,7 @@
 
 #include "agent/symbols/demangle.h"
 #include "agent/stacks/fold.h"
+#include "agent/stacks/idtab.h"
 #include "agent/symbols/jitload.h"
 #include "agent/symbols/perfmap.h"
 #include "agent/stacks/procmaps.h"
@@ -83,8 +84,7 @@ struct object {
 
 /* The objects one process interned; aged like procmaps' processes. */
 struct ptrack {
-	uint32_t pid; /* 0: free slot */
-	bool tomb;
+	struct idtab_key key; /* the pid */
 	uint8_t exited; /* 0 alive, 1 exited, 2 exited before the previous gc */
 	uint32_t *objs;
 	uint32_t n, cap;
@@ -112,8 +112,7 @@ struct stacks {
 	uint64_t dropped;
 	uint64_t epoch; /* the interval being folded: bumped by stacks_reset() */
 	bool sweep;     /* an object may have become unused */
-	struct ptrack *pt;
-	size_t ptcap, ptcount, ptused;
+	struct idtab pt; /* of struct ptrack */
 	bool kbid_tried;
 	char kbid[2 * 32 + 1]; /* the kernel's build-id, hex */
 	/* cgroup id -> label, for per_cgroup */

@@ -112,12 +112,20 @@ struct demangle_cache {
 	size_t n, cap;
 };
 
-static void cache_empty(struct demangle_cache *c)
+/* Forget every name: the demangled strings and the key table go. */
+static void cache_clear(struct demangle_cache *c)
 {
 	for (size_t i = 0; i < c->n; i++)
 		free(c->names[i]);
 	c->n = 0;
 	fold_free(c->keys);
+	c->keys = NULL;
+}
+
+/* Start over with an empty key table (left NULL when out of memory). */
+static void cache_empty(struct demangle_cache *c)
+{
+	cache_clear(c);
 	c->keys = fold_new();
 	if (c->keys)
 		fold_set_limit(c->keys, c->max);
@@ -134,8 +142,7 @@ struct demangle_cache *demangle_cache_new(enum demangle_style style, size_t max_
 	cache_empty(c);
 	if (!c->keys) {
 		free(c);
-		errno = ENOMEM;
-		return NULL;
+		return NULL; /* errno: fold_new()'s ENOMEM */
 	}
 	return c;
 }
@@ -144,10 +151,8 @@ void demangle_cache_free(struct demangle_cache *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->n; i++)
-		free(c->names[i]);
+	cache_clear(c);
 	free(c->names);
-	fold_free(c->keys);
 	free(c);
 }
 

@@ -21,6 +21,7 @@
 #include "lib/search.h"
 
 #include "agent/symbols/symcache.h"
+#include "agent/symbols/symrank.h"
 #include "lib/fdio.h"
 #include "lib/grow.h"
 #include "lib/slurp.h"
@@ -178,24 +179,16 @@ static int ksyms_module(struct ksyms *k, const char *s, size_t len, uint16_t *id
 	return 0;
 }
 
-/* aliases at one address sort best first: T before W before t before w */
+/* aliases at one address sort best first (symrank.h), ranked T, W, t, w */
 static int ksym_cmp(const void *pa, const void *pb, void *arena)
 {
 	const struct ksym *a = pa, *b = pb;
 	const char *names = arena, *na = names + a->name, *nb = names + b->name;
-	size_t la, lb;
 
 	if (a->addr != b->addr)
 		return a->addr < b->addr ? -1 : 1;
-	if (a->rank != b->rank)
-		return a->rank < b->rank ? -1 : 1;
-	if (a->unders != b->unders)
-		return a->unders < b->unders ? -1 : 1;
-	la = strlen(na);
-	lb = strlen(nb);
-	if (la != lb)
-		return la < lb ? -1 : 1;
-	return strcmp(na, nb);
+	return symrank_cmp(&(struct symrank){ a->rank, a->unders, na, strlen(na) },
+			   &(struct symrank){ b->rank, b->unders, nb, strlen(nb) });
 }
 
 /*
@@ -219,6 +212,7 @@ static int read_whole(const char *path, char **out, size_t *out_len)
 	close(fd);
 	if (!err && more) {
 		free(*out);
+		*out = NULL;
 		err = -EFBIG;
 	}
 	return err == -EAGAIN ? -EIO : err;
@@ -262,24 +256,16 @@ static struct ksyms *ksyms_read(const char *path)
 	bool any_nonzero = false, sorted = true;
 	size_t len = 0, cap = 0;
 	const char *p, *end;
-	struct ksyms *k;
-	char *buf = NULL;
+	struct ksyms *k = calloc(1, sizeof(*k));
 	int err;
 
-	err = read_whole(path, &buf, &len);
-	if (err < 0) {
-		errno = -err;
+	if (!k)
 		return NULL;
-	}
-	k = calloc(1, sizeof(*k));
-	if (!k) {
-		free(buf);
-		errno = ENOMEM;
-		return NULL;
-	}
-	k->names = buf;
+	err = read_whole(path, &k->names, &len);
+	if (err < 0)
+		goto err_free;
 	/* the arena grows from the buffer's start, never past the line read */
-	for (p = buf, end = buf + len; p < end;) {
+	for (p = k->names, end = k->names + len; p < end;) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *le = nl ? nl : end, *t;
 		struct ksym sym = { 0 };
@@ -298,8 +284,7 @@ static struct ksyms *ksyms_read(const char *path)
 			break;
 		sym.addr = l.addr;
 		sym.rank = (uint8_t)(t - "TWtw");
-		while (sym.unders < l.name_len && sym.unders < 255 && l.name[sym.unders] == '_')
-			sym.unders++;
+		sym.unders = symrank_unders(l.name, l.name_len);
 		/* the name first: the module follows it in the line */
 		sym.name = ksyms_keep_name(k, l.name, l.name_len);
 		if (l.module && (err = ksyms_module(k, l.module, l.module_len, &sym.module)) < 0) {

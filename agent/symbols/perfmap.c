@@ -67,24 +67,16 @@ struct perfmap *perfmap_load(const char *path)
 
 struct perfmap *perfmap_load_fd(int fd)
 {
-	struct rootfs_lines *lr;
-	struct perfmap *m;
+	struct perfmap *m = calloc(1, sizeof(*m));
+	struct rootfs_lines *lr = NULL;
 	const char *line;
 	size_t len;
 	int err = 0, r;
 
-	lr = rootfs_lines_new(fd, PERFMAP_MAX_LINE, PERFMAP_MAX_BYTES);
-	if (!lr) {
-		err = errno;
+	if (!m || !(lr = rootfs_lines_new(fd, PERFMAP_MAX_LINE, PERFMAP_MAX_BYTES))) {
+		err = -errno; /* calloc's ENOMEM or the reader's */
 		close(fd);
-		errno = err;
-		return NULL;
-	}
-	m = calloc(1, sizeof(*m));
-	if (!m) {
-		rootfs_lines_free(lr);
-		errno = ENOMEM;
-		return NULL;
+		goto out;
 	}
 	while ((r = rootfs_lines_next(lr, &line, &len)) > 0) {
 		const char *p = line;
@@ -109,14 +101,15 @@ struct perfmap *perfmap_load_fd(int fd)
 	}
 	/* a read error keeps what was read before it */
 	rootfs_lines_free(lr);
+	/* Names are offsets into one buffer, so sorting moves nothing else. */
+	if (!err && m->n > 1)
+		qsort(m->v, m->n, sizeof(*m->v), cmp_entry);
+out:
 	if (err) {
 		perfmap_free(m);
 		errno = -err;
 		return NULL;
 	}
-	/* Names are offsets into one buffer, so sorting moves nothing else. */
-	if (m->n > 1)
-		qsort(m->v, m->n, sizeof(*m->v), cmp_entry);
 	return m;
 }
 

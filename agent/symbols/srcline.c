@@ -8,42 +8,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "agent/symbols/symtab.h"
-#include "lib/grow.h"
+#include "lib/hashmap.h"
 
 #define SRCLINE_MAX_PATHS 4096 /* distinct joined paths kept */
 
 struct srcline {
-	int fd;
-	Dwarf *dw;
-	char **paths; /* "COMP_DIR/FILE" made for relative names, interned */
-	size_t npaths, cappaths;
+	Dwarf *dw;	       /* the symtab's */
+	struct hashmap *paths; /* "COMP_DIR/FILE" made for relative names, interned */
 };
 
-struct srcline *srcline_open(const struct symtab *s)
+struct srcline *srcline_open(struct symtab *s)
 {
+	Dwarf *dw = symtab_dwarf_lines(s);
 	struct srcline *sl;
-	int fd = symtab_dwarf_fd(s);
 
-	if (fd < 0) {
-		errno = -fd;
-		return NULL;
-	}
-	sl = calloc(1, sizeof(*sl));
-	if (!sl) {
-		close(fd);
-		errno = ENOMEM;
-		return NULL;
-	}
-	sl->fd = fd;
-	sl->dw = dwarf_begin(fd, DWARF_C_READ);
-	if (!sl->dw) {
-		srcline_free(sl);
+	if (!dw) {
 		errno = ENOENT;
 		return NULL;
 	}
+	sl = calloc(1, sizeof(*sl));
+	if (!sl || !(sl->paths = hashmap_new())) {
+		free(sl);
+		return NULL;
+	}
+	hashmap_set_limit(sl->paths, SRCLINE_MAX_PATHS);
+	sl->dw = dw;
 	return sl;
 }
 
@@ -51,12 +42,7 @@ void srcline_free(struct srcline *sl)
 {
 	if (!sl)
 		return;
-	if (sl->dw)
-		dwarf_end(sl->dw);
-	for (size_t i = 0; i < sl->npaths; i++)
-		free(sl->paths[i]);
-	free(sl->paths);
-	close(sl->fd);
+	hashmap_free(sl->paths);
 	free(sl);
 }
 
@@ -69,25 +55,19 @@ void srcline_free(struct srcline *sl)
 static const char *join_comp_dir(struct srcline *sl, Dwarf_Die *cu, const char *f)
 {
 	Dwarf_Attribute a;
-	const char *dir;
+	const char *dir, *interned;
 	char *p;
+	int n;
 
 	if (f[0] == '/' || !(dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a))) ||
 	    dir[0] != '/')
 		return f;
-	if (asprintf(&p, "%s/%s", dir, f) < 0)
+	n = asprintf(&p, "%s/%s", dir, f);
+	if (n < 0)
 		return NULL;
-	for (size_t i = 0; i < sl->npaths; i++)
-		if (!strcmp(sl->paths[i], p)) {
-			free(p);
-			return sl->paths[i];
-		}
-	if (sl->npaths >= SRCLINE_MAX_PATHS || GROW_ARRAY(sl->paths, sl->npaths, sl->cappaths, 8) < 0) {
-		free(p);
-		return NULL;
-	}
-	sl->paths[sl->npaths++] = p;
-	return p;
+	interned = hashmap_intern(sl->paths, p, (size_t)n, NULL);
+	free(p);
+	return interned;
 }
 
 int srcline_find(struct srcline *sl, uint64_t vaddr, const char **file, int *line)

@@ -6,9 +6,10 @@
  * Source lines of addresses, from DWARF line tables (libdw's
  * dwarf_addrdie() and dwarf_getsrc_die()), for `annotate`. The DWARF file
  * is the one the symbol table found (the binary itself, or its separate
- * debuginfo inside the container's root): opened through
- * symtab_dwarf_fd(), never by a path of our own. libdw bounds every read
- * by the sections' sizes. Library module: does not print.
+ * debuginfo inside the container's root), read through the symtab's own
+ * libdw handle (symtab_dwarf_lines()): nothing is opened again, never by a
+ * path of our own. libdw bounds every read by the sections' sizes.
+ * Library module: does not print.
  */
 
 #include <stdint.h>
@@ -16,8 +17,12 @@
 struct symtab;
 struct srcline;
 
-/* Line tables of @s's DWARF. NULL + errno: ENOENT when there is none. */
-struct srcline *srcline_open(const struct symtab *s);
+/*
+ * Line tables of @s's DWARF, borrowed from @s: free the srcline before
+ * @s, and use neither concurrently with symtab_inlines() on @s. NULL +
+ * errno: ENOENT when there is none (or it cannot be read), ENOMEM.
+ */
+struct srcline *srcline_open(struct symtab *s);
 void srcline_free(struct srcline *sl);
 
 /*

@@ -51,11 +51,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/symbols/symrank.h"
 #include "lib/grow.h"
 #include "lib/search.h"
 
@@ -164,8 +166,7 @@ static long add_symbols(struct builder *b, Elf *elf, Elf_Scn *scn, uint8_t sourc
 		c.addr = sym.st_value;
 		c.size = sym.st_size;
 		c.rank = (uint8_t)(source_rank * 4 + bind_rank(GELF_ST_BIND(sym.st_info)));
-		while (c.unders < len && c.unders < 255 && c.name[c.unders] == '_')
-			c.unders++;
+		c.unders = symrank_unders(c.name, len);
 		err = builder_push(b, &c);
 		if (err == -E2BIG)
 			break;
@@ -295,13 +296,8 @@ static int cand_cmp(const void *pa, const void *pb)
 
 	if (a->addr != b->addr)
 		return a->addr < b->addr ? -1 : 1;
-	if (a->rank != b->rank)
-		return a->rank < b->rank ? -1 : 1;
-	if (a->unders != b->unders)
-		return a->unders < b->unders ? -1 : 1;
-	if (a->len != b->len)
-		return a->len < b->len ? -1 : 1;
-	return memcmp(a->name, b->name, a->len);
+	return symrank_cmp(&(struct symrank){ a->rank, a->unders, a->name, a->len },
+			   &(struct symrank){ b->rank, b->unders, b->name, b->len });
 }
 
 /*
@@ -475,9 +471,8 @@ static int read_fdes(struct symtab *s, Elf *elf, const struct dso *d)
 	fd = elf_getdata_rawchunk(elf, (int64_t)eoff, esize, ELF_T_BYTE);
 	if (!hd || !fd)
 		return 0;
-	s->fde_start = malloc(e->fde_count * sizeof(*s->fde_start));
-	s->fde_end = malloc(e->fde_count * sizeof(*s->fde_end));
-	if (!s->fde_start || !s->fde_end)
+	s->fdes = malloc(e->fde_count * sizeof(*s->fdes));
+	if (!s->fdes)
 		return -ENOMEM;
 	for (uint64_t i = 0; i < e->fde_count; i++) {
 		uint32_t loc, fde, len, range;
@@ -499,11 +494,9 @@ static int read_fdes(struct symtab *s, Elf *elf, const struct dso *d)
 		if (fde_vaddr + 8 + (uint64_t)(int64_t)pcrel != start || range == 0)
 			continue;
 		/* sorted by start in the table; keep it so */
-		if (n && start < s->fde_start[n - 1])
+		if (n && start < s->fdes[n - 1].start)
 			continue;
-		s->fde_start[n] = start;
-		s->fde_end[n] = start + range;
-		n++;
+		s->fdes[n++] = (struct symtab_fde){ .start = start, .end = start + range };
 	}
 	s->nfde = n;
 	return 0;
@@ -511,18 +504,21 @@ static int read_fdes(struct symtab *s, Elf *elf, const struct dso *d)
 
 int symtab_func_extent(const struct symtab *s, uint64_t off, uint64_t *start_off, uint64_t *size)
 {
+	const struct symtab_fde *f;
 	uint64_t vaddr;
 	size_t lo;
 	int err;
 
 	if (!s || symtab_off_to_vaddr(s, off, &vaddr) < 0)
 		return -ENOENT;
-	lo = search_upper_u64(s->fde_start, s->nfde, sizeof(*s->fde_start), 0, vaddr);
-	if (!lo || vaddr >= s->fde_end[lo - 1])
+	lo = search_upper_u64(s->fdes, s->nfde, sizeof(*s->fdes), offsetof(struct symtab_fde, start),
+			      vaddr);
+	if (!lo || vaddr >= s->fdes[lo - 1].end)
 		return -ENOENT;
-	err = symtab_vaddr_to_off(s, s->fde_start[lo - 1], start_off);
+	f = &s->fdes[lo - 1];
+	err = symtab_vaddr_to_off(s, f->start, start_off);
 	if (!err && size)
-		*size = s->fde_end[lo - 1] - s->fde_start[lo - 1];
+		*size = f->end - f->start;
 	return err;
 }
 
@@ -725,8 +721,7 @@ void symtab_free(struct symtab *s)
 		dso_put(s->dso);
 	free(s->syms);
 	free(s->names);
-	free(s->fde_start);
-	free(s->fde_end);
+	free(s->fdes);
 	free(s);
 }
 

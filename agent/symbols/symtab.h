@@ -15,7 +15,8 @@
  *
  * A symtab costs 16 bytes per symbol plus the names; libelf's handle is
  * dropped when it is built (the binary stays open in its dso). Lookups are read-only and may run
- * concurrently; symtab_inlines() is not (it opens DWARF on first use).
+ * concurrently; symtab_inlines() and symtab_dwarf_lines() are not (they
+ * open DWARF on first use).
  */
 
 #include <stdbool.h>
@@ -24,6 +25,7 @@
 
 struct symtab;
 struct dso;
+struct Dwarf;
 
 /*
  * Open @path (may be a /proc/PID/root/... path into another mount
@@ -109,13 +111,17 @@ int symtab_find(const struct symtab *s, const char *name, uint64_t *off);
 int symtab_find_sized(const struct symtab *s, const char *name, uint64_t *off, uint64_t *size);
 
 /*
- * A new fd (the caller closes it) on the file holding @s's DWARF: the
- * binary's own fd duplicated, or its separate debuginfo opened by the
- * rules of lib/rootfs.h (inside the container's root). For readers that
- * need sections the inlined-frame cache leaves out (.debug_line).
- * -ENOENT when there is no DWARF, or -errno.
+ * libdw's handle on @s's DWARF with every section, line tables included,
+ * for readers of source lines (agent/symbols/srcline.h): owned by @s and
+ * valid until symtab_free(). It reads the file symtab_inlines() reads,
+ * opened once for both (the binary's own fd, or its separate debuginfo
+ * opened by the rules of lib/rootfs.h inside the container's root), and is
+ * the very handle symtab_inlines() uses unless that one is the cache's
+ * inflated copy, which leaves .debug_line out. Begun on the first call;
+ * NULL when there is no DWARF or it cannot be read (remembered). Not for
+ * concurrent use, as symtab_inlines().
  */
-int symtab_dwarf_fd(const struct symtab *s);
+struct Dwarf *symtab_dwarf_lines(struct symtab *s);
 
 /*
  * Symbol @i (0 <= i < symtab_count(), in address order) for listings and

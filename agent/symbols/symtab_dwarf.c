@@ -259,41 +259,57 @@ static int dwarf_from_cache(struct symtab *s)
 	return dwarf_cache_open(s, dir, name);
 }
 
-/* The file holding DWARF: the dso's fd when it is the binary itself, else
- * dwarf_path (maybe inside a container's root) by the same rules as
- * elfobj_open(). An fd or -errno. */
-static int dwarf_file_open(const struct symtab *s)
+/*
+ * The file holding DWARF, opened once and kept in s->dwarf_fd: the dso's
+ * own fd when it is the binary itself, else dwarf_path (maybe inside a
+ * container's root) by the same rules as elfobj_open(). 0 or -errno.
+ */
+static int dwarf_file_hold(struct symtab *s)
 {
 	int fd;
 
-	if (!s->dwarf_in_dso)
-		return rootfs_open_path(s->dwarf_path, ROOTFS_ELF_MAX, NULL);
-	fd = fcntl(dso_fd(s->dso), F_DUPFD_CLOEXEC, 0);
-	return fd < 0 ? -errno : fd;
+	if (s->dwarf_fd >= 0)
+		return 0;
+	fd = s->dwarf_in_dso ? dso_fd(s->dso) : rootfs_open_path(s->dwarf_path, ROOTFS_ELF_MAX, NULL);
+	if (fd < 0)
+		return fd;
+	s->dwarf_fd = fd;
+	return 0;
 }
 
-int symtab_dwarf_fd(const struct symtab *s)
+/* Give up what dwarf_file_hold() opened (the dso's fd stays the dso's). */
+static void dwarf_file_drop(struct symtab *s)
 {
-	if (!s || !s->dwarf_path)
-		return -ENOENT;
-	return dwarf_file_open(s);
+	if (s->dwarf_fd >= 0 && !s->dwarf_in_dso)
+		close(s->dwarf_fd);
+	s->dwarf_fd = -1;
 }
 
+struct Dwarf *symtab_dwarf_lines(struct symtab *s)
+{
+	if (!s)
+		return NULL;
+	if (s->dwarf_full || s->dwarf_failed || !s->dwarf_path)
+		return s->dwarf_full;
+	if (dwarf_file_hold(s) == 0)
+		s->dwarf_full = dwarf_begin(s->dwarf_fd, DWARF_C_READ);
+	if (!s->dwarf_full) {
+		/* remembered: a file that failed once is not re-read per sample */
+		s->dwarf_failed = true;
+		dwarf_file_drop(s);
+	}
+	return s->dwarf_full;
+}
+
+/* The DWARF inlined frames are read from: the cache's inflated copy when
+ * it serves and the whole file is not read yet, else the whole file. */
 static Dwarf *symtab_dwarf(struct symtab *s)
 {
 	if (s->dwarf || s->dwarf_failed || !s->dwarf_path)
 		return s->dwarf;
-	if (s->dwarf_fd < 0)
-		s->dwarf_fd = dwarf_file_open(s);
-	if (s->dwarf_fd >= 0 && dwarf_from_cache(s) < 0)
-		s->dwarf = dwarf_begin(s->dwarf_fd, DWARF_C_READ);
-	if (!s->dwarf) {
-		/* remembered: a file that failed once is not re-read per sample */
-		s->dwarf_failed = true;
-		if (s->dwarf_fd >= 0)
-			close(s->dwarf_fd);
-		s->dwarf_fd = -1;
-	}
+	if (!s->dwarf_full && dwarf_file_hold(s) == 0 && dwarf_from_cache(s) == 0)
+		return s->dwarf;
+	s->dwarf = symtab_dwarf_lines(s);
 	return s->dwarf;
 }
 
@@ -304,10 +320,9 @@ bool symtab_dwarf_cached(const struct symtab *s)
 
 int symtab_hold_dwarf(struct symtab *s)
 {
-	if (!s || !s->dwarf_path || s->dwarf || s->dwarf_failed || s->dwarf_fd >= 0)
+	if (!s || !s->dwarf_path || s->dwarf_failed)
 		return 0;
-	s->dwarf_fd = dwarf_file_open(s);
-	return s->dwarf_fd < 0 ? s->dwarf_fd : 0;
+	return dwarf_file_hold(s);
 }
 
 static const char *inline_name(Dwarf_Die *die)
@@ -547,13 +562,14 @@ void symtab_dwarf_release(struct symtab *s)
 		free(s->cus[i].maxhi);
 	}
 	free(s->cus);
+	if (s->dwarf_full && s->dwarf_full != s->dwarf)
+		dwarf_end(s->dwarf_full);
 	if (s->dwarf)
 		dwarf_end(s->dwarf);
 	if (s->dwarf_elf)
 		elf_end(s->dwarf_elf);
 	if (s->dwarf_cache_fd >= 0)
 		close(s->dwarf_cache_fd);
-	if (s->dwarf_fd >= 0)
-		close(s->dwarf_fd);
+	dwarf_file_drop(s);
 	free(s->dwarf_path);
 }

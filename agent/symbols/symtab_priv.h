@@ -31,6 +31,11 @@ struct symtab_sym {
 	uint32_t name; /* offset into names */
 };
 
+/* A function's extent [start, end) as its .eh_frame FDE gives it. */
+struct symtab_fde {
+	uint64_t start, end;
+};
+
 /* One compile unit's outermost scopes (see cu_index_get()). */
 struct cu_span {
 	uint64_t lo, hi;
@@ -56,13 +61,18 @@ struct symtab {
 	bool owns_dso;
 	const char *source;
 	char build_id[2 * SYMTAB_MAX_BUILD_ID + 1];
-	/* the file holding DWARF, opened on first symtab_inlines(): the dso's
-	 * own fd (duplicated) when the file has DWARF itself, else by path */
+	/* the file holding DWARF, opened once on first use: the dso's own fd
+	 * (borrowed) when the binary has DWARF itself, else dwarf_path */
 	bool dwarf_in_dso;
 	char *dwarf_path;
 	int dwarf_fd;
+	bool dwarf_failed; /* the file or libdw failed once: not retried */
+	/* libdw over that file, every section (line tables too), begun once:
+	 * srcline's (symtab_dwarf_lines()) and the inlined frames' unless the
+	 * cache serves those */
+	Dwarf *dwarf_full;
+	/* what symtab_inlines() reads: dwarf_full, or the cache's copy */
 	Dwarf *dwarf;
-	bool dwarf_failed;
 	/* when DWARF comes from the cache's decompressed copy */
 	Elf *dwarf_elf;
 	int dwarf_cache_fd;
@@ -71,7 +81,7 @@ struct symtab {
 	struct cu_index *cus;
 	size_t ncus, capcus;
 	/* function extents from .eh_frame FDEs: for code no symbol covers */
-	uint64_t *fde_start, *fde_end;
+	struct symtab_fde *fdes; /* by start */
 	size_t nfde;
 };
 

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <ctype.h>
 #include <elf.h>
 #include <errno.h>
 #include <stdio.h>
@@ -27,78 +28,70 @@
 
 #define NCASES(a) (sizeof(a) / sizeof((a)[0]))
 
-struct want_insn {
-	uint64_t addr;
-	uint32_t size;
-	const char *text;
-};
-
-static void check_decode(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
-			 const struct want_insn *want, size_t nwant)
+/* The bytes of case @row of @t ("48 01 c8") appended at @code + *@len,
+ * below @cap: how many. */
+static uint32_t hex_bytes(const struct tl_table *t, size_t row, uint8_t *code, size_t *len,
+			  size_t cap)
 {
-	struct disasm_insn *v = NULL;
-	size_t n = 0;
+	const char *s = tl_table_row(t, row)[1];
+	uint32_t n = 0;
 
-	assert_int_equal(disasm_bytes(machine, code, len, addr, &v, &n), 0);
-	for (size_t i = 0; i < n && i < nwant; i++) {
-		if (v[i].addr != want[i].addr || v[i].size != want[i].size ||
-		    strcmp(v[i].text, want[i].text))
-			fail_msg("insn %zu: %#llx/%u '%s', want %#llx/%u '%s'", i,
-				 (unsigned long long)v[i].addr, v[i].size, v[i].text,
-				 (unsigned long long)want[i].addr, want[i].size, want[i].text);
+	while (*s) {
+		char *end = NULL;
+		unsigned long b = isxdigit((unsigned char)*s) ? strtoul(s, &end, 16) : 0;
+
+		if (end != s + 2 || (*end && *end != ' ') || *len == cap)
+			fail_msg("%s: bytes '%s'", tl_table_where(t, row), tl_table_row(t, row)[1]);
+		code[(*len)++] = (uint8_t)b;
+		n++;
+		s = *end ? end + 1 : end;
 	}
-	assert_int_equal(n, nwant);
+	if (n == 0)
+		fail_msg("%s: no bytes", tl_table_where(t, row));
+	return n;
+}
+
+/*
+ * Decodes the listing tests/unit/data/@name (address, bytes, text: see the
+ * file) for @machine: the bytes of all its lines from the first line's
+ * address must come back as its instructions, one a line.
+ */
+static void check_decode(uint16_t machine, const char *name)
+{
+	struct tl_table *t = tl_table_load(name, 3);
+	size_t nwant = tl_table_rows(t), len = 0, n = 0;
+	uint8_t code[256];
+	uint32_t *sizes = calloc(nwant, sizeof(*sizes));
+	struct disasm_insn *v = NULL;
+
+	assert_non_null(sizes);
+	for (size_t i = 0; i < nwant; i++)
+		sizes[i] = hex_bytes(t, i, code, &len, sizeof(code));
+	assert_int_equal(disasm_bytes(machine, code, len, tl_table_u64(t, 0, 0), &v, &n), 0);
+	for (size_t i = 0; i < n && i < nwant; i++) {
+		const char *const *w = tl_table_row(t, i);
+		uint64_t addr = tl_table_u64(t, i, 0);
+
+		if (v[i].addr != addr || v[i].size != sizes[i] || strcmp(v[i].text, w[2]))
+			fail_msg("%s: %#llx/%u '%s', want %#llx/%u '%s'", tl_table_where(t, i),
+				 (unsigned long long)v[i].addr, v[i].size, v[i].text,
+				 (unsigned long long)addr, sizes[i], w[2]);
+	}
+	if (n != nwant)
+		fail_msg("%s: %zu instructions, want %zu", name, n, nwant);
 	free(v);
+	free(sizes);
+	tl_table_free(t);
 }
 
 static void test_x86(void **state)
 {
-	/* hotloop_sum's loop as GCC -O1 emits it, then bytes that do not decode */
-	static const uint8_t code[] = {
-		0x48, 0x01, 0xc8,	/* add %rcx,%rax */
-		0x49, 0x89, 0xc0,	/* mov %rax,%r8 */
-		0x49, 0xc1, 0xe8, 0x07, /* shr $7,%r8 */
-		0x48, 0x39, 0xd7,	/* cmp %rdx,%rdi */
-		0x75, 0xf1,		/* jne back to the add */
-		0xc3,			/* ret */
-		0x06,			/* push %es: invalid in 64-bit mode */
-		0x0f,			/* a truncated two-byte opcode */
-	};
-	static const struct want_insn want[] = {
-		{0x115d, 3, "addq %rcx, %rax"},
-		{0x1160, 3, "movq %rax, %r8"},
-		{0x1163, 4, "shrq $7, %r8"},
-		{0x1167, 3, "cmpq %rdx, %rdi"},
-		{0x116a, 2, "jne 0x115d"},
-		{0x116c, 1, "retq"},
-		{0x116d, 1, ".byte 0x06"},
-		{0x116e, 1, ".byte 0x0f"},
-	};
-
-	check_decode(EM_X86_64, code, sizeof(code), 0x115d, want, NCASES(want));
+	check_decode(EM_X86_64, "disasm_x86_64.tsv");
 }
 
 static void test_aarch64(void **state)
 {
-	static const uint8_t code[] = {
-		0x1f, 0x20, 0x03, 0xd5, /* nop */
-		0x21, 0x04, 0x00, 0xf1, /* subs x1, x1, #1 */
-		0xe1, 0xff, 0xff, 0x54, /* b.ne back to the subs */
-		0xc0, 0x03, 0x5f, 0xd6, /* ret */
-		0x00, 0x00, 0x00, 0x00, /* udf: no instruction */
-		0xaa, 0xbb,		/* a short tail */
-	};
-	static const struct want_insn want[] = {
-		{0x400, 4, "nop"},
-		{0x404, 4, "subs x1, x1, #1"},
-		{0x408, 4, "b.ne #0x404"},
-		{0x40c, 4, "ret"},
-		{0x410, 4, ".inst 0x00000000"},
-		{0x414, 1, ".byte 0xaa"},
-		{0x415, 1, ".byte 0xbb"},
-	};
-
-	check_decode(EM_AARCH64, code, sizeof(code), 0x400, want, NCASES(want));
+	check_decode(EM_AARCH64, "disasm_aarch64.tsv");
 }
 
 static void test_refusals(void **state)

@@ -2,8 +2,9 @@
 /*
  * agent/symbols/dso: one object per binary. The sdtprobe workload
  * ($BUILD/workloads: symbols, DWARF, .eh_frame_hdr, SDT notes) is opened
- * once and then read for symbols, SDT notes and unwind tables: the count
- * of files opened (dso_opens()) and of this process's fds must not grow.
+ * once and then read for symbols, SDT notes, unwind tables, source lines
+ * and inlined frames: the count of files opened (dso_opens()) and of this
+ * process's fds must not grow.
  * Interning by key and by inode, references, a file deleted while open,
  * what .eh_frame_hdr parses to (checked against libelf read here), the
  * refusals of the open (FIFO, directory, not ELF) and members (built once,
@@ -30,6 +31,7 @@
 #include "agent/perf/usdt.h"
 #include "agent/stacks/unwind.h"
 #include "agent/symbols/dso.h"
+#include "agent/symbols/srcline.h"
 #include "agent/symbols/symtab.h"
 #include "tests/unit/usdt_fix.h"
 
@@ -91,6 +93,26 @@ static void unwind_touch(struct dso *d, struct unwind_cache *c)
 	assert_int_equal(unwind_cache_entries(c), 1);
 }
 
+/* Source lines and inlined frames of @s's main(): one libdw handle on the
+ * dso's own fd, shared (srcline borrows the symtab's): no fd is added. */
+static void dwarf_touch(struct dso *d, struct symtab *s)
+{
+	size_t fds = count_fds();
+	struct srcline *sl = srcline_open(s);
+	const char *file, *names[4];
+	uint64_t off, vaddr;
+	int line;
+
+	assert_non_null(sl);
+	assert_int_equal(symtab_find(s, "main", &off), 0);
+	assert_int_equal(dso_off_to_vaddr(d, off, &vaddr), 0);
+	assert_int_equal(srcline_find(sl, vaddr, &file, &line), 0);
+	assert_non_null(strstr(file, "sdtprobe.c"));
+	(void)symtab_inlines(s, off, names, 4);
+	assert_int_equal(count_fds(), fds);
+	srcline_free(sl);
+}
+
 static void test_one_open(void **state)
 {
 	char path[PATH_MAX];
@@ -120,6 +142,7 @@ static void test_one_open(void **state)
 	assert_true(usdt_count(ul) > 0);
 	usdt_free(ul);
 	unwind_touch(d, c);
+	dwarf_touch(d, s);
 
 	/* the same file by path, by its key: the same object, no new open */
 	again = dso_open(path, dso_stat(d)->st_dev, dso_stat(d)->st_ino);

@@ -115,98 +115,74 @@ static void test_builtin_listing(void **state)
 	assert_null(ev_builtin_name(ev_builtin_count(), NULL));
 }
 
+/*
+ * ev_parse() of case @row of @t (the name in field 0, \N: NULL) with
+ * @tracefs, checked against field 1: the error's errno name (ENOENT) or 0.
+ * true when it parsed (*@ev to check and release), false when it failed
+ * as it should, handing nothing out.
+ */
+static bool parse_case(const struct tl_table *t, size_t row, const char *tracefs,
+		       struct ev_spec *ev)
+{
+	const char *const *c = tl_table_row(t, row);
+	int err;
+	const char *got;
+
+	memset(ev, 0, sizeof(*ev));
+	err = ev_parse(c[0], tracefs, ev);
+	got = err ? strerrorname_np(-err) : "0";
+	if (!got || strcmp(got, c[1]))
+		fail_msg("%s: \"%s\": %d (%s), want %s", tl_table_where(t, row),
+			 c[0] ? c[0] : "(null)", err, got ? got : "?", c[1]);
+	if (err)
+		assert_null(ev->name); /* nothing handed out on failure */
+	return err == 0;
+}
+
+/* tests/unit/data/events_modifiers.tsv */
 static void test_modifiers(void **state)
 {
-	static const struct {
-		const char *name, *canonical;
-		int err;
-		bool exclude_user, exclude_kernel;
-	} cases[] = {
-		{ .name = "cycles:u", .canonical = "cycles:u", .exclude_kernel = true },
-		{ .name = "cycles:k", .canonical = "cycles:k", .exclude_user = true },
-		{ .name = "cycles:uk", .canonical = "cycles:uk" },
-		{ .name = "cycles:ku", .canonical = "cycles:ku" },
-		{ .name = "cycles:h", .canonical = "cycles:h" },
-		{ .name = "cycles:uh", .canonical = "cycles:uh", .exclude_kernel = true },
-		{ .name = "cs:u", .canonical = "context-switches:u", .exclude_kernel = true },
-		{ .name = "cpu-cycles:k", .canonical = "cycles:k", .exclude_user = true },
-		{ .name = "task-clock:u", .canonical = "task-clock:u", .exclude_kernel = true },
-		{ .name = "cycles:x", .err = -EINVAL },
-		{ .name = "cycles:ux", .err = -EINVAL },
-		{ .name = "cycles:U", .err = -EINVAL },
-		{ .name = "cs:pp", .err = -EINVAL },
-		{ .name = "cycles:u:k", .err = -ENOENT },
-		{ .name = "cycles ", .err = -ENOENT },
-		{ .name = "Cycles", .err = -ENOENT },
-		{ .name = "cycle", .err = -ENOENT },
-		{ .name = "", .err = -EINVAL },
-		{ .name = NULL, .err = -EINVAL },
-	};
+	struct tl_table *t = tl_table_load("events_modifiers.tsv", 5);
 
-	for (size_t i = 0; i < NCASES(cases); i++) {
-		struct ev_spec ev = { 0 };
-		int err = ev_parse(cases[i].name, NULL, &ev);
+	for (size_t i = 0; i < tl_table_rows(t); i++) {
+		const char *const *c = tl_table_row(t, i);
+		struct ev_spec ev;
 
-		if (err != cases[i].err)
-			fail_msg("\"%s\": %d, want %d", cases[i].name ? cases[i].name : "(null)", err,
-				 cases[i].err);
-		if (err) {
-			assert_null(ev.name); /* nothing handed out on failure */
+		if (!parse_case(t, i, NULL, &ev))
 			continue;
-		}
-		assert_string_equal(ev.name, cases[i].canonical);
-		if (ev.exclude_user != cases[i].exclude_user ||
-		    ev.exclude_kernel != cases[i].exclude_kernel)
-			fail_msg("\"%s\": exclude_user %d exclude_kernel %d", cases[i].name,
-				 ev.exclude_user, ev.exclude_kernel);
+		if (strcmp(ev.name, c[2]) || ev.exclude_user != tl_table_u64(t, i, 3) ||
+		    ev.exclude_kernel != tl_table_u64(t, i, 4))
+			fail_msg("%s: \"%s\": named \"%s\", exclude_user %d exclude_kernel %d",
+				 tl_table_where(t, i), c[0], ev.name, ev.exclude_user,
+				 ev.exclude_kernel);
 		ev_spec_release(&ev);
 	}
 	ev_spec_release(NULL);
+	tl_table_free(t);
 }
 
+/* tests/unit/data/events_raw.tsv */
 static void test_raw(void **state)
 {
-	static const struct {
-		const char *name;
-		int err;
-		uint64_t config;
-		bool exclude_kernel;
-	} cases[] = {
-		{ .name = "r1a2", .config = 0x1a2 },
-		{ .name = "r1A2", .config = 0x1a2 },
-		{ .name = "r0", .config = 0 },
-		{ .name = "rffffffffffffffff", .config = UINT64_MAX },
-		{ .name = "r1a2:u", .config = 0x1a2, .exclude_kernel = true },
-		{ .name = "r1ffffffffffffffff", .err = -EINVAL },  /* past 64 bits */
-		{ .name = "r1a2:x", .err = -EINVAL },
-		{ .name = "r", .err = -ENOENT },
-		{ .name = "rxyz", .err = -ENOENT },
-		{ .name = "r1g", .err = -ENOENT },
-		{ .name = "r0x1a2", .err = -ENOENT },
-		{ .name = "r-1", .err = -ENOENT },
-		{ .name = "r 1", .err = -ENOENT },
-		/* no digits at all is not raw event 0 */
-		{ .name = "r:u", .err = -ENOENT },
-		{ .name = "r:", .err = -ENOENT },
-	};
+	struct tl_table *t = tl_table_load("events_raw.tsv", 4);
 
-	for (size_t i = 0; i < NCASES(cases); i++) {
-		struct ev_spec ev = { 0 };
-		int err = ev_parse(cases[i].name, NULL, &ev);
+	for (size_t i = 0; i < tl_table_rows(t); i++) {
+		const char *name = tl_table_row(t, i)[0];
+		struct ev_spec ev;
 
-		if (err != cases[i].err)
-			fail_msg("\"%s\": %d, want %d", cases[i].name, err, cases[i].err);
-		if (err)
+		if (!parse_case(t, i, NULL, &ev))
 			continue;
 		assert_int_equal(ev.kind, EV_RAW);
 		assert_int_equal(ev.type, PERF_TYPE_RAW);
-		assert_int_equal(ev.config, cases[i].config);
-		assert_string_equal(ev.name, cases[i].name);
-		assert_int_equal(ev.exclude_kernel, cases[i].exclude_kernel);
+		assert_string_equal(ev.name, name);
+		if (ev.config != tl_table_u64(t, i, 2) || ev.exclude_kernel != tl_table_u64(t, i, 3))
+			fail_msg("%s: \"%s\": config %#llx exclude_kernel %d", tl_table_where(t, i),
+				 name, (unsigned long long)ev.config, ev.exclude_kernel);
 		assert_false(ev.exclude_user);
 		assert_false(ev.is_clock);
 		ev_spec_release(&ev);
 	}
+	tl_table_free(t);
 }
 
 /* ---- a fake tracefs ---- */
@@ -246,57 +222,28 @@ static int fake_setup(void **state)
 	return 0;
 }
 
+/* tests/unit/data/events_tracepoints.tsv, in the tracefs fake_setup() builds */
 static void test_tracepoints(void **state)
 {
-	static const struct {
-		const char *name;
-		int err;
-		uint64_t id;
-	} cases[] = {
-		{ .name = "sched:sched_switch", .id = 316 },
-		{ .name = "sched:sched_wakeup", .id = 318 },
-		{ .name = "syscalls:sys_enter_read", .id = 655 },
-		{ .name = "block:block_rq_issue", .id = 1210 }, /* no trailing newline */
-		{ .name = "sched:nope", .err = -ENOENT },
-		{ .name = "nope:sched_switch", .err = -ENOENT },
-		{ .name = "sched:sched_switch:u", .err = -ENOENT }, /* no modifiers on tracepoints */
-		{ .name = "sched:", .err = -ENOENT },
-		{ .name = ":sched_switch", .err = -ENOENT },
-		{ .name = "sched", .err = -ENOENT },
-		{ .name = "sched_switch", .err = -ENOENT },
-		{ .name = "broken:no_id", .err = -ENOENT },
-		{ .name = "broken:bad_id", .err = -ENOENT },
-		{ .name = "broken:empty_id", .err = -ENOENT },
-		/* "sched:enable" is a file, not an event directory */
-		{ .name = "sched:enable", .err = -ENOENT },
-		/* walking out of events/ is malformed, whatever lies there */
-		{ .name = "../x:y", .err = -EINVAL },
-		{ .name = "../../outside:y", .err = -EINVAL },
-		{ .name = "..:x", .err = -EINVAL },
-		{ .name = "sched:..", .err = -EINVAL },
-		{ .name = "sched/../../x:y", .err = -EINVAL },
-		{ .name = "sched:sched_switch/../../x/y", .err = -EINVAL },
-		{ .name = "sched:/x", .err = -EINVAL },
-	};
 	struct fake *f = *state;
+	struct tl_table *t = tl_table_load("events_tracepoints.tsv", 3);
 
-	for (size_t i = 0; i < NCASES(cases); i++) {
-		struct ev_spec ev = { 0 };
-		int err = ev_parse(cases[i].name, f->tracefs, &ev);
+	for (size_t i = 0; i < tl_table_rows(t); i++) {
+		const char *name = tl_table_row(t, i)[0];
+		struct ev_spec ev;
 
-		if (err != cases[i].err)
-			fail_msg("\"%s\": %d, want %d", cases[i].name, err, cases[i].err);
-		if (err) {
-			assert_null(ev.name);
+		if (!parse_case(t, i, f->tracefs, &ev))
 			continue;
-		}
 		assert_int_equal(ev.kind, EV_TRACEPOINT);
 		assert_int_equal(ev.type, PERF_TYPE_TRACEPOINT);
-		assert_int_equal(ev.config, cases[i].id);
-		assert_string_equal(ev.name, cases[i].name);
+		if (ev.config != tl_table_u64(t, i, 2))
+			fail_msg("%s: \"%s\": id %llu", tl_table_where(t, i), name,
+				 (unsigned long long)ev.config);
+		assert_string_equal(ev.name, name);
 		assert_false(ev.is_clock || ev.exclude_user || ev.exclude_kernel);
 		ev_spec_release(&ev);
 	}
+	tl_table_free(t);
 }
 
 static void test_tracepoint_without_tracefs(void **state)

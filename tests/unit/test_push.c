@@ -96,10 +96,14 @@ static void test_500_then_200(void **state)
 }
 
 /* Batch 1 is answered @status with Retry-After @ra, then 200: the gap
- * between the two requests, in seconds, as the server saw it. */
+ * between the two requests, in seconds, as the server saw it. The flush
+ * comes after the refusal: it skips the agent's backoff, not the
+ * collector's Retry-After (a flush racing ahead of the refusal once made
+ * this a flake: 0.002 s). */
 static double retry_after_gap(struct fixture *f, const char *statuses, const char *ra)
 {
 	struct req r[MAX_REQ];
+	struct push_stats st;
 	struct push *p;
 
 	f->o.retry_initial_ms = 20; /* the backoff alone would retry at once */
@@ -107,6 +111,7 @@ static double retry_after_gap(struct fixture *f, const char *statuses, const cha
 	pf_url_of(&f->srv[0], "http", f->srv[0].url, sizeof(f->srv[0].url));
 	p = pf_start_push(f, &f->o);
 	pf_submit_next(p);
+	assert_true(pf_wait_stats(p, &st, pf_has_failed, 5000));
 	pf_flush_check(p, 8000, &f->srv[0], 1, 1);
 	assert_int_equal(pf_read_requests(&f->srv[0], r, MAX_REQ), 2);
 	pf_expect_stats(p, NULL, "failures=1 acked=1");

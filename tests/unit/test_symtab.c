@@ -7,6 +7,7 @@
  * inflated into the symbolization cache. Hostile files are
  * test_symtab_hostile.c, kernel symbols test_ksyms.c.
  */
+#include "agent/symbols/srcline.h"
 #include "tests/unit/symtab_fix.h"
 
 /* ---- this process ---- */
@@ -412,6 +413,20 @@ static void test_postgres(void **state)
 
 
 
+/* @s's DWARF places link-time address @vaddr in a file named *@file. */
+static void assert_srcline(struct symtab *s, uint64_t vaddr, const char *file)
+{
+	struct srcline *sl = srcline_open(s);
+	const char *f;
+	int line;
+
+	assert_non_null(sl);
+	assert_int_equal(srcline_find(sl, vaddr, &f, &line), 0);
+	assert_non_null(strstr(f, file));
+	assert_true(line > 0);
+	srcline_free(sl);
+}
+
 /*
  * Compressed debuginfo (as Debian ships libc6-dbg) is inflated once into
  * the cache by build-id; names are those of the uncompressed original.
@@ -463,10 +478,12 @@ static void test_dwarf_cache(void **state)
 	assert_int_equal(stat(cache, &st2), 0);
 	assert_int_equal(st2.st_mode & 0777, 0700);
 
-	/* hit: the same file, not rewritten */
+	/* hit: the same file, not rewritten; source lines, which the copy
+	 * leaves out, come from the debuginfo file the symtab holds */
 	s = symtab_open(bin, root);
 	assert_true(has_inline_chain(s, off, "symfix_outer", two, 2));
 	assert_true(symtab_dwarf_cached(s));
+	assert_srcline(s, value, "symfix.h");
 	symtab_free(s);
 	assert_int_equal(stat(entry, &st2), 0);
 	assert_int_equal(st2.st_ino, st.st_ino);
@@ -488,11 +505,12 @@ static void test_dwarf_cache(void **state)
 	assert_int_equal(stat(entry, &st2), 0);
 	assert_int_equal(st2.st_mode & 0777, 0600);
 
-	/* cache off: the compressed file itself, same names */
+	/* cache off: the compressed file itself, same names, its lines too */
 	assert_int_equal(setenv("CGPERF_CACHE_DIR", "off", 1), 0);
 	s = symtab_open(bin, root);
 	assert_true(has_inline_chain(s, off, "symfix_outer", two, 2));
 	assert_false(symtab_dwarf_cached(s));
+	assert_srcline(s, value, "symfix.h");
 	symtab_free(s);
 
 	if (saved)

@@ -55,6 +55,12 @@ static void test_table_parse(void **state)
 	assert_string_equal(tl_table_where(t, 4), "t.tsv:7");
 	tl_table_free(t);
 	tl_table_free(NULL);
+	t = tl_table_parse("0x1A2\t0xffffffffffffffff\t0x0\n", "hex.tsv", 3, err, sizeof(err));
+	assert_non_null(t);
+	assert_int_equal(tl_table_u64(t, 0, 0), 0x1a2);
+	assert_int_equal(tl_table_u64(t, 0, 1), UINT64_MAX);
+	assert_int_equal(tl_table_u64(t, 0, 2), 0);
+	tl_table_free(t);
 }
 
 static void test_table_refused(void **state)

@@ -562,13 +562,17 @@ const char *const *tl_table_row(const struct tl_table *t, size_t row)
 
 uint64_t tl_table_u64(const struct tl_table *t, size_t row, size_t col)
 {
-	const char *s = tl_table_row(t, row)[col];
+	const char *s = tl_table_row(t, row)[col], *digits = s;
+	bool hex = s && s[0] == '0' && s[1] == 'x';
 	unsigned long long v = 0;
 	char *end = NULL;
 
+	if (hex)
+		digits = s + 2;
 	errno = 0;
-	if (s && *s >= '0' && *s <= '9')
-		v = strtoull(s, &end, 10);
+	if (digits && *digits &&
+	    !digits[strspn(digits, hex ? "0123456789abcdefABCDEF" : "0123456789")])
+		v = strtoull(digits, &end, hex ? 16 : 10);
 	if (!end || *end || errno)
 		fail_msg("%s: field %zu: '%s' is not a number", tl_table_where(t, row), col + 1,
 			 s ? s : "\\N");

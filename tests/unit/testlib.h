@@ -173,8 +173,8 @@ size_t tl_table_rows(const struct tl_table *t);
  * where the file says \N), owned by @t. */
 const char *const *tl_table_row(const struct tl_table *t, size_t row);
 
-/* Field @col of case @row read as a decimal number; fails the test when it
- * is not one (digits only, below 2^64). */
+/* Field @col of case @row read as a number, decimal or hex after "0x";
+ * fails the test when it is not one (digits only, below 2^64). */
 uint64_t tl_table_u64(const struct tl_table *t, size_t row, size_t col);
 
 /* Where case @row stands, "NAME:LINE", for a failing test's message: a
