@@ -51,7 +51,10 @@ own() {
 load0=$(cut -d' ' -f1 /proc/loadavg)
 for REP in $(seq 1 "$REPS"); do
 	for i in $(turns "$@"); do
-		z=$(own "${a[i]}" 0) && f=$(own "${a[i]}" "$CALLS") || { echo "   micro: ${a[i]} failed: $(tail -n 2 "$TMP/e")"; continue; }
+		if ! z=$(own "${a[i]}" 0) || ! f=$(own "${a[i]}" "$CALLS"); then
+			echo "   micro: ${a[i]} failed: $(tail -n 2 "$TMP/e")"
+			continue
+		fi
 		echo "micro $i $(awk -v z="$z" -v f="$f" -v n="$CALLS" 'BEGIN { printf "%.4f", (f - z) * 1e6 / (2 * n) }')" >>"$ROWS"
 	done
 done

@@ -193,9 +193,10 @@ static int merge_runs(struct latency *l, size_t lo, size_t mid, size_t hi)
  * were written, about their time order, so what one drain added is a few
  * long runs (one per ring read): they are merged pairwise until one is
  * left, then merged into the held ones, of which only those after the
- * earliest new one move (through the array's spare room, no other buffer). Sorting all that is held at each pairing would
- * sort an endpoint again for every round it waits out LATENCY_SLACK_NS.
- * Without memory for a merge, everything held is sorted by qsort.
+ * earliest new one move (through the array's spare room, no other
+ * buffer). Sorting all that is held at each pairing would sort an
+ * endpoint again for every round it waits out LATENCY_SLACK_NS. Without
+ * memory for a merge, everything held is sorted by qsort.
  */
 static void sort_held(struct latency *l)
 {
