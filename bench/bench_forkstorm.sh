@@ -12,7 +12,6 @@
 #   BENCH_FORKSTORM_DUR=S   window of each run (default 10)
 source "$(dirname "$0")/lib.sh" || exit 1
 source "$BENCH_DIR/../tests/lib/forkstorm.sh" || exit 1
-export LC_ALL=C
 W=$BUILD_DIR/workloads
 DUR=${BENCH_FORKSTORM_DUR:-10}
 [[ -x $W/forkstorm ]] || skip "$W/forkstorm not built (make build-tests)"

@@ -31,7 +31,6 @@
 #   BENCH_RECORD_RATE=N  pgbench -R (default 12000)
 source "$(dirname "$0")/lib.sh" || exit 1
 source "$BENCH_DIR/../tests/lib/pg.sh" || exit 1
-export LC_ALL=C
 
 DUR=${BENCH_RECORD_DUR:-10}
 RATE=${BENCH_RECORD_RATE:-12000}

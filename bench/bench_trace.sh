@@ -43,7 +43,6 @@
 #   BENCH_TRACE_PG_REPS=N pgbench pairs, with and without (default 5)
 source "$(dirname "$0")/lib.sh" || exit 1
 source "$BENCH_DIR/../tests/lib/pg.sh" || exit 1
-export LC_ALL=C
 
 CALLS=${BENCH_TRACE_CALLS:-30000}
 NOPCALLS=${BENCH_TRACE_NOPCALLS:-200000}

@@ -20,7 +20,6 @@
 #   BENCH_AB_PG_DUR=S   each pgbench run (default 3)
 source "$(dirname "$0")/lib.sh" || exit 1
 source "$BENCH_DIR/../tests/lib/pg.sh" || exit 1
-export LC_ALL=C
 
 CALLS=${BENCH_AB_CALLS:-100000}
 REPS=${BENCH_AB_REPS:-7}

@@ -1,6 +1,8 @@
 # Shared by the benches; source it first: it sources tests/lib/common.sh.
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$BENCH_DIR/../tests/lib/common.sh" || exit 1
+# Figures are printed and parsed (awk, python) with a decimal point.
+export LC_ALL=C
 
 # cpu_run OUT CMD...: run CMD, write "user_s sys_s maxrss_kb wall_s" (its
 # rusage and wall time, bench/cpu_run.py) to OUT; returns CMD's exit status.
