@@ -90,6 +90,7 @@
  * one binary's tables; unwind_priv.h what the three share.
  */
 #include "agent/stacks/unwind_priv.h"
+#include "agent/symbols/dso.h"
 
 #include <asm/perf_regs.h>
 #include <errno.h>
@@ -220,7 +221,26 @@ static bool map_same(const struct unwind_map *a, const struct unwind_map *b)
 	return a->dev || a->ino || (a->path == b->path || !strcmp(a->path, b->path));
 }
 
-/* Text and rodata straight from the mapped file, through a small window. */
+/* The fd of the dso this process's bins already hold for @m's file (any
+ * of its mappings, rodata too), or -1: borrowed, not to be closed. */
+static int bin_fd(const struct unwind_state *st, const struct unwind_map *m)
+{
+	const struct unwind_space *sp = st->sp;
+
+	if (!m->dev && !m->ino)
+		return -1;
+	for (size_t i = 0; i < sp->nbins; i++) {
+		const struct unwind_entry *e = sp->bins[i].e;
+
+		if (e->dso && e->dev == m->dev && e->ino == m->ino)
+			return dso_fd(e->dso);
+	}
+	return -1;
+}
+
+/* Text and rodata straight from the mapped file, through a small window:
+ * the dso's fd when the process's bins have the file (the common case, no
+ * open per sample), else the file opened inside the process's root. */
 static bool read_file(struct unwind_state *st, uint64_t addr, uint64_t *val)
 {
 	const struct unwind_map *m = st->s->find_map(st->s->ctx, addr);
@@ -230,11 +250,14 @@ static bool read_file(struct unwind_state *st, uint64_t addr, uint64_t *val)
 	if (!m || !m->path || addr < m->start || addr >= m->end || m->end - addr < 8)
 		return false;
 	if (!st->fmap.path || !map_same(m, &st->fmap)) {
-		if (st->fd >= 0)
+		if (st->fd_owned && st->fd >= 0)
 			close(st->fd);
 		st->fmap = *m;
 		st->win_len = 0;
-		st->fd = rootfs_open_path(m->path, ROOTFS_ELF_MAX, NULL);
+		st->fd = bin_fd(st, m);
+		st->fd_owned = st->fd < 0;
+		if (st->fd_owned)
+			st->fd = rootfs_open_path(m->path, ROOTFS_ELF_MAX, NULL);
 	}
 	if (st->fd < 0)
 		return false;
@@ -562,7 +585,7 @@ int unwind_dwarf(struct unwind_cache *c, const struct unwind_sample *s, uint64_t
 	else if (end == UNWIND_END_BROKEN && (st.above_copy || prev_sp - sp >= st.stack_size))
 		end = UNWIND_END_STACK_COPY;
 out:
-	if (st.fd >= 0)
+	if (st.fd_owned && st.fd >= 0)
 		close(st.fd);
 	free(st.once);
 	/* The pid-less space's bins last one call: their entries are unpinned now. */

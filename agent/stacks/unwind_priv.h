@@ -146,6 +146,7 @@ struct unwind_state {
 	/* The file behind the text window, by value: find_map may reuse its answers. */
 	struct unwind_map fmap;
 	int fd;
+	bool fd_owned; /* opened here, not borrowed from the binary's dso */
 	uint64_t win_start;
 	size_t win_len;
 	uint8_t win[UNWIND_WIN];
