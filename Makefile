@@ -31,7 +31,7 @@ WARNFLAGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wformat-security -Wvla \
 	-Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
 override CPPFLAGS += -I. -I$(O)/gen -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(TRACEFS_CFLAGS)
 override CFLAGS += -std=gnu11 $(WARNFLAGS) -fno-omit-frame-pointer
-LDLIBS_AGENT := -lcapstone -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -ljson-c -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
+LDLIBS_AGENT := -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -ljson-c -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
 # The exporter links no perf, ELF, DWARF or unwinding library.
 # remote_write: libcurl (lib/httpc) and libsnappy.
 # libbpf (Debian's libbpf-dev) reads the kernel's BTF: kernel probe arguments

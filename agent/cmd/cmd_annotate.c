@@ -495,8 +495,13 @@ static int annotate_emit(void *ctx, struct stacks *st, size_t *nlines)
 		return 2;
 	}
 	if ((err = disasm_dso(b->dso, r.off, r.size, &in, &n)) < 0) {
-		fprintf(stderr, "%s: cannot disassemble %s of %s: %s\n", PROG, an->symbol, b->path,
-			err == -ENOTSUP ? "not an x86_64 or aarch64 binary" : strerror(-err));
+		if (err == -ELIBACC)
+			fprintf(stderr, "%s: annotate needs %s (Debian: libcapstone4): %s\n", PROG,
+				disasm_library(), strerror(-err));
+		else
+			fprintf(stderr, "%s: cannot disassemble %s of %s: %s\n", PROG, an->symbol,
+				b->path,
+				err == -ENOTSUP ? "not an x86_64 or aarch64 binary" : strerror(-err));
 		return 1;
 	}
 	if (r.window)

@@ -32,10 +32,14 @@ struct disasm_insn {
  * Decode @len bytes at @code, the first at address @addr, for ELF machine
  * @e_machine (EM_X86_64, EM_AARCH64). On success 0 and a malloc'd array in
  * *@out (*@n instructions; free() it). -ENOTSUP for another machine, -EFBIG
- * over DISASM_MAX_BYTES, -EINVAL for no bytes, -ENOMEM.
+ * over DISASM_MAX_BYTES, -EINVAL for no bytes, -ENOMEM, -ELIBACC when the
+ * capstone library (disasm_library(), loaded on first use) is missing.
  */
 int disasm_bytes(uint16_t e_machine, const uint8_t *code, size_t len, uint64_t addr,
 		 struct disasm_insn **out, size_t *n);
+
+/* The capstone library's file name, for messages ("libcapstone.so.4"). */
+const char *disasm_library(void);
 
 /* The same for @size bytes at file offset @off of @d (its machine from its
  * ELF header, the addresses link-time). -ENODATA when the range is not in

@@ -22,7 +22,10 @@ for p in agent exporter; do
 	cp "$work/$p/pkg/usr/bin/cgperf-$p" "$root/usr/bin/"
 	cp "$work/$p/pkg/etc/cgperf/$p.yaml" "$root/etc/cgperf/"
 	# every library the binary loads, at the path the loader looks for it
-	for lib in $(ldd "$root/usr/bin/cgperf-$p" | grep -oE '/[^ ]+'); do
+	# (and the agent's capstone, which annotate loads on first use)
+	extra=
+	[ "$p" = agent ] && extra=$(ldconfig -p | awk '/libcapstone\.so\.4 .*x86-64/ { print $NF; exit }')
+	for lib in $(ldd "$root/usr/bin/cgperf-$p" | grep -oE '/[^ ]+') $extra; do
 		mkdir -p "$root$(dirname "$lib")"
 		cp -L "$lib" "$root$lib"
 	done
