@@ -272,9 +272,9 @@ $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h exporter/*/*.h
 # The unwinder's and the symbol tables' sources (each split in a few files).
 # lib/fusemnt and what it uses, for the targets that open files in a root.
 FUZZ_FUSEMNT_SRC := lib/fusemnt.c lib/mountinfo.c lib/strv.c
-FUZZ_UNWIND_SRC := $(wildcard agent/stacks/unwind*.c) agent/symbols/dso.c agent/symbols/elfobj.c lib/fdio.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/search.c lib/grow.c
+FUZZ_UNWIND_SRC := $(wildcard agent/stacks/unwind*.c) agent/symbols/dso.c agent/symbols/elfobj.c lib/fdio.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/grow.c
 FUZZ_SYMTAB_LIB_SRC := $(wildcard agent/symbols/symtab*.c) agent/symbols/dso.c agent/symbols/elfobj.c lib/fdio.c \
-	agent/symbols/symcache.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/search.c lib/grow.c
+	agent/symbols/symcache.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/grow.c
 FUZZ_CFI_SRC := tests/fuzz/fuzz_cfi.c $(FUZZ_UNWIND_SRC)
 $(O)/fuzz/fuzz_cfi: $(FUZZ_CFI_SRC) agent/stacks/unwind.h
 	@mkdir -p $(dir $@)
@@ -294,7 +294,7 @@ FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/cmd/config.c agent/cmd/config_
 	cgroup/identity.c lib/suggest.c lib/units.c lib/ydoc.c agent/perf/probe_spec.c agent/perf/usdt.c \
 	agent/symbols/dso.c agent/symbols/elfobj.c lib/fdio.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/hashmap.c lib/grow.c lib/slurp.c \
 	agent/cmd/config_identity.c
-FUZZ_PERFMAP_SRC := tests/fuzz/fuzz_perfmap.c agent/symbols/perfmap.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/search.c lib/grow.c
+FUZZ_PERFMAP_SRC := tests/fuzz/fuzz_perfmap.c agent/symbols/perfmap.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/grow.c
 FUZZ_RUNTIME_SRC := tests/fuzz/fuzz_runtime.c cgroup/runtime.c cgroup/runtime_engine.c cgroup/runtime_oci.c \
 	cgroup/runtime_systemd.c cgroup/runtime_kubelet.c cgroup/identity.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/slurp.c \
 	lib/utf8.c lib/grow.c lib/clock.c
