@@ -31,9 +31,10 @@ WARNFLAGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wformat-security -Wvla \
 	-Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
 override CPPFLAGS += -I. -I$(O)/gen -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(TRACEFS_CFLAGS)
 override CFLAGS += -std=gnu11 $(WARNFLAGS) -fno-omit-frame-pointer
-LDLIBS_AGENT := -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -lcurl -ljson-c -lmicrohttpd -lyaml -lprotobuf-c -lz -lm -lpthread
+LDLIBS_AGENT := -liberty $(TRACEFS_LIBS) -ltraceevent -lelf -ldw -lunwind-x86_64 -lunwind -ljson-c -lyaml -lprotobuf-c -lz -lm -lpthread
 # The exporter links no perf, ELF, DWARF or unwinding library.
-# remote_write: libcurl (lib/httpc) and libsnappy.
+# remote_write: libcurl and libsnappy. The exporter links libcurl (its ClickHouse
+# store calls it); the agent loads libcurl and libmicrohttpd on first use (lib/dynlib.h).
 # libbpf (Debian's libbpf-dev) reads the kernel's BTF: kernel probe arguments
 # by parameter name (agent/perf/probe_btf.c). Optional: without it, by register only.
 ifeq ($(shell pkg-config --exists libbpf 2>/dev/null && echo y),y)
@@ -168,7 +169,7 @@ $(UNIT_EXPORTER_BIN): $(O)/tests/%: tests/unit/%.c $(TESTLIB_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TESTLIB_OBJ) $(TEST_EXTRA_OBJ) \
-		$(ALL_LIBS) -lcmocka -lsqlite3 -lsnappy $(LDLIBS_AGENT)
+		$(ALL_LIBS) -lcmocka -lsqlite3 -lsnappy -lcurl -lmicrohttpd $(LDLIBS_AGENT)
 
 $(O)/tools/pprof_bench: $(PPROF_PROTO_OBJ)
 $(O)/tools/pprof_bench: TOOL_EXTRA_OBJ += $(PPROF_PROTO_OBJ)
@@ -178,7 +179,7 @@ $(O)/tools/%: tests/tools/%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(TOOL_EXTRA_OBJ) $(ALL_LIBS) \
-		-lsqlite3 -lsnappy $(LDLIBS_AGENT)
+		-lsqlite3 -lsnappy -lcurl -lmicrohttpd $(LDLIBS_AGENT)
 
 # Workloads keep their own flags: a known call chain must survive -O2.
 $(O)/workloads/%: tests/workloads/%.c
@@ -261,7 +262,7 @@ $(O)/fuzz/fuzz_wire-seeds: $(FUZZ_WIRE_SRC) wire/wire.h lib/hist.h $(PROTO_H)
 # stack renderers); the store is linked for its helpers, not driven.
 FUZZ_INGEST_SRC := tests/fuzz/fuzz_ingest.c $(wildcard wire/*.c) lib/hist.c lib/utf8.c lib/json.c \
 	lib/prom.c lib/gzip.c lib/grow.c $(PROTO_C) exporter/totals.c exporter/totals_expo.c exporter/page.c \
-	$(wildcard exporter/render/*.c) $(wildcard exporter/store/*.c) lib/httpc.c lib/strv.c lib/hashmap.c lib/clock.c
+	$(wildcard exporter/render/*.c) $(wildcard exporter/store/*.c) lib/httpc.c lib/curlapi.c lib/dynlib.c lib/strv.c lib/hashmap.c lib/clock.c
 $(O)/fuzz/fuzz_ingest: $(FUZZ_INGEST_SRC) $(wildcard exporter/*.h exporter/*/*.h) wire/wire.h lib/hist.h $(PROTO_H)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZCC  $@")
@@ -297,7 +298,7 @@ FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c agent/cmd/config.c agent/cmd/config_
 FUZZ_PERFMAP_SRC := tests/fuzz/fuzz_perfmap.c agent/symbols/perfmap.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/grow.c
 FUZZ_RUNTIME_SRC := tests/fuzz/fuzz_runtime.c cgroup/runtime.c cgroup/runtime_engine.c cgroup/runtime_oci.c \
 	cgroup/runtime_systemd.c cgroup/runtime_kubelet.c cgroup/identity.c lib/rootfs.c $(FUZZ_FUSEMNT_SRC) lib/slurp.c \
-	lib/utf8.c lib/grow.c lib/clock.c
+	lib/utf8.c lib/grow.c lib/clock.c lib/curlapi.c lib/dynlib.c
 FUZZ_PARSERS := $(addprefix $(O)/fuzz/,fuzz_symtab fuzz_usdt fuzz_ehhdr fuzz_config fuzz_perfmap fuzz_runtime)
 
 $(O)/fuzz/fuzz_symtab: $(FUZZ_SYMTAB_SRC) agent/symbols/symtab.h agent/symbols/symcache.h tests/fuzz/fuzz_file.h
@@ -317,7 +318,7 @@ $(O)/fuzz/fuzz_perfmap: FUZZ_SRC := $(FUZZ_PERFMAP_SRC)
 $(O)/fuzz/fuzz_perfmap: FUZZ_LIBS :=
 $(O)/fuzz/fuzz_runtime: $(FUZZ_RUNTIME_SRC) cgroup/runtime.h cgroup/runtime_internal.h cgroup/identity.h
 $(O)/fuzz/fuzz_runtime: FUZZ_SRC := $(FUZZ_RUNTIME_SRC)
-$(O)/fuzz/fuzz_runtime: FUZZ_LIBS := -ljson-c -lcurl
+$(O)/fuzz/fuzz_runtime: FUZZ_LIBS := -ljson-c
 
 $(FUZZ_PARSERS):
 	@mkdir -p $(dir $@)

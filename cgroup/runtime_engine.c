@@ -19,13 +19,13 @@
  * which is not read; they come from the API when it runs.
  */
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cgroup/runtime_internal.h"
+#include "lib/curlapi.h"
 
 #define ENGINE_TIMEOUT_MS 500
 
@@ -57,48 +57,53 @@ static size_t on_body(char *data, size_t size, size_t n, void *ctx)
 }
 
 /* One setopt chain for both callers; false when one failed. */
-static bool get_opts(CURL *h, const struct rt_get *g, struct rt_buf *b, struct curl_slist *hdr)
+static bool get_opts(const struct curlapi *cu, CURL *h, const struct rt_get *g, struct rt_buf *b,
+		     struct curl_slist *hdr)
 {
-	return (!g->sock || curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, g->sock) == CURLE_OK) &&
-	       (!g->ca_file || curl_easy_setopt(h, CURLOPT_CAINFO, g->ca_file) == CURLE_OK) &&
-	       (!hdr || curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr) == CURLE_OK) &&
-	       curl_easy_setopt(h, CURLOPT_URL, g->url) == CURLE_OK &&
-	       curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
-	       curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
-	       curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)g->timeout_ms) == CURLE_OK &&
-	       curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
-	       curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&
-	       curl_easy_setopt(h, CURLOPT_WRITEDATA, b) == CURLE_OK;
+	return (!g->sock || cu->easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, g->sock) == CURLE_OK) &&
+	       (!g->ca_file || cu->easy_setopt(h, CURLOPT_CAINFO, g->ca_file) == CURLE_OK) &&
+	       (!hdr || cu->easy_setopt(h, CURLOPT_HTTPHEADER, hdr) == CURLE_OK) &&
+	       cu->easy_setopt(h, CURLOPT_URL, g->url) == CURLE_OK &&
+	       cu->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
+	       cu->easy_setopt(h, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+	       cu->easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)g->timeout_ms) == CURLE_OK &&
+	       cu->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
+	       cu->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&
+	       cu->easy_setopt(h, CURLOPT_WRITEDATA, b) == CURLE_OK;
 }
 
 int rt_http_get(const struct rt_get *g, struct rt_buf *b)
 {
-	CURL *h = curl_easy_init();
+	const struct curlapi *cu = curlapi();
 	struct curl_slist *hdr = NULL;
 	long status = 0;
 	CURLcode rc;
+	CURL *h;
 	int ret;
 
+	if (!cu)
+		return -ELIBACC;
+	h = cu->easy_init();
 	if (!h)
 		return -ENOMEM;
-	if (g->auth && !(hdr = curl_slist_append(NULL, g->auth))) {
+	if (g->auth && !(hdr = cu->slist_append(NULL, g->auth))) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (!get_opts(h, g, b, hdr)) {
+	if (!get_opts(cu, h, g, b, hdr)) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	rc = curl_easy_perform(h);
+	rc = cu->easy_perform(h);
 	if (rc != CURLE_OK) {
 		ret = b->toobig ? -EFBIG : -EAGAIN;
 		goto out;
 	}
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	cu->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	ret = status == 200 ? 0 : status == 404 ? 1 : -EAGAIN;
 out:
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
+	cu->slist_free_all(hdr);
+	cu->easy_cleanup(h);
 	return ret;
 }
 

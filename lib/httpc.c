@@ -28,9 +28,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 
 #include "lib/clock.h"
+#include "lib/curlapi.h"
 #include "lib/hashmap.h"
 
 /* Printable single-line text: control bytes become '?'. */
@@ -93,6 +93,7 @@ int httpc_auth_header(const char *token, char **out)
 #define DEFAULT_CONNECT_TIMEOUT_MS 5000u
 
 struct httpc {
+	const struct curlapi *cu; /* libcurl, loaded by the first httpc_new() */
 	CURL *curl;
 	CURLM *multi;
 	pthread_mutex_t mu; /* guards multi against httpc_wakeup */
@@ -102,13 +103,6 @@ struct httpc {
 	char resp[HTTPC_BODY_KEEP + 1];
 	size_t resp_len;
 };
-
-static CURLcode curl_init_status = CURLE_FAILED_INIT;
-
-static void curl_init_once(void)
-{
-	curl_init_status = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
@@ -134,19 +128,19 @@ static CURLcode perform(struct httpc *h)
 	bool done = false;
 	CURLMcode mc;
 
-	mc = curl_multi_add_handle(h->multi, h->curl);
+	mc = h->cu->multi_add_handle(h->multi, h->curl);
 	if (mc != CURLM_OK) {
-		snprintf(h->errbuf, sizeof(h->errbuf), "%s", curl_multi_strerror(mc));
+		snprintf(h->errbuf, sizeof(h->errbuf), "%s", h->cu->multi_strerror(mc));
 		return CURLE_FAILED_INIT;
 	}
 	while (!done) {
 		CURLMsg *msg;
 		int running, left;
 
-		mc = curl_multi_perform(h->multi, &running);
+		mc = h->cu->multi_perform(h->multi, &running);
 		if (mc != CURLM_OK)
 			break;
-		while ((msg = curl_multi_info_read(h->multi, &left))) {
+		while ((msg = h->cu->multi_info_read(h->multi, &left))) {
 			if (msg->msg == CURLMSG_DONE && msg->easy_handle == h->curl) {
 				res = msg->data.result;
 				done = true;
@@ -158,15 +152,15 @@ static CURLcode perform(struct httpc *h)
 			res = CURLE_ABORTED_BY_CALLBACK;
 			break;
 		}
-		mc = curl_multi_poll(h->multi, NULL, 0, 1000, NULL);
+		mc = h->cu->multi_poll(h->multi, NULL, 0, 1000, NULL);
 		if (mc != CURLM_OK)
 			break;
 	}
 	if (mc != CURLM_OK) {
-		snprintf(h->errbuf, sizeof(h->errbuf), "%s", curl_multi_strerror(mc));
+		snprintf(h->errbuf, sizeof(h->errbuf), "%s", h->cu->multi_strerror(mc));
 		res = CURLE_FAILED_INIT;
 	}
-	curl_multi_remove_handle(h->multi, h->curl);
+	h->cu->multi_remove_handle(h->multi, h->curl);
 	return res;
 }
 
@@ -176,7 +170,7 @@ static int64_t retry_after_ms(struct httpc *h)
 {
 	curl_off_t secs = 0;
 
-	if (curl_easy_getinfo(h->curl, CURLINFO_RETRY_AFTER, &secs) != CURLE_OK || secs <= 0)
+	if (h->cu->easy_getinfo(h->curl, CURLINFO_RETRY_AFTER, &secs) != CURLE_OK || secs <= 0)
 		return -1;
 	if ((uint64_t)secs > HTTPC_RETRY_AFTER_MAX_MS / 1000)
 		return HTTPC_RETRY_AFTER_MAX_MS;
@@ -222,9 +216,9 @@ void httpc_post(struct httpc *h, const char *const *hdrs, size_t nhdrs, const vo
 	for (size_t i = 0; i < nhdrs; i++) {
 		if (!hdrs[i])
 			continue;
-		t = curl_slist_append(list, hdrs[i]);
+		t = h->cu->slist_append(list, hdrs[i]);
 		if (!t) {
-			curl_slist_free_all(list);
+			h->cu->slist_free_all(list);
 			nomem(r);
 			return;
 		}
@@ -233,9 +227,9 @@ void httpc_post(struct httpc *h, const char *const *hdrs, size_t nhdrs, const vo
 	h->resp_len = 0;
 	h->resp[0] = '\0';
 	h->errbuf[0] = '\0';
-	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, list);
-	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, len ? body : "");
+	h->cu->easy_setopt(h->curl, CURLOPT_HTTPHEADER, list);
+	h->cu->easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	h->cu->easy_setopt(h->curl, CURLOPT_POSTFIELDS, len ? body : "");
 
 	rc = perform(h);
 	if (rc == CURLE_ABORTED_BY_CALLBACK && stopping(h)) {
@@ -244,24 +238,24 @@ void httpc_post(struct httpc *h, const char *const *hdrs, size_t nhdrs, const vo
 		curl_off_t up = 0;
 
 		/* All of the body written: the server may have stored it. */
-		if (curl_easy_getinfo(h->curl, CURLINFO_SIZE_UPLOAD_T, &up) == CURLE_OK &&
+		if (h->cu->easy_getinfo(h->curl, CURLINFO_SIZE_UPLOAD_T, &up) == CURLE_OK &&
 		    (size_t)up >= len && rc != CURLE_COULDNT_CONNECT &&
 		    rc != CURLE_COULDNT_RESOLVE_HOST && rc != CURLE_SEND_ERROR)
 			r->maybe_delivered = true;
 		snprintf(r->key, sizeof(r->key), "curl %d", (int)rc);
-		snprintf(r->text, sizeof(r->text), "%.80s%s%.160s", curl_easy_strerror(rc),
+		snprintf(r->text, sizeof(r->text), "%.80s%s%.160s", h->cu->easy_strerror(rc),
 			 h->errbuf[0] ? ": " : "", h->errbuf);
 	} else {
 		long status = 0;
 
-		curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
+		h->cu->easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
 		classify_status(h, status, r);
 	}
 	memcpy(r->body, h->resp, h->resp_len + 1);
 	h->last_io_ms = clock_mono_ms();
-	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, NULL);
-	curl_slist_free_all(list);
+	h->cu->easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
+	h->cu->easy_setopt(h->curl, CURLOPT_POSTFIELDS, NULL);
+	h->cu->slist_free_all(list);
 	httpc_sanitize(r->text);
 }
 
@@ -269,7 +263,7 @@ void httpc_wakeup(struct httpc *h)
 {
 	pthread_mutex_lock(&h->mu);
 	if (h->multi)
-		curl_multi_wakeup(h->multi);
+		h->cu->multi_wakeup(h->multi);
 	pthread_mutex_unlock(&h->mu);
 }
 
@@ -278,14 +272,14 @@ void httpc_close_idle(struct httpc *h)
 	CURLM *fresh, *old;
 
 	h->last_io_ms = 0;
-	fresh = curl_multi_init();
+	fresh = h->cu->multi_init();
 	if (!fresh)
 		return; /* kept open: closed after a later request */
 	pthread_mutex_lock(&h->mu);
 	old = h->multi;
 	h->multi = fresh;
 	pthread_mutex_unlock(&h->mu);
-	curl_multi_cleanup(old); /* a TLS close may write: outside the lock */
+	h->cu->multi_cleanup(old); /* a TLS close may write: outside the lock */
 }
 
 uint64_t httpc_last_io_ms(const struct httpc *h)
@@ -305,7 +299,7 @@ static int setup_curl(struct httpc *h, const struct httpc_opts *o)
 #define SET(opt, val)                                        \
 	do {                                                 \
 		if (rc == CURLE_OK)                          \
-			rc = curl_easy_setopt(c, opt, val); \
+			rc = h->cu->easy_setopt(c, opt, val); \
 	} while (0)
 	SET(CURLOPT_URL, o->url);
 	SET(CURLOPT_PROTOCOLS_STR, "http,https");
@@ -340,24 +334,25 @@ static int setup_curl(struct httpc *h, const struct httpc_opts *o)
 
 struct httpc *httpc_new(const struct httpc_opts *o)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	const struct curlapi *cu;
 	struct httpc *h = NULL;
 	int ret = -EINVAL;
 
 	if (!o || !o->url || !httpc_is_http_url(o->url) || (o->key_file && !o->cert_file))
 		goto err;
-	pthread_once(&once, curl_init_once);
-	ret = -ENOTSUP;
-	if (curl_init_status != CURLE_OK)
+	ret = -ELIBACC;
+	cu = curlapi();
+	if (!cu)
 		goto err;
 	ret = -ENOMEM;
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		goto err;
+	h->cu = cu;
 	pthread_mutex_init(&h->mu, NULL);
 	h->stop = o->stop;
-	h->multi = curl_multi_init();
-	h->curl = curl_easy_init();
+	h->multi = h->cu->multi_init();
+	h->curl = h->cu->easy_init();
 	if (!h->multi || !h->curl)
 		goto err;
 	ret = setup_curl(h, o);
@@ -375,9 +370,9 @@ void httpc_free(struct httpc *h)
 	if (!h)
 		return;
 	if (h->curl)
-		curl_easy_cleanup(h->curl);
+		h->cu->easy_cleanup(h->curl);
 	if (h->multi)
-		curl_multi_cleanup(h->multi);
+		h->cu->multi_cleanup(h->multi);
 	pthread_mutex_destroy(&h->mu);
 	free(h);
 }

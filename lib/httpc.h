@@ -63,7 +63,8 @@ struct httpc_result {
 };
 
 /* NULL + errno: EINVAL (not an http(s) URL, a key without a certificate),
- * ENOMEM, ENOTSUP (libcurl refused an option or failed to start). */
+ * ENOMEM, ENOTSUP (libcurl refused an option), ELIBACC (libcurl cannot be
+ * loaded or started: curlapi_error() says why). */
 struct httpc *httpc_new(const struct httpc_opts *o);
 void httpc_free(struct httpc *h);
 

@@ -4,7 +4,7 @@
  * call: annotate decodes one function per run, so there is nothing worth
  * keeping between calls, and a handle is not shared between threads.
  *
- * Capstone is loaded (dlopen) by the first call, not linked: the library
+ * Capstone is loaded (lib/dynlib) by the first call, not linked: the library
  * carries ~77,000 relocations and 1.3 MiB of relocated tables, which every
  * agent command paid at start (about 2 ms and 4 MiB of RSS: record, run
  * and stat alike) for a disassembler only annotate uses. Only the major
@@ -14,7 +14,6 @@
 #include "agent/symbols/disasm.h"
 
 #include <capstone/capstone.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <elf.h>
 #include <errno.h>
@@ -23,6 +22,7 @@
 #include <string.h>
 
 #include "agent/symbols/dso.h"
+#include "lib/dynlib.h"
 #include "lib/grow.h"
 
 /* capstone's arch, mode and the unit an undecodable stretch is skipped by. */
@@ -44,18 +44,16 @@ static bool cs_ok;
 
 static void cs_load(void)
 {
-	void *l = dlopen(CS_SONAME, RTLD_NOW | RTLD_LOCAL);
+	const struct dynlib_sym syms[] = {
+		{ "cs_open", (void **)&cs.open },
+		{ "cs_option", (void **)&cs.option },
+		{ "cs_malloc", (void **)&cs.malloc },
+		{ "cs_disasm_iter", (void **)&cs.disasm_iter },
+		{ "cs_free", (void **)&cs.free },
+		{ "cs_close", (void **)&cs.close },
+	};
 
-	if (!l)
-		return;
-	*(void **)&cs.open = dlsym(l, "cs_open");
-	*(void **)&cs.option = dlsym(l, "cs_option");
-	*(void **)&cs.malloc = dlsym(l, "cs_malloc");
-	*(void **)&cs.disasm_iter = dlsym(l, "cs_disasm_iter");
-	*(void **)&cs.free = dlsym(l, "cs_free");
-	*(void **)&cs.close = dlsym(l, "cs_close");
-	cs_ok = cs.open && cs.option && cs.malloc && cs.disasm_iter && cs.free && cs.close;
-	/* the library stays loaded for the life of the process */
+	cs_ok = dynlib_load(CS_SONAME, syms, sizeof(syms) / sizeof(syms[0]), NULL, 0) == 0;
 }
 
 const char *disasm_library(void)

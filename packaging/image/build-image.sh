@@ -21,10 +21,17 @@ for p in agent exporter; do
 	dpkg-deb -x "$deb" "$work/$p/pkg"
 	cp "$work/$p/pkg/usr/bin/cgperf-$p" "$root/usr/bin/"
 	cp "$work/$p/pkg/etc/cgperf/$p.yaml" "$root/etc/cgperf/"
-	# every library the binary loads, at the path the loader looks for it
-	# (and the agent's capstone, which annotate loads on first use)
+	# every library the binary loads, at the path the loader looks for it,
+	# and those the agent loads on first use (lib/dynlib.h: capstone for
+	# annotate, libcurl to push, libmicrohttpd for /metrics) with theirs
 	extra=
-	[ "$p" = agent ] && extra=$(ldconfig -p | awk '/libcapstone\.so\.4 .*x86-64/ { print $NF; exit }')
+	if [ "$p" = agent ]; then
+		for so in libcapstone.so.4 libcurl.so.4 libmicrohttpd.so.12; do
+			path=$(ldconfig -p | awk -v so="$so" '$1 == so && /x86-64/ { print $NF; exit }')
+			[ -n "$path" ] || { echo "build-image.sh: $so not installed" >&2; exit 1; }
+			extra="$extra $path $(ldd "$path" | grep -oE '/[^ ]+')"
+		done
+	fi
 	for lib in $(ldd "$root/usr/bin/cgperf-$p" | grep -oE '/[^ ]+') $extra; do
 		mkdir -p "$root$(dirname "$lib")"
 		cp -L "$lib" "$root$lib"

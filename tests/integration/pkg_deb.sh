@@ -43,6 +43,12 @@ for f in ./usr/bin/cgperf-exporter ./usr/share/man/man1/cgperf-exporter.1.gz ./u
 	grep -q " $f\$" "$TMP/exporter.list" || fail "cgperf-exporter lacks $f"
 done
 dpkg-deb -I "${debs[1]}" | grep -Eq 'Depends:.*lib(unwind|dw|elf|traceevent)' && fail "the exporter depends on unwinding/ELF libraries"
+# the libraries the agent loads on first use (lib/dynlib.h) are not in its
+# ELF NEEDED list, so shlibs cannot find them: the control file names them
+adeps=$(dpkg-deb -f "${debs[0]}" Depends)
+for p in libcapstone4 libcurl4 libmicrohttpd12; do
+	grep -q "\b$p\b" <<<"$adeps" || fail "cgperf-agent does not depend on $p (it loads it): $adeps"
+done
 
 snap >"$TMP/before"
 info "install $v1"

@@ -2,8 +2,9 @@
 # The shape the tree promises a newcomer (docs/architecture.md), checked so
 # that it stays: no C source or header over 1000 lines, no function over 150
 # lines (a function runs from a '{' in column 0 to the next '}' in column 0,
-# as kernel style writes them), and cgperf-exporter linking none of the
-# agent's perf, ELF, DWARF, unwinding, disassembly or BTF libraries.
+# as kernel style writes them), cgperf-exporter linking none of the
+# agent's perf, ELF, DWARF, unwinding, disassembly or BTF libraries, and
+# cgperf-agent linking none of those it loads on first use.
 source "$(dirname "$0")/../lib/common.sh"
 MAX_FILE=1000
 MAX_FUNC=150
@@ -45,4 +46,17 @@ for lib in libunwind libdw libelf libtraceevent libtracefs libcapstone libbpf; d
 	fi
 done
 info "cgperf-exporter links: $(tr '\n' ' ' <<<"$needed")"
+
+# What only some agent commands use is loaded by its first user
+# (lib/dynlib.h), so that stat and record do not pay for it at start.
+AGENT=$BUILD_DIR/cgperf-agent
+[ -x "$AGENT" ] || fail "$AGENT not built"
+needed=$(readelf -d "$AGENT" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+[ -n "$needed" ] || fail "readelf shows no NEEDED entries for $AGENT"
+for lib in libcurl libmicrohttpd libcapstone; do
+	if grep -q "^$lib[.-]" <<<"$needed"; then
+		fail "cgperf-agent links $lib (it is loaded on first use): $(tr '\n' ' ' <<<"$needed")"
+	fi
+done
+info "cgperf-agent links: $(tr '\n' ' ' <<<"$needed")"
 echo "PASS"
