@@ -54,7 +54,8 @@ struct rt_buf {
  * @ca_file (NULL: the system's), with header @auth ("Authorization: ...")
  * when not NULL, in @timeout_ms for connect and answer together. 0 with
  * the body in *@b, 1 for 404, -EFBIG, -EAGAIN (refused, slow, TLS or HTTP
- * error: may work later), -ENOMEM. */
+ * error: may work later), -ENOMEM, -ELIBACC (libcurl cannot be loaded:
+ * curlapi_error()). */
 struct rt_get {
 	const char *sock, *url, *ca_file, *auth;
 	unsigned timeout_ms;

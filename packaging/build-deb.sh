@@ -5,8 +5,8 @@
 # The tracked files of the tree (and uncommitted edits to them) are copied to
 # OUTDIR/src, packaging/debian/ becomes debian/ there, and the packages are
 # built from that copy: the source tree gets no debian/ and no build files.
-# A copy that is already there is refreshed (tar keeps the files' times), so a second `make deb`
-# rebuilds only what changed. VERSION=X.Y.Z builds that version instead of
+# A copy that is already there is refreshed (tar keeps the files' times, and
+# files deleted from the tree go), so a second `make deb` rebuilds only what changed. VERSION=X.Y.Z builds that version instead of
 # the one of packaging/debian/changelog (the upgrade test builds a second one).
 set -eu
 out=${1:?usage: build-deb.sh OUTDIR}
@@ -17,8 +17,13 @@ src=$out/src
 
 mkdir -p "$src"
 # The tracked files, as they are in the work tree.
-(cd "$top" && git ls-files -z --cached --others --exclude-standard |
-	tar --null --ignore-failed-read -T - -cf -) | tar -xf - -C "$src"
+(cd "$top" && git ls-files -z --cached --others --exclude-standard) >"$out/files"
+(cd "$top" && tar --null --ignore-failed-read -T "$out/files" -cf -) | tar -xf - -C "$src"
+# A file the tree no longer has leaves the copy too: a stale source there
+# would still be built (the copy's build/ and debian/ are the build's own).
+tr '\0' '\n' <"$out/files" | sort >"$out/files.sorted"
+(cd "$src" && find . -path ./build -prune -o -path ./debian -prune -o -type f -print |
+	sed 's|^\./||' | sort | comm -23 - "$out/files.sorted" | xargs -r -d '\n' rm -f --)
 rm -rf "$src/debian"
 cp -a "$src/packaging/debian" "$src/debian"
 if [ -n "${VERSION:-}" ]; then

@@ -14,6 +14,8 @@
 # is checked for what podman 4.3 applies of it: the user, the capabilities,
 # no-new-privileges, the read-only root; it leaves out hostPID and the
 # seccomp profile, which the test reports (and the run above supplies).
+# The agent's image then runs `run`: it serves /metrics and pushes to the
+# exporter's image (libmicrohttpd and libcurl, which it loads on first use).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pkg.sh"
 source "$(dirname "$0")/../lib/containers.sh"
@@ -123,6 +125,38 @@ port=$(free_port)
 	--data-dir /var/lib/cgperf/exporter >"$TMP/cid" 2>&1 || { cat "$TMP/cid"; fail "exporter image did not start"; }
 ok=0
 for i in $(seq 1 40); do curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && { ok=1; break; }; sleep 0.25; done
+((ok)) || { podman rm -f "cgperf-exp-$$" >/dev/null 2>&1; fail "exporter image does not answer /healthz"; }
+
+# run in the agent's image: /metrics (libmicrohttpd) and pushes (libcurl),
+# both loaded on first use, from the image's copies
+sh -c "echo \$\$ > '$cg/cgroup.procs'; exec '$BUILD_DIR/workloads/chain-fp' 8" & wp=$!; bg_track $wp
+mport=$(free_port)
+cat >"$TMP/out/agent.yaml" <<EOF
+cgroups:
+  include: ["$rel"]
+counters:
+  events: [task-clock]
+push:
+  interval: 1s
+  collectors: ["http://127.0.0.1:$port/api/v1/push"]
+  spool:
+    dir: /var/lib/cgperf/spool
+metrics:
+  listen: "127.0.0.1:$mport"
+EOF
+run_agent run --config /out/agent.yaml --duration 4 >"$TMP/run" 2>&1 & rp=$!
+served=0
+for i in $(seq 1 40); do
+	curl -fsS "http://127.0.0.1:$mport/metrics" >"$TMP/agent.metrics" 2>/dev/null &&
+		grep -q '^cgperf_' "$TMP/agent.metrics" && { served=1; break; }
+	sleep 0.25
+done
+wait $rp; rrc=$?
+curl -fsS "http://127.0.0.1:$port/metrics" >"$TMP/exp.metrics" 2>&1
 podman rm -f "cgperf-exp-$$" >/dev/null 2>&1
-((ok)) || fail "exporter image does not answer /healthz"
-echo "PASS: pkg_image (agent image counts and names a host cgroup as cgperf with 3 capabilities; exporter image answers)"
+((rrc == 0)) || { tail -20 "$TMP/run"; fail "run in the agent image exited $rrc"; }
+((served)) || { tail -20 "$TMP/run"; fail "run in the agent image did not serve /metrics"; }
+grep -q "id=\"$rel\"" "$TMP/exp.metrics" ||
+	{ tail -20 "$TMP/run"; grep -m3 task "$TMP/exp.metrics"; fail "the exporter image has no series of $rel from the agent image's pushes"; }
+info "agent image: run served /metrics ($(grep -c '^cgperf_' "$TMP/agent.metrics") samples) and pushed $rel to the exporter image"
+echo "PASS: pkg_image (agent image counts and names a host cgroup as cgperf with 3 capabilities, serves /metrics and pushes; exporter image answers)"
