@@ -28,7 +28,6 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-
 #include "lib/clock.h"
 #include "lib/curlapi.h"
 #include "lib/hashmap.h"
