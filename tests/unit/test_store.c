@@ -704,6 +704,30 @@ static void test_put_many_one_fails(void **state)
 	l = load(s);
 	assert_int_equal(l.cgroups, 6);
 	assert_int_equal(l.agent_batches, 4);
+
+	/* A batch alone (no savepoint: its transaction is rolled back) fails
+	 * the same way, and is stored once the trigger is gone, then seen as a
+	 * duplicate. */
+	Cgperf__V1__Batch *one = batch("alone", 5, T0, 1);
+
+	side_sql("CREATE TRIGGER test_refuse3 BEFORE INSERT ON probe_samples WHEN NEW.host = 'alone' "
+		 "BEGIN SELECT RAISE(ABORT, 'refused alone'); END;");
+	assert_int_equal(store_put_many(s, (const Cgperf__V1__Batch *const *)&one, 1, T0, res, err[0],
+					sizeof(err[0])),
+			 0);
+	wire_batch_decoded_free(one);
+	assert_int_equal(res[0], -EIO);
+	assert_string_equal(err[0], "refused alone");
+	assert_int_equal(sel_total(s, (struct store_selection){ .host = "alone" }), 0);
+	l = load(s);
+	assert_int_equal(l.cgroups, 6);
+	assert_int_equal(l.agent_batches, 4);
+	side_sql("DROP TRIGGER test_refuse3;");
+	assert_int_equal(put(s, batch("alone", 5, T0, 1), T0), 0);
+	assert_int_equal(sel_total(s, (struct store_selection){ .host = "alone" }), 11);
+	assert_int_equal(put(s, batch("alone", 5, T0, 1), T0), 1);
+	l = load(s);
+	assert_int_equal(l.agent_batches, 5);
 	store_close(s);
 }
 
