@@ -5,7 +5,7 @@
 # says it waits; build/workloads/sdtprobe started in CG afterwards is found
 # among CG's processes, the probe placed, and every hit the workload fires
 # from then on is counted (sdtprobe prints how many rounds its semaphore was
-# raised: the hits, but for a few rounds in the instant of placing). A second run of the binary, after the first has
+# raised: the hits, but for the rounds while the kernel registers the probe). A second run of the binary, after the first has
 # exited, is counted too. With no such process the trace ends saying the
 # probe was never placed. The same inside a podman container started under
 # the traced cgroup (--cgroup-parent) from an image holding only sdtprobe and
@@ -49,9 +49,13 @@ info "placed after the first process came: $a1 of 200 rounds armed, then $a2 of 
 (( a1 >= 100 )) || fail "the probe came late: $a1 of 200 rounds armed (5 ms apart)"
 (( a2 == 100 )) || fail "the second process was not probed from its start: $a2 of 100 armed"
 # Opening the probe's events raises the semaphore and writes the breakpoint;
-# they count from their enabling, a moment later: a few rounds (5 ms apart)
-# in that gap are armed but not counted.
-(( hits <= a1 + a2 && hits + 5 >= a1 + a2 )) || fail "hits $hits, armed rounds $a1 + $a2"
+# they count from their enabling, a moment later: the rounds (5 ms apart) in
+# that gap are armed but not counted. The gap is the kernel's: the first
+# perf_event_open of a uprobe registers it, 21 ms under strace on an idle
+# host, with the semaphore already raised (3-5 rounds; 7 seen on a loaded
+# one). SLACK rounds = 50 ms.
+SLACK=10
+(( hits <= a1 + a2 && hits + SLACK >= a1 + a2 )) || fail "hits $hits, armed rounds $a1 + $a2"
 
 # in a container: its binary only in the container's image
 command -v podman >/dev/null || { info "podman not installed: the container case is not run"; exit 0; }
@@ -74,4 +78,4 @@ grep -q "sdt:cgperf_test:hit placed in /proc/[0-9]*/root/opt/app/sdtwait-$$" "$T
 a3=$(awk '/^armed/ { print $2 }' "$TMP/s3")
 h3=$(python3 -c 'import json, sys; print(sum(json.loads(l)["hits"] for l in open(sys.argv[1])))' "$TMP/tc.json")
 info "in a container: $(grep -o 'placed in .*' "$TMP/ec"); $a3 of 200 rounds armed, $h3 hits"
-(( a3 >= 100 && h3 <= a3 && h3 + 5 >= a3 )) || fail "container: hits $h3, armed $a3 of 200"
+(( a3 >= 100 && h3 <= a3 && h3 + SLACK >= a3 )) || fail "container: hits $h3, armed $a3 of 200"
