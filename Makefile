@@ -14,6 +14,9 @@
 #
 # Variables: O=DIR (object dir), SAN=1 (sanitizers), V=1 (verbose).
 
+# `make` alone builds the two programs, whatever rule comes first below.
+.DEFAULT_GOAL := all
+
 O ?= build
 CC ?= gcc
 ifeq ($(origin CC),default)

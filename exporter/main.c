@@ -27,6 +27,7 @@
 #include "exporter/totals.h"
 #include "lib/clock.h"
 #include "lib/strv.h"
+#include "lib/version.h"
 #include "exporter/remote_write.h"
 
 /* Longest token file accepted. */
@@ -55,7 +56,7 @@ static void usage(FILE *f)
 	      "                        --remote-write-basic-auth-password-file FILE]\n"
 	      "                       [--remote-write-instance NAME] [--remote-write-queue N]\n"
 	      "                       [--config FILE.yaml]\n"
-	      "                       [--log-level debug|info|warn|error]\n",
+	      "                       [--log-level debug|info|warn|error] [--help] [--version]\n",
 	      f);
 }
 
@@ -124,6 +125,7 @@ static const struct option opts[] = {
 	{ "remote-write-interval", required_argument, NULL, OPT_RW_INTERVAL },
 	{ "remote-write-queue", required_argument, NULL, OPT_RW_QUEUE },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -178,6 +180,8 @@ static int configure(int argc, char **argv, struct exporter_config *cfg)
 			file = optarg;
 		else if (opt == 'h')
 			return usage(stdout), -1;
+		else if (opt == 'V')
+			return printf("cgperf-exporter %s\n", CGPERF_VERSION), -1;
 		else if (opt == '?')
 			return usage(stderr), 2;
 	}

@@ -22,11 +22,8 @@
 #include "cgroup/identity.h"
 #include "cgroup/runtime.h"
 #include "lib/hist.h"
+#include "lib/version.h"
 #include "wire/wire.h"
-
-#ifndef CGPERF_VERSION
-#define CGPERF_VERSION "0.1.0"
-#endif
 
 struct rcg {
 	char *path;

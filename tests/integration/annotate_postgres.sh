@@ -6,6 +6,7 @@
 # `cgperf-agent annotate -G CG hash_search_with_hash_value --duration 3`
 # must list its instructions, from its first address, with percentages of
 # its own samples that add up to 100 (+-0.1), and say its share on stderr.
+# holds: pg-uprobe
 source "$(dirname "$0")/../lib/common.sh" || exit 1
 source "$(dirname "$0")/../lib/pg.sh" || exit 1
 export LC_ALL=C

@@ -30,8 +30,8 @@ store_setup
 cg_new api
 evil=$'<b>"x\'&amp;'
 mkdir "$cg/$evil" || fail "cannot create cgroup with a hostile name"
-# Ports free now (a fixed scheme can fall on a port some other connection
-# holds: ephemeral ports start at 32768), three different ones.
+# Ports free now (a fixed scheme can fall on a port that another connection
+# has taken: ephemeral ports start at 32768), three different ones.
 pa=$(free_port) pb=$pa pc=$pa
 while [[ $pb == "$pa" ]]; do pb=$(free_port); done
 while [[ $pc == "$pa" || $pc == "$pb" ]]; do pc=$(free_port); done

@@ -18,6 +18,7 @@
 # Both processes are on this shared 2-core VM: the latency bounds are the
 # issue's, with room (p99 measured ~5 ms, /healthz max ~10 ms when idle);
 # see part 1 for how a noisy neighbour is told from a slow exporter.
+# holds: cpu
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/exporter.sh"
 SWARM=$BUILD_DIR/tools/agent_swarm

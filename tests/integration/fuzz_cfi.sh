@@ -6,6 +6,7 @@
 # seeded with the .eh_frame of real binaries: a C program, the C++ workload
 # (zPLR CIEs), libstdc++. Fails on any crash, sanitizer report or property
 # the target checks.
+# holds: build cpu
 source "$(dirname "$0")/../lib/common.sh"
 FUZZ_CFI_TIME=${FUZZ_CFI_TIME:-10}
 command -v "${FUZZ_CC:-clang}" >/dev/null ||

@@ -14,6 +14,7 @@
 # runtimes, tests/data/runtime/. Fails on any
 # crash, sanitizer report or property a target checks. A longer run:
 # make fuzz-parsers FUZZ_TIME=300.
+# holds: build cpu
 source "$(dirname "$0")/../lib/common.sh"
 T=${FUZZ_PARSERS_TIME:-5}
 command -v "${FUZZ_CC:-clang}" >/dev/null ||

@@ -8,6 +8,7 @@
 # item kind, hostile names, gzip, a stack of WIRE_STACK_MAX frames). Fails on
 # any crash, leak, sanitizer report or property a target checks (see their
 # headers).
+# holds: build cpu
 source "$(dirname "$0")/../lib/common.sh"
 FUZZ_TIME=${FUZZ_TIME:-20}
 FUZZ_INGEST_TIME=${FUZZ_INGEST_TIME:-15}

@@ -7,6 +7,7 @@
 # the exporter it pushes to, at --max-series 4000, takes every batch (no 429)
 # and holds the 1000 cgroups' series, each with container_label_app and no
 # other container label.
+# holds: cgroups-1000
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/containers.sh"
 source "$(dirname "$0")/../lib/exporter.sh"

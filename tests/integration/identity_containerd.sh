@@ -7,6 +7,7 @@
 # namespace=...,container=...` samples it. containerd runs here with its state
 # in /run/containerd (where the agent looks), a root and socket of the test,
 # and without its CRI plugin; `ctr run --rootfs` needs no image store.
+# holds: containerd
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/containers.sh"
 command -v containerd >/dev/null && command -v ctr >/dev/null ||

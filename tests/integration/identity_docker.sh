@@ -6,6 +6,7 @@
 #   - record --target container=NAME samples that container only
 #   - run (identity.docker_socket): a container started after the agent is
 #     named, with its image and an allow-listed label, within one interval
+# holds: containerd
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/containers.sh"
 command -v dockerd >/dev/null && command -v docker >/dev/null ||

@@ -14,6 +14,7 @@
 #     exporter's /metrics,
 #     /api/v1/targets and page, within one push interval; the excluded one
 #     does not; the exporter restarted keeps the image (its SQLite store)
+# holds: podman
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/containers.sh"
 command -v podman >/dev/null || skip "podman not installed (packaging/install-deps.sh installs it)"

@@ -5,6 +5,7 @@
 # version keeping a changed conffile, and purges them leaving no file behind.
 # The build copy (BUILD/deb) is kept between runs: a second run rebuilds only
 # what changed.
+# holds: exclusive
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pkg.sh"
 pkg_setup dpkg-buildpackage dh lintian dch pandoc systemd-sysusers

@@ -6,6 +6,7 @@
 # not privileged, the agent's configuration in the ConfigMap loads, and
 # podman-args.py translates every field of the pod spec (and refuses one it
 # does not know).
+# holds: var-lib-cgperf
 source "$(dirname "$0")/../lib/common.sh"
 K=$ROOT/packaging/kubernetes
 /usr/bin/python3 -c 'import kubernetes.client, yaml' 2>/dev/null ||

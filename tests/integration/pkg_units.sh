@@ -5,6 +5,7 @@
 # services' command lines run as the units run them (no systemd PID 1 here:
 # setpriv with the unit's user and capabilities): the agent pushes to the
 # exporter, reloads on SIGHUP (ExecReload), and both stop on SIGTERM.
+# holds: dpkg cgperf-user var-lib-cgperf
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pkg.sh"
 pkg_setup dpkg-buildpackage systemd-analyze setpriv

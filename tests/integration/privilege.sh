@@ -13,6 +13,7 @@
 # then without each capability in turn, the agent names the missing one and
 # what it is for; and that CAP_SYS_ADMIN is the uprobe PMU's own check (a
 # uprobe event made by root in tracefs is counted without it).
+# holds: paranoid cgperf-user sdtprobe uprobe_events pg-uprobe
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pg.sh"
 command -v setpriv >/dev/null && command -v unshare >/dev/null || skip "setpriv/unshare (util-linux) missing"

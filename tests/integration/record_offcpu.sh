@@ -71,7 +71,7 @@ host: {name: offcpu-late, agent_id_file: $TMP/agent-id}
 cgroups: {include: ["/cgperf-test-$$-late*"]}
 counters: {enabled: false}
 sampling: {enabled: false, call_graph: dwarf, off_cpu: true}
-push: {interval: 1s, collectors: ["$ex/api/v1/push"]}
+push: {interval: 1s, collectors: ["$ex/api/v1/push"], spool: {dir: $TMP/spool}}
 YAML
 agent_run "$TMP/run.log" --config "$TMP/agent.yaml" --duration 3.5
 sleep 0.5

@@ -55,7 +55,7 @@ host: {name: offcpu-host, agent_id_file: $TMP/agent-id}
 cgroups: {include: ["$rel"]}
 counters: {enabled: false}
 sampling: {frequency: 49, call_graph: dwarf, off_cpu: true, off_cpu_min_us: 1000}
-push: {interval: 1s, collectors: ["$ex/api/v1/push"]}
+push: {interval: 1s, collectors: ["$ex/api/v1/push"], spool: {dir: $TMP/spool}}
 YAML
 agent_run "$TMP/run.log" --config "$TMP/agent.yaml" --duration 4
 sleep 0.7

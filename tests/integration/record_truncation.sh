@@ -6,6 +6,7 @@
 #   FP walk through code without frame pointers         [bad return address]
 # No frame is an address outside the process's executable mappings
 # ("[unmapped]+0x..." is what the agent writes for those).
+# holds: exclusive
 source "$(dirname "$0")/../lib/common.sh"
 W=$BUILD_DIR/workloads
 SYSCTL=/proc/sys/kernel/perf_event_max_stack

@@ -5,6 +5,7 @@
 # PostgreSQL under pgbench; and binaries no process maps any more are
 # dropped: N short-lived processes, each running its own copy of a binary,
 # leave the agent's object count near where it was instead of N higher.
+# holds: pg-uprobe
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pg.sh"
 W=$BUILD_DIR/workloads

@@ -9,6 +9,7 @@
 # counted on the exporter's /metrics. Without that wait the agent stops at "bad probe".
 # Then a second agent, started before its container exists: the probe waits
 # for its binary, and is placed once the container runs (hits counted).
+# holds: podman
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/containers.sh"
 source "$(dirname "$0")/../lib/exporter.sh"

@@ -14,6 +14,7 @@
 #
 # Every batch's figures are also checked against the agent's own
 # "batch queued" log line (samples, probe_stacks), exactly.
+# holds: sdtprobe
 source "$(dirname "$0")/../lib/common.sh"
 W=$BUILD_DIR/workloads
 for w in sdtprobe chain-fp spin; do

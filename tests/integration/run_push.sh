@@ -4,6 +4,7 @@
 # (stack samples and probe hits per batch, from its own log); a collector
 # outage loses nothing; SIGHUP reloads; an agent restart resends what was
 # spooled and keeps the sequence numbers increasing.
+# holds: pg-uprobe
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pg.sh"
 W=$BUILD_DIR/workloads

@@ -2,6 +2,7 @@
 # cgperf-agent stat: bad input exits 2 with a useful message; a command runs in
 # its own cgroup, whose tracepoint count is exact and which is removed after;
 # events the host cannot count say so while the others still count.
+# holds: paranoid
 source "$(dirname "$0")/../lib/common.sh"
 W=$BUILD_DIR/workloads
 

@@ -1,11 +1,18 @@
 #!/bin/bash
 # With -a the agent follows cgroups that appear and disappear while it runs.
+# holds: cgroups-1000
 source "$(dirname "$0")/../lib/common.sh"
 W=$BUILD_DIR/workloads
 parent=$(cg_make follow)
-"$AGENT" stat -a -e task-clock -I 200 --duration 4 --json >"$TMP/out.jsonl" 2>"$TMP/err" &
+"$AGENT" stat -a -e task-clock -I 200 --duration $(scaled 6) --json >"$TMP/out.jsonl" 2>"$TMP/err" &
 ag=$!; bg_track $ag
-sleep 1
+# The agent has counted an interval before the cgroup appears.
+for ((i = 0; i < $(scaled 100); i++)); do
+	[[ -s $TMP/out.jsonl ]] && break
+	sleep 0.1
+done
+[[ -s $TMP/out.jsonl ]] || fail "no interval printed: $(cat "$TMP/err")"
+sleep 0.5
 mkdir "$parent/late"
 "$W/spin" 1.2 & sp=$!; bg_track $sp; cg_enter "$parent/late" $sp
 wait $sp

@@ -1,6 +1,7 @@
 #!/bin/bash
 # trace: exact malloc size histogram, exact tracepoint count per cgroup,
 # --list, latency of a function to its return, and bad input.
+# holds: uprobe_events sdtprobe libc-uprobe
 source "$(dirname "$0")/../lib/common.sh"
 W=$BUILD_DIR/workloads
 

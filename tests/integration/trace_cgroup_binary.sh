@@ -6,6 +6,7 @@
 # own sdt_postgresql:query__start uprobe event); and run's config probe of the
 # same spec, with the cgroup followed, counts the queries of 100 more.
 # (A probe on a cgroup with no such process yet waits: trace_cgroup_wait.)
+# holds: uprobe_events pg-uprobe
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pg.sh"
 command -v perf >/dev/null && perf --version >/dev/null 2>&1 || fail "perf missing (linux-perf)"

@@ -10,6 +10,7 @@
 # probe was never placed. The same inside a podman container started under
 # the traced cgroup (--cgroup-parent) from an image holding only sdtprobe and
 # its libraries: the binary is found through /proc/PID/root.
+# holds: sdtprobe podman
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/containers.sh"
 SDT=$BUILD_DIR/workloads/sdtprobe

@@ -113,7 +113,7 @@ probes:
   - spec: block:block_rq_issue dev sector
     latency_end: block:block_rq_complete dev sector
     latency_key: [dev, sector]
-push: {interval: 1s, collectors: ["$ex/api/v1/push"]}
+push: {interval: 1s, collectors: ["$ex/api/v1/push"], spool: {dir: $TMP/spool}}
 metrics: {listen: "127.0.0.1:$mport"}
 YAML
 agent_run "$TMP/run.log" --config "$TMP/agent.yaml"

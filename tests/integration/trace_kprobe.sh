@@ -4,6 +4,7 @@
 # exit 2 before anything is opened or started. On a kernel with them, the
 # same commands count do_sys_openat2 hits while files are opened, fetch an
 # argument by register and by BTF name, and name near functions for a typo.
+# holds: kprobe_events
 source "$(dirname "$0")/../lib/common.sh"
 
 PMU=/sys/bus/event_source/devices/kprobe/type
@@ -20,7 +21,9 @@ have_pmu=0 have_kev=0
 [[ $rc -eq 2 ]] && grep -q '\$retval is for a %return probe' "$TMP/err" ||
 	fail "\$retval without %return: rc=$rc $(cat "$TMP/err")"
 
-cat >"$TMP/k.yaml" <<'EOF'
+cat >"$TMP/k.yaml" <<EOF
+host: {agent_id_file: $TMP/agent-id}
+push: {spool: {dir: $TMP/spool}}
 counters:
   enabled: false
 sampling:

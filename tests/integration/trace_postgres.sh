@@ -8,6 +8,7 @@
 #    the same; exec_simple_query itself is a static function and Debian's
 #    postgres is stripped (.dynsym only), so it needs the -dbgsym package:
 #    without it the probe must fail with a clear message, which is checked.
+# holds: pg-uprobe
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pg.sh"
 cg_new pg
