@@ -77,7 +77,12 @@ sed -n '/Sorted summary/,$p' "$TMP/cmd.out" | head -n 4 | sed 's/^/    /'
 "$WL" 30 &
 wl=$!
 bg_track $wl
-sleep 0.3
+# -p finds the binary through /proc/PID/exe: wait for the exec
+for ((i = 0; i < $(scaled 10) * 10; i++)); do
+	[[ $(cat /proc/$wl/comm 2>/dev/null) == hotloop ]] && break
+	sleep 0.1
+done
+[[ $(cat /proc/$wl/comm 2>/dev/null) == hotloop ]] || fail "pid $wl is '$(cat /proc/$wl/comm 2>/dev/null)', not hotloop, after $(scaled 10)s"
 "$AGENT" annotate -p $wl -F 999 hotloop_sum --duration 1 >"$TMP/pid.out" 2>"$TMP/pid.err" ||
 	{ cat "$TMP/pid.err" >&2; fail "annotate -p exited with $?"; }
 check_listing "$TMP/pid.out" "-p PID"
@@ -130,13 +135,22 @@ src=$(readelf --debug-dump=info "$WL" | awk -F': ' '
 mkdir -p "$root$(dirname "$src")"
 sed 's|acc ^= acc >> 7;|acc ^= acc >> 7; /* in-root copy */|' "$src" >"$root$src"
 cg_new ctr
-sh -c "echo \$\$ > '$cg/cgroup.procs'; exec unshare -m --propagation private chroot '$root' /opt/app/hotloop-$$ 4" &
+sh -c "echo \$\$ > '$cg/cgroup.procs'; exec unshare -m --propagation private chroot '$root' /opt/app/hotloop-$$ 30" &
 ctr=$!
 bg_track $ctr
-sleep 0.3
+# sh -> unshare -> chroot -> hotloop, one PID: wait for the last exec
+# (the comm is the name cut to 15 characters)
+cname=hotloop-$$
+cname=${cname:0:15}
+for ((i = 0; i < $(scaled 10) * 10; i++)); do
+	[[ $(cat /proc/$ctr/comm 2>/dev/null) == "$cname" ]] && break
+	sleep 0.1
+done
+[[ $(cat /proc/$ctr/comm 2>/dev/null) == "$cname" ]] || fail "pid $ctr is '$(cat /proc/$ctr/comm 2>/dev/null)', not $cname, after $(scaled 10)s"
 [[ $(readlink /proc/$ctr/root) == "$root" ]] || fail "workload not chrooted"
 "$AGENT" annotate -G "$rel" -F 999 hotloop_sum --duration 1.5 >"$TMP/ctr.out" 2>"$TMP/ctr.err" ||
 	{ cat "$TMP/ctr.err" >&2; fail "annotate -G (container) exited with $?"; }
+kill $ctr
 grep -q "Disassembly of .*/opt/app/hotloop-$$ for" "$TMP/ctr.out" || { cat "$TMP/ctr.out" >&2; fail "not the container's binary"; }
 check_listing "$TMP/ctr.out" "-G container"
 grep -q 'acc >> 7; /\* in-root copy \*/' "$TMP/ctr.out" ||

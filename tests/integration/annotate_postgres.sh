@@ -15,9 +15,16 @@ SYM=hash_search_with_hash_value
 cg_new pg
 pg_start "$cg"
 pg_bench_init 1
-pg_bench_start "$TMP/pgbench.log" -S -c 2 -j 1 -T 12
-sleep 1
-kill -0 "$PG_BENCH_PID" 2>/dev/null || { cat "$TMP/pgbench.log" >&2; fail "pgbench died early"; }
+# long enough for a slow annotate start; stopped once annotate is done
+pg_bench_start "$TMP/pgbench.log" -S -c 2 -j 1 -T $(scaled 60)
+# under way once both clients' sessions are open in the cluster
+for ((i = 0; i < $(scaled 20) * 5; i++)); do
+	kill -0 "$PG_BENCH_PID" 2>/dev/null || { cat "$TMP/pgbench.log" >&2; fail "pgbench died early"; }
+	conns=$(pg_psql -Atc "select count(*) from pg_stat_activity where application_name = 'pgbench'" 2>/dev/null)
+	((${conns:-0} >= 2)) && break
+	sleep 0.2
+done
+((${conns:-0} >= 2)) || { cat "$TMP/pgbench.log" >&2; fail "pgbench has ${conns:-no} sessions open after $(scaled 20)s"; }
 
 # the address the listing must start at, from .dynsym (nm -D)
 want=""
@@ -26,6 +33,7 @@ if command -v nm >/dev/null; then
 fi
 timeout $(scaled 30) "$AGENT" annotate -G "$rel" -F 999 "$SYM" --duration 3 >"$TMP/ann.out" 2>"$TMP/ann.err"
 rc=$?
+kill "$PG_BENCH_PID" 2>/dev/null
 ((rc == 0)) || { cat "$TMP/ann.err" >&2; fail "annotate exited with $rc"; }
 sed 's/^/    /' "$TMP/ann.err"
 grep -q "<$SYM>:" "$TMP/ann.out" || { cat "$TMP/ann.out" "$TMP/ann.err" >&2; fail "no <$SYM> listing"; }

@@ -75,17 +75,25 @@ push:
 log: {level: debug}
 YAML
 agent_run "$TMP/agent.log" --config "$TMP/agent.yaml" --duration 5
-sleep 1
+for ((i = 0; i < $(scaled 10) * 10; i++)); do
+	grep -q 'msg=started' "$TMP/agent.log" && break
+	kill -0 $ag 2>/dev/null || fail "agent exited: $(tail "$TMP/agent.log")"
+	sleep 0.1
+done
+grep -q 'msg=started' "$TMP/agent.log" || fail "agent not started after $(scaled 10)s: $(tail "$TMP/agent.log")"
 # Moved in once it runs chain-fp: the cgroup never holds its pid as a shell.
 "$W/chain-fp" 3.2 &
 wl=$!; bg_track $wl
-sleep 0.2
+for ((i = 0; i < $(scaled 10) * 100; i++)); do
+	[[ $(cat /proc/$wl/comm 2>/dev/null) == chain-fp ]] && break
+	sleep 0.01
+done
+[[ $(cat /proc/$wl/comm 2>/dev/null) == chain-fp ]] || fail "pid $wl is not chain-fp after $(scaled 10)s"
 cg_enter "$cg" $wl
 cg_spawn "$cg/$evil" "$W/spin" 0.5
 ev=$SPAWNED
 wait $wl $ev
 wait $ag || fail "agent failed: $(tail "$TMP/agent.log")"
-sleep 0.5
 want=$(sed -n 's/.*msg="batch queued" seq=[0-9]* samples=\([0-9]*\).*/\1/p' "$TMP/agent.log" |
 	awk '{ s += $1 } END { print s + 0 }')
 ((want >= 20)) || fail "the agent logged only $want stack samples: $(tail "$TMP/agent.log")"
@@ -95,11 +103,16 @@ get $pc /metrics "$TMP/c1.prom" >/dev/null
 grep -q "^cgperf_cgroup_cpu_seconds_total{host=\"api-host\",id=\"$rel\"" "$TMP/c1.prom" ||
 	fail "C: no series right after the push: $(tail -3 "$TMP/C.log")"
 
-# --- stacks, folded
-st=$(get $pa "/api/v1/stacks?host=api-host" "$TMP/all.folded")
+# --- stacks, folded (the agent flushed every batch before it exited: wait
+# until they are all served, then compare)
+for ((i = 0; i < $(scaled 10) * 5; i++)); do
+	st=$(get $pa "/api/v1/stacks?host=api-host" "$TMP/all.folded")
+	got=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/all.folded")
+	[[ $st == 200 ]] && ((got == want)) && break
+	sleep 0.2
+done
 [[ $st == 200 ]] || fail "stacks: HTTP $st $(cat "$TMP/all.folded")"
 grep -q 'text/plain; charset=utf-8' "$TMP/all.folded.h" || fail "folded content type: $(cat "$TMP/all.folded.h")"
-got=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/all.folded")
 info "folded total $got samples, the agent logged $want"
 ((got == want)) || fail "folded total $got != $want samples the agent pushed"
 awk '!/^[^ ]+( [^ ]+)* [0-9]+$/ { bad = 1 } END { exit bad }' "$TMP/all.folded" ||
@@ -212,7 +225,7 @@ grep '^cgperf_cgroup' "$TMP/b1.prom" | grep -q api-host || fail "B has no cgroup
 [[ $(grep -c '^cgperf_cgroup_stacks_truncated_total{host="trunc-host".*reason="max_stack"} 8$' "$TMP/b1.prom") == 2 ]] ||
 	fail "B lacks the truncation counts: $(grep truncated_total "$TMP/b1.prom" | head -4)"
 rows() { python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from stack_samples").fetchone()[0])' "$TMP/B/cgperf.db"; }
-for _ in $(seq 400); do
+for ((i = 0; i < $(scaled 80) * 5; i++)); do
 	st=$(get $pb "/api/v1/stacks?host=api-host" "$TMP/b.folded")
 	# (SQLite: the trunc-host rows, pushed later, go too)
 	[[ $st == 404 ]] && { on_clickhouse || [[ $(rows) == 0 ]]; } && break
@@ -243,7 +256,7 @@ st=$(get $pb "/api/v1/stacks?host=api-host" "$TMP/b.folded")
 info "B: stack rows deleted, $(grep -c '^cgperf_cgroup' "$TMP/b3.prom") cgroup series unchanged after restart"
 
 # --- expiry on C (its first scrape was taken right after the agent stopped)
-for _ in $(seq 100); do
+for ((i = 0; i < $(scaled 20) * 5; i++)); do
 	get $pc /metrics "$TMP/c2.prom" >/dev/null
 	grep -q 'host="api-host"' "$TMP/c2.prom" || break
 	sleep 0.2
@@ -261,7 +274,7 @@ swept() { # the store forgot the series too (a sweep every 2 s: 5s / 3 on 1 s ti
 		python3 -c 'import sqlite3, sys; d = sqlite3.connect(sys.argv[1]); print(int(d.execute("select count(*) from cgroup_totals where host = ?", ("api-host",)).fetchone()[0] + d.execute("select count(*) from agents where host = ?", ("api-host",)).fetchone()[0] == 0))' "$TMP/C/cgperf.db"
 	fi
 }
-for _ in $(seq 50); do
+for ((i = 0; i < $(scaled 20) * 5; i++)); do
 	[[ $(swept) == 1 ]] && break
 	sleep 0.2
 done
@@ -284,7 +297,7 @@ printf 'listen: "127.0.0.1:%s"\ndata_dir: %s\nseries_expiry: 5m\n' $pc "$TMP/C" 
 stop C
 "$EXPORTER" --config "$TMP/good.yaml" --retention 3d 2>"$TMP/C2.log" &
 c2=$!; bg_track $c2
-wait_http "http://127.0.0.1:$pc/healthz" 10 "$TMP/C2.log"
+wait_http "http://127.0.0.1:$pc/healthz" "$(scaled 10)" "$TMP/C2.log"
 grep -q 'retention=259200s series_expiry=300s' "$TMP/C2.log" || fail "file and flags not combined: $(cat "$TMP/C2.log")"
 kill -TERM $c2; wait $c2 || fail "C did not stop cleanly"
 stop A

@@ -289,6 +289,7 @@ info "a shard down: 503 + Retry-After; up again: the resend stored and counted o
 
 # --- an outage while an agent pushes: its spool keeps what got 503
 cg3=$(cg_make three)
+mport3=$(free_port)
 cat >"$TMP/agent3.yaml" <<YAML
 host: {name: "ch-host-3", agent_id_file: $TMP/agent-id-3}
 cgroups: {include: ["${cg3#"$(cg2_mount)"}"]}
@@ -300,9 +301,12 @@ push:
   timeout: 5s
   retry: {initial: 100ms, max: 500ms}
   spool: {dir: $TMP/spool3}
+metrics: {listen: "127.0.0.1:$mport3"}
 log: {level: debug}
 YAML
-"$AGENT" run --config "$TMP/agent3.yaml" --duration 7 2>"$TMP/agent3.log" &
+# No --duration: the agent runs until its spool has gone into the restarted
+# shard, however long the server takes to come back.
+"$AGENT" run --config "$TMP/agent3.yaml" 2>"$TMP/agent3.log" &
 AG3=$!
 bg_track $AG3
 sleep 1
@@ -314,6 +318,13 @@ ch_stop s1 KILL
 sleep 2
 ch_start s1 "$shards" || fail "shard 1 did not start again"
 wait $WL3
+spooled() { curl -sf "http://127.0.0.1:$mport3/metrics" | awk '$1 ~ /^cgperf_agent_spool_batches({|$)/ { print $2 }'; }
+for ((i = 0; i < $(scaled 150); i++)); do
+	[[ $(spooled) == 0 ]] && break
+	sleep 0.2
+done
+[[ $(spooled) == 0 ]] || fail "agent 3's spool did not drain: $(spooled) batches left: $(tail -3 "$TMP/agent3.log")"
+kill -TERM $AG3
 wait $AG3 || fail "agent 3 failed: $(tail -3 "$TMP/agent3.log")"
 q="host=ch-host-3"
 folded R "$q" "$TMP/R3.folded"

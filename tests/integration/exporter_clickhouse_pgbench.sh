@@ -4,9 +4,10 @@
 # exporter E (ClickHouse store, a clickhouse-server started here) and to a
 # SQLite exporter R (the reference). The ClickHouse server is killed for
 # about 3 s while the agent pushes, then started again on the same data.
-# After the agent stops: the agent saw 503s, and E answers exactly R's
-# folded stacks (nothing lost, nothing counted twice) and R's cgroup and
-# agent series on /metrics. Skips without clickhouse-server or PostgreSQL.
+# Once E has caught up and the agent has stopped: the agent saw 503s, and E
+# answers exactly R's folded stacks (nothing lost, nothing counted twice)
+# and R's cgroup and agent series on /metrics. Skips without
+# clickhouse-server or PostgreSQL.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/clickhouse.sh"
 source "$(dirname "$0")/../lib/pg.sh"
@@ -46,6 +47,10 @@ series() { # NAME OUT: the host's cgroup series and agent counts of /metrics, so
 same() { # WHAT A B
 	cmp -s "$2" "$3" || fail "$1 differ: $(diff "$2" "$3" | head -8)"
 }
+metric() { # URL NAME [LABEL]: the first sample of NAME whose labels hold LABEL
+	curl -sf "$1" | awk -v n="$2" -v l="${3:-}" '($1 == n || index($1, n "{") == 1) &&
+		(l == "" || index($1, l)) { print $NF; exit }'
+}
 start E --store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[s]}"
 start R --data-dir "$TMP/R"
 
@@ -63,25 +68,51 @@ push:
   timeout: 5s
 YAML
 pg_bench_start "$TMP/pgbench.log" -n -S -c 2 -j 2 -T 10
-"$AGENT" run --config "$TMP/agent.yaml" --duration 9 2>"$TMP/agent.log" &
+# No --duration: the agent runs until its spool has gone into the restarted
+# server, however long that takes to come back.
+"$AGENT" run --config "$TMP/agent.yaml" 2>"$TMP/agent.log" &
 AG=$!
 bg_track $AG
-sleep 3
+# the outage comes once E has stored two of the agent's batches
+for ((i = 0; i < $(scaled 20) * 5; i++)); do
+	n=$(metric "$(url E /metrics)" cgperf_agent_batches_total 'host="pg-ch-host"')
+	((${n:-0} >= 2)) && break
+	kill -0 $AG 2>/dev/null || fail "the agent exited: $(tail -3 "$TMP/agent.log")"
+	sleep 0.2
+done
+((${n:-0} >= 2)) || fail "E stored ${n:-no} batches of the agent in $(scaled 20)s: $(tail -3 "$TMP/agent.log")"
 ch_stop s KILL
-sleep 3
+sleep 3 # the outage
 ch_start s || fail "clickhouse-server did not start again"
+# E caught up: the agent says its lane recovered and E has as many of its
+# batches as R (the agent's /metrics spool gauge is read right after a new
+# batch is queued: never 0 while it runs)
+for ((i = 0; i < $(scaled 30) * 5; i++)); do
+	ne=$(metric "$(url E /metrics)" cgperf_agent_batches_total 'host="pg-ch-host"')
+	nr=$(metric "$(url R /metrics)" cgperf_agent_batches_total 'host="pg-ch-host"')
+	grep -q 'recovered: batch' "$TMP/agent.log" && [[ -n $ne && $ne == "$nr" ]] && break
+	sleep 0.2
+done
+grep -q 'recovered: batch' "$TMP/agent.log" && [[ -n $ne && $ne == "$nr" ]] ||
+	fail "E did not catch up in $(scaled 30)s: $ne of R's $nr batches: $(grep -i 'push' "$TMP/agent.log" | tail -3)"
+kill -TERM $AG
 wait $AG || fail "the agent failed: $(tail -3 "$TMP/agent.log")"
 wait "$PG_BENCH_PID" || fail "pgbench failed: $(tail -3 "$TMP/pgbench.log")"
 grep -q 'failing: HTTP 503' "$TMP/agent.log" ||
 	fail "the agent saw no 503 while ClickHouse was down: $(grep -i push "$TMP/agent.log" | tail -3)"
-folded R "$TMP/R.folded"
-folded E "$TMP/E.folded"
+# every batch acked by both: E serves what R does (the stacks at once, its
+# copy of the totals within a second); waited for all the same
+for ((i = 0; i < $(scaled 10) * 5; i++)); do
+	folded R "$TMP/R.folded"
+	folded E "$TMP/E.folded"
+	series R "$TMP/R.series"
+	series E "$TMP/E.series"
+	cmp -s "$TMP/E.folded" "$TMP/R.folded" && cmp -s "$TMP/E.series" "$TMP/R.series" && break
+	sleep 0.2
+done
 tot=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/R.folded")
 ((tot > 20)) || fail "the agent pushed only $tot samples of PostgreSQL"
 same "stacks pushed through the outage" "$TMP/E.folded" "$TMP/R.folded"
-sleep 1.2 # E's copy of the totals: at most a second old
-series R "$TMP/R.series"
-series E "$TMP/E.series"
 [[ -s $TMP/R.series ]] || fail "the reference has no series of the host"
 same "/metrics after the outage" "$TMP/E.series" "$TMP/R.series"
 b=$(grep -c 'msg="batch queued"' "$TMP/agent.log")

@@ -42,6 +42,15 @@ post() { # FILE [curl args...]: print the HTTP status of a push of FILE
 		--data-binary "@$f" "$@" "$url/api/v1/push"
 }
 auth=(-H "Authorization: Bearer s3cret")
+started() { # LOG: wait until the agent ($ag) has its counters open
+	local i
+	for ((i = 0; i < $(scaled 10) * 10; i++)); do
+		grep -q 'msg=started' "$1" && return 0
+		kill -0 $ag 2>/dev/null || fail "agent exited: $(cat "$1")"
+		sleep 0.1
+	done
+	fail "agent not started after $(scaled 10)s: $(tail -5 "$1")"
+}
 metric() { # NAME-AND-LABELS-PREFIX FILE: the value of the first matching line
 	awk -v p="$1" 'index($0, p) == 1 { print $NF; exit }' "$2"
 }
@@ -51,12 +60,12 @@ mkdir -p "$TMP/fc"
 python3 "$ROOT/tests/lib/fake_collector.py" --dir "$TMP/fc" --port 0 --port-file "$TMP/fc.port" \
 	--token s3cret >>"$TMP/fc.log" 2>&1 &
 FC=$!; bg_track $FC
-for _ in $(seq 50); do [[ -s $TMP/fc.port ]] && break; sleep 0.1; done
-[[ -s $TMP/fc.port ]] || fail "test collector did not start: $(cat "$TMP/fc.log")"
+for ((i = 0; i < $(scaled 10) * 10; i++)); do [[ -s $TMP/fc.port ]] && break; sleep 0.1; done
+[[ -s $TMP/fc.port ]] || fail "test collector did not start in $(scaled 10)s: $(cat "$TMP/fc.log")"
 agent_config capture-host "$TMP/agent-id-capture" "http://127.0.0.1:$(cat "$TMP/fc.port")/api/v1/push" \
 	>"$TMP/capture.yaml"
 agent_run "$TMP/capture.log" --config "$TMP/capture.yaml" --duration 3.2
-sleep 0.5 # some load, so the captured batches carry non-zero counts
+started "$TMP/capture.log" # then some load, so the captured batches carry non-zero counts
 sh -c "echo \$\$ > '$cg/cgroup.procs'; exec '$W/spin' 1.5" &
 sp=$!; bg_track $sp
 wait $sp
@@ -69,19 +78,28 @@ mapfile -t bodies < <(ls "$TMP"/fc/body-* | sort -t- -k2 -n)
 exporter
 u0=$(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat")
 agent_config test-host "$TMP/agent-id" "$url/api/v1/push" >"$TMP/agent.yaml"
-agent_run "$TMP/run.log" --config "$TMP/agent.yaml" --duration 4.5
-sleep 1 # counters open on the cgroup before the load starts
+# No --duration: the agent runs (counters open on the cgroup before the
+# load starts) until spin is done, however slowly that starts; SIGTERM
+# makes its last batch and sends it.
+agent_run "$TMP/run.log" --config "$TMP/agent.yaml"
+started "$TMP/run.log"
 sh -c "echo \$\$ > '$cg/cgroup.procs'; exec '$W/spin' 2.5" &
 sp=$!; bg_track $sp
 wait $sp
 u=$(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat")
+kill -TERM $ag
 wait $ag || fail "agent run failed: $(cat "$TMP/run.log")"
-sleep 0.5
-curl -sf "$url/metrics" >"$TMP/m1.txt" || fail "no /metrics: $(cat "$TMP/exporter.log")"
-promtool check metrics <"$TMP/m1.txt" || fail "promtool rejects /metrics: $(head -30 "$TMP/m1.txt")"
-got=$(metric "cgperf_cgroup_cpu_seconds_total{host=\"test-host\",id=\"$rel\"" "$TMP/m1.txt")
-[[ -n $got ]] || fail "no cpu seconds for $rel: $(cat "$TMP/m1.txt")"
 want=$(awk -v u="$u" -v u0="$u0" 'BEGIN { printf "%.6f", (u - u0) / 1e6 }')
+# A 200 means stored and the agent sent every batch before it exited; the
+# total is polled all the same (bounded) before it is checked.
+for ((i = 0; i < $(scaled 10) * 5; i++)); do
+	curl -sf "$url/metrics" >"$TMP/m1.txt" || fail "no /metrics: $(cat "$TMP/exporter.log")"
+	got=$(metric "cgperf_cgroup_cpu_seconds_total{host=\"test-host\",id=\"$rel\"" "$TMP/m1.txt")
+	[[ -n $got ]] && near "$got" "$want" 10 && break
+	sleep 0.2
+done
+promtool check metrics <"$TMP/m1.txt" || fail "promtool rejects /metrics: $(head -30 "$TMP/m1.txt")"
+[[ -n $got ]] || fail "no cpu seconds for $rel: $(cat "$TMP/m1.txt")"
 info "test cgroup: $got s on the exporter's /metrics, cpu.stat $want s"
 near "$got" "$want" 10 || fail "cpu seconds $got not within 10% of $want"
 grep -q "cgperf_cgroup_perf_events_total{host=\"test-host\",id=\"$rel\".*event=\"context-switches\"}" \

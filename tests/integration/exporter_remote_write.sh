@@ -57,7 +57,9 @@ for ((i = 0; i < $(scaled 10) * 4; i++)); do
 	sleep 0.25
 done
 info "cpu seconds of $rel: /metrics $want, Prometheus $vp, VictoriaMetrics $vv"
-awk -v w="$want" 'BEGIN { exit !(w > 1) }' || fail "the spinning cgroup has $want CPU seconds on /metrics"
+# Counted at all (a 4 s run of a spinning process: about 4 s alone, under
+# 1 s on a loaded or sanitized machine); the TSDBs must agree with it.
+awk -v w="$want" 'BEGIN { exit !(w > 0.1) }' || fail "the spinning cgroup has $want CPU seconds on /metrics"
 [[ -n $vp ]] && near "$vp" "$want" 2 || fail "Prometheus has '$vp', /metrics $want"
 [[ -n $vv ]] && near "$vv" "$want" 2 || fail "VictoriaMetrics has '$vv', /metrics $want"
 for p in "$pp" "$pv"; do

@@ -6,8 +6,11 @@
 # seeded with the .eh_frame of real binaries: a C program, the C++ workload
 # (zPLR CIEs), libstdc++. Fails on any crash, sanitizer report or property
 # the target checks.
-# holds: build cpu
+# holds: build
 source "$(dirname "$0")/../lib/common.sh"
+# Bulk CPU work at the lowest priority: the tests beside it (the suite runs
+# several at once) keep their share; this one takes what is left.
+renice -n 19 $$ >/dev/null
 FUZZ_CFI_TIME=${FUZZ_CFI_TIME:-10}
 command -v "${FUZZ_CC:-clang}" >/dev/null ||
 	skip "clang missing: libFuzzer targets need clang and libclang-rt-14-dev (packaging/install-deps.sh)"

@@ -14,8 +14,11 @@
 # runtimes, tests/data/runtime/. Fails on any
 # crash, sanitizer report or property a target checks. A longer run:
 # make fuzz-parsers FUZZ_TIME=300.
-# holds: build cpu
+# holds: build
 source "$(dirname "$0")/../lib/common.sh"
+# Bulk CPU work at the lowest priority: the tests beside it (the suite runs
+# several at once) keep their share; this one takes what is left.
+renice -n 19 $$ >/dev/null
 T=${FUZZ_PARSERS_TIME:-5}
 command -v "${FUZZ_CC:-clang}" >/dev/null ||
 	skip "clang missing: libFuzzer targets need clang and libclang-rt-14-dev (packaging/install-deps.sh)"

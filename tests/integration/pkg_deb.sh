@@ -5,13 +5,16 @@
 # version keeping a changed conffile, and purges them leaving no file behind.
 # The build copy (BUILD/deb) is kept between runs: a second run rebuilds only
 # what changed.
-# holds: exclusive
+# holds: dpkg cgperf-user var-lib-cgperf containerd podman
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pkg.sh"
 pkg_setup dpkg-buildpackage dh lintian dch pandoc systemd-sysusers
 out=$PKG_OUT
 # The container engines' state is left out: containers that other work on
-# the host starts or removes meanwhile are not the package's doing.
+# the host starts or removes meanwhile are not the package's doing. The
+# other tests keep their files in their own TMP; those that use dpkg, the
+# cgperf user, /var/lib/cgperf or a container engine never run beside this
+# one (the holds line above).
 snap() {
 	find /etc /usr /var/lib /lib/systemd /opt -xdev \( -path /var/lib/dpkg -o -path /var/lib/apt \
 		-o -path /var/lib/man-db -o -path /var/lib/systemd/deb-systemd-helper-masked \

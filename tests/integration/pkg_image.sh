@@ -16,7 +16,7 @@
 # seccomp profile, which the test reports (and the run above supplies).
 # The agent's image then runs `run`: it serves /metrics and pushes to the
 # exporter's image (libmicrohttpd and libcurl, which it loads on first use).
-# holds: dpkg cgperf-user var-lib-cgperf podman cpu
+# holds: dpkg cgperf-user var-lib-cgperf podman
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pkg.sh"
 source "$(dirname "$0")/../lib/containers.sh"

@@ -38,6 +38,19 @@ assert n > 0, "no log line at all"
 PY
 }
 
+# logged FILE TEXT WHAT: wait until FILE has a line with TEXT (the agent
+# still running), else fail with WHAT.
+logged() {
+	local i n
+	n=$(scaled 100)
+	for ((i = 0; i < n; i++)); do
+		grep -q "$2" "$1" && return 0
+		kill -0 $ag 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q "$2" "$1" || fail "$3 within $(scaled 10) s: $(tail -n 5 "$1")"
+}
+
 for fmt in json logfmt; do
 	# start: a probe that cannot resolve fails the start, through the log
 	config $fmt "u:$TMP/no-such-binary:main" >"$TMP/bad.yaml"
@@ -46,18 +59,21 @@ for fmt in json logfmt; do
 	check_lines "$TMP/bad-$fmt.log" $fmt "start failure"
 	grep -q "no-such-binary" "$TMP/bad-$fmt.log" || fail "$fmt: the failure does not name the binary"
 
-	# running, a reload that fails (the config turns bad), one that succeeds, stop
+	# running, a reload that fails (the config turns bad), one that succeeds,
+	# stop. Each step waits for the line of the one before: SIGHUP before
+	# "started" (signals blocked, read through the signalfd) would kill it.
 	config $fmt >"$TMP/agent.yaml"
-	agent_run "$TMP/run-$fmt.log" --config "$TMP/agent.yaml" --duration 5
-	sleep 1.5
+	agent_run "$TMP/run-$fmt.log" --config "$TMP/agent.yaml" --duration "$(scaled 60)"
+	logged "$TMP/run-$fmt.log" "batch queued" "$fmt: no batch while running"
 	echo "counters: [" >"$TMP/agent.yaml"
 	kill -HUP $ag
-	sleep 1
+	logged "$TMP/run-$fmt.log" "reload failed" "$fmt: no failed reload logged"
 	config $fmt >"$TMP/agent.yaml"
 	kill -HUP $ag
+	logged "$TMP/run-$fmt.log" "config reloaded" "$fmt: no reload logged"
+	kill -TERM $ag
 	wait $ag || fail "$fmt: run failed: $(cat "$TMP/run-$fmt.log")"
 	check_lines "$TMP/run-$fmt.log" $fmt "run and reloads"
-	grep -q "reload failed" "$TMP/run-$fmt.log" || fail "$fmt: no failed reload logged"
-	grep -q "config reloaded" "$TMP/run-$fmt.log" || fail "$fmt: no reload logged"
+	grep -q "stopped" "$TMP/run-$fmt.log" || fail "$fmt: no stop logged: $(tail -n 3 "$TMP/run-$fmt.log")"
 done
 exit 0

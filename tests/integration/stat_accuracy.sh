@@ -2,7 +2,9 @@
 # stat_accuracy: `cgperf-agent stat -G CG -e task-clock` on a cgroup running
 # one CPU-bound busy loop must agree with
 #   - the kernel's own accounting (cgroup2 cpu.stat usage_usec), within 2%, and
-#   - `perf stat -a -G CG -e task-clock` over the same 3 s, within 3%.
+#   - `perf stat -a -G CG -e task-clock` run around the agent (the agent is
+#     its workload): no more than perf, no less than perf minus what the
+#     loop can burn while perf and the agent start and stop.
 # Also checks the JSON object itself (one line, supported, unit msec,
 # cgroup path and id, raw/value consistency, 100% running, time_enabled no
 # longer than the agent's lifetime on every CPU).
@@ -21,8 +23,12 @@
 #   same over both windows. Two rate-free bounds back it up, as the agent's
 #   window lies inside the bracket and the loop can use at most 1 CPU:
 #       usage(bracket) - (T - DUR) * 1 CPU  <=  agent  <=  usage(bracket)
-#   perf runs concurrently with a nominal window of the same length (`sleep
-#   DUR`), so agent and perf totals are compared directly.
+#   perf counts for the agent's whole life, a window that holds the agent's
+#   and lies in the bracket, so the same bounds hold against perf's total:
+#       perf - (T - DUR) * 1 CPU  <=  agent  <=  perf
+#   whatever share of a CPU the loop gets. (Two windows of the same length
+#   side by side, as before, differ by up to the start-up times, and on a
+#   loaded host the loop's share differs between them: -13% was seen.)
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/perfstat.sh"
 export LC_ALL=C  # '.' in $EPOCHREALTIME and awk output
@@ -59,10 +65,34 @@ sh -c 'echo $$ >"$1/cgroup.procs" || exit 111
 	exec nice -n -10 sh -c "while :; do :; done"' sh "$cg" &
 busy=$!
 bg_track "$busy"
-sleep 0.5
+# until the wrapper is in the cgroup and has exec'd the loop (nice, then sh)
+for ((i = 0; i < $(scaled 50); i++)); do
+	grep -qx "$busy" "$cg/cgroup.procs" && [[ $(tr '\0' ' ' <"/proc/$busy/cmdline" 2>/dev/null) == *"while :"* ]] &&
+		break
+	sleep 0.1
+done
 grep -qx "$busy" "$cg/cgroup.procs" || fail "busy loop $busy is not in $cg"
 
-stat_both task-clock
+# stat_nested EVENTS: perf stat -a of EVENTS for cgroup $rel around the
+# agent's stat of them for $DUR seconds; outputs in $TMP/perf.csv and
+# $TMP/agent.json, bracketed by cpu.stat reads (u0, u1) and wall-clock stamps
+# (t0, t1).
+stat_nested() {
+	local rc
+	t0=$EPOCHREALTIME
+	read_usage u0
+	perf stat -a -e "$1" -G "$rel" -x, -o "$TMP/perf.csv" -- \
+		timeout $((DUR + 30)) "$AGENT" stat -G "$rel" -e "$1" --duration "$DUR" --json \
+		>"$TMP/agent.json" 2>"$TMP/agent.err"
+	rc=$?
+	read_usage u1
+	t1=$EPOCHREALTIME
+	if ((rc != 0)); then
+		sed 's/^/    agent, perf: /' "$TMP/agent.err" "$TMP/agent.json" "$TMP/perf.csv" | tail -n 20 >&2
+		fail "perf stat -- agent stat exited with $rc"
+	fi
+}
+stat_nested task-clock
 
 out=$(agent_field "$TMP/agent.json" "$rel" task-clock msec) || {
 	sed 's/^/    agent: /' "$TMP/agent.json" >&2
@@ -82,12 +112,16 @@ lo=$(awk -v u="$U" -v t="$T" -v d="$DUR" 'BEGIN { printf "%.3f", u - (t - d * 10
 
 info "cgroup /$rel (id $cgid), busy loop pid $busy, window ${DUR}s"
 info "agent task-clock   $A ms (raw $raw ns, enabled $enabled, running $running, ${pcnt}% running)"
-info "perf  task-clock   $P ms   agent vs perf $(pct_diff "$A" "$P")%"
+info "perf  task-clock   $P ms over the agent's life   agent vs perf $(pct_diff "$A" "$P")%"
 info "cpu.stat usage     $U ms over $T ms bracket = $rate CPUs"
 info "cpu.stat at rate x ${DUR}s = $expA ms   agent vs it $(pct_diff "$A" "$expA")%   (raw totals: $(pct_diff "$A" "$U")%)"
 
 awk -v r="$rate" 'BEGIN { exit !(r >= 0.2) }' || fail "busy loop only got $rate CPUs: not running in $cg?"
-awk -v r="$rate" 'BEGIN { exit !(r >= 0.9) }' || info "warning: busy loop got only $rate CPUs (host busy)"
+# A quiet host gives the loop ~1 CPU; niced -10 beside a nice-0 hog on its
+# CPU it still gets ~0.9 (weights 9548:1024), with the preemptions that make
+# the windows and the clocks diverge: below 0.95 the host counts as busy.
+QUIET=0.95
+awk -v r="$rate" -v q=$QUIET 'BEGIN { exit !(r >= q) }' || info "warning: busy loop got only $rate CPUs (host busy)"
 
 fails=()
 [[ $cgid == "$(stat -c %i "$cg")" ]] || fails+=("cgroup_id $cgid is not the cgroup's id $(stat -c %i "$cg")")
@@ -98,20 +132,19 @@ awk -v p="$pcnt" -v e="$enabled" -v r="$running" 'BEGIN { exit !(p > 99 && r <= 
 # the same figure); running grows with it, so the scaling is unaffected.
 near "$A" "$(awk -v r="$raw" 'BEGIN { print r / 1e6 }')" 0.5 ||
 	fails+=("value $A ms inconsistent with raw $raw ns")
-# perf's window (`sleep DUR` after its own start-up) and the agent's start
-# tens of ms apart; with the loop on a CPU of its own that is noise, but when
-# other tasks take a fifth of its CPU in bursts, the two windows see different
-# shares (-5% measured with four compilers beside it): 3% on a quiet host, 8%
-# on a busy one, which still catches a counter that misses a CPU or a window.
-plim=3
-awk -v r="$rate" 'BEGIN { exit !(r >= 0.9) }' || plim=8
-near "$A" "$P" $plim ||
-	fails+=("agent $A ms vs perf $P ms: $(pct_diff "$A" "$P")% (limit $plim%)")
+# Against perf, whose window holds the agent's: 0.5% for the reads' timing;
+# below, the loop's (at most 1 CPU) time outside the agent's window, which
+# is less than T - DUR (tens of ms on a quiet host: a few %).
+out_ms=$(awk -v t="$T" -v d="$DUR" 'BEGIN { printf "%.3f", t - d * 1000 }')
+awk -v a="$A" -v p="$P" 'BEGIN { exit !(a <= p * 1.005) }' ||
+	fails+=("agent $A ms above perf's $P ms, counted over a window that holds the agent's")
+awk -v a="$A" -v p="$P" -v o="$out_ms" 'BEGIN { exit !(a >= p - o - p * 0.005) }' ||
+	fails+=("agent $A ms below perf's $P ms minus the $out_ms ms the bracket adds to the window")
 # Against cpu.stat only when the loop had its CPU to itself: when other tasks
 # preempt it, the perf cgroup clock (perf stat -G shows the same figure as
 # the agent) and the scheduler's usage_usec diverge by several percent, so
 # that comparison would test the host's load, not the agent.
-if awk -v r="$rate" 'BEGIN { exit !(r >= 0.9) }'; then
+if awk -v r="$rate" -v q=$QUIET 'BEGIN { exit !(r >= q) }'; then
 	near "$A" "$expA" 2 ||
 		fails+=("agent $A ms vs cpu.stat rate x ${DUR}s $expA ms: $(pct_diff "$A" "$expA")% (limit 2%)")
 	# Rate-free bounds, with 1% slack for usage_usec lagging the running task.
@@ -120,7 +153,7 @@ if awk -v r="$rate" 'BEGIN { exit !(r >= 0.9) }'; then
 	awk -v a="$A" -v lo="$lo" -v u="$U" 'BEGIN { exit !(a >= lo - u * 0.01) }' ||
 		fails+=("agent $A ms below cpu.stat usage minus the bracket's extra time ($lo ms)")
 else
-	info "host busy (loop got $rate CPUs): cpu.stat comparison not made; perf compared within $plim%"
+	info "host busy (loop got $rate CPUs): cpu.stat comparison not made; perf's bounds still hold"
 fi
 
 ((${#fails[@]} == 0)) || { printf 'FAIL: %s\n' "${fails[@]}" >&2; exit 1; }

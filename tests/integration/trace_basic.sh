@@ -21,12 +21,28 @@ assert b == {16: 1000, 512: 300, 65536: 50}, b
 assert r["cgroup"].startswith("/cgperf-trace-"), r["cgroup"]
 PY
 
-# A tracepoint counted per cgroup: exactly the writes of the program.
+# tracing PID ERR: wait until trace PID is in its loop (blocked in poll(),
+# which it enters right after enabling its events; nothing on stderr says so).
+tracing() {
+	local i n
+	n=$(scaled 100)
+	for ((i = 0; i < n; i++)); do
+		[[ $(cat "/proc/$1/wchan" 2>/dev/null) == *poll* ]] && return 0
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	fail "trace $1 not tracing after $(scaled 10) s (wchan $(cat "/proc/$1/wchan" 2>/dev/null)): $(cat "$2")"
+}
+
+# A tracepoint counted per cgroup: exactly the writes of the program. The
+# writer starts once the trace is enabled, and the trace is stopped (SIGINT)
+# once the writer is done, so neither a slow start nor --duration cuts writes.
 cg_new tp
-"$AGENT" trace -e syscalls:sys_enter_write -G "$rel" --duration 3 --json >"$TMP/w.json" 2>"$TMP/err" &
+"$AGENT" trace -e syscalls:sys_enter_write -G "$rel" --duration "$(scaled 60)" --json >"$TMP/w.json" 2>"$TMP/err" &
 tr=$!; bg_track $tr
-sleep 1
-sh -c "echo \$\$ > '$cg/cgroup.procs'; exec '$W/writer' 4321"
+tracing $tr "$TMP/err"
+sh -c "echo \$\$ > '$cg/cgroup.procs'; exec '$W/writer' 4321" || fail "writer failed"
+kill -INT $tr
 wait $tr || fail "trace tracepoint failed: $(cat "$TMP/err")"
 python3 - "$TMP/w.json" "$rel" <<'PY' || fail "tracepoint count wrong"
 import json, sys
@@ -58,10 +74,14 @@ PY
 
 # -p on a process that forks: it keeps forking (uprobes with inherit made
 # fork() fail on this kernel), and its children's hits count.
-(for i in $(seq 8); do /bin/true; sleep 0.1; done; echo forked-fine >"$TMP/loop") &
+# The loop forks until the trace is over (bounded), so a slow start of the
+# trace still sees it fork for the whole 2 s.
+n=$(scaled 300)
+(for ((i = 0; i < n; i++)); do [[ -e $TMP/stop ]] && break; /bin/true; sleep 0.1; done
+	echo forked-fine >"$TMP/loop") &
 lp=$!; bg_track $lp
-sleep 0.1
 "$AGENT" trace -p $lp -e u:libc:malloc --json --duration 2 >"$TMP/p.json" 2>"$TMP/err" || fail "trace -p failed: $(cat "$TMP/err")"
+touch "$TMP/stop"
 wait $lp
 [[ -s $TMP/loop ]] || fail "the traced process could not fork"
 grep -q '"hits"' "$TMP/p.json" || fail "no hits from the traced process: $(cat "$TMP/err")"

@@ -44,6 +44,7 @@ _pkg_cleanup() {
 }
 
 pkg_build() {
-	mapfile -t PKG_DEBS < <(VERSION=${1:-} "$ROOT/packaging/build-deb.sh" "$PKG_OUT")
+	# The compile at the lowest priority: the tests running beside keep their share.
+	mapfile -t PKG_DEBS < <(VERSION=${1:-} nice -n 19 "$ROOT/packaging/build-deb.sh" "$PKG_OUT")
 	((${#PKG_DEBS[@]} == 2)) || fail "build-deb.sh ${1:-} made no 2 packages: ${PKG_DEBS[*]}"
 }
