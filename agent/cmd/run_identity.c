@@ -256,6 +256,10 @@ static void run_identity_pending(struct agent *a)
 		char *path = s->pending[i];
 
 		if (cg_rtcache_get(a->rt, path, &ri) == -EAGAIN) {
+			/* Not answered yet, or the lookup failed (a runtime
+			 * that answers only once the container has started):
+			 * asked again, with the cache's backoff. */
+			cg_rtcache_want(a->rt, path);
 			i++;
 			continue;
 		}

@@ -14,6 +14,11 @@ hostile=$'we"ird\\name\twith tab ünï' # the kernel refuses '\n' in cgroup name
 mkdir "$base/$hostile" || fail "cannot create hostile cgroup"
 sleep 60 & sl=$!; bg_track $sl
 cg_enter "$base/system.slice/docker-$cid.scope" $sl
+# $! is the forked shell: wait until it is sleep (comm) before it is listed
+for ((i = 0; i < $(scaled 50); i++)); do
+	[[ $(cat "/proc/$sl/comm" 2>/dev/null) == sleep ]] && break
+	sleep 0.1
+done
 
 "$AGENT" cgroups --processes --json "$rel" >"$TMP/c.json" || fail "cgroups --json failed"
 python3 - "$TMP/c.json" "$rel" "$cid" "$uid" "$sl" "$hostile" <<'PY' || fail "JSON check failed"

@@ -95,7 +95,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		for p in "${pids[@]}"; do
 			kill -0 $p 2>/dev/null || fail "round $r: a client stopped early: $(cat "$TMP"/r$r-c*.err; tail -n 3 "$TMP"/r$r-c*.out)"
 		done
-		((i < 600)) || fail "round $r: clients not answered within 60 s: $(tail -n 3 "$TMP/data.log")"
+		((i < $(scaled 600))) || fail "round $r: clients not answered within $(scaled 60) s: $(tail -n 3 "$TMP/data.log")"
 		sleep 0.1
 	done
 	sleep "0.$((RANDOM % 6 + 2))"

@@ -30,16 +30,27 @@ cg_new pprof
 # shellcheck disable=SC2046 # store_args: one flag or value a line
 exporter_up $(store_args exporter)
 
+# (push timeout: the time the exporter may take to answer, also at the
+# stop's flush; slow with a sanitizer or a loaded host)
 agent_yaml pprof-host "$rel" "sampling: {frequency: 199, call_graph: fp, event: cpu-clock}" \
-	"push: {interval: 1s, collectors: [\"$ex/api/v1/push\"], timeout: 2s, spool: {dir: $TMP/spool}}"
-agent_run "$TMP/agent.log" --config "$TMP/agent.yaml" --duration 6
-sleep 1 # sampling set up on the cgroup before the workload starts
+	"push: {interval: 1s, collectors: [\"$ex/api/v1/push\"], timeout: $(scaled 5)s, spool: {dir: $TMP/spool}}"
+# Stopped by SIGTERM (a last batch, then the queue flushed) once the workload
+# is done, not by a --duration a slow start could eat into.
+agent_run "$TMP/agent.log" --config "$TMP/agent.yaml" --duration "$(scaled 60)"
+# sampling set up on the cgroup (before "started") before the workload starts
+for ((i = 0; i < $(scaled 100); i++)); do
+	grep -q 'msg=started' "$TMP/agent.log" && break
+	kill -0 $ag 2>/dev/null || fail "agent exited: $(tail -5 "$TMP/agent.log")"
+	sleep 0.1
+done
+grep -q 'msg=started' "$TMP/agent.log" || fail "agent not started after $(scaled 10) s: $(tail -5 "$TMP/agent.log")"
 cg_spawn "$cg" "$W/chain-fp" 3
 wl=$SPAWNED
 wait $wl || fail "chain-fp failed"
 # The floor is what the workload's CPU time (its own new cgroup) is worth at
 # 199 Hz, so a loaded host that gives it little CPU does not fail the test.
 want=$(( $(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat") * 199 / 1000000 ))
+kill -TERM $ag
 wait $ag || fail "agent run failed: $(tail -5 "$TMP/agent.log")"
 
 # get FORMAT OUT: the cgroup's stacks; fails on anything but 200
@@ -49,6 +60,15 @@ get() {
 	st=$(curl -s -o "$2" -w '%{http_code}' "$ex/api/v1/stacks?$q&format=$1")
 	[[ $st == 200 ]] || fail "GET /api/v1/stacks?$q&format=$1: HTTP $st: $(head -c 300 "$2")"
 }
+# The agent has flushed its batches; the exporter's ingest may still be
+# storing the last: until the samples reach the floor below (404 while there
+# are none), or the time is up.
+for ((i = 0; i < $(scaled 100); i++)); do
+	st=$(curl -s -o "$TMP/out.folded" -w '%{http_code}' "$ex/api/v1/stacks?$q&format=folded")
+	[[ $st == 200 ]] && (($(awk '{ s += $NF } END { print s + 0 }' "$TMP/out.folded") * 10 >= want * 7)) &&
+		break
+	sleep 0.1
+done
 st=$(curl -s -o /dev/null -w '%{http_code}' "$ex/api/v1/stacks?$q&format=folded")
 [[ $st == 404 ]] && fail "the exporter has no /api/v1/stacks"
 

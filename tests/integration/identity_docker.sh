@@ -40,7 +40,7 @@ dockerd --iptables=false --ip6tables=false --bridge=none --host "unix://$SOCK" \
 	--data-root "$D/root" --exec-root "$D/exec" --pidfile "$D/docker.pid" \
 	--default-ulimit nofile=1024:1024 >"$D/log" 2>&1 &
 DPID=$!
-for i in $(seq $(( 150 * TIME_SCALE ))); do docker version >/dev/null 2>&1 && break; sleep 0.1; done
+for i in $(seq $(( 300 * TIME_SCALE ))); do docker version >/dev/null 2>&1 && break; sleep 0.1; done
 docker version >/dev/null 2>&1 || fail "dockerd did not start: $(tail -5 "$D/log")"
 busybox_tar "$TMP/img.tar"
 docker import --change 'CMD ["/bin/sh"]' "$TMP/img.tar" "$IMG" >/dev/null || fail "docker import failed"
@@ -60,7 +60,12 @@ agent_yaml dktest "container=cgperf-dk-$$-*" "push: {interval: 2s, collectors: [
 run_agent "$TMP/agent.yaml" "$port"
 "${RUN[@]}" --name "$B" --label team=web "$IMG" sh -c 'while :; do :; done' >/dev/null ||
 	fail "docker run $B failed"
-wait_named "$B" "$port" $(( 3000 * TIME_SCALE ))
+# What the wait covers: the watch sees B's cgroup (the agent's loop wakes
+# every 200 ms at most), the runtime cache asks dockerd (identity.timeout,
+# 500 ms; dockerd answers an inspect only once the start it is doing is
+# over), B is added at the next batch (2 s apart) and /metrics published
+# with it. 3 s left a busy host half an interval; 5 s (15 s sanitized).
+wait_named "$B" "$port" $(( 5000 * TIME_SCALE ))
 line=$NAMED_LINE
 [[ $line == *"image=\"$IMG\""* && $line == *'container_label_team="web"'* ]] ||
 	fail "image or label missing: $line"

@@ -64,7 +64,7 @@ srv.serve_forever()
 PY
 bg_track $!
 URL=https://127.0.0.1:$kport
-for i in $(seq 50); do curl -sf --cacert "$TMP/cert.pem" -H "Authorization: Bearer $(cat "$TMP/token")" \
+for ((i = 0; i < $(scaled 100); i++)); do curl -sf --cacert "$TMP/cert.pem" -H "Authorization: Bearer $(cat "$TMP/token")" \
 	"$URL/pods" >/dev/null && break; sleep 0.1; done
 curl -sf --cacert "$TMP/cert.pem" -H "Authorization: Bearer $(cat "$TMP/token")" "$URL/pods" >/dev/null ||
 	fail "the stand-in kubelet does not answer: $(cat "$TMP/kubelet.log")"

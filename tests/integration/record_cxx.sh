@@ -77,7 +77,7 @@ for style in default none; do
 		--port-file "$TMP/port-$style" >"$TMP/fc-$style.log" 2>&1 &
 	fc=$!
 	bg_track $fc
-	for i in $(seq 50); do
+	for ((i = 0; i < $(scaled 50); i++)); do
 		[[ -s $TMP/port-$style ]] && break
 		sleep 0.1
 	done
@@ -96,7 +96,7 @@ push:
   spool: {dir: $TMP/spool-$style}
 YAML
 	agent_run "$TMP/run-$style.log" --config "$TMP/run-$style.yaml"
-	for i in $(seq 100); do
+	for ((i = 0; i < $(scaled 100); i++)); do
 		grep -q 'msg=started' "$TMP/run-$style.log" && break
 		kill -0 $ag 2>/dev/null || fail "run ($style): agent exited: $(cat "$TMP/run-$style.log")"
 		sleep 0.1

@@ -29,7 +29,7 @@ stallfs_up() {
 	nsenter -t "$jp" -m -- /tmp/stallfs "$@" >"$out" 2>&1 &
 	SF_PID=$!
 	bg_track $SF_PID
-	for i in $(seq 50); do
+	for ((i = 0; i < $(scaled 50); i++)); do
 		grep -qs ready "$out" && return 0
 		kill -0 $SF_PID 2>/dev/null || break
 		sleep 0.1
@@ -37,15 +37,15 @@ stallfs_up() {
 	fail "stallfs $1 did not mount: $(cat "$out")"
 }
 
-# helper_gone CASE: the read helper $helper (if any) exits within 5 s of its
-# daemon.
+# helper_gone CASE: the read helper $helper (if any) exits within 5 s
+# (scaled) of its daemon.
 helper_gone() {
 	local i
-	for i in $(seq 50); do
+	for ((i = 0; i < $(scaled 50); i++)); do
 		[[ -z $helper ]] || ! kill -0 $helper 2>/dev/null && return 0
 		sleep 0.1
 	done
-	fail "$1: helper $helper still there after its daemon ended"
+	fail "$1: helper $helper still there $(scaled 5) s after its daemon ended"
 }
 
 W=$BUILD_DIR/workloads
@@ -53,7 +53,7 @@ W=$BUILD_DIR/workloads
 command -v unshare >/dev/null || skip "unshare (util-linux) missing"
 [[ -x /usr/bin/time ]] || skip "/usr/bin/time (package time) missing"
 DUR=1.5
-LIMIT=12          # seconds: the duration plus a wide margin on a busy 2-core VM
+LIMIT=$(scaled 12) # seconds: the duration plus a wide margin on a busy 2-core VM
 RSS_MAX_KB=131072 # 128 MiB; a normal record here stays far below
 # ~300 samples expected (1.5 s at 199 Hz of a spinning JIT); a record stuck
 # on a map has a handful, a loaded 2-core host still gives ~90
@@ -70,7 +70,7 @@ sh -c "echo \$\$ > '$cg/cgroup.procs'; exec unshare --mount --pid --fork --kill-
 	sh -c 'exec 9<\"\$0\"; mount -t tmpfs -o size=4m tmpfs /tmp && cp /proc/self/fd/9 /tmp/jit && chmod 755 /tmp/jit && exec 9<&- && exec /tmp/jit 60' '$W/jit'" >"$TMP/ns.out" 2>&1 &
 outer=$!; bg_track $outer
 jp=
-for i in $(seq 50); do
+for ((i = 0; i < $(scaled 50); i++)); do
 	for p in $(cat "$cg/cgroup.procs"); do
 		[[ $(awk '/^NSpid:/ { print NF, $NF }' /proc/$p/status 2>/dev/null) == "3 1" ]] &&
 			[[ $(cat /proc/$p/comm 2>/dev/null) == jit ]] && jp=$p
@@ -196,11 +196,11 @@ else
 	grep -q ' samples in ' "$TMP/fuse.err" ||
 		fail "fuse: no output within $LIMIT s while the map's read stalls: $(cat "$TMP/fuse.err")"
 	out_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-	for i in $(seq 50); do
+	for ((i = 0; i < $(scaled 50); i++)); do
 		kill -0 $AGP 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -0 $AGP 2>/dev/null && fail "fuse: record still running 5 s after its output, its map's read stalled"
+	kill -0 $AGP 2>/dev/null && fail "fuse: record still running $(scaled 5) s after its output, its map's read stalled"
 	wait $AGP || fail "fuse: record failed: $(cat "$TMP/fuse.err")"
 	exit_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 	helper=$(pgrep -f -- "__read-perf-map /proc/$jp/root" || true)
@@ -230,7 +230,7 @@ else
 	sh -c "echo \$\$ > '$cg/cgroup.procs'; exec nsenter -t $jp -m -- /tmp/binfs/map 120" \
 		>"$TMP/binfs-spin.out" 2>&1 &
 	BW=$!; bg_track $BW
-	for i in $(seq 50); do
+	for ((i = 0; i < $(scaled 50); i++)); do
 		[[ $(cat /proc/$BW/comm 2>/dev/null) == map ]] && break
 		sleep 0.1
 	done
@@ -266,7 +266,7 @@ mkdir -p "$TMP/fc"
 python3 "$ROOT/tests/lib/fake_collector.py" --dir "$TMP/fc" --port 0 --port-file "$TMP/port" \
 	>"$TMP/fc.log" 2>&1 &
 FC=$!; bg_track $FC
-for i in $(seq 50); do
+for ((i = 0; i < $(scaled 50); i++)); do
 	[[ -s $TMP/port ]] && break
 	sleep 0.1
 done
@@ -285,25 +285,32 @@ metrics: {listen: "127.0.0.1:$mport"}
 YAML
 	"$AGENT" run --config "$TMP/run-$kind.yaml" 2>"$TMP/run-$kind.log" &
 	AG=$!; bg_track $AG
-	for i in $(seq 100); do
+	for ((i = 0; i < $(scaled 100); i++)); do
 		grep -q 'msg=started' "$TMP/run-$kind.log" && break
 		kill -0 $AG 2>/dev/null || fail "run ($kind): agent exited: $(cat "$TMP/run-$kind.log")"
 		sleep 0.1
 	done
-	sleep 2.5 # two intervals of samples of the JIT
-	curl -sf "http://127.0.0.1:$mport/metrics" >"$TMP/metrics-$kind" ||
-		fail "run ($kind): no /metrics"
+	reason=$([[ $kind == fifo ]] && echo special || echo link)
+	# two intervals of samples of the JIT, and the refusal on /metrics (the
+	# map is opened when the JIT's first samples are named, at a batch)
+	for ((i = 0; i < $(scaled 150); i++)); do
+		curl -sf "http://127.0.0.1:$mport/metrics" >"$TMP/metrics-$kind" ||
+			fail "run ($kind): no /metrics"
+		(($(grep -c 'msg="batch queued"' "$TMP/run-$kind.log") >= 2)) &&
+			grep -q "^cgperf_agent_files_refused_total{host=\"test-host\",reason=\"$reason\"} [1-9]" \
+				"$TMP/metrics-$kind" && break
+		sleep 0.1
+	done
 	kill -TERM $AG
-	for i in $(seq 100); do
+	for ((i = 0; i < $(scaled 100); i++)); do
 		kill -0 $AG 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -0 $AG 2>/dev/null && { kill -KILL $AG; fail "run ($kind): still running 10 s after SIGTERM"; }
+	kill -0 $AG 2>/dev/null && { kill -KILL $AG; fail "run ($kind): still running $(scaled 10) s after SIGTERM"; }
 	wait $AG || fail "run ($kind) failed: $(tail -n 20 "$TMP/run-$kind.log")"
 	batches=$(grep -c 'msg="batch queued"' "$TMP/run-$kind.log")
 	info "run ($kind): stopped on SIGTERM, $batches batches"
-	((batches >= 2)) || fail "run ($kind): $batches batches in 2.5 s"
-	reason=$([[ $kind == fifo ]] && echo special || echo link)
+	((batches >= 2)) || fail "run ($kind): $batches batches in $(scaled 15) s"
 	grep -q "^cgperf_agent_files_refused_total{host=\"test-host\",reason=\"$reason\"} 1\$" \
 		"$TMP/metrics-$kind" ||
 		fail "run ($kind): no $reason refusal on /metrics: $(grep files_refused "$TMP/metrics-$kind")"

@@ -18,16 +18,31 @@ sampling: {enabled: false}
 push: {interval: 1s, collectors: [], spool: {dir: $TMP/spool}}
 metrics: {listen: "127.0.0.1:$port"}
 YAML
+# batches: the agent's batch count on its /metrics (0 when none yet)
+batches() {
+	curl -sf "http://127.0.0.1:$port/metrics" | awk '/^cgperf_agent_batches_total\{/ { n = $NF } END { print n + 0 }'
+}
+# Stopped by SIGTERM once the figures are read, not by a --duration.
+agent_run "$TMP/run.log" --config "$TMP/agent.yaml" --duration "$(scaled 60)"
+# /metrics answers once the cgroups are counted: the spin starts after, so
+# the agent sees all of the CPU time cpu.stat has for it.
+wait_http "http://127.0.0.1:$port/metrics" "$(scaled 10)" "$TMP/run.log"
 sh -c "echo \$\$ > '$base/busy/cgroup.procs'; exec '$W/spin' 3" &
 sp=$!; bg_track $sp
-agent_run "$TMP/run.log" --config "$TMP/agent.yaml" --duration 6
-sleep 2.4
 curl -sf "http://127.0.0.1:$port/metrics" >"$TMP/m.txt" || fail "no /metrics: $(cat "$TMP/run.log")"
 curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/other" | grep -q 404 || fail "unknown path not 404"
 wait $sp
 u=$(awk '/^usage_usec/ { print $2 }' "$base/busy/cpu.stat")
-sleep 1.3
+# Two batches later (the one under way may have read its counters before
+# the spin ended), /metrics holds all of the spin's CPU time.
+b0=$(batches)
+for ((i = 0; i < $(scaled 100); i++)); do
+	(($(batches) >= b0 + 2)) && break
+	sleep 0.1
+done
+(($(batches) >= b0 + 2)) || fail "no batch after the spin ended within $(scaled 10) s: $(tail -n 5 "$TMP/run.log")"
 curl -sf "http://127.0.0.1:$port/metrics" >"$TMP/m2.txt" || fail "no /metrics the second time"
+kill -TERM $ag
 wait $ag || fail "run failed: $(cat "$TMP/run.log")"
 promtool check metrics <"$TMP/m2.txt" || fail "promtool rejects /metrics: $(head -30 "$TMP/m2.txt")"
 grep -q 'host="metrics-\\"host"' "$TMP/m2.txt" || fail "host label not escaped"

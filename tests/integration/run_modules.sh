@@ -21,7 +21,7 @@ mport=$(free_port)
 mkdir -p "$TMP/fc" "$TMP/bin"
 python3 "$ROOT/tests/lib/fake_collector.py" --dir "$TMP/fc" --port $port >"$TMP/fc.log" 2>&1 &
 FC=$!; bg_track $FC
-for i in $(seq 50); do
+for ((i = 0; i < $(scaled 50); i++)); do
 	python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && break
 	sleep 0.1
 done
@@ -42,18 +42,32 @@ objects() {
 		/^cgperf_agent_symbol_objects_dropped_total\{/ { d = $2 }
 		END { if (o != "" && d != "") print o, d }'
 }
+# The agent's batch count on its /metrics (0 when none yet).
+batches() {
+	curl -fsS "http://127.0.0.1:$mport/metrics" 2>/dev/null |
+		awk '/^cgperf_agent_batches_total\{/ { n = $2 } END { print n + 0 }'
+}
 # N copies of one binary: N inodes, N objects for the agent.
 for i in $(seq $N); do cp "$W/spin" "$TMP/bin/spin-$i"; done
 
 pg_bench_start "$TMP/pgbench.log" -n -S -c 2 -j 1 -T 60 -R 1500
 agent_run "$TMP/run.log" --config "$TMP/agent.yaml"
-for i in $(seq 100); do
+for ((i = 0; i < $(scaled 100); i++)); do
 	base=$(objects) && [[ -n $base ]] && break
 	sleep 0.2
 done
 [[ -n $base ]] || fail "no object figures on /metrics: $(tail -n 5 "$TMP/run.log")"
-sleep 2
-base=$(objects)
+# The base: the count once it holds still from one batch to the next (the
+# server's and pgbench's backends all mapped).
+b=$(batches)
+for ((i = 0; i < $(scaled 100); i++)); do
+	sleep 0.2
+	(($(batches) > b)) || continue
+	b=$(batches)
+	now=$(objects)
+	[[ ${now% *} == "${base% *}" ]] && break
+	base=$now
+done
 # One copy at a time, each a short-lived process in the followed cgroup.
 for i in $(seq $N); do
 	sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" 0.25' sh "$cg" "$TMP/bin/spin-$i" ||
@@ -62,7 +76,7 @@ for i in $(seq $N); do
 done
 # Exited processes are forgotten two intervals (1 s each) after their exit;
 # wait until the count is back down, or long enough to know it is not.
-for i in $(seq 75); do
+for ((i = 0; i < $(scaled 75); i++)); do
 	last=$(objects)
 	read -r o d <<<"$last"
 	((o <= ${base% *} + 2)) && break
@@ -73,7 +87,17 @@ wait $ag || fail "run failed: $(tail -n 20 "$TMP/run.log")"
 grep -v 'level=debug' "$TMP/run.log" | head -20
 echo "$base" "$last" "$(sort -n "$TMP/during" | tail -n1)" >"$TMP/objects"
 
-sleep 1.5 # the last batches arrive
+# The agent flushed its queue before it exited; a batch the collector was
+# still writing when the agent gave up on it may land a moment later.
+queued=$(sed -n 's/.*msg="batch queued" seq=\([0-9]*\).*/\1/p' "$TMP/run.log")
+for ((i = 0; i < $(scaled 50); i++)); do
+	missing=0
+	for s in $queued; do [[ -e $TMP/fc/body-$s ]] || missing=$((missing + 1)); done
+	((missing == 0)) && break
+	grep -q 'still spooled' "$TMP/run.log" && break
+	sleep 0.1
+done
+((missing == 0)) || info "$missing queued batches not received (spooled at the stop)"
 for f in "$TMP"/fc/body-*; do "$AGENT" wire-dump "$f"; done >"$TMP/batches.jsonl" ||
 	fail "a received batch does not decode"
 pg_bid=$(readelf -n "$PG_BIN/postgres" | awk '/Build ID:/ { print $3 }')

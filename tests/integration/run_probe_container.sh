@@ -58,10 +58,12 @@ agent_config() {
 		'identity: {podman_socket: ""}'
 }
 
-# wait_hits NAME: until the exporter counts 50 ticks of container NAME
+# wait_hits NAME: until the exporter counts 50 ticks of container NAME (1 s
+# of ticks; the rest of the bound is podman's answer, the probe's placing at
+# a batch and the push, slower on a busy host)
 wait_hits() {
 	hits=0
-	for i in $(seq $(( 20 * TIME_SCALE ))); do
+	for i in $(seq $(( 60 * TIME_SCALE ))); do
 		sleep 0.5
 		curl -sf "$ex/metrics" >"$TMP/m.txt" || continue
 		hits=$(awk -v n="container_name=\"$1\"" '/^cgperf_probe_hits_total\{/ && /cgperf_tick/ && index($0, n) { s += $NF } END { print s + 0 }' "$TMP/m.txt")

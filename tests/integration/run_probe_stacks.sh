@@ -50,7 +50,7 @@ agent() {
 	python3 "$ROOT/tests/lib/fake_collector.py" --dir "$TMP/fc$n" --port 0 \
 		--port-file "$TMP/port$n" >"$TMP/fc$n.log" 2>&1 &
 	FC=$!; bg_track $FC
-	for i in $(seq 50); do
+	for ((i = 0; i < $(scaled 50); i++)); do
 		[[ -s $TMP/port$n ]] && break
 		sleep 0.1
 	done
@@ -68,7 +68,7 @@ log: {level: debug}
 YAML
 	"$AGENT" run --config "$TMP/agent$n.yaml" 2>"$TMP/run$n.log" &
 	AG=$!; bg_track $AG
-	for i in $(seq 100); do
+	for ((i = 0; i < $(scaled 100); i++)); do
 		grep -q 'msg=started' "$TMP/run$n.log" && return 0
 		kill -0 $AG 2>/dev/null || fail "run $n: agent exited: $(cat "$TMP/run$n.log")"
 		sleep 0.1
@@ -285,13 +285,17 @@ for n, per_cgroup in ((2, False), (3, True)):
         assert {"chain-fp", "spin-c"} <= comms, f"run {n}: comms {comms} in the host profile (samples by comm {comm_samples})"
     else:
         assert cpu["host"] == 0 and cpu["b"] > 0 and cpu["c"] > 0, cpu
-    # cpu-clock at 99 Hz: one sample per 1/99 s of the cgroups' CPU time
-    assert abs(total - want) <= 0.25 * want + 10, f"run {n}: {total} samples for ~{want:.0f}"
+    # cpu-clock at 99 Hz: one sample per 1/99 s of the cgroups' CPU time; the
+    # kernel's count strays when the tasks are preempted often (perf record
+    # -F 99 -G itself: -17% with the workload at a third of a CPU; -21% and
+    # +21% seen here with them at a seventh to a fifth): 40% either way.
+    assert abs(total - want) <= 0.4 * want + 10, f"run {n}: {total} samples for ~{want:.0f}"
     rate[n] = (total, tc_s)
 r2, r3 = (rate[n][0] / rate[n][1] for n in (2, 3))
 print(f"# samples per CPU second: merged {r2:.1f}, per cgroup {r3:.1f}")
-# (10 samples of slack for the few CPU seconds a busy host may leave)
-assert abs(r2 - r3) <= 0.2 * r3 + 10 / min(rate[2][1], rate[3][1]), \
+# (10 samples of slack for the few CPU seconds a busy host may leave; the
+# two runs are preempted differently, -4% and -21% of 99 Hz seen: 35%)
+assert abs(r2 - r3) <= 0.35 * r3 + 10 / min(rate[2][1], rate[3][1]), \
     "the merged profile does not hold what the per-cgroup ones do"
 PY
 	fail "batches do not add up"

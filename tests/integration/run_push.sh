@@ -19,7 +19,7 @@ collector() { # start the fake collector (gzip + token checked)
 	python3 "$ROOT/tests/lib/fake_collector.py" --dir "$TMP/fc" --port $port --token s3cret \
 		>>"$TMP/fc.log" 2>&1 &
 	FC=$!; bg_track $FC
-	for i in $(seq 50); do
+	for ((i = 0; i < $(scaled 50); i++)); do
 		python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && return
 		sleep 0.1
 	done
@@ -45,41 +45,78 @@ log: {level: debug}
 YAML
 
 # Load for the whole test: pgbench against the server in the cgroup.
-pg_bench_start "$TMP/pgbench.log" -n -S -c 2 -j 2 -T 40 -R 2000
+# (killed at the end; the runs below take longer on a slow host)
+pg_bench_start "$TMP/pgbench.log" -n -S -c 2 -j 2 -T $(scaled 120) -R 2000
 usage() { awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat"; }
+# until LOG has a line with TEXT (its agent running), else fail
+logged() { # LOG TEXT WHAT
+	local i
+	for ((i = 0; i < $(scaled 150); i++)); do
+		grep -q "$2" "$1" && return 0
+		kill -0 $ag 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q "$2" "$1" || fail "$3 within $(scaled 15) s: $(tail -n 5 "$1")"
+}
+# until every batch LOG says was queued is at the collector
+delivered() { # LOG
+	local i s missing
+	for ((i = 0; i < $(scaled 150); i++)); do
+		missing=
+		for s in $(sed -n 's/.*msg="batch queued" seq=\([0-9]*\).*/\1/p' "$1"); do
+			[[ -e $TMP/fc/body-$s ]] || missing+=" $s"
+		done
+		[[ -z $missing ]] && return 0
+		sleep 0.1
+	done
+	fail "batches$missing not delivered within $(scaled 15) s: $(tail -n 5 "$1")"
+}
 
+# Each life is ended by SIGTERM (a last batch, the queue flushed) once what
+# it is there for has happened, not by a --duration a slow start could eat.
 collector
 u0=$(usage)
-agent_run "$TMP/run1.log" --config "$TMP/agent.yaml" --duration 4
-sleep 1.6
-kill $FC; wait $FC 2>/dev/null # outage: about two intervals
+agent_run "$TMP/run1.log" --config "$TMP/agent.yaml" --duration "$(scaled 120)"
+logged "$TMP/run1.log" 'msg=started' "first run: not started"
+# The lower bound on the first run's CPU starts here: counting has begun.
+u0s=$(usage)
+# a batch delivered, then the outage: about two intervals
+for ((i = 0; i < $(scaled 150); i++)); do
+	compgen -G "$TMP/fc/body-*" >/dev/null && break
+	sleep 0.1
+done
+compgen -G "$TMP/fc/body-*" >/dev/null || fail "no batch delivered before the outage: $(tail -n 5 "$TMP/run1.log")"
+kill $FC; wait $FC 2>/dev/null
 sleep 1
 kill -HUP $ag # reload in the middle of the outage
 sleep 1
 collector
+logged "$TMP/run1.log" 'msg="config reloaded"' "SIGHUP did not reload"
+delivered "$TMP/run1.log"
+kill -TERM $ag
 wait $ag || fail "run failed: $(cat "$TMP/run1.log")"
 u1=$(usage)
-sleep 2 # the spooled batches arrive
-# Second life of the agent: same spool, collector down at first.
+# Second life of the agent: same spool, collector down at first (for a
+# batch or more), then up.
 kill $FC; wait $FC 2>/dev/null
-agent_run "$TMP/run2.log" --config "$TMP/agent.yaml" --duration 2.2
-sleep 1.5
+agent_run "$TMP/run2.log" --config "$TMP/agent.yaml" --duration "$(scaled 120)"
+logged "$TMP/run2.log" 'msg="batch queued"' "second run: no batch while the collector is down"
 collector
+delivered "$TMP/run2.log"
+kill -TERM $ag
 wait $ag || fail "second run failed: $(cat "$TMP/run2.log")"
 u2=$(usage)
-sleep 2
 cat "$TMP/run1.log" "$TMP/run2.log" | grep -v 'level=debug' | head -20
-grep -q 'msg="config reloaded"' "$TMP/run1.log" || fail "SIGHUP did not reload: $(cat "$TMP/run1.log")"
 # What the agent produced, per batch, from its own log.
 cat "$TMP/run1.log" "$TMP/run2.log" |
 	sed -n 's/.*msg="batch queued" seq=\([0-9]*\) samples=\([0-9]*\) hits=\([0-9]*\) counters=\([0-9]*\).*/\1 \2 \3 \4/p' >"$TMP/produced"
 
 for f in "$TMP"/fc/body-*; do "$AGENT" wire-dump "$f"; done >"$TMP/batches.jsonl" || fail "a received batch does not decode"
-python3 - "$TMP/batches.jsonl" "$rel" "$u0" "$u1" "$u2" "$TMP/produced" <<'PY' || fail "batches do not add up"
+python3 - "$TMP/batches.jsonl" "$rel" "$u0" "$u1" "$u2" "$TMP/produced" "$u0s" <<'PY' || fail "batches do not add up"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 rel = sys.argv[2]
-u0, u1, u2 = (int(x) for x in sys.argv[3:6])
+u0, u1, u2, u0s = (int(x) for x in sys.argv[3:6] + sys.argv[7:8])
 seqs = [r["seq"] for r in rows]
 print(f"# {len(rows)} batches received, seqs {seqs}")
 assert len(set(seqs)) == len(seqs), "a batch arrived twice"
@@ -93,11 +130,13 @@ def tc(r):
 total_ms = sum(tc(r) for r in rows)
 want_ms = (u2 - u0) / 1000
 print(f"# task-clock over all batches {total_ms:.0f} ms; cgroup cpu.stat over both runs {want_ms:.0f} ms "
-      f"(first run alone {(u1 - u0) / 1000:.0f} ms)")
+      f"(first run from its 'started' line {(u1 - u0s) / 1000:.0f} ms)")
 # The two runs cover less than the cpu.stat bracket (start-up, the gap between
 # runs), never more.
 assert total_ms <= want_ms * 1.05 + 20, "more CPU reported than the cgroup used"  # cpu.stat flushes lazily
-assert total_ms >= (u1 - u0) / 1000 * 0.85, "CPU of the first run missing: batches lost?"
+# ... and more than the first run from its start (its counting had begun;
+# the stop's flush and exit, after the last batch, are a small part).
+assert total_ms >= (u1 - u0s) / 1000 * 0.85, "CPU of the first run missing: batches lost?"
 samples = sum(p["samples"] for r in rows for p in r["profiles"])
 print(f"# stack samples {samples}")
 produced = {int(a): (int(b), int(c), int(d)) for a, b, c, d in (l.split() for l in open(sys.argv[6]))}
@@ -111,8 +150,10 @@ hits = sum(v[1] for v in produced.values())
 assert sum(v[2] for v in produced.values()) > 0, "no counter deltas"
 print(f"# query__start hits {hits}, query latency pairs {lat}")
 assert hits > 1000 and lat >= 0.95 * hits, "queries not traced through the outage"
-# cpu-clock at 99 Hz: one sample per 1/99 s of the cgroup's CPU time.
+# cpu-clock at 99 Hz: one sample per 1/99 s of the cgroup's CPU time; the
+# kernel's count strays when the tasks are preempted often (run_probe_stacks:
+# -21% and +21% seen on a loaded host, perf itself -17%): 40% either way.
 want = 99 * total_ms / 1000
-assert abs(samples - want) <= 0.25 * want + 10, f"{samples} samples for {total_ms:.0f} ms of CPU at 99 Hz (want ~{want:.0f})"
+assert abs(samples - want) <= 0.4 * want + 10, f"{samples} samples for {total_ms:.0f} ms of CPU at 99 Hz (want ~{want:.0f})"
 PY
 exit 0

@@ -119,7 +119,7 @@ info "cpu.stat at rate x ${DUR}s = $expA ms   agent vs it $(pct_diff "$A" "$expA
 awk -v r="$rate" 'BEGIN { exit !(r >= 0.2) }' || fail "busy loop only got $rate CPUs: not running in $cg?"
 # A quiet host gives the loop ~1 CPU; niced -10 beside a nice-0 hog on its
 # CPU it still gets ~0.9 (weights 9548:1024), with the preemptions that make
-# the windows and the clocks diverge: below 0.95 the host counts as busy.
+# the perf clock and usage_usec diverge (below): under 0.95 the host is busy.
 QUIET=0.95
 awk -v r="$rate" -v q=$QUIET 'BEGIN { exit !(r >= q) }' || info "warning: busy loop got only $rate CPUs (host busy)"
 

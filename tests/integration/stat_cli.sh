@@ -64,11 +64,13 @@ cg=$(python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["cgroup
 # Hardware events: counted where a PMU exists, "<not supported>" where not,
 # and the software events beside them still count.
 cg=$(cg_make hw)
-"$W/spin" 3 & sp=$!; bg_track $sp; cg_enter "$cg" $sp
+# spinning until killed: however slowly stat starts, its window has the spin
+"$W/spin" & sp=$!; bg_track $sp; cg_enter "$cg" $sp
 rel=${cg#"$(cg2_mount)"}
 u0=$(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat")
 out=$("$AGENT" stat -G "$rel" -e task-clock,cycles,instructions --duration 1) || fail "stat with hw events failed"
 u1=$(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat")
+kill $sp; wait $sp 2>/dev/null
 info "$out"
 tc=$(awk '$2 == "msec" && $3 == "task-clock" { gsub(",", "", $1); print $1 }' <<<"$out")
 grep -qE 'msec task-clock +# +[0-9.]+ CPUs utilized' <<<"$out" || fail "no CPUs utilized figure: $out"

@@ -50,7 +50,9 @@ port=$(free_port)
 agent_yaml pgbin "$rel" 'probes: [{spec: "sdt:postgresql:query__start"}]' "metrics: {listen: \"127.0.0.1:$port\"}"
 run_agent "$TMP/agent.yaml" "$port"
 pg_bench_run -n -S -M simple -c 1 -t 100 >"$TMP/pgbench2.log" 2>&1 || fail "pgbench: $(cat "$TMP/pgbench2.log")"
-for i in $(seq $(( 30 * TIME_SCALE ))); do
+# (the hits reach the exporter's /metrics with the next push, 1 s apart,
+# then its ingest, both slow on a loaded host: up to 30 s)
+for i in $(seq $(( 150 * TIME_SCALE ))); do
 	hits=$(curl -sf "$ex/metrics" |
 		awk -v id="id=\"$rel\"" '/^cgperf_probe_hits_total\{/ && index($0, id) && /query__start/ { s += $NF } END { print s + 0 }')
 	(( hits >= 100 )) && break

@@ -56,12 +56,23 @@ done
 # - a completion taken by an idle CPU leaves no record (see writes()); the
 #   spinners make that rare. Such STARTs time out or stay pending, and are
 #   counted so, never paired wrongly.
+# The writes start once the trace is in its loop (blocked in poll(), which it
+# enters once its events are enabled), and the trace is stopped (SIGINT) once
+# they are done (each direct write waits for its completion).
 trace_once() {
+	local i n
 	"$AGENT" trace -G "$rel" --latency $LAT --key dev,sector --heatmap "$TMP/trace.svg" \
-		--json --duration "$(scaled 4)" >"$TMP/t.json" 2>"$TMP/t.err" &
+		--json --duration "$(scaled 60)" >"$TMP/t.json" 2>"$TMP/t.err" &
 	tr=$!; bg_track $tr
-	sleep 1.5
+	n=$(scaled 100)
+	for ((i = 0; i < n; i++)); do
+		[[ $(cat "/proc/$tr/wchan" 2>/dev/null) == *poll* ]] && break
+		kill -0 $tr 2>/dev/null || break
+		sleep 0.1
+	done
+	[[ $(cat "/proc/$tr/wchan" 2>/dev/null) == *poll* ]] || fail "trace not tracing after $(scaled 10) s: $(cat "$TMP/t.err")"
 	writes
+	kill -INT $tr
 	wait $tr || fail "trace failed: $(cat "$TMP/t.err")"
 	cat "$TMP/t.err"
 	python3 - "$TMP/t.json" "$rel" "$TMP/t.err" <<'PY'
@@ -119,9 +130,14 @@ YAML
 agent_run "$TMP/run.log" --config "$TMP/agent.yaml"
 wait_http "http://127.0.0.1:$mport/metrics" "$(scaled 10)" "$TMP/run.log"
 writes
-sleep 1.5 # a batch (1 s) and the pairing delay (200 ms) later
-curl -sf "http://127.0.0.1:$mport/metrics" >"$TMP/agent.prom" || fail "agent /metrics"
-pairs=$(awk '/^cgperf_agent_latency_pairs_total/ { print $NF }' "$TMP/agent.prom")
+# until the pairs are on /metrics: a batch (1 s) and the pairing delay
+# (200 ms) later, or more on a loaded host
+for ((i = 0; i < $(scaled 100); i++)); do
+	curl -sf "http://127.0.0.1:$mport/metrics" >"$TMP/agent.prom" || fail "agent /metrics"
+	pairs=$(awk '/^cgperf_agent_latency_pairs_total/ { print $NF }' "$TMP/agent.prom")
+	((${pairs:-0} > 0)) && break
+	sleep 0.1
+done
 grep '^cgperf_agent_latency_' "$TMP/agent.prom"
 # (not necessarily 2000: see trace_once)
 ((${pairs:-0} > 0)) || fail "agent /metrics: ${pairs:-no} latency pairs"
