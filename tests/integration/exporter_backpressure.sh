@@ -95,7 +95,7 @@ push: {interval: 1s, collectors: ["$url/api/v1/push"], timeout: 8s, retry: {init
 log: {level: debug}
 YAML
 exporter 1 # one push in the store thread's hands, one queued: then full
-sh -c "echo \$\$ > '$cg/cgroup.procs'; exec '$W/spin' 600" &
+sh -c "echo \$\$ > '$cg/cgroup.procs'; exec '$W/spin' 600 25" &
 SP=$!
 bg_track $SP
 # No --duration: the agent runs until the batch that carries its failed

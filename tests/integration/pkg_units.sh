@@ -40,7 +40,7 @@ sed -e "s/127.0.0.1:9464/127.0.0.1:$port/" -e 's/interval: 10s/interval: 1s/' /e
 chmod 644 "$TMP"/*.yaml; chmod 755 "$TMP"
 setpriv --reuid=cgperf --regid=cgperf --init-groups --inh-caps=-all --bounding-set=-all --no-new-privs \
 	/usr/bin/cgperf-exporter --config "$TMP/exporter.yaml" >"$TMP/exp.log" 2>&1 & ep=$!; bg_track $ep
-wait_http http://127.0.0.1:$port/healthz 10 "$TMP/exp.log"
+wait_http http://127.0.0.1:$port/healthz "$(scaled 10)" "$TMP/exp.log"
 caps=+perfmon,+sys_ptrace,+dac_read_search
 setpriv --reuid=cgperf --regid=cgperf --init-groups --inh-caps=$caps --ambient-caps=$caps --bounding-set=$caps \
 	--no-new-privs /usr/bin/cgperf-agent run --config "$TMP/agent.yaml" >"$TMP/agent.log" 2>&1 & ap=$!; bg_track $ap
@@ -52,9 +52,16 @@ done
 ((ok)) || { tail -20 "$TMP/agent.log"; fail "no per-cgroup CPU metric pushed by the agent as cgperf"; }
 grep -Ei 'permission|EPERM|EACCES|capab' "$TMP/agent.log" && fail "the agent as cgperf logged permission errors"
 echo "# reload" >>"$TMP/agent.yaml"
-kill -HUP $ap; sleep 1
+kill -HUP $ap
+# the reload comes after the interval's last batch: wait for its log line
+for ((i = 0; i < $(scaled 20) * 10; i++)); do
+	grep -q 'msg="config reloaded"\|msg="reload failed' "$TMP/agent.log" && break
+	kill -0 $ap 2>/dev/null || break
+	sleep 0.1
+done
 kill -0 $ap || { tail "$TMP/agent.log"; fail "the agent died on SIGHUP"; }
-grep -qi 'reload' "$TMP/agent.log" || info "no reload line in the agent's log"
+grep -q 'msg="config reloaded"' "$TMP/agent.log" ||
+	{ tail "$TMP/agent.log"; fail "no 'config reloaded' in the agent's log $(scaled 20)s after SIGHUP"; }
 kill -TERM $ap $ep; wait $ap; ra=$?; wait $ep; re=$?
 ((ra == 0 && re == 0)) || fail "exit status on SIGTERM: agent $ra, exporter $re"
 echo "PASS: pkg_units (verify clean, exporter exposure $exp_exporter, agent $exp_agent; both run as cgperf)"

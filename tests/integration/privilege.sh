@@ -47,7 +47,8 @@ cg=$(cg_make pg); _CG_MADE+=("$cg"); rel=${cg#"$(cg2_mount)"}
 pg_start "$cg"
 pg_bench_init 2
 PGBIN=$PG_BIN/postgres
-pg_bench_start "$TMP/pgbench.log" -n -S -M simple -c 4 -j 2 -T 60 -R 8000
+# (long enough for a slow machine; killed at exit)
+pg_bench_start "$TMP/pgbench.log" -n -S -M simple -c 4 -j 2 -T "$(scaled 180)" -R 8000
 # The "container": its own mount namespace whose root is a tmpfs that only it
 # sees (pivot_root, as runc does), its own cgroup.
 root=$TMP/root
@@ -58,9 +59,21 @@ sh -c "echo \$\$ > '$ccg/cgroup.procs'; exec unshare -m --propagation private sh
 	mount -t tmpfs ctr $root && mkdir -p $root/opt/app $root/old &&
 	cp $W/chain-nofp $root/opt/app/ctrchain-$$ &&
 	for l in $libs; do mkdir -p $root\$(dirname \$l) && cp -L \$l $root\$l || exit 1; done &&
-	cd $root && pivot_root . old && exec /opt/app/ctrchain-$$ 30'" &
+	cd $root && pivot_root . old && exec /opt/app/ctrchain-$$ $(scaled 120)'" &
 ctr=$!; bg_track $ctr
-sleep 1
+# one PID from sh to the container's binary: wait for that last exec (the
+# comm is the name cut to 15 characters), and for pgbench's 4 sessions
+cname=ctrchain-$$
+cname=${cname:0:15}
+for ((i = 0; i < $(scaled 20) * 10; i++)); do
+	conns=$(pg_psql -Atc "select count(*) from pg_stat_activity where application_name = 'pgbench'" 2>/dev/null)
+	[[ $(cat /proc/$ctr/comm 2>/dev/null) == "$cname" ]] && ((${conns:-0} >= 4)) && break
+	kill -0 $ctr 2>/dev/null || fail "the container exited"
+	sleep 0.1
+done
+[[ $(cat /proc/$ctr/comm 2>/dev/null) == "$cname" ]] ||
+	fail "pid $ctr is '$(cat /proc/$ctr/comm 2>/dev/null)', not $cname, after $(scaled 20)s"
+((${conns:-0} >= 4)) || { tail "$TMP/pgbench.log"; fail "pgbench has ${conns:-no} of 4 sessions open after $(scaled 20)s"; }
 [[ -e $root/opt/app/ctrchain-$$ ]] && fail "the container's binary is visible on the host"
 
 # --- with the unit's capabilities: everything works
@@ -96,7 +109,7 @@ PY
 
 port=$(free_port)
 "$BUILD_DIR/cgperf-exporter" --listen 127.0.0.1:$port --data-dir "$TMP/exp" >"$TMP/exp.log" 2>&1 & ep=$!; bg_track $ep
-wait_http http://127.0.0.1:$port/healthz 10 "$TMP/exp.log"
+wait_http http://127.0.0.1:$port/healthz "$(scaled 10)" "$TMP/exp.log"
 cat >"$out/agent.yaml" <<EOT
 host: { agent_id_file: $out/agent-id }
 cgroups: { include: ["$rel"] }
@@ -139,11 +152,11 @@ grep -q CAP_SYS_ADMIN "$TMP/ns" || { cat "$TMP/ns"; fail "no CAP_SYS_ADMIN in th
 command -v perf >/dev/null && perf --version >/dev/null 2>&1 || fail "perf missing (linux-perf)"
 TPROBE=cgpriv:f$$
 perf probe -q -x "$W/sdtprobe" -a "$TPROBE=fire" >"$TMP/pp" 2>&1 || { cat "$TMP/pp"; fail "perf probe failed"; }
-as $ALL "$AGENT" trace -a -e "$TPROBE" --duration "$(scaled 3)" --json >"$out/tp.json" 2>"$TMP/tp" &
-tp=$!
-sleep 1
-"$W/sdtprobe" 100 >/dev/null || fail "sdtprobe failed"
-wait $tp || { cat "$TMP/tp"; fail "trace of a tracefs uprobe as $U"; }
+# sdtprobe as trace's command (its own output dropped): started once the
+# event is open, traced until it exits (-a: wherever it runs)
+as $ALL "$AGENT" trace -a -e "$TPROBE" --json -- sh -c 'exec "$0" 100 >/dev/null' "$W/sdtprobe" \
+	>"$out/tp.json" 2>"$TMP/tp" ||
+	{ cat "$TMP/tp"; fail "trace of a tracefs uprobe as $U"; }
 hits=$(python3 -c 'import json, sys; print(sum(json.loads(l)["hits"] for l in open(sys.argv[1])))' "$out/tp.json")
 ((hits == 100)) || { cat "$TMP/tp" "$out/tp.json"; fail "tracefs uprobe as $U: $hits hits of 100"; }
 info "a root-made tracefs uprobe ($TPROBE on fire) counted $hits/100 as $U with $ALL: only the uprobe PMU wants CAP_SYS_ADMIN"

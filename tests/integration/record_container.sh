@@ -17,7 +17,16 @@ cg_new ctr
 # The "container": its own mount namespace, its own root, in its own cgroup.
 sh -c "echo \$\$ > '$cg/cgroup.procs'; exec unshare -m --propagation private chroot '$root' /opt/app/secretchain-$$ 4" &
 ctr=$!; bg_track $ctr
-sleep 0.5
+# sh -> unshare -> chroot -> the binary, one PID: wait for the last exec
+# (the comm is the name cut to 15 characters)
+cname=secretchain-$$
+cname=${cname:0:15}
+for ((i = 0; i < $(scaled 10) * 100; i++)); do
+	[[ $(cat /proc/$ctr/comm 2>/dev/null) == "$cname" ]] && break
+	sleep 0.01
+done
+[[ $(cat /proc/$ctr/comm 2>/dev/null) == "$cname" ]] ||
+	fail "pid $ctr is '$(cat /proc/$ctr/comm 2>/dev/null)', not $cname, after $(scaled 10)s"
 [[ $(readlink /proc/$ctr/root) == "$root" ]] || fail "workload not chrooted: $(readlink /proc/$ctr/root)"
 # The floor is what the workload's CPU time is worth at 199 Hz, so a loaded
 # host that gives it little CPU does not fail the test.
@@ -43,8 +52,14 @@ cp "$W/jit" "$root/opt/app/jit-$$"
 mkdir -p "$root/tmp"
 sh -c "echo \$\$ > '$cg/cgroup.procs'; exec unshare -m -p --fork --propagation private chroot '$root' /opt/app/jit-$$ 3" &
 jp=$!; bg_track $jp
-sleep 0.5
-ls "$root"/tmp/perf-*.map >/dev/null 2>&1 || fail "JIT workload wrote no perf map in its root"
+# the map is written (and closed) right before the JIT code runs
+map=
+for ((i = 0; i < $(scaled 10) * 100; i++)); do
+	for m in "$root"/tmp/perf-*.map; do [[ -s $m ]] && map=$m; done
+	[[ -n $map ]] && break
+	sleep 0.01
+done
+[[ -n $map ]] || fail "JIT workload wrote no perf map in its root in $(scaled 10)s"
 [[ ! -e /tmp/perf-1.map && ! -e /tmp/perf-2.map ]] || info "note: a perf-1/2.map exists on the host too"
 u0=$(awk '/^usage_usec/ { print $2 }' "$cg/cpu.stat")
 "$AGENT" record -g -G "$rel" -F 199 --duration 1.5 -o "$TMP/j.folded" 2>"$TMP/err" || fail "record (jit) failed: $(cat "$TMP/err")"

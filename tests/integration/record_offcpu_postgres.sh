@@ -4,7 +4,8 @@
 # open transaction for 2 s, the other UPDATEs the row and waits for it).
 #  1. record --off-cpu -G: the waiter's lock wait shows, under the lock
 #     manager's frames (ProcSleep / XactLockTableWait / LockAcquire...) with
-#     its kernel stack (epoll_wait), and lasts about as long as it waited;
+#     its kernel stack (epoll_wait), and lasts about as long as it waited
+#     (the UPDATE's time as psql measures it);
 #  2. run with sampling.off_cpu pushes it to the exporter as its own event
 #     "off-cpu", kept apart from the CPU profile.
 source "$(dirname "$0")/../lib/common.sh"
@@ -15,26 +16,42 @@ pg_start "$cg"
 pg_psql -q -c "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0);" ||
 	fail "cannot create the table"
 
-# contend: the holder keeps the row for HOLD seconds; the waiter starts 0.3 s in.
+# contend HOLD: the holder keeps the row for HOLD seconds; the waiter's
+# session waits (in SQL, no psql start per try) until the holder has it
+# (FOR UPDATE gave its transaction an xid), then sends its UPDATE.
+# waited_us: the UPDATE's time by psql's \timing, from sending it to its
+# answer (not psql's start and connection, slow on a busy machine).
 contend() {
+	local holder ms poll
 	pg_psql -q -c "BEGIN; SELECT v FROM t WHERE id = 1 FOR UPDATE; SELECT pg_sleep($1); COMMIT;" \
 		>/dev/null &
-	local holder=$!
-	sleep 0.3
-	local t0 t1
-	t0=$(date +%s%N)
-	pg_psql -q -c "UPDATE t SET v = v + 1 WHERE id = 1;" >/dev/null || fail "update failed"
-	t1=$(date +%s%N)
+	holder=$!
+	printf -v poll '%s' 'DO $p$ BEGIN FOR i IN 1..' "$(($(scaled 10) * 50))" ' LOOP
+		PERFORM pg_stat_clear_snapshot();
+		IF EXISTS (SELECT FROM pg_stat_activity WHERE backend_xid IS NOT NULL
+			AND query LIKE $q$%FOR UPDATE%$q$ AND pid <> pg_backend_pid()) THEN RETURN; END IF;
+		PERFORM pg_sleep(0.02);
+	END LOOP;
+	RAISE $q$the holder has not locked the row$q$; END $p$'
+	ms=$(pg_psql -q -c "$poll" -c '\timing on' -c "UPDATE t SET v = v + 1 WHERE id = 1;" 2>"$TMP/waiter.err" |
+		sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p')
+	[[ -n $ms ]] || fail "waiter failed (or psql printed no time): $(cat "$TMP/waiter.err")"
 	wait $holder || fail "holder failed"
-	waited_us=$(((t1 - t0) / 1000))
+	waited_us=$(awk -v m="$ms" 'BEGIN { printf "%d", m * 1000 }')
 }
 
-# 1. record
-"$AGENT" record --off-cpu --call-graph dwarf -G "$rel" --duration 3.5 -o "$TMP/pg.folded" -v \
-	2>"$TMP/err" &
+# 1. record, until SIGINT once the contention is over. It creates its -o
+# file once its events are open, right before it enables them.
+"$AGENT" record --off-cpu --call-graph dwarf -G "$rel" -o "$TMP/pg.folded" -v 2>"$TMP/err" &
 rec=$!; bg_track $rec
-sleep 0.5
+for ((i = 0; i < $(scaled 10) * 100; i++)); do
+	[[ -e $TMP/pg.folded ]] && break
+	kill -0 $rec 2>/dev/null || fail "record --off-cpu exited: $(cat "$TMP/err")"
+	sleep 0.01
+done
+[[ -e $TMP/pg.folded ]] || fail "record --off-cpu not recording after $(scaled 10)s: $(cat "$TMP/err")"
 contend 2
+kill -INT $rec
 wait $rec || fail "record --off-cpu failed: $(cat "$TMP/err")"
 cat "$TMP/err"
 lockre='ProcSleep|XactLockTableWait|WaitOnLock|LockAcquire'
@@ -57,11 +74,25 @@ counters: {enabled: false}
 sampling: {frequency: 49, call_graph: dwarf, off_cpu: true, off_cpu_min_us: 1000}
 push: {interval: 1s, collectors: ["$ex/api/v1/push"], spool: {dir: $TMP/spool}}
 YAML
-agent_run "$TMP/run.log" --config "$TMP/agent.yaml" --duration 4
-sleep 0.7
+# No --duration: the agent runs (its events open on the cgroup once it has
+# started) until the contention is over; SIGTERM sends its last batch.
+agent_run "$TMP/run.log" --config "$TMP/agent.yaml"
+for ((i = 0; i < $(scaled 10) * 10; i++)); do
+	grep -q 'msg=started' "$TMP/run.log" && break
+	kill -0 $ag 2>/dev/null || fail "run exited: $(tail -5 "$TMP/run.log")"
+	sleep 0.1
+done
+grep -q 'msg=started' "$TMP/run.log" || fail "run not started after $(scaled 10)s: $(tail -5 "$TMP/run.log")"
 contend 1.5
+kill -TERM $ag
 wait $ag || fail "run failed: $(tail -5 "$TMP/run.log")"
-sleep 0.5
+# every batch was acked (stored) before the agent exited; polled all the same
+for ((i = 0; i < $(scaled 5) * 5; i++)); do
+	curl -sf "$ex/api/v1/stacks?event=off-cpu&cgroup=$rel" >"$TMP/ex-off.folded" &&
+		xlock=$(awk -v re="$lockre" '$0 ~ re { s += $NF } END { print s + 0 }' "$TMP/ex-off.folded") &&
+		((xlock * 100 >= waited_us * 70)) && break
+	sleep 0.2
+done
 curl -sf "$ex/api/v1/stacks?event=off-cpu&cgroup=$rel" >"$TMP/ex-off.folded" || fail "no off-cpu stacks"
 curl -s "$ex/api/v1/stacks?event=cpu-clock&cgroup=$rel" >"$TMP/ex-cpu.folded"
 xlock=$(awk -v re="$lockre" '$0 ~ re { s += $NF } END { print s + 0 }' "$TMP/ex-off.folded")
@@ -71,8 +102,14 @@ info "run: the UPDATE waited $waited_us us; the exporter's off-cpu profile holds
 ((xlock * 100 >= waited_us * 70 && xlock <= waited_us * 11 / 10)) ||
 	fail "exporter: lock wait $xlock us, the client waited $waited_us us"
 # Not summed with CPU samples unless asked for; pprof says what it counts.
+# (cpu-clock is the one sampled event here: the default stacks are its
+# samples, which may land in the lock manager's code now and then, and
+# never the off-CPU microseconds)
 curl -sf "$ex/api/v1/stacks?cgroup=$rel" >"$TMP/ex-all.folded" || true
-! grep -qE "$lockre" "$TMP/ex-all.folded" || fail "off-CPU microseconds summed into the default (all events) stacks"
+alock=$(awk -v re="$lockre" '$0 ~ re { s += $NF } END { print s + 0 }' "$TMP/ex-all.folded")
+clock=$(awk -v re="$lockre" '$0 ~ re { s += $NF } END { print s + 0 }' "$TMP/ex-cpu.folded")
+((alock == clock)) ||
+	fail "off-CPU microseconds summed into the default (all events) stacks: $alock under the lock frames, cpu-clock has $clock"
 curl -sf "$ex/api/v1/stacks?event=off-cpu&cgroup=$rel&format=pprof" | gzip -d >"$TMP/off.pb" ||
 	fail "no off-cpu pprof"
 grep -qa microseconds "$TMP/off.pb" && grep -qa off-cpu "$TMP/off.pb" ||

@@ -7,13 +7,16 @@
 # (tests/lib/collapse.py). Asserts, on the two folded profiles:
 #   (a) the ten hottest named leaf functions overlap in at least 7 of 10;
 #   (b) the share of samples whose stack reaches PostgresMain (or main) is,
-#       for the agent, at least perf's share minus 1 point;
+#       for the agent, at least perf's share minus 1 point (or 2.5 standard
+#       errors, when a busy machine leaves fewer samples);
 #   (c) the agent leaves no more frames unnamed than perf: no code address
 #       that perf names is unnamed in the agent's profile, and the agent's
 #       share of unnamed frames is not above perf's (beyond sampling noise).
 # Sanity checks make sure nothing passes vacuously: enough samples on both
-# sides, sample counts that agree, the agent's folded total equal to the
-# samples it says it kept, no lost samples.
+# sides, sample counts that agree (within 15%, or 3 Poisson standard
+# deviations when there are fewer samples), the agent's folded total equal
+# to the samples it says it kept, at most 1% lost (a busy machine can keep
+# the agent off the CPU longer than its DWARF ring holds).
 #
 #   RECORD_PG_RATE=N   pgbench -R (default 12000, ~0.65 CPU of backends here)
 #   KEEP_TMP=1         keep the profiles and perf.data in the $TMP directory
@@ -24,7 +27,9 @@ export LC_ALL=C
 DUR=6
 FREQ=199
 RATE=${RECORD_PG_RATE:-12000}
-MIN_SAMPLES=300 # per tool, over DUR seconds
+# per tool, over DUR seconds: ~700 here; a busy machine gives the backends
+# less CPU, so fewer (the bounds below widen with the sampling noise)
+MIN_SAMPLES=200
 need perf python3
 cg_new pg
 rel=${rel#/}
@@ -37,9 +42,18 @@ pg_bench_init 5
 # are not saturated (measured: ~0.65 CPU of backends, ~0.35 of pgbench, the
 # host half busy), so both profilers see the same load. The rate is as high
 # as that allows because every sample counts in (a): ~700 samples in 6 s at
-# 199 Hz. pgbench runs past the window on both sides.
+# 199 Hz. pgbench runs past the window on both sides: the window starts 2 s
+# after its 4 clients have connected (its -R schedule runs from its start:
+# what it fell behind while connecting, it catches up at full speed first).
 pg_bench_start "$TMP/pgbench.log" -S -c 4 -j 2 -T $((DUR + 6)) -R "$RATE"
-sleep 2
+for ((i = 0; i < $(scaled 10) * 10; i++)); do
+	kill -0 "$PG_BENCH_PID" 2>/dev/null || { cat "$TMP/pgbench.log" >&2; fail "pgbench died early"; }
+	conns=$(pg_psql -Atc "select count(*) from pg_stat_activity where application_name = 'pgbench'" 2>/dev/null)
+	((${conns:-0} >= 4)) && break
+	sleep 0.1
+done
+((${conns:-0} >= 4)) || { cat "$TMP/pgbench.log" >&2; fail "pgbench has ${conns:-no} of 4 sessions open after $(scaled 10)s"; }
+sleep 2 # the catch-up, before the window
 kill -0 "$PG_BENCH_PID" 2>/dev/null || { cat "$TMP/pgbench.log" >&2; fail "pgbench died early"; }
 grep -qx "$PG_BENCH_PID" "$cg/cgroup.procs" && fail "pgbench $PG_BENCH_PID runs inside $cg"
 nprocs=$(wc -l <"$cg/cgroup.procs")
@@ -50,7 +64,7 @@ perf record -e cpu-clock -G "$rel" -a --call-graph dwarf -F "$FREQ" -o "$TMP/per
 	-- sleep "$DUR" >"$TMP/perf-record.out" 2>&1 &
 perf_pid=$!
 bg_track "$perf_pid"
-timeout $((DUR + 60)) "$AGENT" record -G "$rel" --call-graph dwarf -F "$FREQ" --duration "$DUR" \
+timeout $((DUR + $(scaled 60))) "$AGENT" record -G "$rel" --call-graph dwarf -F "$FREQ" --duration "$DUR" \
 	-o "$TMP/cg.folded" -v >"$TMP/agent.out" 2>"$TMP/agent.err"
 arc=$?
 wait "$perf_pid"
@@ -159,8 +173,8 @@ if kept is None:
 else:
     if kept != O["total"]:
         fails.append(f"agent says {kept} samples kept, its folded stacks sum to {O['total']}")
-    if lost:
-        fails.append(f"agent lost {lost} samples")
+    if lost * 100 > kept:
+        fails.append(f"agent lost {lost} samples, {kept} kept")
 
 print(f"# samples: agent {O['total']}, perf {P['total']} "
       f"({(O['total'] - P['total']) * 100 / max(P['total'], 1):+.1f}%)")
@@ -170,9 +184,13 @@ if P["total"] < min_samples:
 if O["total"] < min_samples:
     fails.append(f"agent has only {O['total']} samples (< {min_samples})")
 # Same event, frequency, cgroup and 6 s: only the tens of ms by which the
-# windows differ and Poisson noise (~4% at 700) separate the counts.
-if P["total"] and abs(O["total"] - P["total"]) > 0.15 * P["total"]:
-    fails.append(f"sample counts differ by more than 15%: agent {O['total']}, perf {P['total']}")
+# windows differ and Poisson noise (~4% at 700) separate the counts: 15%,
+# or 3 standard deviations of the difference when fewer samples make that
+# more (a busy machine: ~24% at 300).
+if P["total"] and O["total"]:
+    tol = max(0.15, 3 * math.sqrt(1 / O["total"] + 1 / P["total"]))
+    if abs(O["total"] - P["total"]) > tol * P["total"]:
+        fails.append(f"sample counts differ by more than {tol * 100:.0f}%: agent {O['total']}, perf {P['total']}")
 
 # (a) ten hottest leaves, by samples then name. Unnamed leaves are left out
 # on both sides: perf lumps them all into one "[unknown]", the agent keeps
@@ -222,14 +240,18 @@ elif overlap < 7:
 # samples, so the shares are two independent estimates of one proportion,
 # ~99.5% here: the binomial standard error sqrt(p(1-p)/N) is ~0.3 point at
 # N ~ 700, ~0.4 for the difference, so 1 point is ~2.5 standard deviations,
-# while an agent that lost one stack in 50 still fails.
+# while an agent that lost one stack in 50 still fails. With fewer samples
+# (a busy machine) the tolerance is 2.5 standard errors of the difference.
 so = O["reach"] * 100 / max(O["total"], 1)
 sp = P["reach"] * 100 / max(P["total"], 1)
+pp = (O["reach"] + P["reach"]) / max(O["total"] + P["total"], 1)
+se = 100 * math.sqrt(max(pp * (1 - pp), 0.005 * 0.995) * (1 / max(O["total"], 1) + 1 / max(P["total"], 1)))
+tol_b = max(1.0, 2.5 * se)
 print(f"# (b) reach PostgresMain or main: agent {O['reach']}/{O['total']} = {so:.2f}%, "
-      f"perf {P['reach']}/{P['total']} = {sp:.2f}% ({so - sp:+.2f} points)")
-if so < sp - 1.0:
+      f"perf {P['reach']}/{P['total']} = {sp:.2f}% ({so - sp:+.2f} points, tolerance {tol_b:.2f})")
+if so < sp - tol_b:
     fails.append(f"(b) agent reaches PostgresMain/main in {so:.2f}% of samples, perf in {sp:.2f}% "
-                 "(tolerance 1 point)")
+                 f"(tolerance {tol_b:.2f} points)")
 
 # (c) unnamed frames: the agent's "module+0xOFFSET", "[unknown..." or
 # "[unmapped..." against perf's "[unknown]", as a share of all frames (the
@@ -241,7 +263,8 @@ if so < sp - 1.0:
 #    unnamed by the agent (perf prints file offsets for user frames, as the
 #    agent's module+0xOFFSET does);
 #  - statistical: the agent's share is not above perf's by more than 1.5
-#    points (3 standard deviations of that noise).
+#    points (3 standard deviations of that noise), widened as 1/sqrt(N)
+#    when a busy machine leaves fewer than ~700 samples.
 markers = int(open(f"{tmp}/perf.markers").read().split()[0])
 perf_addr = {}
 for line in open(f"{tmp}/perf.addrs"):
@@ -272,8 +295,9 @@ for (b, a), s in missed[:10]:
     print(f"#       {b}+0x{a:x}: perf says {s}")
 if missed:
     fails.append(f"(c) the agent leaves {len(missed)} addresses unnamed that perf names")
-if uo > up + 1.5:
-    fails.append(f"(c) agent leaves {uo:.2f}% of frames unnamed, perf {up:.2f}% (tolerance 1.5 points)")
+tol_c = max(1.5, 1.5 * math.sqrt(700 / max(min(O["total"], P["total"]), 1)))
+if uo > up + tol_c:
+    fails.append(f"(c) agent leaves {uo:.2f}% of frames unnamed, perf {up:.2f}% (tolerance {tol_c:.2f} points)")
 
 for f in fails:
     print("FAIL:", f, file=sys.stderr)

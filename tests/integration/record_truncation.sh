@@ -17,20 +17,33 @@ restore() {
 }
 trap restore EXIT
 
-# What a frame may be: a symbol of the workload, libc or ld.so, "FILE+0xOFF"
-# of a mapped file, a kernel frame, or a marker.
-nm -a --defined-only "$W/deepstack-fp" "$W/deepstack-nofp" 2>/dev/null | awk 'NF == 3 { print $3 }' >"$TMP/syms"
-for lib in $(ldd "$W/deepstack-fp" | awk '/=>/ { print $3 } /ld-linux/ { print $1 }'); do
-	nm -D --defined-only "$lib" 2>/dev/null | awk 'NF == 3 { sub(/@.*/, "", $3); print $3 }' >>"$TMP/syms"
-	nm -a --defined-only "$lib" 2>/dev/null | awk 'NF == 3 { print $3 }' >>"$TMP/syms"
-done
+# What a frame may be: a symbol of the workload, libc or ld.so (from the
+# file or from its separate debuginfo, found by build-id, as the agent finds
+# it), a function their DWARF has inlined there (read only when a name is
+# not a symbol: a sample in ld.so while the process starts, which a slow
+# machine makes likelier, is named so), a PLT stub ("NAME@plt"),
+# "FILE+0xOFF" of a mapped file, a kernel frame, or a marker.
+: >"$TMP/debuginfo"
+for f in "$W/deepstack-fp" "$W/deepstack-nofp" \
+	$(ldd "$W/deepstack-fp" | awk '/=>/ { print $3 } /ld-linux/ { print $1 }'); do
+	files=("$f")
+	bid=$(readelf -n "$f" 2>/dev/null | awk '/Build ID:/ { print $3; exit }')
+	[[ -n $bid && -r /usr/lib/debug/.build-id/${bid:0:2}/${bid:2}.debug ]] &&
+		files+=("/usr/lib/debug/.build-id/${bid:0:2}/${bid:2}.debug")
+	printf '%s\n' "${files[@]}" >>"$TMP/debuginfo"
+	for g in "${files[@]}"; do
+		nm -D --defined-only "$g" 2>/dev/null | awk 'NF == 3 { sub(/@.*/, "", $3); print $3 }'
+		nm -a --defined-only "$g" 2>/dev/null | awk 'NF == 3 { print $3 }'
+	done
+	objdump -d -j .plt -j .plt.sec -j .plt.got "$f" 2>/dev/null | sed -n 's/^[0-9a-f]* <\(.*@plt\)>:$/\1/p'
+done >"$TMP/syms"
 
 # check FILE COMM MARKER SUMMARY-FILE: the marker in >= 90% of COMM's samples,
 # the summary's count equal to the folded one, every frame a real one.
 check() {
-	python3 - "$@" "$TMP/syms" <<'PY'
-import re, sys
-path, comm, marker, errpath, symspath = sys.argv[1:6]
+	python3 - "$@" "$TMP/syms" "$TMP/debuginfo" <<'PY'
+import re, subprocess, sys
+path, comm, marker, errpath, symspath, dbgpath = sys.argv[1:7]
 syms = set(l.strip() for l in open(symspath))
 total = marked = 0
 allmarked = 0
@@ -58,6 +71,18 @@ for line in open(path):
             continue  # a mapped file without a symbol there
         elif f not in syms:
             bad.append(f)
+if [f for f in bad if not f.startswith("[unmapped]")]:
+    # names of DWARF subprograms (inlined ones too) of the files and their debuginfo
+    for dbg in open(dbgpath).read().split():
+        p = subprocess.Popen(["readelf", "-wi", dbg], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        sub = False
+        for l in p.stdout:
+            if "DW_TAG_" in l:
+                sub = "DW_TAG_subprogram" in l
+            elif sub and "DW_AT_name" in l:
+                syms.add(l.split()[-1])
+        p.wait()
+    bad = [f for f in bad if f not in syms]
 share = marked / total if total else 0
 print(f"# {comm}: {marked}/{total} samples end in {marker} ({share:.1%}); frames outside mappings: {len(bad)} {sorted(set(bad))[:5]}")
 assert total >= 50, f"only {total} samples of {comm}"
@@ -136,13 +161,30 @@ mport=$(free_port)
 agent_yaml trunc-host "$rel" "sampling: {frequency: 199, call_graph: dwarf, event: cpu-clock}" \
 	"push: {interval: 1s, collectors: [\"$ex/api/v1/push\"], timeout: 2s, spool: {dir: $TMP/spool}}" \
 	"metrics: {listen: \"127.0.0.1:$mport\"}"
-agent_run "$TMP/agent.log" --config "$TMP/agent.yaml" --duration 5
-sleep 1
+# No --duration: the agent runs until its /metrics has every stack of the
+# workload, then SIGTERM (its last batch holds no more of them).
+agent_run "$TMP/agent.log" --config "$TMP/agent.yaml"
+for ((i = 0; i < $(scaled 10) * 10; i++)); do
+	grep -q 'msg=started' "$TMP/agent.log" && break
+	kill -0 $ag 2>/dev/null || fail "agent exited: $(tail -5 "$TMP/agent.log")"
+	sleep 0.1
+done
+grep -q 'msg=started' "$TMP/agent.log" || fail "agent not started after $(scaled 10)s: $(tail -5 "$TMP/agent.log")"
 cg_spawn "$cg" "$W/deepstack-fp" rec 100 2
 wl=$SPAWNED
 wait $wl || fail "deepstack failed"
-sleep 1.5
+# /metrics is published after each batch: two batches after the workload's
+# end, its last samples are in (one may have been under way at its end)
+batches() { curl -sf "http://127.0.0.1:$mport/metrics" | awk '$1 ~ /^cgperf_agent_batches_total/ { print $NF; exit }'; }
+b0=$(batches)
+[[ -n $b0 ]] || fail "no cgperf_agent_batches_total on the agent's /metrics: $(tail -3 "$TMP/agent.log")"
+for ((i = 0; i < $(scaled 10) * 10; i++)); do
+	(($(batches) >= b0 + 2)) && break
+	sleep 0.1
+done
+(($(batches) >= b0 + 2)) || fail "the agent made $(($(batches) - b0)) batches in $(scaled 10)s, not 2"
 curl -sf "http://127.0.0.1:$mport/metrics" >"$TMP/agent.metrics" || fail "no agent /metrics: $(tail -3 "$TMP/agent.log")"
+kill -TERM $ag
 wait $ag || fail "agent run failed: $(tail -5 "$TMP/agent.log")"
 curl -sf "$ex/metrics" >"$TMP/exporter.metrics" || fail "no exporter /metrics"
 a=$(awk -v r="id=\"$rel\"" 'index($0, "cgperf_cgroup_stacks_truncated_total{") == 1 && index($0, r) && /reason="stack_copy"/ { print $NF }' "$TMP/agent.metrics")
