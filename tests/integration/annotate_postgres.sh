@@ -16,7 +16,7 @@ cg_new pg
 pg_start "$cg"
 pg_bench_init 1
 # long enough for a slow annotate start; stopped once annotate is done
-pg_bench_start "$TMP/pgbench.log" -S -c 2 -j 1 -T $(scaled 60)
+pg_bench_start "$TMP/pgbench.log" -S -c 2 -j 1 -T $(scaled 60) -R 3000
 # under way once both clients' sessions are open in the cluster
 for ((i = 0; i < $(scaled 20) * 5; i++)); do
 	kill -0 "$PG_BENCH_PID" 2>/dev/null || { cat "$TMP/pgbench.log" >&2; fail "pgbench died early"; }

@@ -67,7 +67,7 @@ push:
   spool: {dir: $TMP/spool}
   timeout: 5s
 YAML
-pg_bench_start "$TMP/pgbench.log" -n -S -c 2 -j 2 -T 10
+pg_bench_start "$TMP/pgbench.log" -n -S -c 2 -j 2 -T 10 -R 3000
 # No --duration: the agent runs until its spool has gone into the restarted
 # server, however long that takes to come back.
 "$AGENT" run --config "$TMP/agent.yaml" 2>"$TMP/agent.log" &
