@@ -113,6 +113,14 @@ grep -q 'msg=started' "$TMP/run.log" || fail "agent not started after $(scaled 1
 # podman's own work (a second idle, more on a busy machine): 3 s for it.
 wait_named "$B" "$port" $(( (interval + 3) * 1000 * TIME_SCALE ))
 line=$NAMED_LINE
+# Named from podman's state files when its API is slow to answer (a loaded
+# machine, over identity.timeout); the API, asked again with backoff (1 s,
+# then 2 s), brings the labels: wait for them that long.
+for ((i = 0; i < $(scaled 8) * 4; i++)); do
+	[[ $line == *'container_label_team="web"'* ]] && break
+	sleep 0.25
+	line=$(curl -sf "http://127.0.0.1:$port/metrics" | grep -m1 "container_name=\"$B\"")
+done
 [[ $line == *"image=\"$IMG\""* ]] || fail "no image label: $line"
 [[ $line == *'container_label_team="web"'* ]] || fail "no allow-listed label: $line"
 [[ $line != *secret* ]] || fail "a label outside the allow-list: $line"

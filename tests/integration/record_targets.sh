@@ -24,7 +24,7 @@ info "-p: $g of $t samples with the full chain"
 "$AGENT" record -g --target comm=chain-nofp --call-graph dwarf --duration 2 -o "$TMP/t.folded" 2>"$TMP/err" ||
 	fail "record --target: $(cat "$TMP/err")"
 others=$(awk -F';' '$1 != "chain-nofp"' "$TMP/t.folded" | wc -l)
-((others == 0)) || fail "--target kept other processes"
+((others == 0)) || fail "--target kept other processes: $(awk -F';' '$1 != "chain-nofp"' "$TMP/t.folded" | head -3)"
 read -r g t < <(share "$TMP/t.folded" chain-nofp "main;chain_a;chain_b;chain_c;chain_leaf")
 info "--target: $g of $t samples with the full chain"
 ((t >= 10 && g * 100 >= t * 90)) || fail "--target: $g of $t"
