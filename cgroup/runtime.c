@@ -96,6 +96,7 @@ int cg_rtinfo_copy(struct cg_rtinfo *dst, const struct cg_rtinfo *src)
 		}
 	}
 	dst->source = src->source;
+	dst->partial = src->partial;
 	return 0;
 oom:
 	cg_rtinfo_release(dst);
@@ -399,10 +400,13 @@ int cg_rt_lookup(const struct cg_rt_sources *src, const struct cg_identity *id,
 			ret = rt_engine_lookup(src, id, out);
 			/* no API service: the store knows name and image */
 			if (ret <= 0) {
+				bool api_failed = ret == -EAGAIN;
 				int r2 = rt_podman_store_lookup(src, id, out);
 
 				if (r2 != 0)
 					ret = r2;
+				/* the labels come from the API only: ask it again */
+				out->partial = api_failed && ret == 1;
 			}
 			break;
 		case CG_RT_CONTAINERD:

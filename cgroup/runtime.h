@@ -57,6 +57,9 @@ struct cg_rtinfo {
 	size_t nlabels;
 	const char *source;  /* static: "docker-api", "podman-api", "podman-store",
 			      * "oci-config", "systemd-unit"; NULL when nothing found */
+	bool partial;        /* a fallback's answer while the better source failed
+			      * for now (podman's store while its API stalls):
+			      * kept, and asked again with the failures' backoff */
 };
 
 void cg_rtinfo_release(struct cg_rtinfo *ri);

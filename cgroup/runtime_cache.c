@@ -77,22 +77,34 @@ static int queue_push(struct cg_rtcache *c, size_t idx)
 	return 0;
 }
 
+/* The next try after a failure: 1 s, doubling up to 60 s. */
+static void back_off(struct rt_entry *e, uint64_t now)
+{
+	e->backoff_ms = e->backoff_ms ? e->backoff_ms * 2 : BACKOFF_MIN_MS;
+	if (e->backoff_ms > BACKOFF_MAX_MS)
+		e->backoff_ms = BACKOFF_MAX_MS;
+	e->due_ms = now + e->backoff_ms;
+}
+
 static void store_result(struct cg_rtcache *c, struct rt_entry *e, int ret,
 			 struct cg_rtinfo *info)
 {
 	uint64_t now = clock_mono_ms();
 
 	if (ret == -EAGAIN || ret == -ENOMEM) {
-		e->backoff_ms = e->backoff_ms ? e->backoff_ms * 2 : BACKOFF_MIN_MS;
-		if (e->backoff_ms > BACKOFF_MAX_MS)
-			e->backoff_ms = BACKOFF_MAX_MS;
-		e->due_ms = now + e->backoff_ms;
+		back_off(e, now);
 		cg_rtinfo_release(info);
 		return;
 	}
-	e->backoff_ms = 0;
+	if (info->partial) {
+		/* an answer to keep, from a fallback: the source that failed
+		 * is asked again as a failure would be */
+		back_off(e, now);
+	} else {
+		e->backoff_ms = 0;
+		e->due_ms = now + c->refresh_ms;
+	}
 	e->answered = true;
-	e->due_ms = now + c->refresh_ms;
 	cg_rtinfo_release(&e->info);
 	e->info = *info; /* moved */
 	memset(info, 0, sizeof(*info));

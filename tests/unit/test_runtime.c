@@ -367,6 +367,56 @@ static void test_engine(void **state)
 	assert_int_equal(cg_rt_lookup(&src, &id, &ri), 0);
 }
 
+/* podman's API stalls: the store's answer (no labels) is kept and marked
+ * partial; the cache asks the API again after the backoff and gets them. */
+static void test_podman_partial(void **state)
+{
+	const char *root = tmp_root(state);
+	const char *sock = engine_sock(state);
+	struct cg_rt_sources src = { .root = root, .docker_sock = "", .timeout_ms = 200 };
+	const char *cg = "/libpod_parent/libpod-" POD_ID;
+	struct fake_engine e;
+	struct cg_identity id;
+	struct cg_rtinfo ri;
+	struct cg_rtcache *c;
+
+	place(root, "var/lib/containers/storage/overlay-containers/containers.json",
+	      "podman-4.3-containers.json");
+	src.podman_sock = "/engine.sock"; /* sock, inside the root */
+	engine_start(&e, sock, NULL, NULL);
+	cg_identity_parse(cg, &id);
+	assert_int_equal(cg_rt_lookup(&src, &id, &ri), 1);
+	assert_true(ri.partial);
+	assert_string_equal(ri.source, "podman-store");
+	assert_string_equal(ri.name, "identtest");
+	assert_null(cg_rtinfo_label(&ri, "team"));
+	cg_rtinfo_release(&ri);
+
+	c = cg_rtcache_new(&src, 16, 0);
+	assert_non_null(c);
+	assert_int_equal(cg_rtcache_want(c, cg), 0);
+	assert_int_equal(cg_rtcache_settle(c, 3000), 0);
+	assert_int_equal(cg_rtcache_get(c, cg, &ri), 1);
+	assert_string_equal(ri.name, "identtest");
+	assert_null(cg_rtinfo_label(&ri, "team"));
+	cg_rtinfo_release(&ri);
+	engine_stop(&e, sock);
+
+	/* the API answers now: asked again after the backoff (1 s), not at the
+	 * refresh (5 min) */
+	engine_start(&e, sock, "200 OK", "podman-4.3-compat-inspect.json");
+	usleep(1100 * 1000);
+	assert_int_equal(cg_rtcache_want(c, cg), 0);
+	assert_int_equal(cg_rtcache_settle(c, 3000), 0);
+	assert_int_equal(cg_rtcache_get(c, cg, &ri), 1);
+	assert_string_equal(cg_rtinfo_label(&ri, "team"), "db");
+	assert_false(ri.partial);
+	assert_string_equal(ri.source, "podman-api");
+	cg_rtinfo_release(&ri);
+	cg_rtcache_free(c);
+	engine_stop(&e, sock);
+}
+
 static void test_cache(void **state)
 {
 	const char *sock = engine_sock(state);
@@ -438,5 +488,5 @@ static void test_cache(void **state)
 	engine_stop(&e, sock);
 }
 
-TL_MAIN_FIXTURE(tmp_setup, tl_fake_teardown, test_containerd, test_crio, test_podman_store, test_systemd,
+TL_MAIN_FIXTURE(tmp_setup, tl_fake_teardown, test_containerd, test_crio, test_podman_store, test_podman_partial, test_systemd,
 		test_hostile, test_engine, test_cache)
