@@ -76,10 +76,13 @@ add() { # NAME HOLDS CMD...
 		queue+=("$id")
 	done
 }
-# Longest first (the last run's times, kept in $BUILD/tests/.times), so the
+# Longest first (the last run's times, kept in $BUILD/tests/.times; on a
+# first run, tests/durations: times of one run on a 2-core machine), so the
 # long tests do not end the run alone; exclusive tests first of all.
 declare -A LAST=()
-[[ -r $BUILD/tests/.times ]] && while read -r n s; do LAST[$n]=$s; done <"$BUILD/tests/.times"
+for f in tests/durations "$BUILD/tests/.times"; do
+	[[ -r $f ]] && while read -r n s; do [[ $n == \#* ]] || LAST[$n]=$s; done <"$f"
+done
 for t in "$BUILD"/tests/test_*; do
 	[[ -x $t ]] && add "unit/$(basename "$t")" "" "$t"
 done
