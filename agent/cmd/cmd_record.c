@@ -81,6 +81,13 @@ static bool selected(struct record *r, uint32_t pid)
 		if (cg_proc_read("/proc", (pid_t)pid, &p) == 0) {
 			if (cg_target_match(r->sel, &p))
 				*slot = 1;
+			/* /proc is read after the sample was taken: a process
+			 * that has exec'd since (its main thread's name as of
+			 * this sample is not /proc's) is judged by its new
+			 * program when its exec comes (on_comm asks again),
+			 * not by this sample of its old one. */
+			if (*slot == 1 && strncmp(stacks_comm_of(r->st, pid, pid), p.comm, 15))
+				*slot = 0;
 			cg_proc_release(&p);
 		}
 	}

@@ -77,6 +77,9 @@ void stacks_add_weight(struct stacks *st, const struct sample *s, const char *pr
 /* Side-band records keep process maps and thread names current. */
 void stacks_mmap(struct stacks *st, const struct sample_mmap *m);
 void stacks_comm(struct stacks *st, uint32_t pid, uint32_t tid, const char *comm, bool exec);
+/* The comm of @tid as of the events handled so far (read from /proc when
+ * none told it): "" when unknown. */
+const char *stacks_comm_of(struct stacks *st, uint32_t pid, uint32_t tid);
 /* A child gets a copy of its parent's maps; when the parent's are not
  * known yet (it was never sampled), they are read from /proc at the fork,
  * so children that live a few ms are named (see procmaps_fork). */

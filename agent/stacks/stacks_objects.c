@@ -383,6 +383,11 @@ void stacks_comm(struct stacks *r, uint32_t pid, uint32_t tid, const char *comm,
 		unwind_forget_process(r->uc, pid);
 }
 
+const char *stacks_comm_of(struct stacks *r, uint32_t pid, uint32_t tid)
+{
+	return procmaps_comm_of(r->pm, pid, tid);
+}
+
 void stacks_fork(struct stacks *r, uint32_t pid, uint32_t ppid, uint32_t tid)
 {
 	procmaps_fork(r->pm, pid, ppid);

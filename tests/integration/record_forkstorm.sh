@@ -3,8 +3,11 @@
 # 200 children a second (each burns ~3 ms of CPU in storm_child ->
 # storm_work -> storm_leaf, then exits) is almost never sampled itself, and
 # it was started before the recording: its maps come from nowhere but the
-# FORK records. At -F 99, by frame pointers and by DWARF, >= 97% of the
-# children's samples must have a named leaf (not "[unmapped]+0x...").
+# FORK records. At -F 99, by frame pointers and by DWARF, >= 93% of the
+# children's samples must have a named leaf (not "[unmapped]+0x..."): ~100%
+# on a quiet host; 96.6% seen on a fresh one running two other tests beside,
+# where parent and child can both be gone before their files are opened
+# ("refused ... vanished"); children not followed at all would be ~0%.
 # perf record -G over the same window, for comparison (printed).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/forkstorm.sh"
@@ -60,9 +63,9 @@ run_mode() {
 	# cgroup's CPU time is worth (the children's own samples are ~60% of it,
 	# as perf's are: the rest is the forks and exits).
 	((t >= 50 && t * 3 >= want)) || fail "$mode: only $t samples of the children, their CPU time is worth $want"
-	((g * 100 >= t * 97)) || {
+	((g * 100 >= t * 93)) || {
 		grep -E '^(storm-child|forkstorm);' "$TMP/$mode.folded" | grep -E '\[unmapped\]|\+0x[0-9a-f]+ [0-9]+$' | head -5
-		fail "$mode: $g of $t child samples named (< 97%)"
+		fail "$mode: $g of $t child samples named (< 93%)"
 	}
 }
 
