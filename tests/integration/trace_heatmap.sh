@@ -49,7 +49,8 @@ for bad in "--key dev -e block:block_rq_issue" "--latency $LAT --key dev,nosuch"
 	[[ $rc == 2 && -s $TMP/bad.err ]] || fail "trace $bad: exit $rc, $(cat "$TMP/bad.err")"
 done
 # Two things of the kernel's, not the agent's, can leave a run short of
-# 2000 pairs; such a run is tried again (3 tries in all):
+# 2000 pairs (a run is good with 1980; one with fewer is tried again, 3
+# tries in all), and each start must still be paired, pending or timed out:
 # - a request is issued in the task that wrote it, or by the kblockd worker
 #   when the queue was busy (1 or 2 of the 2000 here); the START decides the
 #   cgroup, so those are not the cgroup's;
@@ -89,13 +90,18 @@ m = re.search(r"latency by key: (\d+) pairs, (\d+) ends without a start, (\d+) s
 assert m, err
 print("# unpaired ends (other cgroups' I/O)", m.group(2), "pending", m.group(3),
       "timed out", m.group(4))
+# Every start of the cgroup is paired, pending at the end or timed out: none
+# paired wrongly or lost by the agent.
+assert pairs + int(m.group(3)) + int(m.group(4)) >= issue["hits"], (pairs, m.groups(), issue["hits"])
+assert int(m.group(1)) >= pairs, (pairs, m.group(1))
 if issue["hits"] < 2000:
-    print("# fewer issues than writes in the cgroup: kblockd issued some")
+    print("# fewer issues than writes in the cgroup: kblockd issued", 2000 - issue["hits"])
+if pairs < 2000:
+    print("# starts without a block_rq_complete record:", issue["hits"] - pairs)
+# What the kernel leaves out is a few in a thousand (up to 8 of 2000 seen
+# with other tests running); more is tried again.
+if pairs < 1980:
     sys.exit(3)
-if pairs < 2000 and pairs + int(m.group(3)) + int(m.group(4)) >= issue["hits"]:
-    print("# starts without a block_rq_complete record")
-    sys.exit(3)
-assert pairs >= 2000 and int(m.group(1)) >= pairs, (pairs, m.group(1))
 PY
 }
 for _ in 1 2 3; do

@@ -112,16 +112,29 @@ _cg_remove() {
 	done
 }
 
+# _mine PID: alive and in this test's session. tests/run.sh starts each test
+# in a session of its own, and PIDs are reused (pid_max can be 32768): a
+# tracked process gone long ago may now be another test, even its session
+# leader, whose group a "kill -- -PID" would end.
+_SID=$(ps -o sid= -p $$ | tr -d ' ')
+_mine() {
+	local s
+	s=$(ps -o sid= -p "$1" 2>/dev/null) || return 1
+	[[ ${s// /} == "$_SID" ]]
+}
+
 _cleanup() {
 	local p i
 	for p in "${_PIDS[@]}"; do
+		_mine "$p" || continue
 		kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null
 	done
 	for p in "${_PIDS[@]}"; do
 		for i in 1 2 3 4 5 6 7 8 9 10; do
-			kill -0 "$p" 2>/dev/null || break
+			_mine "$p" || break
 			sleep 0.2
 		done
+		_mine "$p" || continue
 		kill -KILL -- "-$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null
 	done
 	# cg_make usually runs in a $(...) subshell, so _CG_MADE may not know
