@@ -19,6 +19,10 @@
 # stdout, stderr or the folded file, and stay under an RSS bound. `run` then
 # sees the FIFO and the host link (it must stop on SIGTERM, and no secret in
 # its log, spool or pushed batches).
+# Alone: the FUSE binary is opened through a helper the agent waits 200 ms
+# for, which a sanitized build on a 2-core machine busy with two other tests
+# missed (frames unnamed, the file refused as stalled).
+# holds: exclusive
 source "$(dirname "$0")/../lib/common.sh"
 
 # stallfs_up OUT ARGS...: tests/tools/stallfs ARGS in the mount namespace of
