@@ -75,12 +75,7 @@ push:
 log: {level: debug}
 YAML
 agent_run "$TMP/agent.log" --config "$TMP/agent.yaml" --duration 5
-for ((i = 0; i < $(scaled 10) * 10; i++)); do
-	grep -q 'msg=started' "$TMP/agent.log" && break
-	kill -0 $ag 2>/dev/null || fail "agent exited: $(tail "$TMP/agent.log")"
-	sleep 0.1
-done
-grep -q 'msg=started' "$TMP/agent.log" || fail "agent not started after $(scaled 10)s: $(tail "$TMP/agent.log")"
+agent_started "$TMP/agent.log"
 # Moved in once it runs chain-fp: the cgroup never holds its pid as a shell.
 "$W/chain-fp" 3.2 &
 wl=$!; bg_track $wl

@@ -85,12 +85,7 @@ YAML
 # No --duration: the agent runs until the naps are done (SIGTERM: its last
 # batch carries the last of them).
 agent_run "$TMP/run.log" --config "$TMP/agent.yaml"
-for ((i = 0; i < $(scaled 10) * 10; i++)); do
-	grep -q 'msg=started' "$TMP/run.log" && break
-	kill -0 $ag 2>/dev/null || fail "run exited: $(tail -5 "$TMP/run.log")"
-	sleep 0.1
-done
-grep -q 'msg=started' "$TMP/run.log" || fail "run not started after $(scaled 10)s: $(tail -5 "$TMP/run.log")"
+agent_started "$TMP/run.log"
 perf_fds() { ls -l "/proc/$ag/fd" 2>/dev/null | grep -c 'perf_event'; }
 fds=$(perf_fds)
 late=$(cg_make late)

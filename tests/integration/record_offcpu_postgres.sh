@@ -77,12 +77,7 @@ YAML
 # No --duration: the agent runs (its events open on the cgroup once it has
 # started) until the contention is over; SIGTERM sends its last batch.
 agent_run "$TMP/run.log" --config "$TMP/agent.yaml"
-for ((i = 0; i < $(scaled 10) * 10; i++)); do
-	grep -q 'msg=started' "$TMP/run.log" && break
-	kill -0 $ag 2>/dev/null || fail "run exited: $(tail -5 "$TMP/run.log")"
-	sleep 0.1
-done
-grep -q 'msg=started' "$TMP/run.log" || fail "run not started after $(scaled 10)s: $(tail -5 "$TMP/run.log")"
+agent_started "$TMP/run.log"
 contend 1.5
 kill -TERM $ag
 wait $ag || fail "run failed: $(tail -5 "$TMP/run.log")"

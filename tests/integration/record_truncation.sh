@@ -164,12 +164,7 @@ agent_yaml trunc-host "$rel" "sampling: {frequency: 199, call_graph: dwarf, even
 # No --duration: the agent runs until its /metrics has every stack of the
 # workload, then SIGTERM (its last batch holds no more of them).
 agent_run "$TMP/agent.log" --config "$TMP/agent.yaml"
-for ((i = 0; i < $(scaled 10) * 10; i++)); do
-	grep -q 'msg=started' "$TMP/agent.log" && break
-	kill -0 $ag 2>/dev/null || fail "agent exited: $(tail -5 "$TMP/agent.log")"
-	sleep 0.1
-done
-grep -q 'msg=started' "$TMP/agent.log" || fail "agent not started after $(scaled 10)s: $(tail -5 "$TMP/agent.log")"
+agent_started "$TMP/agent.log"
 cg_spawn "$cg" "$W/deepstack-fp" rec 100 2
 wl=$SPAWNED
 wait $wl || fail "deepstack failed"

@@ -10,6 +10,7 @@
 #                 (it moves itself there before exec), tracked; PID in $SPAWNED
 #   agent_run LOG ARGS...  cgperf-agent run ARGS in the background, stderr to
 #                 LOG, tracked; PID in $ag
+#   agent_started LOG  wait until that agent logged msg=started, else fail
 #   agent_yaml NAME INCLUDE [LINE...]  $TMP/agent.yaml for `run`: host NAME
 #                 (agent id in $TMP/agent-id), cgroups.include [INCLUDE],
 #                 task-clock counters, sampling off, a push every 1 s to $ex
@@ -81,6 +82,17 @@ agent_run() {
 	"$AGENT" run "$@" 2>"$log" &
 	ag=$!
 	bg_track $ag
+}
+# agent_started LOG: wait (10 s, scaled) until the agent started by agent_run
+# ($ag) logs msg=started in LOG; fail if it exits or does not.
+agent_started() {
+	local i
+	for ((i = 0; i < $(scaled 10) * 10; i++)); do
+		grep -q 'msg=started' "$1" && return 0
+		kill -0 "$ag" 2>/dev/null || fail "the agent exited: $(tail -5 "$1")"
+		sleep 0.1
+	done
+	fail "the agent not started after $(scaled 10)s: $(tail -5 "$1")"
 }
 agent_yaml() {
 	local name=$1 inc=$2 line
