@@ -714,6 +714,27 @@ out:
 	return ret;
 }
 
+/*
+ * Data pages per CPU ring for DWARF: every sample carries its stack copy
+ * (8 KiB by default), so the 64 pages that hold 250 frame-pointer samples
+ * hold about 30 of them, 0.15 s at 199 Hz: a busy host keeps the agent off
+ * the CPU that long and the kernel drops what does not fit. Half a second
+ * of samples at the asked rate (at least 99 Hz), 256 KiB to 4 MiB.
+ */
+static size_t dwarf_ring_pages(const struct sampler_opts *so)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	uint64_t hz = so->freq > 99 ? so->freq : 99, want;
+	size_t pages = 64;
+
+	if (ps <= 0)
+		ps = 4096;
+	want = (so->stack_bytes + 512ull) * (hz < 10000 ? hz : 10000) / 2;
+	while (pages < 1024 && pages * (uint64_t)ps < want)
+		pages *= 2;
+	return pages;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	return cmd_record_emit(argc, argv, NULL);
@@ -735,6 +756,8 @@ int cmd_record_emit(int argc, char **argv, const struct record_emit *e)
 	ret = parse_args(&r, &a, argc, argv);
 	if (ret || a.done)
 		goto out;
+	if (r.mode == STACKS_DWARF)
+		a.so.mmap_pages = dwarf_ring_pages(&a.so);
 	ret = parse_event(&r, a.evname, &ev);
 	if (ret)
 		goto out;

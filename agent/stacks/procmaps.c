@@ -26,6 +26,7 @@ struct proc {
 	struct idtab_key key; /* the pid */
 	bool seeded;  /* /proc/PID/maps read (or the process was born from FORK) */
 	bool gone;    /* seeded from /proc after the process had exited: no maps */
+	bool execd;   /* an exec's COMM record was read: its maps are not its parent's */
 	int exited;   /* 0 alive; 1 exited; 2 exited before the previous gc */
 	uint64_t refreshed_ns; /* last procmaps_refresh re-read (CLOCK_MONOTONIC_COARSE) */
 	struct pmap_entry *maps;
@@ -347,8 +348,7 @@ void procmaps_fork(struct procmaps *pm, uint32_t pid, uint32_t ppid)
 	child = proc_lookup(pm, pid);
 	if (child && child->seeded && !child->exited && !child->gone)
 		return;
-	ct = thread_get(pm, pid, false);
-	if (ct && ct->comm[0] && !ct->exited && child && !child->exited)
+	if (child && child->execd && !child->exited)
 		return;
 	child = proc_get(pm, pid);
 	parent = proc_lookup(pm, ppid); /* proc_get may have moved the table */
@@ -357,6 +357,7 @@ void procmaps_fork(struct procmaps *pm, uint32_t pid, uint32_t ppid)
 	proc_clear(child);
 	child->exited = 0;
 	child->gone = false;
+	child->execd = false;
 	child->seeded = true;
 	child->refreshed_ns = 0;
 	if (!parent || !parent->seeded || parent->gone) {
@@ -367,7 +368,11 @@ void procmaps_fork(struct procmaps *pm, uint32_t pid, uint32_t ppid)
 		proc_clear(child);
 		child->seeded = false;
 	}
-	/* The child's name is its parent's until it execs (no COMM record says so). */
+	/* The child's name is its parent's until it execs or renames itself (a
+	 * COMM record of its own, maybe read before this FORK, says so). */
+	ct = thread_get(pm, pid, false);
+	if (ct && ct->comm[0] && !ct->exited)
+		return;
 	pt = thread_get(pm, ppid, false);
 	if (!pt)
 		procmaps_comm_of(pm, ppid, ppid);
@@ -423,6 +428,7 @@ void procmaps_comm(struct procmaps *pm, uint32_t pid, uint32_t tid, const char *
 			proc_clear(p);
 			p->seeded = false;
 			p->exited = 0;
+			p->execd = true;
 		}
 	}
 }

@@ -306,6 +306,12 @@ void stacks_add_weight(struct stacks *r, const struct sample *s, const char *pre
 			key[2] = stacks_intern_comm(r, procmaps_comm_of(r->pm, s->pid, s->tid));
 			m = (struct pmap_entry *)procmaps_find(r->pm, s->pid, ip);
 		}
+		/* Still outside: the exec or mmap record that maps it may sit in
+		 * a ring not read yet, and /proc was read too recently (or
+		 * mid-exec). Look again after the next drain. */
+		if (!m && i == 0 && s->user_mode && s->pid && !r->replaying &&
+		    defer_sample(r, s, prefix, weight))
+			return;
 		/*
 		 * A return address outside every executable mapping of a process
 		 * whose maps we know (its leaf was found) is junk: a frame pointer

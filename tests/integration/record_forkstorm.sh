@@ -62,7 +62,19 @@ run_mode() {
 	# one that left the storm little CPU; so 50, and a third of what the
 	# cgroup's CPU time is worth (the children's own samples are ~60% of it,
 	# as perf's are: the rest is the forks and exits).
-	((t >= 50 && t * 3 >= want)) || fail "$mode: only $t samples of the children, their CPU time is worth $want"
+	# perf, sampling the same cgroup in the same window, is the better
+	# reference: a loaded host (or a sanitized agent beside it) makes the
+	# kernel's cgroup sampling itself miss short-lived children, as it
+	# misses them for perf (measured: 97 for the agent, 102 for perf, where
+	# the CPU time was worth 305). Within 3 Poisson deviations of 80% of
+	# perf's count, then.
+	((t >= 50)) || fail "$mode: only $t samples of the children, their CPU time is worth $want"
+	if [[ $pt != - ]] && ((pt >= 50)); then
+		awk -v t=$t -v p=$pt 'BEGIN { exit !(t + 3 * sqrt(p) >= 0.8 * p) }' ||
+			fail "$mode: $t samples of the children, perf has $pt in the same window"
+	else
+		((t * 3 >= want)) || fail "$mode: only $t samples of the children, their CPU time is worth $want"
+	fi
 	((g * 100 >= t * 93)) || {
 		grep -E '^(storm-child|forkstorm);' "$TMP/$mode.folded" | grep -E '\[unmapped\]|\+0x[0-9a-f]+ [0-9]+$' | head -5
 		fail "$mode: $g of $t child samples named (< 93%)"

@@ -45,6 +45,7 @@ check() {
 import re, subprocess, sys
 path, comm, marker, errpath, symspath, dbgpath = sys.argv[1:7]
 syms = set(l.strip() for l in open(symspath))
+MARKERS = ("[truncated: stack copy]", "[truncated: max stack]", "[bad return address]")
 total = marked = 0
 allmarked = 0
 bad = []
@@ -62,8 +63,14 @@ for line in open(path):
     total += n
     if frames[1] == marker:
         marked += n
+    # A sample taken inside execve, after the new image replaced the old
+    # one, carries the old image's user registers: that address is in no
+    # mapping of the new process (perf shows it as [unknown]).
+    in_exec = any("sys_execve" in f for f in frames)
     for f in frames[1:]:
-        if f.endswith("_[k]") or f in (marker,):
+        if f.endswith("_[k]") or f in MARKERS:
+            continue  # another marker is a short stack, not a false frame
+        if f.startswith("[unmapped]") and in_exec:
             continue
         if f.startswith("[unmapped]"):
             bad.append(f)
@@ -137,9 +144,14 @@ fi
 echo "$OLD_MAX" >$SYSCTL 2>/dev/null
 cat "$TMP/fp.err"
 check "$TMP/fp.folded" deepstack-fp "[truncated: max stack]" "$TMP/fp.err" || fail "fp: max stack truncation"
-deepest=$(awk '/^deepstack-fp;/ { n = split($0, a, ";"); k = 0; for (i = 1; i <= n; i++) if (a[i] !~ /_\[k\]$/) k++; if (k > m) m = k } END { print m + 0 }' "$TMP/fp.folded")
+# (over the stacks the cap cut: one caught on its way down may reach main,
+# whose inlined calls the naming adds as frames of their own)
+deepest=$(awk '/^deepstack-fp;\[truncated: max stack\];/ { n = split($0, a, ";"); k = 0; for (i = 1; i <= n; i++) if (a[i] !~ /_\[k\]$/) k++; if (k > m) m = k } END { print m + 0 }' "$TMP/fp.folded")
 info "deepest FP stack: $deepest user frames (+ comm and marker), cap $MAX"
-((deepest <= MAX + 2)) || fail "more user frames ($deepest) than the kernel's cap $MAX allows"
+((deepest <= MAX + 2)) || {
+	awk '/^deepstack-fp;/ { n = split($0, a, ";"); k = 0; for (i = 1; i <= n; i++) if (a[i] !~ /_\[k\]$/) k++; if (k > 66) print }' "$TMP/fp.folded" | head -3
+	fail "more user frames ($deepest) than the kernel's cap $MAX allows"
+}
 
 # 3. Frame pointers over code built without them, RBP pointing at text.
 "$AGENT" record -g -F 199 -o "$TMP/junk.folded" -- "$W/deepstack-nofp" junk 0 2 2>"$TMP/junk.err" ||
@@ -148,8 +160,9 @@ cat "$TMP/junk.err"
 check "$TMP/junk.folded" deepstack-nofp "[bad return address]" "$TMP/junk.err" || fail "fp: bad return address"
 # ... and the ordinary no-FP build: whatever the walk finds is code, or cut.
 "$AGENT" record -g -F 199 -o "$TMP/nofp.folded" -- "$W/chain-nofp" 1 2>/dev/null || fail "record -g chain-nofp failed"
-if grep -q '\[unmapped\]' "$TMP/nofp.folded"; then
-	fail "frames outside the mappings: $(grep -o '\[unmapped\][^;]*' "$TMP/nofp.folded" | sort -u | head -3)"
+# (but for a sample inside execve: the old image's registers, see check)
+if grep -v 'sys_execve' "$TMP/nofp.folded" | grep -q '\[unmapped\]'; then
+	fail "frames outside the mappings: $(grep -v 'sys_execve' "$TMP/nofp.folded" | grep -o '\[unmapped\][^;]*' | sort -u | head -3)"
 fi
 
 # 4. run: counted per cgroup on its own /metrics, on the wire, and on the
