@@ -73,25 +73,6 @@ for ((i = 0; i < $(scaled 50); i++)); do
 done
 grep -qx "$busy" "$cg/cgroup.procs" || fail "busy loop $busy is not in $cg"
 
-# stat_nested EVENTS: perf stat -a of EVENTS for cgroup $rel around the
-# agent's stat of them for $DUR seconds; outputs in $TMP/perf.csv and
-# $TMP/agent.json, bracketed by cpu.stat reads (u0, u1) and wall-clock stamps
-# (t0, t1).
-stat_nested() {
-	local rc
-	t0=$EPOCHREALTIME
-	read_usage u0
-	perf stat -a -e "$1" -G "$rel" -x, -o "$TMP/perf.csv" -- \
-		timeout $((DUR + 30)) "$AGENT" stat -G "$rel" -e "$1" --duration "$DUR" --json \
-		>"$TMP/agent.json" 2>"$TMP/agent.err"
-	rc=$?
-	read_usage u1
-	t1=$EPOCHREALTIME
-	if ((rc != 0)); then
-		sed 's/^/    agent, perf: /' "$TMP/agent.err" "$TMP/agent.json" "$TMP/perf.csv" | tail -n 20 >&2
-		fail "perf stat -- agent stat exited with $rc"
-	fi
-}
 stat_nested task-clock
 
 out=$(agent_field "$TMP/agent.json" "$rel" task-clock msec) || {

@@ -51,27 +51,6 @@ grep -qx "$PG_BENCH_PID" "$cg/cgroup.procs" && fail "pgbench $PG_BENCH_PID runs 
 nprocs=$(wc -l <"$cg/cgroup.procs")
 ((nprocs >= 5)) || fail "only $nprocs processes in $cg (want postmaster + 4 backends)"
 
-# stat_nested EVENTS: perf stat -a of EVENTS for cgroup $rel around the
-# agent's stat of them for $DUR seconds; outputs in $TMP/perf.csv and
-# $TMP/agent.json, bracketed by cpu.stat reads (u0, u1) and wall-clock stamps
-# (t0, t1). (Side by side, perf over `sleep DUR`, the two windows are offset
-# by the start-ups, and a fixed-rate load lags and catches up on a busy host.)
-stat_nested() {
-	local rc g= e
-	for e in ${1//,/ }; do g+="$rel,"; done
-	t0=$EPOCHREALTIME
-	read_usage u0
-	perf stat -a -e "$1" -G "${g%,}" -x, -o "$TMP/perf.csv" -- \
-		timeout $((DUR + 30)) "$AGENT" stat -G "$rel" -e "$1" --duration "$DUR" --json \
-		>"$TMP/agent.json" 2>"$TMP/agent.err"
-	rc=$?
-	read_usage u1
-	t1=$EPOCHREALTIME
-	if ((rc != 0)); then
-		sed 's/^/    agent, perf: /' "$TMP/agent.err" "$TMP/agent.json" "$TMP/perf.csv" | tail -n 20 >&2
-		fail "perf stat -- agent stat exited with $rc"
-	fi
-}
 stat_nested task-clock,context-switches
 
 wait "$PG_BENCH_PID"

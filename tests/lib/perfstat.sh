@@ -8,11 +8,14 @@
 #                         cgroup_id" of that (cgroup, event)
 #   perf_value FILE CGROUP EVENT
 #                         EVENT's value for CGROUP from `perf stat -x,` output
-#   stat_both EVENTS      perf stat -a of EVENTS for cgroup $rel (output in
-#                         $TMP/perf.csv), and meanwhile the agent's stat of
-#                         them for $DUR seconds ($TMP/agent.json), bracketed
-#                         by cpu.stat reads (u0, u1) and wall-clock stamps (t0,
-#                         t1); fails when either tool does
+#   stat_nested EVENTS    perf stat -a of EVENTS for cgroup $rel around the
+#                         agent's stat of them for $DUR seconds: outputs in
+#                         $TMP/perf.csv and $TMP/agent.json, bracketed by
+#                         cpu.stat reads (u0, u1) and wall-clock stamps (t0,
+#                         t1); fails when either tool does. (Side by side,
+#                         perf over `sleep DUR`, the two windows are offset by
+#                         the start-ups, and a fixed-rate load lags and
+#                         catches up on a busy host.)
 
 read_usage() {
 	local k v
@@ -77,26 +80,19 @@ print(vals[0])
 EOF
 }
 
-stat_both() {
-	local evs=$1 arc prc g= e
-	for e in ${evs//,/ }; do g+="$rel,"; done
-	# perf first (its start-up is the slower one), then the agent in the
-	# foreground.
-	perf stat -a -e "$evs" -G "${g%,}" -x, -o "$TMP/perf.csv" -- sleep "$DUR" 2>"$TMP/perf.err" &
-	perf_pid=$!
-	bg_track "$perf_pid"
+stat_nested() {
+	local rc g= e
+	for e in ${1//,/ }; do g+="$rel,"; done
 	t0=$EPOCHREALTIME
 	read_usage u0
-	timeout $((DUR + 30)) "$AGENT" stat -G "$rel" -e "$evs" --duration "$DUR" --json \
+	perf stat -a -e "$1" -G "${g%,}" -x, -o "$TMP/perf.csv" -- \
+		timeout $((DUR + 30)) "$AGENT" stat -G "$rel" -e "$1" --duration "$DUR" --json \
 		>"$TMP/agent.json" 2>"$TMP/agent.err"
-	arc=$?
+	rc=$?
 	read_usage u1
 	t1=$EPOCHREALTIME
-	wait "$perf_pid"
-	prc=$?
-	if ((arc != 0)); then
-		sed 's/^/    agent: /' "$TMP/agent.err" "$TMP/agent.json" | tail -n 20 >&2
-		fail "agent exited with $arc"
+	if ((rc != 0)); then
+		sed 's/^/    agent, perf: /' "$TMP/agent.err" "$TMP/agent.json" "$TMP/perf.csv" | tail -n 20 >&2
+		fail "perf stat -- agent stat exited with $rc"
 	fi
-	((prc == 0)) || { sed 's/^/    perf: /' "$TMP/perf.err" >&2; fail "perf stat exited with $prc"; }
 }
