@@ -164,11 +164,12 @@ static void on_mmap(void *ctx, const struct sample_mmap *m)
 	stacks_mmap(r->st, m);
 }
 
-static void on_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec)
+static void on_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec,
+		    uint64_t time)
 {
 	struct record *r = ctx;
 
-	stacks_comm(r->st, pid, tid, comm, exec);
+	stacks_comm(r->st, pid, tid, comm, exec, time);
 	if (exec && r->sel) {
 		uint64_t *slot = fold_slot(r->pidsel, &pid, sizeof(pid));
 

@@ -230,12 +230,13 @@ static void on_mmap(void *ctx, const struct sample_mmap *m)
 		stacks_mmap(t->stacks, m);
 }
 
-static void on_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec)
+static void on_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec,
+		    uint64_t time)
 {
 	struct trace *t = ctx;
 
 	if (t->stacks)
-		stacks_comm(t->stacks, pid, tid, comm, exec);
+		stacks_comm(t->stacks, pid, tid, comm, exec, time);
 }
 
 static void on_fork(void *ctx, uint32_t pid, uint32_t ppid, uint32_t tid)

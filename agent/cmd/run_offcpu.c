@@ -272,9 +272,10 @@ static void on_mmap(void *ctx, const struct sample_mmap *m)
 	stacks_mmap(((struct agent *)ctx)->off->st, m);
 }
 
-static void on_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec)
+static void on_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec,
+		    uint64_t time)
 {
-	stacks_comm(((struct agent *)ctx)->off->st, pid, tid, comm, exec);
+	stacks_comm(((struct agent *)ctx)->off->st, pid, tid, comm, exec, time);
 }
 
 static void on_fork(void *ctx, uint32_t pid, uint32_t ppid, uint32_t tid)

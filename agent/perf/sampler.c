@@ -179,6 +179,19 @@ static size_t sample_id_size(const struct sampler_layout *l)
 	return n;
 }
 
+/* The TIME field of a side-band record's sample_id trailer (@id bytes at
+ * @trailer), 0 when the layout has none. */
+static uint64_t sample_id_time(const struct sampler_layout *l, const uint8_t *trailer, size_t id)
+{
+	size_t off = l->sample_type & PERF_SAMPLE_TID ? 8 : 0;
+	uint64_t t;
+
+	if (!l->sample_id_all || !(l->sample_type & PERF_SAMPLE_TIME) || id < off + 8)
+		return 0;
+	memcpy(&t, trailer + off, sizeof(t));
+	return t;
+}
+
 static bool parse_sample(const struct sampler_layout *l, const struct perf_event_header *h,
 			 struct rd *r, const struct sampler_cb *cb, struct sampler_stats *st)
 {
@@ -365,7 +378,8 @@ static bool parse_other(const struct sampler_layout *l, const struct perf_event_
 		if (!rd_u32(r, &pid) || !rd_u32(r, &tid) || !rd_str(r, &comm))
 			return false;
 		if (cb && cb->comm)
-			cb->comm(cb->ctx, pid, tid, comm, h->misc & PERF_RECORD_MISC_COMM_EXEC);
+			cb->comm(cb->ctx, pid, tid, comm, h->misc & PERF_RECORD_MISC_COMM_EXEC,
+				 sample_id_time(l, r->end, id));
 		return true;
 	case PERF_RECORD_FORK:
 	case PERF_RECORD_EXIT:

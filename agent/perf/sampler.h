@@ -100,7 +100,9 @@ struct sampler_cb {
 	void *ctx;
 	void (*sample)(void *ctx, const struct sample *s);
 	void (*mmap)(void *ctx, const struct sample_mmap *m);
-	void (*comm)(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec);
+	/* @time: the record's (the sample clock), 0 unknown; see procmaps_comm() */
+	void (*comm)(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec,
+		     uint64_t time);
 	void (*fork)(void *ctx, uint32_t pid, uint32_t ppid, uint32_t tid);
 	void (*exit)(void *ctx, uint32_t pid, uint32_t tid);
 	void (*lost)(void *ctx, uint64_t lost); /* PERF_RECORD_LOST / LOST_SAMPLES */

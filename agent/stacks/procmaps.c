@@ -37,6 +37,7 @@ struct proc {
 struct thread {
 	struct idtab_key key; /* the tid */
 	int exited;
+	uint64_t comm_time; /* of the COMM record that named it; 0 unknown */
 	char comm[COMM_LEN + 1];
 };
 
@@ -406,11 +407,15 @@ static struct thread *thread_get(struct procmaps *pm, uint32_t tid, bool create)
 	return create ? idtab_get(&pm->threads, tid) : idtab_find(&pm->threads, tid);
 }
 
-void procmaps_comm(struct procmaps *pm, uint32_t pid, uint32_t tid, const char *comm, bool exec)
+bool procmaps_comm(struct procmaps *pm, uint32_t pid, uint32_t tid, const char *comm, bool exec,
+		   uint64_t time)
 {
 	struct thread *t = thread_get(pm, tid, true);
 
+	if (t && time && t->comm_time > time && !t->exited)
+		return false; /* a newer name (and image) is known already */
 	if (t) {
+		t->comm_time = time;
 		strncpy(t->comm, comm, COMM_LEN);
 		t->comm[COMM_LEN] = '\0';
 		t->exited = 0;
@@ -431,6 +436,7 @@ void procmaps_comm(struct procmaps *pm, uint32_t pid, uint32_t tid, const char *
 			p->execd = true;
 		}
 	}
+	return true;
 }
 
 bool procmaps_refresh(struct procmaps *pm, uint32_t pid, uint32_t tid)

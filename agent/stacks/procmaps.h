@@ -53,8 +53,14 @@ uint64_t procmaps_fork_seeds(const struct procmaps *pm);
  * yet): a caller may hold its samples until the other rings are read.
  */
 bool procmaps_unknown(struct procmaps *pm, uint32_t pid);
-void procmaps_comm(struct procmaps *pm, uint32_t pid, uint32_t tid, const char *comm,
-		   bool exec);
+/*
+ * A COMM record: @tid is named @comm (from an exec when @exec). Rings are
+ * drained one CPU at a time and exec moves a task to another CPU, so the
+ * records of two execs in a row can be read newest first: one older (by
+ * @time, the record's; 0 unknown) than the last applied is ignored: false.
+ */
+bool procmaps_comm(struct procmaps *pm, uint32_t pid, uint32_t tid, const char *comm,
+		   bool exec, uint64_t time);
 void procmaps_exit(struct procmaps *pm, uint32_t pid, uint32_t tid);
 
 /*

@@ -76,7 +76,8 @@ void stacks_add_weight(struct stacks *st, const struct sample *s, const char *pr
 
 /* Side-band records keep process maps and thread names current. */
 void stacks_mmap(struct stacks *st, const struct sample_mmap *m);
-void stacks_comm(struct stacks *st, uint32_t pid, uint32_t tid, const char *comm, bool exec);
+void stacks_comm(struct stacks *st, uint32_t pid, uint32_t tid, const char *comm, bool exec,
+		 uint64_t time);
 /* The comm of @tid as of the events handled so far (read from /proc when
  * none told it): "" when unknown. */
 const char *stacks_comm_of(struct stacks *st, uint32_t pid, uint32_t tid);

@@ -374,9 +374,11 @@ void stacks_pt_restart(struct stacks *r, uint32_t pid)
 	}
 }
 
-void stacks_comm(struct stacks *r, uint32_t pid, uint32_t tid, const char *comm, bool exec)
+void stacks_comm(struct stacks *r, uint32_t pid, uint32_t tid, const char *comm, bool exec,
+		 uint64_t time)
 {
-	procmaps_comm(r->pm, pid, tid, comm, exec);
+	if (!procmaps_comm(r->pm, pid, tid, comm, exec, time))
+		return;
 	if (exec)
 		stacks_pt_restart(r, pid);
 	if (exec && r->uc)

@@ -100,7 +100,7 @@ static void test_seed_and_exec_record(void **state)
 	 * /proc (MMAP2 records of another CPU's ring may have been read, and
 	 * cleared, before it) and from the MMAP2 records that follow. */
 	put("4242/maps", prog_maps);
-	procmaps_comm(pm, PID, PID, "prog", true);
+	procmaps_comm(pm, PID, PID, "prog", true, 0);
 	assert_null(procmaps_find(pm, PID, 0x55d000012345));
 	m = procmaps_find(pm, PID, 0x7f1000000100);
 	assert_non_null(m);
@@ -192,5 +192,48 @@ static void test_refresh_of_vanished_process(void **state)
 	procmaps_free(pm);
 }
 
+/*
+ * A child (pid 5002, exited already) that renamed itself: its COMM record,
+ * in the CPU ring read first, comes before the FORK in its parent's ring.
+ * It still gets its parent's maps, and keeps its own name.
+ */
+static void test_fork_read_after_child_rename(void **state)
+{
+	struct procmaps *pm = procmaps_new(root);
+
+	assert_non_null(pm);
+	assert_true(procmaps_unknown(pm, 5002)); /* its first sample */
+	procmaps_comm(pm, 5002, 5002, "storm-child", false, 200);
+	procmaps_fork(pm, 5002, PID);
+	assert_false(procmaps_unknown(pm, 5002));
+	assert_non_null(procmaps_find(pm, 5002, 0x55d000010100ull));
+	assert_string_equal(procmaps_comm_of(pm, 5002, 5002), "storm-child");
+	procmaps_free(pm);
+}
+
+/*
+ * Two execs in a row (sh, then the program), their COMM records in two CPU
+ * rings read newest first: the older one changes neither name nor maps.
+ */
+static void test_execs_read_out_of_order(void **state)
+{
+	struct procmaps *pm = procmaps_new(root);
+
+	assert_non_null(pm);
+	put("4242/maps", prog_maps);
+	assert_true(procmaps_comm(pm, PID, PID, "prog", true, 2000));
+	expect_map(pm, 0x560000002000, "/opt/prog", 0x1000);
+	assert_false(procmaps_comm(pm, PID, PID, "sh", true, 1000));
+	assert_string_equal(procmaps_comm_of(pm, PID, PID), "prog");
+	expect_map(pm, 0x560000002000, "/opt/prog", 0x1000);
+	/* a later rename applies; so does one whose time is unknown */
+	assert_true(procmaps_comm(pm, PID, PID, "worker", false, 3000));
+	assert_string_equal(procmaps_comm_of(pm, PID, PID), "worker");
+	assert_true(procmaps_comm(pm, PID, PID, "w2", false, 0));
+	assert_string_equal(procmaps_comm_of(pm, PID, PID), "w2");
+	procmaps_free(pm);
+}
+
 TL_MAIN_FIXTURE(setup, teardown, test_seed_and_exec_record, test_refresh_after_unseen_exec,
-	test_fork_of_unseen_parent, test_refresh_of_vanished_process)
+	test_fork_of_unseen_parent, test_refresh_of_vanished_process,
+	test_fork_read_after_child_rename, test_execs_read_out_of_order)

@@ -86,11 +86,13 @@ static void put_str(struct rec *r, const char *s, bool nul)
 	r->n += words;
 }
 
+#define TRAILER_TIME 777000u
+
 /* sample_id trailer: TID, TIME, CPU. Zeros would hide a missing NUL. */
 static void put_trailer(struct rec *r)
 {
 	put2(r, 0, 0);
-	put(r, 0);
+	put(r, TRAILER_TIME);
 	put2(r, 0, 0);
 }
 
@@ -107,6 +109,7 @@ static size_t rec_len(const struct rec *r)
 /* What the callbacks saw. */
 struct seen {
 	int samples, mmaps, comms, forks, exits, losts;
+	uint64_t time; /* of the last COMM */
 	struct sample s;
 	uint64_t chain[4], regs[3];
 	uint8_t stack[16];
@@ -141,7 +144,8 @@ static void seen_mmap(void *ctx, const struct sample_mmap *m)
 	v->m.filename = v->name;
 }
 
-static void seen_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec)
+static void seen_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec,
+		      uint64_t time)
 {
 	struct seen *v = ctx;
 
@@ -149,6 +153,7 @@ static void seen_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, b
 	v->pid = pid;
 	v->tid = tid;
 	v->exec = exec;
+	v->time = time;
 	snprintf(v->name, sizeof(v->name), "%s", comm);
 }
 
@@ -536,6 +541,7 @@ static void test_parse_values(void **state)
 	assert_int_equal(sampler_parse_record(&L, r.w, rec_len(&r), &cb, &st), 0);
 	assert_string_equal(v.name, "true");
 	assert_true(v.exec);
+	assert_int_equal(v.time, TRAILER_TIME); /* from the sample_id trailer */
 	assert_int_equal(v.pid, 300);
 	assert_int_equal(v.tid, 301);
 

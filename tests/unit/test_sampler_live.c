@@ -255,7 +255,8 @@ static void live_mmap(void *ctx, const struct sample_mmap *m)
 	}
 }
 
-static void live_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec)
+static void live_comm(void *ctx, uint32_t pid, uint32_t tid, const char *comm, bool exec,
+		      uint64_t time)
 {
 	struct sb *e = live_sb(ctx, 'c');
 

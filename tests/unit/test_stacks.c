@@ -84,7 +84,7 @@ static struct stacks *engine(void)
 	struct stacks *st = stacks_new(STACKS_FP, false, NULL);
 
 	assert_non_null(st);
-	stacks_comm(st, (uint32_t)getpid(), (uint32_t)syscall(SYS_gettid), "stktest", false);
+	stacks_comm(st, (uint32_t)getpid(), (uint32_t)syscall(SYS_gettid), "stktest", false, 0);
 	return st;
 }
 
