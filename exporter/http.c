@@ -13,7 +13,8 @@
  * bit for bit) while a scrape waits at most for an in-memory update,
  * never for a disk write. Series expiry goes through the same pair.
  *
- * GET /api/v1/stacks reads through the store's reader, outside both locks.
+ * GET /api/v1/stacks, heatmap and series read through the store's reader,
+ * outside both locks.
  *
  * Nothing slow runs on libmicrohttpd's event loops. A few threads each
  * run an epoll loop over thousands of connections (kept-alive agents are
@@ -247,7 +248,7 @@ void http_workq_depth(struct http *h, size_t out[2])
 
 static const char routes_text[] =
 	"not found: POST /api/v1/push, GET /metrics, /api/v1/stacks, /api/v1/heatmap, "
-	"/api/v1/targets, /, /healthz\n";
+	"/api/v1/series, /api/v1/targets, /, /healthz\n";
 
 /* The first call of a request: route it and check what the headers say. */
 static enum MHD_Result first_call(struct http *h, struct MHD_Connection *c, struct req *r,
@@ -255,11 +256,12 @@ static enum MHD_Result first_call(struct http *h, struct MHD_Connection *c, stru
 {
 	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	static const char *const gets[] = { "/metrics", "/healthz", "/api/v1/stacks",
-					    "/api/v1/targets", "/", "/api/v1/heatmap" };
+					    "/api/v1/targets", "/", "/api/v1/heatmap",
+					    "/api/v1/series" };
 
 	for (size_t i = 0; i < sizeof(gets) / sizeof(gets[0]); i++) {
 		static const enum route rt[] = { RT_METRICS, 0, RT_STACKS, RT_TARGETS, RT_INDEX,
-						 RT_HEATMAP };
+						 RT_HEATMAP, RT_SERIES };
 		char why[256];
 
 		if (strcmp(url, gets[i]))
@@ -278,6 +280,8 @@ static enum MHD_Result first_call(struct http *h, struct MHD_Connection *c, stru
 			return http_answerf(c, r, MHD_HTTP_BAD_REQUEST, "%s\n", why);
 		if (r->route == RT_HEATMAP &&
 		    routes_parse_heatmap_query(c, &r->q, why, sizeof(why)))
+			return http_answerf(c, r, MHD_HTTP_BAD_REQUEST, "%s\n", why);
+		if (r->route == RT_SERIES && routes_parse_series_query(c, &r->q, why, sizeof(why)))
 			return http_answerf(c, r, MHD_HTTP_BAD_REQUEST, "%s\n", why);
 		return enqueue(h, &h->read_q, c, r);
 	}

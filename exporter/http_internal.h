@@ -12,6 +12,8 @@
  *                  answers, sent at once or kept for a deferred request
  *   routes.c       the read routes a reader thread serves: /metrics,
  *                  /api/v1/stacks, /api/v1/targets and the index page
+ *                  (/api/v1/heatmap in routes_heatmap.c, /api/v1/series in
+ *                  routes_series.c)
  * A struct req belongs to its connection (http.c frees it in the completed
  * callback); while deferred, one worker at a time builds its answer.
  */
@@ -61,7 +63,7 @@ enum reject { REJ_AUTH, REJ_TOO_LARGE, REJ_BAD_REQUEST, REJ_SERIES_LIMIT, REJ_N 
 /* The reasons' label values in cgperf_exporter_rejects_total. */
 extern const char *const http_reject_name[REJ_N];
 
-enum route { RT_PUSH, RT_METRICS, RT_STACKS, RT_TARGETS, RT_INDEX, RT_HEATMAP };
+enum route { RT_PUSH, RT_METRICS, RT_STACKS, RT_TARGETS, RT_INDEX, RT_HEATMAP, RT_SERIES };
 
 enum format { FMT_FOLDED, FMT_PPROF, FMT_SVG, FMT_JSON };
 
@@ -69,6 +71,15 @@ struct stacks_query {
 	struct store_selection sel;
 	enum format format;
 	const char *probe; /* /api/v1/heatmap's probe label */
+	/* /api/v1/series: the step, how many series, each step's increase
+	 * instead of a rate per second (rate=0), the factor from the stored
+	 * counter to the answer's unit and the event label answered (cpu:
+	 * task-clock in seconds) */
+	uint64_t step_ns;
+	size_t top;
+	bool increase;
+	double scale;
+	const char *event_label;
 };
 
 struct req;
@@ -120,7 +131,7 @@ struct req {
 	 * connection, which is suspended meanwhile. */
 	bool deferred;
 	enum route route;
-	struct stacks_query q;	/* RT_STACKS, parsed before queueing */
+	struct stacks_query q;	/* RT_STACKS, HEATMAP, SERIES: parsed before queueing */
 	Cgperf__V1__Batch *m;	/* RT_PUSH, decoded before queueing */
 	uint64_t queued_bytes;	/* of this request in its queue's figure */
 	struct MHD_Connection *conn;
@@ -194,6 +205,11 @@ int routes_format(const char *v, const char *const *names, const enum format *fm
 int routes_parse_heatmap_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
 			       size_t whylen);
 enum MHD_Result routes_serve_heatmap(struct http *h, struct MHD_Connection *c, struct req *r);
+/* GET /api/v1/series (routes_series.c): its query (400 with why for a bad
+ * step, top or rate), and its answer. */
+int routes_parse_series_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
+			      size_t whylen);
+enum MHD_Result routes_serve_series(struct http *h, struct MHD_Connection *c, struct req *r);
 /* A reader thread's work: build the answer of the read route of rs[0]
  * (@n is 1). */
 void routes_serve(struct http *h, struct req **rs, size_t n);

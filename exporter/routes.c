@@ -467,6 +467,7 @@ void routes_serve(struct http *h, struct req **rs, size_t n)
 	case RT_METRICS: serve_metrics(h, NULL, r); break;
 	case RT_STACKS: serve_stacks(h, NULL, r); break;
 	case RT_HEATMAP: routes_serve_heatmap(h, NULL, r); break;
+	case RT_SERIES: routes_serve_series(h, NULL, r); break;
 	case RT_TARGETS: serve_targets(h, NULL, r, targets_json, "application/json"); break;
 	default: serve_targets(h, NULL, r, targets_index, "text/html; charset=utf-8"); break;
 	}

@@ -97,6 +97,14 @@ int store_latency_rows(struct store *s, const struct store_selection *sel, const
 	return s->ops->latency_rows ? s->ops->latency_rows(s, sel, probe, fn, arg) : -EOPNOTSUPP;
 }
 
+int store_series(struct store *s, const struct store_selection *sel, uint64_t step_ns, size_t top,
+		 int (*fn)(void *arg, const struct store_series_row *r), void *arg)
+{
+	if (!step_ns || !top)
+		return -EINVAL;
+	return s->ops->series ? s->ops->series(s, sel, step_ns, top, fn, arg) : -EOPNOTSUPP;
+}
+
 void store_stats(struct store *s, struct store_stats *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -125,6 +125,19 @@ struct store_latency_row {
 	struct hist latency_ns;
 };
 
+/* One step of one counter series (store_series()): a series is a
+ * (host, cgroup, event). */
+struct store_series_row {
+	/* host, path and the identity last stored for the cgroup; fields not
+	 * known are "" (cgroup_id 0), last_seen_ns is not set */
+	const struct store_cgroup *cgroup;
+	const char *event;
+	uint64_t t_ns; /* the step's start: a multiple of the step (Unix time) */
+	/* store_scaled() of every supported counter delta of the series read
+	 * in [t_ns, t_ns + step), summed */
+	double value;
+};
+
 /* A binary frames were found in. */
 struct store_module {
 	char *path, *build_id; /* malloc'd, the caller frees both */
@@ -170,6 +183,10 @@ struct store_ops {
 	/* See store_latency_rows(). */
 	int (*latency_rows)(struct store *s, const struct store_selection *sel, const char *probe,
 			    int (*fn)(void *arg, const struct store_latency_row *r), void *arg);
+	/* See store_series(); @step_ns > 0 and @top > 0 (the front checks). */
+	int (*series)(struct store *s, const struct store_selection *sel, uint64_t step_ns,
+		      size_t top, int (*fn)(void *arg, const struct store_series_row *r),
+		      void *arg);
 };
 
 /* Every store starts with this; backends embed it first. */
@@ -263,6 +280,24 @@ void store_count_rows(struct store *s, uint64_t n);
  */
 int store_latency_rows(struct store *s, const struct store_selection *sel, const char *probe,
 		       int (*fn)(void *arg, const struct store_latency_row *r), void *arg);
+
+/*
+ * Counters over time, for GET /api/v1/series: call @fn for each step of
+ * @step_ns with data of each of the @top counter series (host, cgroup,
+ * event) of @sel whose summed deltas are largest over the range (ties by
+ * host, path, event), grouped by series (in no particular order of
+ * series) and in order of time within one. A counter delta is read at
+ * the end of its batch's interval, or when the batch arrived if that was
+ * earlier (an agent's clock ahead); it counts when that time is in
+ * [sel->from_ns, sel->to_ns), in the step that holds it (steps start at
+ * multiples of @step_ns). Only supported counters, scaled as the totals
+ * are (store_scaled()), and only raw rows retention kept. The steps and
+ * the top are computed by the backend's query, not by reading every row.
+ * A non-zero return of @fn stops and is returned; -EINVAL for a zero
+ * @step_ns or @top, -EOPNOTSUPP when the backend keeps no raw counters.
+ */
+int store_series(struct store *s, const struct store_selection *sel, uint64_t step_ns, size_t top,
+		 int (*fn)(void *arg, const struct store_series_row *r), void *arg);
 
 /* A histogram as words, the way stores keep it: count, negative, sum, min,
  * max, then the HIST_BUCKETS buckets. */

@@ -390,4 +390,5 @@ const struct store_ops store_clickhouse_ops = {
 	.stacks = ch_stacks,
 	.module = ch_module,
 	.latency_rows = ch_latency_rows,
+	.series = ch_series,
 };

@@ -176,8 +176,20 @@ int ch_module(struct store *base, int64_t id, struct store_module *out);
  * fields (store_clickhouse_read.c); a non-zero return stops and is returned. */
 int ch_select(struct ch_store *s, const char *sql, size_t nf, int (*row)(void *arg, char **f),
 	      void *arg);
+/* " AND ..." clauses of @sel's host, cgroup (path) and event, and of its
+ * container and pod (through the cgroups table), for a query of a table
+ * with host, path and event columns, into @q. */
+void ch_where_selection(struct ch_store *s, struct page *q, const struct store_selection *sel);
+/* A cgroups column's last non-empty value (GROUP BY host, path). */
+#define CH_LAST_SET(col) "argMaxIf(" col ", last_seen_ns, " col " != '')"
 /* store_clickhouse_heat.c */
 int ch_latency_rows(struct store *base, const struct store_selection *sel, const char *probe,
 		    int (*fn)(void *arg, const struct store_latency_row *r), void *arg);
+/* store_clickhouse_series.c: the query of store_series() (steps from
+ * @kept, the retention cutoff, on), and the call */
+void ch_series_sql(struct ch_store *s, const struct store_selection *sel, uint64_t kept,
+		   uint64_t step_ns, size_t top, struct page *q);
+int ch_series(struct store *base, const struct store_selection *sel, uint64_t step_ns, size_t top,
+	      int (*fn)(void *arg, const struct store_series_row *r), void *arg);
 
 #endif

@@ -170,8 +170,6 @@ static int row_agent(void *arg, char **f)
 	return v->agent(v->arg, &a);
 }
 
-#define LAST_SET(col) "argMaxIf(" col ", last_seen_ns, " col " != '')"
-
 /* Cgroups seen since the retention cutoff (SQLite deletes the others). */
 static int load_cgroups(struct ch_store *s, const struct store_visitor *v)
 {
@@ -180,11 +178,11 @@ static int load_cgroups(struct ch_store *s, const struct store_visitor *v)
 	int ret = ch_retained(s, &since);
 	char *h = ret ? NULL
 		      : with_db(s, "SELECT host, path, argMaxIf(cgroup_id, last_seen_ns, cgroup_id != 0), "
-				LAST_SET("container_id") ", " LAST_SET("runtime") ", "
-				LAST_SET("pod_uid") ", " LAST_SET("qos") ", "
-				LAST_SET("k8s_namespace") ", " LAST_SET("pod_name") ", "
-				LAST_SET("container_name") ", " LAST_SET("unit") ", "
-				LAST_SET("slice") ", max(last_seen_ns), " LAST_SET("image")
+				CH_LAST_SET("container_id") ", " CH_LAST_SET("runtime") ", "
+				CH_LAST_SET("pod_uid") ", " CH_LAST_SET("qos") ", "
+				CH_LAST_SET("k8s_namespace") ", " CH_LAST_SET("pod_name") ", "
+				CH_LAST_SET("container_name") ", " CH_LAST_SET("unit") ", "
+				CH_LAST_SET("slice") ", max(last_seen_ns), " CH_LAST_SET("image")
 				" FROM %s.cgroups GROUP BY host, path");
 
 	if (ret)
@@ -328,6 +326,37 @@ static void where_eq(struct page *q, const char *col, const char *v)
 	ch_quote(q, v);
 }
 
+void ch_where_selection(struct ch_store *s, struct page *q, const struct store_selection *sel)
+{
+	where_eq(q, "host", sel->host);
+	where_eq(q, "path", sel->cgroup);
+	where_eq(q, "event", sel->event);
+	if ((!sel->container || !*sel->container) && (!sel->pod || !*sel->pod))
+		return;
+	page_printf(q, " AND (host, path) GLOBAL IN (SELECT host, path FROM %s.cgroups WHERE 1",
+		    s->db);
+	if (sel->container && *sel->container) {
+		page_put(q, " AND (container_id = ");
+		ch_quote(q, sel->container);
+		page_put(q, " OR container_name = ");
+		ch_quote(q, sel->container);
+		if (strlen(sel->container) >= 12) {
+			page_printf(q, " OR substring(container_id, 1, %zu) = ",
+				    strlen(sel->container));
+			ch_quote(q, sel->container);
+		}
+		page_putc(q, ')');
+	}
+	if (sel->pod && *sel->pod) {
+		page_put(q, " AND (pod_uid = ");
+		ch_quote(q, sel->pod);
+		page_put(q, " OR pod_name = ");
+		ch_quote(q, sel->pod);
+		page_putc(q, ')');
+	}
+	page_putc(q, ')');
+}
+
 int ch_stacks(struct store *base, const struct store_selection *sel,
 	      int (*fn)(void *arg, const struct store_stack *st), void *arg)
 {
@@ -362,33 +391,7 @@ int ch_stacks(struct store *base, const struct store_selection *sel,
 		    s->db, from, sel->to_ns, s->db, s->cluster ? "_local" : "", from,
 		    (uint64_t)(sel->to_ns > UINT64_MAX - CH_BUCKET_NS ? UINT64_MAX
 									   : sel->to_ns + CH_BUCKET_NS));
-	where_eq(&q, "host", sel->host);
-	where_eq(&q, "path", sel->cgroup);
-	where_eq(&q, "event", sel->event);
-	if ((sel->container && *sel->container) || (sel->pod && *sel->pod)) {
-		page_printf(&q, " AND (host, path) GLOBAL IN (SELECT host, path FROM %s.cgroups"
-				" WHERE 1", s->db);
-		if (sel->container && *sel->container) {
-			page_put(&q, " AND (container_id = ");
-			ch_quote(&q, sel->container);
-			page_put(&q, " OR container_name = ");
-			ch_quote(&q, sel->container);
-			if (strlen(sel->container) >= 12) {
-				page_printf(&q, " OR substring(container_id, 1, %zu) = ",
-					    strlen(sel->container));
-				ch_quote(&q, sel->container);
-			}
-			page_putc(&q, ')');
-		}
-		if (sel->pod && *sel->pod) {
-			page_put(&q, " AND (pod_uid = ");
-			ch_quote(&q, sel->pod);
-			page_put(&q, " OR pod_name = ");
-			ch_quote(&q, sel->pod);
-			page_putc(&q, ')');
-		}
-		page_putc(&q, ')');
-	}
+	ch_where_selection(s, &q, sel);
 	page_printf(&q,
 		    " GROUP BY stack, cityHash64(event), fq, pd) AS sm"
 		    " ANY LEFT JOIN (SELECT hash AS stack, any(folded) AS folded,"

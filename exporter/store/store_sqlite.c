@@ -560,6 +560,7 @@ const struct store_ops store_sqlite_ops = {
 	.stacks = sq_stacks,
 	.module = sq_module,
 	.latency_rows = sq_latency_rows,
+	.series = sq_series,
 	.stats = sq_stats,
 };
 

@@ -3,12 +3,13 @@
 #define CGPERF_EXPORTER_STORE_SQLITE_INTERNAL_H
 
 /*
- * Shared by the SQLite store's three files (the design note is at the head
+ * Shared by the SQLite store's files (the design note is at the head
  * of store_sqlite.c): store_sqlite.c opens, migrates and closes the
  * database, expires and retains; store_sqlite_put.c writes batches (the
  * writer connection, under wlock); store_sqlite_read.c loads the totals at
  * start and answers the stacks and module queries (the reader, under
- * rlock). Not an interface for anything else: store.h is.
+ * rlock); store_sqlite_heat.c and store_sqlite_series.c answer the heat
+ * map and the counter series (the reader too). Not an interface for anything else: store.h is.
  */
 
 #include <errno.h>
@@ -178,5 +179,8 @@ int sq_module(struct store *base, int64_t id, struct store_module *out);
 /* store_sqlite_heat.c */
 int sq_latency_rows(struct store *base, const struct store_selection *sel, const char *probe,
 		    int (*fn)(void *arg, const struct store_latency_row *r), void *arg);
+/* store_sqlite_series.c */
+int sq_series(struct store *base, const struct store_selection *sel, uint64_t step_ns, size_t top,
+	      int (*fn)(void *arg, const struct store_series_row *r), void *arg);
 
 #endif

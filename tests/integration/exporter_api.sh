@@ -116,6 +116,37 @@ get $pa "/metrics" "$TMP/a.prom" >/dev/null
 [[ $(metric 'cgperf_agent_stack_samples_total{host="api-host"' "$TMP/a.prom") == "$want" ]] ||
 	fail "cgperf_agent_stack_samples_total is not $want: $(grep stack_samples "$TMP/a.prom")"
 enc=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$rel")
+# --- series: the steps of the test cgroup's CPU sum to its counter on
+# /metrics (every push of the run is in the range; the counter began at 0)
+for ev in cpu task-clock; do
+	st=$(get $pa "/api/v1/series?host=api-host&cgroup=$enc&event=$ev&rate=0&from=-1h&step=1" "$TMP/series.json")
+	[[ $st == 200 ]] || fail "series $ev: HTTP $st $(cat "$TMP/series.json")"
+	m=cgperf_cgroup_cpu_seconds_total
+	[[ $ev == task-clock ]] && m=cgperf_cgroup_perf_events_total
+	python3 - "$TMP/series.json" "$TMP/a.prom" "$rel" "$ev" "$m" <<'PY' || fail "series of $ev disagree with /metrics"
+import json, re, sys
+path, prom, rel, ev, metric = sys.argv[1:6]
+d = json.load(open(path))
+assert d["status"] == "success" and d["data"]["resultType"] == "matrix", d
+rs = [r for r in d["data"]["result"] if r["metric"].get("id") == rel]
+assert len(rs) == 1, f"{len(rs)} series for {rel}: {d}"
+assert rs[0]["metric"].get("event") == ev and rs[0]["metric"].get("host") == "api-host", rs[0]["metric"]
+total = sum(float(v) for _, v in rs[0]["values"])
+want = None
+for line in open(prom):
+    if line.startswith(metric + "{") and f'id="{rel}"' in line and \
+            (metric != "cgperf_cgroup_perf_events_total" or f'event="{ev}"' in line):
+        want = float(line.split()[-1])
+print(f"# series {ev}: {len(rs[0]['values'])} steps sum to {total}, {metric} says {want}")
+if want is None:
+    sys.exit(f"no {metric} for {rel} on /metrics")
+assert abs(total - want) <= 1e-6 * max(1.0, want), (total, want)
+PY
+done
+for bad in "step=0" "step=abc" "top=0" "from=yesterday"; do
+	st=$(get $pa "/api/v1/series?$bad" "$TMP/bad")
+	[[ $st == 400 ]] || fail "series?$bad: HTTP $st, want 400"
+done
 st=$(get $pa "/api/v1/stacks?host=api-host&cgroup=$enc&event=cpu-clock" "$TMP/cg.folded")
 [[ $st == 200 ]] || fail "stacks of $rel: HTTP $st $(cat "$TMP/cg.folded")"
 leaf=$(awk '/;main;chain_a;chain_b;chain_c;chain_leaf/ { s += $NF } END { print s + 0 }' "$TMP/cg.folded")

@@ -221,6 +221,40 @@ static void test_expiry_join_and_shards(void **state)
 	assert_int_equal(s.nshards, 0);
 }
 
+/* The series query (store_clickhouse_series.c): steps by intDiv on the
+ * read time, the top by a ranked IN, values quoted, GLOBAL joins on a
+ * cluster, the retention cutoff raising from. */
+static void test_series_sql(void **state)
+{
+	struct ch_store s = { .db = "d", .cluster = "two" };
+	struct store_selection sel = { .host = "h'1\\", .cgroup = "/a", .event = "task-clock",
+				       .pod = "web-0", .from_ns = 1000, .to_ns = 5000 };
+	const char *t;
+	struct page q;
+
+	(void)state;
+	page_init(&q, 0);
+	ch_series_sql(&s, &sel, 2000, 60000000000ull, 7, &q);
+	t = ch_text(&q);
+	assert_non_null(t);
+	assert_non_null(strstr(t, "SELECT h, p, e, bt, v, cid, ci, rt, pu, qs, ns, pn, cn, un, sl, im"
+				  " FROM (SELECT h, p, e, intDiv(tt, 60000000000) * 60000000000 AS bt,"
+				  " sum(x) AS v FROM (SELECT h, p, e, x, tt FROM (SELECT any(host) AS h,"));
+	assert_non_null(strstr(t, " FROM d.counters WHERE supported = 1 AND host = 'h\\'1\\\\'"
+				  " AND path = '/a' AND event = 'task-clock' AND (host, path) GLOBAL IN"
+				  " (SELECT host, path FROM d.cgroups WHERE 1 AND (pod_uid = 'web-0'"
+				  " OR pod_name = 'web-0')) GROUP BY row) GLOBAL ANY INNER JOIN"));
+	assert_non_null(strstr(t, " FROM d.batches WHERE received_ns >= 2000"
+				  " AND least(end_ns, received_ns) >= 2000"
+				  " AND least(end_ns, received_ns) < 5000 GROUP BY agent_id, seq)"));
+	assert_non_null(strstr(t, " GROUP BY h, p, e ORDER BY sum(x) DESC, h, p, e LIMIT 7)"
+				  " GROUP BY h, p, e, bt) GLOBAL ANY LEFT JOIN (SELECT host AS h,"));
+	assert_non_null(strstr(t, " FROM d.cgroups WHERE 1 AND host = 'h\\'1\\\\' AND path = '/a'"
+				  " GROUP BY host, path) USING (h, p) ORDER BY h, p, e, bt"
+				  " FORMAT TabSeparated"));
+	page_release(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -228,6 +262,7 @@ int main(void)
 		cmocka_unit_test(test_quote),	       cmocka_unit_test(test_words),
 		cmocka_unit_test(test_settings),       cmocka_unit_test(test_settings_file),
 		cmocka_unit_test(test_open_refused),   cmocka_unit_test(test_expiry_join_and_shards),
+		cmocka_unit_test(test_series_sql),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
