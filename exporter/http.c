@@ -247,8 +247,8 @@ void http_workq_depth(struct http *h, size_t out[2])
 /* ---- routing ---- */
 
 static const char routes_text[] =
-	"not found: POST /api/v1/push, GET /metrics, /api/v1/stacks, /api/v1/heatmap, "
-	"/api/v1/series, /api/v1/targets, /, /healthz\n";
+	"not found: POST /api/v1/push, GET /metrics, /api/v1/stacks, /api/v1/diff, "
+	"/api/v1/heatmap, /api/v1/series, /api/v1/targets, /, /healthz\n";
 
 /* The first call of a request: route it and check what the headers say. */
 static enum MHD_Result first_call(struct http *h, struct MHD_Connection *c, struct req *r,
@@ -257,11 +257,11 @@ static enum MHD_Result first_call(struct http *h, struct MHD_Connection *c, stru
 	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	static const char *const gets[] = { "/metrics", "/healthz", "/api/v1/stacks",
 					    "/api/v1/targets", "/", "/api/v1/heatmap",
-					    "/api/v1/series" };
+					    "/api/v1/series", "/api/v1/diff" };
 
 	for (size_t i = 0; i < sizeof(gets) / sizeof(gets[0]); i++) {
 		static const enum route rt[] = { RT_METRICS, 0, RT_STACKS, RT_TARGETS, RT_INDEX,
-						 RT_HEATMAP, RT_SERIES };
+						 RT_HEATMAP, RT_SERIES, RT_DIFF };
 		char why[256];
 
 		if (strcmp(url, gets[i]))
@@ -282,6 +282,8 @@ static enum MHD_Result first_call(struct http *h, struct MHD_Connection *c, stru
 		    routes_parse_heatmap_query(c, &r->q, why, sizeof(why)))
 			return http_answerf(c, r, MHD_HTTP_BAD_REQUEST, "%s\n", why);
 		if (r->route == RT_SERIES && routes_parse_series_query(c, &r->q, why, sizeof(why)))
+			return http_answerf(c, r, MHD_HTTP_BAD_REQUEST, "%s\n", why);
+		if (r->route == RT_DIFF && routes_parse_diff_query(c, &r->q, why, sizeof(why)))
 			return http_answerf(c, r, MHD_HTTP_BAD_REQUEST, "%s\n", why);
 		return enqueue(h, &h->read_q, c, r);
 	}

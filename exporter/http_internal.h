@@ -13,7 +13,8 @@
  *   routes.c       the read routes a reader thread serves: /metrics,
  *                  /api/v1/stacks, /api/v1/targets and the index page
  *                  (/api/v1/heatmap in routes_heatmap.c, /api/v1/series in
- *                  routes_series.c)
+ *                  routes_series.c, the JSON form of the stacks and
+ *                  /api/v1/diff in routes_diff.c)
  * A struct req belongs to its connection (http.c frees it in the completed
  * callback); while deferred, one worker at a time builds its answer.
  */
@@ -30,6 +31,9 @@
 #include "exporter/store/store.h"
 
 struct page;
+struct fold_set;
+struct hashmap;
+struct render_module;
 
 /* Event loops (epoll), each over its share of the connections. */
 #define HTTP_THREADS 4u
@@ -63,7 +67,7 @@ enum reject { REJ_AUTH, REJ_TOO_LARGE, REJ_BAD_REQUEST, REJ_SERIES_LIMIT, REJ_N 
 /* The reasons' label values in cgperf_exporter_rejects_total. */
 extern const char *const http_reject_name[REJ_N];
 
-enum route { RT_PUSH, RT_METRICS, RT_STACKS, RT_TARGETS, RT_INDEX, RT_HEATMAP, RT_SERIES };
+enum route { RT_PUSH, RT_METRICS, RT_STACKS, RT_TARGETS, RT_INDEX, RT_HEATMAP, RT_SERIES, RT_DIFF };
 
 enum format { FMT_FOLDED, FMT_PPROF, FMT_SVG, FMT_JSON };
 
@@ -80,6 +84,10 @@ struct stacks_query {
 	bool increase;
 	double scale;
 	const char *event_label;
+	/* /api/v1/diff: the base's selection (the target's is sel), and
+	 * whether the SVG compares shares (normalize=1) or counts */
+	struct store_selection base;
+	bool normalize;
 };
 
 struct req;
@@ -131,7 +139,7 @@ struct req {
 	 * connection, which is suspended meanwhile. */
 	bool deferred;
 	enum route route;
-	struct stacks_query q;	/* RT_STACKS, HEATMAP, SERIES: parsed before queueing */
+	struct stacks_query q;	/* RT_STACKS, HEATMAP, SERIES, DIFF: parsed before queueing */
 	Cgperf__V1__Batch *m;	/* RT_PUSH, decoded before queueing */
 	uint64_t queued_bytes;	/* of this request in its queue's figure */
 	struct MHD_Connection *conn;
@@ -210,6 +218,54 @@ enum MHD_Result routes_serve_heatmap(struct http *h, struct MHD_Connection *c, s
 int routes_parse_series_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
 			      size_t whylen);
 enum MHD_Result routes_serve_series(struct http *h, struct MHD_Connection *c, struct req *r);
+
+/* Stacks of one selection summed into a fold_set (routes.c). */
+struct routes_rate {
+	char *event;
+	uint64_t frequency, period; /* as stored: 0 unknown */
+	uint64_t samples, value_ns;
+};
+
+struct routes_sum {
+	struct fold_set *fs; /* the caller's */
+	bool base;	     /* add to the set's base counts (a diff's base side) */
+	bool all_events;     /* no event= asked: off-CPU rows (microseconds) left out */
+	uint64_t frequency;  /* the one rate of every time-based row, 0 if none or mixed */
+	bool mixed;
+	uint64_t samples, value_ns; /* summed, what was added */
+	/* per distinct (event, frequency, period), in order of first row */
+	struct routes_rate *rates;
+	size_t nrates, caprates;
+	struct hashmap *rate_of; /* "event\0" + frequency + period -> index + 1 */
+	uint32_t *mods; /* scratch: a stack's module ids */
+	size_t mods_cap;
+};
+
+/* Sum the stacks of @sel into @x->fs (its target or, with @x->base, base
+ * counts): 0, or the store's -errno. Release @x with routes_sum_release(). */
+int routes_sum_stacks(struct http *h, const struct store_selection *sel, struct routes_sum *x);
+void routes_sum_release(struct routes_sum *x);
+/* The module lookups of render_pprof() and render_json() over the store;
+ * routes_modules_release() frees what they kept. */
+struct routes_modules {
+	struct store *store;
+	char **keep;
+	size_t n, cap;
+};
+int routes_module_of(void *arg, const char *frame, uint32_t module, struct render_module *out);
+void routes_modules_release(struct routes_modules *m);
+
+/* /api/v1/stacks?format=json and /api/v1/diff (routes_diff.c). */
+enum MHD_Result routes_serve_stacks_json(struct http *h, struct MHD_Connection *c, struct req *r,
+					 const struct routes_sum *x);
+int routes_parse_diff_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
+			    size_t whylen);
+enum MHD_Result routes_serve_diff(struct http *h, struct MHD_Connection *c, struct req *r);
+/* The base selection of a diff: each base_NAME parameter, or the
+ * target's NAME when absent; 0 or -EINVAL with why. */
+int routes_parse_base(struct MHD_Connection *c, const struct store_selection *target,
+		      struct store_selection *base, char *why, size_t whylen);
+
 /* A reader thread's work: build the answer of the read route of rs[0]
  * (@n is 1). */
 void routes_serve(struct http *h, struct req **rs, size_t n);

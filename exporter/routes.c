@@ -23,6 +23,7 @@
 #include "exporter/targets.h"
 #include "exporter/totals.h"
 #include "lib/grow.h"
+#include "lib/hashmap.h"
 #include "lib/strv.h"
 
 static void self_metric(struct page *p, bool om, const char *name, const char *type,
@@ -195,17 +196,51 @@ int routes_parse_selection(struct MHD_Connection *c, struct stacks_query *q, cha
 	return 0;
 }
 
+int routes_parse_base(struct MHD_Connection *c, const struct store_selection *target,
+		      struct store_selection *base, char *why, size_t whylen)
+{
+	const char *const names[] = { "base_host", "base_cgroup", "base_container", "base_pod",
+				      "base_event" };
+	const char **const out[] = { &base->host, &base->cgroup, &base->container, &base->pod,
+				     &base->event };
+	const char *const dflt[] = { target->host, target->cgroup, target->container, target->pod,
+				     target->event };
+	const char *from, *to;
+	uint64_t now = http_now_ns();
+
+	*base = *target;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, names[i]);
+
+		/* absent: the target's; present but empty: any */
+		if (v && strlen(v) > PARAM_MAX) {
+			snprintf(why, whylen, "%s: longer than %d bytes", names[i], PARAM_MAX);
+			return -EINVAL;
+		}
+		*out[i] = !v ? dflt[i] : *v ? v : NULL;
+	}
+	if (param(c, "base_from", &from, why, whylen) || param(c, "base_to", &to, why, whylen) ||
+	    time_param("base_to", to, now, &base->to_ns, why, whylen) ||
+	    time_param("base_from", from, now, &base->from_ns, why, whylen))
+		return -EINVAL;
+	if (base->from_ns >= base->to_ns) {
+		snprintf(why, whylen, "base_from is not before base_to");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int routes_parse_stacks_query(struct MHD_Connection *c, struct stacks_query *q, char *why,
 			      size_t whylen)
 {
 	const char *format;
 
-	static const char *const names[] = { "folded", "pprof", "svg" };
-	static const enum format fmts[] = { FMT_FOLDED, FMT_PPROF, FMT_SVG };
+	static const char *const names[] = { "folded", "pprof", "svg", "json" };
+	static const enum format fmts[] = { FMT_FOLDED, FMT_PPROF, FMT_SVG, FMT_JSON };
 
 	if (routes_parse_selection(c, q, why, whylen) || param(c, "format", &format, why, whylen))
 		return -EINVAL;
-	return routes_format(format, names, fmts, 3, &q->format, why, whylen);
+	return routes_format(format, names, fmts, 4, &q->format, why, whylen);
 }
 
 int routes_format(const char *v, const char *const *names, const enum format *fmts, size_t n,
@@ -225,21 +260,12 @@ int routes_format(const char *v, const char *const *names, const enum format *fm
 	return -EINVAL;
 }
 
-struct sum_ctx {
-	struct fold_set *fs;
-	uint64_t frequency; /* the one rate of every time-based row, 0 if none or mixed */
-	bool mixed;
-	bool all_events; /* no event= asked: off-CPU rows (microseconds) left out */
-	uint32_t *mods; /* scratch: a stack's module ids */
-	size_t mods_cap;
-};
-
 /*
  * The store's "id id id" module text of a stack into x->mods; the count, or
  * 0 when there are none or the text is not one id per frame (then the
  * stack goes without, and pprof names its frames without a mapping).
  */
-static size_t parse_modules(struct sum_ctx *x, const char *text)
+static size_t parse_modules(struct routes_sum *x, const char *text)
 {
 	size_t n = 0;
 
@@ -267,10 +293,51 @@ static bool time_based(const char *event)
 /* The agent's off-CPU profiles: counts are microseconds off the CPU. */
 #define OFF_CPU_EVENT "off-cpu"
 
+/* Count @count samples worth @ns in the rate of @st (a small map: rows are
+ * many, rates few). 0 or -ENOMEM. */
+static int count_rate(struct routes_sum *x, const struct store_stack *st, uint64_t ns)
+{
+	size_t elen = strlen(st->event), klen = elen + 1 + 2 * sizeof(uint64_t);
+	char small[128], *key = klen <= sizeof(small) ? small : malloc(klen);
+	struct routes_rate *r;
+	uint64_t *v;
+
+	if (!key)
+		return -ENOMEM;
+	memcpy(key, st->event, elen + 1);
+	memcpy(key + elen + 1, &st->frequency, sizeof(uint64_t));
+	memcpy(key + elen + 1 + sizeof(uint64_t), &st->period, sizeof(uint64_t));
+	if (!x->rate_of)
+		x->rate_of = hashmap_new();
+	v = x->rate_of ? hashmap_slot(x->rate_of, key, klen) : NULL;
+	if (key != small)
+		free(key);
+	if (!v)
+		return -ENOMEM;
+	if (!*v) {
+		if (GROW_ARRAY(x->rates, x->nrates, x->caprates, 4) < 0)
+			return -ENOMEM;
+		r = &x->rates[x->nrates];
+		memset(r, 0, sizeof(*r));
+		r->event = strdup(st->event);
+		if (!r->event)
+			return -ENOMEM;
+		r->frequency = st->frequency;
+		r->period = st->period;
+		*v = ++x->nrates;
+	}
+	r = &x->rates[*v - 1];
+	r->samples += st->count;
+	r->value_ns += ns;
+	return 0;
+}
+
 static int sum_stack(void *arg, const struct store_stack *st)
 {
-	struct sum_ctx *x = arg;
+	struct routes_sum *x = arg;
 	uint64_t ns = 0;
+	size_t n;
+	int ret;
 
 	if (!strcmp(st->event, OFF_CPU_EVENT)) {
 		/* waits are not samples: never summed with them unasked */
@@ -289,23 +356,45 @@ static int sum_stack(void *arg, const struct store_stack *st)
 		if (st->frequency)
 			x->frequency = st->frequency;
 	}
-	size_t n = parse_modules(x, st->modules);
-
-	return fold_set_add_mod(x->fs, st->folded, n ? x->mods : NULL, n, st->count, ns);
+	n = parse_modules(x, st->modules);
+	if (x->base)
+		ret = fold_set_add_base(x->fs, st->folded, n ? x->mods : NULL, n, st->count);
+	else
+		ret = fold_set_add_mod(x->fs, st->folded, n ? x->mods : NULL, n, st->count, ns);
+	if (ret)
+		return ret;
+	x->samples += st->count;
+	x->value_ns += ns;
+	return count_rate(x, st, ns);
 }
 
-/* Module lookups for render_pprof(): strings kept until the render ends. */
-struct module_ctx {
-	struct store *store;
-	char **keep;
-	size_t n, cap;
-};
-
-static int module_of(void *arg, const char *frame, uint32_t module, struct render_module *out)
+int routes_sum_stacks(struct http *h, const struct store_selection *sel, struct routes_sum *x)
 {
-	struct module_ctx *x = arg;
+	x->all_events = !sel->event;
+	return store_stacks(h->cfg.store, sel, sum_stack, x);
+}
+
+void routes_sum_release(struct routes_sum *x)
+{
+	for (size_t i = 0; i < x->nrates; i++)
+		free(x->rates[i].event);
+	free(x->rates);
+	hashmap_free(x->rate_of);
+	free(x->mods);
+	x->rates = NULL;
+	x->rate_of = NULL;
+	x->mods = NULL;
+	x->nrates = x->caprates = x->mods_cap = 0;
+}
+
+/* Module lookups for render_pprof() and render_json(): strings kept until
+ * the render ends. */
+int routes_module_of(void *arg, const char *frame, uint32_t module, struct render_module *out)
+{
+	struct routes_modules *x = arg;
 	struct store_module m;
 
+	(void)frame;
 	if (GROW_ARRAY(x->keep, x->n + 1, x->cap, 256) < 0)
 		return -ENOMEM;
 	if (!module || store_module(x->store, module, &m))
@@ -315,6 +404,20 @@ static int module_of(void *arg, const char *frame, uint32_t module, struct rende
 	out->path = m.path;
 	out->build_id = m.build_id;
 	return 0;
+}
+
+void routes_modules_release(struct routes_modules *m)
+{
+	strv_free(m->keep, m->n);
+	m->keep = NULL;
+	m->n = m->cap = 0;
+}
+
+static enum MHD_Result routes_no_samples(struct MHD_Connection *c, struct req *r)
+{
+	return http_answer(c, r, MHD_HTTP_NOT_FOUND,
+			   "no samples in this selection (host, cgroup, container, pod, "
+			   "event) between from and to\n");
 }
 
 /* "host=a cgroup=/x" naming the selection, for titles and file names. */
@@ -384,10 +487,54 @@ static enum MHD_Result serve_svg(struct MHD_Connection *c, struct req *r,
 	return routes_svg(c, r, status, &t, &sub, draw_flame, fs);
 }
 
+static enum MHD_Result serve_folded(struct MHD_Connection *c, struct req *r,
+				    const struct fold_set *fs)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int ret = f ? render_folded(fs, f) : -ENOMEM;
+
+	if (f && fclose(f))
+		ret = -ENOMEM;
+	if (ret || !text) {
+		free(text);
+		return http_answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+	}
+	return http_respond(c, r, MHD_HTTP_OK, "text/plain; charset=utf-8", text, len, true, NULL);
+}
+
+static enum MHD_Result serve_pprof(struct http *h, struct MHD_Connection *c, struct req *r,
+				   const struct stacks_query *q, const struct routes_sum *x)
+{
+	struct routes_modules mx = { .store = h->cfg.store };
+	struct pprof_opts o = {
+		.time_ns = q->sel.from_ns,
+		.duration_ns = q->sel.to_ns - q->sel.from_ns,
+		.period_ns = x->frequency && !x->mixed ? 1000000000u / x->frequency : 0,
+	};
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int ret;
+
+	if (q->sel.event && !strcmp(q->sel.event, OFF_CPU_EVENT)) {
+		o.value_type = OFF_CPU_EVENT;
+		o.count_unit = "microseconds";
+	}
+	ret = render_pprof(x->fs, &o, routes_module_of, &mx, &buf, &len);
+	routes_modules_release(&mx);
+	/* Already gzip'd by its format: the same bytes for every client. */
+	r->encodable = false;
+	if (ret)
+		return http_answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot build the profile\n");
+	return http_respond(c, r, MHD_HTTP_OK, "application/octet-stream", buf, len, true,
+			    "attachment; filename=\"cgperf.pb.gz\"");
+}
+
 static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, struct req *r)
 {
 	const struct stacks_query q = r->q; /* parsed by first_call() */
-	struct sum_ctx x = { .all_events = !q.sel.event };
+	struct routes_sum x = { 0 };
 	enum MHD_Result res;
 	unsigned status = MHD_HTTP_OK;
 	int ret;
@@ -395,65 +542,28 @@ static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, st
 	x.fs = fold_set_new();
 	if (!x.fs)
 		return http_answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
-	ret = store_stacks(h->cfg.store, &q.sel, sum_stack, &x);
-	free(x.mods);
+	ret = routes_sum_stacks(h, &q.sel, &x);
 	if (ret) {
+		routes_sum_release(&x);
 		fold_set_free(x.fs);
 		log_kv(LOG_ERROR, "stacks query failed", "error", strerror(-ret), NULL);
 		return http_answer(c, r, ret == -ENOMEM ? MHD_HTTP_SERVICE_UNAVAILABLE
 						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
 			      "stacks query failed\n");
 	}
-	if (!fold_set_samples(x.fs)) {
+	if (!fold_set_samples(x.fs))
 		status = MHD_HTTP_NOT_FOUND;
-		if (q.format != FMT_SVG) {
-			fold_set_free(x.fs);
-			return http_answer(c, r, status,
-				      "no samples in this selection (host, cgroup, container, pod, "
-				      "event) between from and to\n");
-		}
-	}
-	if (q.format == FMT_SVG) {
+	if (status != MHD_HTTP_OK && q.format != FMT_SVG)
+		res = routes_no_samples(c, r);
+	else if (q.format == FMT_SVG)
 		res = serve_svg(c, r, &q, x.fs, status);
-	} else if (q.format == FMT_FOLDED) {
-		char *text = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&text, &len);
-
-		ret = f ? render_folded(x.fs, f) : -ENOMEM;
-		if (f && fclose(f))
-			ret = -ENOMEM;
-		if (ret || !text) {
-			free(text);
-			res = http_answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
-		} else {
-			res = http_respond(c, r, MHD_HTTP_OK, "text/plain; charset=utf-8", text, len, true,
-				      NULL);
-		}
-	} else {
-		struct module_ctx mx = { .store = h->cfg.store };
-		struct pprof_opts o = {
-			.time_ns = q.sel.from_ns,
-			.duration_ns = q.sel.to_ns - q.sel.from_ns,
-			.period_ns = x.frequency && !x.mixed ? 1000000000u / x.frequency : 0,
-		};
-		if (q.sel.event && !strcmp(q.sel.event, OFF_CPU_EVENT)) {
-			o.value_type = OFF_CPU_EVENT;
-			o.count_unit = "microseconds";
-		}
-		uint8_t *buf = NULL;
-		size_t len = 0;
-
-		ret = render_pprof(x.fs, &o, module_of, &mx, &buf, &len);
-		strv_free(mx.keep, mx.n);
-		/* Already gzip'd by its format: the same bytes for every client. */
-		r->encodable = false;
-		if (ret)
-			res = http_answer(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot build the profile\n");
-		else
-			res = http_respond(c, r, MHD_HTTP_OK, "application/octet-stream", buf, len, true,
-				      "attachment; filename=\"cgperf.pb.gz\"");
-	}
+	else if (q.format == FMT_FOLDED)
+		res = serve_folded(c, r, x.fs);
+	else if (q.format == FMT_JSON)
+		res = routes_serve_stacks_json(h, c, r, &x);
+	else
+		res = serve_pprof(h, c, r, &q, &x);
+	routes_sum_release(&x);
 	fold_set_free(x.fs);
 	return res;
 }
@@ -468,6 +578,7 @@ void routes_serve(struct http *h, struct req **rs, size_t n)
 	case RT_STACKS: serve_stacks(h, NULL, r); break;
 	case RT_HEATMAP: routes_serve_heatmap(h, NULL, r); break;
 	case RT_SERIES: routes_serve_series(h, NULL, r); break;
+	case RT_DIFF: routes_serve_diff(h, NULL, r); break;
 	case RT_TARGETS: serve_targets(h, NULL, r, targets_json, "application/json"); break;
 	default: serve_targets(h, NULL, r, targets_index, "text/html; charset=utf-8"); break;
 	}

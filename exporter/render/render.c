@@ -108,6 +108,11 @@ uint64_t fold_set_samples(const struct fold_set *fs)
 	return fs->samples;
 }
 
+uint64_t fold_set_base_samples(const struct fold_set *fs)
+{
+	return fs->base_samples;
+}
+
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
 	return a + b < a ? UINT64_MAX : a + b;
@@ -179,8 +184,10 @@ static int scratch_frames(struct fold_set *fs, const char *folded, uint32_t *dep
 	}
 }
 
-int fold_set_add_mod(struct fold_set *fs, const char *folded, const uint32_t *mods, size_t nmods,
-		     uint64_t count, uint64_t value_ns)
+/* Add @count samples (worth @value_ns) of @folded to the target's count,
+ * or with @base to the base's (@value_ns then unused). */
+static int add_side(struct fold_set *fs, const char *folded, const uint32_t *mods, size_t nmods,
+		    uint64_t count, uint64_t value_ns, bool base)
 {
 	size_t klen;
 	uint32_t depth;
@@ -201,8 +208,12 @@ int fold_set_add_mod(struct fold_set *fs, const char *folded, const uint32_t *mo
 
 		if (mods && no_mods(fs, s) && (ret = set_mods(fs, s->off, mods, depth)) < 0)
 			return ret;
-		s->count = sat_add(s->count, count);
-		s->value_ns = sat_add(s->value_ns, value_ns);
+		if (base) {
+			s->base = sat_add(s->base, count);
+		} else {
+			s->count = sat_add(s->count, count);
+			s->value_ns = sat_add(s->value_ns, value_ns);
+		}
 		goto out;
 	}
 	if (fs->nst == UINT32_MAX - 1 || GROW_ARRAY(fs->st, fs->nst, fs->capst, 64) < 0 ||
@@ -210,20 +221,49 @@ int fold_set_add_mod(struct fold_set *fs, const char *folded, const uint32_t *mo
 		hashmap_remove(fs->stacks, fs->scratch, klen, NULL);
 		return fs->nst == UINT32_MAX - 1 ? -E2BIG : -ENOMEM;
 	}
-	fs->st[fs->nst] = (struct fold_stack){
-		.ids = key, .off = fs->nids, .depth = depth, .count = count, .value_ns = value_ns
-	};
+	fs->st[fs->nst] = (struct fold_stack){ .ids = key, .off = fs->nids, .depth = depth };
+	if (base)
+		fs->st[fs->nst].base = count;
+	else {
+		fs->st[fs->nst].count = count;
+		fs->st[fs->nst].value_ns = value_ns;
+	}
 	fs->nids += depth;
 	*v = ++fs->nst;
 out:
-	fs->samples = sat_add(fs->samples, count);
-	fs->value_ns = sat_add(fs->value_ns, value_ns);
+	if (base) {
+		fs->base_samples = sat_add(fs->base_samples, count);
+	} else {
+		fs->samples = sat_add(fs->samples, count);
+		fs->value_ns = sat_add(fs->value_ns, value_ns);
+	}
 	return 0;
+}
+
+int fold_set_add_mod(struct fold_set *fs, const char *folded, const uint32_t *mods, size_t nmods,
+		     uint64_t count, uint64_t value_ns)
+{
+	return add_side(fs, folded, mods, nmods, count, value_ns, false);
+}
+
+int fold_set_add_base(struct fold_set *fs, const char *folded, const uint32_t *mods, size_t nmods,
+		      uint64_t count)
+{
+	return add_side(fs, folded, mods, nmods, count, 0, true);
 }
 
 bool render_is_kernel(const char *name, size_t len)
 {
 	return len > 4 && !memcmp(name + len - 4, "_[k]", 4);
+}
+
+bool render_is_unnamed(const char *name, size_t len)
+{
+	size_t i = len;
+
+	while (i > 0 && strchr("0123456789abcdefABCDEF", name[i - 1]))
+		i--;
+	return i < len && i >= 3 && !memcmp(name + i - 3, "+0x", 3);
 }
 
 /* ---- ordering ----------------------------------------------------------- */
@@ -358,7 +398,7 @@ err_out:
 
 /* ---- folded text -------------------------------------------------------- */
 
-int render_folded(const struct fold_set *fs, FILE *out)
+static int folded_lines(const struct fold_set *fs, bool diff, FILE *out)
 {
 	char *line = NULL;
 	size_t cap = 0;
@@ -370,7 +410,10 @@ int render_folded(const struct fold_set *fs, FILE *out)
 	for (uint32_t k = 0; k < fs->nst && !ret; k++) {
 		const struct fold_stack *s = &fs->st[order[k]];
 		const uint32_t *ids = fold_stack_ids(fs, s);
-		size_t len = 0, need = 24;
+		size_t len = 0, need = 48;
+
+		if (!diff && !s->count)
+			continue; /* a base's stack */
 
 		for (uint32_t i = 0; i < s->depth; i++)
 			need += rtab_len(&fs->frames, ids[i]) + 1;
@@ -401,8 +444,13 @@ int render_folded(const struct fold_set *fs, FILE *out)
 			if (ch < 0x20 || ch == 0x7f)
 				line[i] = '?';
 		}
-		len += (size_t)snprintf(line + len, cap - len, " %llu\n",
-					(unsigned long long)s->count);
+		if (diff)
+			len += (size_t)snprintf(line + len, cap - len, " %llu %llu\n",
+						(unsigned long long)s->base,
+						(unsigned long long)s->count);
+		else
+			len += (size_t)snprintf(line + len, cap - len, " %llu\n",
+						(unsigned long long)s->count);
 		if (fwrite(line, 1, len, out) != len)
 			ret = -EIO;
 	}
@@ -411,4 +459,14 @@ int render_folded(const struct fold_set *fs, FILE *out)
 	if (!ret && (fflush(out) == EOF || ferror(out)))
 		ret = -EIO;
 	return ret;
+}
+
+int render_folded(const struct fold_set *fs, FILE *out)
+{
+	return folded_lines(fs, false, out);
+}
+
+int render_folded_diff(const struct fold_set *fs, FILE *out)
+{
+	return folded_lines(fs, true, out);
 }

@@ -15,6 +15,7 @@
  * 4 bytes per frame of each distinct stack plus each distinct name once.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,9 +45,21 @@ int fold_set_add(struct fold_set *fs, const char *folded, uint64_t count, uint64
 int fold_set_add_mod(struct fold_set *fs, const char *folded, const uint32_t *mods, size_t nmods,
 		     uint64_t count, uint64_t value_ns);
 
-/* Distinct stacks and total samples so far. */
+/*
+ * For a diff (GET /api/v1/diff): add @count samples of @folded to the
+ * stack's second count, the base's, leaving the first (the target's, what
+ * every other call adds to and every render but the diff ones reads) as
+ * it is; a stack seen only here has 0 target samples. Modules and errors
+ * as fold_set_add_mod().
+ */
+int fold_set_add_base(struct fold_set *fs, const char *folded, const uint32_t *mods, size_t nmods,
+		      uint64_t count);
+
+/* Distinct stacks (of either side) and total samples so far (the target's;
+ * the base's). */
 size_t fold_set_stacks(const struct fold_set *fs);
 uint64_t fold_set_samples(const struct fold_set *fs);
+uint64_t fold_set_base_samples(const struct fold_set *fs);
 
 /*
  * Folded text: one "frame;frame;... count" line per distinct stack, sorted
@@ -56,6 +69,13 @@ uint64_t fold_set_samples(const struct fold_set *fs);
  * '?', as the agent's fold_sanitize() does. 0, -ENOMEM or -EIO.
  */
 int render_folded(const struct fold_set *fs, FILE *out);
+
+/*
+ * The same order and escapes, one "frame;frame;... BASE TARGET" line per
+ * distinct stack of either side (0 for the side that lacks it), as
+ * FlameGraph's difffolded.pl writes and flamegraph.pl reads.
+ */
+int render_folded_diff(const struct fold_set *fs, FILE *out);
 
 /* The binary a frame was found in, for pprof's mappings. */
 struct render_module {
@@ -107,6 +127,13 @@ struct flame_opts {
 	const char *title;    /* escaped by the renderer; NULL = "Flame Graph" */
 	const char *subtitle; /* may be NULL */
 	unsigned width;       /* pixels, 0 = 1200; kept within 200..100000 */
+	/* A differential flame graph of the base and target counts: widths by
+	 * the target's samples, each frame coloured by the change of its
+	 * (inclusive) samples from base to target: as shares of each side's
+	 * total with @normalize, else as counts. Grown red, shrunk blue, the
+	 * deeper the larger the change against the largest one; unchanged
+	 * light grey; frames the base lacks (only in the target) yellow. */
+	bool diff, normalize;
 };
 
 /*
@@ -122,5 +149,39 @@ struct flame_opts {
  * docs/flamegraph-svg.md. 0, -ENOMEM or -EIO.
  */
 int render_svg(const struct fold_set *fs, const struct flame_opts *o, FILE *out);
+
+/*
+ * The stacks as members of a JSON object, for the explorer page (no
+ * braces: the caller writes them around, with its own members):
+ *
+ *   "names":["postgres","main",...],     every distinct frame name once
+ *   "kinds":["comm","binary",...],       per name: see render_frame_kind()
+ *   "name_modules":[-1,0,...],           per name: index in modules, -1 none
+ *   "modules":[{"path":..,"build_id":..}],
+ *   "stacks":[[COUNT,[i,j,...]],...]     root first, indexes into names
+ *
+ * With @diff a stack row is [BASE,TARGET,[i,j,...]] and rows of either
+ * side are written. Rows in the order of render_folded(). A name's module
+ * is the first one @fn knows (looked up once per distinct module key) in
+ * that order; @fn may be NULL (no modules). Every string through
+ * lib/json. 0, -ENOMEM or -EIO.
+ */
+int render_json(const struct fold_set *fs, bool diff, render_module_fn fn, void *arg, FILE *out);
+
+/*
+ * The kind of a frame called @name (@len bytes) found in @module (a
+ * render_module path, NULL unknown); @root when it is the first frame of
+ * some stack and has no module there (the comm, or a probe's prefix):
+ *   "marker"   "[truncated...]", "[bad return address]": a cut stack
+ *   "comm"     @root
+ *   "kernel"   "name_[k]", or found in "[kernel.kallsyms]"
+ *   "unnamed"  "module+0xOFF", "[unmapped]+0xOFF": no symbol
+ *   "jit"      in "[jit]" or an anonymous mapping (a path not from "/")
+ *   "library"  a path whose file name has ".so" (then its end or '.'), "[vdso]"
+ *   "binary"   any other path: the program itself
+ *   "function" a name of no known module (stacks of old agents)
+ * First match wins, in this order.
+ */
+const char *render_frame_kind(const char *name, size_t len, const char *module, bool root);
 
 #endif

@@ -64,6 +64,7 @@ struct fold_stack {
 			 * frames (fold_set.mods, render_pprof's arrays) */
 	uint32_t depth; /* frames */
 	uint64_t count, value_ns;
+	uint64_t base; /* fold_set_add_base()'s count */
 };
 
 struct fold_set {
@@ -76,6 +77,7 @@ struct fold_set {
 	size_t capst;
 	uint32_t *scratch; /* frame ids of the stack being added */
 	uint64_t samples, value_ns;
+	uint64_t base_samples;
 };
 
 static inline const uint32_t *fold_stack_ids(const struct fold_set *fs, const struct fold_stack *s)
@@ -95,5 +97,7 @@ int fold_set_order(const struct fold_set *fs, bool by_text, uint32_t **out);
 
 /* "name_[k]": a kernel frame, as flamegraph.pl marks them. */
 bool render_is_kernel(const char *name, size_t len);
+/* "module+0x1a2b": a frame the agent could not name. */
+bool render_is_unnamed(const char *name, size_t len);
 
 #endif

@@ -31,6 +31,7 @@
 #include "exporter/render/render.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,7 @@ struct fnode {
 	uint32_t frame; /* UINT32_MAX: the "all" root */
 	uint32_t depth; /* 0: the root frame of a stack */
 	uint64_t total;
+	uint64_t base; /* a diff's base samples through it */
 };
 
 struct flame {
@@ -90,8 +92,10 @@ static int flame_build(const struct fold_set *fs, struct flame *fl)
 			while (common < m && ids[common] == pids[common])
 				common++;
 		}
-		for (uint32_t d = 0; d < common; d++)
+		for (uint32_t d = 0; d < common; d++) {
 			fl->n[path[d]].total = sat_add(fl->n[path[d]].total, s->count);
+			fl->n[path[d]].base = sat_add(fl->n[path[d]].base, s->base);
+		}
 		if (fl->nn + (s->depth - common) > fl->cap) {
 			size_t cap = fl->cap ? fl->cap : 1024;
 			struct fnode *q;
@@ -107,8 +111,9 @@ static int flame_build(const struct fold_set *fs, struct flame *fl)
 			fl->cap = cap;
 		}
 		for (uint32_t d = common; d < s->depth; d++) {
-			fl->n[fl->nn] =
-				(struct fnode){ .frame = ids[d], .depth = d, .total = s->count };
+			fl->n[fl->nn] = (struct fnode){
+				.frame = ids[d], .depth = d, .total = s->count, .base = s->base
+			};
 			path[d] = (uint32_t)fl->nn++;
 		}
 		prev = s;
@@ -190,16 +195,6 @@ static void xml_puts(FILE *out, const char *s)
 
 /* ---- colours ------------------------------------------------------------ */
 
-/* "module+0x1a2b" (possibly "_[k]"): a frame the agent could not name. */
-static bool is_unnamed(const char *name, size_t len)
-{
-	size_t i = len;
-
-	while (i > 0 && strchr("0123456789abcdefABCDEF", name[i - 1]))
-		i--;
-	return i < len && i >= 3 && !memcmp(name + i - 3, "+0x", 3);
-}
-
 static void frame_colour(const char *name, size_t len, unsigned rgb[3])
 {
 	uint32_t h = render_hash(name, len);
@@ -210,7 +205,7 @@ static void frame_colour(const char *name, size_t len, unsigned rgb[3])
 		rgb[0] = 215 + (unsigned)(40 * a);
 		rgb[1] = 120 + (unsigned)(60 * b);
 		rgb[2] = 20 + (unsigned)(40 * c);
-	} else if (is_unnamed(name, len)) {
+	} else if (render_is_unnamed(name, len)) {
 		/* grey: nothing is known of it */
 		rgb[0] = 165 + (unsigned)(35 * a);
 		rgb[1] = rgb[0];
@@ -229,24 +224,96 @@ struct layout {
 	unsigned width, height, ytop;
 	double scale; /* px per sample */
 	uint64_t samples;
+	/* a diff: the base's samples, how changes are measured, the largest */
+	bool diff, normalize;
+	uint64_t base_samples;
+	double maxchange;
 };
 
-static void put_frame(FILE *out, const struct layout *l, const char *name, size_t len,
-		      uint64_t total, uint64_t x, uint32_t level)
+/* ---- a diff's colours --------------------------------------------------- */
+
+/* How node @n changed from base to target: the difference of its shares of
+ * each side's samples (normalize), else of its samples. */
+static double change(const struct layout *l, const struct fnode *n)
 {
+	double t, b;
+
+	if (!l->normalize)
+		return (double)n->total - (double)n->base;
+	t = l->samples ? (double)n->total / (double)l->samples : 0;
+	b = l->base_samples ? (double)n->base / (double)l->base_samples : 0;
+	return t - b;
+}
+
+static double largest_change(const struct layout *l, const struct flame *fl)
+{
+	double m = 0;
+
+	for (size_t i = 0; i < fl->nn; i++) {
+		double d = fabs(change(l, &fl->n[i]));
+
+		if (d > m)
+			m = d;
+	}
+	return m;
+}
+
+/* Red for growth, blue for shrinkage, paler the smaller against the
+ * largest change; light grey unchanged; yellow when the base lacks it. */
+static void diff_colour(const struct layout *l, const struct fnode *n, unsigned rgb[3])
+{
+	double d = change(l, n), i = l->maxchange > 0 ? fabs(d) / l->maxchange : 0;
+	unsigned v = (unsigned)(225.0 * (1.0 - (i > 1 ? 1 : i)));
+
+	if (!n->base) {
+		rgb[0] = 255, rgb[1] = 205, rgb[2] = 0;
+	} else if (d > 0) {
+		rgb[0] = 255, rgb[1] = v, rgb[2] = v;
+	} else if (d < 0) {
+		rgb[0] = v, rgb[1] = v, rgb[2] = 255;
+	} else {
+		rgb[0] = rgb[1] = rgb[2] = 230;
+	}
+}
+
+static void put_title_counts(FILE *out, const struct layout *l, const struct fnode *n)
+{
+	uint64_t total = n->total;
+
+	fprintf(out, " (%llu samples, %.2f%%", (unsigned long long)total,
+		l->samples ? 100.0 * total / l->samples : 0.0);
+	if (l->diff) {
+		fprintf(out, "; base %llu, %.2f%%", (unsigned long long)n->base,
+			l->base_samples ? 100.0 * n->base / l->base_samples : 0.0);
+		if (!n->base)
+			fputs("; only in the target", out);
+		else if (l->normalize)
+			fprintf(out, "; %+.2f points", 100.0 * change(l, n));
+		else
+			fprintf(out, "; %+.0f samples", change(l, n));
+	}
+	putc(')', out);
+}
+
+static void put_frame(FILE *out, const struct layout *l, const char *name, size_t len,
+		      const struct fnode *n, uint64_t x, uint32_t level)
+{
+	uint64_t total = n->total;
 	double px = XPAD + x * l->scale, w = total * l->scale;
 	double y = (double)l->height - YBOT - (level + 1.0) * FRAME_H;
 	unsigned rgb[3] = { 200, 200, 200 };
 	long fit = (long)((w - 6) / CHAR_W);
 
-	if (level)
+	if (l->diff)
+		diff_colour(l, n, rgb);
+	else if (level)
 		frame_colour(name, len, rgb);
 	fputs("<g class=\"f\"><title>", out);
 	xml_put(out, name, len, SIZE_MAX);
-	fprintf(out, " (%llu samples, %.2f%%)</title><rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" "
+	put_title_counts(out, l, n);
+	fprintf(out, "</title><rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" "
 		     "height=\"%u\" fill=\"rgb(%u,%u,%u)\" rx=\"2\" ry=\"2\"/>",
-		(unsigned long long)total, 100.0 * total / l->samples, px, y, w, FRAME_H - 1,
-		rgb[0], rgb[1], rgb[2]);
+		px, y, w, FRAME_H - 1, rgb[0], rgb[1], rgb[2]);
 	if (fit >= 3) {
 		fprintf(out, "<text x=\"%.2f\" y=\"%.1f\">", px + 3, y + 10.5);
 		xml_put(out, name, len, (size_t)fit);
@@ -285,7 +352,7 @@ static void walk(const struct fold_set *fs, const struct flame *fl, const struct
 			*maxdepth = n->depth;
 		if (out)
 			put_frame(out, l, rtab_str(&fs->frames, n->frame),
-				  rtab_len(&fs->frames, n->frame), n->total, x, n->depth + 1);
+				  rtab_len(&fs->frames, n->frame), n, x, n->depth + 1);
 	}
 }
 
@@ -487,6 +554,9 @@ int render_svg(const struct fold_set *fs, const struct flame_opts *o, FILE *out)
 		l.width = WIDTH_MAX;
 	l.ytop = o && o->subtitle ? 56 : 36;
 	l.samples = fs->samples;
+	l.diff = o && o->diff;
+	l.normalize = o && o->normalize;
+	l.base_samples = fs->base_samples;
 	l.scale = l.samples ? (double)(l.width - 2 * XPAD) / (double)l.samples : 0;
 
 	ret = flame_build(fs, &fl);
@@ -499,12 +569,16 @@ int render_svg(const struct fold_set *fs, const struct flame_opts *o, FILE *out)
 	}
 	if (l.samples)
 		walk(fs, &fl, &l, cursor, NULL, &maxdepth);
+	if (l.diff)
+		l.maxchange = largest_change(&l, &fl);
 	/* levels: the root "all", then depths 0..maxdepth */
 	l.height = l.ytop + (unsigned)(maxdepth + 2) * FRAME_H + YBOT;
 
 	put_head(out, o, &l);
 	if (l.samples) {
-		put_frame(out, &l, "all", 3, l.samples, 0, 0);
+		struct fnode all = { .total = l.samples, .base = l.base_samples };
+
+		put_frame(out, &l, "all", 3, &all, 0, 0);
 		walk(fs, &fl, &l, cursor, out, &maxdepth);
 	} else {
 		fprintf(out,

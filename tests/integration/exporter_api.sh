@@ -7,6 +7,9 @@
 #     cgperf_agent_stack_samples_total; container/pod/time filters select;
 #   - svg passes xmllint and names the selection; pprof is gzip; an empty
 #     selection is 404 (an SVG saying so for format=svg); bad parameters 400;
+#   - format=json's total equals the folded total of the test cgroup; a
+#     diff of the hostile cgroup against it sums each column to each
+#     side's folded total, and its SVG passes xmllint;
 #   - /metrics as OpenMetrics: its content type, `# EOF` last, counter
 #     families named without _total; text format passes promtool;
 #   - /api/v1/targets lists the agent and the cgroups; / links to the
@@ -186,6 +189,34 @@ st=$(get $pa "/api/v1/stacks?host=api-host&format=pprof" "$TMP/p.pb.gz")
 [[ $st == 200 ]] || fail "pprof: HTTP $st"
 grep -qi 'content-disposition: attachment' "$TMP/p.pb.gz.h" || fail "pprof: no Content-Disposition"
 gzip -t "$TMP/p.pb.gz" && (($(gzip -dc "$TMP/p.pb.gz" | wc -c) > 100)) || fail "pprof is not a gzip'd profile"
+
+# --- explorer APIs: stacks as JSON, and a diff of the hostile cgroup (base)
+# against the test cgroup (target): each column sums to its side's folded total
+enc_evil=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$rel/$evil")
+st=$(get $pa "/api/v1/stacks?host=api-host&cgroup=$enc&format=json" "$TMP/cg.json" --compressed)
+[[ $st == 200 ]] || fail "stacks json: HTTP $st $(cat "$TMP/cg.json")"
+get $pa "/api/v1/stacks?host=api-host&cgroup=$enc" "$TMP/cg.all.folded" >/dev/null
+get $pa "/api/v1/stacks?host=api-host&cgroup=$enc_evil" "$TMP/evil.folded" >/dev/null
+st=$(get $pa "/api/v1/diff?host=api-host&cgroup=$enc&base_cgroup=$enc_evil" "$TMP/diff.folded")
+[[ $st == 200 ]] || fail "diff: HTTP $st $(cat "$TMP/diff.folded")"
+st=$(get $pa "/api/v1/diff?host=api-host&cgroup=$enc&base_cgroup=$enc_evil&format=svg" "$TMP/diff.svg")
+[[ $st == 200 ]] && xmllint --noout "$TMP/diff.svg" || fail "diff svg: HTTP $st or not well-formed"
+python3 - "$TMP/cg.json" "$TMP/cg.all.folded" "$TMP/evil.folded" "$TMP/diff.folded" <<'PY' ||
+import json, sys
+j, cg, evil, diff = sys.argv[1:5]
+total = lambda f: sum(int(l.rsplit(" ", 1)[1]) for l in open(f) if l.rstrip().rsplit(" ", 1)[-1].isdigit())
+d = json.load(open(j))
+rows = sum(r[0] for r in d["stacks"])
+assert d["totals"]["samples"] == rows == total(cg), (d["totals"], rows, total(cg))
+assert len(d["kinds"]) == len(d["names"]) and "chain_leaf" in d["names"], d["names"][:20]
+base = target = 0
+for l in open(diff):
+    _, b, t = l.rsplit(" ", 2)
+    base += int(b); target += int(t)
+assert (base, target) == (total(evil), total(cg)), ((base, target), (total(evil), total(cg)))
+print(f"# json total {rows}; diff columns {base} (base) {target} (target)")
+PY
+	fail "stacks json or diff disagree with the folded totals"
 
 # --- /metrics, OpenMetrics and text
 st=$(get $pa /metrics "$TMP/a.om" -H 'Accept: application/openmetrics-text; version=1.0.0')

@@ -38,7 +38,7 @@ static void test_routes(void **state)
 	hf_expect(hf_exchange("POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n", NULL, 0), 405, "GET");
 	hf_expect(hf_get("/api/v1/push", NULL), 405, "POST");
 	hf_expect(hf_get("/", NULL), 200, NULL);
-	hf_expect(hf_get("/api/v1/stacks?format=png", NULL), 400, "want folded, pprof or svg");
+	hf_expect(hf_get("/api/v1/stacks?format=png", NULL), 400, "want folded, pprof, svg or json");
 	hf_expect(hf_get("/api/v1/stacks?from=yesterday-ish", NULL), 400, NULL);
 	hf_expect(hf_get("/api/v1/heatmap", NULL), 400, "probe");
 	hf_expect(hf_get("/api/v1/heatmap?probe=p&format=png", NULL), 400, "want svg or json");

@@ -179,7 +179,7 @@ static void test_stacks_bad_query(void **state)
 	bad_query("from=soon", "from: 'soon' is not a time");
 	bad_query("from=200&to=100", "from is not before to");
 	bad_query("from=100&to=100", "from is not before to");
-	bad_query("format=PPROF", "want folded, pprof or svg");
+	bad_query("format=PPROF", "want folded, pprof, svg or json");
 	/* a parameter over the cap (4096 bytes) */
 	memcpy(head, "GET /api/v1/stacks?host=", 24);
 	memset(head + 24, 'h', 5000);
