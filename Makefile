@@ -72,7 +72,15 @@ EXPORTER_OBJ := $(patsubst %.c,$(O)/%.o,$(EXPORTER_SRC))
 # The remote_write schema (proto/remote_write.proto) is the exporter's alone.
 RW_PROTO_H := $(O)/gen/proto/remote_write.pb-c.h
 RW_PROTO_OBJ := $(O)/gen/proto/remote_write.pb-c.o
-EXPORTER_LIB_OBJ := $(filter-out $(O)/exporter/main.o,$(EXPORTER_OBJ)) $(RW_PROTO_OBJ)
+# The explorer page (web/, docs/ui.md): its files gzip'd into a C table by
+# web/build.mjs (node), uPlot from web/node_modules (npm ci, pinned by
+# web/package-lock.json; packaging/install-deps.sh runs it too).
+WEB_SRC := $(sort $(wildcard web/src/*.html web/src/*.js web/src/*.css web/src/*.svg))
+WEB_NPM := web/node_modules/.package-lock.json
+WEB_UPLOT := web/node_modules/uplot/dist/uPlot.esm.js web/node_modules/uplot/dist/uPlot.min.css
+UI_ASSETS_C := $(O)/gen/exporter/ui_assets.c
+UI_ASSETS_OBJ := $(O)/gen/exporter/ui_assets.o
+EXPORTER_LIB_OBJ := $(filter-out $(O)/exporter/main.o,$(EXPORTER_OBJ)) $(RW_PROTO_OBJ) $(UI_ASSETS_OBJ)
 # pprof's profile.proto (proto/profile.proto) only for tests/tools/pprof_bench.c,
 # which measures protobuf-c against the hand-written encoder.
 PPROF_PROTO_H := $(O)/gen/proto/profile.pb-c.h
@@ -135,6 +143,22 @@ $(O)/gen/proto/%.pb-c.c $(O)/gen/proto/%.pb-c.h: proto/%.proto
 $(PROTO_OBJ) $(RW_PROTO_OBJ) $(PPROF_PROTO_OBJ): $(O)/gen/proto/%.pb-c.o: $(O)/gen/proto/%.pb-c.c $(O)/gen/proto/%.pb-c.h
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(WEB_NPM): web/package.json web/package-lock.json
+	@command -v npm >/dev/null || { echo "npm missing: run packaging/install-deps.sh" >&2; exit 1; }
+	@$(if $(Q),echo "  NPM     web/ (npm ci)")
+	$(Q)cd web && npm ci --ignore-scripts --prefer-offline --no-audit --no-fund --loglevel=error
+	$(Q)touch $@
+
+$(WEB_UPLOT): $(WEB_NPM)
+
+$(UI_ASSETS_C): web/build.mjs $(WEB_SRC) $(WEB_UPLOT)
+	@command -v node >/dev/null || { echo "node missing: run packaging/install-deps.sh" >&2; exit 1; }
+	$(Q)node web/build.mjs $@ $(WEB_SRC) $(WEB_UPLOT)
+
+$(UI_ASSETS_OBJ): $(UI_ASSETS_C)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # Anything may include wire/wire.h: generate before compiling.
 $(CGLIB_OBJ) $(AGENT_LIB_OBJ) $(AGENT_OBJ) $(EXPORTER_OBJ) $(UNIT_BIN) $(TOOL_BIN) $(TESTLIB_OBJ) \

@@ -41,7 +41,7 @@ static const char *const keys[] = {
 	"remote_write_url", "remote_write_bearer_token_file", "remote_write_basic_auth_user",
 	"remote_write_basic_auth_password_file", "remote_write_instance", "remote_write_interval",
 	"remote_write_queue", "clickhouse_url", "clickhouse_database", "clickhouse_cluster",
-	"clickhouse_user", "clickhouse_password_file", "clickhouse_shard_urls", NULL,
+	"clickhouse_user", "clickhouse_password_file", "clickhouse_shard_urls", "ui_dir", NULL,
 };
 
 /* The clickhouse store's string settings, by key; NULL for another key. */
@@ -87,6 +87,7 @@ void exporter_config_release(struct exporter_config *c)
 	free(c->token_file);
 	free(c->log_level);
 	free(c->store);
+	free(c->ui_dir);
 	for (size_t i = 0; i < sizeof(clickhouse_keys) / sizeof(clickhouse_keys[0]); i++)
 		free(*clickhouse_setting(c, clickhouse_keys[i]));
 	strv_free(c->remote_write.urls, c->remote_write.nurls);
@@ -200,9 +201,11 @@ int exporter_config_set(struct exporter_config *c, const char *key, const char *
 {
 	if (!strncmp(key, "remote_write_", 13))
 		return set_remote_write(&c->remote_write, key, v, err, errlen);
-	if (!strcmp(key, "listen") || !strcmp(key, "data_dir") || !strcmp(key, "token_file")) {
+	if (!strcmp(key, "listen") || !strcmp(key, "data_dir") || !strcmp(key, "token_file") ||
+	    !strcmp(key, "ui_dir")) {
 		char **dst = key[0] == 'l'   ? &c->listen
 			     : key[0] == 'd' ? &c->data_dir
+			     : key[0] == 'u' ? &c->ui_dir
 					     : &c->token_file;
 
 		if (!*v) {
@@ -270,7 +273,7 @@ static int copy_config(struct exporter_config *dst, const struct exporter_config
 {
 	struct exporter_config n = *src;
 
-	n.listen = n.data_dir = n.token_file = n.log_level = n.store = NULL;
+	n.listen = n.data_dir = n.token_file = n.log_level = n.store = n.ui_dir = NULL;
 	for (size_t i = 0; i < sizeof(clickhouse_keys) / sizeof(clickhouse_keys[0]); i++)
 		*clickhouse_setting(&n, clickhouse_keys[i]) = NULL;
 	if (copy_remote_write(&n.remote_write, &src->remote_write) ||
@@ -278,7 +281,8 @@ static int copy_config(struct exporter_config *dst, const struct exporter_config
 	    (src->data_dir && strv_set(&n.data_dir, src->data_dir)) ||
 	    (src->token_file && strv_set(&n.token_file, src->token_file)) ||
 	    (src->log_level && strv_set(&n.log_level, src->log_level)) ||
-	    (src->store && strv_set(&n.store, src->store))) {
+	    (src->store && strv_set(&n.store, src->store)) ||
+	    (src->ui_dir && strv_set(&n.ui_dir, src->ui_dir))) {
 		exporter_config_release(&n);
 		return -ENOMEM;
 	}

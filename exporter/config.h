@@ -35,6 +35,7 @@ struct exporter_config {
 	char *token_file;  /* NULL: pushes are not authenticated */
 	char *log_level;   /* debug, info, warn, error */
 	char *store;       /* backend name: "sqlite" or "clickhouse" */
+	char *ui_dir;      /* the page's files read from here first (development); NULL: built-in */
 	/* The clickhouse store (NULL: unset): its HTTP interface's URL, the
 	 * database, the remote_servers cluster, the user and a file holding
 	 * the password; every server's HTTP URL, comma-separated. */

@@ -24,7 +24,8 @@
  * request joins a bounded queue and its connection is suspended
  * (MHD_suspend_connection): pushes go to one store thread, which commits
  * them in arrival order, and read routes (/metrics, stacks, targets, the
- * index) to a few reader threads. The worker builds the answer and resumes
+ * index) to a few reader threads. The page and its assets (ui.c) are
+ * static bytes, answered on the loop. The worker builds the answer and resumes
  * the connection; the loop sends it on the handler's next call. The ack
  * of a push is sent only after its commit: a 200 always means stored. A
  * full queue is answered at once with 503 and Retry-After, which the agent
@@ -59,6 +60,7 @@
 #include "exporter/config.h"
 #include "exporter/store/store.h"
 #include "exporter/totals.h"
+#include "exporter/ui.h"
 #include "lib/clock.h"
 #include "lib/netaddr.h"
 
@@ -248,7 +250,7 @@ void http_workq_depth(struct http *h, size_t out[2])
 
 static const char routes_text[] =
 	"not found: POST /api/v1/push, GET /metrics, /api/v1/stacks, /api/v1/diff, "
-	"/api/v1/heatmap, /api/v1/series, /api/v1/targets, /, /healthz\n";
+	"/api/v1/heatmap, /api/v1/series, /api/v1/targets, / (the page), /index, /healthz\n";
 
 /* The first call of a request: route it and check what the headers say. */
 static enum MHD_Result first_call(struct http *h, struct MHD_Connection *c, struct req *r,
@@ -256,9 +258,14 @@ static enum MHD_Result first_call(struct http *h, struct MHD_Connection *c, stru
 {
 	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	static const char *const gets[] = { "/metrics", "/healthz", "/api/v1/stacks",
-					    "/api/v1/targets", "/", "/api/v1/heatmap",
+					    "/api/v1/targets", "/index", "/api/v1/heatmap",
 					    "/api/v1/series", "/api/v1/diff" };
 
+	if (ui_path(url)) { /* the page and its assets: static, answered here */
+		if (!get)
+			return http_answer(c, r, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: GET\n");
+		return ui_serve(c, r, url, h->cfg.ui_dir);
+	}
 	for (size_t i = 0; i < sizeof(gets) / sizeof(gets[0]); i++) {
 		static const enum route rt[] = { RT_METRICS, 0, RT_STACKS, RT_TARGETS, RT_INDEX,
 						 RT_HEATMAP, RT_SERIES, RT_DIFF };

@@ -16,7 +16,8 @@
  *                      selection (host, cgroup, container, pod, event,
  *                      from, to)
  *   GET /api/v1/targets agents and cgroups known (JSON)
- *   GET /              an index page with links
+ *   GET /              the explorer page, GET /ui/NAME its assets (ui.h)
+ *   GET /index         an index page with links
  *   GET /healthz       "ok"
  * The server owns neither the store nor the totals. It orders the two:
  * batches reach the totals in the order the store committed them, and
@@ -54,6 +55,7 @@ struct http_config {
 	size_t max_connections;    /* open at once; 0: HTTP_CONNECTIONS_DEFAULT */
 	unsigned idle_timeout_s;   /* a connection idle this long is closed; 0: default */
 	size_t ingest_queue;       /* pushes waiting for the store; 0: HTTP_INGEST_QUEUE_DEFAULT */
+	const char *ui_dir;        /* --ui-dir: the page's files read from here first; NULL: built-in */
 	struct store *store;
 	struct totals *totals;
 	/* More of the exporter's own metrics for /metrics (remote_write's), or NULL. */

@@ -2,7 +2,7 @@
 /*
  * cgperf-exporter: receives the batches cgperf-agent pushes, stores them
  * under --data-dir and serves /metrics, stacks (folded, pprof, SVG),
- * targets and an index page. See docs/cgperf-exporter.md.
+ * targets, the explorer page and an index page. See docs/cgperf-exporter.md.
  *
  * The main thread only starts things, then waits for a signal and runs the
  * periodic work between two waits: series expiry and retention.
@@ -55,7 +55,7 @@ static void usage(FILE *f)
 	      "                       [--remote-write-basic-auth-user USER\n"
 	      "                        --remote-write-basic-auth-password-file FILE]\n"
 	      "                       [--remote-write-instance NAME] [--remote-write-queue N]\n"
-	      "                       [--config FILE.yaml]\n"
+	      "                       [--ui-dir DIR] [--config FILE.yaml]\n"
 	      "                       [--log-level debug|info|warn|error] [--help] [--version]\n",
 	      f);
 }
@@ -93,6 +93,7 @@ enum {
 	OPT_RW_INTERVAL,
 	OPT_RW_QUEUE,
 	OPT_CH_SHARDS,
+	OPT_UI_DIR,
 };
 
 static const struct option opts[] = {
@@ -114,6 +115,7 @@ static const struct option opts[] = {
 	{ "clickhouse-user", required_argument, NULL, 'u' },
 	{ "clickhouse-password-file", required_argument, NULL, 'P' },
 	{ "clickhouse-shard-urls", required_argument, NULL, OPT_CH_SHARDS },
+	{ "ui-dir", required_argument, NULL, OPT_UI_DIR },
 	{ "config", required_argument, NULL, 'c' },
 	{ "log-level", required_argument, NULL, 'L' },
 	/* remote_write (exporter/remote_write.h) */
@@ -152,6 +154,7 @@ static const char *setting(int opt)
 	case 'u': return "clickhouse_user";
 	case 'P': return "clickhouse_password_file";
 	case OPT_CH_SHARDS: return "clickhouse_shard_urls";
+	case OPT_UI_DIR: return "ui_dir";
 	case OPT_RW_URL: return "remote_write_url";
 	case OPT_RW_TOKEN: return "remote_write_bearer_token_file";
 	case OPT_RW_USER: return "remote_write_basic_auth_user";
@@ -506,6 +509,7 @@ int main(int argc, char **argv)
 						 .max_connections = max_conn,
 						 .idle_timeout_s = (unsigned)(cfg.idle_timeout_ns / NS_S),
 						 .ingest_queue = (size_t)cfg.ingest_queue,
+						 .ui_dir = cfg.ui_dir,
 						 .store = store,
 						 .totals = totals,
 						 .extra_metrics = rw ? rw_metrics : NULL,

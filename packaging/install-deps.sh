@@ -5,6 +5,10 @@
 #   packaging/install-deps.sh            build + test + run dependencies
 #   packaging/install-deps.sh --build    only what `make` needs
 #   packaging/install-deps.sh --deb      what `make deb` needs (build + Debian tooling)
+# Every mode also makes sure of node and npm (Debian's nodejs and npm when
+# either command is missing) and of web/node_modules (npm ci --ignore-scripts
+# from web/package-lock.json, when the lock is newer than the install): the
+# exporter's page is built from them.
 set -eu
 
 BUILD="gcc g++ make pkg-config libc6-dev libelf-dev libdw-dev libunwind-dev libtraceevent-dev libtracefs-dev
@@ -52,7 +56,32 @@ for p in $want; do
 	esac
 done
 
-[ -z "$missing" ] && exit 0
+# The page's build (web/): node and npm. A node that came with its own npm
+# (not Debian's) is fine as it is; only a missing command asks for a package.
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
+
+# web/node_modules as web/package-lock.json pins it; npm's own record of the
+# install (node_modules/.package-lock.json) newer than the lock: nothing to do.
+web_deps() {
+	web=$(cd "$(dirname "$0")/.." && pwd)/web
+	[ -f "$web/package-lock.json" ] || return 0
+	if [ -f "$web/node_modules/.package-lock.json" ] &&
+		[ ! "$web/package-lock.json" -nt "$web/node_modules/.package-lock.json" ]; then
+		return 0
+	fi
+	echo "install-deps: npm ci in web/" >&2
+	(cd "$web" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) || {
+		echo "install-deps: npm ci failed in $web" >&2
+		exit 1
+	}
+	touch "$web/node_modules/.package-lock.json"
+}
+
+if [ -z "$missing" ]; then
+	web_deps
+	exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps: missing Debian packages:$missing" >&2
@@ -71,3 +100,4 @@ if ! apt-get install -y -q --no-install-recommends $missing >/tmp/cgperf-apt.log
 		exit 1
 	fi
 fi
+web_deps

@@ -51,6 +51,8 @@ elif grep -q '__asan_init' "$CGPERF_AGENT" 2>/dev/null; then
 fi
 
 logdir=$(mktemp -d /tmp/cgperf-test-logs.XXXXXX)
+# Where a test may leave files beside its log (screenshots): ui_page.sh.
+export CGPERF_TEST_LOGDIR=$logdir
 pass=0 fail=0 skip=0 cases_skipped=0 failed=() times=()
 t0=$(date +%s)
 

@@ -12,7 +12,7 @@
 #     side's folded total, and its SVG passes xmllint;
 #   - /metrics as OpenMetrics: its content type, `# EOF` last, counter
 #     families named without _total; text format passes promtool;
-#   - /api/v1/targets lists the agent and the cgroups; / links to the
+#   - /api/v1/targets lists the agent and the cgroups; /index links to the
 #     flame graphs and escapes the hostile name;
 #   - exporter B (--retention 2s): raw stack rows deleted, counters on
 #     /metrics unchanged, and the same after a restart;
@@ -259,7 +259,7 @@ assert a and a[0]["host"] == "api-host" and a[0]["batches"] >= 3, t["agents"]
 paths = {c["path"] for c in t["cgroups"] if c["host"] == "api-host"}
 assert sys.argv[3] in paths and sys.argv[3] + "/" + sys.argv[4] in paths, paths
 EOF
-st=$(get $pa / "$TMP/index.html")
+st=$(get $pa /index "$TMP/index.html")
 [[ $st == 200 ]] || fail "index: HTTP $st"
 grep -q 'href="/api/v1/stacks?host=api-host&amp;format=svg"' "$TMP/index.html" ||
 	fail "index lacks the host's flame graph link"

@@ -118,7 +118,7 @@ has_header() { grep -qi "^$2:[[:space:]]*$3"$'\r'"\?\$" "$TMP/$1.h"; }
 t_to=$(($(date +%s) + 60)) # a fixed range: the SVG names it
 stacks_q="/api/v1/stacks?host=test-host&from=$((t_to - 3600))&to=$t_to"
 for r in "metrics:/metrics" "folded:$stacks_q" "svg:$stacks_q&format=svg" "targets:/api/v1/targets" \
-	"index:/"; do
+	"index:/index"; do
 	n=${r%%:*} p=${r#*:}
 	[[ $(hget "$n.plain" "$p") == 200 ]] || fail "$p: HTTP $(head -1 "$TMP/$n.plain.h")"
 	[[ $(hget "$n.gz" "$p" -H 'Accept-Encoding: gzip') == 200 ]] || fail "$p gzip'd: not 200"

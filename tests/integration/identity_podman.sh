@@ -147,7 +147,7 @@ d = json.load(open(sys.argv[1]))
 text = json.dumps(d)
 assert sys.argv[2] in text and sys.argv[3] in text
 PY
-curl -sf "$ex/" >"$TMP/page.html" || fail "no page"
+curl -sf "$ex/index" >"$TMP/page.html" || fail "no page"
 grep -q "$B" "$TMP/page.html" && grep -q "$IMG" "$TMP/page.html" ||
 	fail "page's Containers table lacks $B or its image"
 info "exporter: /metrics, /api/v1/targets and the page show $B and $IMG"

@@ -196,9 +196,38 @@ static void test_targets(void **state)
 	assert_non_null(strstr(r.body, "\"/db\""));
 	assert_non_null(strstr(r.body, "\"/web\""));
 	hf_resp_free(&r);
-	r = get_ok("/", NULL, "text/html");
+	r = get_ok("/index", NULL, "text/html");
 	assert_non_null(strstr(r.body, "/db"));
 	hf_resp_free(&r);
+}
+
+/* The explorer page and its assets: CSP, ETag and 304, gzip as built. */
+static void test_ui_page(void **state)
+{
+	struct resp r = get_ok("/?view=flame&host=a", NULL, "text/html");
+	char inm[160];
+	const char *etag;
+	const char *v;
+
+	assert_non_null(strstr(r.body, "src=\"/ui/app.js\""));
+	assert_non_null(strcasestr(r.head, "Content-Security-Policy: default-src 'none'; script-src 'self';"));
+	hf_resp_free(&r);
+	r = get_ok("/ui/app.js", NULL, "text/javascript");
+	etag = header(&r, "ETag");
+	assert_non_null(etag);
+	for (v = etag + 5; *v == ' ';)
+		v++;
+	tl_pathf(inm, sizeof(inm), "If-None-Match: %.*s\r\n", (int)strcspn(v, "\r\n"), v);
+	hf_resp_free(&r);
+	hf_expect(hf_get("/ui/app.js", inm), 304, NULL);
+	r = hf_get("/ui/uPlot.esm.js", "Accept-Encoding: gzip\r\n");
+	assert_int_equal(r.status, 200);
+	assert_non_null(strcasestr(r.head, "Content-Encoding: gzip"));
+	assert_true(r.body_len > 2 && (uint8_t)r.body[0] == 0x1f && (uint8_t)r.body[1] == 0x8b);
+	hf_resp_free(&r);
+	hf_expect(hf_get("/ui/no-such.js", NULL), 404, "no such asset");
+	hf_expect(hf_get("/ui/.hidden", NULL), 404, NULL);
+	hf_expect(hf_exchange("POST / HTTP/1.1\r\nContent-Length: 0\r\n", NULL, 0), 405, "GET");
 }
 
 /* The server's own figures, in the text format and in OpenMetrics. */
@@ -227,5 +256,5 @@ static void test_metrics_self(void **state)
 	hf_resp_free(&r);
 }
 
-TL_MAIN_GROUP(group_setup, hf_teardown, test_stacks_folded, test_stacks_pprof, test_stacks_svg,
-	test_stacks_empty, test_stacks_bad_query, test_targets, test_metrics_self)
+TL_MAIN_GROUP(group_setup, hf_teardown, test_ui_page, test_stacks_folded, test_stacks_pprof,
+	test_stacks_svg, test_stacks_empty, test_stacks_bad_query, test_targets, test_metrics_self)

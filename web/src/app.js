@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+// The page's controller: the toolbar (event, time range, view), the
+// selection summary and export links, and the view in the main area.
+// Views are modules registered in VIEWS: each is built on an element,
+// loads what it needs for the current state (state.js) and redraws when
+// the keys it cares about change.
+import * as api from './api.js';
+import { $, el, fill } from './dom.js';
+import { FlameView } from './flame.js';
+import { count, time, when } from './fmt.js';
+import { Picker } from './picker.js';
+import { fromFolded } from './profile.js';
+import { SeriesView } from './series.js';
+import * as state from './state.js';
+
+// A view: its tab's label, and make(root) giving {load(signal), sync?(), destroy()}.
+// Views listed without make are part of the URL vocabulary but not built yet.
+const VIEWS = {
+	flame: { label: 'Flame graph', make: (root) => profileView(root, false) },
+	icicle: { label: 'Icicle', make: (root) => profileView(root, true) },
+	series: { label: 'Series', make: (root) => new SeriesView(root) },
+	top: { label: 'Top table' },
+	sandwich: { label: 'Sandwich' },
+	diff: { label: 'Diff' },
+	heatmap: { label: 'Heat map' },
+};
+
+const PRESETS = ['-15m', '-1h', '-6h', '-24h', '-7d'];
+const EVENTS = ['cpu-clock', 'task-clock', 'off-cpu', 'cycles', 'instructions', 'cache-misses', 'page-faults'];
+
+// The stacks of a selection, fetched once for the flame and icicle views.
+let cached = { key: null, profile: null };
+async function profileOf(signal) {
+	const q = state.selection();
+	const key = q.toString();
+	if (cached.key !== key) {
+		const t0 = performance.now();
+		const text = await api.folded(q, signal);
+		const p = fromFolded(text);
+		p.loadMs = performance.now() - t0;
+		cached = { key, profile: p };
+	}
+	return cached.profile;
+}
+
+function profileView(root, inverted) {
+	const box = el('div', { class: 'flame-view' }), msg = el('p', { class: 'empty', hidden: true });
+	fill(root, msg, box);
+	const v = new FlameView(box, { inverted });
+	return {
+		async load(signal) {
+			const p = await profileOf(signal);
+			box.hidden = !p.total;
+			msg.hidden = !!p.total;
+			if (!p.total) {
+				msg.textContent = 'No samples in this selection and time range. Widen the range, pick another target, or check that the agents sample (sampling.enabled) and push to this exporter.';
+				return 0;
+			}
+			v.setProfile(p);
+			return p.total;
+		},
+		sync: () => v.sync(),
+		destroy: () => v.destroy(),
+	};
+}
+
+function status(text, kind = '') {
+	const s = $('status');
+	s.className = 'status ' + kind;
+	s.textContent = text;
+}
+
+// ---- toolbar ----
+
+function toolbar() {
+	const evInput = el('input', { id: 'event', list: 'events', placeholder: 'all events', spellcheck: 'false', autocomplete: 'off', size: 12 });
+	const evList = el('datalist', { id: 'events' }, ...EVENTS.map((e) => el('option', { value: e })));
+	evInput.addEventListener('change', () => state.set({ event: evInput.value.trim() }));
+	const presets = el('div', { class: 'presets', role: 'group', 'aria-label': 'time range' }, ...PRESETS.map((p) => el('button', {
+		type: 'button', 'data-from': p, text: p.slice(1), title: `the last ${p.slice(1)}`,
+		onclick: () => state.set({ from: p === '-1h' ? '' : p, to: '' }),
+	})));
+	const fromIn = el('input', { type: 'datetime-local', id: 'from', step: 1, title: 'from (local time)' });
+	const toIn = el('input', { type: 'datetime-local', id: 'to', step: 1, title: 'to (local time)' });
+	const apply = el('button', {
+		type: 'button', text: 'Apply', onclick: () => {
+			const f = fromIn.value && Date.parse(fromIn.value) / 1000, t = toIn.value && Date.parse(toIn.value) / 1000;
+			if (f && t && f >= t) return status('"from" must be before "to"', 'error');
+			state.set({ from: f ? String(Math.floor(f)) : '', to: t ? String(Math.ceil(t)) : '' });
+		},
+	});
+	const tabs = el('div', { class: 'views', role: 'tablist' }, ...Object.entries(VIEWS).filter(([, v]) => v.make).map(([k, v]) => el('button', {
+		type: 'button', role: 'tab', 'data-view': k, text: v.label, onclick: () => state.set({ view: k === 'flame' ? '' : k }),
+	})));
+	fill($('toolbar'), tabs, el('label', { class: 'ev' }, 'event ', evInput, evList), presets,
+		el('div', { class: 'abs' }, fromIn, el('span', { text: '→' }), toIn, apply));
+	return { evInput, presets, fromIn, toIn, tabs };
+}
+
+function localInput(v) {
+	if (!v || !/^\d+(\.\d+)?$/.test(v)) return '';
+	const d = new Date(Number(v) * 1000);
+	return new Date(d.getTime() - d.getTimezoneOffset() * 60000).toISOString().slice(0, 19);
+}
+
+function syncToolbar(tb) {
+	if (document.activeElement !== tb.evInput) tb.evInput.value = state.get('event') || '';
+	const from = state.get('from') || '-1h', to = state.get('to');
+	for (const b of tb.presets.children) b.classList.toggle('on', !to && b.dataset.from === from);
+	tb.fromIn.value = localInput(state.get('from'));
+	tb.toIn.value = localInput(state.get('to'));
+	for (const b of tb.tabs.children) b.setAttribute('aria-selected', String(b.dataset.view === state.view()));
+}
+
+function syncHeader() {
+	const parts = [];
+	for (const k of ['host', 'container', 'pod', 'cgroup', 'event']) {
+		const v = state.get(k);
+		if (v) parts.push(el('span', { class: 'chip' }, el('b', { text: k }), ' ', v));
+	}
+	if (!parts.length) parts.push(el('span', { class: 'chip' }, 'all hosts'));
+	parts.push(el('span', { class: 'range', text: `${when(state.get('from'), '-1h')} → ${when(state.get('to'), 'now')}` }));
+	fill($('selection'), ...parts);
+	const q = state.selection();
+	for (const f of ['folded', 'pprof', 'svg']) $('export-' + f).href = api.stacksURL(q, f);
+	document.title = `cgperf · ${state.view()} · ${state.get('container') || state.get('pod') || state.get('cgroup') || state.get('host') || 'all hosts'}`;
+}
+
+// ---- the view ----
+
+let current = { name: null, view: null, abort: null };
+
+async function showView(reload) {
+	const name = state.view();
+	const spec = VIEWS[name];
+	if (current.name !== name) {
+		current.abort?.abort();
+		current.view?.destroy?.();
+		current = { name, view: null, abort: null };
+		if (!spec.make) {
+			fill($('view'), el('p', { class: 'empty', text: `The ${spec.label.toLowerCase()} view is not built yet; the flame graph and series are.` }));
+			status('');
+			return;
+		}
+		current.view = spec.make($('view'));
+		reload = true;
+	}
+	if (!current.view) return;
+	if (!reload) {
+		current.view.sync?.();
+		return;
+	}
+	current.abort?.abort();
+	const ac = new AbortController();
+	current.abort = ac;
+	const busy = setTimeout(() => status('Loading…', 'busy'), 150);
+	const t0 = performance.now();
+	try {
+		const n = await current.view.load(ac.signal);
+		if (ac.signal.aborted) return;
+		status(name === 'series' ? `${n} series · ${(performance.now() - t0).toFixed(0)} ms`
+			: `${count(n)} samples · ${(performance.now() - t0).toFixed(0)} ms`, 'ok');
+	} catch (e) {
+		if (e.name === 'AbortError') return;
+		status(e.message, 'error');
+	} finally {
+		clearTimeout(busy);
+	}
+}
+
+function main() {
+	const tb = toolbar();
+	const picker = new Picker($('picker'));
+	picker.load();
+	syncToolbar(tb);
+	syncHeader();
+	showView(true);
+	state.subscribe((changed) => {
+		syncToolbar(tb);
+		syncHeader();
+		picker.paint();
+		const sel = [...state.SELECTION, 'metric', 'top', 'step'].some((k) => changed.has(k));
+		showView(sel);
+	});
+	window.cgperf = { state, time }; // for people poking at the console
+}
+
+main();
