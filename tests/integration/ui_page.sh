@@ -26,6 +26,11 @@ exporter_up
 host=web-1 evil='<img src=x onerror=window.__pwned=1>'
 "$GEN" --cgroups 6 --stacks 200 --depth 12 --host "$host" --agent ui-a --batches 3 push "$ex/api/v1/push" >/dev/null ||
 	fail "gen_batch push"
+# A second host of another shape (deeper stacks, more of them): the diff
+# of web-1 against it has functions on either side alone.
+base=web-2
+"$GEN" --cgroups 3 --stacks 400 --depth 9 --host "$base" --agent ui-b --batches 2 push "$ex/api/v1/push" >/dev/null ||
+	fail "gen_batch push (base host)"
 "$GEN" --cgroups 2 --stacks 5 --host "$evil" --agent ui-evil --batches 1 push "$ex/api/v1/push" >/dev/null ||
 	fail "gen_batch push (markup host)"
 "$GEN" --seq 1 hostile "$TMP/hostile.pb" || fail "gen_batch hostile"
@@ -42,7 +47,7 @@ curl -sf "$ex/index" | grep -q "href=\"/api/v1/stacks?host=$host&amp;format=svg\
 shots=${CGPERF_TEST_LOGDIR:-$BUILD_DIR/tests}/ui_page
 mkdir -p "$shots"
 cd "$ROOT/web" || fail "no web/"
-CGPERF_UI_URL=$ex CGPERF_UI_HOST=$host CGPERF_UI_FUNC='^hash_' CGPERF_UI_EVIL=$evil CGPERF_UI_SHOTS=$shots \
+CGPERF_UI_URL=$ex CGPERF_UI_HOST=$host CGPERF_UI_BASE=$base CGPERF_UI_FUNC='^hash_' CGPERF_UI_EVIL=$evil CGPERF_UI_SHOTS=$shots \
 	CHROMIUM=$CHROMIUM timeout "$(scaled 240)" node --test --test-concurrency=1 test/ ||
 	fail "browser tests failed (screenshots in $shots)"
 info "screenshots: $shots"

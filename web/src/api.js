@@ -45,6 +45,37 @@ export async function series(q, signal) {
 	return d.data.result;
 }
 
+// /api/v1/stacks?format=json of @q: the parsed answer; null for an empty selection (404).
+export async function stacksJSON(q, signal) {
+	const p = new URLSearchParams(q);
+	p.set('format', 'json');
+	try {
+		return JSON.parse(await fetchText('/api/v1/stacks', p, signal));
+	} catch (e) {
+		if (e.status === 404) return null;
+		throw e;
+	}
+}
+
+// /api/v1/diff?format=json of @q (target keys and base_* keys): the
+// parsed answer; null when both sides are empty (404).
+export async function diffJSON(q, signal) {
+	const p = new URLSearchParams(q);
+	p.set('format', 'json');
+	try {
+		return JSON.parse(await fetchText('/api/v1/diff', p, signal));
+	} catch (e) {
+		if (e.status === 404) return null;
+		throw e;
+	}
+}
+
+export function diffURL(q, format) {
+	const p = new URLSearchParams(q);
+	p.set('format', format);
+	return '/api/v1/diff?' + p;
+}
+
 // An API link for the export buttons (format folded, pprof or svg).
 export function stacksURL(q, format) {
 	const p = new URLSearchParams(q);

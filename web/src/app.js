@@ -6,60 +6,82 @@
 // the keys it cares about change.
 import * as api from './api.js';
 import { $, el, fill } from './dom.js';
-import { FlameView } from './flame.js';
+import { DiffView, diffQuery, hasBase } from './diff.js';
+import { FlameView, legend, transformChips } from './flame.js';
 import { count, time, when } from './fmt.js';
 import { Picker } from './picker.js';
-import { fromFolded } from './profile.js';
+import { Data } from './profile.js';
+import { SandwichView } from './sandwich.js';
 import { SeriesView } from './series.js';
 import * as state from './state.js';
+import { TopView } from './top.js';
 
 // A view: its tab's label, and make(root) giving {load(signal), sync?(), destroy()}.
 // Views listed without make are part of the URL vocabulary but not built yet.
 const VIEWS = {
-	flame: { label: 'Flame graph', make: (root) => profileView(root, false) },
-	icicle: { label: 'Icicle', make: (root) => profileView(root, true) },
+	flame: { label: 'Flame graph', make: (root) => withEmpty(root, (box) => profileView(box, false)) },
+	icicle: { label: 'Icicle', make: (root) => withEmpty(root, (box) => profileView(box, true)) },
 	series: { label: 'Series', make: (root) => new SeriesView(root) },
-	top: { label: 'Top table' },
-	sandwich: { label: 'Sandwich' },
-	diff: { label: 'Diff' },
+	top: { label: 'Top table', make: (root) => withEmpty(root, (box) => new TopView(box, stacksOf)) },
+	sandwich: { label: 'Sandwich', make: (root) => withEmpty(root, (box) => new SandwichView(box, stacksOf)) },
+	diff: { label: 'Diff', make: (root) => new DiffView(root) },
 	heatmap: { label: 'Heat map' },
 };
 
 const PRESETS = ['-15m', '-1h', '-6h', '-24h', '-7d'];
 const EVENTS = ['cpu-clock', 'task-clock', 'off-cpu', 'cycles', 'instructions', 'cache-misses', 'page-faults'];
 
-// The stacks of a selection, fetched once for the flame and icicle views.
-let cached = { key: null, profile: null };
-async function profileOf(signal) {
+// The stacks of a selection (/api/v1/stacks?format=json), fetched once
+// and shared by the flame, icicle, top and sandwich views; null when the
+// selection has no samples.
+let cached = { key: null, data: null };
+async function stacksOf(signal) {
 	const q = state.selection();
 	const key = q.toString();
 	if (cached.key !== key) {
-		const t0 = performance.now();
-		const text = await api.folded(q, signal);
-		const p = fromFolded(text);
-		p.loadMs = performance.now() - t0;
-		cached = { key, profile: p };
+		const j = await api.stacksJSON(q, signal);
+		cached = { key, data: j && j.stacks.length ? new Data(j, false) : null };
 	}
-	return cached.profile;
+	return cached.data;
+}
+
+export const EMPTY = 'No samples in this selection and time range. Widen the range, pick another target or event, or check that the agents sample (sampling.enabled) and push to this exporter.';
+
+// Wrap a view so that an empty selection says why instead of drawing nothing.
+function withEmpty(root, make) {
+	const msg = el('p', { class: 'empty', hidden: true }), box = el('div');
+	fill(root, msg, box);
+	const v = make(box);
+	return {
+		async load(signal) {
+			const n = await v.load(signal);
+			msg.hidden = n !== null;
+			box.hidden = n === null;
+			if (n === null) msg.textContent = EMPTY;
+			return n || 0;
+		},
+		sync: () => v.sync?.(),
+		destroy: () => v.destroy?.(),
+	};
 }
 
 function profileView(root, inverted) {
-	const box = el('div', { class: 'flame-view' }), msg = el('p', { class: 'empty', hidden: true });
-	fill(root, msg, box);
+	const chips = el('div'), box = el('div', { class: 'flame-view' });
+	fill(root, el('div', { class: 'flame-top' }, chips, legend()), box);
 	const v = new FlameView(box, { inverted });
+	let data = null;
+	const sync = () => {
+		fill(chips, transformChips());
+		if (data) v.setTree(data.tree(state.get('focus'), state.get('hide')));
+	};
 	return {
 		async load(signal) {
-			const p = await profileOf(signal);
-			box.hidden = !p.total;
-			msg.hidden = !!p.total;
-			if (!p.total) {
-				msg.textContent = 'No samples in this selection and time range. Widen the range, pick another target, or check that the agents sample (sampling.enabled) and push to this exporter.';
-				return 0;
-			}
-			v.setProfile(p);
-			return p.total;
+			data = await stacksOf(signal);
+			if (!data) return null;
+			sync();
+			return data.tree(state.get('focus'), state.get('hide')).total;
 		},
-		sync: () => v.sync(),
+		sync,
 		destroy: () => v.destroy(),
 	};
 }
@@ -123,6 +145,17 @@ function syncHeader() {
 	fill($('selection'), ...parts);
 	const q = state.selection();
 	for (const f of ['folded', 'pprof', 'svg']) $('export-' + f).href = api.stacksURL(q, f);
+	const diff = state.view() === 'diff' && hasBase();
+	$('export-diff-svg').hidden = $('export-diff-folded').hidden = !diff;
+	if (diff) {
+		const dq = diffQuery();
+		if (state.get('normalize') === '0') dq.set('normalize', '0');
+		$('export-diff-svg').href = api.diffURL(dq, 'svg');
+		$('export-diff-folded').href = api.diffURL(dq, 'folded');
+	}
+	const base = state.BASE.filter((k) => state.get(k)).map((k) => `${k.slice(5)}=${state.get(k)}`);
+	$('base').hidden = !base.length;
+	$('base').textContent = base.length ? 'base: ' + base.join(' ') : '';
 	document.title = `cgperf · ${state.view()} · ${state.get('container') || state.get('pod') || state.get('cgroup') || state.get('host') || 'all hosts'}`;
 }
 
@@ -158,8 +191,8 @@ async function showView(reload) {
 	try {
 		const n = await current.view.load(ac.signal);
 		if (ac.signal.aborted) return;
-		status(name === 'series' ? `${n} series · ${(performance.now() - t0).toFixed(0)} ms`
-			: `${count(n)} samples · ${(performance.now() - t0).toFixed(0)} ms`, 'ok');
+		const ms = `${(performance.now() - t0).toFixed(0)} ms`;
+		status(name === 'series' ? `${n} series · ${ms}` : n === null ? '' : `${count(n)} samples · ${ms}`, 'ok');
 	} catch (e) {
 		if (e.name === 'AbortError') return;
 		status(e.message, 'error');
@@ -179,7 +212,7 @@ function main() {
 		syncToolbar(tb);
 		syncHeader();
 		picker.paint();
-		const sel = [...state.SELECTION, 'metric', 'top', 'step'].some((k) => changed.has(k));
+		const sel = [...state.SELECTION, ...(state.view() === 'diff' ? state.BASE : []), 'metric', 'top', 'step'].some((k) => changed.has(k));
 		showView(sel);
 	});
 	window.cgperf = { state, time }; // for people poking at the console

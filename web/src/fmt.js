@@ -44,3 +44,14 @@ export function toSeconds(v, now = Date.now() / 1000) {
 	if (m) return now - Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86400, w: 604800 }[m[2]];
 	return Date.parse(v) / 1000;
 }
+
+// Nanoseconds as people read them: "1.24 s", "35.0 ms", "2 h 05 m".
+export function dur(ns) {
+	if (!isFinite(ns) || ns <= 0) return '0 s';
+	const s = ns / 1e9;
+	if (s >= 3600) return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} m`;
+	if (s >= 60) return `${Math.floor(s / 60)} m ${String(Math.floor(s % 60)).padStart(2, '0')} s`;
+	if (s >= 1) return s.toFixed(2) + ' s';
+	if (s >= 1e-3) return (s * 1e3).toFixed(1) + ' ms';
+	return (s * 1e6).toFixed(0) + ' µs';
+}

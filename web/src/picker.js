@@ -62,7 +62,15 @@ export class Picker {
 		this.list = el('div', { class: 'list', id: 'target-list', onscroll: () => this.paint() }, this.spacer, this.rowsBox);
 		this.count = el('div', { class: 'count' });
 		this.allBtn = el('button', { type: 'button', class: 'all', onclick: () => this.choose({}) }, 'Everything (all hosts)');
-		fill(root, el('h2', { text: 'Targets' }), this.allBtn, this.tabs, this.search, this.list, this.count);
+		this.baseBtn = el('button', {
+			type: 'button', class: 'set-base', id: 'set-base', title: 'compare against this selection: it becomes the diff\'s base; then pick the target',
+			onclick: () => {
+				const patch = {};
+				for (const k of state.SELECTION) patch['base_' + k] = state.get(k);
+				state.set(patch);
+			},
+		}, 'Set as base');
+		fill(root, el('div', { class: 'picker-head' }, el('h2', { text: 'Targets' }), this.baseBtn), this.allBtn, this.tabs, this.search, this.list, this.count);
 		this.ro = new ResizeObserver(() => this.paint());
 		this.ro.observe(this.list);
 	}
