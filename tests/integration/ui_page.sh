@@ -2,12 +2,16 @@
 # The explorer page (docs/ui.md) in Debian's Chromium, driven by
 # playwright-core under node's test runner (web/test/ui_page.test.mjs),
 # against a real cgperf-exporter fed by gen_batch pushes: one host with
-# stacks of known shape, the hostile-names fixture, and a host named as
-# HTML markup. Checks: no console error, the CSP header, ETags (304),
-# the flame graph canvas drawn, search's share equal to the folded API's
-# (within 0.5 points), click-zoom and the breadcrumb, the URL reproducing
-# the view after a reload and with back/forward, the series view and a
-# drag setting from/to, hostile names as text. Screenshots go to
+# stacks of known shape, a second host of another shape (the diff's base),
+# the hostile-names fixture, and a host named as HTML markup. Checks: no
+# console error, the CSP header, ETags (304), the flame graph canvas drawn,
+# search's share equal to the folded API's (within 0.5 points), click-zoom
+# and the breadcrumb, the URL reproducing the view after a reload and with
+# back/forward, the series view and a drag setting from/to, hostile names
+# as text; the top table's shares equal the folded API's, the sandwich's
+# callers and callees, focus and hide totals, the diff marking functions of
+# one side only, each new view's URL surviving a reload, empty selections
+# explained (docs/ui.md lists them). Screenshots go to
 # $CGPERF_TEST_LOGDIR/ui_page/ (tests/run.sh's log directory), else
 # $BUILD/tests/ui_page/.
 # holds: chromium

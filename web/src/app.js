@@ -171,7 +171,7 @@ async function showView(reload) {
 		current.view?.destroy?.();
 		current = { name, view: null, abort: null };
 		if (!spec.make) {
-			fill($('view'), el('p', { class: 'empty', text: `The ${spec.label.toLowerCase()} view is not built yet; the flame graph and series are.` }));
+			fill($('view'), el('p', { class: 'empty', text: `The ${spec.label.toLowerCase()} view is not built yet; the flame graph, icicle, top table, sandwich, diff and series are.` }));
 			status('');
 			return;
 		}

@@ -125,6 +125,8 @@ export class Picker {
 		fill(this.rowsBox, ...rows);
 		if (!this.items.length && this.all) fill(this.rowsBox, el('p', { class: 'empty', text: this.search.value ? 'Nothing matches the filter.' : 'None seen: no agent pushed any within the series expiry.' }));
 		this.allBtn.classList.toggle('on', !['host', 'cgroup', 'container', 'pod'].some((k) => state.get(k)));
+		// A base needs something to differ by: a target, an event or a range.
+		this.baseBtn.disabled = !state.SELECTION.some((k) => state.get(k));
 	}
 
 	choose(params) {

@@ -105,7 +105,7 @@ export class Tree {
 	}
 }
 
-// The rows of a stacks answer: names, kinds, rows [count, Int32Array],
+// The rows of a stacks answer: names, kinds, rows [count, [name index...]] as parsed,
 // totals and rates; for a diff, base counts per row too.
 export class Data {
 	constructor(j, diff) {
@@ -121,10 +121,10 @@ export class Data {
 			if (diff) {
 				this.base[i] = r[0];
 				this.counts[i] = r[1];
-				this.frames[i] = Int32Array.from(r[2]);
+				this.frames[i] = r[2];
 			} else {
 				this.counts[i] = r[0];
-				this.frames[i] = Int32Array.from(r[1]);
+				this.frames[i] = r[1];
 			}
 		}
 		const side = diff ? j.target : j;
