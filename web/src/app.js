@@ -186,7 +186,12 @@ async function showView(reload) {
 	current.abort?.abort();
 	const ac = new AbortController();
 	current.abort = ac;
-	const busy = setTimeout(() => status('Loading…', 'busy'), 150);
+	// Progress: after 150 ms, "Loading…" with a spinner and the seconds waited.
+	let busyTimer;
+	const busy = setTimeout(() => {
+		status('Loading…', 'busy');
+		busyTimer = setInterval(() => status(`Loading… ${((performance.now() - t0) / 1000).toFixed(0)} s`, 'busy'), 1000);
+	}, 150);
 	const t0 = performance.now();
 	try {
 		const n = await current.view.load(ac.signal);
@@ -198,6 +203,7 @@ async function showView(reload) {
 		status(e.message, 'error');
 	} finally {
 		clearTimeout(busy);
+		clearInterval(busyTimer);
 	}
 }
 

@@ -72,7 +72,7 @@ export class DiffView {
 		this.body = el('tbody');
 		this.tableBox = el('div', { class: 'diff-changes' }, el('h3', { class: 'graph-title', text: 'Largest changes' }), this.tableNote,
 			el('div', { class: 'table-wrap' }, el('table', { class: 'top-table', id: 'diff-table' },
-				el('thead', null, el('tr', null, ...['Function', 'Base', 'Target', 'Change', ''].map((t, i) => el('th', { class: i ? 'n' : 'text', text: t })))), this.body)));
+				el('thead', null, el('tr', null, ...['Function', 'Base', 'Target', 'Change', 'Side'].map((t, i) => el('th', { class: i ? 'n' : 'text', text: t })))), this.body)));
 		this.content = el('div', null, this.graphBox, this.tableBox);
 		fill(root,
 			el('div', { class: 'diff-bar' },

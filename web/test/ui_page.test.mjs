@@ -453,3 +453,75 @@ test('the new views round-trip through the URL, and empty selections say why', a
 	const rest = problems.splice(0).filter((p) => !expected.test(p));
 	assert.deepEqual(rest, [], 'the page logged errors');
 });
+
+test('200,000 distinct stacks: one tree build, sub-pixel frames merged, no layout on mouse move', async () => {
+	await page.goto(`${BASE}/?${hostQ}&view=series`);
+	await page.waitForSelector('.uplot');
+	const r = await page.evaluate(async () => {
+		const { Data } = await import('/ui/profile.js');
+		const { FlameView } = await import('/ui/flame.js');
+		const names = [], kinds = [], stacks = [];
+		for (let i = 0; i < 20000; i++) { names.push('fn_' + i); kinds.push(i % 7 ? 'binary' : 'library'); }
+		let x = 1;
+		const rnd = () => (x = (x * 1103515245 + 12345) >>> 0) / 4294967296;
+		for (let s = 0; s < 200000; s++) {
+			const d = 8 + Math.floor(rnd() * 20), f = [];
+			for (let k = 0; k < d; k++) f.push(k < 4 ? k : Math.floor(Math.pow(rnd(), 2 + k / 4) * 20000));
+			stacks.push([1 + Math.floor(rnd() * 50), f]);
+		}
+		const box = document.createElement('div');
+		box.style.cssText = 'position:fixed;left:0;top:0;width:1200px;background:#fff;z-index:99';
+		document.body.append(box);
+		let t = performance.now();
+		const data = new Data({ names, kinds, stacks, totals: { samples: 1, cpu_ns: 0 } }, false);
+		const tree = data.tree();
+		const build = performance.now() - t;
+		const v = new FlameView(box, { id: 'bench', search: false, zoomKey: null, menu: false });
+		let draws = 0;
+		const draw = v.draw.bind(v);
+		v.draw = () => { draws++; draw(); };
+		t = performance.now();
+		v.setTree(tree);
+		const first = performance.now() - t;
+		const c = document.getElementById('bench'), b = c.getBoundingClientRect();
+		const n0 = draws;
+		t = performance.now();
+		for (let i = 0; i < 200; i++) c.dispatchEvent(new MouseEvent('mousemove', { clientX: b.left + (i * 6) % b.width, clientY: b.top + 9 + (i % 10) * 18, bubbles: true }));
+		const moves = (performance.now() - t) / 200;
+		const movedDraws = draws - n0;
+		const deep = tree.root.sorted()[0].sorted()[0].sorted()[0];
+		t = performance.now();
+		v.setZoom(deep.path().join(';'));
+		const zoom = performance.now() - t;
+		const frames = Number(c.dataset.frames);
+		v.destroy();
+		box.remove();
+		return { stacks: tree.stacks, build, first, moves, movedDraws, zoom, frames };
+	});
+	console.log(`200,000 stacks: build ${r.build.toFixed(0)} ms, first draw ${r.first.toFixed(0)} ms, zoom ${r.zoom.toFixed(0)} ms, mouse move ${r.moves.toFixed(2)} ms, ${r.frames} rects drawn`);
+	assert.equal(r.stacks, 200000);
+	assert.equal(r.movedDraws, 0, 'a mouse move laid the graph out again');
+	assert.ok(r.frames < 40000, `${r.frames} rects: sub-pixel frames not merged`);
+	assert.ok(r.moves < 20, `a mouse move took ${r.moves} ms`);
+	clean();
+});
+
+test('hostile names stay text in the top table, the sandwich and the diff', async () => {
+	const hostile = 'h"o\\st';
+	for (const q of [`view=top&host=${encodeURIComponent(hostile)}`, `view=top&host=${encodeURIComponent(EVIL)}`,
+		`view=diff&host=${encodeURIComponent(hostile)}&base_host=${encodeURIComponent(EVIL)}`]) {
+		await page.goto(`${BASE}/?${q}`);
+		await page.waitForSelector('#top-table tbody tr td.fn, #diff-table tbody tr td.fn');
+	}
+	// a hostile frame's sandwich, reached through the table
+	await page.goto(`${BASE}/?view=top&host=${encodeURIComponent(hostile)}`);
+	await page.waitForSelector('#top-table tbody tr td.fn');
+	const names = await page.$$eval('#top-table tbody tr td.fn .name', (ts) => ts.map((t) => t.textContent));
+	const odd = names.find((n) => /[<"\\\n]/.test(n)) || names[0];
+	await page.click(`#top-table tbody tr >> nth=${names.indexOf(odd)}`);
+	await page.waitForFunction(() => Number(document.getElementById('flame-callees')?.dataset.frames) > 0);
+	assert.equal(await page.$eval('#fn', (e) => e.value), odd);
+	const pwned = await page.evaluate(() => ({ flag: window.__pwned, imgs: document.querySelectorAll('img').length }));
+	assert.deepEqual(pwned, { flag: undefined, imgs: 0 });
+	clean();
+});
