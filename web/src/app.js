@@ -72,7 +72,10 @@ function profileView(root, inverted) {
 	let data = null;
 	const sync = () => {
 		fill(chips, transformChips());
-		if (data) v.setTree(data.tree(state.get('focus'), state.get('hide')));
+		if (!data) return undefined;
+		const t = data.tree(state.get('focus'), state.get('hide'));
+		v.setTree(t);
+		return t.total;
 	};
 	return {
 		async load(signal) {
@@ -180,7 +183,9 @@ async function showView(reload) {
 	}
 	if (!current.view) return;
 	if (!reload) {
-		current.view.sync?.();
+		// focus, hide and the like change what the view counts: say so
+		const n = current.view.sync?.();
+		if (typeof n === 'number' && !$('status').classList.contains('error')) status(`${count(n)} samples`, 'ok');
 		return;
 	}
 	current.abort?.abort();

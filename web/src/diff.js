@@ -136,7 +136,7 @@ export class DiffView {
 
 	sync() {
 		this.syncBar();
-		if (!this.data) return;
+		if (!this.data) return undefined;
 		const norm = state.get('normalize') !== '0', f = state.get('focus'), h = state.get('hide');
 		const t = this.data.diffTree(norm, f, h);
 		this.norm0 = norm;
@@ -156,6 +156,7 @@ export class DiffView {
 		this.view.canvas.dataset.base = String(t.baseTotal);
 		this.view.canvas.dataset.target = String(t.targetTotal);
 		this.table(t, norm);
+		return t.targetTotal;
 	}
 
 	colour(g, t, n) {

@@ -318,7 +318,7 @@ export class FlameView {
 	}
 
 	tipLines(r) {
-		const t = this.tree, all = t.total, ns = t.data.nsPerSample, n = r.node;
+		const t = this.tree, all = t.shareOf || t.total, ns = t.data.nsPerSample, n = r.node;
 		if (r.merged) return [`${r.merged} frames too narrow to draw`, `${count(r.samples)} samples (${pct(r.samples / all)})`];
 		if (this.opts.tip) return this.opts.tip(t, n);
 		const u = t.data.unit;

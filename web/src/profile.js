@@ -52,6 +52,7 @@ export class Tree {
 		this.root = new Node(-1, 'all', null);
 		this.stacks = 0;
 		this.maxDepth = 0;
+		this.shareOf = 0; // shares are of this many samples when set (a sandwich: all of the selection's)
 	}
 
 	// Add @count samples of the frames @f[from..to) (name indexes, root first), walked by @step (1 or -1).
@@ -204,6 +205,9 @@ export class Data {
 				callers.add(f, p, -1, -1, counts[i]);
 				callees.add(f, p, f.length, 1, counts[i]);
 			}
+			let all = 0;
+			for (let i = 0; i < counts.length; i++) all += counts[i];
+			callers.shareOf = callees.shareOf = all;
 			return { callers, callees };
 		});
 	}

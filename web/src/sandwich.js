@@ -44,7 +44,7 @@ export class SandwichView {
 	}
 
 	sync() {
-		if (!this.data) return;
+		if (!this.data) return undefined;
 		fill(this.chips, transformChips());
 		const fn = state.get('fn');
 		if (document.activeElement !== this.fnInput) this.fnInput.value = fn || '';
@@ -57,7 +57,7 @@ export class SandwichView {
 				: this.data.id(fn) < 0 ? 'This function is not in the selection\'s stacks (check the name, the range and the target).'
 					: 'No stack through this function is left after the focus and hide filters.';
 			this.summary.textContent = '';
-			return;
+			return all;
 		}
 		const ns = this.data.nsPerSample, self = callees.root.children.values().next().value.self;
 		this.summary.textContent = `total ${count(callers.total)} (${pct(callers.total / all)})` + (ns ? ` ${dur(callers.total * ns)}` : '') +
@@ -69,5 +69,6 @@ export class SandwichView {
 		}
 		this.callers.setTree(callers);
 		this.callees.setTree(callees);
+		return all;
 	}
 }

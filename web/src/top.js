@@ -57,7 +57,7 @@ export class TopView {
 	}
 
 	sync() {
-		if (!this.data) return;
+		if (!this.data) return undefined;
 		fill(this.chips, transformChips());
 		const s = state.get('search') || '';
 		if (document.activeElement !== this.input) this.input.value = s;
@@ -101,6 +101,7 @@ export class TopView {
 		}));
 		if (!shown.length) fill(this.body, el('tr', null, el('td', { colspan: '7', class: 'empty', text: rows.length ? 'No function matches the filter.' : 'No functions.' })));
 		this.note.textContent = `${count(list.length)} of ${count(rows.length)} functions` + (list.length > ROWS ? ` (first ${ROWS} shown: filter to narrow)` : '') + ` · ${count(all)} ${u}`;
+		return all;
 	}
 
 	open(name) {
