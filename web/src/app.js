@@ -66,15 +66,18 @@ function withEmpty(root, make) {
 }
 
 function profileView(root, inverted) {
-	const chips = el('div'), box = el('div', { class: 'flame-view' });
-	fill(root, el('div', { class: 'flame-top' }, chips, legend()), box);
+	const chips = el('div'), box = el('div', { class: 'flame-view' }), none = el('p', { class: 'empty', hidden: true });
+	fill(root, el('div', { class: 'flame-top' }, chips, legend()), none, box);
 	const v = new FlameView(box, { inverted });
 	let data = null;
 	const sync = () => {
 		fill(chips, transformChips());
 		if (!data) return undefined;
 		const t = data.tree(state.get('focus'), state.get('hide'));
-		v.setTree(t);
+		none.hidden = !!t.total;
+		box.hidden = !t.total;
+		none.textContent = t.total ? '' : 'No stack is left: no stack of this selection goes through the focused function (or every frame is hidden). Remove the focus or hide chip above.';
+		if (t.total) v.setTree(t);
 		return t.total;
 	};
 	return {

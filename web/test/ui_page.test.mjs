@@ -444,6 +444,11 @@ test('the new views round-trip through the URL, and empty selections say why', a
 		await page.waitForSelector('#view .empty:not([hidden])');
 		assert.match(await page.$eval('#view .empty:not([hidden])', (e) => e.textContent), /No samples/);
 	}
+	// a focus that leaves nothing says so
+	await page.goto(`${BASE}/?${hostQ}&focus=no_such_function`);
+	await page.waitForSelector('#view .empty:not([hidden])');
+	assert.match(await page.$eval('#view .empty:not([hidden])', (e) => e.textContent), /focused function/);
+	assert.equal(await page.$eval('.xchip.focus .v', (e) => e.textContent), 'no_such_function');
 	// an error is shown: a bad time
 	await page.goto(`${BASE}/?${hostQ}&view=top&from=yesterday-ish`);
 	await page.waitForSelector('#status.error');
