@@ -201,6 +201,11 @@ int routes_parse_selection(struct MHD_Connection *c, struct stacks_query *q, cha
 typedef int (*routes_draw_fn)(const void *arg, const char *title, const char *subtitle, FILE *f);
 /* Answer @status with the SVG @draw(@arg) writes, titled with the texts of
  * pages @t and @sub (taken); 500 when it cannot be drawn. */
+/* @fs as text written by @render (render_folded, render_folded_diff), 200;
+ * 503 when out of memory. */
+enum MHD_Result routes_folded_text(struct MHD_Connection *c, struct req *r,
+				   const struct fold_set *fs,
+				   int (*render)(const struct fold_set *fs, FILE *out));
 enum MHD_Result routes_svg(struct MHD_Connection *c, struct req *r, unsigned status,
 			   struct page *t, struct page *sub, routes_draw_fn draw, const void *arg);
 /* "host=H cgroup=C ..." of a selection's set fields ("all hosts" when none). */

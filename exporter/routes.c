@@ -487,13 +487,15 @@ static enum MHD_Result serve_svg(struct MHD_Connection *c, struct req *r,
 	return routes_svg(c, r, status, &t, &sub, draw_flame, fs);
 }
 
-static enum MHD_Result serve_folded(struct MHD_Connection *c, struct req *r,
-				    const struct fold_set *fs)
+/* @fs as text written by @render (render_folded, render_folded_diff), 200. */
+enum MHD_Result routes_folded_text(struct MHD_Connection *c, struct req *r,
+				   const struct fold_set *fs,
+				   int (*render)(const struct fold_set *fs, FILE *out))
 {
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	int ret = f ? render_folded(fs, f) : -ENOMEM;
+	int ret = f ? render(fs, f) : -ENOMEM;
 
 	if (f && fclose(f))
 		ret = -ENOMEM;
@@ -558,7 +560,7 @@ static enum MHD_Result serve_stacks(struct http *h, struct MHD_Connection *c, st
 	else if (q.format == FMT_SVG)
 		res = serve_svg(c, r, &q, x.fs, status);
 	else if (q.format == FMT_FOLDED)
-		res = serve_folded(c, r, x.fs);
+		res = routes_folded_text(c, r, x.fs, render_folded);
 	else if (q.format == FMT_JSON)
 		res = routes_serve_stacks_json(h, c, r, &x);
 	else

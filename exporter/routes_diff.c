@@ -227,23 +227,6 @@ static enum MHD_Result serve_diff_svg(struct MHD_Connection *c, struct req *r,
 	return routes_svg(c, r, status, &t, &sub, draw_diff, &d);
 }
 
-static enum MHD_Result serve_diff_folded(struct MHD_Connection *c, struct req *r,
-					 const struct fold_set *fs)
-{
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	int ret = f ? render_folded_diff(fs, f) : -ENOMEM;
-
-	if (f && fclose(f))
-		ret = -ENOMEM;
-	if (ret || !text) {
-		free(text);
-		return http_answer(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
-	}
-	return http_respond(c, r, MHD_HTTP_OK, "text/plain; charset=utf-8", text, len, true, NULL);
-}
-
 enum MHD_Result routes_serve_diff(struct http *h, struct MHD_Connection *c, struct req *r)
 {
 	const struct stacks_query q = r->q; /* parsed by first_call() */
@@ -274,7 +257,7 @@ enum MHD_Result routes_serve_diff(struct http *h, struct MHD_Connection *c, stru
 				  "no samples in either selection (host, cgroup, container, pod, "
 				  "event between from and to, and their base_ forms)\n");
 	} else if (q.format == FMT_FOLDED) {
-		res = serve_diff_folded(c, r, fs);
+		res = routes_folded_text(c, r, fs, render_folded_diff);
 	} else {
 		struct diff_head a = { &q, &t, &b };
 
