@@ -157,6 +157,7 @@ _cleanup() {
 	for p in "$(cg2_mount)"/cgperf-test-$$-*; do
 		[[ -d $p ]] && _cg_remove "$p"
 	done
+	_ports_release
 	[[ -n ${KEEP_TMP:-} ]] || rm -rf "$TMP"
 }
 trap _cleanup EXIT
@@ -168,12 +169,42 @@ near() {
 # Below the ephemeral range (net.ipv4.ip_local_port_range): a port the kernel
 # hands out for bind(0) is also what the next outgoing connection may take as
 # its local port before the server under test binds it ("in use?").
+# A port is free now but bound later: two picks (of this test, or of a test
+# running beside it) could fall on the same one before either binds it. Each
+# pick is reserved by a file in $_PORT_DIR naming this test's PID; a file
+# whose test is gone is taken over, and this test's go at its exit.
+_PORT_DIR=/tmp/cgperf-ports
 free_port() {
-	python3 - <<'PY'
-import random, socket
+	mkdir -p "$_PORT_DIR"
+	OWNER=$$ PORT_DIR=$_PORT_DIR python3 - <<'PY'
+import os, random, socket
+owner, pdir = os.environ["OWNER"], os.environ["PORT_DIR"]
 lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
 top = max(lo - 1, 10001)
-for _ in range(200):
+
+def reserve(p):
+    path = os.path.join(pdir, str(p))
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            try:
+                holder = open(path).read().strip()
+            except OSError:
+                holder = ""
+            if holder.isdigit() and os.path.exists("/proc/" + holder):
+                return False
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            continue
+        os.write(fd, owner.encode())
+        os.close(fd)
+        return True
+    return False
+
+for _ in range(400):
     p = random.randint(10000, top)
     s = socket.socket()
     try:
@@ -182,11 +213,20 @@ for _ in range(200):
         continue
     finally:
         s.close()
+    if not reserve(p):
+        continue
     print(p)
     break
 else:
     raise SystemExit("no free port below the ephemeral range")
 PY
+}
+_ports_release() {
+	local f
+	for f in "$_PORT_DIR"/*; do
+		[[ -f $f && $(cat "$f" 2>/dev/null) == "$$" ]] && rm -f "$f"
+	done
+	return 0
 }
 
 wait_http() {
