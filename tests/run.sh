@@ -53,6 +53,9 @@ fi
 logdir=$(mktemp -d /tmp/cgperf-test-logs.XXXXXX)
 # Where a test may leave files beside its log (screenshots): ui_page.sh.
 export CGPERF_TEST_LOGDIR=$logdir
+# What tests make once per run and copy (tests/lib/pg.sh's clusters).
+CGPERF_TEST_SHARED=$(mktemp -d /tmp/cgperf-shared.XXXXXX)
+export CGPERF_TEST_SHARED
 pass=0 fail=0 skip=0 cases_skipped=0 failed=() times=()
 t0=$(date +%s)
 
@@ -104,6 +107,7 @@ hogs=()
 stop_all() {
 	local p
 	for p in "${hogs[@]}" "${!RUNNING[@]}"; do kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; done
+	rm -rf "$CGPERF_TEST_SHARED"
 }
 declare -A RUNNING=() START=() BUSY=()
 trap 'stop_all' EXIT

@@ -13,8 +13,7 @@ export LC_ALL=C
 
 SYM=hash_search_with_hash_value
 cg_new pg
-pg_start "$cg"
-pg_bench_init 1
+pg_start "$cg" 1
 # long enough for a slow annotate start; stopped once annotate is done
 pg_bench_start "$TMP/pgbench.log" -S -c 2 -j 1 -T $(scaled 60) -R 3000
 # under way once both clients' sessions are open in the cluster

@@ -18,8 +18,7 @@ why=$(ch_available) || skip "$why"
 
 cg=$(cg_make pgch)
 rel=${cg#"$(cg2_mount)"}
-pg_start "$cg"
-pg_bench_init 1
+pg_start "$cg" 1
 ch_start s || fail "clickhouse-server did not start"
 
 declare -A PORT PID

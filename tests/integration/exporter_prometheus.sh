@@ -35,8 +35,7 @@ for h in "${hostile[@]}"; do
 	bg_track $!
 done
 
-pg_start "$pgcg"
-pg_bench_init 2
+pg_start "$pgcg" 2
 
 # --- exporter, agent, Prometheus
 exporter_up

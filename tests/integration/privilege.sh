@@ -44,8 +44,7 @@ as() { # as CAPS CMD...: CMD as $U with exactly CAPS
 out=$TMP/out; mkdir -p "$out"; chown "$U" "$out"
 
 cg=$(cg_make pg); _CG_MADE+=("$cg"); rel=${cg#"$(cg2_mount)"}
-pg_start "$cg"
-pg_bench_init 2
+pg_start "$cg" 2
 PGBIN=$PG_BIN/postgres
 # (long enough for a slow machine; killed at exit)
 pg_bench_start "$TMP/pgbench.log" -n -S -M simple -c 4 -j 2 -T "$(scaled 180)" -R 8000

@@ -34,8 +34,7 @@ need perf python3
 cg_new pg
 rel=${rel#/}
 
-pg_start "$cg"
-pg_bench_init 5
+pg_start "$cg" 5
 
 # Select-only at a fixed rate (-R), as in stat_postgres: the work done in the
 # window is set by the schedule, not by the CPU left over, and the two vCPUs

@@ -13,8 +13,7 @@ N=30
 [[ -x $W/spin ]] || fail "workload $W/spin not built"
 command -v readelf >/dev/null || fail "readelf (binutils) missing"
 cg_new mod
-pg_start "$cg"
-pg_bench_init 1
+pg_start "$cg" 1
 port=$(free_port)
 mport=$(free_port)
 [[ $mport != "$port" ]] || mport=$(free_port)

@@ -9,8 +9,7 @@ source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pg.sh"
 W=$BUILD_DIR/workloads
 cg_new run
-pg_start "$cg"
-pg_bench_init 1
+pg_start "$cg" 1
 port=$(free_port)
 spool=$TMP/spool
 mkdir -p "$TMP/fc"

@@ -19,8 +19,7 @@ need perf python3
 cg_new pg
 rel=${rel#/}
 
-pg_start "$cg"
-pg_bench_init 5
+pg_start "$cg" 5
 
 # Select-only at a fixed rate (-R, Poisson-scheduled transactions): every
 # query round-trip costs backend CPU and context switches, and the work done

@@ -16,8 +16,7 @@ MADE_EV=0
 _ev_cleanup() { ((MADE_EV)) && perf probe -q -d "$PERF_EV" >/dev/null 2>&1; MADE_EV=0; }
 trap '_ev_cleanup; _pg_cleanup; _cleanup' EXIT
 command -v postgresql >/dev/null && fail "a 'postgresql' in PATH would make this test moot"
-pg_start "$cg"
-pg_bench_init 1
+pg_start "$cg" 1
 T=400
 
 if ! perf probe -l 2>/dev/null | grep -q "$PERF_EV"; then

@@ -12,8 +12,7 @@
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/pg.sh"
 cg_new pg
-pg_start "$cg"
-pg_bench_init 2
+pg_start "$cg" 2
 PGBIN=$PG_BIN/postgres
 C=4 T=1500
 want=$((C * T))

@@ -1,10 +1,10 @@
 # PostgreSQL helpers for integration tests; source it after common.sh.
 #
-#   pg_start CGDIR       initdb a private cluster in $TMP/pg and start its
-#                        postmaster inside cgroup CGDIR (so every backend and
+#   pg_start CGDIR [SCALE]  a private cluster in $TMP/pg (with pgbench's
+#                        tables of scale SCALE when given) and its postmaster
+#                        started inside cgroup CGDIR (so every backend and
 #                        auxiliary process lives there); unix socket only.
 #                        Exports PGHOST PGPORT PGUSER PGDATA, sets PG_PID.
-#   pg_bench_init SCALE  pgbench -i -s SCALE against that cluster
 #   pg_bench_run ARGS... pgbench ARGS in the foreground (in the caller's
 #                        cgroup, never in CGDIR)
 #   pg_bench_start LOG ARGS...  the same in the background, output to LOG;
@@ -17,6 +17,13 @@
 # by an EXIT trap that runs before common.sh's own cleanup.
 #
 # Override the binaries with PG_BIN=/usr/lib/postgresql/NN/bin.
+#
+# initdb and pgbench -i take seconds each, and eleven tests need a cluster:
+# the clusters are made once per run of tests/run.sh (templates in
+# $CGPERF_TEST_SHARED, one per scale, built by the first test that asks,
+# under a lock) and each test starts its own postmaster on a copy (cp -a:
+# a fraction of a second). Only the data is shared; no test sees another's
+# server, writes or cgroup. A test run alone keeps its templates in $TMP.
 
 PG_USER=${PG_USER:-postgres}
 if [[ -z ${PG_BIN:-} ]]; then
@@ -52,6 +59,58 @@ _pg_log_tail() {
 	[[ -f $TMP/pg.log ]] && sed 's/^/    pg.log: /' "$TMP/pg.log" | tail -n 20 >&2
 }
 
+# _pg_template SCALE: print the directory of a stopped cluster made by
+# initdb (and pgbench -i -s SCALE when SCALE > 0), building it if missing.
+_pg_template() {
+	local scale=$1 root=${CGPERF_TEST_SHARED:-$TMP} base dir src
+	base=$root/pg-$(basename "$(dirname "$PG_BIN")")
+	dir=$base/s$scale
+	mkdir -p "$base" && chmod 711 "$root" "$base" || return 1
+	if ((scale > 0)); then
+		src=$(_pg_template 0) || return 1
+	fi
+	(
+		flock 9 || exit 1
+		[[ -f $dir/.ready ]] && exit 0
+		rm -rf "$dir" && mkdir -p "$dir/data" "$dir/sock" || exit 1
+		chown "$PG_USER:" "$dir/data" "$dir/sock" && chmod 700 "$dir/data" || exit 1
+		if ((scale == 0)); then
+			_pg_as "$PG_BIN/initdb" -D "$dir/data" -U "$PG_USER" -A trust --no-sync \
+				-E UTF8 --locale=C >"$dir/build.log" 2>&1 || exit 1
+		else
+			cp -a "$src/data/." "$dir/data/" && _pg_template_fill "$dir" "$scale" || exit 1
+		fi
+		touch "$dir/.ready"
+	) 9>"$dir.lock" || {
+		sed 's/^/    template: /' "$dir/build.log" 2>/dev/null | tail -n 20 >&2
+		return 1
+	}
+	echo "$dir"
+}
+
+# _pg_template_fill DIR SCALE: start a postmaster on DIR/data (in the
+# caller's cgroup), pgbench -i -s SCALE, stop it cleanly (a clean stop
+# leaves no postmaster.pid and nothing to recover in the copies).
+_pg_template_fill() {
+	local dir=$1 scale=$2 port=$((53000 + $$ % 1000)) pid i rc=0
+	_pg_as "$PG_BIN/postgres" -D "$dir/data" -k "$dir/sock" -p "$port" \
+		-c listen_addresses= -c fsync=off -c synchronous_commit=off \
+		-c full_page_writes=off -c logging_collector=off >"$dir/build.log" 2>&1 &
+	pid=$!
+	bg_track "$pid"
+	for ((i = 0; i < 300; i++)); do
+		_pg_alive "$pid" || return 1
+		"$PG_BIN/pg_isready" -q -h "$dir/sock" -p "$port" -U "$PG_USER" 2>/dev/null && break
+		sleep 0.1
+	done
+	((i < 300)) &&
+		PGHOST=$dir/sock PGPORT=$port PGDATABASE=postgres _pg_as "$PG_BIN/pgbench" -i -q \
+			-s "$scale" -U "$PG_USER" >>"$dir/build.log" 2>&1 || rc=1
+	_pg_as "$PG_BIN/pg_ctl" stop -D "$dir/data" -m fast -w -t 60 >>"$dir/build.log" 2>&1 || rc=1
+	wait "$pid" 2>/dev/null
+	return $rc
+}
+
 pg_start() {
 	local cg=$1 i
 	_pg_have || skip "PostgreSQL server binaries (${PG_BIN:-/usr/lib/postgresql/*/bin}) or user $PG_USER or setpriv missing"
@@ -69,11 +128,9 @@ pg_start() {
 	chown "$PG_USER:" "$PGDATA" "$PGHOST"
 	chmod 700 "$PGDATA"
 
-	if ! _pg_as "$PG_BIN/initdb" -D "$PGDATA" -U "$PG_USER" -A trust --no-sync \
-		-E UTF8 --locale=C >"$TMP/initdb.log" 2>&1; then
-		sed 's/^/    initdb: /' "$TMP/initdb.log" | tail -n 20 >&2
-		fail "initdb failed"
-	fi
+	local tpl
+	tpl=$(_pg_template "${2:-0}") || fail "no PostgreSQL template of scale ${2:-0}"
+	cp -a "$tpl/data/." "$PGDATA/" || fail "copying the template $tpl"
 
 	# A root shell moves itself into the cgroup, then becomes the postmaster
 	# (exec chain: sh -> setpriv -> postgres, one PID), so every child forked
@@ -103,14 +160,6 @@ pg_start() {
 
 pg_psql() {
 	_pg_as "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"
-}
-
-pg_bench_init() {
-	local scale=${1:-1}
-	if ! _pg_as "$PG_BIN/pgbench" -i -q -s "$scale" >"$TMP/pgbench-init.log" 2>&1; then
-		sed 's/^/    pgbench -i: /' "$TMP/pgbench-init.log" | tail -n 20 >&2
-		fail "pgbench -i -s $scale failed"
-	fi
 }
 
 pg_bench_run() {
