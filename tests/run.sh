@@ -53,7 +53,8 @@ fi
 logdir=$(mktemp -d /tmp/cgperf-test-logs.XXXXXX)
 # Where a test may leave files beside its log (screenshots): ui_page.sh.
 export CGPERF_TEST_LOGDIR=$logdir
-# What tests make once per run and copy (tests/lib/pg.sh's clusters).
+# What tests make once per run: tests/lib/pg.sh's clusters (copied by
+# each test), tests/lib/clickhouse.sh's shared servers (stopped here).
 CGPERF_TEST_SHARED=$(mktemp -d /tmp/cgperf-shared.XXXXXX)
 export CGPERF_TEST_SHARED
 pass=0 fail=0 skip=0 cases_skipped=0 failed=() times=()
@@ -107,6 +108,13 @@ hogs=()
 stop_all() {
 	local p
 	for p in "${hogs[@]}" "${!RUNNING[@]}"; do kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; done
+	# The shared ClickHouse servers (tests/lib/clickhouse.sh's ch_shared).
+	for p in "$CGPERF_TEST_SHARED"/ch-*/pid; do
+		[[ -s $p ]] || continue
+		p=$(cat "$p")
+		kill -KILL "$p" 2>/dev/null
+		for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+	done
 	rm -rf "$CGPERF_TEST_SHARED"
 }
 declare -A RUNNING=() START=() BUSY=()

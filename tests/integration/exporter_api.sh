@@ -290,7 +290,7 @@ for ((i = 0; i < $(scaled 80) * 5; i++)); do
 done
 [[ $st == 404 ]] || fail "B still serves stacks after retention: HTTP $st"
 if on_clickhouse; then
-	[[ $(ch_query store "SELECT count() > 0 FROM cg_B.expiry WHERE kind = 3") == 1 ]] ||
+	[[ $(ch_query store "SELECT count() > 0 FROM $(ch_db B).expiry WHERE kind = 3") == 1 ]] ||
 		fail "no retention cutoff recorded"
 else
 	[[ $(rows) == 0 ]] || fail "retention left $(rows) stack rows: $(tail "$TMP/B.log")"
@@ -325,11 +325,11 @@ swept() { # the store forgot the series too (a sweep every 2 s: 5s / 3 on 1 s ti
 	if on_clickhouse; then
 		# every series counted has its expiry (more may be marked: a
 		# series of an event the host could not count, say)
-		ch_query store "SELECT (SELECT count() FROM (SELECT DISTINCT host, path, event FROM cg_C.counters
+		ch_query store "SELECT (SELECT count() FROM (SELECT DISTINCT host, path, event FROM $(ch_db C).counters
 		 WHERE host = 'api-host' AND supported = 1) WHERE (host, path, event) NOT IN
-		 (SELECT host, path, name FROM cg_C.expiry WHERE kind = 0 AND host = 'api-host')) = 0
-		 AND (SELECT count() FROM cg_C.counters WHERE host = 'api-host') > 0
-		 AND (SELECT count() FROM cg_C.expiry WHERE kind = 2) > 0"
+		 (SELECT host, path, name FROM $(ch_db C).expiry WHERE kind = 0 AND host = 'api-host')) = 0
+		 AND (SELECT count() FROM $(ch_db C).counters WHERE host = 'api-host') > 0
+		 AND (SELECT count() FROM $(ch_db C).expiry WHERE kind = 2) > 0"
 	else
 		python3 -c 'import sqlite3, sys; d = sqlite3.connect(sys.argv[1]); print(int(d.execute("select count(*) from cgroup_totals where host = ?", ("api-host",)).fetchone()[0] + d.execute("select count(*) from agents where host = ?", ("api-host",)).fetchone()[0] == 0))' "$TMP/C/cgperf.db"
 	fi
@@ -340,9 +340,9 @@ for ((i = 0; i < $(scaled 60) * 5; i++)); do
 	sleep 0.2
 done
 if [[ $(swept) != 1 ]]; then
-	on_clickhouse && info "counted: $(ch_query store "SELECT DISTINCT path, event, supported FROM cg_C.counters
+	on_clickhouse && info "counted: $(ch_query store "SELECT DISTINCT path, event, supported FROM $(ch_db C).counters
 		WHERE host = 'api-host'" | tr '\n\t' '; '), expired: $(ch_query store "SELECT kind, path, name
-		FROM cg_C.expiry ORDER BY kind" | tr '\n\t' '; ')"
+		FROM $(ch_db C).expiry ORDER BY kind" | tr '\n\t' '; ')"
 	fail "the store kept the expired series"
 fi
 stop C

@@ -17,8 +17,8 @@ source "$(dirname "$0")/../lib/clickhouse.sh"
 why=$(ch_available) || skip "$why"
 EXPORTER=${CGPERF_EXPORTER:-$(dirname "$AGENT")/cgperf-exporter}
 [[ -x $EXPORTER ]] || fail "exporter binary $EXPORTER not built"
-ch_start one || fail "clickhouse-server did not start"
-DB=cg_v1
+ch_shared one || fail "clickhouse-server did not start"
+DB=$(ch_db v1)
 q() { ch_query one "$1" >/dev/null || fail "SQL failed: ${1:0:80}"; }
 DAY='toDate(toDateTime(intDiv(%s, 1000000000)))'
 MONTH='toYYYYMM(toDateTime(intDiv(%s, 1000000000)))'

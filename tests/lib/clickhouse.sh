@@ -12,6 +12,15 @@
 #   ch_shards_xml CLUSTER NAME...  a <CLUSTER> of one shard per server NAME
 #                         (their TCP ports must be known: ch_ports first)
 #   ch_ports NAME         pick the ports of NAME before it starts
+#   ch_shared NAME        the run's shared server NAME (tests/run.sh sets
+#                         $CGPERF_TEST_SHARED): started by the first test
+#                         that asks, under a lock, kept for the whole run
+#                         and stopped by run.sh; sets CH_HTTP[NAME] and
+#                         CH_TCP[NAME]. A test on it keeps to databases of
+#                         its own (ch_db) and never stops it. Without
+#                         $CGPERF_TEST_SHARED, ch_start NAME.
+#   ch_db NAME            a database name for NAME that no other test on a
+#                         shared server uses
 # Servers are killed by the EXIT trap of common.sh (their PIDs join _PIDS).
 CH_SERVER=${CH_SERVER:-/usr/sbin/clickhouse-server}
 declare -A CH_HTTP CH_TCP CH_PID
@@ -44,7 +53,7 @@ ch_shards_xml() {
 }
 
 ch_start() {
-	local name=$1 shards=${2:-} dir=$TMP/ch-$1 i
+	local name=$1 shards=${2:-} dir=${_CH_DIR:-$TMP/ch-$1} i
 	ch_ports "$name"
 	mkdir -p "$dir/data" "$dir/tmp" "$dir/user_files" "$dir/log"
 	cat >"$dir/config.xml" <<XML
@@ -85,12 +94,20 @@ XML
 XML
 	# Not a job of this shell (a subshell starts it): killing it prints no
 	# "Killed" line, and kill -0 sees it gone once it is.
-	(
-		"$CH_SERVER" --config-file="$dir/config.xml" >"$dir/log/stdout" 2>&1 &
-		echo $! >"$dir/pid"
-	)
+	# A shared server (_CH_DIR set) gets a session of its own: run.sh ends
+	# a test by killing its process group, and the server outlives it.
+	if [[ -n ${_CH_DIR:-} ]]; then
+		setsid bash -c 'echo $$ >"$1/pid"; exec "$2" --config-file="$1/config.xml" >"$1/log/stdout" 2>&1' \
+			sh "$dir" "$CH_SERVER" </dev/null &
+		for i in $(seq 1 50); do [[ -s $dir/pid ]] && break; sleep 0.1; done
+	else
+		(
+			"$CH_SERVER" --config-file="$dir/config.xml" >"$dir/log/stdout" 2>&1 &
+			echo $! >"$dir/pid"
+		)
+	fi
 	CH_PID[$name]=$(cat "$dir/pid")
-	_PIDS+=("${CH_PID[$name]}")
+	[[ -n ${_CH_DIR:-} ]] || _PIDS+=("${CH_PID[$name]}")
 	for i in $(seq 1 $((300 * TIME_SCALE))); do
 		if curl -sf "http://127.0.0.1:${CH_HTTP[$name]}/ping" >/dev/null 2>&1; then
 			return 0
@@ -117,16 +134,58 @@ ch_stop() {
 	CH_PID[$1]=
 }
 
+ch_shared() {
+	local name=$1 dir
+	if [[ -z ${CGPERF_TEST_SHARED:-} ]]; then
+		ch_start "$name"
+		return
+	fi
+	dir=$CGPERF_TEST_SHARED/ch-$name
+	mkdir -p "$dir" || return 1
+	# The lock is held while this test starts the server, or finds it up.
+	exec {_ch_lock}>"$dir.lock"
+	flock "$_ch_lock" || return 1
+	if [[ -s $dir/pid && -s $dir/ports ]] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
+		read -r "CH_HTTP[$name]" "CH_TCP[$name]" <"$dir/ports"
+		if curl -sf "http://127.0.0.1:${CH_HTTP[$name]}/ping" >/dev/null 2>&1; then
+			CH_PID[$name]=
+			exec {_ch_lock}>&-
+			return 0
+		fi
+		kill -KILL "$(cat "$dir/pid")" 2>/dev/null
+	fi
+	rm -rf "$dir/pid" "$dir/data"
+	CH_HTTP[$name]= CH_TCP[$name]=
+	if _CH_DIR=$dir ch_start "$name"; then
+		echo "${CH_HTTP[$name]} ${CH_TCP[$name]}" >"$dir/ports"
+		# Never this test's to stop: ch_stop leaves it alone.
+		CH_PID[$name]=
+		exec {_ch_lock}>&-
+		return 0
+	fi
+	exec {_ch_lock}>&-
+	return 1
+}
+
+ch_db() {
+	if [[ -n ${CGPERF_TEST_SHARED:-} ]]; then
+		printf 'cg_t%s_%s\n' "$$" "$1"
+	else
+		printf 'cg_%s\n' "$1"
+	fi
+}
+
 ch_query() {
 	curl -sS --fail-with-body "http://127.0.0.1:${CH_HTTP[$1]}/" --data-binary "$2"
 }
 
-# STORE=clickhouse runs an exporter test on a ClickHouse server it starts
-# (named "store"), one database per exporter; STORE=sqlite (the default)
+# STORE=clickhouse runs an exporter test on a ClickHouse server (named
+# "store", ch_shared), one database per exporter; STORE=sqlite (the default)
 # on the data directory.
 #   store_setup           start that server when STORE=clickhouse (skips
 #                         the test when clickhouse-server cannot run)
 #   store_args NAME       the exporter flags of exporter NAME's store
+#                         (its database: ch_db NAME)
 #   on_clickhouse         true when STORE=clickhouse
 STORE=${STORE:-sqlite}
 on_clickhouse() { [[ $STORE == clickhouse ]]; }
@@ -135,12 +194,12 @@ store_setup() {
 	local why
 	on_clickhouse || return 0
 	why=$(ch_available) || skip "$why"
-	ch_start store || fail "clickhouse-server did not start"
-	info "store: clickhouse-server on port ${CH_HTTP[store]}"
+	ch_shared store || fail "clickhouse-server did not start"
+	info "store: clickhouse-server on port ${CH_HTTP[store]}${CGPERF_TEST_SHARED:+ (shared by the run)}"
 }
 
 store_args() {
 	on_clickhouse || return 0
 	printf '%s\n' --store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[store]}" \
-		--clickhouse-database "cg_$1"
+		--clickhouse-database "$(ch_db "$1")"
 }
