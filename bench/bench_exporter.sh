@@ -25,7 +25,9 @@
 # times: the median time of the query.
 # Printed figures only. Knobs: BENCH_BATCHES (default 60), BENCH_SCRAPES (20),
 # BENCH_CGROUPS_METRICS (10000), BENCH_FLEET_SECONDS (20; 0 skips part 3),
-# BENCH_ONLY_FLEET=1 (part 3 alone).
+# BENCH_ONLY_FLEET=1 (part 3 alone), BENCH_ONLY_READS=1 (1b and 1c alone,
+# with --store clickhouse), BENCH_FLAME_ROWS (1b: 10,000,000),
+# BENCH_SERIES_ROWS (1c: 8,640,000).
 source "$(dirname "$0")/../tests/lib/common.sh"
 source "$(dirname "$0")/../tests/lib/clickhouse.sh"
 STORES=sqlite
@@ -79,8 +81,9 @@ echo "# exporter on core $core_ex of $ncpu; load generator on core 0; $(uname -r
 # --- 1. ingest
 declare -A RATE
 ONLY_FLEET=${BENCH_ONLY_FLEET:-0}
+ONLY_READS=${BENCH_ONLY_READS:-0}
 for store in $STORES; do
-	((ONLY_FLEET)) && break
+	((ONLY_FLEET || ONLY_READS)) && break
 	args=()
 	if [[ $store == clickhouse ]]; then
 		why=$(ch_available) || { echo "ingest (clickhouse): SKIPPED ($why)"; continue; }
@@ -128,12 +131,17 @@ done
 # have written them in the last hour: a batch per agent every 10 s (360,000
 # batches, ~28 stack rows each, 10 cgroups per host, 2000 distinct stacks of
 # depth 20), made in the stores by SQL (pushing them would take longer than
-# the query), then GET /api/v1/stacks?from=-1h 5 times: the median
+# the query), then GET /api/v1/stacks?from=-${FHOURS}h 5 times, folded and as the
+# page's format=json: the medians
 # (ClickHouse on both cores, after its merges; the SQLite exporter on core
 # 1). SQLite keeps one row per (minute, host, cgroup, event, stack): fewer
 # rows. The window moves between the two runs: the oldest minute may fall
 # out of the second one (a few bytes less).
-FROWS=${BENCH_FLAME_ROWS:-10000000}
+# BENCH_FLAME_HOURS=24: a day of the same fleet instead (240,000,000 rows
+# by default; SQLite left out unless BENCH_FLAME_SQLITE=1).
+FHOURS=${BENCH_FLAME_HOURS:-1}
+FROWS=${BENCH_FLAME_ROWS:-$((10000000 * FHOURS))}
+FSQLITE=${BENCH_FLAME_SQLITE:-$((FHOURS == 1))}
 if ((ONLY_FLEET)); then
 	:
 elif [[ $STORES == *clickhouse* ]] && why=$(ch_available); then
@@ -143,7 +151,7 @@ elif [[ $STORES == *clickhouse* ]] && why=$(ch_available); then
 	kill -TERM $EXP
 	wait $EXP 2>/dev/null
 	now=$(date +%s)
-	t0=$(((now - 3590) * 1000000000))
+	t0=$(((now - FHOURS * 3600 + 10) * 1000000000))
 	# n: row; b = n / 28: batch; agent b % 1000, seq b / 1000 (every 10 s)
 	BT="($t0 + intDiv(intDiv(number, 28), 1000) * 10000000000)"
 	T0=$(date +%s.%N)
@@ -159,11 +167,17 @@ elif [[ $STORES == *clickhouse* ]] && why=$(ch_available); then
 	done
 	start_exporter flame-ch --store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[flame]}" \
 		--clickhouse-database fleet
-	read -r fc_ms fc_bytes fc_bad < <(scrapes "$EXURL/api/v1/stacks?from=-1h" 5)
+	read -r fc_ms fc_bytes fc_bad < <(scrapes "$EXURL/api/v1/stacks?from=-${FHOURS}h" 5)
+	read -r fcj_ms fcj_bytes fcj_bad < <(scrapes "$EXURL/api/v1/stacks?from=-${FHOURS}h&format=json" 5)
 	kill -TERM $EXP
 	wait $EXP 2>/dev/null
 	ch_stop flame
-	echo "flame graph, 1000 agents x 1 h (clickhouse): $crows sample rows (made in $(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.0f", b - a }') s), $fc_bytes bytes folded: median of 5 $fc_ms ms$( ((fc_bad)) && echo ", $fc_bad FAILED")"
+	echo "flame graph, 1000 agents x $FHOURS h (clickhouse): $crows sample rows (made in $(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.0f", b - a }') s), $fc_bytes bytes folded: median of 5 $fc_ms ms$( ((fc_bad)) && echo ", $fc_bad FAILED")"
+	echo "flame graph, 1000 agents x $FHOURS h (clickhouse), format=json (the page's): $fcj_bytes bytes: median of 5 $fcj_ms ms$( ((fcj_bad)) && echo ", $fcj_bad FAILED")"
+fi
+if ((ONLY_FLEET)) || ! ((FSQLITE)); then
+	:
+elif [[ $STORES == *clickhouse* ]] && why=$(ch_available); then
 	start_exporter flame-sq
 	kill -TERM $EXP
 	wait $EXP 2>/dev/null
@@ -185,19 +199,96 @@ elif [[ $STORES == *clickhouse* ]] && why=$(ch_available); then
 	T1=$(date +%s.%N)
 	srows=$(sqlite3 "$TMP/flame-sq/cgperf.db" "SELECT count(*) FROM stack_samples")
 	start_exporter flame-sq
-	read -r fs_ms fs_bytes fs_bad < <(scrapes "$EXURL/api/v1/stacks?from=-1h" 5)
+	read -r fs_ms fs_bytes fs_bad < <(scrapes "$EXURL/api/v1/stacks?from=-${FHOURS}h" 5)
+	read -r fsj_ms fsj_bytes fsj_bad < <(scrapes "$EXURL/api/v1/stacks?from=-${FHOURS}h&format=json" 5)
 	kill -TERM $EXP
 	wait $EXP 2>/dev/null
-	echo "flame graph, 1000 agents x 1 h (sqlite): $srows sample rows (made in $(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.0f", b - a }') s), $fs_bytes bytes folded: median of 5 $fs_ms ms$( ((fs_bad)) && echo ", $fs_bad FAILED")"
+	echo "flame graph, 1000 agents x $FHOURS h (sqlite): $srows sample rows (made in $(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.0f", b - a }') s), $fs_bytes bytes folded: median of 5 $fs_ms ms$( ((fs_bad)) && echo ", $fs_bad FAILED")"
+	echo "flame graph, 1000 agents x $FHOURS h (sqlite), format=json (the page's): $fsj_bytes bytes: median of 5 $fsj_ms ms$( ((fsj_bad)) && echo ", $fsj_bad FAILED")"
 	awk -v c="$fc_ms" -v q="$fs_ms" 'BEGIN { if (c > 0) printf "flame graph ratio: sqlite %.0f ms / clickhouse %.0f ms = %.2f\n", q, c, q / c }'
 elif [[ $STORES == *clickhouse* ]]; then
 	echo "flame graph 1000 agents: SKIPPED ($why)"
 fi
 
+# --- 1c. the page's series of 1000 cgroups over 24 h (--store clickhouse)
+# 100 agents of 10 cgroups each, a batch per agent every 10 s for the last
+# 24 h (864,000 batches, 8,640,000 task-clock counter rows), made in the
+# stores by SQL as in 1b; then GET /api/v1/series?from=-24h with top=10 and
+# top=100 (the most a query may ask), 3 times each: the medians.
+SROWS=${BENCH_SERIES_ROWS:-8640000}
+series_fill_ch() { # DB
+	local db=$1 nb=$(((SROWS + 9) / 10)) t0
+	t0=$((($(date +%s) - 86390) * 1000000000))
+	ch_query flame "INSERT INTO $db.batches SELECT concat('agent-', toString(number % 100)), intDiv(number, 100), concat('host-', toString(number % 100)), 'bench', $t0 + intDiv(number, 100) * 10000000000 AS s, s + 10000000000, s + 10000000000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, number + 1 FROM numbers($nb)" &&
+	ch_query flame "INSERT INTO $db.counters SELECT concat('agent-', toString(b % 100)), intDiv(b, 100), number + 1, concat('host-', toString(b % 100)), concat('/fleet/app-', toString(number % 10)), 'task-clock', v, 10000000000, 10000000000, 1, toFloat64(v), $t0 + intDiv(b, 100) * 10000000000 + 10000000000 FROM (SELECT number, intDiv(number, 10) AS b, 1000000000 + (number * 7919) % 5000000000 AS v FROM numbers($SROWS))"
+}
+series_fill_sq() { # DBFILE
+	local t0
+	t0=$((($(date +%s) - 86390) * 1000000000))
+	sqlite3 "$1" <<-SQL
+		PRAGMA synchronous=OFF;
+		BEGIN;
+		WITH RECURSIVE n(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM n WHERE x < ($SROWS + 9) / 10 - 1)
+		INSERT INTO batches(agent_id, seq, host, start_ns, end_ns, received_ns)
+			SELECT 'agent-' || (x % 100), x / 100, 'host-' || (x % 100), $t0 + (x / 100) * 10000000000,
+			$t0 + (x / 100) * 10000000000 + 10000000000, $t0 + (x / 100) * 10000000000 + 10000000000 FROM n;
+		WITH RECURSIVE n(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM n WHERE x < $SROWS - 1)
+		INSERT INTO counter_samples(host, agent_id, seq, cgroup_path, container_id, pod_uid, unit, event,
+			value, time_enabled, time_running, supported)
+			SELECT 'host-' || ((x / 10) % 100), 'agent-' || ((x / 10) % 100), x / 10 / 100,
+			'/fleet/app-' || (x % 10), '', '', '', 'task-clock', 1000000000 + (x * 7919) % 5000000000,
+			10000000000, 10000000000, 1 FROM n;
+		COMMIT;
+	SQL
+}
+series_scrapes() { # STORE-LABEL ROWS MADE_S
+	local top
+	for top in 10 100; do
+		read -r ms bytes bad < <(scrapes "$EXURL/api/v1/series?from=-24h&top=$top" 3)
+		echo "series, 1000 cgroups x 24 h ($1): $2 counter rows (made in $3 s), top=$top: $bytes bytes, median of 3 $ms ms$( ((bad)) && echo ", $bad FAILED")"
+	done
+}
+if ((ONLY_FLEET)); then
+	:
+elif [[ $STORES == *clickhouse* ]] && why=$(ch_available); then
+	ch_start flame || fail "clickhouse-server did not start"
+	start_exporter series-ch --store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[flame]}" \
+		--clickhouse-database series
+	kill -TERM $EXP
+	wait $EXP 2>/dev/null
+	T0=$(date +%s.%N)
+	series_fill_ch series || fail "could not fill ClickHouse"
+	T1=$(date +%s.%N)
+	crows=$(ch_query flame "SELECT count() FROM series.counters")
+	for ((i = 0; i < 60; i++)); do
+		[[ $(ch_query flame "SELECT count() FROM system.merges") == 0 ]] && break
+		sleep 1
+	done
+	start_exporter series-ch --store clickhouse --clickhouse-url "http://127.0.0.1:${CH_HTTP[flame]}" \
+		--clickhouse-database series
+	series_scrapes clickhouse "$crows" "$(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.0f", b - a }')"
+	kill -TERM $EXP
+	wait $EXP 2>/dev/null
+	ch_stop flame
+	start_exporter series-sq
+	kill -TERM $EXP
+	wait $EXP 2>/dev/null
+	T0=$(date +%s.%N)
+	series_fill_sq "$TMP/series-sq/cgperf.db" || fail "could not fill SQLite"
+	T1=$(date +%s.%N)
+	srows=$(sqlite3 "$TMP/series-sq/cgperf.db" "SELECT count(*) FROM counter_samples")
+	start_exporter series-sq
+	series_scrapes sqlite "$srows" "$(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.0f", b - a }')"
+	kill -TERM $EXP
+	wait $EXP 2>/dev/null
+elif [[ $STORES == *clickhouse* ]]; then
+	echo "series 1000 cgroups: SKIPPED ($why)"
+fi
+
 # --- 3. a fleet (before /metrics: part 2 may exit early without Pushgateway)
 FLEET_S=${BENCH_FLEET_SECONDS:-20}
 SWARM=$BUILD_DIR/tools/agent_swarm
-if ((FLEET_S > 0)) && [[ -x $SWARM ]]; then
+if ((FLEET_S > 0 && !ONLY_READS)) && [[ -x $SWARM ]]; then
 	ulimit -n "$(ulimit -Hn)" 2>/dev/null
 	FLEET_STORE=() # the exporter's store arguments
 	fleet() { # NAME SWARM-ARGS...: one exporter, one swarm run, one line
@@ -239,7 +330,7 @@ else
 fi
 
 # --- 2. /metrics with ~100k series
-((ONLY_FLEET)) && exit 0
+((ONLY_FLEET || ONLY_READS)) && exit 0
 start_exporter metrics
 "$GEN" --cgroups "$MCG" --stacks 0 --counters 10 --agent bench-metrics write "$TMP/m.pb" ||
 	fail "gen_batch write failed"

@@ -78,7 +78,8 @@ cat <<EOF
 cgperf is running: exporter pid $EX, agent pid $AG (config $CONFIG).
 The agent pushes every 10 s; the first data shows after the first push.
 
-  $base/                               hosts, cgroups and containers, with links
+  $base/                               the explorer: series, flame graphs, top, diff (docs/ui.md)
+  $base/index                          hosts, cgroups and containers, with links
   $base/metrics                        per-cgroup counters for Prometheus
   $base/api/v1/stacks?format=svg       flame graph of the whole host
   $base/api/v1/stacks?format=svg&cgroup=/system.slice
